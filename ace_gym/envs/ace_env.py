@@ -1,0 +1,245 @@
+"""The ACE grid-planning environment, one class for all six domains."""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.error import ResetNeeded
+
+from ace_gym.domains import get_domain
+from ace_gym.errors import ConfigError
+from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
+from ace_gym.prompts import render_system_prompt, render_user_message
+from ace_gym.scoring import evaluate_grid, grid_of_ids
+from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
+from ace_gym.tools import INVALID, STOP, EpisodeState, ToolConfig, failure, toolset
+
+ActionType = Mapping[str, Any] | ToolCall
+
+
+class AceEnv(gym.Env[str, ActionType]):
+    """ACE-Bench grid planning: fill the hidden cells of a partially completed R x C grid.
+
+    ## Description
+    Each instance is a grid of item ids (courses, dishes, components, products, activities or
+    workers) with H hidden cells. Every hidden cell has K candidates: the truth, *filters* (break
+    one of the cell's slot rules) and *decoys* (pass the slot rules but make the whole grid
+    violate a global rule). The agent fills the hidden cells through tools; the episode is solved
+    when every hidden cell passes its slot rules and the grid passes every global rule. H sets the
+    horizon, the decoy budget B the difficulty. Behaviour follows the published benchmark
+    (``shared/spec`` §3-§4) call for call.
+
+    ## Action
+    One tool call: ``{"name": str, "arguments": dict | JSON string}`` or a
+    :class:`ace_gym.spaces.ToolCall`. Tools (D = the domain name): ``set_slot``,
+    ``get_current_grid_state``, ``get_hidden_slot_query_budget``, ``get_global_check_budget``,
+    ``get_slot_id``, ``done``, ``query_D_candidate_from_attribute``, ``get_D_item_info``,
+    ``get_D_item_attributes``, ``check_D_slot_constraints``, ``check_D_global_constraints``.
+    Their OpenAI schemas are in ``info["tools"]`` at reset.
+
+    ## Observation
+    At reset, the first user message (the partial grid, spec §4.1); the system prompt is in
+    ``info["system_prompt"]``. After a step, the tool's response envelope serialised exactly as
+    the published benchmark sends it: ``json.dumps({"status", "messages", "data"},
+    ensure_ascii=False)``. Every malformed action (unknown tool, non-object or missing arguments,
+    wrong types, bad JSON) yields a ``"failed"`` envelope explaining the error; ``step`` never
+    raises for an action.
+
+    ## Reward
+    0 on every step except the last: a successful ``done`` (or the ``max_steps`` limit) scores the
+    grid, reward 1.0 if every hidden cell passes its slot rules and every global rule holds,
+    else 0.0 (spec §4.3).
+
+    ## Episode End
+    Terminated by a successful ``done`` call; truncated after ``max_steps`` tool calls, with the
+    same final scoring. Stepping a finished episode returns a failed envelope until ``reset``.
+
+    ## Arguments
+    ``domain``; ``dataset`` ("5x5", the bundled published benchmark, or a path to any file in the
+    published format); budgets named as in the published benchmark: ``extra_query_num`` (-1 =
+    unlimited per-slot attribute queries, else active rules + H + this), ``global_check_alpha``
+    (-1 = unlimited global checks, else floor(alpha * H)), ``check_include_reason``,
+    ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000).
+
+    ## Reset options
+    ``{"instance_index": int}`` or ``{"instance_id": str}``; without them the instance is drawn
+    from the reset seed (same seed, same instance, in any process).
+
+    ## Information
+    Reset: ``instance_id``, ``instance_index``, ``rows``, ``cols``, ``hidden_slots`` (H),
+    ``hidden_positions``, ``decoy_budget`` (B), ``system_prompt``, ``tools``, ``budgets``.
+    Step: ``tool``, ``ok`` (envelope status is success), ``step``. Last step also ``score``
+    (bool), ``reason`` (first failure, or None) and ``grid`` (the final id grid).
+
+    ## Departures from the published release
+    A missing argument or an unhashable operator gives ``Invalid tool arguments, <message>``
+    instead of a Python TypeError; episodes share no mutable state (the release shares one handler
+    per domain across threads); ``get_current_grid_state`` returns a copy; strings echoed in
+    error messages are clipped to 200 characters; tool schemas carry a description per parameter,
+    an ``enum`` for ``operator`` and no spurious ``kwargs`` property, in a fixed order. The budget
+    sentence of the system prompt when exactly one budget is finite, and the "disabled" sentence
+    for a zero global-check budget, are ace-gym wording.
+
+    ## Version History
+    * v0: first release, parity with the published ACE-Bench tools on its 5x5 data.
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}  # noqa: RUF012 (gymnasium declares it per instance)
+
+    def __init__(
+        self,
+        domain: str = "course",
+        dataset: str | os.PathLike[str] = "5x5",
+        *,
+        extra_query_num: int = -1,
+        global_check_alpha: float | None = -1,
+        check_include_reason: bool = False,
+        max_query_ids: int = 5,
+        max_query_fields: int = 5,
+        max_steps: int = 1000,
+        render_mode: str | None = None,
+    ) -> None:
+        self.domain = get_domain(domain)
+        self.config = ToolConfig(
+            extra_query_num, global_check_alpha, check_include_reason, max_query_ids, max_query_fields
+        )
+        if type(max_steps) is not int or max_steps < 1:
+            raise ConfigError("max_steps", max_steps, "must be a positive integer")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError("render_mode", render_mode, "supported: 'ansi' or None")
+        self.max_steps = max_steps
+        self.render_mode = render_mode
+        self.dataset: Dataset = resolve_dataset(dataset, self.domain.name) if dataset is not None else None  # type: ignore[assignment]
+        self.tools = toolset(self.domain)
+        self.observation_space = UnicodeText()
+        self.action_space = ToolCallSpace(self.tools.names)
+        self._state: EpisodeState | None = None
+        self._steps = 0
+        self._finished = False
+
+    # -- instance choice: subclasses (procedural envs) override this -------------------------
+
+    def _select_instance(self, options: Mapping[str, Any]) -> tuple[CompiledInstance, int]:
+        """Pick the episode's instance from ``options`` or from ``self.np_random``."""
+        dataset = self.dataset
+        if "instance_id" in options:
+            index = dataset.index_of(options["instance_id"])
+        elif "instance_index" in options:
+            index = options["instance_index"]
+            if type(index) is not int or not 0 <= index < len(dataset):
+                raise ConfigError("instance_index", index, f"must be an integer in [0, {len(dataset)})")
+        else:
+            index = int(self.np_random.integers(len(dataset)))
+        return dataset.compiled(index), index
+
+    # -- gymnasium API -----------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        compiled, index = self._select_instance(options or {})
+        self._state = EpisodeState(compiled, self.config)
+        self._steps = 0
+        self._finished = False
+        instance = compiled.instance
+        system_prompt = render_system_prompt(
+            self.domain,
+            instance.task_instruction,
+            query_budget_limited=self.config.extra_query_num != -1,
+            global_check_budget=self._state.global_budget,
+            max_query_ids=self.config.max_query_ids,
+            max_query_fields=self.config.max_query_fields,
+        )
+        info = {
+            "instance_id": compiled.instance_id,
+            "instance_index": index,
+            "rows": compiled.rows,
+            "cols": compiled.cols,
+            "hidden_slots": compiled.hidden_count,
+            "hidden_positions": [(s.row, s.col) for s in compiled.slots],
+            "decoy_budget": compiled.decoy_budget,
+            "system_prompt": system_prompt,
+            "tools": copy.deepcopy(self.tools.schemas),
+            "budgets": self.budgets(),
+        }
+        return render_user_message(self.domain, instance.partial_solution), info
+
+    def budgets(self) -> dict[str, Any]:
+        """The configured budgets and their values on the current instance (None = unlimited)."""
+        state = self._require_state()
+        config = self.config
+        return {
+            "extra_query_num": config.extra_query_num,
+            "global_check_alpha": config.global_check_alpha,
+            "check_include_reason": config.check_include_reason,
+            "max_query_ids": config.max_query_ids,
+            "max_query_fields": config.max_query_fields,
+            "max_steps": self.max_steps,
+            "global_check_budget": state.global_budget,
+            "hidden_slot_query_budget": {
+                f"{s.row},{s.col}": b for s, b in zip(state.compiled.slots, state.query_budgets, strict=True)
+            },
+        }
+
+    def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        state = self._require_state()
+        if self._finished:
+            return (
+                failure(f"{INVALID}, the episode has ended; call reset()"),
+                0.0,
+                True,
+                False,
+                {"tool": None, "ok": False, "step": self._steps},
+            )
+        name, arguments = _unpack(action)
+        if name is None:
+            observation = failure(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')
+        else:
+            observation = self.tools.call(state, name, arguments)
+        self._steps += 1
+        terminated = observation == STOP
+        truncated = not terminated and self._steps >= self.max_steps
+        info: dict[str, Any] = {"tool": name, "ok": observation[12:19] == "success", "step": self._steps}
+        reward = 0.0
+        if terminated or truncated:
+            self._finished = True
+            score, reason = evaluate_grid(state.compiled, state.grid)
+            reward = float(score)
+            info.update(score=score, reason=reason, grid=grid_of_ids(state.compiled, state.grid))
+        return observation, reward, terminated, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self._state is None:
+            return None
+        grid = grid_of_ids(self._state.compiled, self._state.grid)
+        width = max(len(i or "") for row in grid for i in row) + 1
+        return "\n".join(" ".join((i or ".").rjust(width) for i in row) for row in grid) + "\n"
+
+    # -- accessors for wrappers, solvers and tests --------------------------------------------
+
+    @property
+    def state(self) -> EpisodeState:
+        """The current episode's mutable state (grid, budgets); ResetNeeded before ``reset``."""
+        return self._require_state()
+
+    @property
+    def compiled(self) -> CompiledInstance:
+        """The current episode's compiled instance."""
+        return self._require_state().compiled
+
+    def _require_state(self) -> EpisodeState:
+        if self._state is None:
+            raise ResetNeeded("Cannot call this before reset()")
+        return self._state
+
+
+def _unpack(action: Any) -> tuple[Any, Any]:
+    """(name, arguments) of an action, or (None, None) when it is not shaped like a tool call."""
+    if isinstance(action, ToolCall):
+        return action.name, action.arguments
+    if isinstance(action, Mapping) and "name" in action:
+        return action["name"], action.get("arguments", {})
+    return None, None

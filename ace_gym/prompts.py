@@ -1,0 +1,143 @@
+"""The texts a model sees: task instruction (§1.7), system prompt and user message (§4.1).
+
+The two budget sentences the published release prints when exactly one of the two budgets is
+finite are not recorded in the specification; ours are marked below and documented in the env.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ace_gym.constraints import global_rule_text, slot_rule_text
+from ace_gym.domains import Domain
+
+
+def render_task_instruction(
+    domain: Domain,
+    rows: int,
+    cols: int,
+    global_bounds: dict[str, int],
+    slot_rules: list[tuple[int, int, list[tuple[str, str, int]]]],
+) -> str:
+    """The instance's policy text. ``slot_rules``: per hidden slot (row-major) its
+    ``(attribute, kind, bound)`` rules in the domain's slot-rule order."""
+    lines = [
+        f"You are solving a {domain.task_title} task. Fill the {rows}x{cols} grid with {domain.item_label} ids.",
+        domain.grid_text.format(rows=rows, cols=cols),
+        "Only the empty (`null`) slots need to be filled. All other non-empty slots are already "
+        "fixed and must not be changed.",
+        "Each cell must use exactly one candidate id from that slot.",
+        "",
+        "Across the whole grid, the plan must satisfy these global constraints:",
+    ]
+    for k, rule in enumerate(domain.global_rules, start=1):
+        lines.append(f"({k}) {global_rule_text(rule, global_bounds[rule.name], domain)}.")
+    lines += ["", "For the hidden-slot constraints:"]
+    blocks = []
+    for row, col, rules in slot_rules:
+        block = [f"For slot ({row}, {col}):"]
+        block += [
+            f"({k}) {slot_rule_text(domain, row, col, attribute, kind, bound)}."
+            for k, (attribute, kind, bound) in enumerate(rules, start=1)
+        ]
+        blocks.append("\n".join(block))
+    lines.append("\n\n".join(blocks))
+    lines += ["", f"Return only a {rows}x{cols} list of {domain.item_label} ids."]
+    return "\n".join(lines)
+
+
+def _budget_line(queries_limited: bool, checks_limited: bool) -> str:
+    if queries_limited and checks_limited:
+        return (
+            "Both attribute queries (per hidden slot) and global check have limited call "
+            "counts\u2014plan your usage carefully."
+        )
+    if not queries_limited and not checks_limited:
+        return "Attribute queries per hidden slot and global check have no call-count limits in this task."
+    if queries_limited:  # ace-gym wording (not recorded from the published release)
+        return (
+            "Attribute queries per hidden slot have limited call counts\u2014plan your usage "
+            "carefully; global check has no call-count limit in this task."
+        )
+    return (
+        "Global check has a limited call count\u2014plan your usage carefully; attribute "  # ace-gym wording
+        "queries per hidden slot have no call-count limits in this task."
+    )
+
+
+def render_system_prompt(
+    domain: Domain,
+    task_instruction: str,
+    *,
+    query_budget_limited: bool,
+    global_check_budget: int | None,
+    max_query_ids: int,
+    max_query_fields: int,
+) -> str:
+    """The system message (spec §4.1); ``global_check_budget`` None means unlimited."""
+    d = domain.tool_noun
+    check_tool = f"check_{d}_global_constraints"
+    if global_check_budget is None:
+        check_line = f"`{check_tool}` has no call-count limit in this task."
+    elif global_check_budget == 0:  # ace-gym wording (spec §4.1 gives only the gist)
+        check_line = f"`{check_tool}` is disabled in this task, so do not call it."
+    else:
+        check_line = (
+            f"`{check_tool}` may be called at most {global_check_budget} time(s) in this "
+            "task. Use `get_global_check_budget` to query the remaining global-check count."
+        )
+    usage = [
+        "Use the available tools instead of pretending to know hidden slot values.",
+        "You may inspect and fill hidden slots in any order.",
+        "Use `set_slot` to fill or clear any hidden slot directly by row and col.",
+        "Each hidden slot has multiple options. Your choice for each slot must satisfy the "
+        "corresponding slot constraints, and the completed grid must satisfy the global "
+        f"constraints. Use `check_{d}_slot_constraints` when needed for any filled hidden slot, "
+        f"and use `{check_tool}` only after all slots are filled.",
+        f"Use `query_{d}_candidate_from_attribute` when you want to filter one hidden slot's "
+        "candidates by one attribute condition. Item info tools (single-item info and "
+        f"`get_{d}_item_attributes`) can only query non-hidden item ids\u2014i.e., ids that are "
+        "already visible in pre-filled slots. Use the single-item info tool for one such id; use "
+        f"`get_{d}_item_attributes` for up to {max_query_fields} selected attributes for up to "
+        f"{max_query_ids} such ids at once.",
+    ]
+    if query_budget_limited:
+        usage.append(
+            "Use `get_hidden_slot_query_budget` with row and col to query the remaining "
+            "attribute-query count for a specific hidden slot (e.g. before deciding whether to make "
+            "more attribute queries for that slot)."
+        )
+    usage += [
+        "When the grid is complete and you are satisfied with the result, call `done`.",
+        "Your final action must be a single call to `done` with no other tool calls in that message.",
+        check_line,
+    ]
+    instructions = [
+        f"You are solving a {domain.intro} task.",
+        "Follow the task policy exactly.",
+        f"Each item in this domain has attributes such as: {', '.join(domain.prompt_attributes)}.",
+        "Use tools to inspect the current grid, reason about candidate ids, and update slots.",
+        _budget_line(query_budget_limited, global_check_budget is not None),
+        "You may inspect and fill hidden slots in any order.",
+        "Assume all pre-filled non-null slots are already correct, valid, and fixed.",
+        "You must make sure the final solution satisfies every hidden-slot constraint and the global constraints.",
+        "Never change pre-filled non-null slots unless a tool result or task policy clearly requires it.",
+        "Your goal is to produce a fully filled grid that satisfies all constraints.",
+    ]
+    return (
+        "<instructions>\n" + "\n".join(instructions) + "\n</instructions>\n"
+        "<tool_usage>\n" + "\n".join(usage) + "\n</tool_usage>\n"
+        "<task_policy>\n" + task_instruction + "\n</task_policy>\n"
+        "<task_goal>\nComplete the partially filled solution grid. Keep existing non-null entries "
+        "unchanged and fill every null slot.\n</task_goal>"
+    )
+
+
+def render_user_message(domain: Domain, partial_solution: list[list[str | None]]) -> str:
+    """The first user message (spec §4.1)."""
+    return (
+        "Here is the current partial solution grid.\nEach `null` value is a missing slot that still "
+        f"needs a valid item id.\n\n{json.dumps(partial_solution)}\n\nYou may work on any hidden slot "
+        f"directly.\nUse `query_{domain.tool_noun}_candidate_from_attribute` to filter a hidden "
+        "slot's candidates by one attribute condition. Use `set_slot` to fill or clear any hidden slot."
+    )

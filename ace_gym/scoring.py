@@ -1,0 +1,43 @@
+"""Final scoring of a grid (spec §4.3): binary, first failure wins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ace_gym.constraints import first_global_violation, slot_violation_reason
+from ace_gym.instance import CompiledInstance
+
+
+def evaluate_grid(compiled: CompiledInstance, grid: Sequence[int] | np.ndarray) -> tuple[bool, str | None]:
+    """Score a flat row-major grid of item indices (-1 = empty).
+
+    Checks in order: no empty cell; every hidden cell holds one of its candidates that passes its
+    slot rules (row-major, first failure); visible cells unchanged; the global rules in domain
+    order. Returns ``(True, None)`` or ``(False, reason)`` with the published reason strings.
+    """
+    cells = np.asarray(grid, dtype=np.int32)
+    if cells.shape != (compiled.n_cells,):
+        return False, f"solution shape does not match expected {compiled.rows}x{compiled.cols} grid"
+    if (cells < 0).any():
+        return False, "solution still contains empty slots"
+    for slot in compiled.slots:
+        if int(cells[slot.cell]) not in slot.valid_items:
+            return False, slot_violation_reason(slot.row, slot.col)
+    visible = compiled.cell_slot < 0
+    changed = np.flatnonzero(visible & (cells != compiled.initial))
+    if changed.size:
+        row, col = divmod(int(changed[0]), compiled.cols)
+        return (
+            False,
+            f"slot ({row}, {col}) is fixed and must remain '{compiled.item_ids[compiled.initial[changed[0]]]}'",
+        )
+    reason = first_global_violation(compiled.global_rules, cells, compiled.cols)
+    return reason is None, reason
+
+
+def grid_of_ids(compiled: CompiledInstance, grid: Sequence[int]) -> list[list[str | None]]:
+    """A flat index grid as the R x C id grid the published format uses."""
+    ids = [None if i < 0 else compiled.item_ids[i] for i in grid]
+    return [ids[r * compiled.cols : (r + 1) * compiled.cols] for r in range(compiled.rows)]
