@@ -1,0 +1,121 @@
+"""Policy interfaces shared by the rollout collector and every agent.
+
+Two kinds of policy meet an ACE env:
+
+* :class:`ScriptedPolicy` (solver, greedy, random) acts on the core :class:`~ace_gym.envs.AceEnv`
+  with tool-call dicts ``{"name": str, "arguments": dict}``. An episode is a Python generator
+  (:data:`Script`) that yields tool calls and receives each call's response envelope.
+* :class:`ChatEngine` (vLLM, transformers, OpenAI-compatible servers; ``ace_gym.agents.llm``)
+  turns a batch of chat conversations into one :class:`Completion` each; the collector wraps the
+  env in the text-action adapter and sends every active episode's conversation in one call per
+  turn, so a batched engine sees full batches.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+ToolCallDict = dict[str, Any]
+"""One tool call as the core env takes it: ``{"name": str, "arguments": dict}``."""
+
+Script = Generator[ToolCallDict, str, None]
+"""A scripted episode: yields tool calls, is sent each call's response envelope (a JSON string)."""
+
+DONE: ToolCallDict = {"name": "done", "arguments": {}}
+
+
+@dataclass
+class Completion:
+    """One assistant turn produced by a :class:`ChatEngine`.
+
+    ``text`` is the raw generated text (tool calls inside it are parsed by the adapter);
+    ``tool_calls`` holds OpenAI-shaped calls (``{"id", "type": "function", "function": {"name",
+    "arguments"}}``) when an OpenAI-compatible server already parsed them; ``reasoning`` is the
+    server-separated reasoning text, if any. Token counts and ids are what the engine reports
+    (0 / None when it reports nothing).
+    """
+
+    text: str
+    tool_calls: list[dict[str, Any]] | None = None
+    reasoning: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_token_ids: list[int] | None = None
+    completion_token_ids: list[int] | None = None
+    finish_reason: str | None = None
+
+
+@runtime_checkable
+class ChatEngine(Protocol):
+    """An LLM back end: one ``generate`` call per turn for all active episodes.
+
+    ``conversations[i]`` is episode i's whole message list (OpenAI chat format, system message
+    first) and ``tools[i]`` its OpenAI tool schemas. Returns one :class:`Completion` per
+    conversation, in order. An engine must not raise for one bad sample (return a Completion
+    with ``finish_reason="error"`` and the message in ``text`` instead).
+    """
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]: ...
+
+
+class ScriptedEpisode:
+    """One running episode of a scripted policy.
+
+    ``act(observation)`` returns the next tool call: the first call ignores ``observation`` (the
+    script already got the reset observation), later ones pass the previous call's response to
+    the script. Once the script returns, every further call is ``done``. ``notes`` is the
+    policy's account of the episode (e.g. what a finite budget kept it from doing); the collector
+    stores it in the episode record.
+    """
+
+    def __init__(self, script: Script, notes: dict[str, Any]) -> None:
+        self._script = script
+        self._started = False
+        self._finished = False
+        self.notes = notes
+
+    def act(self, observation: str) -> ToolCallDict:
+        if self._finished:
+            return dict(DONE)
+        try:
+            call = self._script.send(observation) if self._started else next(self._script)
+        except StopIteration:
+            self._finished = True
+            return dict(DONE)
+        self._started = True
+        return call
+
+
+class ScriptedPolicy(ABC):
+    """A policy that plays the core env through tool calls only (never the instance internals).
+
+    Subclasses implement :meth:`script`; ``name`` identifies the policy in result files.
+    """
+
+    name: ClassVar[str]
+
+    def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
+        """Begin an episode from the env's reset ``(observation, info)``; ``seed`` seeds any randomness."""
+        notes: dict[str, Any] = {}
+        return ScriptedEpisode(self.script(observation, info, np.random.default_rng(seed), notes), notes)
+
+    def act_batch(self, episodes: Sequence[ScriptedEpisode], observations: Sequence[str]) -> list[ToolCallDict]:
+        """The batched entry point: the next call of every episode, given its last observation."""
+        return [episode.act(observation) for episode, observation in zip(episodes, observations, strict=True)]
+
+    @abstractmethod
+    def script(
+        self, observation: str, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        """The episode as a generator of tool calls (see :data:`Script`); may record into ``notes``."""
+
+
+Policy = ScriptedPolicy | ChatEngine
+"""What the rollout collector accepts."""
