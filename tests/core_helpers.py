@@ -1,0 +1,61 @@
+"""Small helpers shared by the core tests: build an env on a bundled instance and call tools."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ace_gym.envs import AceEnv
+from ace_gym.instance import CompiledInstance
+
+H1_INDEX = 0  # H=1, B=0 in every published 5x5 file
+H15_INDEX = 34  # H=15, B=19
+INVALID = "Invalid tool arguments, "
+
+
+def make_env(domain: str, index: int = H1_INDEX, **config: Any) -> AceEnv:
+    """An env of ``domain`` reset onto bundled instance ``index``."""
+    env = AceEnv(domain, **config)
+    env.reset(options={"instance_index": index})
+    return env
+
+
+def call(env: AceEnv, name: str, **arguments: Any) -> dict[str, Any]:
+    """Step one tool call and return the decoded envelope."""
+    observation = env.step({"name": name, "arguments": arguments})[0]
+    return json.loads(observation)
+
+
+def failed_with(envelope: dict[str, Any], detail: str) -> bool:
+    """Whether ``envelope`` is the failure ``Invalid tool arguments, <detail>``."""
+    return envelope == {"status": "failed", "messages": INVALID + detail, "data": {}}
+
+
+def tool(env: AceEnv, kind: str) -> str:
+    """The domain tool name of ``kind`` (query, item_info, item_attributes, slot, global)."""
+    noun = env.domain.tool_noun
+    return {
+        "query": f"query_{noun}_candidate_from_attribute",
+        "item_info": f"get_{noun}_item_info",
+        "item_attributes": f"get_{noun}_item_attributes",
+        "slot": f"check_{noun}_slot_constraints",
+        "global": f"check_{noun}_global_constraints",
+    }[kind]
+
+
+def fill_with_truth(env: AceEnv) -> None:
+    """Set every hidden cell to its truth id through the public tool."""
+    compiled = env.compiled
+    for slot in compiled.slots:
+        item_id = compiled.item_ids[int(compiled.truth[slot.cell])]
+        assert call(env, "set_slot", row=slot.row, col=slot.col, id=item_id)["status"] == "success"
+
+
+def truth_id(compiled: CompiledInstance, slot_index: int) -> str:
+    return compiled.item_ids[int(compiled.truth[compiled.slots[slot_index].cell])]
+
+
+def visible_cell(compiled: CompiledInstance) -> tuple[int, int]:
+    """The first visible (non-hidden) cell, row-major."""
+    cell = next(c for c in range(compiled.n_cells) if compiled.cell_slot_list[c] < 0)
+    return divmod(cell, compiled.cols)

@@ -1,0 +1,539 @@
+"""The 11 tools: order of checks, messages, payloads and budgets of spec §3.3-§3.5 beyond the traces."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jsonschema
+import pytest
+
+from ace_gym.domains import DOMAIN_NAMES, get_domain
+from ace_gym.tools import STOP, toolset
+from tests.core_helpers import (
+    H1_INDEX,
+    H15_INDEX,
+    call,
+    failed_with,
+    fill_with_truth,
+    make_env,
+    tool,
+    truth_id,
+    visible_cell,
+)
+
+pytestmark = pytest.mark.parametrize("domain", DOMAIN_NAMES)
+
+
+def _numeric_field(domain: str) -> str:
+    return get_domain(domain).numeric_attributes[0]
+
+
+def _categorical_field(domain: str) -> str:
+    return get_domain(domain).categorical_attributes[1]
+
+
+# -- attribute queries ----------------------------------------------------------------------
+
+
+def test_query__budget_exhausted_is_reported_before_argument_validation(domain: str) -> None:
+    env = make_env(domain, H1_INDEX, extra_query_num=0)
+    slot = env.compiled.slots[0]
+    budget = slot.rule_count + 1  # active rules + H + 0
+    for _ in range(budget):
+        ok = call(env, tool(env, "query"), row=slot.row, col=slot.col, field="name", operator="not_in", value=[])
+        assert ok["status"] == "success"
+    assert ok["data"]["remaining_budget"] == 0
+    exhausted = f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
+    bad = call(env, tool(env, "query"), row=slot.row, col=slot.col, field="", operator="??", value=None)
+    assert failed_with(bad, exhausted)
+
+
+def test_query__invalid_queries_are_not_charged(domain: str) -> None:
+    env = make_env(domain, H1_INDEX, extra_query_num=2)
+    slot = env.compiled.slots[0]
+    for field, operator, value in [("nope", ">", 1), (_numeric_field(domain), "in", ["a"]), ("name", ">", 3)]:
+        envelope = call(
+            env, tool(env, "query"), row=slot.row, col=slot.col, field=field, operator=operator, value=value
+        )
+        assert envelope["status"] == "failed"
+    budget = call(env, "get_hidden_slot_query_budget", row=slot.row, col=slot.col)["data"]
+    assert budget["query_calls"] == 0
+    assert budget["remaining_queries"] == budget["query_budget"] == slot.rule_count + 1 + 2
+
+
+def test_query__empty_match_is_still_charged(domain: str) -> None:
+    env = make_env(domain, H1_INDEX, extra_query_num=0)
+    slot = env.compiled.slots[0]
+    empty = call(
+        env, tool(env, "query"), row=slot.row, col=slot.col, field=_numeric_field(domain), operator=">", value=10**9
+    )
+    assert empty["status"] == "success" and empty["data"]["matches"] == []
+    assert empty["data"]["remaining_budget"] == slot.rule_count + 1 - 1
+    assert call(env, "get_hidden_slot_query_budget", row=slot.row, col=slot.col)["data"]["query_calls"] == 1
+
+
+def test_query__equals_is_numeric_equality(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    compiled, slot = env.compiled, env.compiled.slots[0]
+    field = _numeric_field(domain)
+    target = compiled.items[slot.candidate_items[0]][field]
+    expected = [
+        {"id": i, field: compiled.items[k][field]}
+        for i, k in zip(slot.candidate_ids, slot.candidate_items, strict=True)
+        if compiled.items[k][field] == target
+    ]
+    for value in (target, float(target), str(target), f"{target}.0"):
+        envelope = call(env, tool(env, "query"), row=slot.row, col=slot.col, field=field, operator="=", value=value)
+        assert envelope["data"]["matches"] == expected, value
+    assert call(env, tool(env, "query"), row=slot.row, col=slot.col, field=field, operator="=", value="3.5")["data"][
+        "value"
+    ] == pytest.approx(3.5)
+
+
+def test_query__name_not_in_empty_list_lists_all_candidates_in_stored_order(domain: str) -> None:
+    env = make_env(domain, H15_INDEX)
+    compiled = env.compiled
+    for slot in compiled.slots[:3]:
+        envelope = call(env, tool(env, "query"), row=slot.row, col=slot.col, field="name", operator="not_in", value=[])
+        assert [m["id"] for m in envelope["data"]["matches"]] == list(slot.candidate_ids)
+        assert [m["name"] for m in envelope["data"]["matches"]] == [
+            compiled.items[k]["name"] for k in slot.candidate_items
+        ]
+
+
+def test_query__numeric_operators_filter_like_python(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    compiled, slot = env.compiled, env.compiled.slots[0]
+    field = _numeric_field(domain)
+    values = [compiled.items[k][field] for k in slot.candidate_items]
+    pivot = sorted(values)[len(values) // 2]
+    checks = {">": pivot.__lt__, ">=": pivot.__le__, "<": pivot.__gt__, "<=": pivot.__ge__}
+    for operator, keep in checks.items():
+        envelope = call(
+            env, tool(env, "query"), row=slot.row, col=slot.col, field=field, operator=operator, value=pivot
+        )
+        assert [m[field] for m in envelope["data"]["matches"]] == [v for v in values if keep(v)], operator
+
+
+def test_query__set_values_accept_json_strings_and_bare_strings(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    compiled, slot = env.compiled, env.compiled.slots[0]
+    field = _categorical_field(domain)
+    first = compiled.items[slot.candidate_items[0]][field]
+    expected = [
+        i for i, k in zip(slot.candidate_ids, slot.candidate_items, strict=True) if compiled.items[k][field] == first
+    ]
+    for value in ([first], json.dumps([first]), first):
+        envelope = call(env, tool(env, "query"), row=slot.row, col=slot.col, field=field, operator="in", value=value)
+        assert envelope["data"]["value"] == [first]
+        assert [m["id"] for m in envelope["data"]["matches"]] == expected
+    broken = call(env, tool(env, "query"), row=slot.row, col=slot.col, field=field, operator="in", value="[oops")
+    assert broken["data"]["value"] == ["[oops"] and broken["data"]["matches"] == []
+
+
+def test_query__checks_run_in_published_order(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    compiled, slot = env.compiled, env.compiled.slots[0]
+    query = tool(env, "query")
+    numeric, categorical = _numeric_field(domain), _categorical_field(domain)
+    allowed = ", ".join(sorted(k for k in get_domain(domain).item_keys if k != get_domain(domain).id_key))
+    r, c = slot.row, slot.col
+    vr, vc = visible_cell(compiled)
+    cases = [
+        ({"row": "x", "col": c, "field": "?", "operator": "?", "value": None}, "row and col must be integers"),
+        ({"row": -1, "col": c, "field": "?", "operator": "?", "value": None}, f"Invalid slot (row=-1, col={c})"),
+        (
+            {"row": vr, "col": vc, "field": "?", "operator": "?", "value": None},
+            "Attribute candidate queries are only allowed for hidden slots.",
+        ),
+        ({"row": r, "col": c, "field": "  ", "operator": "?", "value": None}, "field must be a non-empty string"),
+        ({"row": r, "col": c, "field": 7, "operator": "?", "value": None}, "field must be a non-empty string"),
+        (
+            {"row": r, "col": c, "field": "colour", "operator": "?", "value": None},
+            f"unknown field: colour. allowed fields: {allowed}",
+        ),
+        (
+            {"row": r, "col": c, "field": numeric, "operator": "==", "value": None},
+            "operator must be one of: >, >=, =, <, <=, in, not_in",
+        ),
+        (
+            {"row": r, "col": c, "field": numeric, "operator": [">"], "value": 1},
+            "operator must be one of: >, >=, =, <, <=, in, not_in",
+        ),
+        (
+            {"row": r, "col": c, "field": numeric, "operator": "in", "value": 5},
+            "value must be a string list for `in` or `not_in` queries",
+        ),
+        (
+            {"row": r, "col": c, "field": categorical, "operator": "in", "value": ["a", 1]},
+            "value must be a string list for `in` or `not_in` queries",
+        ),
+        (
+            {"row": r, "col": c, "field": numeric, "operator": ">", "value": True},
+            "boolean values are not supported for attribute queries",
+        ),
+        (
+            {"row": r, "col": c, "field": numeric, "operator": ">", "value": [1]},
+            "value must be numeric for numeric comparisons, or a string list for `in`/`not_in`",
+        ),
+        (
+            {"row": r, "col": c, "field": numeric, "operator": ">", "value": None},
+            "value must be numeric for numeric comparisons, or a string list for `in`/`not_in`",
+        ),
+        (
+            {"row": r, "col": c, "field": numeric, "operator": "in", "value": ["1"]},
+            "numeric fields only support: >, >=, =, <, <=",
+        ),
+        (
+            {"row": r, "col": c, "field": categorical, "operator": ">", "value": 1},
+            "categorical fields only support: in, not_in",
+        ),
+        (
+            {"row": r, "col": c, "field": numeric, "operator": ">", "value": "abc"},
+            "numeric comparisons require a numeric value",
+        ),
+    ]
+    for arguments, detail in cases:
+        assert failed_with(call(env, query, **arguments), detail), (arguments, detail)
+
+
+def test_query__field_is_stripped_and_echoed_clean(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    slot = env.compiled.slots[0]
+    envelope = call(env, tool(env, "query"), row=slot.row, col=slot.col, field=" name ", operator="not_in", value=[])
+    assert envelope["data"]["field"] == "name" and len(envelope["data"]["matches"]) == len(slot.candidate_ids)
+
+
+# -- row/col coercion ---------------------------------------------------------------------------
+
+
+def test_row_col__coerced_with_int_truncation_bools_and_numeric_strings(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    compiled = env.compiled
+    for row, col, expected in [(2.9, True, (2, 1)), (" 3 ", False, (3, 0)), (0.2, 4.99, (0, 4))]:
+        data = call(env, "get_slot_id", row=row, col=col)["data"]
+        assert (data["row"], data["col"]) == expected
+        item = compiled.initial_grid[expected[0] * compiled.cols + expected[1]]
+        assert data["id"] == (None if item < 0 else compiled.item_ids[item])
+    for bad in ("2.0", None, [1], "a", math.nan, math.inf):
+        assert failed_with(call(env, "get_slot_id", row=bad, col=0), "row and col must be integers"), bad
+    assert failed_with(call(env, "get_slot_id", row=compiled.rows, col=0), f"Invalid slot (row={compiled.rows}, col=0)")
+
+
+# -- set_slot ---------------------------------------------------------------------------------
+
+
+def test_set_slot__checks_and_id_normalisation(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    compiled, slot = env.compiled, env.compiled.slots[0]
+    r, c = slot.row, slot.col
+    vr, vc = visible_cell(compiled)
+    assert failed_with(
+        call(env, "set_slot", row=vr, col=vc, id="x"), f"Slot (row={vr}, col={vc}) is fixed and cannot be modified"
+    )
+    assert failed_with(call(env, "set_slot", row=-1, col=0, id="x"), "Invalid slot (row=-1, col=0)")
+    for empty in (None, ""):
+        assert failed_with(call(env, "set_slot", row=r, col=c, id=empty), f"Slot (row={r}, col={c}) is already empty.")
+    allowed = "Allowed ids: [" + ", ".join(repr(i) for i in sorted(slot.candidate_ids)) + "]"
+    for bad in ("nope", 12, 1.5):
+        detail = f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. {allowed}"
+        assert failed_with(call(env, "set_slot", row=r, col=c, id=bad), detail), bad
+    wanted = truth_id(compiled, 0)
+    updated = {"row": r, "col": c, "id": wanted, "message": "Hidden slot updated."}
+    assert call(env, "set_slot", row=r, col=c, id=wanted)["data"] == updated
+    assert call(env, "set_slot", row=r, col=c, id=wanted)["data"] == updated  # setting again succeeds
+    assert call(env, "set_slot", row=r, col=c)["data"] == {
+        "row": r,
+        "col": c,
+        "id": None,
+        "message": "Hidden slot cleared.",
+    }
+    assert call(env, "get_slot_id", row=r, col=c)["data"]["id"] is None
+
+
+def test_set_slot__accepts_filters_and_decoys_without_checking(domain: str) -> None:
+    env = make_env(domain, H15_INDEX)
+    entries = env.compiled.instance.slots
+    for s, entry in enumerate(entries):
+        for item_id in (*entry.filter_candidate_ids[:1], *entry.decoy_ids[:1]):
+            envelope = call(env, "set_slot", row=entry.row, col=entry.col, id=item_id)
+            assert envelope["status"] == "success", (s, item_id)
+
+
+# -- grid state ---------------------------------------------------------------------------------
+
+
+def test_get_current_grid_state__is_a_snapshot_of_the_live_grid(domain: str) -> None:
+    env = make_env(domain, H15_INDEX)
+    compiled = env.compiled
+    before = call(env, "get_current_grid_state")["data"]["slots"]
+    assert before == compiled.instance.partial_solution
+    slot = compiled.slots[0]
+    call(env, "set_slot", row=slot.row, col=slot.col, id=truth_id(compiled, 0))
+    after = call(env, "get_current_grid_state")["data"]["slots"]
+    assert after[slot.row][slot.col] == truth_id(compiled, 0)
+    assert before[slot.row][slot.col] is None
+    snapshot = [list(row) for row in after]
+    after[0][0] = "tampered"
+    assert call(env, "get_current_grid_state")["data"]["slots"] == snapshot
+    assert compiled.instance.partial_solution[slot.row][slot.col] is None
+
+
+# -- item tools ---------------------------------------------------------------------------------
+
+
+def test_get_item_info__only_initially_visible_ids(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    compiled = env.compiled
+    vr, vc = visible_cell(compiled)
+    visible = compiled.instance.partial_solution[vr][vc]
+    data = call(env, tool(env, "item_info"), id=visible)["data"]
+    assert data == {"id": visible, "item": compiled.instance.item_pool[visible]}
+    hidden = truth_id(compiled, 0)
+    call(env, "set_slot", row=compiled.slots[0].row, col=compiled.slots[0].col, id=hidden)
+    detail = f"Item id {hidden} is not accessible. You may only inspect ids from non-hidden slots."
+    assert failed_with(call(env, tool(env, "item_info"), id=hidden), detail)
+    assert failed_with(call(env, tool(env, "item_info"), id=5), "id must be a string")
+
+
+def test_get_item_attributes__single_field_is_flat_and_several_are_nested(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    compiled = env.compiled
+    pool = compiled.instance.item_pool
+    ids = sorted(compiled.visible_ids)[:3]
+    numeric, categorical = _numeric_field(domain), _categorical_field(domain)
+    single = call(env, tool(env, "item_attributes"), ids=ids, field=f" {numeric} ")["data"]
+    assert single == {"fields": [numeric], "items": {i: pool[i][numeric] for i in ids}, "missing_ids": []}
+    for field in ([numeric, categorical], json.dumps([numeric, categorical])):
+        multi = call(env, tool(env, "item_attributes"), ids=json.dumps([*ids, ids[0]]), field=field)["data"]
+        assert multi["fields"] == [numeric, categorical]
+        assert multi["items"] == {i: {numeric: pool[i][numeric], categorical: pool[i][categorical]} for i in ids}
+
+
+def test_get_item_attributes__checks_run_in_published_order(domain: str) -> None:
+    env = make_env(domain, H1_INDEX, max_query_ids=2, max_query_fields=2)
+    compiled = env.compiled
+    ids = sorted(compiled.visible_ids)[:2]
+    hidden = truth_id(compiled, 0)
+    allowed = ", ".join(sorted(k for k in get_domain(domain).item_keys if k != get_domain(domain).id_key))
+    name = tool(env, "item_attributes")
+    cases = [
+        ({"ids": "[oops", "field": 5}, "ids string must be a valid JSON list"),
+        ({"ids": '{"a": 1}', "field": 5}, "ids must be a list"),
+        ({"ids": 5, "field": 5}, "ids must be a list"),
+        ({"ids": [*ids[:1], 3], "field": 5}, "each element in ids must be a string"),
+        ({"ids": [*ids, "x"], "field": 5}, "ids can contain at most 2 items"),
+        ({"ids": [*ids, "x"], "field": "name"}, "ids can contain at most 2 items"),
+        ({"ids": ids, "field": 5}, "field must be a string or a list of attribute names"),
+        ({"ids": ids, "field": ["name", 3]}, "each field must be a string"),
+        ({"ids": ids, "field": "   "}, "field must specify at least one attribute name"),
+        ({"ids": ids, "field": ["", " "]}, "field must specify at least one attribute name"),
+        ({"ids": ids, "field": ["a", "b", "c"]}, "field can specify at most 2 attributes"),
+        (
+            {"ids": [ids[0], hidden], "field": ["colour"]},
+            f"ids contain inaccessible item(s): {hidden}. You may only inspect ids from non-hidden slots.",
+        ),
+        ({"ids": ids, "field": ["colour", "name", "size"]}, "field can specify at most 2 attributes"),
+        ({"ids": ids, "field": ["colour", "size"]}, f"unknown field(s): colour, size. allowed fields: {allowed}"),
+    ]
+    for arguments, detail in cases:
+        assert failed_with(call(env, name, **arguments), detail), (arguments, detail)
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+
+def test_check_slot_constraints__reports_validity_with_optional_reason(domain: str) -> None:
+    env = make_env(domain, H15_INDEX, check_include_reason=True)
+    compiled = env.compiled
+    entry, slot = compiled.instance.slots[0], compiled.slots[0]
+    name = tool(env, "slot")
+    assert failed_with(
+        call(env, name, row=slot.row, col=slot.col), f"Slot (row={slot.row}, col={slot.col}) has not been filled yet."
+    )
+    vr, vc = visible_cell(compiled)
+    assert failed_with(call(env, name, row=vr, col=vc), "Slot constraint checks are only allowed for hidden slots.")
+    call(env, "set_slot", row=slot.row, col=slot.col, id=entry.filter_candidate_ids[0])
+    reason = f"slot ({slot.row}, {slot.col}) violates its slot constraints"
+    assert call(env, name, row=slot.row, col=slot.col)["data"] == {
+        "is_valid": False,
+        "row": slot.row,
+        "col": slot.col,
+        "reason": reason,
+    }
+    call(env, "set_slot", row=slot.row, col=slot.col, id=entry.truth_id)
+    assert call(env, name, row=slot.row, col=slot.col)["data"] == {
+        "is_valid": True,
+        "row": slot.row,
+        "col": slot.col,
+        "reason": None,
+    }
+
+
+def test_check_global_constraints__incomplete_grid_is_refused_and_not_charged(domain: str) -> None:
+    env = make_env(domain, H15_INDEX, global_check_alpha=1)
+    detail = "The current grid must be fully filled before global constraints can be checked."
+    assert failed_with(call(env, tool(env, "global")), detail)
+    assert call(env, "get_global_check_budget")["data"] == {
+        "remaining_global_checks": 15,
+        "global_check_budget": 15,
+        "global_check_calls": 0,
+    }
+
+
+def test_check_global_constraints__decoy_gives_the_rule_sentence_and_filter_the_slot(domain: str) -> None:
+    env = make_env(domain, H15_INDEX, check_include_reason=True)
+    fill_with_truth(env)
+    compiled, name = env.compiled, tool(env, "global")
+    assert call(env, name)["data"] == {"is_valid": True, "reason": None}
+    entry = next(e for e in compiled.instance.slots if e.decoy_ids)
+    call(env, "set_slot", row=entry.row, col=entry.col, id=entry.decoy_ids[0])
+    data = call(env, name)["data"]
+    assert data["is_valid"] is False
+    assert data["reason"] in {rule.reason for rule in compiled.global_rules}
+    call(env, "set_slot", row=entry.row, col=entry.col, id=entry.filter_candidate_ids[0])
+    assert call(env, name)["data"] == {
+        "is_valid": False,
+        "reason": f"slot ({entry.row}, {entry.col}) violates its slot constraints",
+    }
+    assert call(env, "get_global_check_budget")["data"]["global_check_calls"] == 3
+
+
+# -- budgets ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 3])
+def test_budgets__per_slot_budget_is_active_rules_plus_hidden_plus_extra(domain: str, extra: int) -> None:
+    env = make_env(domain, H1_INDEX, extra_query_num=extra)
+    for index in range(len(env.dataset)):
+        _, info = env.reset(options={"instance_index": index})
+        entries = env.compiled.instance.slots
+        expected = {
+            f"{e.row},{e.col}": None
+            if extra == -1
+            else len(e.slot_constraints["active_rule_names"]) + len(entries) + extra
+            for e in entries
+        }
+        assert info["budgets"]["hidden_slot_query_budget"] == expected
+
+
+@pytest.mark.parametrize("alpha", [0, 0.5, 1, 1.5, -1, None])
+def test_budgets__global_check_budget_is_floor_alpha_times_hidden(domain: str, alpha: float | None) -> None:
+    env = make_env(domain, H1_INDEX, global_check_alpha=alpha)
+    for index in (0, 7, 14, 21, 28):
+        _, info = env.reset(options={"instance_index": index})
+        hidden = info["hidden_slots"]
+        expected = None if alpha in (-1, None) else math.floor(alpha * hidden)
+        assert info["budgets"]["global_check_budget"] == expected
+        data = call(env, "get_global_check_budget")["data"]
+        assert data == {"remaining_global_checks": expected, "global_check_budget": expected, "global_check_calls": 0}
+
+
+def test_budgets__half_alpha_with_one_hidden_slot_disables_global_checks(domain: str) -> None:
+    env = make_env(domain, H1_INDEX, global_check_alpha=0.5)
+    fill_with_truth(env)
+    assert failed_with(call(env, tool(env, "global")), "Global constraint check budget exhausted. Used 0/0 calls.")
+
+
+def test_budgets__global_checks_are_charged_until_exhausted(domain: str) -> None:
+    env = make_env(domain, 7, global_check_alpha=0.4)  # H=5 -> floor(2.0) = 2
+    fill_with_truth(env)
+    for _ in range(2):
+        assert call(env, tool(env, "global"))["data"] == {"is_valid": True}
+    assert failed_with(call(env, tool(env, "global")), "Global constraint check budget exhausted. Used 2/2 calls.")
+    assert call(env, "get_global_check_budget")["data"]["remaining_global_checks"] == 0
+
+
+# -- dispatch -----------------------------------------------------------------------------------
+
+
+def test_dispatch__unknown_and_foreign_tools_are_unknown(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    other = next(d for d in DOMAIN_NAMES if d != domain)
+    for name in ("foo_tool", f"get_{other}_item_info", ""):
+        observation = env.step({"name": name, "arguments": {}})[0]
+        assert json.loads(observation) == {
+            "status": "failed",
+            "messages": f"Unknown tool, '{name}' for domain '{domain}'",
+            "data": {},
+        }
+
+
+def test_dispatch__extra_arguments_are_ignored_and_missing_ones_reported(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    assert call(env, "get_slot_id", row=0, col=0, bogus=1, kwargs={})["status"] == "success"
+    assert failed_with(call(env, "get_slot_id", row=0), "missing required argument(s): col")
+    slot = env.compiled.slots[0]
+    assert failed_with(
+        call(env, tool(env, "query"), row=slot.row, col=slot.col),
+        "missing required argument(s): field, operator, value",
+    )
+
+
+def test_done__returns_stop_and_changes_nothing(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    grid = list(env.state.grid)
+    observation = env.step({"name": "done", "arguments": {}})[0]
+    assert observation == STOP
+    assert env.state.grid == grid
+
+
+# -- schemas ------------------------------------------------------------------------------------
+
+
+def test_schemas__are_valid_openai_functions_with_described_parameters(domain: str) -> None:
+    tools = toolset(get_domain(domain))
+    assert len(tools.schemas) == 11
+    assert [s["function"]["name"] for s in tools.schemas] == list(tools.names)
+    for schema in tools.schemas:
+        assert set(schema) == {"type", "function"} and schema["type"] == "function"
+        function = schema["function"]
+        assert set(function) == {"name", "description", "parameters"}
+        assert function["description"] and "\n" not in function["description"]
+        parameters = function["parameters"]
+        jsonschema.Draft202012Validator.check_schema(parameters)
+        assert parameters["type"] == "object"
+        assert "kwargs" not in parameters["properties"]
+        for name, prop in parameters["properties"].items():
+            assert isinstance(prop.get("description"), str) and prop["description"], (function["name"], name)
+        assert set(parameters["required"]) <= set(parameters["properties"])
+    required = {s["function"]["name"]: s["function"]["parameters"]["required"] for s in tools.schemas}
+    noun = get_domain(domain).tool_noun
+    assert required == {
+        "set_slot": ["row", "col"],
+        "get_current_grid_state": [],
+        "get_hidden_slot_query_budget": ["row", "col"],
+        "get_global_check_budget": [],
+        "get_slot_id": ["row", "col"],
+        "done": [],
+        f"query_{noun}_candidate_from_attribute": ["row", "col", "field", "operator", "value"],
+        f"get_{noun}_item_info": ["id"],
+        f"get_{noun}_item_attributes": ["ids", "field"],
+        f"check_{noun}_slot_constraints": ["row", "col"],
+        f"check_{noun}_global_constraints": [],
+    }
+
+
+def test_schemas__example_arguments_validate_against_their_schema(domain: str) -> None:
+    tools = toolset(get_domain(domain))
+    by_name = {s["function"]["name"]: s["function"]["parameters"] for s in tools.schemas}
+    noun = get_domain(domain).tool_noun
+    examples = {
+        "set_slot": {"row": 1, "col": 2, "id": None},
+        f"query_{noun}_candidate_from_attribute": {
+            "row": 0,
+            "col": 1,
+            "field": "name",
+            "operator": "not_in",
+            "value": [],
+        },
+        f"get_{noun}_item_attributes": {"ids": ["X1"], "field": ["name"]},
+    }
+    for name, arguments in examples.items():
+        jsonschema.validate(arguments, by_name[name])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(
+            {"row": 0, "col": 1, "field": "name", "operator": "==", "value": 1},
+            by_name[f"query_{noun}_candidate_from_attribute"],
+        )
