@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import threading
+import zlib
 from collections.abc import Sequence
 from functools import cached_property
 from importlib import resources
@@ -350,7 +351,10 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
         return cached
     raw = path.read_bytes()
     if path.suffix == ".gz":
-        raw = gzip.decompress(raw)
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as error:
+            raise DatasetError(str(path), "$", f"not a valid gzip file ({error})") from None
     dataset = parse_dataset(raw, str(path), cache_key=key)
     with _CACHE_LOCK:
         return _CACHE.setdefault(key, dataset)

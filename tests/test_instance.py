@@ -312,3 +312,13 @@ def test_reset__unknown_instance_id_raises_config_error(instance_id: Any) -> Non
 def test_package__exports_the_loader() -> None:
     assert ace_gym.load_dataset is load_dataset
     assert isinstance(resolve_dataset("5x5", "course"), ace_gym.Dataset)
+
+
+@pytest.mark.parametrize("payload", [b"not gzip at all", b"\x1f\x8b\x08\x00truncated"])
+def test_load_dataset__corrupt_gzip_raises_dataset_error(payload: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "dataset.json.gz"
+    path.write_bytes(payload)
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(path)
+    assert caught.value.source == str(path.resolve()) and caught.value.json_path == "$"
+    assert "gzip" in caught.value.problem
