@@ -8,6 +8,7 @@ naming the file, the JSON path and the problem, before anything is cached or ret
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import threading
 import zlib
@@ -365,10 +366,44 @@ def parse_dataset(raw: bytes | str, source: str, cache_key: tuple[Any, ...] | No
     try:
         model = DatasetFile.model_validate_json(raw)
     except ValidationError as error:
-        first = error.errors()[0]
-        raise DatasetError(source, _json_path(first["loc"]), first["msg"]) from None
+        raise _first_problem(error, raw, source) from None
     check_dataset(model, source)
     return Dataset(model, source, cache_key)
+
+
+def _first_problem(error: ValidationError, raw: bytes | str, source: str) -> DatasetError:
+    """The first validation problem at its path in the JSON document, with every message there.
+
+    pydantic adds union-member tags (``int``, ``str``, ``list[str]``) to ``loc`` and reports one
+    error per member; they are not part of the document, so the path is cut where the document
+    ends and the members' messages are joined.
+    """
+    try:
+        document: Any = json.loads(raw)
+    except (ValueError, RecursionError):
+        document = None
+    problems = error.errors()
+    located = [(_document_loc(p["loc"], p["type"], document), p["msg"]) for p in problems]
+    first = located[0][0]
+    messages = dict.fromkeys(msg for loc, msg in located if loc == first)
+    return DatasetError(source, _json_path(first), "; ".join(messages))
+
+
+def _document_loc(loc: Sequence[int | str], error_type: str, document: Any) -> tuple[int | str, ...]:
+    if document is None:
+        return tuple(loc)
+    node, kept = document, []
+    for k, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            if error_type == "missing" and k == len(loc) - 1 and isinstance(node, dict):
+                kept.append(part)  # a required key absent from the document
+            break
+        kept.append(part)
+    return tuple(kept)
 
 
 def _json_path(loc: Sequence[int | str]) -> str:

@@ -322,3 +322,32 @@ def test_load_dataset__corrupt_gzip_raises_dataset_error(payload: bytes, tmp_pat
         load_dataset(path)
     assert caught.value.source == str(path.resolve()) and caught.value.json_path == "$"
     assert "gzip" in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("mutate", "json_path"),
+    [
+        (
+            lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("price", [1]),
+            f"{I0}.item_pool.{{first}}.price",
+        ),
+        (
+            lambda r: r["instances"][0]["slots"][0]["slot_constraints"].__setitem__("max_price", None),
+            f"{I0}.slots[0].slot_constraints.max_price",
+        ),
+        (
+            lambda r: r["instances"][0]["global_constraints"].__setitem__("total_price_max", 1.5),
+            f"{I0}.global_constraints.total_price_max",
+        ),
+    ],
+)
+def test_load_dataset__union_fields_report_the_document_path_and_every_accepted_type(
+    mutate: Mutation, json_path: str, course_raw: dict[str, Any], tmp_path: Path
+) -> None:
+    raw = copy.deepcopy(course_raw)
+    json_path = json_path.replace("{first}", _first_pool_id(raw))
+    mutate(raw)
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(_write(tmp_path, raw))
+    assert caught.value.json_path == json_path  # no pydantic union tags such as ".int"
+    assert "valid integer" in caught.value.problem and "valid string" in caught.value.problem
