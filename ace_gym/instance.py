@@ -421,9 +421,18 @@ def check_dataset(model: DatasetFile, source: str) -> None:
         raise DatasetError(
             source, "$.num_instances", f"is {model.num_instances} but the file holds {len(model.instances)} instances"
         )
+    if not model.instances:
+        raise DatasetError(source, "$.instances", "the file holds no instances")
     seen: set[str] = set()
     for k, instance in enumerate(model.instances):
         where = f"$.instances[{k}]"
+        for name in ("rows", "cols"):
+            if getattr(instance.meta, name) != getattr(model, name):
+                raise DatasetError(
+                    source,
+                    f"{where}.meta.{name}",
+                    f"is {getattr(instance.meta, name)} but the file declares {model.rows}x{model.cols}",
+                )
         if instance.instance_id in seen:
             raise DatasetError(source, f"{where}.instance_id", f"duplicate instance id {instance.instance_id!r}")
         seen.add(instance.instance_id)
@@ -478,6 +487,10 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
         raise fail(".hidden_slots", "must list the null cells of partial_solution in row-major order")
     if [(s.row, s.col) for s in instance.slots] != hidden:
         raise fail(".slots", "must hold one entry per hidden cell, in hidden_slots order")
+    if instance.meta.hidden_slots != len(hidden):
+        raise fail(
+            ".meta.hidden_slots", f"is {instance.meta.hidden_slots} but the instance has {len(hidden)} hidden cells"
+        )
     rule_names = {rule.name for rule in domain.slot_rules}
     for s, slot in enumerate(instance.slots):
         at = f".slots[{s}]"
@@ -487,10 +500,15 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
             raise fail(f"{at}.candidate_ids", "does not contain the truth id")
         if len(set(slot.candidate_ids)) != len(slot.candidate_ids):
             raise fail(f"{at}.candidate_ids", "contains duplicate ids")
+        candidates = set(slot.candidate_ids)
         for field in ("candidate_ids", "decoy_ids", "filter_candidate_ids"):
             for item_id in getattr(slot, field):
                 if item_id not in instance.item_pool:
                     raise fail(f"{at}.{field}", f"id {item_id!r} is not in item_pool")
+                if item_id not in candidates:
+                    raise fail(f"{at}.{field}", f"id {item_id!r} is not among the slot's candidate_ids")
+            if field != "candidate_ids" and slot.truth_id in getattr(slot, field):
+                raise fail(f"{at}.{field}", "contains the truth id")
         active = slot.slot_constraints.get("active_rule_names")
         if not isinstance(active, list) or not active:
             raise fail(f"{at}.slot_constraints.active_rule_names", "must be a non-empty list of rule names")

@@ -351,3 +351,44 @@ def test_load_dataset__union_fields_report_the_document_path_and_every_accepted_
         load_dataset(_write(tmp_path, raw))
     assert caught.value.json_path == json_path  # no pydantic union tags such as ".int"
     assert "valid integer" in caught.value.problem and "valid string" in caught.value.problem
+
+
+def test_load_dataset__file_without_instances_is_refused(course_raw: dict[str, Any], tmp_path: Path) -> None:
+    raw = {**course_raw, "instances": [], "num_instances": 0}
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(_write(tmp_path, raw))
+    assert caught.value.json_path == "$.instances" and "no instances" in caught.value.problem
+
+
+@pytest.mark.parametrize(
+    ("mutate", "json_path", "problem"),
+    [
+        (lambda r: r.__setitem__("cols", 7), f"{I0}.meta.cols", "file declares 5x7"),
+        (
+            lambda r: r["instances"][1]["meta"].__setitem__("hidden_slots", 4),
+            "$.instances[1].meta.hidden_slots",
+            "5 hidden",
+        ),
+        (
+            lambda r: r["instances"][1]["slots"][1]["decoy_ids"].append(r["instances"][1]["slots"][0]["truth_id"]),
+            "$.instances[1].slots[1].decoy_ids",
+            "not among the slot's candidate_ids",
+        ),
+        (
+            lambda r: r["instances"][1]["slots"][0]["filter_candidate_ids"].append(
+                r["instances"][1]["slots"][0]["truth_id"]
+            ),
+            "$.instances[1].slots[0].filter_candidate_ids",
+            "truth id",
+        ),
+    ],
+)
+def test_load_dataset__inconsistent_metadata_is_refused(
+    mutate: Mutation, json_path: str, problem: str, course_raw: dict[str, Any], tmp_path: Path
+) -> None:
+    raw = copy.deepcopy(course_raw)
+    mutate(raw)
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(_write(tmp_path, raw))
+    assert caught.value.json_path == json_path
+    assert problem in caught.value.problem
