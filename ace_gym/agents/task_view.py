@@ -1,0 +1,158 @@
+"""What a scripted agent knows: the texts it is shown and the envelopes tools send back.
+
+:func:`read_task` turns the reset observation (the partial grid) and the system prompt (which
+embeds the task instruction with every global threshold and slot rule, spec §1.7) into a
+:class:`TaskView`. Nothing here touches an instance, its truth or its candidate lists; the domain
+declaration only supplies the rule wording an agent reads in the prompt. :func:`call` is the one
+way scripts issue a tool call: it retries injected failures and decodes the envelope.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ace_gym.agents.base import ToolCallDict
+from ace_gym.constraints import global_rule_text, words
+from ace_gym.domains import Domain, GlobalRule, get_domain
+
+TOOL_FAILED_MESSAGE = "Tool call failed"
+MAX_RETRIES = 8
+_BOUND_SENTINEL = 987654321
+_QUERY_TOOL = re.compile(r"^query_(\w+)_candidate_from_attribute$")
+
+
+class TaskTextError(ValueError):
+    """The prompt does not have the published shape (a scripted agent cannot read it)."""
+
+
+@dataclass(frozen=True)
+class SlotView:
+    """A hidden cell and its rules ``(attribute, kind "max"|"min", bound)`` as the prompt states them."""
+
+    row: int
+    col: int
+    rules: tuple[tuple[str, str, int], ...]
+
+    @property
+    def cell(self) -> tuple[int, int]:
+        return (self.row, self.col)
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """Everything a scripted agent reads at reset.
+
+    ``global_bounds`` maps each of the domain's global rules (in rule order) to its threshold;
+    ``global_check_budget`` is None when unlimited; ``max_query_ids``/``max_query_fields`` are the
+    batch limits of the item-attributes tool.
+    """
+
+    domain: Domain
+    grid: list[list[str | None]]
+    global_bounds: dict[str, int]
+    slots: tuple[SlotView, ...]
+    global_check_budget: int | None
+    max_query_ids: int
+    max_query_fields: int
+
+    @property
+    def rows(self) -> int:
+        return len(self.grid)
+
+    @property
+    def cols(self) -> int:
+        return len(self.grid[0])
+
+    @property
+    def visible_ids(self) -> list[str]:
+        return [item for row in self.grid for item in row if item is not None]
+
+    def tool(self, kind: str) -> str:
+        """Tool name of a domain tool kind: ``query`` / ``info`` / ``attributes`` / ``slot_check`` / ``global_check``."""
+        noun = self.domain.tool_noun
+        return {
+            "query": f"query_{noun}_candidate_from_attribute",
+            "info": f"get_{noun}_item_info",
+            "attributes": f"get_{noun}_item_attributes",
+            "slot_check": f"check_{noun}_slot_constraints",
+            "global_check": f"check_{noun}_global_constraints",
+        }[kind]
+
+    def global_rules(self) -> list[tuple[GlobalRule, int]]:
+        return [(rule, self.global_bounds[rule.name]) for rule in self.domain.global_rules]
+
+
+def domain_from_tools(tools: Sequence[Mapping[str, Any]]) -> Domain:
+    """The domain an env serves, read from its tool names (``query_<domain>_candidate_from_attribute``)."""
+    for schema in tools:
+        found = _QUERY_TOOL.match(schema.get("function", {}).get("name", ""))
+        if found:
+            return get_domain(found.group(1))
+    raise TaskTextError("no query_<domain>_candidate_from_attribute tool among the env's tools")
+
+
+def read_task(observation: str, info: Mapping[str, Any]) -> TaskView:
+    """Read the task from a core env's reset ``observation`` and ``info`` (system prompt, tools)."""
+    domain = domain_from_tools(info["tools"])
+    prompt: str = info["system_prompt"]
+    grid_line = next((line for line in observation.splitlines() if line.startswith("[")), None)
+    if grid_line is None:
+        raise TaskTextError("the observation holds no grid")
+    grid = json.loads(grid_line)
+    bounds = {}
+    for rule in domain.global_rules:
+        pattern = re.escape(global_rule_text(rule, _BOUND_SENTINEL, domain)).replace(str(_BOUND_SENTINEL), r"(-?\d+)")
+        found = re.search(r"\(\d+\) " + pattern + r"\.", prompt)
+        if found is None:
+            raise TaskTextError(f"global rule {rule.name} is not stated in the task instruction")
+        bounds[rule.name] = int(found.group(1))
+    attribute_of = {words(rule.attribute): rule.attribute for rule in domain.slot_rules}
+    slot_rule = re.compile(
+        rf"the {re.escape(domain.item_label)} in slot \((\d+), (\d+)\) must have (.+?) (at most|at least) (-?\d+)\."
+    )
+    rules: dict[tuple[int, int], list[tuple[str, str, int]]] = {}
+    for row, col, attribute, relation, bound in slot_rule.findall(prompt):
+        if attribute not in attribute_of:
+            raise TaskTextError(f"unknown slot-rule attribute {attribute!r}")
+        kind = "max" if relation == "at most" else "min"
+        rules.setdefault((int(row), int(col)), []).append((attribute_of[attribute], kind, int(bound)))
+    slots = tuple(
+        SlotView(r, c, tuple(rules.get((r, c), ())))
+        for r, row_items in enumerate(grid)
+        for c, item in enumerate(row_items)
+        if item is None
+    )
+    limits = re.search(r"for up to (\d+) selected attributes for up to (\d+) such ids", prompt)
+    max_fields, max_ids = (int(limits.group(1)), int(limits.group(2))) if limits else (5, 5)
+    return TaskView(domain, grid, bounds, slots, _global_check_budget(prompt, domain), max_ids, max_fields)
+
+
+def _global_check_budget(prompt: str, domain: Domain) -> int | None:
+    tool = f"`check_{domain.tool_noun}_global_constraints`"
+    if f"{tool} is disabled" in prompt:
+        return 0
+    found = re.search(re.escape(tool) + r" may be called at most (\d+) time", prompt)
+    return int(found.group(1)) if found else None
+
+
+def call(name: str, **arguments: Any) -> Generator[ToolCallDict, str, dict[str, Any]]:
+    """Issue one tool call (``envelope = yield from call(...)``); re-issues it while the failure
+    injector fails it, up to :data:`MAX_RETRIES` times, and returns the decoded envelope."""
+    envelope: dict[str, Any] = {}
+    for _ in range(MAX_RETRIES + 1):
+        response = yield {"name": name, "arguments": arguments}
+        try:
+            envelope = json.loads(response)
+        except (TypeError, ValueError):
+            envelope = {"status": "failed", "messages": str(response), "data": {}}
+        if envelope.get("messages") != TOOL_FAILED_MESSAGE:
+            break
+    return envelope
+
+
+def succeeded(envelope: Mapping[str, Any]) -> bool:
+    return envelope.get("status") == "success"
