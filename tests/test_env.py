@@ -1,0 +1,286 @@
+"""AceEnv: reset/step contract, reward, episode end, info, reproducibility across processes, pickling."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import pytest
+from gymnasium.error import ResetNeeded
+
+from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.envs import AceEnv
+from ace_gym.registration import ENV_IDS
+from ace_gym.spaces import ToolCall
+from ace_gym.tools import STOP
+from tests.core_helpers import H1_INDEX, H15_INDEX, call, fill_with_truth, make_env, tool, truth_id
+
+ROOT = Path(__file__).resolve().parents[1]
+RESET_INFO_KEYS = {
+    "instance_id",
+    "instance_index",
+    "rows",
+    "cols",
+    "hidden_slots",
+    "hidden_positions",
+    "decoy_budget",
+    "system_prompt",
+    "tools",
+    "budgets",
+}
+
+
+def scripted_actions(env: gym.Env, count: int) -> list[dict[str, Any]]:
+    """A fixed opening (query, set the truth, inspect) then ``count`` actions sampled from the seeded space."""
+    compiled = env.unwrapped.compiled
+    slot = compiled.slots[0]
+    noun = env.unwrapped.domain.tool_noun
+    actions: list[dict[str, Any]] = [
+        {
+            "name": f"query_{noun}_candidate_from_attribute",
+            "arguments": {"row": slot.row, "col": slot.col, "field": "name", "operator": "not_in", "value": []},
+        },
+        {"name": "set_slot", "arguments": json.dumps({"row": slot.row, "col": slot.col, "id": truth_id(compiled, 0)})},
+        {"name": "get_current_grid_state", "arguments": {}},
+        {"name": f"check_{noun}_slot_constraints", "arguments": {"row": slot.row, "col": slot.col}},
+    ]
+    env.action_space.seed(7)
+    actions += [env.action_space.sample() for _ in range(count)]
+    return actions
+
+
+def rollout(env_id: str, seed: int, steps: int = 40) -> dict[str, Any]:
+    """Reset with ``seed``, play :func:`scripted_actions`, then ``done``; everything observed."""
+    env = gym.make(env_id)
+    observation, info = env.reset(seed=seed)
+    record: dict[str, Any] = {"reset": observation, "instance_id": info["instance_id"], "steps": []}
+    for action in [*scripted_actions(env, steps), {"name": "done", "arguments": {}}]:
+        observation, reward, terminated, truncated, step_info = env.step(action)
+        record["steps"].append([observation, reward, terminated, truncated, step_info.get("score")])
+        if terminated or truncated:
+            break
+    return record
+
+
+# -- reproducibility ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("env_id", [ENV_IDS[0], ENV_IDS[-1]])
+def test_rollout__identical_in_a_fresh_process_with_another_hash_seed(env_id: str) -> None:
+    here = rollout(env_id, seed=123)
+    code = f"import json, ace_gym; from tests.test_env import rollout; print(json.dumps(rollout({env_id!r}, seed=123)))"
+    for hash_seed in ("1", "2"):
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": hash_seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert json.loads(result.stdout) == json.loads(json.dumps(here))
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_reset__same_seed_gives_same_instance_and_observation(env_id: str) -> None:
+    first, second = gym.make(env_id), gym.make(env_id)
+    seen = set()
+    for seed in range(12):
+        obs_a, info_a = first.reset(seed=seed)
+        obs_b, info_b = second.reset(seed=seed)
+        assert (obs_a, info_a["instance_id"]) == (obs_b, info_b["instance_id"])
+        seen.add(info_a["instance_id"])
+    assert len(seen) > 3  # the seed actually chooses among instances
+
+
+def test_reset__options_override_the_seed() -> None:
+    env = AceEnv("travel")
+    _, info = env.reset(seed=5, options={"instance_index": 18})
+    assert (info["instance_index"], info["instance_id"]) == (18, "travel_r5_c5_h7_b10")
+    _, info = env.reset(seed=5, options={"instance_id": "travel_r5_c5_h5_b4"})
+    assert (info["instance_index"], info["instance_id"]) == (9, "travel_r5_c5_h5_b4")
+
+
+@pytest.mark.parametrize("clone", ["pickle", "deepcopy"])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_env__pickles_mid_episode_and_continues_identically(env_id: str, clone: str) -> None:
+    env = gym.make(env_id)
+    env.reset(seed=3)
+    actions = [*scripted_actions(env, 30), {"name": "done", "arguments": {}}]
+    for action in actions[:10]:
+        env.step(action)
+    twin = pickle.loads(pickle.dumps(env)) if clone == "pickle" else copy.deepcopy(env)
+    assert twin.unwrapped.state is not env.unwrapped.state
+    for action in actions[10:]:
+        mine, theirs = env.step(action), twin.step(action)
+        assert mine[:4] == theirs[:4]
+        assert mine[4].keys() == theirs[4].keys()
+    assert env.unwrapped.state.grid == twin.unwrapped.state.grid
+
+
+def test_envs__share_no_mutable_state() -> None:
+    first, second = make_env("course", H15_INDEX), make_env("course", H15_INDEX)
+    assert first.compiled is second.compiled  # the compiled instance is shared read-only
+    fill_with_truth(first)
+    call(
+        first,
+        tool(first, "query"),
+        row=first.compiled.slots[0].row,
+        col=first.compiled.slots[0].col,
+        field="name",
+        operator="not_in",
+        value=[],
+    )
+    assert second.state.grid == list(second.compiled.initial_grid)
+    assert second.state.query_calls == [0] * second.compiled.hidden_count
+
+
+# -- reset ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_reset__info_carries_instance_budgets_prompt_and_tools(domain: str) -> None:
+    env = AceEnv(domain, extra_query_num=1, global_check_alpha=1)
+    observation, info = env.reset(options={"instance_index": 9})
+    assert set(info) == RESET_INFO_KEYS
+    compiled = env.compiled
+    assert info["instance_id"] == compiled.instance.instance_id == f"{domain}_r5_c5_h5_b4"
+    assert (info["rows"], info["cols"], info["hidden_slots"], info["decoy_budget"]) == (5, 5, 5, 4)
+    assert info["hidden_positions"] == [(p.row, p.col) for p in compiled.instance.hidden_slots]
+    assert info["budgets"]["global_check_budget"] == 5
+    assert len(info["budgets"]["hidden_slot_query_budget"]) == 5
+    assert [t["function"]["name"] for t in info["tools"]] == list(env.tools.names)
+    assert isinstance(info["system_prompt"], str) and compiled.instance.task_instruction in info["system_prompt"]
+    assert env.observation_space.contains(observation)
+    info["tools"][0]["function"]["name"] = "tampered"
+    assert env.reset(options={"instance_index": 9})[1]["tools"][0]["function"]["name"] != "tampered"
+
+
+def test_reset__starts_a_fresh_episode() -> None:
+    env = make_env("pc_build", H15_INDEX, global_check_alpha=1)
+    fill_with_truth(env)
+    call(env, tool(env, "global"))
+    env.step({"name": "done", "arguments": {}})
+    env.reset(options={"instance_index": H15_INDEX})
+    assert env.state.grid == list(env.compiled.initial_grid)
+    assert env.state.global_calls == 0
+    assert call(env, "get_slot_id", row=0, col=0)["status"] == "success"
+
+
+def test_step__before_reset_raises_reset_needed() -> None:
+    with pytest.raises(ResetNeeded):
+        AceEnv("course").step({"name": "done", "arguments": {}})
+
+
+# -- step, reward and episode end -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_step__reward_is_zero_until_a_successful_done_scores_the_grid(domain: str) -> None:
+    env = make_env(domain, H15_INDEX)
+    compiled = env.compiled
+    for slot_index, slot in enumerate(compiled.slots):
+        observation, reward, terminated, truncated, info = env.step(
+            {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": truth_id(compiled, slot_index)}}
+        )
+        assert (reward, terminated, truncated) == (0.0, False, False)
+        assert info == {"tool": "set_slot", "ok": True, "step": slot_index + 1}
+    observation, reward, terminated, truncated, info = env.step({"name": "done", "arguments": {}})
+    assert observation == STOP
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert info["score"] is True and info["reason"] is None
+    assert info["grid"] == compiled.instance.truth_solution
+
+
+def test_step__done_on_an_incomplete_grid_scores_zero_with_the_reason() -> None:
+    env = make_env("shopping", H15_INDEX)
+    observation, reward, terminated, truncated, info = env.step({"name": "done", "arguments": {}})
+    assert (observation, reward, terminated, truncated) == (STOP, 0.0, True, False)
+    assert (info["score"], info["reason"]) == (False, "solution still contains empty slots")
+    assert info["grid"] == env.compiled.instance.partial_solution
+
+
+def test_step__decoy_grid_scores_zero_with_a_global_reason() -> None:
+    env = make_env("workforce", H15_INDEX)
+    fill_with_truth(env)
+    entry = next(e for e in env.compiled.instance.slots if e.decoy_ids)
+    call(env, "set_slot", row=entry.row, col=entry.col, id=entry.decoy_ids[0])
+    _, reward, terminated, _, info = env.step({"name": "done", "arguments": {}})
+    assert (reward, terminated, info["score"]) == (0.0, True, False)
+    assert info["reason"] in {rule.reason for rule in env.compiled.global_rules}
+
+
+def test_step__max_steps_truncates_with_the_final_score() -> None:
+    env = make_env("meal", H1_INDEX, max_steps=3)
+    slot = env.compiled.slots[0]
+    steps = [
+        env.step(
+            {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": truth_id(env.compiled, 0)}}
+        ),
+        env.step({"name": "get_current_grid_state", "arguments": {}}),
+        env.step({"name": "get_slot_id", "arguments": {"row": 0, "col": 0}}),
+    ]
+    assert [s[1:4] for s in steps] == [(0.0, False, False), (0.0, False, False), (1.0, False, True)]
+    assert steps[-1][4]["score"] is True and steps[-1][4]["step"] == 3
+
+
+def test_step__failed_calls_count_towards_max_steps() -> None:
+    env = make_env("meal", H1_INDEX, max_steps=2)
+    assert env.step({"name": "nope", "arguments": {}})[3] is False
+    _, reward, terminated, truncated, info = env.step("not a tool call")  # type: ignore[arg-type]
+    assert (reward, terminated, truncated, info["score"]) == (0.0, False, True, False)
+
+
+@pytest.mark.parametrize("ending", ["done", "max_steps"])
+def test_step__after_the_end_returns_a_failed_envelope(ending: str) -> None:
+    env = make_env("course", H1_INDEX, max_steps=1)
+    env.step({"name": "done" if ending == "done" else "get_current_grid_state", "arguments": {}})
+    for _ in range(2):
+        observation, reward, _, _, info = env.step({"name": "set_slot", "arguments": {"row": 0, "col": 0, "id": "x"}})
+        assert json.loads(observation) == {
+            "status": "failed",
+            "messages": "Invalid tool arguments, the episode has ended; call reset()",
+            "data": {},
+        }
+        assert reward == 0.0 and info["ok"] is False and "score" not in info
+
+
+def test_step__accepts_tool_call_objects_and_json_string_arguments() -> None:
+    env = make_env("travel", H1_INDEX)
+    by_object = env.step(ToolCall("get_slot_id", {"row": 1, "col": 2}))[0]
+    by_string = env.step({"name": "get_slot_id", "arguments": '{"row": 1, "col": 2}'})[0]
+    by_dict = env.step({"name": "get_slot_id", "arguments": {"row": 1, "col": 2}})[0]
+    assert by_object == by_string == by_dict
+    assert env.action_space.contains(ToolCall("get_slot_id", {"row": 1, "col": 2}))
+    no_arguments = env.step({"name": "get_current_grid_state"})
+    assert no_arguments[4]["ok"] is True
+
+
+# -- render -----------------------------------------------------------------------------------
+
+
+def test_render__ansi_shows_the_live_grid_with_dots_for_empty_cells() -> None:
+    env = AceEnv("course", render_mode="ansi")
+    env.reset(options={"instance_index": H1_INDEX})
+    compiled = env.compiled
+    text = env.render()
+    assert isinstance(text, str)
+    lines = text.splitlines()
+    assert len(lines) == compiled.rows
+    slot = compiled.slots[0]
+    assert lines[slot.row].split()[slot.col] == "."
+    assert lines[0].split()[0] in (compiled.instance.partial_solution[0][0], ".")
+    call(env, "set_slot", row=slot.row, col=slot.col, id=truth_id(compiled, 0))
+    assert env.render().splitlines()[slot.row].split()[slot.col] == truth_id(compiled, 0)  # type: ignore[union-attr]
+
+
+def test_render__without_a_render_mode_returns_none() -> None:
+    env = make_env("course", H1_INDEX)
+    assert env.render() is None
