@@ -1,0 +1,539 @@
+"""One generation attempt: truth, thresholds, slot rules, decoys, filters -> instance dict.
+
+Follows spec §2 (stages 1-2) with every random draw taken from the attempt's numpy Generator.
+An attempt either returns a complete instance dict in the published layout or raises
+:class:`AttemptFailed` with a reason; the caller retries with the next derived seed.
+
+Items are rows of an int64 matrix over the domain's attributes (categorical values as codes).
+Global rules become *components* (see :mod:`ace_gym.generators.combinations`).
+
+Departures from the published generator, each fixing a tell or a failure mode (spec §2.7, §7):
+
+* Names do not reveal the truth. The published release numbers names by generation order, so the
+  truth always has the smallest number in its slot. Here name numbers are a random permutation
+  of 100..100+P-1 drawn after all P items exist, the phrase is drawn per item, and the
+  ``item_pool`` order is shuffled too.
+* Decoy attributes stay inside the domain's natural ranges (``NumericAttribute.low/high``) and
+  inside the slot's own rules; the published targeted sampling could push them below the range.
+* No vacuous slot rule. A rule value is drawn only among values compatible with the truth that
+  some in-range item could fail (``max``: value < high, ``min``: value > low). A hidden cell whose
+  truth item admits too few such rules gets a fresh truth item (hidden truths are therefore never
+  at the natural extreme of more than one rule attribute; visible items are unconstrained).
+* Filters are constructed to violate: each filter takes random in-range attributes, then one of
+  the slot's active rules (chosen at random) gets a value drawn from its violating range.
+* Decoys are constructed, not rejection-sampled: each decoy targets one rule component that the
+  separable test shows it can break under every earlier choice and sets the rule's attribute to a
+  value drawn from the breaking (and, where possible, open-prefix-safe) range; the remaining
+  attributes are random within the slot's allowed ranges. Branch slots are drawn among the hidden
+  cells where some decoy can exist under the drawn thresholds (the published generator drew them
+  among all hidden cells and restarted when a slot had none).
+* Open-prefix tiers are met by batches of constructed candidates per tier rather than by attempt
+  counts: tier 1 (every earlier choice, later hidden cells empty), tier 2 (empty or decoy
+  suffixes), tier 3 (earlier slots truth), else ``hard_only``; the last branch slot is
+  ``last_branch_hard_only`` as published.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from ace_gym.domains import CategoricalAttribute, Domain, NumericAttribute, get_domain
+from ace_gym.generators.combinations import breaks_every_combination
+from ace_gym.generators.config import InstanceConfig
+from ace_gym.prompts import render_task_instruction
+
+STAGE_LABELS = {0: "not_applicable", 1: "tier_1", 2: "tier_2", 3: "tier_3", 4: "hard_only"}
+LAST_BRANCH_LABEL = "last_branch_hard_only"
+DECOY_BATCH = 8  # candidates constructed per decoy and tier before falling to the next tier
+TRUTH_REDRAWS = 200  # fresh truth items tried for a hidden cell without enough non-vacuous rules
+_VALUE, _EQUAL, _AT_LEAST, _ABOVE = 0, 1, 2, 3  # how a component reads its attribute
+
+
+class AttemptFailed(Exception):
+    """This attempt's random draws admit no instance; ``reason`` says which stage failed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class _DomainTable:
+    """A domain's attributes and slot rules as arrays (built once per domain)."""
+
+    domain: Domain
+    low: np.ndarray  # natural range per attribute; categorical: [0, len(values) - 1]
+    high: np.ndarray
+    numeric: np.ndarray  # bool per attribute
+    rule_attr: tuple[int, ...]  # slot rules, domain order
+    rule_is_max: tuple[bool, ...]
+    rule_values: tuple[np.ndarray, ...]
+    name_attr: int  # -1 for the fixed "Worker" phrase
+
+    def index(self, attribute: str) -> int:
+        return [a.name for a in self.domain.attributes].index(attribute)
+
+
+@cache
+def _table(domain_name: str) -> _DomainTable:
+    domain = get_domain(domain_name)
+    low, high = [], []
+    for attribute in domain.attributes:
+        if isinstance(attribute, NumericAttribute):
+            low.append(attribute.low)
+            high.append(attribute.high)
+        else:
+            low.append(0)
+            high.append(len(attribute.values) - 1)
+    names = [a.name for a in domain.attributes]
+    return _DomainTable(
+        domain=domain,
+        low=np.asarray(low, dtype=np.int64),
+        high=np.asarray(high, dtype=np.int64),
+        numeric=np.asarray([isinstance(a, NumericAttribute) for a in domain.attributes]),
+        rule_attr=tuple(names.index(rule.attribute) for rule in domain.slot_rules),
+        rule_is_max=tuple(rule.kind == "max" for rule in domain.slot_rules),
+        rule_values=tuple(np.asarray(rule.values, dtype=np.int64) for rule in domain.slot_rules),
+        name_attr=names.index(domain.name_attribute) if domain.name_attribute else -1,
+    )
+
+
+def _random_items(rng: np.random.Generator, count: int, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """``count`` items with every attribute uniform in ``[low, high]`` (per attribute or per item)."""
+    return rng.integers(low, high + 1, size=(count, low.shape[-1]), dtype=np.int64)
+
+
+class _Components:
+    """The global rules of one instance as signed components (violated iff value > threshold)."""
+
+    def __init__(self, table: _DomainTable, bounds: dict[str, int], rows: int) -> None:
+        spec: list[tuple[int, int, int, int, int, int, bool]] = []  # read, attr, param, sign, row, T, upper
+        for rule in table.domain.global_rules:
+            attr, bound = table.index(rule.attribute), bounds[rule.name]
+            if rule.kind == "sum_max":
+                spec.append((_VALUE, attr, 0, 1, -1, bound, True))
+            elif rule.kind == "sum_min":
+                spec.append((_VALUE, attr, 0, -1, -1, -bound, False))
+            elif rule.kind == "count_min":
+                attribute = table.domain.attribute(rule.attribute)
+                assert isinstance(attribute, CategoricalAttribute) and rule.value is not None
+                spec.append((_EQUAL, attr, attribute.values.index(rule.value), -1, -1, -bound, False))
+            elif rule.kind == "count_min_threshold":
+                assert rule.threshold is not None
+                spec.append((_AT_LEAST, attr, rule.threshold, -1, -1, -bound, False))
+            elif rule.kind == "repeat_max":
+                spec.extend((_EQUAL, attr, code, 1, -1, bound, True) for code in range(int(table.high[attr]) + 1))
+            elif rule.kind == "max_row_sum":
+                spec.extend((_VALUE, attr, 0, 1, row, bound, True) for row in range(rows))
+            elif rule.kind == "max_cap":
+                spec.append((_ABOVE, attr, bound, 1, -1, 0, True))
+            else:
+                raise ValueError(f"unknown global rule kind {rule.kind!r}")
+        columns = np.asarray([s[:6] for s in spec], dtype=np.int64).T
+        self.read, self.attr, self.param, self.sign, self.row, self.threshold = columns
+        self.upper = np.asarray([s[6] for s in spec], dtype=bool)
+        self.count = len(spec)
+
+    def of(self, items: np.ndarray, cell_rows: np.ndarray | int) -> np.ndarray:
+        """Contribution rows ``(len(items), components)`` of items placed in rows ``cell_rows``."""
+        values = items[:, self.attr]
+        out = np.where(
+            self.read == _VALUE,
+            values,
+            np.where(
+                self.read == _EQUAL,
+                values == self.param,
+                np.where(self.read == _AT_LEAST, values >= self.param, values > self.param),
+            ),
+        ).astype(np.int64)
+        out *= self.sign
+        rows = np.broadcast_to(np.asarray(cell_rows).reshape(-1, 1), out.shape)
+        out[(self.row >= 0) & (self.row != rows)] = 0
+        return out
+
+    def of_values(self, k: int, values: np.ndarray, cell_row: int) -> np.ndarray:
+        """Contribution to component ``k`` of each value of its attribute, at row ``cell_row``."""
+        read, param = self.read[k], self.param[k]
+        if read == _VALUE:
+            out = values.copy()
+        elif read == _EQUAL:
+            out = (values == param).astype(np.int64)
+        elif read == _AT_LEAST:
+            out = (values >= param).astype(np.int64)
+        else:
+            out = (values > param).astype(np.int64)
+        if self.row[k] >= 0 and self.row[k] != cell_row:
+            out[:] = 0
+        return out * self.sign[k]
+
+
+def _thresholds(rng: np.random.Generator, table: _DomainTable, truth: np.ndarray, cols: int) -> dict[str, int]:
+    """One threshold per global rule, derived from the truth grid as published (spec §1.6)."""
+    cells = truth.shape[0]
+    bounds: dict[str, int] = {}
+    for rule in table.domain.global_rules:
+        attr = table.index(rule.attribute)
+        values = truth[:, attr]
+        if rule.kind == "repeat_max":
+            observed = int(np.bincount(values).max())
+            low, high = observed, cells
+        elif rule.kind == "count_min":
+            attribute = table.domain.attribute(rule.attribute)
+            assert isinstance(attribute, CategoricalAttribute)
+            observed = int((values == attribute.values.index(str(rule.value))).sum())
+            low, high = max(0, observed - rule.slack), observed
+        elif rule.kind == "count_min_threshold":
+            observed = int((values >= int(rule.threshold or 0)).sum())
+            low, high = max(0, observed - rule.slack), observed
+        elif rule.kind == "sum_min":
+            observed = int(values.sum())
+            low, high = min(observed, max(int(rule.floor or 0), observed - rule.slack)), observed
+        elif rule.kind == "sum_max":
+            observed = int(values.sum())
+            low, high = observed, max(observed, min(cells * int(rule.cap or 0), observed + rule.slack))
+        elif rule.kind == "max_row_sum":
+            observed = int(values.reshape(-1, cols).sum(axis=1).max())
+            low, high = observed, max(observed, min(cols * int(rule.cap or 0), observed + rule.slack))
+        else:  # max_cap
+            observed = int(values.max())
+            low, high = observed, max(observed, int(table.high[attr]))
+        bounds[rule.name] = int(rng.integers(low, high + 1))
+    return bounds
+
+
+def _nonvacuous_values(table: _DomainTable, rule: int, item: np.ndarray) -> np.ndarray:
+    """Values of slot rule ``rule`` the item satisfies and some in-range item could fail."""
+    attr, values = table.rule_attr[rule], table.rule_values[rule]
+    value = item[attr]
+    if table.rule_is_max[rule]:
+        return values[(values >= value) & (values < table.high[attr])]
+    return values[(values <= value) & (values > table.low[attr])]
+
+
+def _feasible_rules(table: _DomainTable, item: np.ndarray) -> list[int]:
+    return [r for r in range(len(table.rule_attr)) if _nonvacuous_values(table, r, item).size]
+
+
+def _assign_slot_rules(
+    rng: np.random.Generator, table: _DomainTable, hidden_items: np.ndarray, per_slot: int
+) -> list[list[tuple[int, int]]]:
+    """Per hidden slot its ``(rule, value)`` list in assignment order: round-robin cover of the
+    shuffled rules, then a random top-up to ``per_slot`` rules (spec §2.3 step 5)."""
+    feasible = [_feasible_rules(table, item) for item in hidden_items]
+    count = len(hidden_items)
+    assigned: list[list[int]] = [[] for _ in range(count)]
+    for i, rule in enumerate(rng.permutation(len(table.rule_attr)).tolist()):
+        for step in range(count):
+            s = (i + step) % count
+            if rule in feasible[s] and len(assigned[s]) < per_slot:
+                assigned[s].append(rule)
+                break
+    for s in range(count):
+        missing = [r for r in feasible[s] if r not in assigned[s]]
+        while len(assigned[s]) < per_slot:
+            assigned[s].append(missing.pop(int(rng.integers(len(missing)))))
+    return [
+        [(rule, int(rng.choice(_nonvacuous_values(table, rule, hidden_items[s])))) for rule in assigned[s]]
+        for s in range(count)
+    ]
+
+
+def _allowed_ranges(table: _DomainTable, rules: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Natural ranges narrowed by a slot's rules: the box a decoy must lie in."""
+    low, high = table.low.copy(), table.high.copy()
+    for rule, value in rules:
+        attr = table.rule_attr[rule]
+        if table.rule_is_max[rule]:
+            high[attr] = min(high[attr], value)
+        else:
+            low[attr] = max(low[attr], value)
+    return low, high
+
+
+def _split_budget(rng: np.random.Generator, budget: int, k: int, cap: int) -> list[int]:
+    """Decoy counts of the k branch slots: each in [1, cap], summing to ``budget`` (spec §2.3)."""
+    if k == 1:
+        return [budget]
+    parts, remaining = [], budget
+    for i in range(k - 1):
+        left = k - 1 - i
+        parts.append(int(rng.integers(max(1, remaining - left * cap), min(cap, remaining - left) + 1)))
+        remaining -= parts[-1]
+    parts.append(remaining)
+    return [int(x) for x in rng.permutation(parts)]
+
+
+class _TargetSets:
+    """For one branch slot: per component, the attribute values that break it (hard) and that
+    also keep it within bound in a tier's open contexts."""
+
+    def __init__(
+        self,
+        components: _Components,
+        low: np.ndarray,
+        high: np.ndarray,
+        cell_row: int,
+        need_above: np.ndarray,
+        open_limit: np.ndarray | None,
+    ) -> None:
+        self.values: dict[int, np.ndarray] = {}
+        for k in range(components.count):
+            attr = int(components.attr[k])
+            candidates = np.arange(low[attr], high[attr] + 1, dtype=np.int64)
+            contribution = components.of_values(k, candidates, cell_row)
+            ok = contribution > need_above[k]
+            if open_limit is not None and components.upper[k]:
+                ok &= contribution <= open_limit[k]
+            if ok.any():
+                self.values[k] = candidates[ok]
+        self.components = components
+
+    def draw(self, rng: np.random.Generator, count: int, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+        """``count`` items in ``[low, high]``, each with one targeted attribute set to a breaking
+        value: the rule is drawn uniformly among breakable rules, then the component in it."""
+        items = _random_items(rng, count, low, high)
+        by_attr: dict[int, list[int]] = {}
+        for k in self.values:
+            by_attr.setdefault(int(self.components.attr[k]), []).append(k)
+        choices = list(by_attr.values())
+        for n in range(count):
+            group = choices[int(rng.integers(len(choices)))]
+            k = group[int(rng.integers(len(group)))]
+            values = self.values[k]
+            items[n, self.components.attr[k]] = values[int(rng.integers(values.size))]
+        return items
+
+
+def build_instance_dict(config: InstanceConfig, rng: np.random.Generator) -> dict[str, object]:
+    """One attempt (spec §2.3-2.5); the published instance layout minus the certificate."""
+    table = _table(config.domain)
+    domain = table.domain
+    rows, cols, cells = config.rows, config.cols, config.cells
+    hidden_count, budget = config.hidden_slots, config.decoy_budget
+    per_slot = min(len(domain.slot_rules), 3 if hidden_count == 1 else 2)
+
+    # stage 1: truth, hidden layout (hidden truths must admit per_slot non-vacuous rules), thresholds
+    truth = _random_items(rng, cells, table.low, table.high)
+    hidden = np.sort(rng.choice(cells, size=hidden_count, replace=False))
+    for cell in hidden.tolist():
+        for _ in range(TRUTH_REDRAWS):
+            if len(_feasible_rules(table, truth[cell])) >= per_slot:
+                break
+            truth[cell] = _random_items(rng, 1, table.low, table.high)[0]
+        else:
+            raise AttemptFailed("no truth item admitting non-vacuous slot rules was drawn")
+    bounds = _thresholds(rng, table, truth, cols)
+    components = _Components(table, bounds, rows)
+    cell_rows = np.arange(cells) // cols
+    truth_rows = components.of(truth, cell_rows)
+    totals = truth_rows.sum(axis=0)
+    slot_rules = _assign_slot_rules(rng, table, truth[hidden], per_slot)
+    ranges = [_allowed_ranges(table, rules) for rules in slot_rules]
+    later_truth = np.cumsum(truth_rows[hidden][::-1], axis=0)[::-1] - truth_rows[hidden]  # hidden cells after s
+
+    # branch slots among the hidden cells where some decoy can break a rule on its own
+    k = config.branch_slot_count
+    breakable = [
+        s
+        for s, cell in enumerate(hidden.tolist())
+        if _TargetSets(
+            components, *ranges[s], int(cell_rows[cell]), components.threshold - totals + truth_rows[cell], None
+        ).values
+    ]
+    if len(breakable) < k:
+        raise AttemptFailed(f"only {len(breakable)} hidden cells can hold a decoy under the drawn thresholds, need {k}")
+    branch = sorted(rng.choice(breakable, size=k, replace=False).tolist()) if k else []
+    allocations = _split_budget(rng, budget, k, config.branch_cap) if k else []
+
+    # stage 2: decoys in branch-rank order, then filters
+    items = [truth]
+    next_index = cells
+    decoys: dict[int, list[int]] = {}
+    stages: dict[int, tuple[int, str]] = {}
+    earlier_min = np.zeros(components.count, dtype=np.int64)  # sum of min(0, min delta) over earlier slots
+    earlier_max: list[np.ndarray] = []  # per earlier slot, max delta over its decoys
+    for rank, (s, amount) in enumerate(zip(branch, allocations, strict=True)):
+        cell = int(hidden[s])
+        row = int(cell_rows[cell])
+        low, high = ranges[s]
+        base = totals - truth_rows[cell]
+        need_above = components.threshold - base - earlier_min
+        last = rank == k - 1
+        accepted = np.zeros((0, truth.shape[1]), dtype=np.int64)
+        stage = 4
+        if not last:
+            open_base = base - later_truth[s]
+            suffix = np.cumsum(np.asarray(earlier_max[::-1]), axis=0)[::-1] if earlier_max else np.zeros((1, 0))
+            tier_max = {
+                1: np.maximum(np.asarray(earlier_max), 0).sum(axis=0) if earlier_max else 0,
+                2: np.maximum(suffix.max(axis=0), 0) if earlier_max else 0,
+                3: 0,
+            }
+            for tier in (1, 2, 3):
+                limit = components.threshold - open_base - tier_max[tier]
+                targets = _TargetSets(components, low, high, row, need_above, limit)
+                if not targets.values:
+                    continue
+                batch = targets.draw(rng, DECOY_BATCH * (amount - len(accepted)), low, high)
+                contribution = components.of(batch, row)
+                ok = breaks_every_combination(base, earlier_min, components.threshold, contribution)
+                ok &= ((contribution <= limit) | ~components.upper).all(axis=1)
+                if ok.any():
+                    accepted = np.concatenate([accepted, batch[ok][: amount - len(accepted)]])
+                    stage = tier
+                if len(accepted) == amount:
+                    break
+        if len(accepted) < amount:
+            targets = _TargetSets(components, low, high, row, need_above, None)
+            if not targets.values:
+                raise AttemptFailed("no decoy can break a global rule under every earlier decoy choice")
+            batch = targets.draw(rng, amount - len(accepted), low, high)
+            ok = breaks_every_combination(base, earlier_min, components.threshold, components.of(batch, row))
+            if not ok.all():  # construction guarantees it; a failure here is a bug
+                raise AssertionError("a constructed decoy does not break every combination")
+            accepted = np.concatenate([accepted, batch])
+            stage = 4
+        delta = components.of(accepted, row) - truth_rows[cell]
+        earlier_min += np.minimum(delta.min(axis=0), 0)
+        earlier_max.append(delta.max(axis=0))
+        decoys[s] = list(range(next_index, next_index + amount))
+        next_index += amount
+        items.append(accepted)
+        stages[s] = (stage, LAST_BRANCH_LABEL if last else STAGE_LABELS[stage])
+
+    filters: dict[int, list[int]] = {}
+    for s in range(hidden_count):
+        count = config.effective_candidates - 1 - len(decoys.get(s, []))
+        batch = _random_items(rng, count, table.low, table.high)
+        chosen = rng.integers(len(slot_rules[s]), size=count)
+        for position, (rule, value) in enumerate(slot_rules[s]):
+            picked = np.flatnonzero(chosen == position)
+            attr = table.rule_attr[rule]
+            if table.rule_is_max[rule]:
+                batch[picked, attr] = rng.integers(value + 1, table.high[attr] + 1, size=picked.size)
+            else:
+                batch[picked, attr] = rng.integers(table.low[attr], value, size=picked.size)
+        filters[s] = list(range(next_index, next_index + count))
+        next_index += count
+        items.append(batch)
+
+    pool = np.concatenate(items)
+    return _assemble(config, rng, table, pool, hidden, slot_rules, bounds, branch, allocations, decoys, filters, stages)
+
+
+def _assemble(
+    config: InstanceConfig,
+    rng: np.random.Generator,
+    table: _DomainTable,
+    pool: np.ndarray,
+    hidden: np.ndarray,
+    slot_rules: list[list[tuple[int, int]]],
+    bounds: dict[str, int],
+    branch: list[int],
+    allocations: list[int],
+    decoys: dict[int, list[int]],
+    filters: dict[int, list[int]],
+    stages: dict[int, tuple[int, str]],
+) -> dict[str, object]:
+    """Ids, names and the published key layout (spec §1.3-1.4)."""
+    domain = table.domain
+    size = pool.shape[0]
+    width = 3
+    numbers = rng.choice(max(20 * size, 10**width), size=size, replace=False) + 1
+    ids = [f"{domain.id_prefix}{int(n):0{width}d}" for n in numbers]
+    name_numbers = rng.permutation(size) + 100
+    phrase_draws = np.asarray(rng.random(size))
+    attributes = domain.attributes
+    records = []
+    for i in range(size):
+        row = pool[i].tolist()
+        if table.name_attr >= 0:
+            attribute = attributes[table.name_attr]
+            assert isinstance(attribute, CategoricalAttribute)
+            phrases = domain.name_phrases[attribute.values[row[table.name_attr]]]
+            phrase = phrases[int(phrase_draws[i] * len(phrases))]
+        else:
+            phrase = "Worker"
+        record: dict[str, int | str] = {domain.id_key: ids[i], "name": f"{phrase} {int(name_numbers[i])}"}
+        for a, attribute in enumerate(attributes):
+            value = row[a]
+            record[attribute.name] = value if isinstance(attribute, NumericAttribute) else attribute.values[value]
+        records.append(record)
+    item_pool = {ids[i]: records[i] for i in rng.permutation(size).tolist()}
+
+    rows, cols = config.rows, config.cols
+    truth_grid = [[ids[r * cols + c] for c in range(cols)] for r in range(rows)]
+    hidden_set = set(hidden.tolist())
+    partial = [[None if r * cols + c in hidden_set else ids[r * cols + c] for c in range(cols)] for r in range(rows)]
+    rank_of = {s: rank for rank, s in enumerate(branch)}
+    slots = []
+    instruction_rules: list[tuple[int, int, list[tuple[str, str, int]]]] = []
+    for s, cell in enumerate(hidden.tolist()):
+        r, c = divmod(cell, cols)
+        own_decoys = [ids[i] for i in decoys.get(s, [])]
+        own_filters = [ids[i] for i in filters[s]]
+        candidates = [ids[cell], *own_decoys, *own_filters]
+        candidates = [candidates[i] for i in rng.permutation(len(candidates)).tolist()]
+        constraints: dict[str, object] = {
+            "row": r,
+            "col": c,
+            "active_rule_names": [domain.slot_rules[rule].name for rule, _ in slot_rules[s]],
+        }
+        constraints.update({domain.slot_rules[rule].name: value for rule, value in slot_rules[s]})
+        stage = stages.get(s)
+        slots.append(
+            {
+                "row": r,
+                "col": c,
+                "truth_id": ids[cell],
+                "is_hidden": True,
+                "slot_constraints": constraints,
+                "candidate_ids": candidates,
+                "decoy_ids": own_decoys,
+                "filter_candidate_ids": own_filters,
+                "is_branch_slot": s in rank_of,
+                "branch_rank": rank_of.get(s),
+                "allocated_budget": len(own_decoys),
+                "decoy_generation_final_stage": None if stage is None else stage[0],
+                "decoy_generation_final_stage_label": None if stage is None else stage[1],
+            }
+        )
+        in_domain_order = sorted(slot_rules[s])
+        instruction_rules.append(
+            (
+                r,
+                c,
+                [
+                    (domain.slot_rules[rule].attribute, domain.slot_rules[rule].kind, value)
+                    for rule, value in in_domain_order
+                ],
+            )
+        )
+    instance_stage = max((stage for stage, _ in stages.values()), default=0)
+    meta = {
+        "rows": rows,
+        "cols": cols,
+        "hidden_slots": config.hidden_slots,
+        "branch_budget": config.decoy_budget,
+        "branch_slot_count": len(branch),
+        "branch_budget_allocations": allocations,
+        "candidates_per_slot": config.effective_candidates,
+        "requested_candidates_per_slot": config.candidates_per_slot,
+        "decoy_generation_final_stage": instance_stage,
+        "decoy_generation_final_stage_label": STAGE_LABELS[instance_stage],
+    }
+    return {
+        "domain": domain.name,
+        "meta": meta,
+        "global_constraints": {"global": "global", **bounds},
+        "item_pool": item_pool,
+        "truth_solution": truth_grid,
+        "partial_solution": partial,
+        "hidden_slots": [{"row": cell // cols, "col": cell % cols} for cell in hidden.tolist()],
+        "slots": slots,
+        "task_instruction": render_task_instruction(domain, rows, cols, bounds, instruction_rules),
+        "instance_id": config.instance_id,
+    }
