@@ -1,0 +1,194 @@
+"""Finders for the text tool-call formats LLMs emit; one function per format family.
+
+Every finder takes the model's text (reasoning already removed) and returns the spans it claims
+as :class:`Found` entries, in text order. They never raise: a broken fragment becomes a
+``Found`` with an error (or a call with an ``error`` when the tool name was still readable).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ace_gym.parsing.calls import Found, ParsedCall, calls_from_json, decode_arguments, quote
+
+TAG_OPEN = "<tool_call>"
+TAG_CLOSE = "</tool_call>"
+MISTRAL_MARKER = "[TOOL_CALLS]"
+PYTHON_TAG = "<|python_tag|>"
+
+_DECODER = json.JSONDecoder()
+_FUNCTION = re.compile(r"<function=([^>\n]*)>")
+_FUNCTION_CLOSE = "</function>"
+_PARAMETER = re.compile(r"<parameter=([^>\n]*)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
+_NAME_VALUE = re.compile(r'"name"\s*:\s*"([^"\\]{1,100})"')
+_JSON_START = re.compile(r"\{|\[\s*\{")
+_CALL_START = re.compile(r'\{\s*"(?:name|function|type|id)"\s*:')
+_MISTRAL_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*([\w\-]+)\s*)?\[ARGS\]")
+
+
+def _decode_json(text: str, start: int) -> tuple[Any, int] | str:
+    """``(value, end)`` of the JSON value at ``start``, or the decoder's complaint."""
+    try:
+        return _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError) as error:
+        return f"invalid JSON ({error})"
+
+
+def _broken(fragment: str, problem: str, start: int, end: int) -> Found:
+    """A fragment that failed to parse; keeps the tool name when one can be read."""
+    name = _NAME_VALUE.search(fragment)
+    message = f"{problem} in {quote(fragment)!r}"
+    if name:
+        return Found(start, end, ParsedCall(name.group(1), None, error=message), None)
+    return Found(start, end, None, message)
+
+
+def _json_calls(text: str, value_at: int, start: int, end: int, what: str) -> list[Found]:
+    """The calls of the JSON value at ``value_at`` (a call or a list of calls), claiming the span
+    ``text[start:end]``."""
+    decoded = _decode_json(text, value_at)
+    if isinstance(decoded, str):
+        return [_broken(text[value_at:end], f"{decoded}, possibly truncated", start, end)]
+    calls = calls_from_json(decoded[0])
+    if calls is None:
+        return [Found(start, end, None, f'{what} is not a call {{"name": ..., "arguments": {{...}}}}')]
+    return [Found(start, end, call, None) for call in calls]
+
+
+# -- <tool_call> blocks: Hermes / Qwen2.5 JSON and Qwen3-Coder / Qwen3.5 XML --------------------
+
+
+def _xml_value(raw: str) -> Any:
+    """A parameter value: JSON when it decodes (numbers, lists, objects...), else the string."""
+    value = raw[1:] if raw.startswith("\n") else raw
+    value = value[:-1] if value.endswith("\n") else value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return value
+
+
+def _xml_calls(body: str, start: int, end: int) -> list[Found]:
+    found = []
+    for function in _FUNCTION.finditer(body):
+        name = function.group(1).strip()
+        close = body.find(_FUNCTION_CLOSE, function.end())
+        if close == -1:
+            error = f"the call is cut off before </function> (possibly truncated) in {quote(body)!r}"
+            found.append(Found(start, end, ParsedCall(name, None, error=error), None))
+            break
+        arguments = {
+            m.group(1).strip(): _xml_value(m.group(2)) for m in _PARAMETER.finditer(body, function.end(), close)
+        }
+        found.append(Found(start, end, ParsedCall(name, arguments), None))
+    return found
+
+
+def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True) -> list[Found]:
+    """``<tool_call>...</tool_call>`` blocks holding JSON (Hermes) or ``<function=...>`` XML (Qwen3).
+
+    A block whose closing tag is missing runs to the next ``<tool_call>`` or the end of the text.
+    """
+    found: list[Found] = []
+    position = 0
+    while (start := text.find(TAG_OPEN, position)) != -1:
+        body_start = start + len(TAG_OPEN)
+        close = text.find(TAG_CLOSE, body_start)
+        following = text.find(TAG_OPEN, body_start)
+        if close == -1 or (following != -1 and following < close):
+            body_end = end = following if following != -1 else len(text)
+        else:
+            body_end, end = close, close + len(TAG_CLOSE)
+        body = text[body_start:body_end].strip()
+        if xml_inside and body.startswith("<function="):
+            found.extend(_xml_calls(body, start, end) or [Found(start, end, None, "empty <function=...> block")])
+        elif json_inside and body[:1] in ("{", "["):
+            value_at = text.index(body[0], body_start)
+            found.extend(_json_calls(text, value_at, start, end, "the <tool_call> block"))
+        else:
+            expected = " or ".join(
+                shape for shape, ok in (("a JSON call", json_inside), ("<function=NAME>", xml_inside)) if ok
+            )
+            found.append(Found(start, end, None, f"<tool_call> must contain {expected}, got {quote(body)!r}"))
+        position = end
+    return found
+
+
+# -- Mistral: [TOOL_CALLS][{...}, ...]  or  [TOOL_CALLS]name[ARGS]{...} --------------------------
+
+
+def find_mistral(text: str) -> list[Found]:
+    """Calls after each ``[TOOL_CALLS]`` marker, in the JSON-list or the name[ARGS] form."""
+    found: list[Found] = []
+    position = 0
+    while (start := text.find(MISTRAL_MARKER, position)) != -1:
+        after = start + len(MISTRAL_MARKER)
+        body = len(text) - len(text[after:].lstrip())
+        named = _MISTRAL_NAMED.match(text, after)
+        if text[body : body + 1] in ("[", "{"):
+            decoded = _decode_json(text, body)
+            end = decoded[1] if not isinstance(decoded, str) else _next_marker(text, after)
+            found.extend(_json_calls(text, body, start, end, "the [TOOL_CALLS] payload"))
+        elif named:
+            arguments_at = len(text) - len(text[named.end() :].lstrip())
+            decoded = _decode_json(text, arguments_at)
+            if isinstance(decoded, str):
+                end = _next_marker(text, after)
+                error = f"{decoded}, possibly truncated, in {quote(text[arguments_at:end])!r}"
+                found.append(Found(start, end, ParsedCall(named.group(1), None, named.group(2), error), None))
+            else:
+                end = decoded[1]
+                found.append(Found(start, end, decode_arguments(named.group(1), decoded[0], named.group(2)), None))
+        else:
+            end = _next_marker(text, after)
+            found.append(
+                Found(
+                    start,
+                    end,
+                    None,
+                    f"expected a JSON list of calls after [TOOL_CALLS], got {quote(text[after:end])!r}",
+                )
+            )
+        position = max(end, after)
+    return found
+
+
+def _next_marker(text: str, position: int) -> int:
+    following = text.find(MISTRAL_MARKER, position)
+    return following if following != -1 else len(text)
+
+
+# -- bare JSON: an object or a list of objects, also Llama-3 {"name", "parameters"} -------------
+
+
+def find_json(text: str) -> list[Found]:
+    """Top-level JSON call objects (or lists of them) anywhere in the text.
+
+    Accepts ``{"name", "arguments"}``, Llama-3's ``{"name", "parameters"}`` (optionally after
+    ``<|python_tag|>``, several separated by ``;``) and ``{"type": "function", "function": {...}}``.
+    JSON that is not shaped like a call (say, a grid the model quotes) is skipped; a call-shaped
+    object that does not decode is reported up to the next call-shaped start.
+    """
+    found: list[Found] = []
+    position = 0
+    while match := _JSON_START.search(text, position):
+        start = match.start()
+        decoded = _decode_json(text, start)
+        if isinstance(decoded, str):
+            first_brace = text.index("{", start)
+            if _CALL_START.match(text, first_brace):
+                following = _CALL_START.search(text, first_brace + 1)
+                end = following.start() if following else len(text)
+                found.append(_broken(text[start:end], f"{decoded}, possibly truncated", start, end))
+                position = end
+            else:
+                position = start + 1
+            continue
+        value, end = decoded
+        calls = calls_from_json(value)
+        if calls is not None:
+            found.extend(Found(start, end, call, None) for call in calls)
+        position = end
+    return found

@@ -1,0 +1,148 @@
+"""One assistant turn in, its reasoning, prose and tool calls out, whatever format the model used."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ace_gym.parsing.calls import Found, ParsedCall, call_from_object
+from ace_gym.parsing.formats import MISTRAL_MARKER, PYTHON_TAG, TAG_OPEN, find_json, find_mistral, find_tagged
+from ace_gym.parsing.pythonic import PYTHON_END, PYTHON_START, find_pythonic
+from ace_gym.parsing.reasoning import split_reasoning
+
+_FINDERS: dict[str, Callable[[str], list[Found]]] = {
+    "hermes": lambda text: find_tagged(text, xml_inside=False),
+    "qwen3_xml": lambda text: find_tagged(text, json_inside=False),
+    "llama3_json": find_json,
+    "json": find_json,
+    "mistral": find_mistral,
+    "pythonic": find_pythonic,
+    "openai": lambda text: [],
+}
+#: accepted values of ``tool_format``: "auto" or one named format
+TOOL_FORMATS: tuple[str, ...] = ("auto", *_FINDERS)
+
+#: how each format writes a call, shown to the model when a turn had no usable call
+FORMAT_EXAMPLES: dict[str, str] = {
+    "hermes": '<tool_call>\n{"name": "set_slot", "arguments": {"row": 1, "col": 2, "id": "C1"}}\n</tool_call>',
+    "qwen3_xml": (
+        "<tool_call>\n<function=set_slot>\n<parameter=row>\n1\n</parameter>\n<parameter=col>\n2\n</parameter>\n"
+        "<parameter=id>\nC1\n</parameter>\n</function>\n</tool_call>"
+    ),
+    "llama3_json": '{"name": "set_slot", "parameters": {"row": 1, "col": 2, "id": "C1"}}',
+    "json": '{"name": "set_slot", "arguments": {"row": 1, "col": 2, "id": "C1"}}',
+    "mistral": '[TOOL_CALLS][{"name": "set_slot", "arguments": {"row": 1, "col": 2, "id": "C1"}}]',
+    "pythonic": '[set_slot(row=1, col=2, id="C1")]',
+    "openai": 'an assistant message with "tool_calls" (function name and JSON arguments)',
+}
+_MARKERS = (PYTHON_TAG, PYTHON_START, PYTHON_END)
+_PROSE_EDGES = " \t\r\n;,"
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTurn:
+    """An assistant turn taken apart.
+
+    ``calls`` in the order written; ``content`` the prose left once reasoning and call markup are
+    removed; ``reasoning`` the think text (None if none); ``errors`` describe fragments that
+    looked like calls but had no readable tool name; ``format`` is where the calls were found
+    (None when nothing call-like was found).
+    """
+
+    calls: tuple[ParsedCall, ...]
+    content: str
+    reasoning: str | None
+    errors: tuple[str, ...]
+    format: str | None
+
+
+def parse_turn(action: Any, tool_format: str = "auto") -> ParsedTurn:
+    """Take apart one assistant turn: model text, or an OpenAI-style assistant message dict.
+
+    Never raises for any ``action``; what cannot be read is reported in ``errors`` or as calls
+    carrying an ``error``. Native ``tool_calls`` of a message are used whatever ``tool_format``
+    says; without them the message content is parsed as text. ``tool_format`` must be one of
+    :data:`TOOL_FORMATS` (the caller validates it).
+    """
+    try:
+        if isinstance(action, str):
+            return parse_text(action, tool_format)
+        if isinstance(action, Mapping):
+            return _parse_message(action, tool_format)
+    except (RecursionError, MemoryError) as error:  # absurdly nested input: a resource limit, not a bug
+        return ParsedTurn((), "", None, (f"the turn could not be parsed ({type(error).__name__})",), None)
+    kind = type(action).__name__
+    return ParsedTurn((), "", None, (f"a turn must be text or an assistant message dict, got {kind}",), None)
+
+
+def parse_text(text: str, tool_format: str = "auto") -> ParsedTurn:
+    """Parse model text: split off ``<think>`` reasoning, then find calls in ``tool_format``."""
+    reasoning, rest = split_reasoning(text)
+    if tool_format == "auto":
+        found, found_format = _detect(rest)
+    else:
+        found, found_format = _FINDERS[tool_format](rest), tool_format
+    calls = tuple(f.call for f in found if f.call is not None)
+    errors = tuple(f.error for f in found if f.error is not None)
+    return ParsedTurn(calls, _prose(rest, found), reasoning, errors, found_format if found else None)
+
+
+def _detect(text: str) -> tuple[list[Found], str]:
+    if TAG_OPEN in text:
+        return find_tagged(text), "qwen3_xml" if "<function=" in text else "hermes"
+    if MISTRAL_MARKER in text:
+        return find_mistral(text), "mistral"
+    found = find_json(text)
+    if found:
+        return found, "llama3_json" if PYTHON_TAG in text else "json"
+    return find_pythonic(text), "pythonic"
+
+
+def _prose(text: str, found: list[Found]) -> str:
+    """The text outside the claimed spans (spans may repeat or nest), without call markers."""
+    if found:
+        pieces = []
+        position = 0
+        for start, end, _, _ in found:
+            if start >= position:
+                pieces.append(text[position:start])
+            position = max(position, end)
+        pieces.append(text[position:])
+        text = "".join(pieces)
+    for marker in _MARKERS:
+        if marker in text:
+            text = text.replace(marker, "")
+    return text.strip(_PROSE_EDGES)
+
+
+def _text_of(content: Any) -> str:
+    """Message content as text: a string, or the text parts of an OpenAI content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _parse_message(message: Mapping[str, Any], tool_format: str) -> ParsedTurn:
+    text = _text_of(message.get("content"))
+    given = message.get("reasoning_content", message.get("reasoning"))
+    given_reasoning = given if isinstance(given, str) and given else None
+    tool_calls = message.get("tool_calls")
+    if not tool_calls or not isinstance(tool_calls, list):
+        turn = parse_text(text, tool_format)
+    else:
+        calls, errors = [], []
+        for index, item in enumerate(tool_calls):
+            call = call_from_object(item)
+            if call is None:
+                errors.append(f"tool_calls[{index}] is not a function call with a name")
+            else:
+                calls.append(call)
+        reasoning, rest = split_reasoning(text)
+        turn = ParsedTurn(tuple(calls), rest.strip(), reasoning, tuple(errors), "openai")
+    if given_reasoning is None:
+        return turn
+    reasoning = given_reasoning if turn.reasoning is None else f"{given_reasoning}\n\n{turn.reasoning}"
+    return ParsedTurn(turn.calls, turn.content, reasoning, turn.errors, turn.format)

@@ -1,0 +1,166 @@
+"""The LLM front door: one assistant turn in, the env's replies out as OpenAI chat messages."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+
+from ace_gym.errors import ConfigError
+from ace_gym.parsing import FORMAT_EXAMPLES, TOOL_FORMATS, ParsedCall, ParsedTurn, parse_turn
+from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
+
+#: tool-message content for a call whose arguments could not be decoded (the published wording)
+ARGUMENTS_FAILED = "Tool arguments parse failed (possibly truncated), skipping: {error}"
+#: tool-message content for a call written after the episode ended within the same turn
+NOT_EXECUTED = "Not executed: the episode ended before this call."
+
+
+class ChatAdapter(gym.Wrapper):
+    """Drive a tool-call env with chat turns, the way an LLM meets it in a training loop.
+
+    ## Action
+    One assistant turn: the model's text, or an OpenAI-style assistant message dict (``content``,
+    optional ``tool_calls`` with JSON-string or dict ``arguments``, optional ``reasoning_content``).
+    ``tool_format`` ("auto" or one of ``hermes``, ``qwen3_xml``, ``llama3_json``, ``json``,
+    ``mistral``, ``pythonic``, ``openai``; see :mod:`ace_gym.parsing`) says how calls are written
+    in text; native ``tool_calls`` are always used. ``<think>`` reasoning is removed from the
+    content and kept as the assistant message's ``reasoning_content``.
+
+    ## Execution
+    Every call of the turn runs through the wrapped env in the order written. Duplicate calls
+    run as many times as the model wrote them (no de-duplication, unlike the published loop).
+    When a call ends the episode (a successful ``done``, or the env's own step limit), the calls
+    after it are not executed and are answered with :data:`NOT_EXECUTED`, so that every
+    ``tool_call_id`` has its reply. A call whose arguments do not decode is answered with
+    :data:`ARGUMENTS_FAILED` and not run. A turn without any readable call gets one corrective
+    user message (what was wrong, the expected format) and still counts as a turn; fragments
+    that could not be read in a turn that had calls get the same kind of note after the replies.
+    ``step`` never raises for any action.
+
+    ## Observation
+    The messages the env adds this turn: ``{"role": "tool", "tool_call_id", "name", "content"}``
+    per call (content = the env's reply), then the corrective user message if any. ``reset``
+    returns ``[system, user]`` (spec §4.1). Messages are shared with the history: treat them as
+    read-only. Generated call ids are ``call_{turn}_{index}`` (turn counted from 1), so a seeded
+    rollout is reproducible; ids given in ``tool_calls`` are kept.
+
+    ## Reward, episode end
+    The sum of the wrapped env's rewards over the turn's calls; terminated/truncated when a call
+    ended the episode, with that call's ``score``, ``reason`` and ``grid`` in ``info``.
+
+    ## Information
+    ``messages``: the whole conversation (the assistant turns as OpenAI messages with
+    ``tool_calls``); ``turn``; ``tool_format``: the format the calls were found in;
+    ``calls``: the wrapped env's info per executed call; ``skipped_calls``; ``parse_errors``.
+    At reset also everything the wrapped env returns (``tools`` holds the OpenAI schemas).
+    """
+
+    def __init__(self, env: gym.Env, tool_format: str = "auto") -> None:
+        if tool_format not in TOOL_FORMATS:
+            raise ConfigError("tool_format", tool_format, f"must be one of {list(TOOL_FORMATS)}")
+        super().__init__(env)
+        self.tool_format = tool_format
+        self.action_space = AssistantTurn(getattr(env.action_space, "tool_names", ("done",)))
+        self.observation_space = ChatMessages()
+        self._messages: list[dict[str, Any]] = []
+        self._turn = 0
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """A copy of the conversation so far."""
+        return list(self._messages)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._messages = [
+            {"role": "system", "content": info["system_prompt"]},
+            {"role": "user", "content": observation},
+        ]
+        self._turn = 0
+        info.update(turn=0, messages=list(self._messages))
+        return list(self._messages), info
+
+    def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        self._turn += 1
+        parsed = parse_turn(action, self.tool_format)
+        call_ids = [call.call_id or f"call_{self._turn}_{index}" for index, call in enumerate(parsed.calls)]
+        self._messages.append(_assistant_message(parsed, call_ids))
+        replies: list[dict[str, Any]] = []
+        reward, terminated, truncated = 0.0, False, False
+        call_infos: list[dict[str, Any]] = []
+        skipped = 0
+        for call, call_id in zip(parsed.calls, call_ids, strict=True):
+            if terminated or truncated:
+                content = NOT_EXECUTED
+                skipped += 1
+            elif call.error is not None:
+                content = ARGUMENTS_FAILED.format(error=call.error)
+            else:
+                content, call_reward, terminated, truncated, call_info = self.env.step(
+                    {"name": call.name, "arguments": call.arguments}
+                )
+                reward += float(call_reward)
+                call_infos.append(call_info)
+            replies.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
+        if not parsed.calls or parsed.errors:
+            replies.append({"role": "user", "content": self._correction(parsed)})
+        self._messages.extend(replies)
+        info: dict[str, Any] = {
+            "turn": self._turn,
+            "tool_format": parsed.format,
+            "calls": call_infos,
+            "skipped_calls": skipped,
+            "parse_errors": [*parsed.errors, *(c.error for c in parsed.calls if c.error is not None)],
+            "messages": list(self._messages),
+        }
+        if terminated or truncated:
+            final = call_infos[-1]
+            info.update({key: final[key] for key in ("score", "reason", "grid") if key in final})
+        return replies, reward, terminated, truncated, info
+
+    def add_notice(self, text: str) -> dict[str, Any]:
+        """Append ``text`` to the last message of the conversation (an env message) and return the
+        updated message; used by :class:`StepBudget` to show the remaining budget."""
+        last = self._messages[-1]
+        updated = {**last, "content": f"{last['content']}\n\n{text}"}
+        self._messages[-1] = updated
+        return updated
+
+    def _correction(self, parsed: ParsedTurn) -> str:
+        shown_format = self.tool_format if self.tool_format != "auto" else parsed.format or "hermes"
+        example = FORMAT_EXAMPLES[shown_format]
+        problems = "; ".join(parsed.errors)
+        if parsed.calls:
+            return f"Part of your last message looked like a tool call but could not be read, so it was skipped: {problems}. Write each call like this:\n{example}"
+        found = problems or "it contains no tool call"
+        return (
+            f"Your last message was not executed: {found}. To act, call a tool in this format:\n{example}\n"
+            "Call `done` when the grid is complete."
+        )
+
+
+def _assistant_message(parsed: ParsedTurn, call_ids: list[str]) -> dict[str, Any]:
+    """The turn as an OpenAI assistant message (reasoning kept as ``reasoning_content``)."""
+    message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+    if parsed.reasoning is not None:
+        message["reasoning_content"] = parsed.reasoning
+    if parsed.calls:
+        message["tool_calls"] = [
+            {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": _arguments_json(call)}}
+            for call, call_id in zip(parsed.calls, call_ids, strict=True)
+        ]
+    return message
+
+
+def _arguments_json(call: ParsedCall) -> str:
+    """The call's arguments as the JSON string OpenAI messages carry ("{}" when undecodable)."""
+    if call.error is not None:
+        return "{}"
+    try:
+        return json.dumps(call.arguments, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return json.dumps(repr(call.arguments), ensure_ascii=False)
