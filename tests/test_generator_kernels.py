@@ -1,0 +1,131 @@
+"""The numba kernels agree with their plain-Python twins; the facade validates its inputs; the
+certificate agrees with the published data and catches broken instances."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.generators import _kernels, certify, generate_instance
+from ace_gym.generators.combinations import breaks_every_combination, every_combination_violates
+from ace_gym.instance import Instance, resolve_dataset
+
+
+def _random_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    width = int(rng.integers(1, 6))
+    groups = int(rng.integers(0, 5))
+    sizes = rng.integers(1, 4, size=groups)
+    base = rng.integers(-5, 6, size=width)
+    thresholds = rng.integers(-3, 8, size=width)
+    deltas = rng.integers(-4, 5, size=(int(sizes.sum()), width))
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    return base, thresholds, deltas, offsets
+
+
+def test_break_mask_kernel__agrees_with_twin_on_random_inputs() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        width, count = int(rng.integers(1, 8)), int(rng.integers(0, 12))
+        base, slack = rng.integers(-20, 20, size=width), -rng.integers(0, 10, size=width)
+        thresholds, rows = rng.integers(-10, 25, size=width), rng.integers(-10, 10, size=(count, width))
+        expected = _kernels.break_mask_twin(base, slack, thresholds, rows)
+        np.testing.assert_array_equal(breaks_every_combination(base, slack, thresholds, rows), expected)
+        np.testing.assert_array_equal(_kernels.break_mask_kernel.py_func(base, slack, thresholds, rows), expected)
+
+
+def test_all_violate_kernel__agrees_with_exhaustive_twin_on_random_inputs() -> None:
+    rng = np.random.default_rng(1)
+    outcomes = set()
+    for _ in range(500):
+        base, thresholds, deltas, offsets = _random_case(rng)
+        expected = _kernels.all_violate_twin(base, thresholds, deltas, offsets)
+        status, _ = _kernels.all_violate_kernel(base, thresholds, deltas, offsets, 10**6)
+        assert status == expected
+        assert _kernels.all_violate_kernel.py_func(base, thresholds, deltas, offsets, 10**6)[0] == expected
+        groups = [deltas[offsets[g] : offsets[g + 1]] for g in range(len(offsets) - 1)]
+        assert every_combination_violates(base, thresholds, groups) is bool(expected)
+        outcomes.add(expected)
+    assert outcomes == {0, 1}  # both verdicts exercised
+
+
+def test_all_violate_kernel__separable_proof_implies_exact_verdict() -> None:
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        base, thresholds, deltas, offsets = _random_case(rng)
+        slack = np.zeros_like(base)
+        for g in range(len(offsets) - 1):
+            if offsets[g + 1] > offsets[g]:
+                slack += np.minimum(deltas[offsets[g] : offsets[g + 1]].min(axis=0), 0)
+        if breaks_every_combination(np.zeros_like(base), slack, thresholds, base[None, :])[0]:
+            assert _kernels.all_violate_twin(base, thresholds, deltas, offsets) == 1
+
+
+def test_all_violate_kernel__reports_undecided_at_the_node_limit() -> None:
+    # each component alone can be pushed under its threshold, never both: only search decides
+    groups = [np.array([[-1, 5], [5, -1]], dtype=np.int64)] * 6
+    base, thresholds = np.array([1, 1]), np.array([0, 0])
+    assert every_combination_violates(base, thresholds, groups, node_limit=5) is None
+    assert every_combination_violates(base, thresholds, groups) is True
+
+
+def test_facade__rejects_mismatched_shapes() -> None:
+    with pytest.raises(ValueError, match="slack"):
+        breaks_every_combination(np.zeros(3), np.zeros(2), np.zeros(3), np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="candidate_rows"):
+        breaks_every_combination(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros((1, 2)))
+    with pytest.raises(ValueError, match="group_deltas"):
+        every_combination_violates(np.zeros(2), np.zeros(2), [np.zeros((2, 3))])
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_certify__holds_on_every_published_5x5_instance(domain: str) -> None:
+    dataset = resolve_dataset("5x5", domain)
+    certificates = [certify(dataset.compiled(i)) for i in range(len(dataset))]
+    assert all(c.holds for c in certificates), [c.problems for c in certificates if not c.holds]
+
+
+def _tampered(instance: Instance, change) -> Instance:  # type: ignore[no-untyped-def]
+    record = instance.model_dump(mode="json")
+    change(record)
+    return Instance.model_validate(record)
+
+
+@pytest.fixture(scope="module")
+def branchy() -> Instance:
+    return generate_instance("course", rows=4, cols=4, hidden_slots=6, decoy_budget=6, seed=3)
+
+
+def test_certify__detects_a_second_valid_completion(branchy: Instance) -> None:
+    def loosen(record: dict) -> None:
+        for rule in list(record["global_constraints"])[1:]:
+            record["global_constraints"][rule] = 10**6 if "max" in rule else 0
+
+    certificate = certify(_tampered(branchy, loosen))
+    assert certificate.truth_valid and certificate.truth_unique is False and not certificate.holds
+
+
+def test_certify__detects_a_filter_that_passes_its_rules(branchy: Instance) -> None:
+    def relax(record: dict) -> None:
+        slot = record["slots"][0]
+        slot["filter_candidate_ids"].append(slot["truth_id"])
+
+    certificate = certify(_tampered(branchy, relax))
+    assert not certificate.filters_fail_slot_rules and not certificate.holds
+
+
+def test_certify__detects_a_decoy_that_fails_its_rules(branchy: Instance) -> None:
+    def mislabel(record: dict) -> None:
+        slot = next(s for s in record["slots"] if s["is_branch_slot"])
+        slot["decoy_ids"].append(slot["filter_candidate_ids"][0])
+
+    certificate = certify(_tampered(branchy, mislabel))
+    assert not certificate.decoys_pass_slot_rules and not certificate.holds
+
+
+def test_certify__detects_a_truth_that_breaks_a_global_rule(branchy: Instance) -> None:
+    def tighten(record: dict) -> None:
+        record["global_constraints"]["total_price_max"] = 0
+
+    certificate = certify(_tampered(branchy, tighten))
+    assert not certificate.truth_valid and not certificate.holds
