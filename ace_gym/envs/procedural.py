@@ -1,0 +1,101 @@
+"""The procedural ACE env: a freshly generated, certified instance at every reset."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ace_gym.envs.ace_env import AceEnv
+from ace_gym.errors import ConfigError
+from ace_gym.generators import InstanceConfig, generate_instance
+from ace_gym.instance import CompiledInstance
+
+SEED_BOUND = 2**63 - 1
+
+
+def _choices(field: str, value: int | Sequence[int]) -> tuple[int, ...]:
+    listed = (value,) if isinstance(value, int) else tuple(value)
+    if not listed or not all(type(v) is int for v in listed):
+        raise ConfigError(field, value, "must be an integer or a non-empty list of integers")
+    return listed
+
+
+class ProceduralAceEnv(AceEnv):
+    """ACE grid planning on generated instances: unlimited fresh tasks with a horizon knob
+    (``hidden_slots``) and a difficulty knob (``decoy_budget``).
+
+    ## Description
+    As :class:`AceEnv` (same tools, observations, reward and episode end), but ``reset`` draws a
+    new instance from :func:`ace_gym.generators.generate_instance` instead of reading a file.
+    Every instance carries a certificate: the truth is the only globally valid completion among
+    the slot-valid candidates.
+
+    ## Arguments
+    ``domain``; ``rows``, ``cols`` (grid size, default 5x7); ``hidden_slots`` and
+    ``decoy_budget``: an int, or a list to draw from uniformly at each reset;
+    ``candidates_per_slot`` (K, effective max(K, B + 2)); ``time_budget`` (seconds allowed per
+    generated instance); the remaining keyword arguments are those of :class:`AceEnv`.
+    Impossible settings (e.g. more hidden slots than cells) raise ConfigError here.
+
+    ## Reset
+    ``reset(seed=s)`` draws H, B and an instance seed from the env's ``np_random``, so the same
+    seed gives the same instance in any process. ``options`` may pin ``hidden_slots``,
+    ``decoy_budget`` and ``instance_seed`` (int). ``info["instance_index"]`` is -1 (there is no
+    dataset); ``info["instance_seed"]`` identifies the instance together with H, B and the size.
+
+    ## Version History
+    * v0: first release.
+    """
+
+    def __init__(
+        self,
+        domain: str = "course",
+        *,
+        rows: int = 5,
+        cols: int = 7,
+        hidden_slots: int | Sequence[int] = (1, 5, 7, 11, 15, 21),
+        decoy_budget: int | Sequence[int] = (0, 2, 4, 8, 10, 15, 19, 21, 25),
+        candidates_per_slot: int = 25,
+        time_budget: float = 120.0,
+        **env_arguments: Any,
+    ) -> None:
+        if "dataset" in env_arguments:
+            raise ConfigError("dataset", env_arguments["dataset"], "a procedural env generates its instances")
+        self.hidden_slot_choices = _choices("hidden_slots", hidden_slots)
+        self.decoy_budget_choices = _choices("decoy_budget", decoy_budget)
+        for h in self.hidden_slot_choices:  # every combination must be possible: fail now, not at reset
+            for b in self.decoy_budget_choices:
+                InstanceConfig(domain, rows, cols, h, b, candidates_per_slot, 0)
+        if not isinstance(time_budget, (int, float)) or time_budget <= 0:
+            raise ConfigError("time_budget", time_budget, "must be a positive number of seconds")
+        self.rows, self.cols = rows, cols
+        self.candidates_per_slot = candidates_per_slot
+        self.time_budget = float(time_budget)
+        self._instance_seed: int | None = None
+        super().__init__(domain, dataset=None, **env_arguments)  # type: ignore[arg-type]
+
+    def _select_instance(self, options: Mapping[str, Any]) -> tuple[CompiledInstance, int]:
+        rng = self.np_random
+        hidden = self.hidden_slot_choices[int(rng.integers(len(self.hidden_slot_choices)))]
+        budget = self.decoy_budget_choices[int(rng.integers(len(self.decoy_budget_choices)))]
+        seed = int(rng.integers(SEED_BOUND))
+        hidden = options.get("hidden_slots", hidden)
+        budget = options.get("decoy_budget", budget)
+        seed = options.get("instance_seed", seed)
+        instance = generate_instance(
+            self.domain.name,
+            rows=self.rows,
+            cols=self.cols,
+            hidden_slots=hidden,
+            decoy_budget=budget,
+            candidates_per_slot=self.candidates_per_slot,
+            seed=seed,
+            time_budget=self.time_budget,
+        )
+        self._instance_seed = seed
+        return CompiledInstance(instance, self.domain), -1
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        observation, info = super().reset(seed=seed, options=options)
+        info["instance_seed"] = self._instance_seed
+        return observation, info
