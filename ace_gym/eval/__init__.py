@@ -1,0 +1,6 @@
+"""Rollouts and evaluation: batched episode collection, crash-safe result files, summaries,
+heatmaps and the ``ace-gym eval`` / ``ace-gym report`` commands."""
+
+from ace_gym.eval.rollout import EpisodeSpec, completion_action, run_episodes, run_vector_episodes
+
+__all__ = ["EpisodeSpec", "completion_action", "run_episodes", "run_vector_episodes"]
