@@ -309,7 +309,7 @@ class Dataset(Sequence[Instance]):
 
 _CACHE: dict[tuple[Any, ...], Dataset] = {}
 _CACHE_LOCK = threading.Lock()
-BUNDLED_DATASETS: tuple[str, ...] = ("5x5",)
+BUNDLED_DATASETS: tuple[str, ...] = ("5x5", "5x7")
 
 
 def bundled_dataset_path(name: str, domain: str) -> Path:
