@@ -11,6 +11,8 @@ from typing import Any, NamedTuple
 CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
 #: how much of a broken fragment is quoted back to the model
 QUOTE_LIMIT = 120
+#: at most this many calls (and broken fragments) are read from one turn; finders stop after one more
+MAX_FOUND = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +42,7 @@ class Found(NamedTuple):
 
 def quote(fragment: str) -> str:
     """A short, single-line quotation of a fragment for an error message."""
-    flat = " ".join(fragment.split())
+    flat = " ".join(fragment[: 2 * QUOTE_LIMIT].split())
     return flat if len(flat) <= QUOTE_LIMIT else flat[: QUOTE_LIMIT - 3] + "..."
 
 

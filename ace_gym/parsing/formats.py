@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from ace_gym.parsing.calls import Found, ParsedCall, calls_from_json, decode_arguments, quote
+from ace_gym.parsing.calls import MAX_FOUND, QUOTE_LIMIT, Found, ParsedCall, calls_from_json, decode_arguments, quote
 
 TAG_OPEN = "<tool_call>"
 TAG_CLOSE = "</tool_call>"
@@ -19,6 +19,9 @@ MISTRAL_MARKER = "[TOOL_CALLS]"
 PYTHON_TAG = "<|python_tag|>"
 
 _DECODER = json.JSONDecoder()
+_WINDOW = 4096
+_WINDOW_MARGIN = 256
+_SPACE = re.compile(r"\s*")
 _FUNCTION = re.compile(r"<function=([^>\n]*)>")
 _FUNCTION_CLOSE = "</function>"
 _PARAMETER = re.compile(r"<parameter=([^>\n]*)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
@@ -29,15 +32,31 @@ _MISTRAL_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*([\w\-]+
 
 
 def _decode_json(text: str, start: int) -> tuple[Any, int] | str:
-    """``(value, end)`` of the JSON value at ``start``, or the decoder's complaint."""
+    """``(value, end)`` of the JSON value at ``start``, or the decoder's complaint.
+
+    Decodes a window first: the decoder's error message counts lines from the start of its
+    input, which would make scanning a long text for calls quadratic.
+    """
+    window = text[start : start + _WINDOW]
     try:
-        return _DECODER.raw_decode(text, start)
+        value, end = _DECODER.raw_decode(window)
+        return value, start + end
+    except json.JSONDecodeError as error:
+        ran_out = error.pos >= len(window) - _WINDOW_MARGIN or error.msg.startswith("Unterminated string")
+        if not ran_out or len(window) == len(text) - start:
+            return f"invalid JSON ({error})"
+    except RecursionError as error:
+        return f"invalid JSON ({error})"
+    try:
+        value, end = _DECODER.raw_decode(text[start:])
+        return value, start + end
     except (ValueError, RecursionError) as error:
         return f"invalid JSON ({error})"
 
 
 def _broken(fragment: str, problem: str, start: int, end: int) -> Found:
     """A fragment that failed to parse; keeps the tool name when one can be read."""
+    fragment = fragment[: 4 * QUOTE_LIMIT]
     name = _NAME_VALUE.search(fragment)
     message = f"{problem} in {quote(fragment)!r}"
     if name:
@@ -93,9 +112,11 @@ def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True)
     """
     found: list[Found] = []
     position = 0
-    while (start := text.find(TAG_OPEN, position)) != -1:
+    close = 0
+    while len(found) <= MAX_FOUND and (start := text.find(TAG_OPEN, position)) != -1:
         body_start = start + len(TAG_OPEN)
-        close = text.find(TAG_CLOSE, body_start)
+        if close != -1 and close < body_start:  # once no closing tag is left, never search again
+            close = text.find(TAG_CLOSE, body_start)
         following = text.find(TAG_OPEN, body_start)
         if close == -1 or (following != -1 and following < close):
             body_end = end = following if following != -1 else len(text)
@@ -123,16 +144,16 @@ def find_mistral(text: str) -> list[Found]:
     """Calls after each ``[TOOL_CALLS]`` marker, in the JSON-list or the name[ARGS] form."""
     found: list[Found] = []
     position = 0
-    while (start := text.find(MISTRAL_MARKER, position)) != -1:
+    while len(found) <= MAX_FOUND and (start := text.find(MISTRAL_MARKER, position)) != -1:
         after = start + len(MISTRAL_MARKER)
-        body = len(text) - len(text[after:].lstrip())
+        body = _skip_space(text, after)
         named = _MISTRAL_NAMED.match(text, after)
         if text[body : body + 1] in ("[", "{"):
             decoded = _decode_json(text, body)
             end = decoded[1] if not isinstance(decoded, str) else _next_marker(text, after)
             found.extend(_json_calls(text, body, start, end, "the [TOOL_CALLS] payload"))
         elif named:
-            arguments_at = len(text) - len(text[named.end() :].lstrip())
+            arguments_at = _skip_space(text, named.end())
             decoded = _decode_json(text, arguments_at)
             if isinstance(decoded, str):
                 end = _next_marker(text, after)
@@ -155,6 +176,11 @@ def find_mistral(text: str) -> list[Found]:
     return found
 
 
+def _skip_space(text: str, position: int) -> int:
+    match = _SPACE.match(text, position)
+    return match.end() if match else position
+
+
 def _next_marker(text: str, position: int) -> int:
     following = text.find(MISTRAL_MARKER, position)
     return following if following != -1 else len(text)
@@ -173,7 +199,7 @@ def find_json(text: str) -> list[Found]:
     """
     found: list[Found] = []
     position = 0
-    while match := _JSON_START.search(text, position):
+    while len(found) <= MAX_FOUND and (match := _JSON_START.search(text, position)):
         start = match.start()
         decoded = _decode_json(text, start)
         if isinstance(decoded, str):
@@ -183,8 +209,9 @@ def find_json(text: str) -> list[Found]:
                 end = following.start() if following else len(text)
                 found.append(_broken(text[start:end], f"{decoded}, possibly truncated", start, end))
                 position = end
-            else:
-                position = start + 1
+            else:  # not a call: resume at the next call-shaped start (keeps long garbage linear)
+                following = _CALL_START.search(text, start + 1)
+                position = following.start() if following else len(text)
             continue
         value, end = decoded
         calls = calls_from_json(value)

@@ -9,7 +9,7 @@ import ast
 import re
 from typing import Any
 
-from ace_gym.parsing.calls import Found, ParsedCall, quote
+from ace_gym.parsing.calls import MAX_FOUND, Found, ParsedCall, quote
 
 PYTHON_START = "<|python_start|>"
 PYTHON_END = "<|python_end|>"
@@ -71,7 +71,7 @@ def find_pythonic(text: str) -> list[Found]:
     """Every ``[name(key=value, ...), ...]`` list in the text, in order."""
     found: list[Found] = []
     position = 0
-    while match := _LIST_OF_CALLS.search(text, position):
+    while len(found) <= MAX_FOUND and (match := _LIST_OF_CALLS.search(text, position)):
         start = match.start()
         end = _list_end(text, start)
         if end is None:

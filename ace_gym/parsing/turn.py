@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ace_gym.parsing.calls import Found, ParsedCall, call_from_object
+from ace_gym.parsing.calls import MAX_FOUND, Found, ParsedCall, call_from_object
 from ace_gym.parsing.formats import MISTRAL_MARKER, PYTHON_TAG, TAG_OPEN, find_json, find_mistral, find_tagged
 from ace_gym.parsing.pythonic import PYTHON_END, PYTHON_START, find_pythonic
 from ace_gym.parsing.reasoning import split_reasoning
@@ -83,8 +83,11 @@ def parse_text(text: str, tool_format: str = "auto") -> ParsedTurn:
         found, found_format = _detect(rest)
     else:
         found, found_format = _FINDERS[tool_format](rest), tool_format
+    errors = tuple(f.error for f in found[:MAX_FOUND] if f.error is not None)
+    if len(found) > MAX_FOUND:
+        errors += (f"more than {MAX_FOUND} tool calls in one turn; only the first {MAX_FOUND} were read",)
+        found = found[:MAX_FOUND]
     calls = tuple(f.call for f in found if f.call is not None)
-    errors = tuple(f.error for f in found if f.error is not None)
     return ParsedTurn(calls, _prose(rest, found), reasoning, errors, found_format if found else None)
 
 

@@ -1,0 +1,53 @@
+"""Fuzz: no text, however random or truncated, makes parsing or the adapter raise."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ace_gym.envs import AceEnv
+from ace_gym.parsing import TOOL_FORMATS, parse_turn
+from ace_gym.wrappers import ChatAdapter
+
+REALISTIC = [
+    '<think>C1 fits.</think>\n<tool_call>\n{"name": "set_slot", "arguments": {"row": 1, "col": 2, "id": "C1"}}\n</tool_call>',
+    "<tool_call>\n<function=get_slot_id>\n<parameter=row>\n0\n</parameter>\n<parameter=col>\n1\n</parameter>\n</function>\n</tool_call>",
+    '<|python_tag|>{"name": "get_slot_id", "parameters": {"row": 0, "col": 1}}; {"name": "done", "parameters": {}}',
+    '[TOOL_CALLS][{"name": "get_current_grid_state", "arguments": {}}]',
+    '[TOOL_CALLS]set_slot[ARGS]{"row": 1, "col": 2, "id": "C1"}',
+    '[get_slot_id(row=0, col=1), query_course_candidate_from_attribute(row=0, col=0, field="price", operator=">=", value=3)]',
+    '[{"name": "get_global_check_budget", "arguments": {}}, {"name": "done", "arguments": {}}]',
+]
+MARKUP = st.sampled_from(
+    ["<tool_call>", "</tool_call>", "<think>", "</think>", "<function=", "<parameter=", "</function>", "[TOOL_CALLS]"]
+    + ["[ARGS]", "<|python_tag|>", '{"name": ', '"arguments": ', "{", "}", "[", "]", "(", ")", '"', "'", "\\", ",", "="]
+)
+NOISY_TEXT = st.lists(st.one_of(st.text(max_size=12), MARKUP), max_size=40).map("".join)
+
+_ADAPTER = ChatAdapter(AceEnv("course"))
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=NOISY_TEXT, tool_format=st.sampled_from(TOOL_FORMATS))
+def test_parse_turn__never_raises_on_random_text(text: str, tool_format: str) -> None:
+    turn = parse_turn(text, tool_format)
+    assert all(isinstance(c.name, str) for c in turn.calls)
+    assert all(isinstance(e, str) for e in turn.errors)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(source=st.sampled_from(REALISTIC), cut=st.floats(0, 1), noise=st.text(max_size=8))
+def test_adapter__truncated_output_always_yields_messages(source: str, cut: float, noise: str) -> None:
+    _ADAPTER.reset(seed=0, options={"instance_index": 0})
+    text = source[: int(len(source) * cut)] + noise
+    replies, _, _, _, info = _ADAPTER.step(text)
+    assert replies and _ADAPTER.observation_space.contains(replies)
+    assert info["messages"][-len(replies) :] == replies
+
+
+@settings(max_examples=200, deadline=None)
+@given(action=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10), lambda inner: st.lists(inner) | st.dictionaries(st.sampled_from(["role", "content", "tool_calls", "function", "name", "arguments", "id"]), inner), max_leaves=20))
+def test_adapter__any_json_like_action_yields_messages(action: object) -> None:
+    _ADAPTER.reset(seed=0, options={"instance_index": 0})
+    replies = _ADAPTER.step(action)[0]
+    assert replies and _ADAPTER.observation_space.contains(replies)
