@@ -9,7 +9,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("ace_gym.demo", "ace_gym.generators.cli")
+COMMAND_MODULES: tuple[str, ...] = ("ace_gym.demo", "ace_gym.generators.cli", "ace_gym.eval.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command; returns the process exit code."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     return int(args.handler(args) or 0)
 
 

@@ -112,6 +112,7 @@ def write_json_atomic(path: str | os.PathLike[str], value: Any) -> None:
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)  # mkstemp creates 0600; results are meant to be shared
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
