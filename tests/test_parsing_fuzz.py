@@ -19,8 +19,31 @@ REALISTIC = [
     '[{"name": "get_global_check_budget", "arguments": {}}, {"name": "done", "arguments": {}}]',
 ]
 MARKUP = st.sampled_from(
-    ["<tool_call>", "</tool_call>", "<think>", "</think>", "<function=", "<parameter=", "</function>", "[TOOL_CALLS]"]
-    + ["[ARGS]", "<|python_tag|>", '{"name": ', '"arguments": ', "{", "}", "[", "]", "(", ")", '"', "'", "\\", ",", "="]
+    [
+        "<tool_call>",
+        "</tool_call>",
+        "<think>",
+        "</think>",
+        "<function=",
+        "<parameter=",
+        "</function>",
+        "[TOOL_CALLS]",
+        "[ARGS]",
+        "<|python_tag|>",
+        '{"name": ',
+        '"arguments": ',
+        "{",
+        "}",
+        "[",
+        "]",
+        "(",
+        ")",
+        '"',
+        "'",
+        "\\",
+        ",",
+        "=",
+    ]
 )
 NOISY_TEXT = st.lists(st.one_of(st.text(max_size=12), MARKUP), max_size=40).map("".join)
 
@@ -46,7 +69,18 @@ def test_adapter__truncated_output_always_yields_messages(source: str, cut: floa
 
 
 @settings(max_examples=200, deadline=None)
-@given(action=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10), lambda inner: st.lists(inner) | st.dictionaries(st.sampled_from(["role", "content", "tool_calls", "function", "name", "arguments", "id"]), inner), max_leaves=20))
+@given(
+    action=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+        lambda inner: (
+            st.lists(inner)
+            | st.dictionaries(
+                st.sampled_from(["role", "content", "tool_calls", "function", "name", "arguments", "id"]), inner
+            )
+        ),
+        max_leaves=20,
+    )
+)
 def test_adapter__any_json_like_action_yields_messages(action: object) -> None:
     _ADAPTER.reset(seed=0, options={"instance_index": 0})
     replies = _ADAPTER.step(action)[0]

@@ -128,8 +128,12 @@ def test_extra_failure_modes__return_timeout_and_empty_envelopes() -> None:
 
 @pytest.mark.parametrize(
     ("field", "kwargs"),
-    [("rate", {"rate": 1.5}), ("rate", {"rate": True}), ("failure_modes", {"rate": 0.1, "failure_modes": ("boom",)})]
-    + [("rng", {"rate": 0.1, "rng": "global"})],
+    [
+        ("rate", {"rate": 1.5}),
+        ("rate", {"rate": True}),
+        ("failure_modes", {"rate": 0.1, "failure_modes": ("boom",)}),
+        ("rng", {"rate": 0.1, "rng": "global"}),
+    ],
 )
 def test_constructor__rejects_bad_config(field: str, kwargs: dict) -> None:
     with pytest.raises(ConfigError) as error:

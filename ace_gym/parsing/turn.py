@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,7 @@ FORMAT_EXAMPLES: dict[str, str] = {
 }
 _MARKERS = (PYTHON_TAG, PYTHON_START, PYTHON_END)
 _PROSE_EDGES = " \t\r\n;,"
+_BLANK_RUNS = re.compile(r"\n\s*\n\s*\n\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,8 @@ def _prose(text: str, found: list[Found]) -> str:
     for marker in _MARKERS:
         if marker in text:
             text = text.replace(marker, "")
+    if "\n\n\n" in text:  # removed calls leave runs of blank lines
+        text = _BLANK_RUNS.sub("\n\n", text)
     return text.strip(_PROSE_EDGES)
 
 
