@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -248,6 +249,8 @@ def test_generate_dataset__writes_the_published_key_order(tmp_path: Path) -> Non
         ({"seed": -3}, "seed"),
         ({"seed": "7"}, "seed"),
         ({"rows": 200, "cols": 200}, "rows*cols"),
+        ({"time_budget": -1.0}, "time_budget"),
+        ({"max_attempts": 0}, "max_attempts"),
     ],
 )
 def test_generate_instance__impossible_config_raises_config_error(arguments: dict, field: str) -> None:
@@ -291,3 +294,61 @@ def test_generate_instance__hard_config_reports_what_was_tried() -> None:
     error = failures[0]
     assert error.attempts == 1 and sum(error.reasons.values()) == 1
     assert "after 1 derived seeds" in str(error) and "decoy" in str(error)
+    copy = pickle.loads(pickle.dumps(error))  # raised inside generate_dataset worker processes
+    assert (str(copy), copy.reasons, copy.config) == (str(error), error.reasons, error.config)
+
+
+def test_generate_dataset__worker_failure_reaches_the_caller(tmp_path: Path) -> None:
+    seed = next(
+        s for s in range(40) if _fails_first_attempt("course", rows=5, cols=5, hidden_slots=1, decoy_budget=8, seed=s)
+    )
+    with pytest.raises(GenerationError, match="course 5x5 hidden_slots=1 decoy_budget=8"):
+        generate_dataset(
+            "course",
+            rows=5,
+            cols=5,
+            hidden_slots=[1, 2],
+            decoy_budgets=[8],
+            seed=seed,
+            time_budget=0,
+            workers=2,
+            path=tmp_path / "never.json",
+        )
+    assert not (tmp_path / "never.json").exists()
+
+
+def _fails_first_attempt(domain: str, **arguments: int) -> bool:
+    try:
+        generate_instance(domain, max_attempts=1, **arguments)  # type: ignore[arg-type]
+    except GenerationError:
+        return True
+    return False
+
+
+def test_cli_generate__writes_named_files_with_a_progress_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ace_gym.cli import main
+
+    argv = ["generate", "--domain", "meal", "workforce", "--rows", "3", "--cols", "4", "--hidden-slots", "2", "5"]
+    argv += ["--decoy-budgets", "0", "3", "--seed", "9", "--gzip", "--output-dir", str(tmp_path)]
+    assert main(argv) == 0
+    out, err = capsys.readouterr()
+    for domain in ("meal", "workforce"):
+        path = tmp_path / f"{domain}_dataset_r3_c4_h2-5_cand25_budget0-3_seed9.json.gz"
+        assert str(path) in out.splitlines()
+        assert [i.instance_id for i in load_dataset(path)] == [
+            f"{domain}_r3_c4_h{h}_b{b}" for h in (2, 5) for b in (0, 3)
+        ]
+        assert f"{domain} [" in err and "4/4" in err
+
+
+def test_cli_generate__impossible_config_exits_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ace_gym.cli import main
+
+    argv = ["generate", "--domain", "course", "--rows", "2", "--cols", "2", "--hidden-slots", "5"]
+    assert main([*argv, "--output-dir", str(tmp_path)]) == 2
+    assert not list(tmp_path.iterdir())
+    assert "hidden_slots=5: a 2x2 grid has only 4 cells" in capsys.readouterr().err

@@ -90,6 +90,12 @@ def test_reset__options_pin_the_instance() -> None:
     assert (info["instance_id"], info["instance_seed"]) == ("meal_r4_c4_h6_b4", 99)
 
 
+def test_reset__dataset_options_raise_config_error() -> None:
+    env = ProceduralAceEnv("travel", hidden_slots=3, decoy_budget=2)
+    with pytest.raises(ConfigError, match="instance_seed"):
+        env.reset(seed=0, options={"instance_index": 3})
+
+
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_procedural_env__truth_scores_one_and_a_decoy_scores_zero(domain: str) -> None:
     env = ProceduralAceEnv(domain, hidden_slots=7, decoy_budget=8)

@@ -75,6 +75,11 @@ class ProceduralAceEnv(AceEnv):
         super().__init__(domain, dataset=None, **env_arguments)  # type: ignore[arg-type]
 
     def _select_instance(self, options: Mapping[str, Any]) -> tuple[CompiledInstance, int]:
+        for key in ("instance_index", "instance_id"):
+            if key in options:
+                raise ConfigError(
+                    f"options[{key!r}]", options[key], "a procedural env has no dataset; pin instance_seed instead"
+                )
         rng = self.np_random
         hidden = self.hidden_slot_choices[int(rng.integers(len(self.hidden_slot_choices)))]
         budget = self.decoy_budget_choices[int(rng.integers(len(self.decoy_budget_choices)))]

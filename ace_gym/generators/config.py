@@ -27,6 +27,9 @@ class GenerationError(AceGymError, RuntimeError):
             "raise time_budget/max_attempts, lower decoy_budget, or try another seed"
         )
 
+    def __reduce__(self) -> tuple[object, ...]:  # crosses process boundaries (generate_dataset workers)
+        return (GenerationError, (self.config, self.attempts, self.seconds, self.reasons))
+
 
 def _check_int(field: str, value: object, minimum: int) -> int:
     if type(value) is not int and not isinstance(value, np.integer):
