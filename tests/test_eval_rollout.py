@@ -1,0 +1,200 @@
+"""The rollout collector: records, batching, groups, chat engines over the adapter, vector envs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+from ace_gym.agents import ChatEngine, Completion, ExactSolver
+from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.envs import AceEnv
+from ace_gym.errors import ConfigError
+from ace_gym.eval import EpisodeSpec, run_episodes, run_vector_episodes
+from ace_gym.wrappers import ChatAdapter
+
+RECORD_KEYS = {
+    "key", "policy", "dataset", "domain", "instance_id", "instance_index", "hidden_slots", "decoy_budget", "seed",
+    "trial", "tool_failure_rate", "env_config", "max_turns", "score", "reason", "terminated", "truncated", "grid",
+    "usage", "notes", "messages", "tools", "turns",
+}  # fmt: skip
+
+
+class SolverChatEngine:
+    """A deterministic ChatEngine: plays the exact solver through text.
+
+    For each conversation it replays the tool replies into a fresh solver episode and writes the
+    solver's next call as Hermes text (with a ``<think>`` block), with fake token ids.
+    """
+
+    name = "solver-chat"
+
+    def __init__(self) -> None:
+        self.batch_sizes: list[int] = []
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        self.batch_sizes.append(len(conversations))
+        completions = []
+        for conversation, schemas in zip(conversations, tools, strict=True):
+            info = {"system_prompt": conversation[0]["content"], "tools": schemas}
+            episode = ExactSolver().start(conversation[1]["content"], info, seed=0)
+            action = episode.act(conversation[1]["content"])
+            for message in conversation[2:]:
+                if message["role"] == "tool":
+                    action = episode.act(message["content"])
+            text = f"<think>turn {len(conversation)}</think>\n<tool_call>{json.dumps(action)}</tool_call>"
+            completions.append(
+                Completion(
+                    text,
+                    prompt_tokens=len(conversation),
+                    completion_tokens=7,
+                    prompt_token_ids=list(range(len(conversation))),
+                    completion_token_ids=[1, 2, 3, 4, 5, 6, 7],
+                    finish_reason="stop",
+                )
+            )
+        return completions
+
+
+class BabblingEngine:
+    """Never writes a tool call."""
+
+    name = "babble"
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        return [Completion('I am thinking about it... {"name": ') for _ in conversations]
+
+
+def test_chat_engine_fakes__satisfy_the_protocol() -> None:
+    assert isinstance(SolverChatEngine(), ChatEngine)
+    assert isinstance(BabblingEngine(), ChatEngine)
+
+
+def test_run_episodes__scripted_record_has_every_field_and_is_json() -> None:
+    (record,) = run_episodes([EpisodeSpec("meal", instance_index=9, seed=4)], ExactSolver())
+    assert set(record) == RECORD_KEYS
+    assert json.loads(json.dumps(record)) == record
+    assert record["score"] == 1 and record["terminated"] and record["instance_id"] == "meal_r5_c5_h5_b4"
+    assert record["messages"][0]["role"] == "system" and record["messages"][1]["role"] == "user"
+    assert record["usage"]["turns"] == record["usage"]["tool_calls"] == len(record["turns"])
+    assert record["turns"][-1]["reward"] == 1.0 and sum(t["reward"] for t in record["turns"]) == 1.0
+    # every assistant call is answered by a tool message with the same id
+    calls = [m["tool_calls"][0]["id"] for m in record["messages"] if m["role"] == "assistant"]
+    replies = [m["tool_call_id"] for m in record["messages"] if m["role"] == "tool"]
+    assert calls == replies
+
+
+def test_run_episodes__group_members_share_instance_and_seed() -> None:
+    specs = [EpisodeSpec("course", seed=17, trial=t) for t in range(4)]  # instance drawn from the seed
+    records = list(run_episodes(specs, ExactSolver(), batch_size=4))
+    assert len({r["instance_id"] for r in records}) == 1
+    assert {r["seed"] for r in records} == {17}
+    assert sorted(r["trial"] for r in records) == [0, 1, 2, 3]
+    assert len({r["key"] for r in records}) == 4
+
+
+def test_run_episodes__scripted_max_turns_truncates_with_a_score() -> None:
+    (record,) = run_episodes([EpisodeSpec("shopping", instance_index=34, max_turns=5)], ExactSolver())
+    assert record["truncated"] and not record["terminated"]
+    assert record["usage"]["turns"] == 5 and record["score"] == 0 and record["reason"]
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_run_episodes__solver_survives_injected_tool_failures(domain: str) -> None:
+    specs = [EpisodeSpec(domain, instance_index=i, tool_failure_rate=0.2, seed=i) for i in (3, 17, 33)]
+    records = list(run_episodes(specs, ExactSolver(), batch_size=3))
+    assert [r["score"] for r in records] == [1, 1, 1]
+    injected = sum(t["info"].get("failure_injected", False) for r in records for t in r["turns"])
+    assert injected > 0
+
+
+def test_run_episodes__chat_engine_gets_all_active_conversations_in_one_call() -> None:
+    engine = SolverChatEngine()
+    specs = [EpisodeSpec("travel", instance_index=i) for i in range(0, 35, 5)]  # 7 episodes
+    records = list(run_episodes(specs, engine, batch_size=5))
+    assert sorted(r["instance_index"] for r in records) == list(range(0, 35, 5))
+    assert all(r["score"] == 1 for r in records)
+    assert engine.batch_sizes[0] == 5 and max(engine.batch_sizes) == 5
+    total_turns = sum(r["usage"]["turns"] for r in records)
+    assert sum(engine.batch_sizes) == total_turns  # one completion per episode turn, nothing else
+
+
+def test_run_episodes__chat_record_keeps_token_ids_usage_and_reasoning() -> None:
+    (record,) = run_episodes([EpisodeSpec("workforce", instance_index=16, tool_failure_rate=0.1)], SolverChatEngine())
+    assert set(record) == RECORD_KEYS and record["score"] == 1
+    assert json.loads(json.dumps(record)) == record
+    turns = record["turns"]
+    assert all(t["completion_token_ids"] == [1, 2, 3, 4, 5, 6, 7] and "prompt_token_ids" in t for t in turns)
+    assert record["usage"]["completion_tokens"] == 7 * len(turns)
+    assert record["usage"]["prompt_tokens"] == sum(t["prompt_tokens"] for t in turns)
+    assistant = [m for m in record["messages"] if m["role"] == "assistant"]
+    assert len(assistant) == len(turns) and assistant[0]["reasoning_content"].startswith("turn")
+    assert "messages" not in turns[0]["info"]  # the conversation is stored once, not per turn
+
+
+def test_run_episodes__babbling_engine_hits_max_turns_without_crashing() -> None:
+    records = list(
+        run_episodes([EpisodeSpec("pc_build", instance_index=i, max_turns=4) for i in range(3)], BabblingEngine())
+    )
+    assert [r["truncated"] for r in records] == [True] * 3
+    assert all(r["score"] == 0 and r["usage"]["turns"] == 4 and r["usage"]["tool_calls"] == 0 for r in records)
+    corrections = [m for m in records[0]["messages"] if m["role"] == "user"][1:]
+    assert len(corrections) == 4
+
+
+def test_run_episodes__rejects_a_non_policy_and_bad_batch_size() -> None:
+    with pytest.raises(ConfigError):
+        list(run_episodes([EpisodeSpec("course")], object()))  # type: ignore[arg-type]
+    with pytest.raises(ConfigError):
+        list(run_episodes([EpisodeSpec("course")], ExactSolver(), batch_size=0))
+
+
+def test_episode_spec__key_separates_every_setting() -> None:
+    base = EpisodeSpec("course", instance_id="course_r5_c5_h1_b0")
+    variants = [
+        base,
+        EpisodeSpec("course", instance_id="course_r5_c5_h1_b2"),
+        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", seed=1),
+        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", trial=1),
+        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", tool_failure_rate=0.1),
+        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", env_kwargs={"extra_query_num": 2}),
+        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", max_turns=50),
+        EpisodeSpec("course", "other.json", instance_id="course_r5_c5_h1_b0"),
+    ]
+    keys = {spec.key("solver") for spec in variants} | {base.key("greedy")}
+    assert len(keys) == len(variants) + 1
+    with pytest.raises(ConfigError):
+        EpisodeSpec("course", env_kwargs={"max_steps": 3})
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: str) -> None:
+    kwargs = {"shared_memory": False} if mode == "async" else {}
+    envs = gym.make_vec(
+        "ACE-meal-v0", num_envs=3, vectorization_mode=mode, vector_kwargs=kwargs, wrappers=[ChatAdapter]
+    )
+    engine = SolverChatEngine()
+    try:
+        records = list(run_vector_episodes(envs, engine, num_episodes=5, seed=3))
+    finally:
+        envs.close()
+    assert len(records) == 5 and all(r["score"] == 1 for r in records)
+    assert len({r["key"] for r in records}) == 5
+    assert engine.batch_sizes[0] == 3 and max(engine.batch_sizes) == 3
+    assert all(r["domain"] == "meal" and r["instance_id"].startswith("meal_") for r in records)
+
+
+def test_run_vector_episodes__same_seed_same_instances() -> None:
+    def instances() -> list[str]:
+        envs = gym.vector.SyncVectorEnv([lambda: ChatAdapter(AceEnv("travel")) for _ in range(2)])
+        records = list(run_vector_episodes(envs, SolverChatEngine(), num_episodes=4, seed=9))
+        return sorted(r["instance_id"] for r in records)
+
+    assert instances() == instances()
