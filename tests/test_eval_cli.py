@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -82,10 +83,9 @@ def test_eval__llm_policy_is_built_by_make_engine_with_options(
         made.append((spec, options))
         return SolverChatEngine()
 
-    llm = pytest.importorskip(
-        "ace_gym.agents.llm", reason="the LLM engines package (ace_gym.agents.llm) is not in this tree"
-    )
-    monkeypatch.setattr(llm, "make_engine", make_engine, raising=False)
+    fake_llm = types.ModuleType("ace_gym.agents.llm")
+    fake_llm.make_engine = make_engine  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ace_gym.agents.llm", fake_llm)
     out = tmp_path / "run"
     assert (
         run_cli(
@@ -124,9 +124,7 @@ def test_report__rebuilds_summary_and_heatmaps_from_the_records(tmp_path: Path, 
         produced.unlink()
     assert main(["report", str(out)]) == 0
     rebuilt = json.loads((out / "summary.json").read_text())
-    for stats in [rebuilt, summary]:  # wall times differ between runs only in the stored records, not here
-        assert stats["overall"]["episodes"] == 8
-    assert rebuilt == summary
+    assert rebuilt == summary and rebuilt["overall"]["episodes"] == 8
     assert capsys.readouterr().out == table
     assert sorted(p.name for p in out.glob("*.png")) == ["heatmap_course.png", "heatmap_travel.png"]
     assert main(["report", str(tmp_path / "nothing")]) == 2
