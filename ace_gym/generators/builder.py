@@ -277,7 +277,7 @@ class _TargetSets:
         high: np.ndarray,
         cell_row: int,
         need_above: np.ndarray,
-        open_limit: np.ndarray | None,
+        open_limit: np.ndarray | None = None,
     ) -> None:
         self.values: dict[int, np.ndarray] = {}
         for k in range(components.count):
@@ -307,18 +307,34 @@ class _TargetSets:
         return items
 
 
-def build_instance_dict(config: InstanceConfig, rng: np.random.Generator) -> dict[str, object]:
-    """One attempt (spec §2.3-2.5); the published instance layout minus the certificate."""
-    table = _table(config.domain)
-    domain = table.domain
-    rows, cols, cells = config.rows, config.cols, config.cells
-    hidden_count, budget = config.hidden_slots, config.decoy_budget
-    per_slot = min(len(domain.slot_rules), 3 if hidden_count == 1 else 2)
+@dataclass(frozen=True)
+class _Scaffold:
+    """Stage 1 (spec §2.3): truth, thresholds, hidden layout, slot rules and the branch plan.
 
-    # stage 1: truth, hidden layout (hidden truths must admit per_slot non-vacuous rules), thresholds
+    Arrays over components: ``truth_rows[cell]`` (each truth item's contribution), ``totals``
+    (the truth grid's vector), ``later_truth[s]`` (summed over the hidden cells after slot s).
+    """
+
+    truth: np.ndarray
+    hidden: np.ndarray
+    bounds: dict[str, int]
+    components: _Components
+    cell_rows: np.ndarray
+    truth_rows: np.ndarray
+    totals: np.ndarray
+    slot_rules: list[list[tuple[int, int]]]
+    ranges: list[tuple[np.ndarray, np.ndarray]]
+    later_truth: np.ndarray
+    branch: list[int]
+    allocations: list[int]
+
+
+def _scaffold(config: InstanceConfig, rng: np.random.Generator, table: _DomainTable) -> _Scaffold:
+    cells, cols = config.cells, config.cols
+    per_slot = min(len(table.rule_attr), 3 if config.hidden_slots == 1 else 2)
     truth = _random_items(rng, cells, table.low, table.high)
-    hidden = np.sort(rng.choice(cells, size=hidden_count, replace=False))
-    for cell in hidden.tolist():
+    hidden = np.sort(rng.choice(cells, size=config.hidden_slots, replace=False))
+    for cell in hidden.tolist():  # hidden truths must admit per_slot non-vacuous rules
         for _ in range(TRUTH_REDRAWS):
             if len(_feasible_rules(table, truth[cell])) >= per_slot:
                 break
@@ -326,13 +342,14 @@ def build_instance_dict(config: InstanceConfig, rng: np.random.Generator) -> dic
         else:
             raise AttemptFailed("no truth item admitting non-vacuous slot rules was drawn")
     bounds = _thresholds(rng, table, truth, cols)
-    components = _Components(table, bounds, rows)
+    components = _Components(table, bounds, config.rows)
     cell_rows = np.arange(cells) // cols
     truth_rows = components.of(truth, cell_rows)
     totals = truth_rows.sum(axis=0)
     slot_rules = _assign_slot_rules(rng, table, truth[hidden], per_slot)
     ranges = [_allowed_ranges(table, rules) for rules in slot_rules]
-    later_truth = np.cumsum(truth_rows[hidden][::-1], axis=0)[::-1] - truth_rows[hidden]  # hidden cells after s
+    hidden_rows = truth_rows[hidden]
+    later_truth = np.cumsum(hidden_rows[::-1], axis=0)[::-1] - hidden_rows
 
     # branch slots among the hidden cells where some decoy can break a rule on its own
     k = config.branch_slot_count
@@ -340,106 +357,154 @@ def build_instance_dict(config: InstanceConfig, rng: np.random.Generator) -> dic
         s
         for s, cell in enumerate(hidden.tolist())
         if _TargetSets(
-            components, *ranges[s], int(cell_rows[cell]), components.threshold - totals + truth_rows[cell], None
+            components, *ranges[s], int(cell_rows[cell]), components.threshold - totals + truth_rows[cell]
         ).values
     ]
     if len(breakable) < k:
         raise AttemptFailed(f"only {len(breakable)} hidden cells can hold a decoy under the drawn thresholds, need {k}")
     branch = sorted(rng.choice(breakable, size=k, replace=False).tolist()) if k else []
-    allocations = _split_budget(rng, budget, k, config.branch_cap) if k else []
+    allocations = _split_budget(rng, config.decoy_budget, k, config.branch_cap) if k else []
+    return _Scaffold(
+        truth,
+        hidden,
+        bounds,
+        components,
+        cell_rows,
+        truth_rows,
+        totals,
+        slot_rules,
+        ranges,
+        later_truth,
+        branch,
+        allocations,
+    )
 
-    # stage 2: decoys in branch-rank order, then filters
-    items = [truth]
-    next_index = cells
+
+class _EarlierDecoys:
+    """What the decoys of the branch slots built so far allow, per component (spec §2.5).
+
+    ``slack``: sum over earlier slots of min(0, min delta) -- the most an adversarial choice of
+    earlier decoys can lower a component (the hard guarantee must survive it).
+    ``open_max(tier)``: the most earlier decoys can raise a component in the tier's open contexts:
+    tier 1 any choice per slot, tier 2 the empty choice or all decoys from some slot on, tier 3
+    none.
+    """
+
+    def __init__(self, width: int) -> None:
+        self.slack = np.zeros(width, dtype=np.int64)
+        self.maxima: list[np.ndarray] = []
+
+    def add(self, deltas: np.ndarray) -> None:
+        self.slack = self.slack + np.minimum(deltas.min(axis=0), 0)
+        self.maxima.append(deltas.max(axis=0))
+
+    def open_max(self, tier: int) -> np.ndarray | int:
+        if not self.maxima or tier == 3:
+            return 0
+        maxima = np.asarray(self.maxima)
+        if tier == 1:
+            return np.maximum(maxima, 0).sum(axis=0)
+        suffix_sums = np.cumsum(maxima[::-1], axis=0)[::-1]
+        return np.maximum(suffix_sums.max(axis=0), 0)
+
+
+def _decoys(
+    rng: np.random.Generator, scaffold: _Scaffold, s: int, amount: int, earlier: _EarlierDecoys, last: bool
+) -> tuple[np.ndarray, int]:
+    """``amount`` decoys for hidden slot ``s`` and the slot's stage (1-3 open-prefix tier, 4 hard only).
+
+    Every decoy passes the slot's rules and, by the separable test, breaks some global rule under
+    every choice in the earlier branch slots (later slots truth). Tiers are tried in order with a
+    batch of constructed candidates each; the last branch slot skips them (spec §2.5).
+    """
+    components = scaffold.components
+    cell = int(scaffold.hidden[s])
+    row = int(scaffold.cell_rows[cell])
+    low, high = scaffold.ranges[s]
+    base = scaffold.totals - scaffold.truth_rows[cell]
+    need_above = components.threshold - base - earlier.slack
+    accepted = np.zeros((0, low.shape[0]), dtype=np.int64)
+    stage = 4
+    for tier in () if last else (1, 2, 3):
+        limit = components.threshold - (base - scaffold.later_truth[s]) - earlier.open_max(tier)
+        targets = _TargetSets(components, low, high, row, need_above, limit)
+        if not targets.values:
+            continue
+        batch = targets.draw(rng, DECOY_BATCH * (amount - len(accepted)), low, high)
+        contribution = components.of(batch, row)
+        ok = breaks_every_combination(base, earlier.slack, components.threshold, contribution)
+        ok &= ((contribution <= limit) | ~components.upper).all(axis=1)
+        if ok.any():
+            accepted = np.concatenate([accepted, batch[ok][: amount - len(accepted)]])
+            stage = tier
+        if len(accepted) == amount:
+            return accepted, stage
+    targets = _TargetSets(components, low, high, row, need_above)
+    if not targets.values:
+        raise AttemptFailed("no decoy can break a global rule under every earlier decoy choice")
+    batch = targets.draw(rng, amount - len(accepted), low, high)
+    if not breaks_every_combination(base, earlier.slack, components.threshold, components.of(batch, row)).all():
+        raise AssertionError("a constructed decoy does not break every combination")  # a bug, not bad luck
+    return np.concatenate([accepted, batch]), 4
+
+
+def _filters(rng: np.random.Generator, table: _DomainTable, rules: list[tuple[int, int]], count: int) -> np.ndarray:
+    """``count`` random in-range items, each made to violate one of ``rules`` (drawn at random)."""
+    batch = _random_items(rng, count, table.low, table.high)
+    chosen = rng.integers(len(rules), size=count)
+    for position, (rule, value) in enumerate(rules):
+        picked = np.flatnonzero(chosen == position)
+        attr = table.rule_attr[rule]
+        if table.rule_is_max[rule]:
+            batch[picked, attr] = rng.integers(value + 1, table.high[attr] + 1, size=picked.size)
+        else:
+            batch[picked, attr] = rng.integers(table.low[attr], value, size=picked.size)
+    return batch
+
+
+def build_instance_dict(config: InstanceConfig, rng: np.random.Generator) -> dict[str, object]:
+    """One attempt (spec §2.3-2.5); the published instance layout minus the certificate."""
+    table = _table(config.domain)
+    scaffold = _scaffold(config, rng, table)
+    components = scaffold.components
+    items = [scaffold.truth]
+    next_index = config.cells
     decoys: dict[int, list[int]] = {}
     stages: dict[int, tuple[int, str]] = {}
-    earlier_min = np.zeros(components.count, dtype=np.int64)  # sum of min(0, min delta) over earlier slots
-    earlier_max: list[np.ndarray] = []  # per earlier slot, max delta over its decoys
-    for rank, (s, amount) in enumerate(zip(branch, allocations, strict=True)):
-        cell = int(hidden[s])
-        row = int(cell_rows[cell])
-        low, high = ranges[s]
-        base = totals - truth_rows[cell]
-        need_above = components.threshold - base - earlier_min
-        last = rank == k - 1
-        accepted = np.zeros((0, truth.shape[1]), dtype=np.int64)
-        stage = 4
-        if not last:
-            open_base = base - later_truth[s]
-            suffix = np.cumsum(np.asarray(earlier_max[::-1]), axis=0)[::-1] if earlier_max else np.zeros((1, 0))
-            tier_max = {
-                1: np.maximum(np.asarray(earlier_max), 0).sum(axis=0) if earlier_max else 0,
-                2: np.maximum(suffix.max(axis=0), 0) if earlier_max else 0,
-                3: 0,
-            }
-            for tier in (1, 2, 3):
-                limit = components.threshold - open_base - tier_max[tier]
-                targets = _TargetSets(components, low, high, row, need_above, limit)
-                if not targets.values:
-                    continue
-                batch = targets.draw(rng, DECOY_BATCH * (amount - len(accepted)), low, high)
-                contribution = components.of(batch, row)
-                ok = breaks_every_combination(base, earlier_min, components.threshold, contribution)
-                ok &= ((contribution <= limit) | ~components.upper).all(axis=1)
-                if ok.any():
-                    accepted = np.concatenate([accepted, batch[ok][: amount - len(accepted)]])
-                    stage = tier
-                if len(accepted) == amount:
-                    break
-        if len(accepted) < amount:
-            targets = _TargetSets(components, low, high, row, need_above, None)
-            if not targets.values:
-                raise AttemptFailed("no decoy can break a global rule under every earlier decoy choice")
-            batch = targets.draw(rng, amount - len(accepted), low, high)
-            ok = breaks_every_combination(base, earlier_min, components.threshold, components.of(batch, row))
-            if not ok.all():  # construction guarantees it; a failure here is a bug
-                raise AssertionError("a constructed decoy does not break every combination")
-            accepted = np.concatenate([accepted, batch])
-            stage = 4
-        delta = components.of(accepted, row) - truth_rows[cell]
-        earlier_min += np.minimum(delta.min(axis=0), 0)
-        earlier_max.append(delta.max(axis=0))
+    earlier = _EarlierDecoys(components.count)
+    for rank, (s, amount) in enumerate(zip(scaffold.branch, scaffold.allocations, strict=True)):
+        last = rank == len(scaffold.branch) - 1
+        accepted, stage = _decoys(rng, scaffold, s, amount, earlier, last)
+        cell = int(scaffold.hidden[s])
+        earlier.add(components.of(accepted, int(scaffold.cell_rows[cell])) - scaffold.truth_rows[cell])
         decoys[s] = list(range(next_index, next_index + amount))
         next_index += amount
         items.append(accepted)
         stages[s] = (stage, LAST_BRANCH_LABEL if last else STAGE_LABELS[stage])
-
     filters: dict[int, list[int]] = {}
-    for s in range(hidden_count):
+    for s in range(config.hidden_slots):
         count = config.effective_candidates - 1 - len(decoys.get(s, []))
-        batch = _random_items(rng, count, table.low, table.high)
-        chosen = rng.integers(len(slot_rules[s]), size=count)
-        for position, (rule, value) in enumerate(slot_rules[s]):
-            picked = np.flatnonzero(chosen == position)
-            attr = table.rule_attr[rule]
-            if table.rule_is_max[rule]:
-                batch[picked, attr] = rng.integers(value + 1, table.high[attr] + 1, size=picked.size)
-            else:
-                batch[picked, attr] = rng.integers(table.low[attr], value, size=picked.size)
+        items.append(_filters(rng, table, scaffold.slot_rules[s], count))
         filters[s] = list(range(next_index, next_index + count))
         next_index += count
-        items.append(batch)
-
-    pool = np.concatenate(items)
-    return _assemble(config, rng, table, pool, hidden, slot_rules, bounds, branch, allocations, decoys, filters, stages)
+    return _assemble(config, rng, table, scaffold, np.concatenate(items), decoys, filters, stages)
 
 
 def _assemble(
     config: InstanceConfig,
     rng: np.random.Generator,
     table: _DomainTable,
+    scaffold: _Scaffold,
     pool: np.ndarray,
-    hidden: np.ndarray,
-    slot_rules: list[list[tuple[int, int]]],
-    bounds: dict[str, int],
-    branch: list[int],
-    allocations: list[int],
     decoys: dict[int, list[int]],
     filters: dict[int, list[int]],
     stages: dict[int, tuple[int, str]],
 ) -> dict[str, object]:
-    """Ids, names and the published key layout (spec §1.3-1.4)."""
+    """Ids, names and the published key layout (spec §1.3-1.4). ``pool`` rows are the items in
+    generation order (truth grid first); ``decoys``/``filters`` map hidden slots to pool rows."""
     domain = table.domain
+    hidden, slot_rules, bounds = scaffold.hidden, scaffold.slot_rules, scaffold.bounds
+    branch, allocations = scaffold.branch, scaffold.allocations
     size = pool.shape[0]
     width = 3
     numbers = rng.choice(max(20 * size, 10**width), size=size, replace=False) + 1
