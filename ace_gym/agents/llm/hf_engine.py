@@ -1,0 +1,169 @@
+"""Chat engine on a local Hugging Face ``transformers`` model: batched, left-padded ``generate``."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ace_gym.agents.base import Completion
+from ace_gym.agents.llm.messages import prompt_token_ids
+from ace_gym.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+class HFChatEngine:
+    """A :class:`~ace_gym.agents.base.ChatEngine` that calls ``model.generate`` on a local model.
+
+    ``model`` is a path or hub-style name (loaded with ``AutoModelForCausalLM.from_pretrained``)
+    or a live ``PreTrainedModel`` (used as is, e.g. the model a Trainer is training; it is put in
+    eval mode while generating and its mode restored after). ``tokenizer`` defaults to the one
+    saved with the model; it needs a chat template. Conversations are rendered with
+    ``apply_chat_template(..., tools=...)``, grouped into batches of ``batch_size``, left-padded
+    and generated together.
+
+    Sampling: ``temperature`` 0 means greedy decoding; otherwise each ``generate`` call samples
+    under a torch seed drawn from ``numpy.random.default_rng(seed)`` inside a forked RNG, so
+    outputs are reproducible for a given seed and call sequence and the caller's global torch
+    RNG is untouched. ``generation_kwargs`` go to ``model.generate`` unchanged.
+
+    Usage: ``prompt_tokens`` / ``completion_tokens`` are token counts; ``completion_token_ids``
+    include the end-of-turn token when one was generated (``finish_reason`` "stop", else
+    "length"). A conversation whose prompt leaves no room for ``max_new_tokens`` within
+    ``max_context`` (default: the model's ``max_position_embeddings``) is not generated: it
+    returns empty text with ``finish_reason="length"``.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        max_new_tokens: int = 512,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        batch_size: int = 8,
+        seed: int = 0,
+        max_context: int | None = None,
+        dtype: str = "auto",
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+        generation_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        for field, value in (("max_new_tokens", max_new_tokens), ("batch_size", batch_size)):
+            if type(value) is not int or value < 1:
+                raise ConfigError(field, value, "must be a positive integer")
+        if temperature < 0:
+            raise ConfigError("temperature", temperature, "must be >= 0 (0 = greedy)")
+        if isinstance(model, (str, os.PathLike)):
+            if tokenizer is None:
+                tokenizer = model
+            model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
+        if tokenizer is None:
+            raise ConfigError("tokenizer", None, "required when model is a live model object")
+        if isinstance(tokenizer, (str, os.PathLike)):
+            tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+        if tokenizer.chat_template is None:
+            raise ConfigError("tokenizer", getattr(tokenizer, "name_or_path", tokenizer), "has no chat template")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.batch_size = batch_size
+        self.max_context = max_context or getattr(model.config, "max_position_embeddings", None)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.generation_kwargs = dict(generation_kwargs or {})
+        self._rng = np.random.default_rng(seed)
+        eos = (
+            model.generation_config.eos_token_id
+            if model.generation_config.eos_token_id is not None
+            else tokenizer.eos_token_id
+        )
+        self._stop_ids = set(eos if isinstance(eos, list) else [eos])
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(self._stop_ids))
+        self._pad_id = int(pad)
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        """One completion per conversation, in order (see the class docstring for the contract)."""
+        prompts = [
+            prompt_token_ids(self.tokenizer, conversation, conversation_tools, self.chat_template_kwargs)
+            for conversation, conversation_tools in zip(conversations, tools, strict=True)
+        ]
+        completions: list[Completion | None] = [None] * len(prompts)
+        runnable = []
+        for i, ids in enumerate(prompts):
+            if self.max_context is not None and len(ids) + self.max_new_tokens > self.max_context:
+                logger.warning("prompt of %d tokens leaves no room to generate within %d", len(ids), self.max_context)
+                completions[i] = Completion(
+                    text="",
+                    prompt_tokens=len(ids),
+                    prompt_token_ids=ids,
+                    completion_token_ids=[],
+                    finish_reason="length",
+                )
+            else:
+                runnable.append(i)
+        for start in range(0, len(runnable), self.batch_size):
+            batch = runnable[start : start + self.batch_size]
+            for i, completion in zip(batch, self._generate_batch([prompts[i] for i in batch]), strict=True):
+                completions[i] = completion
+        return [completion for completion in completions if completion is not None]
+
+    def _generate_batch(self, prompts: list[list[int]]) -> list[Completion]:
+        import torch
+
+        width = max(len(ids) for ids in prompts)
+        input_ids = torch.full((len(prompts), width), self._pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for row, ids in enumerate(prompts):
+            input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+            attention_mask[row, width - len(ids) :] = 1
+        device = self.model.device
+        sampling: dict[str, Any] = (
+            {"do_sample": True, "temperature": self.temperature, "top_p": self.top_p}
+            if self.temperature > 0
+            else {"do_sample": False}
+        )
+        torch_seed = int(self._rng.integers(2**63 - 1))
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+                torch.manual_seed(torch_seed)
+                output = self.model.generate(
+                    input_ids=input_ids.to(device),
+                    attention_mask=attention_mask.to(device),
+                    max_new_tokens=self.max_new_tokens,
+                    pad_token_id=self._pad_id,
+                    eos_token_id=sorted(self._stop_ids),
+                    use_cache=True,
+                    **sampling,
+                    **self.generation_kwargs,
+                )
+        finally:
+            self.model.train(was_training)
+        completions = []
+        for row, ids in enumerate(prompts):
+            new_ids = output[row, width:].tolist()
+            stop = next((k for k, token in enumerate(new_ids) if token in self._stop_ids), None)
+            generated = new_ids if stop is None else new_ids[: stop + 1]
+            text_ids = generated if stop is None else generated[:-1]
+            completions.append(
+                Completion(
+                    text=self.tokenizer.decode(text_ids, skip_special_tokens=True),
+                    prompt_tokens=len(ids),
+                    completion_tokens=len(generated),
+                    prompt_token_ids=ids,
+                    completion_token_ids=generated,
+                    finish_reason="length" if stop is None else "stop",
+                )
+            )
+        return completions

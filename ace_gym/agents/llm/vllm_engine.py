@@ -1,0 +1,112 @@
+"""Chat engine on vLLM's offline ``LLM``: one batched ``generate`` per turn for every episode."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ace_gym.agents.base import Completion
+from ace_gym.agents.llm.messages import prompt_token_ids
+from ace_gym.errors import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+class VLLMChatEngine:
+    """A :class:`~ace_gym.agents.base.ChatEngine` backed by an in-process ``vllm.LLM``.
+
+    ``model`` is a path or model name for ``vllm.LLM``; ``llm_kwargs`` go to its constructor
+    unchanged (``dtype``, ``max_model_len``, ``gpu_memory_utilization``, ``enforce_eager``,
+    ``tensor_parallel_size``...). An existing ``vllm.LLM`` can be passed as ``llm`` instead.
+    Episodes of different domains have different tool lists, so the engine renders each
+    conversation with the tokenizer's chat template (``tools=`` per conversation) and sends all
+    prompts as token ids in one ``LLM.generate`` call.
+
+    ``sampling`` is a ``vllm.SamplingParams`` or a mapping of its fields, passed through. When it
+    sets no ``seed``, each request gets its own seed drawn from ``numpy.random.default_rng(seed)``,
+    so a run is reproducible and one episode's sample does not depend on the batch it was in.
+    Token counts, token ids and ``finish_reason`` are what vLLM reports. A prompt that leaves no
+    room to generate within the model's ``max_model_len`` is not sent: it returns empty text with
+    ``finish_reason="length"``.
+
+    Script that builds one needs an ``if __name__ == "__main__":`` guard (vLLM starts worker
+    processes).
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        llm: Any = None,
+        sampling: Any = None,
+        seed: int = 0,
+        chat_template_kwargs: Mapping[str, Any] | None = None,
+        **llm_kwargs: Any,
+    ) -> None:
+        from vllm import LLM, SamplingParams
+
+        if llm is None and model is None:
+            raise ConfigError("model", None, "give a model path or name, or a vllm.LLM as llm=")
+        self.llm = llm if llm is not None else LLM(model=str(model), seed=seed, **llm_kwargs)
+        if isinstance(sampling, SamplingParams):
+            self.sampling = sampling
+        else:
+            self.sampling = SamplingParams(**{"max_tokens": 512, **dict(sampling or {})})
+        self.tokenizer = self.llm.get_tokenizer()
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self._rng = np.random.default_rng(seed)
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        """One completion per conversation, in order (see the class docstring for the contract)."""
+        prompts = [
+            prompt_token_ids(self.tokenizer, conversation, conversation_tools, self.chat_template_kwargs)
+            for conversation, conversation_tools in zip(conversations, tools, strict=True)
+        ]
+        completions: list[Completion | None] = [None] * len(prompts)
+        runnable = []
+        for i, ids in enumerate(prompts):
+            if len(ids) >= self.max_model_len:
+                logger.warning(
+                    "prompt of %d tokens leaves no room within max_model_len=%d", len(ids), self.max_model_len
+                )
+                completions[i] = Completion(
+                    text="",
+                    prompt_tokens=len(ids),
+                    prompt_token_ids=ids,
+                    completion_token_ids=[],
+                    finish_reason="length",
+                )
+            else:
+                runnable.append(i)
+        if runnable:
+            from vllm.inputs import TokensPrompt
+
+            requests = [TokensPrompt(prompt_token_ids=prompts[i]) for i in runnable]  # type: ignore[typeddict-item]
+            outputs = self.llm.generate(requests, [self._request_params(prompts[i]) for i in runnable], use_tqdm=False)
+            for i, output in zip(runnable, outputs, strict=True):
+                sample = output.outputs[0]
+                completions[i] = Completion(
+                    text=sample.text,
+                    prompt_tokens=len(output.prompt_token_ids),
+                    completion_tokens=len(sample.token_ids),
+                    prompt_token_ids=list(output.prompt_token_ids),
+                    completion_token_ids=list(sample.token_ids),
+                    finish_reason=sample.finish_reason,
+                )
+        return [completion for completion in completions if completion is not None]
+
+    def _request_params(self, prompt: list[int]) -> Any:
+        """The shared sampling params, with a per-request seed and the room left in the context."""
+        params = self.sampling.clone()
+        if params.seed is None:
+            params.seed = int(self._rng.integers(2**31 - 1))
+        room = self.max_model_len - len(prompt)
+        if params.max_tokens is None or params.max_tokens > room:
+            params.max_tokens = room
+        return params

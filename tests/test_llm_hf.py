@@ -1,0 +1,127 @@
+"""The transformers engine on a tiny random Llama built locally, alone and through the collector."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from ace_gym.agents.base import ChatEngine  # noqa: E402
+from ace_gym.agents.llm import make_engine  # noqa: E402
+from ace_gym.agents.llm.hf_engine import HFChatEngine  # noqa: E402
+from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
+from ace_gym.envs import AceEnv  # noqa: E402
+from ace_gym.eval import EpisodeSpec, run_episodes  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture(scope="module")
+def greedy(tiny_model: Path) -> HFChatEngine:
+    return HFChatEngine(tiny_model, max_new_tokens=12, temperature=0)
+
+
+def _start(domain: str, index: int = 0) -> tuple[list[dict], list[dict]]:
+    observation, info = AceEnv(domain).reset(options={"instance_index": index})
+    return [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation}], info[
+        "tools"
+    ]
+
+
+def test_hf_engine__is_a_chat_engine(greedy: HFChatEngine) -> None:
+    assert isinstance(greedy, ChatEngine)
+
+
+def test_hf_engine__batched_left_padded_generation_equals_one_by_one(greedy: HFChatEngine) -> None:
+    conversations, tools = zip(*(_start("course"), _start("meal"), _start("travel", 3)), strict=True)
+    conversations[1][1]["content"] = "a much shorter first message"  # forces padding
+    batch = greedy.generate(list(conversations), list(tools))
+    alone = [greedy.generate([c], [t])[0] for c, t in zip(conversations, tools, strict=True)]
+    assert len({c.prompt_tokens for c in batch}) == 3
+    assert [c.completion_token_ids for c in batch] == [c.completion_token_ids for c in alone]
+    assert [c.text for c in batch] == [c.text for c in alone]
+
+
+def test_hf_engine__records_token_usage_and_ids(greedy: HFChatEngine) -> None:
+    conversation, tools = _start("shopping")
+    (completion,) = greedy.generate([conversation], [tools])
+    expected_prompt = greedy.tokenizer.apply_chat_template(
+        conversation, tools=tools, add_generation_prompt=True, tokenize=False
+    )
+    assert greedy.tokenizer.decode(completion.prompt_token_ids) == expected_prompt
+    assert completion.prompt_tokens == len(completion.prompt_token_ids)
+    assert completion.completion_tokens == len(completion.completion_token_ids) <= 12
+    eos = greedy.tokenizer.eos_token_id
+    if completion.finish_reason == "stop":
+        assert completion.completion_token_ids[-1] == eos
+    else:
+        assert completion.finish_reason == "length" and completion.completion_tokens == 12
+    assert eos not in completion.completion_token_ids[:-1]
+
+
+def test_hf_engine__sampling_is_reproducible_from_the_seed_and_leaves_global_rng_alone(tiny_model: Path) -> None:
+    conversation, tools = _start("workforce")
+    state = torch.random.get_rng_state()
+    runs = [
+        [
+            c.completion_token_ids
+            for c in HFChatEngine(tiny_model, max_new_tokens=8, seed=seed).generate([conversation] * 2, [tools] * 2)
+        ]
+        for seed in (7, 7, 8)
+    ]
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert runs[0] == runs[1]
+    assert runs[0] != runs[2]
+
+
+def test_hf_engine__generates_with_a_live_model_and_restores_its_training_mode(tiny_model: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    model.train()
+    engine = HFChatEngine(model, AutoTokenizer.from_pretrained(tiny_model), max_new_tokens=4, temperature=0)
+    conversation, tools = _start("pc_build")
+    (completion,) = engine.generate([conversation], [tools])
+    assert engine.model is model and model.training
+    assert 1 <= completion.completion_tokens <= 4
+
+
+def test_hf_engine__a_prompt_longer_than_the_context_returns_an_empty_length_completion(tiny_model: Path) -> None:
+    engine = HFChatEngine(tiny_model, max_new_tokens=4, temperature=0, max_context=1000)
+    long_conversation, long_tools = _start("course")
+    short = [{"role": "user", "content": "hi"}]
+    too_long, fine = engine.generate([long_conversation, short], [long_tools, []])
+    assert (too_long.text, too_long.finish_reason, too_long.completion_tokens) == ("", "length", 0)
+    assert too_long.prompt_tokens > 1000
+    assert fine.completion_tokens >= 1
+
+
+def test_hf_engine__episodes_through_the_adapter_and_collector_are_well_formed(tiny_model: Path) -> None:
+    engine = make_engine(f"hf:{tiny_model}", max_new_tokens=12, seed=3)
+    specs = [
+        EpisodeSpec(domain, instance_index=i, seed=i, max_turns=2)
+        for i, domain in enumerate(("course", "meal", "travel"))
+    ]
+    records = list(run_episodes(specs, engine, batch_size=3))
+    assert sorted(r["domain"] for r in records) == ["course", "meal", "travel"]
+    for record in records:
+        assert record["score"] == 0  # an untrained model cannot solve the task
+        assert record["truncated"] and not record["terminated"]
+        assert record["usage"]["turns"] == len(record["turns"]) == 2
+        assert record["usage"]["prompt_tokens"] == sum(t["prompt_tokens"] for t in record["turns"]) > 0
+        assert record["usage"]["completion_tokens"] == sum(len(t["completion_token_ids"]) for t in record["turns"]) > 0
+        assistants = [i for i, m in enumerate(record["messages"]) if m["role"] == "assistant"]
+        assert len(assistants) == 2 and record["messages"][:2][0]["role"] == "system"
+        for turn, position in zip(record["turns"], assistants, strict=True):
+            info = turn["info"]
+            no_call = not info["calls"] and not info["skipped_calls"]
+            if no_call or info["parse_errors"]:  # the adapter must have answered with a correction
+                after = record["messages"][position + 1 :]
+                replies = after[: next((k for k, m in enumerate(after) if m["role"] == "assistant"), len(after))]
+                assert replies[-1]["role"] == "user" and "tool call" in replies[-1]["content"]
