@@ -154,20 +154,16 @@ class _Components:
         out[(self.row >= 0) & (self.row != rows)] = 0
         return out
 
-    def of_values(self, k: int, values: np.ndarray, cell_row: int) -> np.ndarray:
-        """Contribution to component ``k`` of each value of its attribute, at row ``cell_row``."""
-        read, param = self.read[k], self.param[k]
-        if read == _VALUE:
-            out = values.copy()
-        elif read == _EQUAL:
-            out = (values == param).astype(np.int64)
-        elif read == _AT_LEAST:
-            out = (values >= param).astype(np.int64)
-        else:
-            out = (values > param).astype(np.int64)
-        if self.row[k] >= 0 and self.row[k] != cell_row:
-            out[:] = 0
-        return out * self.sign[k]
+    def of_values(self, ks: np.ndarray, values: np.ndarray, cell_row: int) -> np.ndarray:
+        """Contributions ``(len(ks), len(values))`` to components ``ks``, which read one attribute,
+        of an item with each of ``values`` placed in row ``cell_row``."""
+        read, param, v = self.read[ks, None], self.param[ks, None], values[None, :]
+        out = np.where(
+            read == _VALUE, v, np.where(read == _EQUAL, v == param, np.where(read == _AT_LEAST, v >= param, v > param))
+        )
+        out = out * self.sign[ks, None]
+        out[(self.row[ks] >= 0) & (self.row[ks] != cell_row)] = 0
+        return out
 
 
 def _thresholds(rng: np.random.Generator, table: _DomainTable, truth: np.ndarray, cols: int) -> dict[str, int]:
@@ -279,16 +275,17 @@ class _TargetSets:
         need_above: np.ndarray,
         open_limit: np.ndarray | None = None,
     ) -> None:
-        self.values: dict[int, np.ndarray] = {}
-        for k in range(components.count):
-            attr = int(components.attr[k])
+        found: dict[int, np.ndarray] = {}
+        for attr in np.unique(components.attr).tolist():
+            ks = np.flatnonzero(components.attr == attr)
             candidates = np.arange(low[attr], high[attr] + 1, dtype=np.int64)
-            contribution = components.of_values(k, candidates, cell_row)
-            ok = contribution > need_above[k]
-            if open_limit is not None and components.upper[k]:
-                ok &= contribution <= open_limit[k]
-            if ok.any():
-                self.values[k] = candidates[ok]
+            contribution = components.of_values(ks, candidates, cell_row)
+            ok = contribution > need_above[ks, None]
+            if open_limit is not None:
+                ok &= (contribution <= open_limit[ks, None]) | ~components.upper[ks, None]
+            for i in np.flatnonzero(ok.any(axis=1)).tolist():
+                found[int(ks[i])] = candidates[ok[i]]
+        self.values = dict(sorted(found.items()))  # component order: draws do not depend on attributes
         self.components = components
 
     def draw(self, rng: np.random.Generator, count: int, low: np.ndarray, high: np.ndarray) -> np.ndarray:
