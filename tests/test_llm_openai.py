@@ -1,0 +1,226 @@
+"""The OpenAI-compatible engine against a small chat-completions server run inside the test.
+
+The server (127.0.0.1, ephemeral port) is not ``vllm serve``: it speaks the subset of the
+protocol the engine uses (POST /v1/chat/completions with messages and tools; a response with
+``choices[0].message`` content, tool_calls, reasoning_content, ``finish_reason`` and ``usage``)
+and answers from a per-test script, so retries, concurrency and tool calls are checked
+deterministically with the real ``openai`` client.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openai")
+
+from ace_gym.agents.base import ChatEngine
+from ace_gym.agents.llm.openai_engine import OpenAIChatEngine
+from ace_gym.errors import ConfigError
+from ace_gym.eval import EpisodeSpec, run_episodes
+
+Reply = tuple[int, dict[str, Any]]
+
+
+class ChatServer:
+    """A threaded HTTP server; ``answer(request_body) -> (status, json_body)`` decides every reply."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], Reply], delay_s: float = 0.0) -> None:
+        self.answer = answer
+        self.delay_s = delay_s
+        self.requests: list[dict[str, Any]] = []
+        self.in_flight = self.max_in_flight = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server._lock:
+                    server.requests.append({"path": self.path, **body})
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                time.sleep(server.delay_s)
+                status, payload = server.answer(body)
+                with server._lock:
+                    server.in_flight -= 1
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def chat_response(
+    content: str | None = "", tool_calls: list[dict[str, Any]] | None = None, reasoning: str | None = None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    if reasoning is not None:
+        message["reasoning_content"] = reasoning
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "tiny",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
+    }
+
+
+def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_x") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+def error(status: int) -> Reply:
+    return status, {"error": {"message": f"status {status}", "type": "test", "code": status}}
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., ChatServer]]:
+    servers: list[ChatServer] = []
+
+    def start(answer: Callable[[dict[str, Any]], Reply], delay_s: float = 0.0) -> ChatServer:
+        servers.append(ChatServer(answer, delay_s))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def engine_for(server: ChatServer, **options: Any) -> OpenAIChatEngine:
+    return OpenAIChatEngine("tiny", base_url=server.url, api_key="test", backoff_s=0.01, **options)
+
+
+CONVERSATION = [{"role": "system", "content": "sys"}, {"role": "user", "content": "grid"}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "done", "description": "finish", "parameters": {"type": "object", "properties": {}}},
+    }
+]
+
+
+def test_openai_engine__returns_native_tool_calls_reasoning_and_usage(serve: Callable[..., ChatServer]) -> None:
+    server = serve(lambda body: (200, chat_response("ok", [tool_call("done", {})], reasoning="because")))
+    with engine_for(server, sampling={"temperature": 0.5, "max_tokens": 64}) as engine:
+        assert isinstance(engine, ChatEngine)
+        (completion,) = engine.generate([CONVERSATION], [TOOLS])
+    assert completion.text == "ok"
+    assert completion.tool_calls == [tool_call("done", {})]
+    assert completion.reasoning == "because"
+    assert (completion.prompt_tokens, completion.completion_tokens, completion.finish_reason) == (100, 7, "tool_calls")
+    (request,) = server.requests
+    assert request["path"] == "/v1/chat/completions"
+    assert (request["model"], request["temperature"], request["max_tokens"]) == ("tiny", 0.5, 64)
+    assert request["messages"] == CONVERSATION and request["tools"] == TOOLS
+
+
+def test_openai_engine__sends_history_with_string_arguments_and_no_reasoning_key(
+    serve: Callable[..., ChatServer],
+) -> None:
+    server = serve(lambda body: (200, chat_response("x")))
+    history = [
+        *CONVERSATION,
+        {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "r",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "done", "arguments": {"a": 1}}}],
+        },
+        {"role": "tool", "tool_call_id": "c1", "name": "done", "content": "{}"},
+    ]
+    with engine_for(server) as engine:
+        engine.generate([history], [[]])
+    sent = server.requests[0]
+    assert "tools" not in sent
+    assert "reasoning_content" not in sent["messages"][2]
+    assert sent["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"a": 1}'
+    assert sent["messages"][3] == history[3]
+
+
+def test_openai_engine__retries_server_errors_with_backoff_then_succeeds(serve: Callable[..., ChatServer]) -> None:
+    replies = iter([error(503), error(429), (200, chat_response("finally"))])
+    server = serve(lambda body: next(replies))
+    with engine_for(server, max_retries=3) as engine:
+        (completion,) = engine.generate([CONVERSATION], [TOOLS])
+    assert completion.text == "finally" and completion.finish_reason == "stop"
+    assert len(server.requests) == 3
+
+
+def test_openai_engine__gives_an_error_completion_when_retries_run_out(serve: Callable[..., ChatServer]) -> None:
+    server = serve(lambda body: error(500))
+    with engine_for(server, max_retries=2) as engine:
+        (completion,) = engine.generate([CONVERSATION], [TOOLS])
+    assert completion.finish_reason == "error" and "500" in completion.text
+    assert len(server.requests) == 3
+
+
+def test_openai_engine__a_rejected_request_fails_alone_without_retry(serve: Callable[..., ChatServer]) -> None:
+    server = serve(
+        lambda body: error(400) if body["messages"][-1]["content"] == "bad" else (200, chat_response("good"))
+    )
+    with engine_for(server, max_retries=3) as engine:
+        bad, good = engine.generate([[{"role": "user", "content": "bad"}], CONVERSATION], [TOOLS, TOOLS])
+    assert bad.finish_reason == "error" and good.text == "good"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("status", [401, 404])
+def test_openai_engine__wrong_key_or_model_raises_config_error(serve: Callable[..., ChatServer], status: int) -> None:
+    server = serve(lambda body: error(status))
+    with engine_for(server) as engine, pytest.raises(ConfigError):
+        engine.generate([CONVERSATION], [TOOLS])
+
+
+def test_openai_engine__keeps_at_most_max_concurrency_requests_in_flight(serve: Callable[..., ChatServer]) -> None:
+    server = serve(lambda body: (200, chat_response(body["messages"][-1]["content"])), delay_s=0.1)
+    conversations = [[{"role": "user", "content": f"episode {i}"}] for i in range(10)]
+    with engine_for(server, max_concurrency=3) as engine:
+        completions = engine.generate(conversations, [TOOLS] * 10)
+    assert [c.text for c in completions] == [f"episode {i}" for i in range(10)]  # order kept
+    assert 1 < server.max_in_flight <= 3
+
+
+def test_openai_engine__episodes_through_the_adapter_and_collector(serve: Callable[..., ChatServer]) -> None:
+    """A scripted 'model' reads the grid, then calls done: the episodes end by done with score 0."""
+
+    def answer(body: dict[str, Any]) -> Reply:
+        turns = sum(m["role"] == "assistant" for m in body["messages"])
+        name = "get_current_grid_state" if turns == 0 else "done"
+        return 200, chat_response("", [tool_call(name, {}, f"call_{turns}")])
+
+    server = serve(answer)
+    specs = [EpisodeSpec(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
+    with engine_for(server) as engine:
+        records = list(run_episodes(specs, engine, batch_size=2))
+    assert len(server.requests) == 4  # two turns per episode, each turn one batched request per episode
+    for record in records:
+        assert record["terminated"] and record["score"] == 0 and record["reason"]
+        assert record["usage"]["turns"] == 2 and record["usage"]["tool_calls"] == 2
+        assert record["usage"]["prompt_tokens"] == 200 and record["usage"]["completion_tokens"] == 14
+        tool_messages = [m for m in record["messages"] if m["role"] == "tool"]
+        assert [m["name"] for m in tool_messages] == ["get_current_grid_state", "done"]
+        assert json.loads(tool_messages[0]["content"])["status"] == "success"
+        assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"set_slot", "done"}
