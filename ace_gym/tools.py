@@ -149,8 +149,45 @@ class _ToolError(Exception):
 # envelopes and argument coercion
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+# ``json.dumps(value, ensure_ascii=False)`` builds a new encoder on every call (it only caches the
+# default one); the bound method of one encoder gives the same text several times faster.
+_dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+_OPERATOR_JSON = {name: _dumps(name) for name in OPERATORS}
+
+
+class _Texts:
+    """Serialised pieces of one compiled instance, built on first use and shared read-only.
+
+    ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
+    cell (-1 = empty) indexes it directly; ``item_json`` holds full item dicts as JSON,
+    ``attribute_json`` their fields one by one, and ``query_columns`` the per-(slot, field)
+    candidate values and match objects of the query tool (all filled lazily).
+    """
+
+    __slots__ = ("attribute_json", "cell_json", "field_json", "item_json", "query_columns")
+
+    def __init__(self, compiled: CompiledInstance) -> None:
+        self.cell_json: tuple[str, ...] = (*(_dumps(i) for i in compiled.item_ids), "null")
+        self.field_json: dict[str, str] = {field: _dumps(field) for field in compiled.allowed_fields}
+        self.item_json: dict[int, str] = {}
+        self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
+        self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
+
+    def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
+        """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""
+        found = self.attribute_json.get(item)
+        if found is None:
+            values = {f: _dumps(v) for f, v in compiled.items[item].items()}
+            pairs = {f: f"{_dumps(f)}: {v}" for f, v in values.items()}
+            found = self.attribute_json[item] = (values, pairs)
+        return found
+
+
+def _texts(compiled: CompiledInstance) -> _Texts:
+    found: _Texts | None = compiled.__dict__.get("_tool_texts")
+    if found is None:
+        found = compiled.__dict__.setdefault("_tool_texts", _Texts(compiled))
+    return found
 
 
 def success(data_json: str) -> str:
@@ -178,21 +215,16 @@ def _safe_repr(value: object) -> str:
         return f"<{type(value).__name__}>"
 
 
-def _index(row: Any, col: Any) -> tuple[int, int]:
-    try:
-        r, c = int(row), int(col)
-    except (TypeError, ValueError, OverflowError):
-        raise _ToolError("row and col must be integers") from None
-    return r, c
-
-
 def _invalid_slot(row: int, col: int) -> _ToolError:
     return _ToolError(f"Invalid slot (row={_safe_repr(row)}, col={_safe_repr(col)})")
 
 
 def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int]:
     """Convert and range-check a cell; returns (row, col, hidden slot index or -1)."""
-    r, c = _index(row, col)
+    try:
+        r, c = int(row), int(col)
+    except (TypeError, ValueError, OverflowError):
+        raise _ToolError("row and col must be integers") from None
     compiled = state.compiled
     if not (0 <= r < compiled.rows and 0 <= c < compiled.cols):
         raise _invalid_slot(r, c)
@@ -233,15 +265,16 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
             f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
         )
     state.place(s, item)
-    return success(f'{{"row": {r}, "col": {c}, "id": {_dumps(item_id)}, "message": "Hidden slot updated."}}')
+    shown = _texts(state.compiled).cell_json[item]
+    return success(f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot updated."}}')
 
 
 def get_current_grid_state(state: EpisodeState) -> str:
     """Return the full current grid state."""
-    ids = state.compiled.item_ids
+    cell_json = _texts(state.compiled).cell_json
     cols = state.compiled.cols
-    cells = ["null" if i < 0 else _dumps(ids[i]) for i in state.grid]
-    rows = ("[" + ", ".join(cells[k : k + cols]) + "]" for k in range(0, len(cells), cols))
+    cells = [cell_json[i] for i in state.grid]
+    rows = ["[" + ", ".join(cells[k : k + cols]) + "]" for k in range(0, len(cells), cols)]
     return success('{"slots": [' + ", ".join(rows) + "]}")
 
 
@@ -285,8 +318,7 @@ def get_slot_id(state: EpisodeState, row: int, col: int) -> str:
     col: Column index as an integer.
     """
     r, c, _ = _cell(state, row, col)
-    item = state.grid[r * state.compiled.cols + c]
-    shown = "null" if item < 0 else _dumps(state.compiled.item_ids[item])
+    shown = _texts(state.compiled).cell_json[state.grid[r * state.compiled.cols + c]]
     return success(f'{{"row": {r}, "col": {c}, "id": {shown}}}')
 
 
@@ -337,18 +369,26 @@ def query_candidate_from_attribute(
         raise _ToolError("categorical fields only support: in, not_in")
     if numeric and isinstance(parsed, str):
         raise _ToolError("numeric comparisons require a numeric value")
-    values, fragments = _query_columns(compiled, s, field)
+    texts = _texts(compiled)
+    column = _query_column(compiled, texts, s, field)
     if is_set_query:
         wanted = frozenset(parsed)  # type: ignore[arg-type]
-        keep = operator == "in"
-        matches = [f for v, f in zip(values, fragments, strict=True) if (v in wanted) is keep]
+        if operator == "in":
+            matches = [f for v, f in column if v in wanted]
+        else:
+            matches = [f for v, f in column if v not in wanted]
     else:
-        matches = [f for v, f in zip(values, fragments, strict=True) if compare(v, parsed)]
+        matches = [f for v, f in column if compare(v, parsed)]
     state.query_calls[s] += 1
     remaining = "null" if budget is None else str(budget - state.query_calls[s])
+    if is_set_query:
+        shown = "[" + ", ".join(map(_dumps, parsed)) + "]"
+    else:
+        shown = str(parsed) if type(parsed) is int else _dumps(parsed)
     return success(
-        f'{{"row": {slot.row}, "col": {slot.col}, "field": {_dumps(field)}, "operator": {_dumps(operator)}, '
-        f'"value": {_dumps(parsed)}, "matches": [{", ".join(matches)}], "remaining_budget": {remaining}}}'
+        f'{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
+        f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(matches)}], '
+        f'"remaining_budget": {remaining}}}'
     )
 
 
@@ -379,21 +419,17 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
     raise _ToolError("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
 
 
-def _query_columns(compiled: CompiledInstance, s: int, field: str) -> tuple[tuple[Any, ...], tuple[str, ...]]:
-    """Candidate values of ``field`` in stored order and their serialised match objects (cached)."""
-    cache: dict[tuple[int, str], tuple[tuple[Any, ...], tuple[str, ...]]] = compiled.__dict__.setdefault(
-        "_query_cache", {}
-    )
-    found = cache.get((s, field))
+def _query_column(compiled: CompiledInstance, texts: _Texts, s: int, field: str) -> tuple[tuple[Any, str], ...]:
+    """(value of ``field``, serialised match object) per candidate of slot ``s``, in stored order (cached)."""
+    found = texts.query_columns.get((s, field))
     if found is None:
         slot = compiled.slots[s]
-        key = _dumps(field)
-        values = tuple(compiled.items[i][field] for i in slot.candidate_items)
-        fragments = tuple(
-            f'{{"id": {_dumps(item_id)}, {key}: {_dumps(v)}}}'
-            for item_id, v in zip(slot.candidate_ids, values, strict=True)
+        key = texts.field_json[field]
+        found = tuple(
+            (compiled.items[i][field], f'{{"id": {texts.cell_json[i]}, {key}: {_dumps(compiled.items[i][field])}}}')
+            for i in slot.candidate_items
         )
-        found = cache[(s, field)] = (values, fragments)
+        texts.query_columns[(s, field)] = found
     return found
 
 
@@ -407,8 +443,12 @@ def get_item_info(state: EpisodeState, id: str) -> str:
     compiled = state.compiled
     if id not in compiled.visible_ids:
         raise _ToolError(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
-    item = compiled.items[compiled.item_index[id]]
-    return success(f'{{"id": {_dumps(id)}, "item": {_dumps(item)}}}')
+    k = compiled.item_index[id]
+    texts = _texts(compiled)
+    item_json = texts.item_json.get(k)
+    if item_json is None:
+        item_json = texts.item_json[k] = _dumps(compiled.items[k])
+    return success(f'{{"id": {texts.cell_json[k]}, "item": {item_json}}}')
 
 
 def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[str]) -> str:
@@ -442,11 +482,19 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
         raise _ToolError(
             f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(compiled.allowed_fields)}"
         )
-    items: dict[str, Any] = {}
-    for item_id in ids:
-        item = compiled.items[compiled.item_index[item_id]]
-        items[item_id] = item[fields[0]] if len(fields) == 1 else {f: item[f] for f in fields}
-    return success(_dumps({"fields": fields, "items": items, "missing_ids": []}))
+    # serialised by hand from cached pieces; the same text as json.dumps of the published dict
+    texts = _texts(compiled)
+    entries = []
+    for item_id in dict.fromkeys(ids):  # duplicate ids collapse, as dict keys did
+        k = compiled.item_index[item_id]
+        values, pairs = texts.attributes(compiled, k)
+        if len(fields) == 1:
+            shown = values[fields[0]]
+        else:
+            shown = "{" + ", ".join([pairs[f] for f in fields]) + "}"
+        entries.append(f"{texts.cell_json[k]}: {shown}")
+    field_list = ", ".join([texts.field_json[f] for f in fields])
+    return success(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
 
 
 def _parse_fields(field: Any) -> list[str]:
@@ -532,6 +580,7 @@ class Tool:
     name: str
     function: Callable[..., str]
     parameters: tuple[str, ...]
+    accepted: frozenset[str]  # the parameters, as a set
     required: frozenset[str]
     schema: dict[str, Any]
 
@@ -569,7 +618,8 @@ def _make_tool(name: str, function: Callable[..., str], domain: Domain) -> Tool:
             "parameters": {"type": "object", "properties": properties, "required": required},
         },
     }
-    return Tool(name, function, tuple(p.name for p in parameters), frozenset(required), schema)
+    names = tuple(p.name for p in parameters)
+    return Tool(name, function, names, frozenset(names), frozenset(required), schema)
 
 
 class ToolSet:
@@ -591,19 +641,22 @@ class ToolSet:
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return failure(f"Unknown tool, '{echo(name)}' for domain '{self.domain.name}'")
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
-            except (ValueError, RecursionError) as error:
-                return failure(f"{INVALID}, arguments are not valid JSON ({echo(str(error))})")
-        if arguments is None:
-            arguments = {}
-        if not isinstance(arguments, Mapping):
-            return failure(f"{INVALID}, arguments must be a JSON object, got {type(arguments).__name__}")
-        kwargs = {p: arguments[p] for p in tool.parameters if p in arguments}
-        missing = tool.required.difference(kwargs)
-        if missing:
-            names = ", ".join(p for p in tool.parameters if p in missing)
+        if type(arguments) is not dict:  # the common case skips the coercions below
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments) if arguments.strip() else {}
+                except (ValueError, RecursionError) as error:
+                    return failure(f"{INVALID}, arguments are not valid JSON ({echo(str(error))})")
+            if arguments is None:
+                arguments = {}
+            if not isinstance(arguments, Mapping):
+                return failure(f"{INVALID}, arguments must be a JSON object, got {type(arguments).__name__}")
+        if arguments.keys() <= tool.accepted:
+            kwargs = arguments
+        else:  # extra arguments are ignored, as the published tools' **kwargs did
+            kwargs = {p: arguments[p] for p in tool.parameters if p in arguments}
+        if not kwargs.keys() >= tool.required:
+            names = ", ".join(p for p in tool.parameters if p in tool.required and p not in kwargs)
             return failure(f"{INVALID}, missing required argument(s): {names}")
         try:
             return tool.function(state, **kwargs)

@@ -283,7 +283,7 @@ def test_env_config__suggests_close_names() -> None:
     with pytest.raises(ConfigError, match="did you mean 'course'"):
         AceEnv("coures")
     with pytest.raises(ConfigError, match="did you mean '5x5'"):
-        AceEnv("course", dataset="5x6")
+        AceEnv("course", dataset="5x55")
     with pytest.raises(ConfigError, match="did you mean 'course'"):
         gym.make("ACE-course-v0", domain="corse")
 
