@@ -44,6 +44,14 @@ def test_solver__solves_every_bundled_instance(domain: str) -> None:
     assert failures == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_solver__solves_every_instance_of_the_bundled_5x7_benchmark(domain: str) -> None:
+    count = len(AceEnv(domain, "5x7").dataset)
+    records = list(run_episodes([EpisodeSpec(domain, "5x7", instance_index=i) for i in range(count)], ExactSolver()))
+    assert count == 54 and [r["score"] for r in records] == [1] * count
+
+
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_solver__only_calls_the_tools_it_was_given(domain: str) -> None:
     env = AceEnv(domain)

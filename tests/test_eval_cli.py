@@ -54,6 +54,24 @@ def test_eval__rerun_skips_finished_episodes(tmp_path: Path, capsys: pytest.Capt
     assert "resuming: 8 of 8 episodes" in capsys.readouterr().err
 
 
+def test_eval__reads_a_folder_of_generated_dataset_files(tmp_path: Path) -> None:
+    from ace_gym.generators import dataset_file_name, generate_dataset
+
+    for domain in ("shopping", "workforce"):
+        name = dataset_file_name(domain, 4, 6, [3, 8], [0, 6], 25, 5)
+        generate_dataset(
+            domain, rows=4, cols=6, hidden_slots=[3, 8], decoy_budgets=[0, 6], seed=5, path=tmp_path / name
+        )
+    out = tmp_path / "run"
+    assert (
+        run_cli("--policy", "solver", "--dataset", str(tmp_path), "--domains", "shopping,workforce", "--out", str(out))
+        == 0
+    )
+    records = list(read_records(out / "episodes.jsonl"))
+    assert len(records) == 8 and all(r["score"] == 1 for r in records)
+    assert {r["dataset"] for r in records} == {str(p.resolve()) for p in tmp_path.glob("*_dataset_*")}
+
+
 def test_eval__refuses_to_mix_policies_or_budgets_in_one_directory(tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert run_cli("--policy", "greedy", "--out", str(out), "--domains", "meal", "--hidden", "1", "--budget", "0") == 0
