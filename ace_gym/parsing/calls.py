@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 #: keys a JSON object may have and still be read as a call (anything else means it is data)
@@ -15,20 +14,21 @@ QUOTE_LIMIT = 120
 MAX_FOUND = 128
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedCall:
+class ParsedCall(NamedTuple):
     """One tool call the model asked for.
 
     ``arguments`` is what the model sent, decoded (normally a dict; anything else is passed on
     and the env answers it with an error envelope). ``call_id`` is the id the model gave (OpenAI
     messages), else None. ``error`` is set when the call's name was readable but its arguments
-    were not: such a call is answered with the error and never run.
+    were not: such a call is answered with the error and never run. ``arguments_json`` is the
+    arguments exactly as written when the model wrote them as a JSON string, else None.
     """
 
     name: str
     arguments: Any
     call_id: str | None = None
     error: str | None = None
+    arguments_json: str | None = None
 
 
 class Found(NamedTuple):
@@ -52,7 +52,7 @@ def decode_arguments(name: str, arguments: Any, call_id: str | None = None) -> P
         if not arguments.strip():
             return ParsedCall(name, {}, call_id)
         try:
-            return ParsedCall(name, json.loads(arguments), call_id)
+            return ParsedCall(name, json.loads(arguments), call_id, None, arguments)
         except (ValueError, RecursionError) as error:
             return ParsedCall(name, None, call_id, error=f"arguments are not valid JSON ({error})")
     return ParsedCall(name, {} if arguments is None else arguments, call_id)

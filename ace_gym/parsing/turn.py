@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ace_gym.parsing.calls import MAX_FOUND, Found, ParsedCall, call_from_object
 from ace_gym.parsing.formats import MISTRAL_MARKER, PYTHON_TAG, TAG_OPEN, find_json, find_mistral, find_tagged
@@ -42,8 +41,7 @@ _PROSE_EDGES = " \t\r\n;,"
 _BLANK_RUNS = re.compile(r"\n\s*\n\s*\n\s*")
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedTurn:
+class ParsedTurn(NamedTuple):
     """An assistant turn taken apart.
 
     ``calls`` in the order written; ``content`` the prose left once reasoning and call markup are

@@ -15,6 +15,9 @@ from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 ARGUMENTS_FAILED = "Tool arguments parse failed (possibly truncated), skipping: {error}"
 #: tool-message content for a call written after the episode ended within the same turn
 NOT_EXECUTED = "Not executed: the episode ended before this call."
+_ARGUMENTS_ENCODER = json.JSONEncoder(
+    ensure_ascii=False, default=repr
+)  # built once: json.dumps with options rebuilds it
 
 
 class ChatAdapter(gym.Wrapper):
@@ -87,35 +90,44 @@ class ChatAdapter(gym.Wrapper):
     def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
         self._turn += 1
         parsed = parse_turn(action, self.tool_format)
-        call_ids = [call.call_id or f"call_{self._turn}_{index}" for index, call in enumerate(parsed.calls)]
-        self._messages.append(_assistant_message(parsed, call_ids))
+        assistant: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+        if parsed.reasoning is not None:
+            assistant["reasoning_content"] = parsed.reasoning
+        self._messages.append(assistant)
         replies: list[dict[str, Any]] = []
         reward, terminated, truncated = 0.0, False, False
         call_infos: list[dict[str, Any]] = []
+        errors = list(parsed.errors)
         skipped = 0
-        for call, call_id in zip(parsed.calls, call_ids, strict=True):
-            if terminated or truncated:
-                content = NOT_EXECUTED
-                skipped += 1
-            elif call.error is not None:
-                content = ARGUMENTS_FAILED.format(error=call.error)
-            else:
-                content, call_reward, terminated, truncated, call_info = self.env.step(
-                    {"name": call.name, "arguments": call.arguments}
-                )
-                reward += float(call_reward)
-                call_infos.append(call_info)
-            replies.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
+        if parsed.calls:
+            tool_calls = assistant["tool_calls"] = []
+            for index, call in enumerate(parsed.calls):
+                call_id = call.call_id or f"call_{self._turn}_{index}"
+                function = {"name": call.name, "arguments": _arguments_json(call)}
+                tool_calls.append({"id": call_id, "type": "function", "function": function})
+                if terminated or truncated:
+                    content = NOT_EXECUTED
+                    skipped += 1
+                elif call.error is not None:
+                    content = ARGUMENTS_FAILED.format(error=call.error)
+                    errors.append(call.error)
+                else:
+                    content, call_reward, terminated, truncated, call_info = self.env.step(
+                        {"name": call.name, "arguments": call.arguments}
+                    )
+                    reward += float(call_reward)
+                    call_infos.append(call_info)
+                replies.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
         if not parsed.calls or parsed.errors:
             replies.append({"role": "user", "content": self._correction(parsed)})
-        self._messages.extend(replies)
+        self._messages += replies
         info: dict[str, Any] = {
             "turn": self._turn,
             "tool_format": parsed.format,
             "calls": call_infos,
             "skipped_calls": skipped,
-            "parse_errors": [*parsed.errors, *(c.error for c in parsed.calls if c.error is not None)],
-            "messages": list(self._messages),
+            "parse_errors": errors,
+            "messages": self._messages.copy(),
         }
         if terminated or truncated:
             final = call_infos[-1]
@@ -143,24 +155,13 @@ class ChatAdapter(gym.Wrapper):
         )
 
 
-def _assistant_message(parsed: ParsedTurn, call_ids: list[str]) -> dict[str, Any]:
-    """The turn as an OpenAI assistant message (reasoning kept as ``reasoning_content``)."""
-    message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
-    if parsed.reasoning is not None:
-        message["reasoning_content"] = parsed.reasoning
-    if parsed.calls:
-        message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": _arguments_json(call)}}
-            for call, call_id in zip(parsed.calls, call_ids, strict=True)
-        ]
-    return message
-
-
 def _arguments_json(call: ParsedCall) -> str:
     """The call's arguments as the JSON string OpenAI messages carry ("{}" when undecodable)."""
     if call.error is not None:
         return "{}"
+    if call.arguments_json is not None:
+        return call.arguments_json
     try:
-        return json.dumps(call.arguments, ensure_ascii=False, default=repr)
+        return _ARGUMENTS_ENCODER.encode(call.arguments)
     except (TypeError, ValueError, RecursionError):
-        return json.dumps(repr(call.arguments), ensure_ascii=False)
+        return _ARGUMENTS_ENCODER.encode(repr(call.arguments))
