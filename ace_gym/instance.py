@@ -456,7 +456,12 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
             raise fail(f".{name}", f"must be a {rows}x{cols} grid")
     keys = set(domain.item_keys)
     numeric = set(domain.numeric_attributes)
+    # the published layout: keys in declaration order, ints for numeric attributes, str otherwise
+    key_order = domain.item_keys
+    type_order = tuple(int if key in numeric else str for key in key_order)
     for item_id, item in instance.item_pool.items():
+        if tuple(item) == key_order and tuple(map(type, item.values())) == type_order and item[key_order[0]] == item_id:
+            continue  # fast path for well-formed items; anything else gets the detailed checks below
         if set(item) != keys:
             missing, extra = sorted(keys - set(item)), sorted(set(item) - keys)
             raise fail(
