@@ -1,0 +1,126 @@
+"""AceEvalCallback inside a real (tiny, CPU) Trainer run, and the metrics it logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
+from ace_gym.errors import ConfigError  # noqa: E402
+from ace_gym.integrations.trainer_callback import (  # noqa: E402
+    AceEvalCallback,
+    ace_metrics,
+    parse_error_turn,
+    validation_specs,
+)
+
+
+def _turn(calls: int = 0, parse_errors: tuple[str, ...] = (), skipped: int = 0) -> dict:
+    return {"info": {"calls": [{}] * calls, "parse_errors": list(parse_errors), "skipped_calls": skipped}}
+
+
+def test_parse_error_turn__counts_turns_the_adapter_had_to_correct() -> None:
+    assert parse_error_turn(_turn())  # no call at all
+    assert parse_error_turn(_turn(parse_errors=("truncated JSON",)))  # a broken call
+    assert parse_error_turn(_turn(calls=1, parse_errors=("stray fragment",)))
+    assert not parse_error_turn(_turn(calls=2))
+    assert not parse_error_turn(_turn(calls=1, skipped=1))
+
+
+def test_ace_metrics__means_per_domain_turns_and_parse_error_rate() -> None:
+    records = [
+        {"domain": "course", "score": 1, "turns": [_turn(calls=1), _turn(calls=1)]},
+        {"domain": "course", "score": 0, "turns": [_turn()]},
+        {"domain": "meal", "score": 0, "turns": [_turn(parse_errors=("x",)), _turn(calls=1), _turn()]},
+    ]
+    assert ace_metrics(records) == {
+        "ace/score": pytest.approx(1 / 3),
+        "ace/turns": pytest.approx(2.0),
+        "ace/parse_error_rate": pytest.approx(3 / 6),
+        "ace/episodes": 3.0,
+        "ace/score/course": 0.5,
+        "ace/score/meal": 0.0,
+    }
+    assert ace_metrics([]) == {}
+
+
+def test_validation_specs__are_a_fixed_seeded_slice_of_distinct_instances() -> None:
+    specs = validation_specs(("course", "travel"), 5, seed=3, max_turns=7)
+    assert specs == validation_specs(("course", "travel"), 5, seed=3, max_turns=7)
+    assert specs != validation_specs(("course", "travel"), 5, seed=4, max_turns=7)
+    for domain in ("course", "travel"):
+        indices = [s.instance_index for s in specs if s.domain == domain]
+        assert len(set(indices)) == 5
+    assert {s.max_turns for s in specs} == {7}
+
+
+def test_validation_specs__rejects_unknown_domains_and_empty_slices() -> None:
+    with pytest.raises(ConfigError):
+        validation_specs(("cours",), 2)
+    with pytest.raises(ConfigError):
+        validation_specs(("course",), 0)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+class _Texts(torch.utils.data.Dataset):
+    """A few tokenised sentences for causal-LM training."""
+
+    def __init__(self, tokenizer: object) -> None:
+        texts = ["set the slot", "check the global constraints", "query candidates", "call done"] * 2
+        self.items = [tokenizer(t, return_tensors="pt")["input_ids"][0] for t in texts]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict:
+        return {"input_ids": self.items[i], "labels": self.items[i]}
+
+
+def test_ace_eval_callback__logs_validation_metrics_from_the_live_model_during_training(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model)
+    before = model.lm_head.weight.detach().clone()
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=4,
+        per_device_train_batch_size=1,
+        learning_rate=1e-2,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+    )
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=_Texts(tokenizer), processing_class=tokenizer)
+    callback = AceEvalCallback(
+        trainer,
+        every_steps=2,
+        domains=("course", "meal"),
+        episodes_per_domain=1,
+        max_turns=1,
+        engine_options={"max_new_tokens": 6},
+    )
+    trainer.add_callback(callback)
+
+    def no_reload(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the callback must use the live model, not reload it")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_reload)
+    trainer.train()
+
+    logged = [entry for entry in trainer.state.log_history if "ace/score" in entry]
+    assert [entry["step"] for entry in logged] == [2, 4] == [step for step, _ in callback.metrics_history]
+    for entry in logged:
+        assert entry["ace/score"] == entry["ace/score/course"] == entry["ace/score/meal"] == 0.0
+        assert entry["ace/turns"] == 1.0 and entry["ace/episodes"] == 2.0
+        assert 0.0 <= entry["ace/parse_error_rate"] <= 1.0
+    assert not torch.equal(before, model.lm_head.weight)  # the model did train between evaluations
