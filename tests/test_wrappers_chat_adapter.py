@@ -6,9 +6,11 @@ import json
 import warnings
 from typing import Any
 
+import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 
+from ace_gym import ENV_IDS
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
@@ -198,3 +200,15 @@ def test_check_env__passes(stack: str) -> None:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*different from the unwrapped version.*")
         check_env(env, skip_render_check=True)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_full_stack_over_gym_make__runs_without_warnings(env_id: str) -> None:
+    env = StepBudget(ChatAdapter(ToolFailureInjection(gym.make(env_id), 0.1)), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env.reset(seed=1)
+        env.step(_hermes("get_current_grid_state", {}))
+        env.step("no call")
+        _, _, terminated, truncated, info = env.step(WRITERS["json"]([("done", {})]))
+    assert terminated != truncated and info["turns_left"] == 0 and info["score"] is False

@@ -15,9 +15,8 @@ from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 ARGUMENTS_FAILED = "Tool arguments parse failed (possibly truncated), skipping: {error}"
 #: tool-message content for a call written after the episode ended within the same turn
 NOT_EXECUTED = "Not executed: the episode ended before this call."
-_ARGUMENTS_ENCODER = json.JSONEncoder(
-    ensure_ascii=False, default=repr
-)  # built once: json.dumps with options rebuilds it
+# built once: json.dumps with options builds a new encoder per call
+_ARGUMENTS_ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr)
 
 
 class ChatAdapter(gym.Wrapper):
@@ -147,7 +146,10 @@ class ChatAdapter(gym.Wrapper):
         example = FORMAT_EXAMPLES[shown_format]
         problems = "; ".join(parsed.errors)
         if parsed.calls:
-            return f"Part of your last message looked like a tool call but could not be read, so it was skipped: {problems}. Write each call like this:\n{example}"
+            return (
+                "Part of your last message looked like a tool call but could not be read, so it was skipped: "
+                f"{problems}. Write each call like this:\n{example}"
+            )
         found = problems or "it contains no tool call"
         return (
             f"Your last message was not executed: {found}. To act, call a tool in this format:\n{example}\n"
