@@ -92,7 +92,7 @@ def test_run_episodes__scripted_record_has_every_field_and_is_json() -> None:
 
 
 def test_run_episodes__group_members_share_instance_and_seed() -> None:
-    specs = [EpisodeSpec("course", seed=17, trial=t) for t in range(4)]  # instance drawn from the seed
+    specs = EpisodeSpec("course", seed=17).group(4)  # instance drawn from the seed
     records = list(run_episodes(specs, ExactSolver(), batch_size=4))
     assert len({r["instance_id"] for r in records}) == 1
     assert {r["seed"] for r in records} == {17}

@@ -21,12 +21,15 @@ A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, 
 ``turns`` (per turn: ``reward``, ``info`` and, when the engine reports them, token counts and
 ``prompt_token_ids`` / ``completion_token_ids`` / ``finish_reason``), ``usage`` (``turns``,
 ``tool_calls``, ``prompt_tokens``, ``completion_tokens``, ``time_s``, ``env_s``,
-``generation_s``), ``notes`` (what a scripted policy reports). Members of a GRPO-style group
+``generation_s``: wall time from reset to the end of the episode -- with batching it includes
+the batch mates' work --, the episode's own env/adapter time, and the time of the policy calls
+it took part in), ``notes`` (what a scripted policy reports). Members of a GRPO-style group
 share instance and seed and differ in ``trial``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -81,6 +84,13 @@ class EpisodeSpec:
             f"{policy}|{self.dataset}|{self.domain}|{instance}|fail={self.tool_failure_rate:g}"
             f"|trial={self.trial}|seed={self.seed}|{config}"
         )
+
+    def group(self, size: int) -> list[EpisodeSpec]:
+        """``size`` copies of this spec with trials 0..size-1: a GRPO-style group (same instance,
+        seed and settings; members differ only in the policy's sampling)."""
+        if type(size) is not int or size < 1:
+            raise ConfigError("group size", size, "must be a positive integer")
+        return [dataclasses.replace(self, trial=trial) for trial in range(size)]
 
     def reset_options(self) -> dict[str, Any]:
         if self.instance_id is not None:
@@ -150,7 +160,6 @@ class _Episode:
             "env_s": 0.0,
             "generation_s": 0.0,
         }
-        self.final: dict[str, Any] = {}
         self.scripted: ScriptedEpisode | None = None
         self.last_observation: str = ""
 
@@ -192,7 +201,7 @@ class _Episode:
             "instance_index": reset.get("instance_index"),
             "hidden_slots": reset.get("hidden_slots"),
             "decoy_budget": reset.get("decoy_budget"),
-            "seed": spec.seed if spec else reset.get("seed"),
+            "seed": spec.seed if spec else None,
             "trial": spec.trial if spec else 0,
             "tool_failure_rate": spec.tool_failure_rate if spec else None,
             "env_config": _jsonable(reset.get("budgets", {})),
