@@ -27,7 +27,7 @@ from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize
-from ace_gym.instance import Dataset, load_dataset, resolve_dataset
+from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
 
 logger = logging.getLogger(__name__)
 LLM_PREFIXES = ("vllm", "hf", "openai")
@@ -46,7 +46,11 @@ def register(subparsers: Any) -> None:
         required=True,
         help=f"{'|'.join(SCRIPTED_POLICIES)}|vllm:MODEL_PATH|hf:MODEL_PATH|openai:MODEL@URL",
     )
-    evaluate.add_argument("--dataset", default="5x5", help="bundled name (5x5), a dataset file, or a folder of them")
+    evaluate.add_argument(
+        "--dataset",
+        default="5x5",
+        help=f"bundled name ({', '.join(BUNDLED_DATASETS)}), a dataset file, or a folder of dataset files",
+    )
     evaluate.add_argument("--domains", default="all", help="'all' or a comma list, e.g. course,meal")
     evaluate.add_argument("--hidden", type=_int_list, default=None, help="hidden-slot values to keep, e.g. 1,5,7")
     evaluate.add_argument("--budget", type=_int_list, default=None, help="decoy-budget values to keep, e.g. 0,2,4")
