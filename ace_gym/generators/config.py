@@ -64,8 +64,6 @@ class InstanceConfig:
             )
         if self.cells > 10_000:
             raise ConfigError("rows*cols", cells, "grids above 10000 cells are not supported")
-        if self.decoy_budget > 0 and self.branch_slot_count == 0:  # unreachable with k = ceil(sqrt(B)); kept explicit
-            raise ConfigError("decoy_budget", self.decoy_budget, "no branch-slot split can hold this budget")
 
     @property
     def domain_spec(self) -> Domain:
@@ -91,15 +89,15 @@ class InstanceConfig:
 
     @property
     def branch_slot_count(self) -> int:
-        """k = min(H, ceil(sqrt(B))), reduced while B cannot be split into k parts in [1, cap]."""
+        """k = min(H, ceil(sqrt(B))) (0 when B = 0).
+
+        The published generator reduces k while B cannot be split into k parts in [1, cap]; with
+        H >= 1 that never happens (k <= ceil(sqrt(B)) <= B, and for k >= 3, B >= 5 so
+        k * floor(B / 2) >= B), so every budget fits: K_eff = max(K, B + 2) makes room for the
+        decoys in any one slot.
+        """
         budget = self.decoy_budget
-        k = 0 if budget == 0 else min(self.hidden_slots, math.isqrt(budget - 1) + 1)
-        while k > 0:
-            cap = budget if k <= 2 else budget // 2
-            if k <= budget <= k * cap:
-                break
-            k -= 1
-        return k
+        return 0 if budget == 0 else min(self.hidden_slots, math.isqrt(budget - 1) + 1)
 
     def describe(self) -> str:
         return (
