@@ -69,10 +69,10 @@ def _arguments(
             operator = _pick(rng, [">", ">=", "=", "<", "<="])
             value: Any = int(rng.integers(attribute.low, attribute.high + 1))
         else:
-            assert isinstance(attribute, CategoricalAttribute)
+            categories: CategoricalAttribute = attribute
             operator = _pick(rng, ["in", "not_in"])
-            size = int(rng.integers(0, len(attribute.values) + 1))
-            value = [str(v) for v in rng.choice(attribute.values, size=size, replace=False)]
+            size = int(rng.integers(0, len(categories.values) + 1))
+            value = [str(v) for v in rng.choice(categories.values, size=size, replace=False)]
         return {**cell, "field": attribute.name, "operator": operator, "value": value}
     if name == view.tool("info"):
         return {"id": _pick(rng, visible)}
