@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
+from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 from ace_gym import ENV_IDS
@@ -212,3 +213,8 @@ def test_full_stack_over_gym_make__runs_without_warnings(env_id: str) -> None:
         env.step("no call")
         _, _, terminated, truncated, info = env.step(WRITERS["json"]([("done", {})]))
     assert terminated != truncated and info["turns_left"] == 0 and info["score"] is False
+
+
+def test_step_before_reset__raises_reset_needed_even_without_calls() -> None:
+    with pytest.raises(ResetNeeded):
+        ChatAdapter(AceEnv("course")).step("no call at all")

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.error import ResetNeeded
 
 from ace_gym.errors import ConfigError
 from ace_gym.parsing import FORMAT_EXAMPLES, TOOL_FORMATS, ParsedCall, ParsedTurn, parse_turn
@@ -87,6 +88,8 @@ class ChatAdapter(gym.Wrapper):
         return list(self._messages), info
 
     def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        if not self._messages:
+            raise ResetNeeded("Cannot call step() before reset()")
         self._turn += 1
         parsed = parse_turn(action, self.tool_format)
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.content}
