@@ -23,6 +23,7 @@ global check costs O(rules), independent of grid size and hidden-slot count.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -60,6 +61,12 @@ class CompiledGlobalRule:
     bound: int
     contribution: np.ndarray
     reason: str
+
+    @cached_property
+    def contribution_list(self) -> list[int]:
+        """``contribution`` as Python ints, for the running totals (built once per instance)."""
+        values: list[int] = self.contribution.tolist()
+        return values
 
     @property
     def is_lower_bound(self) -> bool:
@@ -156,7 +163,7 @@ class RunningTotals:
         self._rules = rules
         self._cols = cols
         self._kinds = tuple(rule.kind for rule in rules)
-        self._contrib = tuple(rule.contribution.tolist() for rule in rules)
+        self._contrib = tuple(rule.contribution_list for rule in rules)
         self._state: list[object] = []
         for rule in rules:
             if rule.kind in SUM_KINDS:

@@ -634,6 +634,12 @@ class ToolSet:
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
         self.names: tuple[str, ...] = tuple(self.tools)
         self.schemas: list[dict[str, Any]] = [t.schema for t in tools]
+        self._schemas_json = json.dumps(self.schemas)
+
+    def schema_copies(self) -> list[dict[str, Any]]:
+        """Fresh copies of :attr:`schemas` that the caller may change (faster than a deepcopy)."""
+        copies: list[dict[str, Any]] = json.loads(self._schemas_json)
+        return copies
 
     def call(self, state: EpisodeState, name: Any, arguments: Any) -> str:
         """Run one tool call and return the serialised envelope. Never raises for bad input:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -162,7 +161,7 @@ class AceEnv(gym.Env[str, ActionType]):
             "hidden_positions": [(s.row, s.col) for s in compiled.slots],
             "decoy_budget": compiled.decoy_budget,
             "system_prompt": system_prompt,
-            "tools": copy.deepcopy(self.tools.schemas),
+            "tools": self.tools.schema_copies(),
             "budgets": self.budgets(),
         }
         return render_user_message(self.domain, instance.partial_solution), info
@@ -238,6 +237,8 @@ class AceEnv(gym.Env[str, ActionType]):
 
 def _unpack(action: Any) -> tuple[Any, Any]:
     """(name, arguments) of an action, or (None, None) when it is not shaped like a tool call."""
+    if type(action) is dict:  # the common case, without the abstract-base-class checks below
+        return action.get("name"), action.get("arguments", {})
     if isinstance(action, ToolCall):
         return action.name, action.arguments
     if isinstance(action, Mapping) and "name" in action:
