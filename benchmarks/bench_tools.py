@@ -1,0 +1,396 @@
+"""Tool-call throughput, dataset load time and memory of the ace-gym core.
+
+    python benchmarks/bench_tools.py [--traces PATH] [--repeats N] [--quick]
+
+What it measures, all single-threaded in this process (load times in fresh subprocesses):
+
+1. the spec §5.2 call table: the same calls on the same instances (index 0 = H1 and 34 = H15 of
+   each 5x5 file, grid pre-filled with the truth, unlimited budgets), median of 5 runs of N calls,
+   through the raw dispatcher ``toolset(domain).call(state, name, args)`` (which returns the
+   serialised envelope, like the reference measurement that included ``json.dumps``);
+2. the trace mix: every call of ``parity_traces_5x5.jsonl`` (injected failures skipped) replayed
+   from a fresh episode state, once through the raw dispatcher and once through ``env.step``;
+   per-tool µs/call from individually timed calls, mixed calls/s from untimed-inside loops;
+3. dataset load: cold (fresh interpreter, import excluded) and warm (per-process cache) for one
+   file and for all six, with RSS growth and the tracemalloc heap.
+
+The published release cannot be run here (its code is not available), so its numbers are the
+*recorded reference* measurements of the spec (§5.2, §5.3), taken on a machine of the same kind.
+Ratios against them are printed as such; they are not measured in this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ace_gym.domains import DOMAIN_NAMES, get_domain
+from ace_gym.envs import AceEnv
+from ace_gym.instance import CompiledInstance, resolve_dataset
+from ace_gym.tools import TOOL_CALL_FAILED, EpisodeState, ToolConfig, toolset
+
+DEFAULT_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "parity_traces_5x5.jsonl"
+
+# Recorded reference (spec §5.2): µs per call of the published handler, "range over the 12
+# instances" (low, high) and the course H1 / H15 values.
+REFERENCE_CALLS: dict[str, tuple[float, float, float, float]] = {
+    "query numeric >= 0 (25 matches)": (42, 61, 42, 46),
+    "query name not_in [] (25 matches)": (36, 64, 36, 39),
+    "item_info (visible id)": (9, 18, 9.6, 11.3),
+    "item_attributes (5 ids x 3 fields)": (22, 33, 24, 27),
+    "slot check": (11, 19, 11.7, 13.1),
+    "global check H1": (52, 76, 52, 52),
+    "global check H15": (124, 170, 153, 153),
+    "set_slot (valid id)": (8.4, 15, 8.4, 8.5),
+    "set_slot (bad id, 25-id list)": (13, 21, 13.3, 13.9),
+    "get_current_grid_state": (7.8, 13, 7.8, 8.4),
+    "get_slot_id": (6, 9, 6.1, 6.1),
+}
+# Recorded reference (spec §5.3), one 5x5 file / all six.
+REFERENCE_LOAD = {
+    "one file": "25-44 ms, ~6 MB RSS, 5.8-6.0 MB heap retained (8.5-8.8 MB peak)",
+    "all six": "0.17 s, 34 MB heap retained (37 MB peak), RSS +80 MB under tracemalloc",
+}
+
+
+def _filled_state(compiled: CompiledInstance) -> EpisodeState:
+    state = EpisodeState(compiled, ToolConfig())
+    for s, slot in enumerate(compiled.slots):
+        state.place(s, int(compiled.truth[slot.cell]))
+    return state
+
+
+def _median_us(function: Callable[[], Any], number: int, runs: int = 5) -> float:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _ in range(number):
+            function()
+        samples.append((time.perf_counter() - start) / number * 1e6)
+    return statistics.median(samples)
+
+
+def _spec_table_calls(domain: str, compiled: CompiledInstance) -> dict[str, tuple[str, dict[str, Any]]]:
+    noun = get_domain(domain).tool_noun
+    slot = compiled.slots[0]
+    visible = sorted(compiled.visible_ids)[:5]
+    numeric = get_domain(domain).numeric_attributes
+    return {
+        "query numeric >= 0 (25 matches)": (
+            f"query_{noun}_candidate_from_attribute",
+            {"row": slot.row, "col": slot.col, "field": numeric[0], "operator": ">=", "value": 0},
+        ),
+        "query name not_in [] (25 matches)": (
+            f"query_{noun}_candidate_from_attribute",
+            {"row": slot.row, "col": slot.col, "field": "name", "operator": "not_in", "value": []},
+        ),
+        "item_info (visible id)": (f"get_{noun}_item_info", {"id": visible[0]}),
+        "item_attributes (5 ids x 3 fields)": (
+            f"get_{noun}_item_attributes",
+            {"ids": visible, "field": ["name", *numeric[:2]]},
+        ),
+        "slot check": (f"check_{noun}_slot_constraints", {"row": slot.row, "col": slot.col}),
+        "global check": (f"check_{noun}_global_constraints", {}),
+        "set_slot (valid id)": (
+            "set_slot",
+            {"row": slot.row, "col": slot.col, "id": compiled.item_ids[int(compiled.truth[slot.cell])]},
+        ),
+        "set_slot (bad id, 25-id list)": ("set_slot", {"row": slot.row, "col": slot.col, "id": "NOPE"}),
+        "get_current_grid_state": ("get_current_grid_state", {}),
+        "get_slot_id": ("get_slot_id", {"row": slot.row, "col": slot.col}),
+    }
+
+
+def _dumps_published(envelope: dict[str, Any]) -> str:
+    return json.dumps(envelope, ensure_ascii=False)
+
+
+def bench_spec_table(number: int) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    """µs per call of each §5.2 row on instances 0 and 34 of every domain: ours, and the floor.
+
+    The floor is ``json.dumps(envelope, ensure_ascii=False)`` of the same envelope dict, the last
+    step of the published pipeline (its handler returns a dict, the agent serialises it), timed now.
+    """
+    ours: dict[str, dict[str, float]] = defaultdict(dict)
+    floor: dict[str, dict[str, float]] = defaultdict(dict)
+    for domain in DOMAIN_NAMES:
+        tools = toolset(get_domain(domain))
+        dataset = resolve_dataset("5x5", domain)
+        for index, label in ((0, "H1"), (34, "H15")):
+            compiled = dataset.compiled(index)
+            state = _filled_state(compiled)
+            for row, (name, arguments) in _spec_table_calls(domain, compiled).items():
+                key = f"global check {label}" if row == "global check" else row
+                run = functools.partial(tools.call, state, name, arguments)
+                ours[key][f"{domain} {label}"] = _median_us(run, number)
+                envelope = json.loads(run())
+                floor[key][f"{domain} {label}"] = _median_us(functools.partial(_dumps_published, envelope), number)
+    return ours, floor
+
+
+def _load_traces(path: Path) -> list[dict[str, Any]]:
+    with path.open() as handle:
+        return [json.loads(line) for line in handle]
+
+
+def _trace_config(trace: dict[str, Any]) -> dict[str, Any]:
+    config = trace["task_config"]
+    keys = ("extra_query_num", "global_check_alpha", "check_include_reason", "max_query_ids", "max_query_fields")
+    return {key: config[key] for key in keys}
+
+
+def _trace_calls(trace: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(c["tool"], c["args"]) for c in trace["calls"] if c["content"] != TOOL_CALL_FAILED]
+
+
+def bench_trace_mix(traces: list[dict[str, Any]], repeats: int) -> dict[str, Any]:
+    """Replay every trace ``repeats`` times through the raw dispatcher and through ``env.step``."""
+    prepared = []
+    for trace in traces:
+        compiled = resolve_dataset("5x5", trace["domain"]).compiled(trace["instance_index"])
+        config = ToolConfig(**_trace_config(trace))
+        prepared.append((toolset(get_domain(trace["domain"])), compiled, config, _trace_calls(trace)))
+    total_calls = sum(len(calls) for *_, calls in prepared)
+
+    per_tool: dict[str, list[float]] = defaultdict(list)
+    clock = time.perf_counter_ns
+    for _ in range(repeats):
+        for tools, compiled, config, calls in prepared:
+            state = EpisodeState(compiled, config)
+            for name, arguments in calls:
+                start = clock()
+                tools.call(state, name, arguments)
+                per_tool[_tool_kind(name)].append((clock() - start) / 1e3)
+    timer_overhead = _median_us(lambda: clock() - clock(), 20000)
+
+    raw_seconds = 0.0
+    for _ in range(repeats):
+        states = [EpisodeState(compiled, config) for _, compiled, config, _ in prepared]
+        start = time.perf_counter()
+        for (tools, _, _, calls), state in zip(prepared, states, strict=True):
+            call = tools.call
+            for name, arguments in calls:
+                call(state, name, arguments)
+        raw_seconds += time.perf_counter() - start
+
+    envs = [
+        (AceEnv(trace["domain"], **_trace_config(trace)), trace["instance_index"], _trace_calls(trace))
+        for trace in traces
+    ]
+    step_seconds = 0.0
+    for _ in range(repeats):
+        actions = []
+        for env, index, calls in envs:
+            env.reset(options={"instance_index": index})
+            actions.append([{"name": name, "arguments": arguments} for name, arguments in calls])
+        start = time.perf_counter()
+        for (env, _, _), episode in zip(envs, actions, strict=True):
+            step = env.step
+            for action in episode:
+                step(action)
+        step_seconds += time.perf_counter() - start
+
+    envelopes = []
+    for tools, compiled, config, calls_of_trace in prepared:
+        state = EpisodeState(compiled, config)
+        envelopes += [json.loads(tools.call(state, name, arguments)) for name, arguments in calls_of_trace]
+    floor_seconds = 0.0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for envelope in envelopes:
+            _dumps_published(envelope)
+        floor_seconds += time.perf_counter() - start
+
+    calls = total_calls * repeats
+    return {
+        "floor_us": floor_seconds / calls * 1e6,
+        "calls": total_calls,
+        "per_tool": {
+            kind: (statistics.median(v), statistics.fmean(v), len(v) // repeats) for kind, v in per_tool.items()
+        },
+        "timer_overhead_us": timer_overhead,
+        "raw_us": raw_seconds / calls * 1e6,
+        "step_us": step_seconds / calls * 1e6,
+    }
+
+
+def _tool_kind(name: str) -> str:
+    """Tool name with the domain removed (query_D_candidate_from_attribute, ...)."""
+    for domain in DOMAIN_NAMES:
+        noun = get_domain(domain).tool_noun
+        if f"_{noun}_" in name:
+            return name.replace(f"_{noun}_", "_D_")
+    return name
+
+
+def reference_mix_estimate_us(traces: list[dict[str, Any]]) -> float:
+    """A conservative estimate of the published handler's mean µs/call on the trace mix.
+
+    Every call is costed at the *low end* of its recorded §5.2 range; calls the table does not
+    list (budget getters, done, unknown tools) and every failed call at 6 µs, the cheapest
+    recorded call. Global checks use the H1 range for H <= 7 and the H15 range above.
+    """
+    low = {row: values[0] for row, values in REFERENCE_CALLS.items()}
+    cheapest = min(low.values())
+    by_kind = {
+        "query_D_candidate_from_attribute": low["query name not_in [] (25 matches)"],
+        "get_D_item_info": low["item_info (visible id)"],
+        "get_D_item_attributes": low["item_attributes (5 ids x 3 fields)"],
+        "check_D_slot_constraints": low["slot check"],
+        "set_slot": low["set_slot (valid id)"],
+        "get_current_grid_state": low["get_current_grid_state"],
+        "get_slot_id": low["get_slot_id"],
+    }
+    total, count = 0.0, 0
+    for trace in traces:
+        for call in trace["calls"]:
+            if call["content"] == TOOL_CALL_FAILED:
+                continue
+            kind = _tool_kind(call["tool"])
+            failed = call["response"] is None or call["response"].get("status") != "success"
+            if failed:
+                cost = cheapest
+            elif kind == "check_D_global_constraints":
+                cost = low["global check H1"] if trace["hidden_slots"] <= 7 else low["global check H15"]
+            else:
+                cost = by_kind.get(kind, cheapest)
+            total += cost
+            count += 1
+    return total / count
+
+
+_LOAD_SCRIPT = """
+import gc, json, sys, time, tracemalloc
+def rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+from ace_gym.instance import resolve_dataset
+from ace_gym.domains import DOMAIN_NAMES
+domains = DOMAIN_NAMES if sys.argv[1] == "all" else (sys.argv[1],)
+trace_heap = sys.argv[2] == "tracemalloc"
+gc.collect()
+rss0 = rss_mb()
+if trace_heap:
+    tracemalloc.start()
+start = time.perf_counter()
+datasets = [resolve_dataset("5x5", d) for d in domains]
+loaded = time.perf_counter() - start
+for dataset in datasets:
+    for i in range(len(dataset)):
+        dataset.compiled(i)
+compiled = time.perf_counter() - start
+start = time.perf_counter()
+for d in domains:
+    resolve_dataset("5x5", d)
+warm = time.perf_counter() - start
+out = {"load_s": loaded, "load_compile_s": compiled, "warm_s": warm, "rss_mb": rss_mb() - rss0}
+if trace_heap:
+    current, peak = tracemalloc.get_traced_memory()
+    out.update(heap_mb=current / 2**20, peak_mb=peak / 2**20)
+print(json.dumps(out))
+"""
+
+
+def bench_load(runs: int) -> dict[str, dict[str, float]]:
+    """Cold load in fresh interpreters: median over ``runs`` for one file (course) and all six."""
+    results = {}
+    for label, which in (("one file", "course"), ("all six", "all")):
+        timings = []
+        for _ in range(runs):
+            out = subprocess.run(
+                [sys.executable, "-c", _LOAD_SCRIPT, which, "plain"], capture_output=True, text=True, check=True
+            )
+            timings.append(json.loads(out.stdout))
+        heap = subprocess.run(
+            [sys.executable, "-c", _LOAD_SCRIPT, which, "tracemalloc"], capture_output=True, text=True, check=True
+        )
+        traced = json.loads(heap.stdout)
+        results[label] = {key: statistics.median(t[key] for t in timings) for key in timings[0]}
+        results[label].update(heap_mb=traced["heap_mb"], peak_mb=traced["peak_mb"], rss_traced_mb=traced["rss_mb"])
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--repeats", type=int, default=20, help="replays of the trace mix")
+    parser.add_argument("--number", type=int, default=2000, help="calls per timing run in the §5.2 table")
+    parser.add_argument("--load-runs", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="few repetitions (smoke run)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.repeats, args.number, args.load_runs = 2, 200, 1
+
+    print("ace-gym tool benchmark (single thread). Reference numbers are the RECORDED REFERENCE of the")
+    print("spec (§5.2/§5.3), measured on the published release on a machine of the same kind; the")
+    print("published code is not available here, so those numbers were not re-measured in this run.\n")
+
+    table, floor = bench_spec_table(args.number)
+    print("1) spec §5.2 call table: µs/call via toolset(domain).call(state, name, args) -> envelope str,")
+    print("   median over the 12 instances (H1 and H15 of each domain); 'floor' = json.dumps of the same")
+    print("   envelope dict, measured now (the published pipeline does at least that per call)")
+    print(
+        f"   {'call':36s} {'ours':>7s} {'max':>7s} {'floor':>7s} | {'recorded ref':>12s} {'x ref':>6s} {'x floor':>7s}"
+    )
+    for row, per_instance in table.items():
+        ref_low, ref_high = REFERENCE_CALLS[row][:2]
+        ours = statistics.median(per_instance.values())
+        worst = max(per_instance.values())
+        dumps = statistics.median(floor[row].values())
+        print(
+            f"   {row:36s} {ours:7.2f} {worst:7.2f} {dumps:7.2f} | {ref_low:5.1f}-{ref_high:<6.1f}"
+            f" {ref_low / ours:5.1f}x {dumps / ours:6.1f}x"
+        )
+    h1 = statistics.median(table["global check H1"].values())
+    h15 = statistics.median(table["global check H15"].values())
+    print(f"   global check: H1 {h1:.2f} µs, H15 {h15:.2f} µs (H15/H1 = {h15 / h1:.2f}; recorded reference grows")
+    print("   from 52-76 µs at H1 to 124-170 µs at H15)")
+    print("   x ref = recorded reference low end / our median; x floor = floor / our median\n")
+
+    traces = json.loads("[]") if not args.traces.exists() else _load_traces(args.traces)
+    if traces:
+        mix = bench_trace_mix(traces, args.repeats)
+        reference_us = reference_mix_estimate_us(traces)
+        print(f"2) trace mix: {mix['calls']} calls of {len(traces)} traces, replayed {args.repeats}x from fresh state")
+        print(
+            f"   {'tool':36s} {'calls':>6s} {'median µs':>10s} {'mean µs':>9s}   (individually timed, timer ~{mix['timer_overhead_us']:.2f} µs)"
+        )
+        for kind, (median, mean, count) in sorted(mix["per_tool"].items(), key=lambda kv: -kv[1][2]):
+            print(f"   {kind:36s} {count:6d} {median:10.2f} {mean:9.2f}")
+        for label, us in (("raw dispatcher", mix["raw_us"]), ("env.step", mix["step_us"])):
+            print(
+                f"   mixed via {label:15s}: {us:6.2f} µs/call = {1e6 / us:9,.0f} calls/s;"
+                f" {reference_us / us:5.1f}x the recorded-reference estimate ({reference_us:.1f} µs/call),"
+                f" {mix['floor_us'] / us:4.1f}x the floor ({mix['floor_us']:.2f} µs/call)"
+            )
+        print("   recorded-reference estimate: each call at the low end of its recorded §5.2 range, failed")
+        print("   and unlisted calls at 6 µs (a conservative estimate for the published handler);")
+        print("   floor: json.dumps of the same envelopes as dicts, measured now\n")
+    else:
+        print(f"2) trace mix skipped: {args.traces} not found\n")
+
+    load = bench_load(args.load_runs)
+    print("3) dataset load (bundled 5x5, .json.gz), cold = fresh interpreter, import time excluded")
+    for label, numbers in load.items():
+        print(
+            f"   {label:8s}: load+validate {numbers['load_s'] * 1e3:7.1f} ms, + compile all instances"
+            f" {numbers['load_compile_s'] * 1e3:7.1f} ms, warm (cached) {numbers['warm_s'] * 1e6:6.1f} µs;"
+            f" RSS +{numbers['rss_mb']:.1f} MB; heap {numbers['heap_mb']:.1f} MB retained, {numbers['peak_mb']:.1f} MB peak"
+        )
+        print(f"   {'':8s}  recorded reference: {REFERENCE_LOAD[label]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
