@@ -485,13 +485,14 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
     # serialised by hand from cached pieces; the same text as json.dumps of the published dict
     texts = _texts(compiled)
     entries = []
-    for item_id in dict.fromkeys(ids):  # duplicate ids collapse, as dict keys did
+    unique_fields = list(dict.fromkeys(fields))  # duplicates collapse in the payload, as dict keys did
+    for item_id in dict.fromkeys(ids):
         k = compiled.item_index[item_id]
         values, pairs = texts.attributes(compiled, k)
         if len(fields) == 1:
             shown = values[fields[0]]
         else:
-            shown = "{" + ", ".join([pairs[f] for f in fields]) + "}"
+            shown = "{" + ", ".join([pairs[f] for f in unique_fields]) + "}"
         entries.append(f"{texts.cell_json[k]}: {shown}")
     field_list = ", ".join([texts.field_json[f] for f in fields])
     return success(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')

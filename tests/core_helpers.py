@@ -21,9 +21,11 @@ def make_env(domain: str, index: int = H1_INDEX, **config: Any) -> AceEnv:
 
 
 def call(env: AceEnv, name: str, **arguments: Any) -> dict[str, Any]:
-    """Step one tool call and return the decoded envelope."""
+    """Step one tool call and return the decoded envelope (checking it is serialised like json.dumps)."""
     observation = env.step({"name": name, "arguments": arguments})[0]
-    return json.loads(observation)
+    envelope = json.loads(observation)
+    assert observation == json.dumps(envelope, ensure_ascii=False), observation
+    return envelope
 
 
 def failed_with(envelope: dict[str, Any], detail: str) -> bool:

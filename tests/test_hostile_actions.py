@@ -113,6 +113,7 @@ def _actions(tool_name: str, parameters: tuple[str, ...]) -> st.SearchStrategy[A
 def _assert_envelope(observation: Any) -> dict[str, Any]:
     assert isinstance(observation, str)
     envelope = json.loads(observation)
+    assert observation == json.dumps(envelope, ensure_ascii=False)  # hand-built JSON matches json.dumps
     assert list(envelope) == ["status", "messages", "data"]
     assert envelope["status"] in ("success", "failed")
     assert isinstance(envelope["messages"], str) and isinstance(envelope["data"], dict)

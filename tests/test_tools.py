@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import jsonschema
 import pytest
 
 from ace_gym.domains import DOMAIN_NAMES, get_domain
+from ace_gym.envs import AceEnv
 from ace_gym.tools import STOP, toolset
+from tests.conftest import REFERENCE
 from tests.core_helpers import (
     H1_INDEX,
     H15_INDEX,
@@ -537,3 +540,25 @@ def test_schemas__example_arguments_validate_against_their_schema(domain: str) -
             {"row": 0, "col": 1, "field": "name", "operator": "==", "value": 1},
             by_name[f"query_{noun}_candidate_from_attribute"],
         )
+
+
+def test_payloads__non_ascii_values_are_serialised_like_json_dumps(domain: str, tmp_path: Path) -> None:
+    source = next((REFERENCE / "data_5x5").glob(f"{domain}_dataset_*.json"))
+    raw = json.loads(source.read_text())
+    instance = raw["instances"][H1_INDEX]
+    raw["instances"], raw["num_instances"] = [instance], 1
+    visible = instance["partial_solution"][0][0] or instance["partial_solution"][0][1]
+    candidate = instance["slots"][0]["candidate_ids"][0]
+    for item_id, name in ((visible, 'Écriture "✓" \\ 101'), (candidate, "Zoë\u2028 102")):
+        instance["item_pool"][item_id]["name"] = name
+    path = tmp_path / "unicode.json"
+    path.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    env = AceEnv(domain, dataset=path)
+    env.reset(options={"instance_index": 0})
+    slot = env.compiled.slots[0]
+    # call() checks each observation equals json.dumps(decoded, ensure_ascii=False)
+    matches = call(env, tool(env, "query"), row=slot.row, col=slot.col, field="name", operator="not_in", value=["Zoë"])
+    assert matches["data"]["matches"][0] == {"id": candidate, "name": "Zoë\u2028 102"}
+    attributes = call(env, tool(env, "item_attributes"), ids=[visible], field=["name", "name"])
+    assert attributes["data"]["items"] == {visible: {"name": 'Écriture "✓" \\ 101'}}
+    assert call(env, tool(env, "item_info"), id=visible)["data"]["item"]["name"] == 'Écriture "✓" \\ 101'
