@@ -64,12 +64,11 @@ def _broken(fragment: str, problem: str, start: int, end: int) -> Found:
     return Found(start, end, None, message)
 
 
-def _json_calls(text: str, value_at: int, start: int, end: int, what: str) -> list[Found]:
-    """The calls of the JSON value at ``value_at`` (a call or a list of calls), claiming the span
-    ``text[start:end]``."""
-    decoded = _decode_json(text, value_at)
+def _json_calls(decoded: tuple[Any, int] | str, fragment: str, start: int, end: int, what: str) -> list[Found]:
+    """The calls of a decoded JSON value (a call or a list of calls) claiming ``text[start:end]``;
+    ``fragment`` is the raw text, quoted when it did not decode."""
     if isinstance(decoded, str):
-        return [_broken(text[value_at:end], f"{decoded}, possibly truncated", start, end)]
+        return [_broken(fragment, f"{decoded}, possibly truncated", start, end)]
     calls = calls_from_json(decoded[0])
     if calls is None:
         return [Found(start, end, None, f'{what} is not a call {{"name": ..., "arguments": {{...}}}}')]
@@ -127,7 +126,8 @@ def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True)
             found.extend(_xml_calls(body, start, end) or [Found(start, end, None, "empty <function=...> block")])
         elif json_inside and body[:1] in ("{", "["):
             value_at = text.index(body[0], body_start)
-            found.extend(_json_calls(text, value_at, start, end, "the <tool_call> block"))
+            decoded = _decode_json(text, value_at)
+            found.extend(_json_calls(decoded, text[value_at:end], start, end, "the <tool_call> block"))
         else:
             expected = " or ".join(
                 shape for shape, ok in (("a JSON call", json_inside), ("<function=NAME>", xml_inside)) if ok
@@ -151,7 +151,7 @@ def find_mistral(text: str) -> list[Found]:
         if text[body : body + 1] in ("[", "{"):
             decoded = _decode_json(text, body)
             end = decoded[1] if not isinstance(decoded, str) else _next_marker(text, after)
-            found.extend(_json_calls(text, body, start, end, "the [TOOL_CALLS] payload"))
+            found.extend(_json_calls(decoded, text[body:end], start, end, "the [TOOL_CALLS] payload"))
         elif named:
             arguments_at = _skip_space(text, named.end())
             decoded = _decode_json(text, arguments_at)
