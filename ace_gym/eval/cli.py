@@ -257,9 +257,14 @@ def run_eval(args: argparse.Namespace) -> int:
                 print(f"resuming: {skipped} of {len(specs)} episodes already in {log.path}", file=sys.stderr)
             batch_size = args.batch_size or (1 if isinstance(policy, ScriptedPolicy) else 32)
             progress = Progress(len(specs), skipped, not args.no_progress and bool(pending))
-            for record in run_episodes(pending, policy, batch_size=batch_size, name=label):
-                log.append(record)
-                progress.update(record)
+            try:
+                for record in run_episodes(pending, policy, batch_size=batch_size, name=label):
+                    log.append(record)
+                    progress.update(record)
+            finally:
+                close = getattr(policy, "close", None)
+                if callable(close):  # e.g. an HTTP client pool
+                    close()
     except AceGymError as error:
         print(f"ace-gym eval: {error}", file=sys.stderr)
         return 2
