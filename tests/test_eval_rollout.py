@@ -198,3 +198,15 @@ def test_run_vector_episodes__same_seed_same_instances() -> None:
         return sorted(r["instance_id"] for r in records)
 
     assert instances() == instances()
+
+
+def test_run_vector_episodes__refuses_other_autoreset_modes() -> None:
+    envs = gym.make_vec(
+        "ACE-course-v0",
+        num_envs=2,
+        vectorization_mode="sync",
+        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP},
+        wrappers=[ChatAdapter],
+    )
+    with pytest.raises(ConfigError):
+        next(run_vector_episodes(envs, SolverChatEngine(), num_episodes=1))
