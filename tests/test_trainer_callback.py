@@ -119,6 +119,7 @@ def test_ace_eval_callback__logs_validation_metrics_from_the_live_model_during_t
 
     logged = [entry for entry in trainer.state.log_history if "ace/score" in entry]
     assert [entry["step"] for entry in logged] == [2, 4] == [step for step, _ in callback.metrics_history]
+    assert [entry["step"] for entry in trainer.state.log_history if "loss" in entry] == [1, 2, 3, 4]
     for entry in logged:
         assert entry["ace/score"] == entry["ace/score/course"] == entry["ace/score/meal"] == 0.0
         assert entry["ace/turns"] == 1.0 and entry["ace/episodes"] == 2.0

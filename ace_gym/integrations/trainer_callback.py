@@ -141,4 +141,6 @@ class AceEvalCallback(TrainerCallback):
         tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer") or self.trainer.processing_class
         metrics = self.evaluate(kwargs.get("model") or self.trainer.model, tokenizer)
         self.metrics_history.append((step, metrics))
+        should_log = control.should_log  # trainer.log clears it; keep the step's own training log
         self.trainer.log(dict(metrics))
+        control.should_log = should_log

