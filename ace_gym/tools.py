@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import numbers
 import operator as op
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -47,6 +48,9 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 _OPERATOR_LIST = ", ".join(OPERATORS)
 
 
+MAX_GLOBAL_CHECK_ALPHA = 1e9  # larger (or infinite) values would overflow floor(alpha * H)
+
+
 @dataclass(frozen=True)
 class ToolConfig:
     """Budgets and limits, named as in the published benchmark (spec §3.5).
@@ -62,19 +66,29 @@ class ToolConfig:
     max_query_fields: int = 5
 
     def __post_init__(self) -> None:
-        if type(self.extra_query_num) is not int or self.extra_query_num < -1:
-            raise ConfigError("extra_query_num", self.extra_query_num, "must be an integer >= -1 (-1 = unlimited)")
+        # numpy scalars (e.g. from a sweep) are accepted and stored as plain Python numbers
+        set_field = object.__setattr__
+        set_field(
+            self, "extra_query_num", integer_option("extra_query_num", self.extra_query_num, -1, "(-1 = unlimited)")
+        )
         alpha = self.global_check_alpha
-        if alpha is not None and (
-            isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (alpha == -1 or alpha >= 0)
-        ):
-            raise ConfigError("global_check_alpha", alpha, "must be a number >= 0, or -1/None for unlimited")
+        if alpha is not None:
+            valid = (
+                not isinstance(alpha, bool)
+                and isinstance(alpha, numbers.Real)
+                and (alpha == -1 or 0 <= alpha <= MAX_GLOBAL_CHECK_ALPHA)  # NaN fails both
+            )
+            if not valid:
+                raise ConfigError(
+                    "global_check_alpha",
+                    alpha,
+                    f"must be a number in [0, {MAX_GLOBAL_CHECK_ALPHA:g}], or -1/None for unlimited",
+                )
+            set_field(self, "global_check_alpha", int(alpha) if isinstance(alpha, numbers.Integral) else float(alpha))
         if not isinstance(self.check_include_reason, bool):
             raise ConfigError("check_include_reason", self.check_include_reason, "must be a bool")
         for name in ("max_query_ids", "max_query_fields"):
-            value = getattr(self, name)
-            if type(value) is not int or value < 1:
-                raise ConfigError(name, value, "must be a positive integer")
+            set_field(self, name, integer_option(name, getattr(self, name), 1))
 
     def query_budget(self, rule_count: int, hidden_slots: int) -> int | None:
         """Attribute queries allowed on one hidden slot; None = unlimited."""
@@ -84,6 +98,13 @@ class ToolConfig:
         """Global checks allowed per episode; None = unlimited."""
         alpha = self.global_check_alpha
         return None if alpha is None or alpha == -1 else max(0, int(alpha * hidden_slots))
+
+
+def integer_option(field: str, value: Any, minimum: int, note: str = "") -> int:
+    """``value`` as a plain int if it is an integer (bool excluded) >= ``minimum``, else ConfigError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ConfigError(field, value, f"must be an integer >= {minimum}{' ' + note if note else ''}")
+    return int(value)
 
 
 class EpisodeState:

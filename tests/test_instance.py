@@ -5,12 +5,14 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 import ace_gym
@@ -392,3 +394,27 @@ def test_load_dataset__inconsistent_metadata_is_refused(
         load_dataset(_write(tmp_path, raw))
     assert caught.value.json_path == json_path
     assert problem in caught.value.problem
+
+
+@pytest.mark.parametrize("alpha", [math.inf, math.nan, -math.inf, 1e308])
+def test_env_config__non_finite_global_check_alpha_is_refused(alpha: float) -> None:
+    with pytest.raises(ConfigError) as caught:
+        AceEnv("course", global_check_alpha=alpha)
+    assert caught.value.field == "global_check_alpha"
+
+
+def test_env_config__numpy_numbers_are_accepted_as_plain_values() -> None:
+    env = AceEnv(
+        "course",
+        extra_query_num=np.int64(2),
+        global_check_alpha=np.int32(1),
+        max_query_ids=np.int64(3),
+        max_query_fields=np.int16(2),
+        max_steps=np.int64(9),
+    )
+    _, info = env.reset(options={"instance_index": np.int64(9)})
+    assert info["instance_index"] == 9 and type(info["instance_index"]) is int
+    budgets = info["budgets"]
+    assert json.loads(json.dumps(budgets)) == budgets  # plain Python numbers, serialisable
+    assert (budgets["extra_query_num"], budgets["global_check_alpha"], budgets["max_steps"]) == (2, 1, 9)
+    assert budgets["global_check_budget"] == 5

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -15,7 +16,7 @@ from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import evaluate_grid, grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
-from ace_gym.tools import INVALID, STOP, EpisodeState, ToolConfig, failure, toolset
+from ace_gym.tools import INVALID, STOP, EpisodeState, ToolConfig, failure, integer_option, toolset
 
 ActionType = Mapping[str, Any] | ToolCall
 
@@ -106,8 +107,7 @@ class AceEnv(gym.Env[str, ActionType]):
         self.config = ToolConfig(
             extra_query_num, global_check_alpha, check_include_reason, max_query_ids, max_query_fields
         )
-        if type(max_steps) is not int or max_steps < 1:
-            raise ConfigError("max_steps", max_steps, "must be a positive integer")
+        max_steps = integer_option("max_steps", max_steps, 1)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ConfigError("render_mode", render_mode, "supported: 'ansi' or None")
         self.max_steps = max_steps
@@ -129,8 +129,9 @@ class AceEnv(gym.Env[str, ActionType]):
             index = dataset.index_of(options["instance_id"])
         elif "instance_index" in options:
             index = options["instance_index"]
-            if type(index) is not int or not 0 <= index < len(dataset):
+            if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not 0 <= int(index) < len(dataset):
                 raise ConfigError("instance_index", index, f"must be an integer in [0, {len(dataset)})")
+            index = int(index)
         else:
             index = int(self.np_random.integers(len(dataset)))
         return dataset.compiled(index), index
