@@ -6,6 +6,9 @@ Stack them in this order (innermost first)::
     env = ToolFailureInjection(env, rate=0.1)  # per tool call
     env = ChatAdapter(env)                     # one assistant turn per step, chat messages out
     env = StepBudget(env, max_turns=50)        # counts assistant turns, scores on truncation
+
+For token-level rollouts, :class:`ace_gym.chat_template.ChatTokens` turns the adapter's
+``info["messages"]`` into append-only prompt token ids with a Hugging Face chat template.
 """
 
 from ace_gym.wrappers.chat_adapter import ChatAdapter
