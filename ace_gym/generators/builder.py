@@ -67,7 +67,6 @@ class _DomainTable:
     domain: Domain
     low: np.ndarray  # natural range per attribute; categorical: [0, len(values) - 1]
     high: np.ndarray
-    numeric: np.ndarray  # bool per attribute
     rule_attr: tuple[int, ...]  # slot rules, domain order
     rule_is_max: tuple[bool, ...]
     rule_values: tuple[np.ndarray, ...]
@@ -93,7 +92,6 @@ def _table(domain_name: str) -> _DomainTable:
         domain=domain,
         low=np.asarray(low, dtype=np.int64),
         high=np.asarray(high, dtype=np.int64),
-        numeric=np.asarray([isinstance(a, NumericAttribute) for a in domain.attributes]),
         rule_attr=tuple(names.index(rule.attribute) for rule in domain.slot_rules),
         rule_is_max=tuple(rule.kind == "max" for rule in domain.slot_rules),
         rule_values=tuple(np.asarray(rule.values, dtype=np.int64) for rule in domain.slot_rules),
@@ -290,7 +288,8 @@ class _TargetSets:
 
     def draw(self, rng: np.random.Generator, count: int, low: np.ndarray, high: np.ndarray) -> np.ndarray:
         """``count`` items in ``[low, high]``, each with one targeted attribute set to a breaking
-        value: the rule is drawn uniformly among breakable rules, then the component in it."""
+        value: the attribute is drawn uniformly among those with a breakable component, then the
+        component (e.g. which category of a ``repeat_max`` rule), then the value."""
         items = _random_items(rng, count, low, high)
         by_attr: dict[int, list[int]] = {}
         for k in self.values:
