@@ -10,7 +10,8 @@ with the published messages. Deliberate departures (documented on the env):
   (``Invalid tool arguments, ...``) instead of a Python ``TypeError``;
 * any row/col that ``int()`` cannot convert (including inf/NaN) gives "row and col must be
   integers"; numbers beyond 64 bits are refused instead of echoed;
-* strings the model sent are echoed in error messages up to :data:`ECHO_LIMIT` characters;
+* strings the model sent are echoed in error messages up to :data:`ECHO_LIMIT` characters, and
+  lone surrogates in echoed strings become U+FFFD (observations always encode as UTF-8);
 * ``get_current_grid_state`` returns a copy (it always did, once serialised).
 """
 
@@ -20,6 +21,7 @@ import inspect
 import json
 import numbers
 import operator as op
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -224,7 +226,19 @@ def failure(message: str) -> str:
 def echo(text: object) -> str:
     """A model-supplied value for an error message, clipped to :data:`ECHO_LIMIT` characters."""
     text = text if isinstance(text, str) else _safe_repr(text)
-    return text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}...[{len(text)} chars]"
+    return valid_text(text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}...[{len(text)} chars]")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD, so that it encodes as UTF-8.
+
+    JSON arguments may spell a lone surrogate as an escape (``"\\ud800"``); echoed back raw it
+    would make the observation unencodable for a tokenizer.
+    """
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _safe_repr(value: object) -> str:
@@ -403,7 +417,7 @@ def query_candidate_from_attribute(
     state.query_calls[s] += 1
     remaining = "null" if budget is None else str(budget - state.query_calls[s])
     if is_set_query:
-        shown = "[" + ", ".join(map(_dumps, parsed)) + "]"
+        shown = valid_text("[" + ", ".join(map(_dumps, parsed)) + "]")
     else:
         shown = str(parsed) if type(parsed) is int else _dumps(parsed)
     return success(

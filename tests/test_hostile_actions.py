@@ -114,6 +114,7 @@ def _assert_envelope(observation: Any) -> dict[str, Any]:
     assert isinstance(observation, str)
     envelope = json.loads(observation)
     assert observation == json.dumps(envelope, ensure_ascii=False)  # hand-built JSON matches json.dumps
+    observation.encode("utf-8")  # valid text for any tokenizer: no lone surrogate echoed back
     assert list(envelope) == ["status", "messages", "data"]
     assert envelope["status"] in ("success", "failed")
     assert isinstance(envelope["messages"], str) and isinstance(envelope["data"], dict)
@@ -184,3 +185,30 @@ def test_hostile_actions__non_object_arguments_and_unknown_names_fail(domain: st
     for action in (None, 5, "done", ["done"], {"arguments": {}}, {"name": None}, ToolCall("nope")):
         envelope = _assert_envelope(env.step(action)[0])
         assert envelope["status"] == "failed"
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_hostile_actions__lone_surrogates_are_not_echoed(domain: str) -> None:
+    env = AceEnv(domain)
+    env.reset(options={"instance_index": H15_INDEX})
+    slot = env.compiled.slots[0]
+    noun = get_domain(domain).tool_noun
+    escaped = '"\\ud800x"'  # a model can write this escape in JSON arguments; it decodes to a lone surrogate
+    actions = [
+        {"name": json.loads(escaped), "arguments": {}},
+        {"name": f"get_{noun}_item_info", "arguments": '{"id": ' + escaped + "}"},
+        {"name": f"get_{noun}_item_attributes", "arguments": '{"ids": [' + escaped + '], "field": "name"}'},
+        {"name": f"get_{noun}_item_attributes", "arguments": '{"ids": [], "field": [' + escaped + "]}"},
+        {
+            "name": f"query_{noun}_candidate_from_attribute",
+            "arguments": f'{{"row": {slot.row}, "col": {slot.col}, "field": "name", "operator": "in", "value": [{escaped}]}}',
+        },
+        {
+            "name": f"query_{noun}_candidate_from_attribute",
+            "arguments": f'{{"row": {slot.row}, "col": {slot.col}, "field": {escaped}, "operator": "in", "value": []}}',
+        },
+    ]
+    for action in actions:
+        observation = env.step(action)[0]
+        observation.encode("utf-8")
+        assert "\ufffdx" in observation, observation

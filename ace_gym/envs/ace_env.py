@@ -79,7 +79,8 @@ class AceEnv(gym.Env[str, ActionType]):
     A missing argument or an unhashable operator gives ``Invalid tool arguments, <message>``
     instead of a Python TypeError; episodes share no mutable state (the release shares one handler
     per domain across threads); ``get_current_grid_state`` returns a copy; strings echoed in
-    error messages are clipped to 200 characters; tool schemas carry a description per parameter,
+    error messages are clipped to 200 characters, and lone surrogates in echoed model strings become
+    U+FFFD so that every observation encodes as UTF-8; tool schemas carry a description per parameter,
     an ``enum`` for ``operator`` and no spurious ``kwargs`` property, in a fixed order. The budget
     sentence of the system prompt when exactly one budget is finite, and the "disabled" sentence
     for a zero global-check budget, are ace-gym wording.
