@@ -17,6 +17,10 @@ class ConfigError(AceGymError, ValueError):
         self.field, self.value, self.problem = field, value, problem
         super().__init__(f"{field}={value!r}: {problem}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, object, str]]:
+        # keyword-style constructor: pickle (worker processes, vector envs) needs the arguments
+        return (type(self), (self.field, self.value, self.problem))
+
 
 class DatasetError(AceGymError, ValueError):
     """A dataset file is malformed; names the file, the JSON path inside it and the problem."""
@@ -24,6 +28,9 @@ class DatasetError(AceGymError, ValueError):
     def __init__(self, source: str, json_path: str, problem: str) -> None:
         self.source, self.json_path, self.problem = source, json_path, problem
         super().__init__(f"{source}: at {json_path}: {problem}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        return (type(self), (self.source, self.json_path, self.problem))
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
