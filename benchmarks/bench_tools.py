@@ -5,18 +5,23 @@
 What it measures, all single-threaded in this process (load times in fresh subprocesses):
 
 1. the spec §5.2 call table: the same calls on the same instances (index 0 = H1 and 34 = H15 of
-   each 5x5 file, grid pre-filled with the truth, unlimited budgets), median of 5 runs of N calls,
+   each 5x5 file, grid pre-filled with the truth, unlimited budgets), best of R runs of N calls,
    through the raw dispatcher ``toolset(domain).call(state, name, args)`` (which returns the
    serialised envelope, like the reference measurement that included ``json.dumps``);
 2. the trace mix: every call of ``parity_traces_5x5.jsonl`` (injected failures skipped) replayed
    from a fresh episode state, once through the raw dispatcher and once through ``env.step``;
-   per-tool µs/call from individually timed calls, mixed calls/s from untimed-inside loops;
+   per-tool µs/call from individually timed calls (best over the replays, median over a tool's
+   calls), mixed calls/s from loops without timers inside (best replay);
 3. dataset load: cold (fresh interpreter, import excluded) and warm (per-process cache) for one
    file and for all six, with RSS growth and the tracemalloc heap.
 
 The published release cannot be run here (its code is not available), so its numbers are the
 *recorded reference* measurements of the spec (§5.2, §5.3), taken on a machine of the same kind.
-Ratios against them are printed as such; they are not measured in this run.
+Ratios against them are printed as such; they are not measured in this run. The baseline that
+*is* measured in this run is the "floor": ``json.dumps(envelope, ensure_ascii=False)`` of the same
+envelopes as dicts, which the published pipeline performs on every call on top of its tool logic.
+Ours and the floor are timed interleaved and the best run is kept (a shared machine only ever adds
+time), so their ratio holds on a busy machine too; absolute µs do not.
 """
 
 from __future__ import annotations
@@ -69,14 +74,20 @@ def _filled_state(compiled: CompiledInstance) -> EpisodeState:
     return state
 
 
-def _median_us(function: Callable[[], Any], number: int, runs: int = 5) -> float:
-    samples = []
+def _best_us(functions: list[Callable[[], Any]], number: int, runs: int) -> list[float]:
+    """µs per call of each function: best of ``runs`` timings of ``number`` calls, interleaved.
+
+    On a shared machine other processes only ever add time, so the best run is the closest to
+    the uncontended cost; interleaving gives every function the same conditions.
+    """
+    best = [float("inf")] * len(functions)
     for _ in range(runs):
-        start = time.perf_counter()
-        for _ in range(number):
-            function()
-        samples.append((time.perf_counter() - start) / number * 1e6)
-    return statistics.median(samples)
+        for k, function in enumerate(functions):
+            start = time.perf_counter()
+            for _ in range(number):
+                function()
+            best[k] = min(best[k], (time.perf_counter() - start) / number * 1e6)
+    return best
 
 
 def _spec_table_calls(domain: str, compiled: CompiledInstance) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -114,7 +125,7 @@ def _dumps_published(envelope: dict[str, Any]) -> str:
     return json.dumps(envelope, ensure_ascii=False)
 
 
-def bench_spec_table(number: int) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+def bench_spec_table(number: int, runs: int) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """µs per call of each §5.2 row on instances 0 and 34 of every domain: ours, and the floor.
 
     The floor is ``json.dumps(envelope, ensure_ascii=False)`` of the same envelope dict, the last
@@ -131,9 +142,8 @@ def bench_spec_table(number: int) -> tuple[dict[str, dict[str, float]], dict[str
             for row, (name, arguments) in _spec_table_calls(domain, compiled).items():
                 key = f"global check {label}" if row == "global check" else row
                 run = functools.partial(tools.call, state, name, arguments)
-                ours[key][f"{domain} {label}"] = _median_us(run, number)
-                envelope = json.loads(run())
-                floor[key][f"{domain} {label}"] = _median_us(functools.partial(_dumps_published, envelope), number)
+                dump = functools.partial(_dumps_published, json.loads(run()))
+                ours[key][f"{domain} {label}"], floor[key][f"{domain} {label}"] = _best_us([run, dump], number, runs)
     return ours, floor
 
 
@@ -161,65 +171,68 @@ def bench_trace_mix(traces: list[dict[str, Any]], repeats: int) -> dict[str, Any
         prepared.append((toolset(get_domain(trace["domain"])), compiled, config, _trace_calls(trace)))
     total_calls = sum(len(calls) for *_, calls in prepared)
 
-    per_tool: dict[str, list[float]] = defaultdict(list)
     clock = time.perf_counter_ns
+    per_call: dict[tuple[int, int], float] = {}  # best µs of each call of each trace
     for _ in range(repeats):
-        for tools, compiled, config, calls in prepared:
+        for t, (tools, compiled, config, calls) in enumerate(prepared):
             state = EpisodeState(compiled, config)
-            for name, arguments in calls:
+            for c, (name, arguments) in enumerate(calls):
                 start = clock()
                 tools.call(state, name, arguments)
-                per_tool[_tool_kind(name)].append((clock() - start) / 1e3)
-    timer_overhead = _median_us(lambda: clock() - clock(), 20000)
+                elapsed = (clock() - start) / 1e3
+                per_call[t, c] = min(per_call.get((t, c), elapsed), elapsed)
+    timer_overhead = _best_us([lambda: clock() - clock()], 20000, 5)[0]
+    per_tool: dict[str, list[float]] = defaultdict(list)
+    for (t, c), us in per_call.items():
+        per_tool[_tool_kind(prepared[t][3][c][0])].append(us)
 
-    raw_seconds = 0.0
-    for _ in range(repeats):
+    envelopes = []
+    for tools, compiled, config, calls in prepared:
+        state = EpisodeState(compiled, config)
+        envelopes += [json.loads(tools.call(state, name, arguments)) for name, arguments in calls]
+    envs = [
+        (AceEnv(trace["domain"], **_trace_config(trace)), trace["instance_index"], _trace_calls(trace))
+        for trace in traces
+    ]
+
+    def replay_raw() -> float:
         states = [EpisodeState(compiled, config) for _, compiled, config, _ in prepared]
         start = time.perf_counter()
         for (tools, _, _, calls), state in zip(prepared, states, strict=True):
             call = tools.call
             for name, arguments in calls:
                 call(state, name, arguments)
-        raw_seconds += time.perf_counter() - start
+        return time.perf_counter() - start
 
-    envs = [
-        (AceEnv(trace["domain"], **_trace_config(trace)), trace["instance_index"], _trace_calls(trace))
-        for trace in traces
-    ]
-    step_seconds = 0.0
-    for _ in range(repeats):
-        actions = []
+    def replay_step() -> float:
+        episodes = []
         for env, index, calls in envs:
             env.reset(options={"instance_index": index})
-            actions.append([{"name": name, "arguments": arguments} for name, arguments in calls])
+            episodes.append([{"name": name, "arguments": arguments} for name, arguments in calls])
         start = time.perf_counter()
-        for (env, _, _), episode in zip(envs, actions, strict=True):
+        for (env, _, _), episode in zip(envs, episodes, strict=True):
             step = env.step
             for action in episode:
                 step(action)
-        step_seconds += time.perf_counter() - start
+        return time.perf_counter() - start
 
-    envelopes = []
-    for tools, compiled, config, calls_of_trace in prepared:
-        state = EpisodeState(compiled, config)
-        envelopes += [json.loads(tools.call(state, name, arguments)) for name, arguments in calls_of_trace]
-    floor_seconds = 0.0
-    for _ in range(repeats):
+    def replay_floor() -> float:
         start = time.perf_counter()
         for envelope in envelopes:
             _dumps_published(envelope)
-        floor_seconds += time.perf_counter() - start
+        return time.perf_counter() - start
 
-    calls = total_calls * repeats
+    best = {"raw": float("inf"), "step": float("inf"), "floor": float("inf")}
+    for _ in range(repeats):  # interleaved, best of ``repeats``
+        for key, replay in (("raw", replay_raw), ("step", replay_step), ("floor", replay_floor)):
+            best[key] = min(best[key], replay())
     return {
-        "floor_us": floor_seconds / calls * 1e6,
         "calls": total_calls,
-        "per_tool": {
-            kind: (statistics.median(v), statistics.fmean(v), len(v) // repeats) for kind, v in per_tool.items()
-        },
+        "per_tool": {kind: (statistics.median(v), statistics.fmean(v), len(v)) for kind, v in per_tool.items()},
         "timer_overhead_us": timer_overhead,
-        "raw_us": raw_seconds / calls * 1e6,
-        "step_us": step_seconds / calls * 1e6,
+        "raw_us": best["raw"] / total_calls * 1e6,
+        "step_us": best["step"] / total_calls * 1e6,
+        "floor_us": best["floor"] / total_calls * 1e6,
     }
 
 
@@ -325,23 +338,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
     parser.add_argument("--repeats", type=int, default=20, help="replays of the trace mix")
-    parser.add_argument("--number", type=int, default=2000, help="calls per timing run in the §5.2 table")
+    parser.add_argument("--number", type=int, default=1000, help="calls per timing run in the §5.2 table")
+    parser.add_argument("--runs", type=int, default=7, help="timing runs per call in the §5.2 table (best kept)")
     parser.add_argument("--load-runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="few repetitions (smoke run)")
     args = parser.parse_args(argv)
     if args.quick:
-        args.repeats, args.number, args.load_runs = 2, 200, 1
+        args.repeats, args.number, args.runs, args.load_runs = 2, 200, 2, 1
 
     print("ace-gym tool benchmark (single thread). Reference numbers are the RECORDED REFERENCE of the")
     print("spec (§5.2/§5.3), measured on the published release on a machine of the same kind; the")
     print("published code is not available here, so those numbers were not re-measured in this run.\n")
 
-    table, floor = bench_spec_table(args.number)
+    table, floor = bench_spec_table(args.number, args.runs)
     print("1) spec §5.2 call table: µs/call via toolset(domain).call(state, name, args) -> envelope str,")
-    print("   median over the 12 instances (H1 and H15 of each domain); 'floor' = json.dumps of the same")
+    print("   best of runs, median over the 12 instances (H1, H15 of each domain); 'floor' = json.dumps of the same")
     print("   envelope dict, measured now (the published pipeline does at least that per call)")
     print(
-        f"   {'call':36s} {'ours':>7s} {'max':>7s} {'floor':>7s} | {'recorded ref':>12s} {'x ref':>6s} {'x floor':>7s}"
+        f"   {'call':36s} {'ours':>7s} {'calls/s':>9s} {'max':>7s} {'floor':>7s} | {'recorded ref':>12s}"
+        f" {'x ref':>6s} {'x floor':>7s}"
     )
     for row, per_instance in table.items():
         ref_low, ref_high = REFERENCE_CALLS[row][:2]
@@ -349,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         worst = max(per_instance.values())
         dumps = statistics.median(floor[row].values())
         print(
-            f"   {row:36s} {ours:7.2f} {worst:7.2f} {dumps:7.2f} | {ref_low:5.1f}-{ref_high:<6.1f}"
+            f"   {row:36s} {ours:7.2f} {1e6 / ours:9,.0f} {worst:7.2f} {dumps:7.2f} | {ref_low:5.1f}-{ref_high:<6.1f}"
             f" {ref_low / ours:5.1f}x {dumps / ours:6.1f}x"
         )
     h1 = statistics.median(table["global check H1"].values())
@@ -358,16 +373,19 @@ def main(argv: list[str] | None = None) -> int:
     print("   from 52-76 µs at H1 to 124-170 µs at H15)")
     print("   x ref = recorded reference low end / our median; x floor = floor / our median\n")
 
-    traces = json.loads("[]") if not args.traces.exists() else _load_traces(args.traces)
+    traces = _load_traces(args.traces) if args.traces.exists() else []
     if traces:
         mix = bench_trace_mix(traces, args.repeats)
         reference_us = reference_mix_estimate_us(traces)
-        print(f"2) trace mix: {mix['calls']} calls of {len(traces)} traces, replayed {args.repeats}x from fresh state")
         print(
-            f"   {'tool':36s} {'calls':>6s} {'median µs':>10s} {'mean µs':>9s}   (individually timed, timer ~{mix['timer_overhead_us']:.2f} µs)"
+            f"2) trace mix: {mix['calls']} calls of {len(traces)} traces, best of {args.repeats} replays from fresh state"
+        )
+        print(
+            f"   {'tool':36s} {'calls':>6s} {'median µs':>10s} {'calls/s':>9s} {'mean µs':>9s}"
+            f"   (individually timed, timer ~{mix['timer_overhead_us']:.2f} µs)"
         )
         for kind, (median, mean, count) in sorted(mix["per_tool"].items(), key=lambda kv: -kv[1][2]):
-            print(f"   {kind:36s} {count:6d} {median:10.2f} {mean:9.2f}")
+            print(f"   {kind:36s} {count:6d} {median:10.2f} {1e6 / median:9,.0f} {mean:9.2f}")
         for label, us in (("raw dispatcher", mix["raw_us"]), ("env.step", mix["step_us"])):
             print(
                 f"   mixed via {label:15s}: {us:6.2f} µs/call = {1e6 / us:9,.0f} calls/s;"
