@@ -36,7 +36,9 @@ def test_hermes__missing_close_tag_and_trailing_garbage_still_parse() -> None:
 
 
 def test_hermes__arguments_given_as_json_string_are_decoded() -> None:
-    text = '<tool_call>{"name": "set_slot", "arguments": "{\\"row\\": 1, \\"col\\": 2, \\"id\\": \\"C1\\"}"}</tool_call>'
+    text = (
+        '<tool_call>{"name": "set_slot", "arguments": "{\\"row\\": 1, \\"col\\": 2, \\"id\\": \\"C1\\"}"}</tool_call>'
+    )
     assert _calls(parse_turn(text)) == [("set_slot", SET)]
 
 
@@ -66,7 +68,7 @@ def test_qwen3_xml__parameters_are_json_decoded_when_possible() -> None:
     text = (
         "Checking the slot first.\n</think>\n\n<tool_call>\n<function=set_slot>\n<parameter=row>\n1\n</parameter>\n"
         "<parameter=col>\n2\n</parameter>\n<parameter=id>\nC1\n</parameter>\n</function>\n</tool_call>\n"
-        "<tool_call>\n<function=get_course_item_attributes>\n<parameter=ids>\n[\"C1\", \"C2\"]\n</parameter>\n"
+        '<tool_call>\n<function=get_course_item_attributes>\n<parameter=ids>\n["C1", "C2"]\n</parameter>\n'
         "<parameter=field>\nprice\n</parameter>\n</function>\n</tool_call>"
     )
     turn = parse_turn(text)
@@ -88,7 +90,9 @@ def test_qwen3_xml__cut_off_call_is_reported_not_run() -> None:
 
 
 def test_llama3_json__python_tag_and_semicolon_separated_calls() -> None:
-    text = '<|python_tag|>{"name": "get_slot_id", "parameters": {"row": 0, "col": 1}}; {"name": "done", "parameters": {}}'
+    text = (
+        '<|python_tag|>{"name": "get_slot_id", "parameters": {"row": 0, "col": 1}}; {"name": "done", "parameters": {}}'
+    )
     turn = parse_turn(text)
     assert _calls(turn) == [("get_slot_id", {"row": 0, "col": 1}), ("done", {})]
     assert turn.format == "llama3_json" and turn.content == ""
@@ -177,7 +181,11 @@ def test_openai__tool_calls_with_string_and_dict_arguments_keep_their_ids() -> N
         "content": "Filling it.",
         "reasoning_content": "The truth must be C1.",
         "tool_calls": [
-            {"id": "call_a", "type": "function", "function": {"name": "set_slot", "arguments": '{"row": 1, "col": 2, "id": "C1"}'}},
+            {
+                "id": "call_a",
+                "type": "function",
+                "function": {"name": "set_slot", "arguments": '{"row": 1, "col": 2, "id": "C1"}'},
+            },
             {"id": "call_b", "type": "function", "function": {"name": "done", "arguments": {}}},
         ],
     }
@@ -188,13 +196,20 @@ def test_openai__tool_calls_with_string_and_dict_arguments_keep_their_ids() -> N
 
 
 def test_openai__bad_argument_string_is_a_call_error() -> None:
-    message = {"role": "assistant", "content": None, "tool_calls": [{"id": "x", "function": {"name": "set_slot", "arguments": '{"row": 1'}}]}
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "x", "function": {"name": "set_slot", "arguments": '{"row": 1'}}],
+    }
     call = parse_turn(message).calls[0]
     assert call == ParsedCall("set_slot", None, "x", call.error) and "not valid JSON" in call.error
 
 
 def test_openai__message_without_tool_calls_falls_back_to_its_text() -> None:
-    message = {"role": "assistant", "content": [{"type": "text", "text": '<tool_call>{"name": "done", "arguments": {}}</tool_call>'}]}
+    message = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": '<tool_call>{"name": "done", "arguments": {}}</tool_call>'}],
+    }
     assert _calls(parse_turn(message)) == [("done", {})]
 
 
@@ -252,3 +267,12 @@ def test_many_calls__are_capped_and_the_cap_is_reported() -> None:
 def test_deeply_nested_or_repeated_garbage__is_reported_not_raised(unit: str) -> None:
     turn = parse_turn(unit * 20000)
     assert len(turn.calls) + len(turn.errors) <= MAX_FOUND + 1
+
+
+def test_canonical_layout__keeps_the_argument_text_verbatim_and_other_layouts_agree() -> None:
+    written = '{"row": 1,\n   "col": 2, "id": "C1"}'
+    canonical = parse_turn(f'<tool_call>\n{{"name": "set_slot", "arguments": {written}}}\n</tool_call>').calls[0]
+    reordered = parse_turn(f'<tool_call>\n{{"arguments": {written}, "name": "set_slot"}}\n</tool_call>').calls[0]
+    assert canonical.arguments_json == written and reordered.arguments_json is None
+    assert canonical.arguments == reordered.arguments == SET
+    assert parse_turn(f'{{"name": "set_slot", "parameters": {written}}}').calls[0].arguments_json == written

@@ -218,3 +218,14 @@ def test_full_stack_over_gym_make__runs_without_warnings(env_id: str) -> None:
 def test_step_before_reset__raises_reset_needed_even_without_calls() -> None:
     with pytest.raises(ResetNeeded):
         ChatAdapter(AceEnv("course")).step("no call at all")
+
+
+def test_history__carries_the_model_argument_text_when_it_wrote_json() -> None:
+    env = _adapter()
+    env.step(
+        '<tool_call>\n{"name": "get_slot_id", "arguments": {"row":0,  "col":1}}\n</tool_call>\n[get_slot_id(row=0, col=1)]'
+    )
+    tool_calls = env.messages[2]["tool_calls"]
+    assert [c["function"]["arguments"] for c in tool_calls] == ['{"row":0,  "col":1}']
+    env.step("[get_slot_id(row=0, col=1)]")
+    assert env.messages[-2]["tool_calls"][0]["function"]["arguments"] == '{"row": 0, "col": 1}'

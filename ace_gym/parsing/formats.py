@@ -28,6 +28,9 @@ _PARAMETER = re.compile(r"<parameter=([^>\n]*)>(.*?)(?:</parameter>|(?=<paramete
 _NAME_VALUE = re.compile(r'"name"\s*:\s*"([^"\\]{1,100})"')
 _JSON_START = re.compile(r"\{|\[\s*\{")
 _CALL_START = re.compile(r'\{\s*"(?:name|function|type|id)"\s*:')
+# the layout chat templates write and models copy: {"name": "<tool>", "arguments": {...}}
+_CANONICAL_CALL = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{)')
+_OBJECT_END = re.compile(r"\s*\}")
 _MISTRAL_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*([\w\-]+)\s*)?\[ARGS\]")
 
 
@@ -52,6 +55,23 @@ def _decode_json(text: str, start: int) -> tuple[Any, int] | str:
         return value, start + end
     except (ValueError, RecursionError) as error:
         return f"invalid JSON ({error})"
+
+
+def _canonical_call(text: str, start: int) -> tuple[ParsedCall, int] | None:
+    """``(call, end)`` for a call object at ``start`` in the canonical layout, keeping the
+    arguments text exactly as written (``arguments_json``); None for any other layout, which the
+    general path then reads. Also the fast path: only the arguments are decoded."""
+    head = _CANONICAL_CALL.match(text, start)
+    if head is None:
+        return None
+    try:
+        arguments, arguments_end = _DECODER.raw_decode(text, head.end())
+    except (ValueError, RecursionError):
+        return None
+    tail = _OBJECT_END.match(text, arguments_end)
+    if tail is None:
+        return None
+    return ParsedCall(head.group(1), arguments, None, None, text[head.end() : arguments_end]), tail.end()
 
 
 def _broken(fragment: str, problem: str, start: int, end: int) -> Found:
@@ -126,8 +146,12 @@ def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True)
             found.extend(_xml_calls(body, start, end) or [Found(start, end, None, "empty <function=...> block")])
         elif json_inside and body[:1] in ("{", "["):
             value_at = text.index(body[0], body_start)
-            decoded = _decode_json(text, value_at)
-            found.extend(_json_calls(decoded, text[value_at:end], start, end, "the <tool_call> block"))
+            canonical = _canonical_call(text, value_at)
+            if canonical is not None and canonical[1] <= end:
+                found.append(Found(start, end, canonical[0], None))
+            else:
+                decoded = _decode_json(text, value_at)
+                found.extend(_json_calls(decoded, text[value_at:end], start, end, "the <tool_call> block"))
         else:
             expected = " or ".join(
                 shape for shape, ok in (("a JSON call", json_inside), ("<function=NAME>", xml_inside)) if ok
@@ -201,6 +225,11 @@ def find_json(text: str) -> list[Found]:
     position = 0
     while len(found) <= MAX_FOUND and (match := _JSON_START.search(text, position)):
         start = match.start()
+        canonical = _canonical_call(text, start)
+        if canonical is not None:
+            found.append(Found(start, canonical[1], canonical[0], None))
+            position = canonical[1]
+            continue
         decoded = _decode_json(text, start)
         if isinstance(decoded, str):
             first_brace = text.index("{", start)
