@@ -122,6 +122,20 @@ def test_eval__llm_policy_is_built_by_make_engine_with_options(
     assert len(records) == 8 and all(r["score"] == 1 for r in records)
     assert all(r["usage"]["completion_tokens"] > 0 for r in records)
     assert json.loads((out / "summary.json").read_text())["overall"]["tokens"] > 0
+    # re-running a finished evaluation rebuilds the report without loading the model again
+    assert (
+        run_cli(
+            "--policy",
+            "openai:tiny@http://localhost:1",
+            "--out",
+            str(out),
+            *SLICE,
+            "--engine-option",
+            "temperature=0.5",
+        )
+        == 0
+    )
+    assert len(made) == 1
 
 
 def test_eval__llm_policy_without_the_llm_package_is_a_clear_error(

@@ -175,12 +175,12 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
     return specs
 
 
-def make_policy(spec: str, options: Iterable[str]) -> tuple[ScriptedPolicy | ChatEngine, str]:
-    """The policy named by ``spec`` and its label in episode keys (LLM options included)."""
+def policy_label(spec: str, options: Iterable[str]) -> tuple[str, dict[str, Any]]:
+    """Validate a ``--policy`` value; returns its label in episode keys (LLM options included,
+    since they change results) and the parsed engine options."""
     if spec in SCRIPTED_POLICIES:
-        return make_scripted_policy(spec), spec
-    prefix = spec.partition(":")[0]
-    if prefix not in LLM_PREFIXES or ":" not in spec:
+        return spec, {}
+    if spec.partition(":")[0] not in LLM_PREFIXES or ":" not in spec:
         raise ConfigError(
             "policy",
             spec,
@@ -188,17 +188,26 @@ def make_policy(spec: str, options: Iterable[str]) -> tuple[ScriptedPolicy | Cha
             f"{did_you_mean(spec, SCRIPTED_POLICIES)}",
         )
     engine_options = dict(_option(text) for text in options)
-    try:
+    label = spec if not engine_options else f"{spec} {json.dumps(engine_options, sort_keys=True)}"
+    return label, engine_options
+
+
+def make_policy(spec: str, engine_options: dict[str, Any]) -> ScriptedPolicy | ChatEngine:
+    """Build the policy of a validated ``--policy`` value (loads the model of an LLM policy)."""
+    if spec in SCRIPTED_POLICIES:
+        return make_scripted_policy(spec)
+    prefix = spec.partition(":")[0]
+    try:  # the engines import their back end (vllm, transformers, openai) when built
         from ace_gym.agents.llm import make_engine
+
+        return make_engine(spec, **engine_options)
     except ImportError as error:
         raise ConfigError(
             "policy",
             spec,
             f"LLM policies need ace_gym.agents.llm and its optional dependencies ({error}); "
-            f"install e.g. pip install 'ace-gym[{'hf' if prefix == 'hf' else prefix}]'",
+            f"install e.g. pip install 'ace-gym[{prefix}]'",
         ) from None
-    label = spec if not engine_options else f"{spec} {json.dumps(engine_options, sort_keys=True)}"
-    return make_engine(spec, **engine_options), label
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -247,7 +256,7 @@ class Progress:
 def run_eval(args: argparse.Namespace) -> int:
     try:
         specs = build_specs(args)
-        policy, label = make_policy(args.policy, args.engine_option)
+        label, engine_options = policy_label(args.policy, args.engine_option)
         out: Path = args.out
         with EpisodeLog(out / EPISODES_FILE) as log:
             _refuse_mixing(log.path, label, specs)
@@ -255,16 +264,8 @@ def run_eval(args: argparse.Namespace) -> int:
             skipped = len(specs) - len(pending)
             if skipped:
                 print(f"resuming: {skipped} of {len(specs)} episodes already in {log.path}", file=sys.stderr)
-            batch_size = args.batch_size or (1 if isinstance(policy, ScriptedPolicy) else 32)
-            progress = Progress(len(specs), skipped, not args.no_progress and bool(pending))
-            try:
-                for record in run_episodes(pending, policy, batch_size=batch_size, name=label):
-                    log.append(record)
-                    progress.update(record)
-            finally:
-                close = getattr(policy, "close", None)
-                if callable(close):  # e.g. an HTTP client pool
-                    close()
+            if pending:  # a finished run only rebuilds its report: no model is loaded
+                _run_pending(args, pending, make_policy(args.policy, engine_options), label, log, skipped)
     except AceGymError as error:
         print(f"ace-gym eval: {error}", file=sys.stderr)
         return 2
@@ -272,6 +273,26 @@ def run_eval(args: argparse.Namespace) -> int:
         print("\ninterrupted: finished episodes are saved; re-run the same command to resume", file=sys.stderr)
         return 130
     return _write_report(out)
+
+
+def _run_pending(
+    args: argparse.Namespace,
+    pending: list[EpisodeSpec],
+    policy: ScriptedPolicy | ChatEngine,
+    label: str,
+    log: EpisodeLog,
+    skipped: int,
+) -> None:
+    batch_size = args.batch_size or (1 if isinstance(policy, ScriptedPolicy) else 32)
+    progress = Progress(len(pending) + skipped, skipped, not args.no_progress)
+    try:
+        for record in run_episodes(pending, policy, batch_size=batch_size, name=label):
+            log.append(record)
+            progress.update(record)
+    finally:
+        close = getattr(policy, "close", None)
+        if callable(close):  # e.g. an HTTP client pool
+            close()
 
 
 def _refuse_mixing(path: Path, label: str, specs: Sequence[EpisodeSpec]) -> None:
