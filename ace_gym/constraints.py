@@ -149,67 +149,108 @@ def first_global_violation(rules: tuple[CompiledGlobalRule, ...], grid: np.ndarr
     return None
 
 
+_TOTAL_GROUP = {
+    "sum_max": "sum",
+    "sum_min": "sum",
+    "count_min": "sum",
+    "count_min_threshold": "sum",
+    "repeat_max": "count",
+    "max_row_sum": "row",
+    "max_cap": "cap",
+}
+
+
 class RunningTotals:
     """The aggregates of :func:`aggregate`, kept current as cells change (for the tool hot path).
 
     ``add``/``remove`` take a cell and an item index; ``first_violation`` evaluates the
-    complete-grid semantics. Plain Python numbers: a handful of rules on small grids is faster
-    without numpy's per-call overhead.
+    complete-grid semantics. Rules are grouped by how their aggregate is kept (a sum, counts per
+    value, sums per row, a multiset of values) so that an update does no per-rule dispatch.
+    Plain Python numbers: a handful of rules on small grids is faster without numpy's overhead.
     """
 
-    __slots__ = ("_cols", "_contrib", "_kinds", "_rules", "_state")
+    __slots__ = (
+        "_cap_columns",
+        "_cap_values",
+        "_checks",
+        "_cols",
+        "_count_columns",
+        "_counts",
+        "_row_columns",
+        "_row_sums",
+        "_sum_columns",
+        "_sums",
+        "_where",
+    )
 
     def __init__(self, rules: tuple[CompiledGlobalRule, ...], cols: int) -> None:
-        self._rules = rules
         self._cols = cols
-        self._kinds = tuple(rule.kind for rule in rules)
-        self._contrib = tuple(rule.contribution_list for rule in rules)
-        self._state: list[object] = []
+        columns: dict[str, list[list[int]]] = {"sum": [], "count": [], "row": [], "cap": []}
+        where = []
         for rule in rules:
-            if rule.kind in SUM_KINDS:
-                self._state.append(0)
-            elif rule.kind == "repeat_max":
-                self._state.append([0] * (int(rule.contribution.max(initial=0)) + 1))
-            else:  # max_row_sum keeps row sums, max_cap keeps a value -> count multiset
-                self._state.append({})
+            group = _TOTAL_GROUP[rule.kind]
+            where.append((group, len(columns[group])))
+            columns[group].append(rule.contribution_list)
+        self._where: tuple[tuple[str, int], ...] = tuple(where)  # rule k -> (group, index in group)
+        self._checks = tuple((rule.is_lower_bound, rule.bound, rule.reason) for rule in rules)
+        # (index in group, contribution column) pairs, so that updates loop without enumerate()
+        self._sum_columns = tuple(enumerate(columns["sum"]))
+        self._count_columns = tuple(enumerate(columns["count"]))
+        self._row_columns = tuple(enumerate(columns["row"]))
+        self._cap_columns = tuple(enumerate(columns["cap"]))
+        self._sums = [0] * len(self._sum_columns)
+        self._counts = [[0] * (max(column, default=0) + 1) for column in columns["count"]]
+        self._row_sums: list[dict[int, int]] = [{} for _ in self._row_columns]
+        self._cap_values: list[dict[int, int]] = [{} for _ in self._cap_columns]  # value -> how many cells
 
     def copy(self) -> RunningTotals:
         twin = RunningTotals.__new__(RunningTotals)
-        twin._rules, twin._cols, twin._kinds, twin._contrib = self._rules, self._cols, self._kinds, self._contrib
-        twin._state = [s.copy() if isinstance(s, (list, dict)) else s for s in self._state]
+        for name in ("_cols", "_where", "_checks", "_sum_columns", "_count_columns", "_row_columns", "_cap_columns"):
+            setattr(twin, name, getattr(self, name))  # immutable, shared
+        twin._sums = list(self._sums)
+        twin._counts = [list(counts) for counts in self._counts]
+        twin._row_sums = [dict(sums) for sums in self._row_sums]
+        twin._cap_values = [dict(values) for values in self._cap_values]
         return twin
 
     def add(self, cell: int, item: int, sign: int = 1) -> None:
-        state = self._state
-        for k, kind in enumerate(self._kinds):
-            value = self._contrib[k][item]
-            if kind in SUM_KINDS:
-                state[k] += sign * value  # type: ignore[operator]
-            elif kind == "repeat_max":
-                state[k][value] += sign  # type: ignore[index]
+        sums = self._sums
+        for k, column in self._sum_columns:
+            sums[k] += sign * column[item]
+        counts = self._counts
+        for k, column in self._count_columns:
+            counts[k][column[item]] += sign
+        if self._row_columns:
+            row = cell // self._cols
+            for k, column in self._row_columns:
+                row_sums = self._row_sums[k]
+                row_sums[row] = row_sums.get(row, 0) + sign * column[item]
+        for k, column in self._cap_columns:
+            values, value = self._cap_values[k], column[item]
+            remaining = values.get(value, 0) + sign
+            if remaining:
+                values[value] = remaining
             else:
-                bucket: dict[int, int] = state[k]  # type: ignore[assignment]
-                key = cell // self._cols if kind == "max_row_sum" else value
-                bucket[key] = bucket.get(key, 0) + (sign * value if kind == "max_row_sum" else sign)
-                if kind == "max_cap" and bucket[key] == 0:
-                    del bucket[key]
+                del values[value]
 
     def remove(self, cell: int, item: int) -> None:
         self.add(cell, item, -1)
 
     def value(self, k: int) -> int:
         """Current aggregate of rule ``k``."""
-        kind, state = self._kinds[k], self._state[k]
-        if kind in SUM_KINDS:
-            return state  # type: ignore[return-value]
-        if kind == "repeat_max":
-            return max(state)  # type: ignore[call-overload,no-any-return]
-        if kind == "max_row_sum":
-            return max(state.values(), default=0)  # type: ignore[attr-defined,no-any-return]
-        return max(state, default=0)  # type: ignore[call-overload,no-any-return]
+        group, i = self._where[k]
+        if group == "sum":
+            return self._sums[i]
+        if group == "count":
+            return max(self._counts[i])
+        if group == "row":
+            return max(self._row_sums[i].values(), default=0)
+        return max(self._cap_values[i], default=0)
 
     def first_violation(self, complete: bool = True) -> str | None:
-        for k, rule in enumerate(self._rules):
-            if not rule.satisfied(self.value(k), complete):
-                return rule.reason
+        """Reason of the first violated rule in rule order (lower bounds only when ``complete``)."""
+        for k, (lower, bound, reason) in enumerate(self._checks):
+            value = self.value(k)
+            if (complete and value < bound) if lower else value > bound:
+                return reason
         return None
