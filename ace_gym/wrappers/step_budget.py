@@ -62,7 +62,7 @@ class StepBudget(gym.Wrapper):
             return self._last_observation, 0.0, False, True, {"turns_left": 0, "budget_exhausted": True}
         observation, reward, terminated, truncated, info = self.env.step(action)
         self._turns += 1
-        turns_left = self.max_turns - self._turns
+        turns_left = max(0, self.max_turns - self._turns)
         info["turns_left"] = turns_left
         if turns_left == 0 and not (terminated or truncated):
             core = cast(AceEnv, self.env.unwrapped)  # checked in __init__
