@@ -24,6 +24,7 @@ With a real model: ``python examples/grpo_train.py --model Qwen/Qwen2.5-0.5B-Ins
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 from typing import Any
 
@@ -168,8 +169,7 @@ def main() -> None:
     )
     trainer.train()
     for entry in trainer.state.log_history:
-        shown = {k: round(v, 4) for k, v in entry.items() if k == "step" or k.startswith(("ace/", "reward", "loss"))}
-        print(shown)
+        print(json.dumps({k: v for k, v in entry.items() if k == "step" or k.startswith(("ace/", "reward", "loss"))}))
 
 
 if __name__ == "__main__":
