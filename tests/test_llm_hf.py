@@ -125,3 +125,22 @@ def test_hf_engine__episodes_through_the_adapter_and_collector_are_well_formed(t
                 after = record["messages"][position + 1 :]
                 replies = after[: next((k for k, m in enumerate(after) if m["role"] == "assistant"), len(after))]
                 assert replies[-1]["role"] == "user" and "tool call" in replies[-1]["content"]
+
+
+def test_hf_engine__a_conversation_the_chat_template_refuses_fails_alone(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.chat_template = (
+        "{% if messages[-1].content == 'boom' %}{{ raise_exception('one tool call per turn only') }}{% endif %}"
+        + CHAT_TEMPLATE
+    )
+    engine = HFChatEngine(str(tiny_model), tokenizer, max_new_tokens=3, temperature=0)
+    refused, fine = engine.generate(
+        [[{"role": "user", "content": "boom"}], [{"role": "user", "content": "hi"}]], [[], []]
+    )
+    assert refused.finish_reason == "error" and "one tool call per turn only" in refused.text
+    assert refused.completion_tokens == 0
+    assert fine.finish_reason in ("stop", "length") and fine.completion_tokens >= 1

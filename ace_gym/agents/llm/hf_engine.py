@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -10,10 +9,8 @@ from typing import Any
 import numpy as np
 
 from ace_gym.agents.base import Completion
-from ace_gym.agents.llm.messages import prompt_token_ids
+from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
 from ace_gym.errors import ConfigError
-
-logger = logging.getLogger(__name__)
 
 
 class HFChatEngine:
@@ -35,7 +32,8 @@ class HFChatEngine:
     include the end-of-turn token when one was generated (``finish_reason`` "stop", else
     "length"). A conversation whose prompt leaves no room for ``max_new_tokens`` within
     ``max_context`` (default: the model's ``max_position_embeddings``) is not generated: it
-    returns empty text with ``finish_reason="length"``.
+    returns empty text with ``finish_reason="length"``; one the chat template refuses (templates
+    raise on shapes they do not support) returns the error as text with ``finish_reason="error"``.
     """
 
     def __init__(
@@ -93,27 +91,14 @@ class HFChatEngine:
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
     ) -> list[Completion]:
         """One completion per conversation, in order (see the class docstring for the contract)."""
-        prompts = [
-            prompt_token_ids(self.tokenizer, conversation, conversation_tools, self.chat_template_kwargs)
-            for conversation, conversation_tools in zip(conversations, tools, strict=True)
-        ]
-        completions: list[Completion | None] = [None] * len(prompts)
-        runnable = []
-        for i, ids in enumerate(prompts):
-            if self.max_context is not None and len(ids) + self.max_new_tokens > self.max_context:
-                logger.warning("prompt of %d tokens leaves no room to generate within %d", len(ids), self.max_context)
-                completions[i] = Completion(
-                    text="",
-                    prompt_tokens=len(ids),
-                    prompt_token_ids=ids,
-                    completion_token_ids=[],
-                    finish_reason="length",
-                )
-            else:
-                runnable.append(i)
+        prompts = render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs)
+        limit = None if self.max_context is None else self.max_context - self.max_new_tokens
+        completions = [completion_without_generation(prompt, limit) for prompt in prompts]
+        runnable = [i for i, completion in enumerate(completions) if completion is None]
         for start in range(0, len(runnable), self.batch_size):
             batch = runnable[start : start + self.batch_size]
-            for i, completion in zip(batch, self._generate_batch([prompts[i] for i in batch]), strict=True):
+            batch_prompts = [prompt for i in batch if isinstance(prompt := prompts[i], list)]
+            for i, completion in zip(batch, self._generate_batch(batch_prompts), strict=True):
                 completions[i] = completion
         return [completion for completion in completions if completion is not None]
 

@@ -9,9 +9,13 @@ string and only the standard message keys.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ace_gym.agents.base import Completion
+
+logger = logging.getLogger(__name__)
 _OPENAI_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
 
@@ -65,6 +69,26 @@ def for_openai(conversation: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     return messages
 
 
+def render_prompts(
+    tokenizer: Any,
+    conversations: Sequence[Sequence[Mapping[str, Any]]],
+    tools: Sequence[Sequence[Mapping[str, Any]]],
+    chat_template_kwargs: Mapping[str, Any] | None = None,
+) -> list[list[int] | str]:
+    """:func:`prompt_token_ids` of each conversation, or the error message where the chat template
+    refused it (templates raise on shapes they do not support, e.g. several calls in one turn), so
+    that one conversation never fails a whole batch."""
+    from jinja2 import TemplateError
+
+    prompts: list[list[int] | str] = []
+    for conversation, conversation_tools in zip(conversations, tools, strict=True):
+        try:
+            prompts.append(prompt_token_ids(tokenizer, conversation, conversation_tools, chat_template_kwargs))
+        except TemplateError as error:
+            prompts.append(f"chat template error: {error}")
+    return prompts
+
+
 def prompt_token_ids(
     tokenizer: Any,
     conversation: Sequence[Mapping[str, Any]],
@@ -83,3 +107,19 @@ def prompt_token_ids(
         **dict(chat_template_kwargs or {}),
     )
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def completion_without_generation(prompt: list[int] | str, max_prompt_tokens: int | None) -> Completion | None:
+    """What a rendered prompt gets without calling the model, or None when it can be generated:
+    a template refusal (a ``str`` from :func:`render_prompts`) gives ``finish_reason="error"``
+    with the message as text; a prompt longer than ``max_prompt_tokens`` gives empty text with
+    ``finish_reason="length"``."""
+    if isinstance(prompt, str):
+        logger.warning("%s", prompt)
+        return Completion(text=prompt, finish_reason="error")
+    if max_prompt_tokens is not None and len(prompt) > max_prompt_tokens:
+        logger.warning("prompt of %d tokens is over the %d that leave room to generate", len(prompt), max_prompt_tokens)
+        return Completion(
+            text="", prompt_tokens=len(prompt), prompt_token_ids=prompt, completion_token_ids=[], finish_reason="length"
+        )
+    return None

