@@ -12,7 +12,7 @@ multi-turn credit assignment is left to the trainer of your choice.
 An ``AceEvalCallback`` scores the live model on a fixed validation slice every ``--eval-every``
 steps and logs ``ace/score`` and friends next to the GRPO metrics.
 
-Run it as written (builds a tiny random Llama locally, a few CPU steps, about a minute)::
+Run it as written (builds a tiny random Llama locally, three CPU steps, about half a minute)::
 
     python examples/grpo_train.py
 

@@ -1,19 +1,26 @@
-"""The OpenAI-compatible engine against a small chat-completions server run inside the test.
+"""The OpenAI-compatible engine against an in-test chat-completions server, and a real ``vllm serve``.
 
-The server (127.0.0.1, ephemeral port) is not ``vllm serve``: it speaks the subset of the
-protocol the engine uses (POST /v1/chat/completions with messages and tools; a response with
+Most tests use a server that is not ``vllm serve``: it speaks the subset of the protocol the
+engine uses (POST /v1/chat/completions with messages and tools; a response with
 ``choices[0].message`` content, tool_calls, reasoning_content, ``finish_reason`` and ``usage``)
 and answers from a per-test script, so retries, concurrency and tool calls are checked
-deterministically with the real ``openai`` client.
+deterministically with the real ``openai`` client (127.0.0.1, ephemeral port). One slow test
+plays episodes against a real ``vllm serve`` of the tiny random model (CPU build).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -224,3 +231,54 @@ def test_openai_engine__episodes_through_the_adapter_and_collector(serve: Callab
         assert [m["name"] for m in tool_messages] == ["get_current_grid_state", "done"]
         assert json.loads(tool_messages[0]["content"])["status"] == "success"
         assert {t["function"]["name"] for t in server.requests[0]["tools"]} >= {"set_slot", "done"}
+
+
+@pytest.mark.slow
+def test_openai_engine__plays_episodes_against_a_real_vllm_server(tmp_path: Path) -> None:
+    """``vllm serve`` (CPU build) of the tiny random model on 127.0.0.1, hermes tool parser on."""
+    pytest.importorskip("vllm")
+    from ace_gym.agents.llm.tiny_model import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
+    command += ["--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32"]
+    command += ["--enforce-eager", "--gpu-memory-utilization", "0.2", "--max-model-len", "8192"]
+    command += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": os.environ.get("VLLM_CPU_KVCACHE_SPACE", "1")}
+    with (tmp_path / "server.log").open("w") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            _wait_until_healthy(f"http://127.0.0.1:{port}/health", server, tmp_path / "server.log")
+            specs = [EpisodeSpec(domain, instance_index=0, seed=0, max_turns=2) for domain in ("course", "meal")]
+            engine = OpenAIChatEngine("tiny", base_url=f"http://127.0.0.1:{port}/v1", sampling={"max_tokens": 8})
+            with engine:
+                records = list(run_episodes(specs, engine, batch_size=2))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    for record in records:
+        assert record["usage"]["turns"] == 2 and record["score"] == 0
+        for turn in record["turns"]:
+            assert turn["finish_reason"] in ("stop", "length", "tool_calls"), turn
+            assert turn["prompt_tokens"] > 1000 and 1 <= turn["completion_tokens"] <= 8
+
+
+def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path, timeout_s: float = 600.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"vllm server exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(2)
+    pytest.fail(f"vllm server not healthy after {timeout_s:.0f} s:\n{log.read_text()[-3000:]}")
