@@ -38,6 +38,10 @@ class OpenAIChatEngine:
     The completion holds the message ``content`` as ``text``, native ``tool_calls`` (OpenAI shape),
     the server-separated reasoning (``reasoning_content`` or ``reasoning``) and the ``usage``
     token counts the server reports; token ids are not part of the protocol and stay None.
+
+    ``vllm serve`` answers requests that carry ``tools`` only when started with
+    ``--enable-auto-tool-choice --tool-call-parser NAME`` (else every request is a 400 and every
+    turn an error completion).
     """
 
     def __init__(
