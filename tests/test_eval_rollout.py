@@ -189,6 +189,7 @@ def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: st
     assert len({r["key"] for r in records}) == 5
     assert engine.batch_sizes[0] == 3 and max(engine.batch_sizes) == 3
     assert all(r["domain"] == "meal" and r["instance_id"].startswith("meal_") for r in records)
+    assert all(json.loads(json.dumps(r)) == r for r in records)  # batched infos hold numpy scalars
 
 
 def test_run_vector_episodes__same_seed_same_instances() -> None:

@@ -448,5 +448,5 @@ def _item(infos: Mapping[str, Any], i: int) -> dict[str, Any]:
         mask = infos.get(f"_{key}")
         if mask is not None and not mask[i]:
             continue
-        out[key] = _item(values, i) if isinstance(values, Mapping) else values[i]
+        out[key] = _item(values, i) if isinstance(values, Mapping) else _jsonable(values[i])
     return out
