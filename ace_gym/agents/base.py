@@ -16,9 +16,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ace_gym.agents.task_view import TaskView
 
 ToolCallDict = dict[str, Any]
 """One tool call as the core env takes it: ``{"name": str, "arguments": dict}``."""
@@ -96,15 +99,23 @@ class ScriptedEpisode:
 class ScriptedPolicy(ABC):
     """A policy that plays the core env through tool calls only (never the instance internals).
 
-    Subclasses implement :meth:`script`; ``name`` identifies the policy in result files.
+    Subclasses implement :meth:`script` over the task as read from the reset texts;
+    ``name`` identifies the policy in result files.
     """
 
     name: ClassVar[str]
 
     def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
         """Begin an episode from the env's reset ``(observation, info)``; ``seed`` seeds any randomness."""
+        from ace_gym.agents.task_view import TaskTextError, read_task  # task_view imports this module
+
         notes: dict[str, Any] = {}
-        return ScriptedEpisode(self.script(observation, info, np.random.default_rng(seed), notes), notes)
+        try:
+            view = read_task(observation, info)
+        except TaskTextError as error:  # texts this policy cannot read: no calls, said in the notes
+            notes["error"] = str(error)
+            return ScriptedEpisode(_no_calls(), notes)
+        return ScriptedEpisode(self.script(view, info, np.random.default_rng(seed), notes), notes)
 
     def act_batch(self, episodes: Sequence[ScriptedEpisode], observations: Sequence[str]) -> list[ToolCallDict]:
         """The batched entry point: the next call of every episode, given its last observation."""
@@ -112,9 +123,14 @@ class ScriptedPolicy(ABC):
 
     @abstractmethod
     def script(
-        self, observation: str, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
         """The episode as a generator of tool calls (see :data:`Script`); may record into ``notes``."""
+
+
+def _no_calls() -> Script:
+    return
+    yield  # a generator that ends at once
 
 
 Policy = ScriptedPolicy | ChatEngine

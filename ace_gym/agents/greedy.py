@@ -15,7 +15,7 @@ import numpy as np
 
 from ace_gym.agents.base import Script, ScriptedPolicy
 from ace_gym.agents.solver import slot_candidates
-from ace_gym.agents.task_view import TaskTextError, call, read_task, succeeded
+from ace_gym.agents.task_view import TaskView, call, succeeded
 
 
 class GreedyLocal(ScriptedPolicy):
@@ -25,13 +25,8 @@ class GreedyLocal(ScriptedPolicy):
     name: ClassVar[str] = "greedy"
 
     def script(
-        self, observation: str, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
-        try:
-            view = read_task(observation, info)
-        except TaskTextError as error:
-            notes["error"] = str(error)
-            return
         unfilled = []
         for slot in view.slots:
             valid = yield from slot_candidates(view, slot)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ace_gym.agents.base import Script, ScriptedPolicy, ToolCallDict
-from ace_gym.agents.task_view import TaskTextError, TaskView, call, read_task, succeeded
+from ace_gym.agents.task_view import TaskView, call, succeeded
 from ace_gym.domains import CategoricalAttribute, NumericAttribute
 
 
@@ -24,13 +24,8 @@ class RandomPolicy(ScriptedPolicy):
     name: ClassVar[str] = "random"
 
     def script(
-        self, observation: str, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
-        try:
-            view = read_task(observation, info)
-        except TaskTextError as error:
-            notes["error"] = str(error)
-            return
         tool_names = [schema["function"]["name"] for schema in info["tools"]]
         seen: dict[tuple[int, int], list[str]] = {}
         counts: dict[str, int] = {}

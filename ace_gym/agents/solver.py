@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ace_gym.agents.base import Script, ScriptedPolicy, ToolCallDict
-from ace_gym.agents.task_view import SlotView, TaskTextError, TaskView, call, read_task, succeeded
+from ace_gym.agents.task_view import SlotView, TaskView, call, succeeded
 from ace_gym.domains import GlobalRule
 
 _EVERYTHING_NUMERIC = -(10**9)
@@ -80,13 +80,8 @@ class ExactSolver(ScriptedPolicy):
     name: ClassVar[str] = "solver"
 
     def script(
-        self, observation: str, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
-        try:
-            view = read_task(observation, info)
-        except TaskTextError as error:
-            notes["error"] = str(error)
-            return
         cells = view.rows * view.cols
         rules = [(rule, bound) for rule, bound in view.global_rules() if rule_can_bind(rule, bound, cells)]
         attributes = list(dict.fromkeys(rule.attribute for rule, _ in rules))
