@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ace_gym.agents.base import Completion
+from ace_gym.chat_template import template_message
 
 logger = logging.getLogger(__name__)
 _OPENAI_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
@@ -31,24 +32,7 @@ def _with_arguments(call: Mapping[str, Any], arguments: Any) -> dict[str, Any]:
 
 def for_chat_template(conversation: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Copy of ``conversation`` with tool-call arguments decoded to dicts (when they are JSON objects)."""
-    messages = []
-    for message in conversation:
-        calls = message.get("tool_calls")
-        if calls:
-            decoded = []
-            for call in calls:
-                arguments = _call_arguments(call)
-                if isinstance(arguments, str):
-                    try:
-                        parsed = json.loads(arguments)
-                    except json.JSONDecodeError:
-                        parsed = None
-                    if isinstance(parsed, dict):
-                        arguments = parsed
-                decoded.append(_with_arguments(call, arguments))
-            message = {**message, "tool_calls": decoded}
-        messages.append(dict(message))
-    return messages
+    return [template_message(message) for message in conversation]
 
 
 def for_openai(conversation: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
