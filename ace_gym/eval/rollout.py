@@ -222,8 +222,18 @@ class _Episode:
         return record
 
 
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
     """``value`` with numpy scalars/arrays and tuples turned into plain JSON types."""
+    kind = type(value)
+    if kind in _PLAIN_TYPES:  # the common case first: this runs over every turn's info
+        return value
+    if kind is dict:
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if kind is list:
+        return [_jsonable(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
