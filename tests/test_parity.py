@@ -8,27 +8,14 @@ import pytest
 
 from ace_gym.envs import AceEnv
 from ace_gym.tools import TOOL_CALL_FAILED
-from tests.conftest import REFERENCE, load_traces
+from tests.conftest import REFERENCE, load_traces, trace_env
 
 TRACES = load_traces()
 
 
-def _env_for(trace: dict) -> AceEnv:
-    config = trace["task_config"]
-    return AceEnv(
-        trace["domain"],
-        dataset=REFERENCE / "data_5x5" / trace["dataset_file"],
-        extra_query_num=config["extra_query_num"],
-        global_check_alpha=config["global_check_alpha"],
-        check_include_reason=config["check_include_reason"],
-        max_query_ids=config["max_query_ids"],
-        max_query_fields=config["max_query_fields"],
-    )
-
-
 @pytest.mark.parametrize("trace", TRACES, ids=[f"{t['variant']}-{t['instance_id']}" for t in TRACES])
 def test_replay__matches_reference_observations_and_score(trace: dict) -> None:
-    env = _env_for(trace)
+    env = trace_env(trace)
     _, info = env.reset(options={"instance_index": trace["instance_index"]})
     assert info["instance_id"] == trace["instance_id"]
     budgets = info["budgets"]

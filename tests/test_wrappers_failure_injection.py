@@ -12,7 +12,7 @@ from ace_gym.errors import ConfigError
 from ace_gym.scoring import grid_of_ids
 from ace_gym.tools import STOP, TOOL_CALL_FAILED
 from ace_gym.wrappers import FAILURE_ENVELOPES, ToolFailureInjection
-from tests.conftest import REFERENCE, load_traces
+from tests.conftest import load_traces, trace_env
 
 TRACES_D = [t for t in load_traces() if t["variant"] == "D"]
 SCRIPT = [
@@ -24,17 +24,7 @@ SCRIPT = [
 
 
 def _trace_env(trace: dict) -> ToolFailureInjection:
-    config = trace["task_config"]
-    core = AceEnv(
-        trace["domain"],
-        dataset=REFERENCE / "data_5x5" / trace["dataset_file"],
-        extra_query_num=config["extra_query_num"],
-        global_check_alpha=config["global_check_alpha"],
-        check_include_reason=config["check_include_reason"],
-        max_query_ids=config["max_query_ids"],
-        max_query_fields=config["max_query_fields"],
-    )
-    return ToolFailureInjection(core, config["tool_failure_rate"], rng="python")
+    return ToolFailureInjection(trace_env(trace), trace["task_config"]["tool_failure_rate"], rng="python")
 
 
 def _run(env, seed: int | None, domain: str = "course", instance_index: int = 8) -> list[str]:
