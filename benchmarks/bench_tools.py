@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import json
 import statistics
 import subprocess
@@ -43,7 +44,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.instance import CompiledInstance, resolve_dataset
 from ace_gym.tools import TOOL_CALL_FAILED, EpisodeState, ToolConfig, toolset
 
-DEFAULT_TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "parity_traces_5x5.jsonl"
+DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "tests" / "data" / "parity_traces_5x5.jsonl.gz"
 
 # Recorded reference (spec §5.2): µs per call of the published handler, "range over the 12
 # instances" (low, high) and the course H1 / H15 values.
@@ -148,7 +149,7 @@ def bench_spec_table(number: int, runs: int) -> tuple[dict[str, dict[str, float]
 
 
 def _load_traces(path: Path) -> list[dict[str, Any]]:
-    with path.open() as handle:
+    with (gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open()) as handle:
         return [json.loads(line) for line in handle]
 
 

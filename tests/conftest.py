@@ -1,31 +1,53 @@
-"""Shared fixtures: the published reference material lives in ../shared beside the project."""
+"""Shared fixtures: the published release's reference material, copied into ``tests/data``.
+
+``tests/data`` holds the tool-call traces recorded with the published ACE-Bench release, a prompt
+it rendered and the SHA-256 digests of its six 5x5 dataset files (MIT, see the licence file there).
+The dataset files themselves are the ones ace-gym bundles gzipped; :func:`published_file` gives
+them back as the plain ``.json`` files the release ships, checked against those digests.
+"""
 
 from __future__ import annotations
 
+import functools
+import gzip
+import hashlib
 import json
+import tempfile
 from pathlib import Path
 
-import pytest
-
 from ace_gym.envs import AceEnv
+from ace_gym.instance import bundled_dataset_path
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-REFERENCE = SHARED / "reference"
+DATA = Path(__file__).resolve().parent / "data"
+PUBLISHED_SHA256: dict[str, str] = json.loads((DATA / "published_5x5_sha256.json").read_text())
 
 
-def _require(path: Path) -> Path:
-    if not path.exists():
-        pytest.fail(f"reference material missing: {path} (tests expect ../shared beside the project)")
+@functools.cache
+def _published_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="ace-gym-published-"))
+
+
+@functools.cache
+def published_file(domain: str) -> Path:
+    """The published 5x5 dataset file of ``domain`` as the release ships it (plain JSON)."""
+    bundled = bundled_dataset_path("5x5", domain)
+    name = bundled.name.removesuffix(".gz")
+    raw = gzip.decompress(bundled.read_bytes())
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != PUBLISHED_SHA256[name]:
+        raise AssertionError(f"bundled {bundled.name} is not the published {name} (sha256 {digest})")
+    path = _published_dir() / name
+    path.write_bytes(raw)
     return path
 
 
-@pytest.fixture(scope="session")
-def reference_dir() -> Path:
-    return _require(REFERENCE)
+def published_file_named(file_name: str) -> Path:
+    """The published file called ``file_name`` (e.g. a trace's ``dataset_file``)."""
+    return published_file(file_name.split("_dataset_")[0])
 
 
 def load_traces() -> list[dict]:
-    with _require(REFERENCE / "parity_traces_5x5.jsonl").open() as handle:
+    with gzip.open(DATA / "parity_traces_5x5.jsonl.gz", "rt", encoding="utf-8") as handle:
         return [json.loads(line) for line in handle]
 
 
@@ -34,7 +56,7 @@ def trace_env(trace: dict) -> AceEnv:
     config = trace["task_config"]
     return AceEnv(
         trace["domain"],
-        dataset=REFERENCE / "data_5x5" / trace["dataset_file"],
+        dataset=published_file_named(trace["dataset_file"]),
         extra_query_num=config["extra_query_num"],
         global_check_alpha=config["global_check_alpha"],
         check_include_reason=config["check_include_reason"],

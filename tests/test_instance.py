@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -21,9 +22,9 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, DatasetError
 from ace_gym.instance import load_dataset, resolve_dataset
-from tests.conftest import REFERENCE
+from tests.conftest import PUBLISHED_SHA256, published_file
 
-REFERENCE_FILES = {path.name.split("_dataset_")[0]: path for path in sorted((REFERENCE / "data_5x5").glob("*.json"))}
+REFERENCE_FILES = {domain: published_file(domain) for domain in DOMAIN_NAMES}
 KEEP = (0, 9)  # a trimmed copy: instance 0 (H1 B0) and 9 (H5 B4, the spec's example)
 
 
@@ -226,11 +227,12 @@ def test_load_dataset__missing_file_raises_file_not_found(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
-def test_bundled_dataset__equals_the_published_file(domain: str) -> None:
-    bundled = resolve_dataset("5x5", domain)
-    published = load_dataset(REFERENCE_FILES[domain])
-    assert len(bundled) == 35
-    assert bundled.model == published.model
+def test_bundled_dataset__is_the_published_file_byte_for_byte(domain: str) -> None:
+    bundled = instance_module.bundled_dataset_path("5x5", domain)
+    raw = gzip.decompress(bundled.read_bytes())
+    assert hashlib.sha256(raw).hexdigest() == PUBLISHED_SHA256[bundled.name.removesuffix(".gz")]
+    assert len(resolve_dataset("5x5", domain)) == 35
+    assert resolve_dataset("5x5", domain).model == load_dataset(REFERENCE_FILES[domain]).model
 
 
 def test_dataset_model__dumps_the_published_layout() -> None:

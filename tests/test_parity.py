@@ -8,7 +8,7 @@ import pytest
 
 from ace_gym.envs import AceEnv
 from ace_gym.tools import TOOL_CALL_FAILED
-from tests.conftest import REFERENCE, load_traces, trace_env
+from tests.conftest import DATA, load_traces, trace_env
 
 TRACES = load_traces()
 
@@ -50,7 +50,7 @@ def test_replay__matches_reference_observations_and_score(trace: dict) -> None:
 
 @pytest.mark.parametrize("variant", ["cli_defaults", "finite_budgets"])
 def test_prompt__matches_reference_rendering(variant: str) -> None:
-    sample = json.loads((REFERENCE / "prompt_and_tool_schemas_sample.json").read_text())["variants"][variant]
+    sample = json.loads((DATA / "prompt_and_tool_schemas_sample.json").read_text())["variants"][variant]
     kwargs = sample["task_kwargs"]
     env = AceEnv(
         "course",

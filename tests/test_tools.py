@@ -12,7 +12,7 @@ import pytest
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.tools import STOP, toolset
-from tests.conftest import REFERENCE
+from tests.conftest import published_file
 from tests.core_helpers import (
     H1_INDEX,
     H15_INDEX,
@@ -543,7 +543,7 @@ def test_schemas__example_arguments_validate_against_their_schema(domain: str) -
 
 
 def test_payloads__non_ascii_values_are_serialised_like_json_dumps(domain: str, tmp_path: Path) -> None:
-    source = next((REFERENCE / "data_5x5").glob(f"{domain}_dataset_*.json"))
+    source = published_file(domain)
     raw = json.loads(source.read_text())
     instance = raw["instances"][H1_INDEX]
     raw["instances"], raw["num_instances"] = [instance], 1
