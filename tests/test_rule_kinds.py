@@ -252,16 +252,19 @@ def test_components__are_violated_exactly_when_the_rule_is_on_complete_grids(see
             continue
         values = rule.contribution.astype(np.int64)[grid]
         violated = False
-        for c in components(rule.kind, rule.bound, range(int(rule.contribution.max()) + 1), compiled.rows):
-            column = c.sign * read(c.test, values, c.parameter)
-            in_row = np.arange(compiled.n_cells) // compiled.cols == c.row
-            violated |= int(column[in_row].sum() if c.row >= 0 else column.sum()) > c.threshold
+        codes = range(int(rule.contribution.max()) + 1)
+        for test, parameter, sign, row, threshold in zip(
+            *components(rule.kind, rule.bound, codes, compiled.rows), strict=True
+        ):
+            column = sign * read(test, values, parameter)
+            in_row = np.arange(compiled.n_cells) // compiled.cols == row
+            violated |= int(column[in_row].sum() if row >= 0 else column.sum()) > threshold
         assert violated == (not rule.satisfied(aggregate(rule, grid, compiled.cols), complete=True)), rule.name
 
 
 def test_components__lower_bounds_are_negated_totals() -> None:
-    (component,) = components(RULE_KINDS["sum_min"], 9, (), 3)
-    assert (component.test, component.sign, component.row, component.threshold) == (Reading.VALUE, -1, -1, -9)
+    found = components(RULE_KINDS["sum_min"], 9, (), 3)
+    assert (found.tests, found.signs, found.rows, found.thresholds) == ([Reading.VALUE], [-1], [-1], [-9])
 
 
 # -- every consumer on a domain that declares every kind ----------------------------------------------

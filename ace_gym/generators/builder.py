@@ -112,7 +112,7 @@ def _random_items(rng: np.random.Generator, count: int, low: np.ndarray, high: n
 class _Components:
     """The global rules of one instance as signed components (:func:`ace_gym.constraints.components`),
     each reading an item's attribute directly: the rule's reading and the component's test compose
-    into one reading, because only a VALUE reading is ever tested further (``RuleKind`` checks)."""
+    into one reading, because only a VALUE reading is ever tested further (``RuleKind`` enforces it)."""
 
     def __init__(self, table: _DomainTable, bounds: dict[str, int], rows: int) -> None:
         spec: list[tuple[int, int, int, int, int, int, bool]] = []  # read, param, attr, sign, row, T, upper
@@ -120,9 +120,10 @@ class _Components:
             kind, attr = kind_of(rule), table.index(rule.attribute)
             parameter = kind.parameter(rule, table.vocabulary(rule.attribute))
             codes = range(int(table.high[attr]) + 1)
-            for c in components(kind, bounds[rule.name], codes, rows):
-                reading = (kind.reading, parameter) if c.test is Reading.VALUE else (c.test, c.parameter)
-                spec.append((*reading, attr, c.sign, c.row, c.threshold, kind.upper))
+            found = components(kind, bounds[rule.name], codes, rows)
+            for test, tested, sign, row, threshold in zip(*found, strict=True):
+                reading = (kind.reading, parameter) if test is Reading.VALUE else (test, tested)
+                spec.append((*reading, attr, sign, row, threshold, kind.upper))
         columns = np.asarray([s[:6] for s in spec], dtype=np.int64).T
         self.read, self.param, self.attr, self.sign, self.row, self.threshold = columns
         self.upper = np.asarray([s[6] for s in spec], dtype=bool)

@@ -83,10 +83,12 @@ class _Components:
             values = rule.contribution.astype(np.int64)
             frequency = rule.kind.aggregate is Aggregate.MOST_FREQUENT
             codes = np.unique(values[relevant]).tolist() if frequency else []
-            for component in components(rule.kind, rule.bound, codes, compiled.rows):
-                columns.append(component.sign * read(component.test, values, component.parameter))
-                rows.append(component.row)
-                thresholds.append(component.threshold)
+            found = components(rule.kind, rule.bound, codes, compiled.rows)
+            for test, parameter, sign in zip(found.tests, found.parameters, found.signs, strict=True):
+                column = read(test, values, parameter)
+                columns.append(column if sign == 1 else sign * column)
+            rows += found.rows
+            thresholds += found.thresholds
         self.table = np.stack(columns, axis=1)
         self.rows = np.asarray(rows, dtype=np.int64)
         self.thresholds = np.asarray(thresholds, dtype=np.int64)
