@@ -9,7 +9,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-COMMAND_MODULES: tuple[str, ...] = ("ace_gym.generators.cli", "ace_gym.eval.cli")
+COMMAND_MODULES: tuple[str, ...] = ("ace_gym.generators.cli", "ace_gym.eval.cli", "ace_gym.server.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -75,6 +75,7 @@ def register(subparsers: Any) -> None:
         help="option for an LLM engine (VALUE read as JSON when it parses), repeatable",
     )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    evaluate.add_argument("--env-url", default=None, help="play the episodes in an ace-gym serve server at this URL")
     evaluate.set_defaults(handler=run_eval)
 
     report = subparsers.add_parser(
@@ -256,6 +257,10 @@ class Progress:
 def run_eval(args: argparse.Namespace) -> int:
     try:
         specs = build_specs(args)
+        if args.env_url:
+            from ace_gym.server.episodes import remote_specs
+
+            specs = remote_specs(specs, args.env_url)
         label, engine_options = policy_label(args.policy, args.engine_option)
         out: Path = args.out
         with EpisodeLog(out / EPISODES_FILE) as log:
