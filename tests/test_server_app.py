@@ -96,6 +96,7 @@ def test_http_step__malformed_action_is_the_envs_error_observation(server: Any) 
         ("/envs/ACE-course-v0/reset", b'{"extra": 1}', 422, "VALIDATION_ERROR"),
         ("/envs/ACE-course-v0/make", b'{"kwargs": {"domain": 3}}', 422, "FACTORY_ERROR"),
         ("/envs/ACE-course-v0/make", b'{"kwargs": {"no_such_argument": 1}}', 422, "FACTORY_ERROR"),
+        ("/envs/ACE-course-v0/make", b'{"kwargs": {"render_mode": 3}}', 422, "FACTORY_ERROR"),
         ("/envs/ACE-course-v0/make", b'{"kwargs": {"dataset": "/etc/passwd"}}', 422, "FACTORY_ERROR"),
         ("/envs/ACE-course-v0/make", b'{"wrappers": [{"name": "os.system"}]}', 422, "FACTORY_ERROR"),
         ("/envs/ACE-course-v0/close", b'{"session_id": "0-abc"}', 404, "UNKNOWN_SESSION"),
@@ -278,3 +279,17 @@ def wait_for(condition: Any, timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.02)
+
+
+def test_websocket__oversized_frame_closes_the_connection_and_frees_the_session(server: Any) -> None:
+    from websockets.exceptions import ConnectionClosed
+
+    url, app = server
+    before = sessions(app)
+    with connect(ws_url(url), max_size=None) as connection:
+        exchange(connection, {"type": "reset", "data": {}})
+        connection.send("x" * (2 << 20))  # over the 1 MiB default limit
+        with pytest.raises(ConnectionClosed) as closed:
+            connection.recv(timeout=30)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # "message too big"
+    wait_for(lambda: sessions(app) == before)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +195,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             {
                 "status": "healthy",
                 "worker": config.worker,
+                "pid": os.getpid(),
                 "workers": config.workers,
                 "sessions": len(store),
                 "max_sessions": config.max_sessions,

@@ -10,7 +10,7 @@ from pathlib import Path
 import gymnasium as gym
 
 import ace_gym.wrappers
-from ace_gym.errors import AceGymError, ConfigError, did_you_mean
+from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.instance import BUNDLED_DATASETS
 from ace_gym.registration import ENV_IDS, registered_env_ids
 from ace_gym.server.protocol import MakeRequest, ProtocolError
@@ -69,8 +69,8 @@ class EnvFactory:
             env = gym.make(env_id, disable_env_checker=True, **request.kwargs)
             for wrapper in request.wrappers:
                 env = WRAPPERS[wrapper.name](env, **wrapper.kwargs)
-        except (AceGymError, TypeError, ValueError, gym.error.Error) as error:  # refused arguments, not a server fault
-            raise ProtocolError("FACTORY_ERROR", f"cannot make {env_id}: {str(error)[:500]}") from None
+        except Exception as error:  # construction is a function of the client's arguments: they were refused
+            raise ProtocolError("FACTORY_ERROR", f"cannot make {env_id}: {type(error).__name__}: {str(error)[:500]}") from None
         return env
 
     def _check_dataset(self, dataset: object) -> None:

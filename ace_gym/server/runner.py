@@ -26,15 +26,23 @@ import uvicorn
 from ace_gym.errors import ConfigError
 from ace_gym.server.app import ServerConfig, create_app, worker_socket
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("uvicorn.error")  # configured by uvicorn, like its own "running on" line
 
 _QUICK_DEATH_S = 2.0
 """A worker that dies this soon after starting is not restarted: the server stops instead."""
 
 
 def uvicorn_options(config: ServerConfig, log_level: str) -> dict[str, Any]:
-    """uvicorn settings for a worker: frames capped like bodies, no access log (one line per step)."""
-    return {"ws_max_size": config.max_body_bytes, "log_level": log_level, "access_log": False, "lifespan": "on"}
+    """uvicorn settings for a worker: frames capped like bodies, no access log (one line per
+    step), and the sans-I/O websockets protocol (about a fifth less CPU per frame than the
+    legacy one in ``benchmarks/bench_server.py``)."""
+    return {
+        "ws": "websockets-sansio",
+        "ws_max_size": config.max_body_bytes,
+        "log_level": log_level,
+        "access_log": False,
+        "lifespan": "on",
+    }
 
 
 def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info") -> int:
@@ -59,6 +67,7 @@ def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info"
         return process, time.monotonic()
 
     workers = [start(worker) for worker in range(config.workers)]
+    logger.info("serving on http://%s:%d with %d worker processes", host, port, config.workers)
     exit_code = 0
     try:
         while not stop.wait(0.5):
