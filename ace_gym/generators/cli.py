@@ -10,7 +10,7 @@ from typing import Any
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import AceGymError
-from ace_gym.generators.dataset import dataset_file_name, generate_dataset
+from ace_gym.generators.dataset import BACKENDS, dataset_file_name, generate_dataset
 
 PAPER_5X7 = {
     "rows": 5,
@@ -45,6 +45,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--candidates-per-slot", type=int, default=PAPER_5X7["candidates_per_slot"])
     parser.add_argument("--seed", type=int, default=PAPER_5X7["seed"])
     parser.add_argument("--workers", type=int, default=1, help="worker processes (output does not depend on it)")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default="local", help="ray: one Ray task per instance (RAY_ADDRESS or local)"
+    )
     parser.add_argument("--time-budget", type=float, default=120.0, help="seconds allowed per instance")
     parser.add_argument("--output-dir", type=Path, default=Path("."))
     parser.add_argument("--gzip", action="store_true", help="write .json.gz (as bundled)")
@@ -87,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 time_budget=args.time_budget,
                 progress=None if args.quiet else ProgressBar(domain),
+                backend=args.backend,
             )
         except AceGymError as error:
             print(f"ace-gym generate: {error}", file=sys.stderr)

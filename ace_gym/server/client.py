@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
@@ -137,3 +140,19 @@ def _wrapper(wrapper: WrapperArgument) -> dict[str, Any]:
         return {"name": wrapper.get("name"), "kwargs": dict(wrapper.get("kwargs", {}))}
     name, kwargs = wrapper
     return {"name": name, "kwargs": dict(kwargs)}
+
+
+def wait_until_ready(url: str, timeout_s: float = 60.0) -> None:
+    """Return once the server at ``url`` answers ``GET /health``; RemoteEnvError CONNECTION after
+    ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url.rstrip('/')}/health", timeout=5) as reply:
+                if reply.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):  # not listening yet
+            pass
+        if time.monotonic() > deadline:
+            raise RemoteEnvError("CONNECTION", f"no server answered at {url} within {timeout_s} s")
+        time.sleep(0.1)

@@ -142,6 +142,10 @@ def decode(raw: str | bytes) -> Any:
         raise ProtocolError("INVALID_JSON", f"not JSON: {problem}") from None
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# built once: json.dumps with options builds a new encoder per call
+
+
 def dumps(payload: Any) -> str:
     """``payload`` as JSON text that always encodes as UTF-8.
 
@@ -150,9 +154,9 @@ def dumps(payload: Any) -> str:
     Plain payloads take the C encoder's fast path.
     """
     try:
-        text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(payload)
     except (TypeError, ValueError):  # numpy values, non-string keys, NaN/inf
-        text = json.dumps(_plain(payload), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(_plain(payload))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: pair what pairs, replace the rest
