@@ -134,14 +134,18 @@ class Barrage:
         await self.post(client, "big_body", "/step", b'{"action": "' + b"x" * MAX_BODY + b'"}')
 
     async def unknown_session(self, client: httpx.AsyncClient) -> None:
-        session_id = random_json(self.rng) if self.rng.random() < 0.5 else f"{self.rng.integers(0, 9)}-{self.rng.bytes(8).hex()}"
+        session_id = (
+            random_json(self.rng) if self.rng.random() < 0.5 else f"{self.rng.integers(0, 9)}-{self.rng.bytes(8).hex()}"
+        )
         await self.post(client, "unknown_session", "/step", encode({"action": QUERY, "session_id": session_id}))
 
     async def garbage_action(self, client: httpx.AsyncClient) -> None:
         session_id = await self.live_session(client)
         if session_id is None:
             return
-        reply = await self.post(client, "garbage_action", "/step", encode({"action": random_json(self.rng), "session_id": session_id}))
+        reply = await self.post(
+            client, "garbage_action", "/step", encode({"action": random_json(self.rng), "session_id": session_id})
+        )
         if reply.status_code == 404 and session_id in self.sessions:  # evicted
             self.sessions.remove(session_id)
         elif reply.status_code == 200 and reply.json()["done"]:
@@ -151,9 +155,21 @@ class Barrage:
         await self.post(client, "open_session", "/reset", encode({"seed": int(self.rng.integers(1000))}))
 
     async def bad_make(self, client: httpx.AsyncClient) -> None:
-        body = {"kwargs": random_json(self.rng), "wrappers": [{"name": str(self.rng.choice(["ChatAdapter", "os.system", "StepBudget"])), "kwargs": random_json(self.rng)}]}
+        body = {
+            "kwargs": random_json(self.rng),
+            "wrappers": [
+                {
+                    "name": str(self.rng.choice(["ChatAdapter", "os.system", "StepBudget"])),
+                    "kwargs": random_json(self.rng),
+                }
+            ],
+        }
         if self.rng.random() < 0.5:
-            body = {"kwargs": {str(self.rng.choice(["dataset", "max_steps", "domain", "render_mode"])): random_json(self.rng)}}
+            body = {
+                "kwargs": {
+                    str(self.rng.choice(["dataset", "max_steps", "domain", "render_mode"])): random_json(self.rng)
+                }
+            }
         await self.post(client, "bad_make", "/make", encode(body))
 
     async def bad_reset(self, client: httpx.AsyncClient) -> None:
@@ -166,7 +182,10 @@ class Barrage:
         await self.post(client, "unknown_env", f"/envs/{env_id}/reset", b"{}")
 
     async def wrong_method(self, client: httpx.AsyncClient) -> None:
-        method, path = str(self.rng.choice(["GET", "PUT", "DELETE"])), str(self.rng.choice(["/step", "/reset", "/nope"]))
+        method, path = (
+            str(self.rng.choice(["GET", "PUT", "DELETE"])),
+            str(self.rng.choice(["/step", "/reset", "/nope"])),
+        )
         reply = await client.request(method, path)
         self.record("wrong_method", reply.status_code, reply.content)
 
@@ -186,7 +205,12 @@ class Barrage:
                 if pick < 0.4:
                     frame: Any = self.rng.bytes(int(self.rng.integers(0, 200)))
                 elif pick < 0.6:
-                    frame = json.dumps({"type": str(self.rng.choice(["reset", "step", "state", "make", "x"])), "data": random_json(self.rng)})
+                    frame = json.dumps(
+                        {
+                            "type": str(self.rng.choice(["reset", "step", "state", "make", "x"])),
+                            "data": random_json(self.rng),
+                        }
+                    )
                 else:
                     frame = json.dumps({"type": "step", "data": random_json(self.rng)})
                 await connection.send(frame)
@@ -231,7 +255,14 @@ def main(argv: list[str] | None = None) -> int:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--log-level", "critical"]
-    command += ["--max-sessions", str(MAX_SESSIONS), "--idle-timeout", str(IDLE_TIMEOUT_S), "--max-body-bytes", str(MAX_BODY)]
+    command += [
+        "--max-sessions",
+        str(MAX_SESSIONS),
+        "--idle-timeout",
+        str(IDLE_TIMEOUT_S),
+        "--max-body-bytes",
+        str(MAX_BODY),
+    ]
     server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         deadline = time.monotonic() + 60

@@ -1,4 +1,6 @@
-"""Run the env server for a test: in a thread of the test process, or as ``ace-gym serve``."""
+"""Run the env server for a test: in a thread of the test process, or as ``ace-gym serve``.
+
+Import it after ``pytest.importorskip("fastapi")``: it needs the ``serve`` extra."""
 
 from __future__ import annotations
 
@@ -12,18 +14,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+import httpx
+import uvicorn
+from fastapi import FastAPI
 
-pytest.importorskip("fastapi")
-pytest.importorskip("uvicorn")
-pytest.importorskip("websockets")
-
-import httpx  # noqa: E402
-import uvicorn  # noqa: E402
-from fastapi import FastAPI  # noqa: E402
-
-from ace_gym.server.app import ServerConfig, create_app  # noqa: E402
-from ace_gym.server.runner import uvicorn_options  # noqa: E402
+from ace_gym.server.app import ServerConfig, create_app
+from ace_gym.server.runner import uvicorn_options
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -52,7 +52,13 @@ def test_generate_cli__backend_ray_writes_the_local_files(cluster: None, tmp_pat
 def test_generate_dataset__a_failing_ray_task_raises_the_generators_error(cluster: None, tmp_path: Path) -> None:
     with pytest.raises(GenerationError, match="no instance for domain=course"):
         generate_dataset(
-            "course", hidden_slots=[1, 21], decoy_budgets=[25], seed=1, time_budget=0, backend="ray", path=tmp_path / "x"
+            "course",
+            hidden_slots=[1, 21],
+            decoy_budgets=[25],
+            seed=1,
+            time_budget=0,
+            backend="ray",
+            path=tmp_path / "x",
         )
     assert not (tmp_path / "x").exists()
 

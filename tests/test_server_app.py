@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn, websockets and httpx")
+
+import httpx
+from websockets.sync.client import connect
+
+from ace_gym.envs import AceEnv
+from ace_gym.server.app import ServerConfig
 from tests.server_helpers import serving
-
-import httpx  # noqa: E402  (after the skip-if-missing helpers)
-from websockets.sync.client import connect  # noqa: E402
-
-from ace_gym.envs import AceEnv  # noqa: E402
-from ace_gym.server.app import ServerConfig  # noqa: E402
 
 QUERY = {
     "name": "query_course_candidate_from_attribute",
@@ -103,9 +104,7 @@ def test_http_step__malformed_action_is_the_envs_error_observation(server: Any) 
         ("/envs/ACE-course-v0/step", b'{"action": "' + b"x" * (2 << 20) + b'"}', 413, "PAYLOAD_TOO_LARGE"),
     ],
 )
-def test_http__bad_requests_get_a_clean_json_error(
-    server: Any, path: str, body: bytes, status: int, code: str
-) -> None:
+def test_http__bad_requests_get_a_clean_json_error(server: Any, path: str, body: bytes, status: int, code: str) -> None:
     url, app = server
     before = sessions(app)
     reply = httpx.post(url + path, content=body, headers={"content-type": "application/json"}, timeout=30)
@@ -186,7 +185,10 @@ def test_websocket__openenv_frames_play_an_episode(server: Any) -> None:
         ('{"type": "step", "data": {}, "extra": 1}', "VALIDATION_ERROR"),
         ('{"type": "reset", "data": {"seed": 1.5}}', "VALIDATION_ERROR"),
         ('{"type": "reset", "data": {"options": {"instance_id": "nope"}}}', "VALIDATION_ERROR"),
-        ('{"type": "make", "data": {"wrappers": [{"name": "StepBudget", "kwargs": {"max_turns": 0}}]}}', "FACTORY_ERROR"),
+        (
+            '{"type": "make", "data": {"wrappers": [{"name": "StepBudget", "kwargs": {"max_turns": 0}}]}}',
+            "FACTORY_ERROR",
+        ),
     ],
 )
 def test_websocket__malformed_frame_gets_an_error_frame_and_the_connection_survives(

@@ -10,20 +10,22 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
+
+pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn, websockets and httpx")
+
 from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
+from ace_gym.agents import make_scripted_policy
+from ace_gym.cli import main
+from ace_gym.eval.results import read_records
+from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.server.app import ServerConfig
+from ace_gym.server.client import RemoteEnv, RemoteEnvError
+from ace_gym.server.episodes import remote_specs
+from ace_gym.spaces import ToolCall
 from tests.server_helpers import serving
-
-from ace_gym.agents import make_scripted_policy  # noqa: E402
-from ace_gym.cli import main  # noqa: E402
-from ace_gym.eval.results import read_records  # noqa: E402
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes  # noqa: E402
-from ace_gym.server.app import ServerConfig  # noqa: E402
-from ace_gym.server.client import RemoteEnv, RemoteEnvError  # noqa: E402
-from ace_gym.server.episodes import remote_specs  # noqa: E402
-from ace_gym.spaces import ToolCall  # noqa: E402
-from tests.test_eval_rollout import SolverChatEngine  # noqa: E402
+from tests.test_eval_rollout import SolverChatEngine
 
 # what differs between two runs of the same episode: timings
 _TIMINGS = ("time_s", "env_s", "generation_s")

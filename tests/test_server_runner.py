@@ -12,11 +12,12 @@ import time
 
 import pytest
 
+pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn, websockets and httpx")
+
+import httpx
+
+from ace_gym.cli import main
 from tests.server_helpers import ROOT, serve_process
-
-import httpx  # noqa: E402
-
-from ace_gym.cli import main  # noqa: E402
 
 QUERY = {"name": "get_current_grid_state", "arguments": {}}
 

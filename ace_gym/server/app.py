@@ -341,7 +341,9 @@ async def _answer(session: Session, factory: EnvFactory, raw: str | bytes) -> st
         if type(message) is not dict or type(kind := message.get("type")) is not str:
             raise ProtocolError("VALIDATION_ERROR", 'a frame is a JSON object {"type": str, "data": ...}')
         if kind not in MESSAGE_TYPES:
-            raise ProtocolError("UNKNOWN_TYPE", f"unknown message type {kind[:50]!r}; known: {', '.join(MESSAGE_TYPES)}")
+            raise ProtocolError(
+                "UNKNOWN_TYPE", f"unknown message type {kind[:50]!r}; known: {', '.join(MESSAGE_TYPES)}"
+            )
         if len(message) > 2 or (len(message) == 2 and "data" not in message):
             raise ProtocolError("VALIDATION_ERROR", f"a frame holds 'type' and 'data' only, got {sorted(message)}")
         async with session.lock:

@@ -56,7 +56,9 @@ class RemoteEnv(gym.Env[Any, Any]):
         try:
             from websockets.sync.client import connect
         except ImportError as error:
-            raise ConfigError("url", url, f"RemoteEnv needs websockets ({error}): pip install 'ace-gym[serve]'") from None
+            raise ConfigError(
+                "url", url, f"RemoteEnv needs websockets ({error}): pip install 'ace-gym[serve]'"
+            ) from None
         self.url, self.env_id, self.timeout_s = url.rstrip("/"), env_id, timeout_s
         endpoint = f"{_websocket_base(self.url)}/envs/{quote(env_id, safe='')}/ws"
         self._exit_stack = contextlib.ExitStack()  # websockets wants its connection used as a context
@@ -91,7 +93,13 @@ class RemoteEnv(gym.Env[Any, Any]):
             action = {"name": action.name, "arguments": action.arguments}
         result = self._call("step", action)
         observation = result["observation"]
-        return observation["value"], result["reward"], observation["terminated"], observation["truncated"], observation["info"]
+        return (
+            observation["value"],
+            result["reward"],
+            observation["terminated"],
+            observation["truncated"],
+            observation["info"],
+        )
 
     def state(self) -> dict[str, Any]:
         """The server's view of the session: ``episode_id``, ``step_count``, ``make``, spaces."""

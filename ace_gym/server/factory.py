@@ -70,7 +70,9 @@ class EnvFactory:
             for wrapper in request.wrappers:
                 env = WRAPPERS[wrapper.name](env, **wrapper.kwargs)
         except Exception as error:  # construction is a function of the client's arguments: they were refused
-            raise ProtocolError("FACTORY_ERROR", f"cannot make {env_id}: {type(error).__name__}: {str(error)[:500]}") from None
+            raise ProtocolError(
+                "FACTORY_ERROR", f"cannot make {env_id}: {type(error).__name__}: {str(error)[:500]}"
+            ) from None
         return env
 
     def _check_dataset(self, dataset: object) -> None:
