@@ -282,7 +282,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         if (worker := elsewhere(request, session_id)) is not None:
             return await forwarder.forward(worker, request, b"")  # type: ignore[union-attr]
         session = store.get(session_id, env_id)
-        return json_response(session.state())
+        async with session.lock:
+            return json_response(session.state())
 
     async def close(request: Request) -> Response:
         env_id = env_id_of(request)
@@ -290,7 +291,9 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         session_id = body.get("session_id")
         if (worker := elsewhere(request, session_id)) is not None:
             return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
-        store.close(store.get(session_id, env_id).session_id)
+        session = store.get(session_id, env_id)
+        async with session.lock:  # after a call in flight on the session
+            store.close(session.session_id)
         return json_response({"closed": True, "session_id": session_id})
 
     async def websocket_session(websocket: WebSocket) -> None:

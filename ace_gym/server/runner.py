@@ -50,7 +50,8 @@ def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info"
     if config.workers == 1:
         uvicorn.run(create_app(config), host=host, port=port, **uvicorn_options(config, log_level))
         return 0
-    listening = uvicorn.Config(app=None, host=host, port=port).bind_socket()
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.create_server((host, port), family=family, backlog=2048)  # SO_REUSEADDR on POSIX
     runtime_dir = tempfile.mkdtemp(prefix="ace-gym-serve-")
     config = dataclasses.replace(config, runtime_dir=runtime_dir)
     context = multiprocessing.get_context("spawn")

@@ -43,7 +43,7 @@ class Session:
         self.in_episode = False
         self.closed = False
         self.lock = asyncio.Lock()
-        self.on_evict: Callable[[], None] | None = None
+        self.on_evict: Callable[[], object] | None = None
         """Called when the idle reaper closes the session (a WebSocket closes its connection)."""
 
     def touch(self) -> None:
