@@ -43,8 +43,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
+
+from ace_gym.server.client import wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS_PER_EPISODE = 50
@@ -168,21 +169,18 @@ def local_step_seconds() -> float:
     return (time.perf_counter() - began) / count
 
 
-def start_server(workers: int, max_sessions: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(*options: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``ace-gym serve`` with ``options`` on a free loopback port, ready: (process, base URL)."""
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--workers", str(workers)]
-    command += ["--max-sessions", str(max_sessions), "--log-level", "warning"]
+    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), *options]
     server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            httpx.get(f"{base}/health", timeout=1)
-            return server, base
-        except httpx.TransportError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("ace-gym serve did not start") from None
-            time.sleep(0.2)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base)
+    except BaseException:
+        server.terminate()
+        raise
+    return server, base
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     period = args.sessions / args.rate if args.rate > 0 else 0.0
-    server, base = start_server(args.workers, args.sessions + 64)  # a worker may get most connections
+    # --max-sessions is per worker, and one worker may accept most connections
+    server, base = start_server("--workers", str(args.workers), "--max-sessions", str(args.sessions + 64))
     try:
         context = multiprocessing.get_context("spawn")
         barrier = context.Barrier(args.clients + 1)

@@ -19,9 +19,6 @@ import argparse
 import asyncio
 import collections
 import json
-import os
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,8 +27,8 @@ from typing import Any
 import httpx
 import numpy as np
 import websockets
+from bench_server import start_server  # this folder: run as python benchmarks/bench_server_hostile.py
 
-ROOT = Path(__file__).resolve().parents[1]
 MAX_BODY = 1 << 16
 IDLE_TIMEOUT_S = 2.0
 MAX_SESSIONS = 128
@@ -236,12 +233,6 @@ def resident_mb(pid: int) -> float:
     raise RuntimeError("no VmRSS")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def health(url: str) -> dict[str, Any]:
     return httpx.get(f"{url}/health", timeout=30).json()
 
@@ -252,28 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--log-level", "critical"]
-    command += [
+    server, url = start_server(
+        "--log-level",
+        "critical",
         "--max-sessions",
         str(MAX_SESSIONS),
         "--idle-timeout",
         str(IDLE_TIMEOUT_S),
         "--max-body-bytes",
         str(MAX_BODY),
-    ]
-    server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                health(url)
-                break
-            except httpx.TransportError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("ace-gym serve did not start") from None
-                time.sleep(0.1)
         asyncio.run(Barrage(url, args.seed + 1, args.concurrency).run(200))  # warm up: caches, first sessions
         time.sleep(IDLE_TIMEOUT_S * 2)
         baseline_sessions, baseline_mb = health(url)["sessions"], resident_mb(server.pid)

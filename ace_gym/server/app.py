@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import Response
+from pydantic import BaseModel
 from starlette.websockets import WebSocketDisconnect
 
 import ace_gym
@@ -227,40 +228,32 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             }
         )
 
-    async def make(request: Request) -> Response:
+    async def opening_call(
+        request: Request, model: type[BaseModel], call: Callable[[Session, Any], dict[str, Any]]
+    ) -> Response:
+        """``make`` and ``reset``: on the named session, else on a new one that does not outlive
+        the call's failure; the answer carries the session id."""
         env_id = env_id_of(request)
         raw, body = await read_json(request, empty={})
         session_id = body.pop("session_id", None)
         if (worker := elsewhere(request, session_id)) is not None:
             return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
-        make_request = parse_model(MakeRequest, body, "make request")
+        arguments = parse_model(model, body, f"{request.url.path.rsplit('/', 1)[-1]} request")
         session = store.get(session_id, env_id) if session_id is not None else store.open(env_id, "http")
         try:
             async with session.lock:
-                await asyncio.to_thread(session.make, factory, make_request)
-        except BaseException:
-            if session_id is None:  # a session opened for this request does not outlive its failure
-                store.close(session.session_id)
-            raise
-        return json_response(session.state())
-
-    async def reset(request: Request) -> Response:
-        env_id = env_id_of(request)
-        raw, body = await read_json(request, empty={})
-        session_id = body.pop("session_id", None)
-        if (worker := elsewhere(request, session_id)) is not None:
-            return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
-        reset_request = parse_model(ResetRequest, body, "reset request")
-        session = store.get(session_id, env_id) if session_id is not None else store.open(env_id, "http")
-        try:
-            async with session.lock:
-                result = await asyncio.to_thread(session.reset, factory, reset_request)
+                result = await asyncio.to_thread(call, session, arguments)
         except BaseException:
             if session_id is None:
                 store.close(session.session_id)
             raise
-        result["session_id"] = session.session_id
-        return json_response(result)
+        return json_response({**result, "session_id": session.session_id})
+
+    async def make(request: Request) -> Response:
+        return await opening_call(request, MakeRequest, lambda session, arguments: session.make(factory, arguments))
+
+    async def reset(request: Request) -> Response:
+        return await opening_call(request, ResetRequest, lambda session, arguments: session.reset(factory, arguments))
 
     async def step(request: Request) -> Response:
         env_id = env_id_of(request)
@@ -361,8 +354,7 @@ async def _answer(session: Session, factory: EnvFactory, raw: str | bytes) -> st
                 return dumps(frame("state", session.state()))
             if kind == "make":
                 request = parse_model(MakeRequest, message.get("data", {}), "make data")
-                await asyncio.to_thread(session.make, factory, request)
-                return dumps(frame("state", session.state()))
+                return dumps(frame("state", await asyncio.to_thread(session.make, factory, request)))
         return None  # close
     except ProtocolError as error:
         return dumps(error.frame())

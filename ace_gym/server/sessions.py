@@ -50,8 +50,13 @@ class Session:
         """Mark the session active now (idle eviction counts from the last touch)."""
         self.last_active = time.monotonic()
 
-    def make(self, factory: EnvFactory, request: MakeRequest) -> gym.Env:
-        """Replace the session's env by one built from ``request`` (the old one is closed)."""
+    def make(self, factory: EnvFactory, request: MakeRequest) -> dict[str, Any]:
+        """Replace the session's env by one built from ``request`` (the old one is closed); the
+        session's state."""
+        self._build(factory, request)
+        return self.state()
+
+    def _build(self, factory: EnvFactory, request: MakeRequest) -> gym.Env:
         env = factory.make(self.env_id, request)
         self.close_env()
         self.env, self.make_request, self.in_episode = env, request, False
@@ -59,7 +64,7 @@ class Session:
 
     def reset(self, factory: EnvFactory, request: ResetRequest) -> dict[str, Any]:
         """``env.reset`` (building the env first if needed); the OpenEnv reset result."""
-        env = self.env if self.env is not None else self.make(factory, self.make_request)
+        env = self.env if self.env is not None else self._build(factory, self.make_request)
         try:
             observation, info = env.reset(seed=request.seed, options=request.options)
         except AceGymError as error:  # the env refused the options (e.g. an unknown instance id)
