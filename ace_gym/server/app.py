@@ -289,6 +289,13 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             store.close(session.session_id)
         return json_response({"closed": True, "session_id": session_id})
 
+    expiring: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
+
+    def expire_later(websocket: WebSocket) -> None:
+        task = asyncio.ensure_future(_expire(websocket))
+        expiring.add(task)
+        task.add_done_callback(expiring.discard)
+
     async def websocket_session(websocket: WebSocket) -> None:
         await websocket.accept()
         try:
@@ -297,7 +304,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             await websocket.send_text(dumps(error.frame()))
             await websocket.close(code=1008)
             return
-        session.on_evict = lambda: asyncio.ensure_future(_expire(websocket))
+        session.on_evict = lambda: expire_later(websocket)
         try:
             while True:
                 message = await websocket.receive()

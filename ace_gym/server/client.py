@@ -40,7 +40,8 @@ class RemoteEnv(gym.Env[Any, Any]):
     refused requests raise :class:`RemoteEnvError` (``RESET_NEEDED`` raises Gymnasium's
     ``ResetNeeded``), and a connection failure raises :class:`RemoteEnvError` with code
     ``CONNECTION``. ``wrappers`` name classes exported by :mod:`ace_gym.wrappers`, innermost
-    first; ``kwargs`` and wrapper arguments must be plain JSON values.
+    first; ``kwargs`` and wrapper arguments must be plain JSON values. ``timeout_s`` bounds the
+    wait for each answer (a procedural reset may generate for a while).
     """
 
     def __init__(
@@ -49,7 +50,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         env_id: str,
         *,
         wrappers: Sequence[WrapperArgument] = (),
-        timeout_s: float = 60.0,
+        timeout_s: float = 300.0,
         max_message_bytes: int = 1 << 26,
         **kwargs: Any,
     ) -> None:
