@@ -83,17 +83,30 @@ class Session:
         self.seed, self.period, self.out = seed, period, out
         self.frames = [json.dumps({"type": "step", "data": action}) for action in ACTIONS]
 
+    def mark_ready(self, ready: asyncio.Event) -> None:
+        self.out["ready"] += 1
+        if self.out["ready"] == self.out["sessions"]:
+            ready.set()
+
     async def run(self, client: Any, url: str, ready: asyncio.Event, start: asyncio.Event, stop: asyncio.Event) -> None:
-        async with client.ws_connect(url, compress=0, autoping=False, max_msg_size=0) as connection:
+        try:
+            await self.play(client, url, ready, start, stop)
+        except Exception as error:  # a session that could not open is reported, not waited for
+            self.out["failed_sessions"].append(f"{type(error).__name__}: {error}")
+            if not start.is_set():
+                self.mark_ready(ready)
+
+    async def play(
+        self, client: Any, url: str, ready: asyncio.Event, start: asyncio.Event, stop: asyncio.Event
+    ) -> None:
+        async with client.ws_connect(url, compress=0, max_msg_size=0) as connection:
 
             async def call(text: str) -> dict[str, Any]:
                 await connection.send_str(text)
                 return json.loads((await connection.receive()).data)
 
             await call(json.dumps({"type": "reset", "data": {"seed": self.seed}}))
-            self.out["ready"] += 1
-            if self.out["ready"] == self.out["sessions"]:
-                ready.set()
+            self.mark_ready(ready)
             await start.wait()
             loop = asyncio.get_running_loop()
             next_send = loop.time() + random.random() * self.period
@@ -131,7 +144,15 @@ def client_process(url: str, seeds: list[int], period: float, barrier: Any, seco
 
     async def run() -> dict[str, Any]:
         ready, start, stop = asyncio.Event(), asyncio.Event(), asyncio.Event()
-        out: dict[str, Any] = {"ready": 0, "sessions": len(seeds), "latencies": [], "errors": 0, "resets": 0, "late": 0}
+        out: dict[str, Any] = {
+            "ready": 0,
+            "sessions": len(seeds),
+            "latencies": [],
+            "errors": 0,
+            "resets": 0,
+            "late": 0,
+            "failed_sessions": [],
+        }
         connector = aiohttp.TCPConnector(limit=0)
         async with aiohttp.ClientSession(connector=connector) as client:
             tasks = [
@@ -235,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         "steps": steps,
         "resets": sum(r["resets"] for r in reports),
         "errors": sum(r["errors"] for r in reports),
+        "failed_sessions": sum(len(r["failed_sessions"]) for r in reports),
+        "first_session_failure": next((f for r in reports for f in r["failed_sessions"]), None),
         "late_sends": sum(r["late"] for r in reports),
         "steps_per_s": round(steps_per_s),
         "p50_ms": round(p50, 2),
