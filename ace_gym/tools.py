@@ -404,6 +404,8 @@ def query_candidate_from_attribute(
         raise _ToolError("categorical fields only support: in, not_in")
     if numeric and isinstance(parsed, str):
         raise _ToolError("numeric comparisons require a numeric value")
+    if isinstance(parsed, int) and parsed.bit_length() > 64:  # where the release would answer, echoing it
+        raise _ToolError("numeric comparison values must fit in 64 bits")
     texts = _texts(compiled)
     column = _query_column(compiled, texts, s, field)
     if is_set_query:
@@ -428,12 +430,19 @@ def query_candidate_from_attribute(
 
 
 def _parse_query_value(value: Any, is_set_query: bool) -> Any:
+    """The query value as the published release reads it: a list of strings for ``in``/``not_in``;
+    else a number, or a string that is not one (refused later, after the field-kind checks).
+
+    A set-query string is stripped (``str.strip``: every Unicode whitespace) before it is tested
+    for a leading ``[`` and JSON-decoded; one that does not decode is kept whole, unstripped.
+    """
     if is_set_query:
         if isinstance(value, str):
-            if value.startswith("["):
+            stripped = value.strip()
+            if stripped.startswith("["):
                 try:
-                    value = json.loads(value)
-                except (ValueError, RecursionError):
+                    value = json.loads(stripped)
+                except (ValueError, RecursionError):  # the release raises for the last two
                     value = [value]
             else:
                 value = [value]
@@ -444,11 +453,9 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
         raise _ToolError("boolean values are not supported for attribute queries")
     if isinstance(value, str):
         try:
-            value = float(value) if "." in value else int(value)
+            return float(value) if "." in value else int(value)
         except ValueError:
             return value
-    if isinstance(value, int) and value.bit_length() > 64:
-        raise _ToolError("numeric comparison values must fit in 64 bits")
     if isinstance(value, (int, float)):
         return value
     raise _ToolError("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
