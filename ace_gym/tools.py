@@ -1,18 +1,12 @@
-"""The ACE tool set (spec §3): one function per tool, the response envelope, the dispatcher and
-the OpenAI tool schemas.
+"""The ACE tool set (docs/compatibility.md §3): one function per tool, the response envelope, the
+dispatcher and the OpenAI tool schemas.
 
 Every tool takes the mutable :class:`EpisodeState` first and the model's arguments as keywords,
 and returns the response envelope already serialised exactly as the published benchmark sends it
 to the model (``json.dumps(envelope, ensure_ascii=False)``). Checks run in the published order
-with the published messages. Deliberate departures (documented on the env):
-
-* a missing argument, or an unhashable ``operator``, is a failed envelope
-  (``Invalid tool arguments, ...``) instead of a Python ``TypeError``;
-* any row/col that ``int()`` cannot convert (including inf/NaN) gives "row and col must be
-  integers"; numbers beyond 64 bits are refused instead of echoed;
-* strings the model sent are echoed in error messages up to :data:`ECHO_LIMIT` characters, and
-  lone surrogates in echoed strings become U+FFFD (observations always encode as UTF-8);
-* ``get_current_grid_state`` returns a copy (it always did, once serialised).
+with the published messages. The deliberate departures (inputs the release raises on, integers
+beyond 64 bits, clipped echoes, schema details) are listed in one place: the "Departures from the
+published release" section of :class:`ace_gym.envs.AceEnv`.
 """
 
 from __future__ import annotations
