@@ -1,4 +1,4 @@
-"""The texts a model sees: task instruction (§1.7), system prompt and user message (§4.1)."""
+"""The texts a model sees: task instruction, system prompt and user message (docs/compatibility.md §1.7, §4.1)."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def render_system_prompt(
     max_query_ids: int,
     max_query_fields: int,
 ) -> str:
-    """The system message (spec §4.1); ``global_check_budget`` None means unlimited."""
+    """The system message (docs/compatibility.md §4.1); ``global_check_budget`` None means unlimited."""
     d = domain.tool_noun
     check_tool = f"check_{d}_global_constraints"
     if global_check_budget is None:
@@ -130,7 +130,7 @@ def render_system_prompt(
 
 
 def render_user_message(domain: Domain, partial_solution: list[list[str | None]]) -> str:
-    """The first user message (spec §4.1)."""
+    """The first user message (docs/compatibility.md §4.1)."""
     return (
         "Here is the current partial solution grid.\nEach `null` value is a missing slot that still "
         f"needs a valid item id.\n\n{json.dumps(partial_solution, ensure_ascii=False)}\n\nYou may work on any hidden slot "

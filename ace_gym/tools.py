@@ -49,7 +49,7 @@ MAX_GLOBAL_CHECK_ALPHA = 1e9  # larger (or infinite) values would overflow floor
 
 @dataclass(frozen=True)
 class ToolConfig:
-    """Budgets and limits, named as in the published benchmark (spec §3.5).
+    """Budgets and limits, named as in the published benchmark (docs/compatibility.md §3.5).
 
     ``extra_query_num``: per-slot query budget = active rules + hidden slots + this; -1 unlimited.
     ``global_check_alpha``: global-check budget = floor(alpha * hidden slots); -1 or None unlimited.

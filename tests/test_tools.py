@@ -1,4 +1,4 @@
-"""The 11 tools: order of checks, messages, payloads and budgets of spec §3.3-§3.5 beyond the traces."""
+"""The 11 tools: order of checks, messages, payloads and budgets of docs/compatibility.md §3.3-§3.5 beyond the traces."""
 
 from __future__ import annotations
 
