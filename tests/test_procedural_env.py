@@ -4,6 +4,8 @@ and generated data played through the core env's tools."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,8 @@ from ace_gym.errors import ConfigError
 from ace_gym.generators import generate_dataset, generate_instance
 from ace_gym.generators.cli import PAPER_5X7
 from ace_gym.registration import PROCEDURAL_ENV_IDS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _play(env: AceEnv, replace: dict[int, str] | None = None) -> tuple[float, dict[str, Any]]:
@@ -179,3 +183,16 @@ def test_generated_file__loads_in_the_core_env(tmp_path: Path) -> None:
     for index in range(4):
         env.reset(options={"instance_index": index})
         assert _play(env)[0] == 1.0
+
+
+def test_import__ace_gym_loads_no_numba_and_envs_exports_the_procedural_env_lazily() -> None:
+    code = (
+        "import sys, ace_gym, ace_gym.envs\n"
+        "assert 'numba' not in sys.modules, 'import ace_gym loaded numba'\n"
+        "assert 'ProceduralAceEnv' in dir(ace_gym.envs) and 'ProceduralAceEnv' in ace_gym.envs.__all__\n"
+        "from ace_gym.envs import ProceduralAceEnv\n"
+        "from ace_gym.envs.procedural import ProceduralAceEnv as direct\n"
+        "assert ProceduralAceEnv is direct and 'numba' in sys.modules\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
