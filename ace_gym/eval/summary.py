@@ -1,6 +1,6 @@
 """Aggregate episode records into the paper's views: cells, domains, overall, and a text table.
 
-Aggregation follows the published notebook (spec §4.4): a *cell* is one (domain, hidden slots,
+Aggregation follows the published notebook (docs/compatibility.md §4.4): a *cell* is one (domain, hidden slots,
 decoy budget) and averages every episode in it (trials and tool-failure rates pooled); a
 domain's score is the mean of its cells' scores; the overall score is the mean of the domains'
 scores. Usage (steps = policy turns, tool calls, time, tokens) is averaged over episodes.

@@ -1,4 +1,4 @@
-"""A turn limit with final scoring, like the published agent loop's ``max_steps`` (spec §4.2)."""
+"""A turn limit with final scoring, like the published agent loop's ``max_steps`` (docs/compatibility.md §4.2)."""
 
 from __future__ import annotations
 
