@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prefix = f"ace-gym {args.command}:"
     hint = getattr(args, "resume_hint", "")
     try:
-        return int(args.handler(args) or 0)
+        return int(args.handler(args) or EXIT_OK)
     except FileInUseError as error:
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_IN_USE

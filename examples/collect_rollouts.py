@@ -73,7 +73,7 @@ def main() -> None:
     )
     out = args.out or f"{workdir}/rollouts.jsonl"
     try:
-        with open(out, "w", encoding="utf-8") as handle:
+        with open(out, "w", encoding="utf-8", errors="backslashreplace") as handle:  # lone surrogates: \udXXX
             for record in run_vector_episodes(envs, engine, num_episodes=args.episodes, seed=args.seed):
                 # vector envs batch info values into numpy arrays: numpy scalars may reach the record
                 handle.write(json.dumps(record, ensure_ascii=False, default=_plain) + "\n")
