@@ -195,7 +195,7 @@ def test_step__reward_is_zero_until_a_successful_done_scores_the_grid(domain: st
     observation, reward, terminated, truncated, info = env.step({"name": "done", "arguments": {}})
     assert observation == STOP
     assert (reward, terminated, truncated) == (1.0, True, False)
-    assert info["score"] is True and info["reason"] is None
+    assert info["score"] == 1.0 and type(info["score"]) is float and info["reason"] is None
     assert info["grid"] == compiled.instance.truth_solution
 
 
@@ -228,7 +228,7 @@ def test_step__max_steps_truncates_with_the_final_score() -> None:
         env.step({"name": "get_slot_id", "arguments": {"row": 0, "col": 0}}),
     ]
     assert [s[1:4] for s in steps] == [(0.0, False, False), (0.0, False, False), (1.0, False, True)]
-    assert steps[-1][4]["score"] is True and steps[-1][4]["step"] == 3
+    assert steps[-1][4]["score"] == 1.0 and steps[-1][4]["step"] == 3
 
 
 def test_step__failed_calls_count_towards_max_steps() -> None:

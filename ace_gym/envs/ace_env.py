@@ -73,7 +73,7 @@ class AceEnv(gym.Env[str, ActionType]):
     Reset: ``instance_id``, ``instance_index``, ``rows``, ``cols``, ``hidden_slots`` (H),
     ``hidden_positions``, ``decoy_budget`` (B), ``system_prompt``, ``tools``, ``budgets``.
     Step: ``tool``, ``ok`` (envelope status is success), ``step``. Last step also ``score``
-    (bool), ``reason`` (first failure, or None) and ``grid`` (the final id grid).
+    (float, 1.0 or 0.0, as the reward), ``reason`` (first failure, or None) and ``grid`` (the final id grid).
 
     ## Departures from the published release
     The complete list (wrappers document their own: :class:`~ace_gym.wrappers.ChatAdapter`,
@@ -233,7 +233,7 @@ class AceEnv(gym.Env[str, ActionType]):
             self._finished = True
             score, reason = evaluate_grid(state.compiled, state.grid)
             reward = float(score)
-            info.update(score=score, reason=reason, grid=grid_of_ids(state.compiled, state.grid))
+            info.update(score=reward, reason=reason, grid=grid_of_ids(state.compiled, state.grid))
         return observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:
