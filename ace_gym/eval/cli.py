@@ -28,6 +28,7 @@ from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_r
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
+from ace_gym.longbench import cli as alb_cli
 
 logger = logging.getLogger(__name__)
 LLM_PREFIXES = ("vllm", "hf", "openai")
@@ -75,6 +76,7 @@ def register(subparsers: Any) -> None:
         help="option for an LLM engine (VALUE read as JSON when it parses), repeatable",
     )
     evaluate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    alb_cli.add_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval)
 
     report = subparsers.add_parser(
@@ -234,7 +236,7 @@ class Progress:
 
     def update(self, record: dict[str, Any]) -> None:
         self.done += 1
-        self.solved += int(record["score"])
+        self.solved += float(record["score"] or 0.0)
         now = time.perf_counter()
         last = self.done >= self.total
         if not self.enabled or not (self.redraw or last or now - self.printed >= self.interval_s):
@@ -254,6 +256,8 @@ class Progress:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    if args.env is not None:
+        return alb_cli.run_eval(args)
     try:
         specs = build_specs(args)
         label, engine_options = policy_label(args.policy, args.engine_option)
@@ -318,6 +322,8 @@ def run_report(args: argparse.Namespace) -> int:
 
 def _write_report(out: Path) -> int:
     """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``."""
+    if alb_cli.is_alb_run(out):
+        return alb_cli.write_report(out)
     summary = summarize(read_records(out / EPISODES_FILE))
     write_json_atomic(out / SUMMARY_FILE, summary)
     if matplotlib_available():
