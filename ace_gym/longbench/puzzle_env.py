@@ -288,7 +288,7 @@ class ALBPuzzleEnv(gym.Env[list[dict[str, Any]], Any]):
         consistent = bool(version_space(self.table, self._facts, self._wrong)[guess])
         feedback = give_feedback(self.table, guess, self._target)
         self._rounds += 1
-        text = feedback_text(self.table, feedback, self._round_number, self.max_rounds - self._rounds)
+        text = feedback_text(self.table, feedback, self._round_number, self.max_rounds - self._rounds, chained=False)
         self._round_number += 1
         self._facts += facts_of(feedback)
         reward = -self.round_cost

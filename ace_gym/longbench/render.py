@@ -33,18 +33,20 @@ def guess_message(table: ItemTable, item: int) -> dict[str, Any]:
     return {"role": "assistant", "content": f"<answer>{table.names[item]}</answer>"}
 
 
-def feedback_text(table: ItemTable, feedback: Feedback, round_number: int, remaining: int) -> str:
-    """The environment's feedback message (layout in the module docstring); a solved game, or one
-    with no rounds left, gets the new-game line."""
+def feedback_text(
+    table: ItemTable, feedback: Feedback, round_number: int, remaining: int, *, chained: bool = True
+) -> str:
+    """The environment's feedback message (layout in the module docstring). With ``chained`` (a
+    rollout of chained games) a solved game, or one with no rounds left, gets the new-game line."""
     lines = [f"Round {round_number}: Guess {table.names[feedback.guess]} (#{table.codes[feedback.guess]})", "Sections:"]
     for section in feedback.sections:
         marked = "; ".join(f"{value} ({mark})" for value, mark in zip(section.values, section.marks, strict=True))
         lines.append(f" - {section.section}: {marked}")
     lines.append(f"Result: {'correct' if feedback.correct else 'wrong'}")
     lines.append(f"Remaining rounds: {remaining}")
-    if feedback.correct:
+    if chained and feedback.correct:
         lines.append(GAME_SOLVED)
-    elif remaining == 0:
+    elif chained and remaining == 0:
         lines.append(GAME_EXHAUSTED)
     return "\n".join(lines)
 

@@ -57,10 +57,10 @@ class HFTokenizer:
     """Exact counts from a Hugging Face tokenizer stored at a local ``path`` (no special tokens)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        from transformers import AutoTokenizer  # the hf extra; imported only when asked for
-
         if not os.path.isdir(path):
             raise ConfigError("tokenizer", os.fspath(path), "must be a local directory holding a saved tokenizer")
+        from transformers import AutoTokenizer  # the hf extra; imported only when asked for
+
         self.path = os.fspath(path)
         self._tokenizer = AutoTokenizer.from_pretrained(self.path)
 
