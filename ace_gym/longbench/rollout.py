@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ace_gym.agents.base import ChatEngine, Completion
 from ace_gym.errors import ConfigError
+from ace_gym.eval.rollout import policy_name
 from ace_gym.longbench.official import OfficialRow, setting_dir
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.scoring import parse_prediction
@@ -66,17 +67,15 @@ def qa_specs(
     ]
 
 
-def _completion_text(completion: Completion) -> str:
-    return completion.text or ""
-
-
 @dataclass
 class _Pending:
-    key: str
+    """A question sent to the engine: its conversation, when it started, the env time spent so
+    far, and how to turn the engine's completion into the record."""
+
     conversation: list[dict[str, Any]]
     started: float
     env_s: float
-    finish: Any  # (text) -> record
+    finish: Callable[[Completion], dict[str, Any]]
 
 
 def _generate(engine: ChatEngine, batch: Sequence[_Pending]) -> Iterator[dict[str, Any]]:
@@ -116,7 +115,7 @@ def _usage() -> dict[str, Any]:
 
 
 def _answer_message(completion: Completion) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": _completion_text(completion)}
+    message: dict[str, Any] = {"role": "assistant", "content": completion.text or ""}
     if completion.reasoning is not None:
         message["reasoning_content"] = completion.reasoning
     return message
@@ -133,7 +132,7 @@ def run_qa_episodes(
     """Answer every spec's question with ``engine``, ``batch_size`` per generate call; yields one
     record per spec, in order (see the module docstring). Envs are built once per configuration
     and batch slot, then reused."""
-    label = name or str(getattr(engine, "name", None) or type(engine).__name__)
+    label = name or policy_name(engine)
     pools: dict[str, list[ALBQAEnv]] = {}
 
     def start(spec: QASpec, env: ALBQAEnv) -> _Pending:
@@ -144,7 +143,7 @@ def run_qa_episodes(
 
         def finish(completion: Completion) -> dict[str, Any]:
             stepped = time.perf_counter()
-            _, reward, terminated, truncated, step_info = env.step(_completion_text(completion))
+            _, reward, terminated, truncated, step_info = env.step(completion.text or "")
             kept = observation if keep_context else [observation[0], observation[-1]]
             record = _record(label, spec.key(label), info, step_info, float(reward), completion)
             record.update(
@@ -159,7 +158,7 @@ def run_qa_episodes(
             record["usage"]["env_s"] += time.perf_counter() - stepped
             return record
 
-        return _Pending(spec.key(label), observation, began, env_s, finish)
+        return _Pending(observation, began, env_s, finish)
 
     for batch in _batched(specs, batch_size):
         used: dict[str, int] = {}
@@ -192,7 +191,7 @@ def _record(
         "reward": reward,
         "gt": info["gt"],
         "prediction": step_info.get("prediction"),
-        "raw_response": _completion_text(completion),
+        "raw_response": completion.text or "",
         "finish_reason": completion.finish_reason,
         "acl_sum": info.get("acl_sum"),
         "acl_span": info.get("acl_span"),
@@ -202,6 +201,7 @@ def _record(
 
 
 def official_key(policy: str, row: OfficialRow) -> str:
+    """The identity of an official row's answer under ``policy``."""
     return f"{policy}|official|{row.source}|{row.id}"
 
 
@@ -215,13 +215,13 @@ def run_official_rows(
 ) -> Iterator[dict[str, Any]]:
     """Answer rows of the official dataset with ``engine``; records as for :func:`run_qa_episodes`
     (``env_id`` "official", ``bucket`` the length directory, ``seed`` None, ``tokens`` None)."""
-    label = name or str(getattr(engine, "name", None) or type(engine).__name__)
+    label = name or policy_name(engine)
 
     def start(row: OfficialRow) -> _Pending:
         conversation = row.prompt()
 
         def finish(completion: Completion) -> dict[str, Any]:
-            text = _completion_text(completion)
+            text = completion.text or ""
             score = row.score(text)
             info = {"knowledge": row.knowledge, "format": row.fmt, "question_type": row.question_type,
                     "bucket": row.length, "tokens": None, "target_tokens": None, "gt": row.answer}  # fmt: skip
@@ -240,7 +240,7 @@ def run_official_rows(
             )
             return record
 
-        return _Pending(official_key(label, row), conversation, time.perf_counter(), 0.0, finish)
+        return _Pending(conversation, time.perf_counter(), 0.0, finish)
 
     for batch in _batched(rows, batch_size):
         yield from _generate(engine, [start(row) for row in batch])
