@@ -229,7 +229,7 @@ class Progress:
     interval_s = 10.0
 
     def __init__(self, total: int, skipped: int, enabled: bool) -> None:
-        self.total, self.done, self.solved, self.enabled = total, skipped, 0, enabled
+        self.total, self.done, self.solved, self.enabled = total, skipped, 0.0, enabled
         self.skipped = skipped
         self.started = self.printed = time.perf_counter()
         self.redraw = enabled and sys.stderr.isatty()

@@ -15,9 +15,12 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ace_gym.errors import AceGymError, ConfigError
+
+if TYPE_CHECKING:
+    from ace_gym.agents.base import ChatEngine
 
 ENV_CHOICES = ("ALB-QA-v0",)
 
@@ -100,7 +103,7 @@ def run_eval(args: argparse.Namespace) -> int:
             if len(items) < total:
                 print(f"resuming: {total - len(items)} of {total} questions already in {log.path}", file=sys.stderr)
             if items:  # a finished run only rebuilds its report: no model is loaded
-                engine = eval_cli.make_policy(args.policy, engine_options)
+                engine = cast("ChatEngine", eval_cli.make_policy(args.policy, engine_options))
                 run = run_official_rows if args.official is not None else run_qa_episodes
                 progress = eval_cli.Progress(total, total - len(items), not args.no_progress)
                 try:

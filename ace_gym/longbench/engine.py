@@ -190,15 +190,15 @@ def conditions_from_facts(table: ItemTable, facts: Iterable[Fact]) -> tuple[Cond
     exact: dict[str, int] = {}
     for section, kind, value in facts:
         if kind == "has":
-            has.setdefault(section, set()).add(value)  # type: ignore[arg-type]
+            has.setdefault(section, set()).add(str(value))
         elif kind == "lacks":
-            lacks.setdefault(section, set()).add(value)  # type: ignore[arg-type]
+            lacks.setdefault(section, set()).add(str(value))
         elif kind == "gt":
-            low[section] = max(low.get(section, value), value)  # type: ignore[type-var, arg-type]
+            low[section] = max(low.get(section, int(value)), int(value))
         elif kind == "lt":
-            high[section] = min(high.get(section, value), value)  # type: ignore[type-var, arg-type]
+            high[section] = min(high.get(section, int(value)), int(value))
         else:
-            exact[section] = value  # type: ignore[assignment]
+            exact[section] = int(value)
     conditions: list[Condition] = []
     for spec in table.sections:
         name = spec.name

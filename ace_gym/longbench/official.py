@@ -198,9 +198,19 @@ def _row(source: str, number: int, raw: Any, knowledge: str, fmt: str, length: s
         raise DatasetError(source, f"{where}.question", "must be a string")
     rounds = {key: raw[key] for key in ROUND_FIELDS if key in raw}
     return OfficialRow(
-        source, number, knowledge, fmt, length, str(raw["id"]), raw.get("sample_id"), raw["question_type"],
-        [dict(m) for m in messages], raw["question"], raw["answer"], rounds,
-    )  # fmt: skip
+        source,
+        number,
+        knowledge,
+        fmt,
+        length,
+        str(raw["id"]),
+        raw.get("sample_id"),
+        raw["question_type"],
+        [dict(m) for m in messages],
+        raw["question"],
+        raw["answer"],
+        rounds,
+    )
 
 
 def load_official(root: str | os.PathLike[str], *, settings: Sequence[str] | None = None) -> Iterator[OfficialRow]:

@@ -114,13 +114,16 @@ class ALBPuzzleEnv(gym.Env[list[dict[str, Any]], Any]):
                     value,
                     "must be a non-negative integer" if name == "prefill_tokens" else "must be a positive integer",
                 )
-        for name, value in (("max_turns", max_turns), ("max_tokens", max_tokens)):
-            if value is not None and (type(value) is not int or value < 1):
-                raise ConfigError(name, value, "must be a positive integer or None")
-        for name, value in (("round_cost", round_cost), ("consistency_bonus", consistency_bonus),
-                            ("inconsistency_penalty", inconsistency_penalty)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-                raise ConfigError(name, value, "must be a finite number")
+        for name, limit in (("max_turns", max_turns), ("max_tokens", max_tokens)):
+            if limit is not None and (type(limit) is not int or limit < 1):
+                raise ConfigError(name, limit, "must be a positive integer or None")
+        for name, number in (
+            ("round_cost", round_cost),
+            ("consistency_bonus", consistency_bonus),
+            ("inconsistency_penalty", inconsistency_penalty),
+        ):
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or not np.isfinite(number):
+                raise ConfigError(name, number, "must be a finite number")
         self.config: SampleConfig = config_from_options(
             {"table": table, "table_seed": table_seed, "knowledge": knowledge, "fmt": fmt, "behaviour": behaviour}
         )

@@ -105,7 +105,7 @@ class _Context:
         assert query is not None
         if self.trajectory.fmt == "concise":
             return query.intersection.astype(np.int64)
-        return np.sum([mask for _, _, mask in query.per_section], axis=0, dtype=np.int64)
+        return np.asarray(np.sum([mask for _, _, mask in query.per_section], axis=0, dtype=np.int64))
 
     def choice(self, values: Sequence[Any] | np.ndarray) -> Any:
         return values[int(self.rng.integers(len(values)))]

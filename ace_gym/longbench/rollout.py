@@ -110,8 +110,15 @@ def _batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 
 def _usage() -> dict[str, Any]:
-    return {"turns": 1, "tool_calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "time_s": 0.0, "env_s": 0.0,
-            "generation_s": 0.0}  # fmt: skip
+    return {
+        "turns": 1,
+        "tool_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "time_s": 0.0,
+        "env_s": 0.0,
+        "generation_s": 0.0,
+    }
 
 
 def _answer_message(completion: Completion) -> dict[str, Any]:
@@ -144,16 +151,20 @@ def run_qa_episodes(
         def finish(completion: Completion) -> dict[str, Any]:
             stepped = time.perf_counter()
             _, reward, terminated, truncated, step_info = env.step(completion.text or "")
-            kept = observation if keep_context else [observation[0], observation[-1]]
-            record = _record(label, spec.key(label), info, step_info, float(reward), completion)
-            record.update(
+            record = _record(
+                label,
+                spec.key(label),
+                info,
+                step_info,
+                completion,
+                observation,
+                keep_context,
+                reward=float(reward),
                 seed=spec.seed,
                 trial=spec.trial,
                 env_config=dict(spec.env_kwargs),
                 terminated=terminated,
                 truncated=truncated,
-                messages=[*kept, _answer_message(completion)],
-                context_omitted=not keep_context,
             )
             record["usage"]["env_s"] += time.perf_counter() - stepped
             return record
@@ -174,8 +185,18 @@ def run_qa_episodes(
 
 
 def _record(
-    label: str, key: str, info: Mapping[str, Any], step_info: Mapping[str, Any], reward: float, completion: Completion
+    label: str,
+    key: str,
+    info: Mapping[str, Any],
+    step_info: Mapping[str, Any],
+    completion: Completion,
+    conversation: list[dict[str, Any]],
+    keep_context: bool,
+    **fields: Any,
 ) -> dict[str, Any]:
+    """A record (module docstring) from a sample's info, the step's info and the completion; it
+    keeps the whole ``conversation`` or, without ``keep_context``, its first and last message."""
+    kept = conversation if keep_context else [conversation[0], conversation[-1]]
     return {
         "key": key,
         "policy": label,
@@ -188,7 +209,6 @@ def _record(
         "knowledge": info["knowledge"],
         "format": info["format"],
         "score": step_info.get("score"),
-        "reward": reward,
         "gt": info["gt"],
         "prediction": step_info.get("prediction"),
         "raw_response": completion.text or "",
@@ -197,6 +217,9 @@ def _record(
         "acl_span": info.get("acl_span"),
         "evidence_depth": info.get("evidence_depth"),
         "usage": _usage(),
+        "messages": [*kept, _answer_message(completion)],
+        "context_omitted": not keep_context,
+        **fields,
     }
 
 
@@ -223,22 +246,32 @@ def run_official_rows(
         def finish(completion: Completion) -> dict[str, Any]:
             text = completion.text or ""
             score = row.score(text)
-            info = {"knowledge": row.knowledge, "format": row.fmt, "question_type": row.question_type,
-                    "bucket": row.length, "tokens": None, "target_tokens": None, "gt": row.answer}  # fmt: skip
+            info = {
+                "knowledge": row.knowledge,
+                "format": row.fmt,
+                "question_type": row.question_type,
+                "bucket": row.length,
+                "tokens": None,
+                "target_tokens": None,
+                "gt": row.answer,
+            }
             step_info = {"score": score, "prediction": parse_prediction(row.question_type, row.fmt, text)}
-            record = _record(label, official_key(label, row), info, step_info, score or 0.0, completion)
-            kept = conversation if keep_context else [conversation[0], conversation[-1]]
-            record.update(
+            return _record(
+                label,
+                official_key(label, row),
+                info,
+                step_info,
+                completion,
+                conversation,
+                keep_context,
+                reward=score or 0.0,
                 env_id="official",
                 seed=None,
                 trial=0,
                 env_config={"source": row.source, "id": row.id},
                 terminated=True,
                 truncated=False,
-                messages=[*kept, _answer_message(completion)],
-                context_omitted=not keep_context,
             )
-            return record
 
         return _Pending(conversation, time.perf_counter(), 0.0, finish)
 

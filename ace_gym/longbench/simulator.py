@@ -69,7 +69,11 @@ class Behaviour:
         for name in ("history_window", "max_mask_sections", "relax_k"):
             value = getattr(self, name)
             if type(value) is not int or value < (0 if name == "history_window" else 1):
-                raise ConfigError(f"behaviour.{name}", value, "must be a positive integer")
+                raise ConfigError(
+                    f"behaviour.{name}",
+                    value,
+                    "must be a non-negative integer" if name == "history_window" else "must be a positive integer",
+                )
         for name in ("forget_history_prob", "mask_prob", "epsilon"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:

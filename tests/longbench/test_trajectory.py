@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -65,3 +69,27 @@ def test_sample__same_seed_gives_byte_identical_messages_and_other_seeds_differ(
     assert json.dumps(first.observation()) == json.dumps(second.observation())
     assert first.info() == second.info()
     assert json.dumps(first.observation()) != json.dumps(other.observation())
+
+
+def test_sample__is_identical_in_another_process_with_other_hash_seeds(tokenizer) -> None:
+    code = (
+        "import hashlib, json; from ace_gym.longbench.samples import SampleConfig, build_sample; "
+        "from ace_gym.longbench.tokens import ApproxTokenizer; "
+        "s = build_sample(SampleConfig(knowledge='ki', table='ace:shopping', target_tokens=20000), "
+        "'Count Frequency(Env)', 9, ApproxTokenizer()); "
+        "print(hashlib.sha256(json.dumps([s.observation(), s.question.answer]).encode()).hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    here = build_sample(
+        SampleConfig(knowledge="ki", table="ace:shopping", target_tokens=20000), "Count Frequency(Env)", 9, tokenizer
+    )
+    assert digests == {hashlib.sha256(json.dumps([here.observation(), here.question.answer]).encode()).hexdigest()}
