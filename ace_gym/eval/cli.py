@@ -39,6 +39,7 @@ from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_r
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
+from ace_gym.longbench import cli as alb_cli
 
 logger = logging.getLogger(__name__)
 LLM_PREFIXES = ("vllm", "hf", "openai")
@@ -102,6 +103,7 @@ def register(subparsers: Any) -> None:
         help="option for an LLM engine (VALUE read as JSON when it parses), repeatable",
     )
     _add_skip_malformed(evaluate)
+    alb_cli.add_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
 
     report = subparsers.add_parser(
@@ -267,6 +269,8 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    if args.env is not None:
+        return alb_cli.run_eval(args)
     specs = build_specs(args)
     label, engine_options = policy_label(args.policy, args.engine_option)
     out = output_directory(args.out)
@@ -300,7 +304,7 @@ def _run_pending(
         try:
             for done, record in enumerate(run_episodes(pending, policy, batch_size=batch_size, name=label), 1):
                 log.append(record)
-                solved += float(record["score"])
+                solved += float(record["score"] or 0.0)
                 bar.set_postfix_str(f"score {solved / done:.3f}", refresh=False)
                 bar.update()
         finally:
@@ -372,6 +376,8 @@ def _summary(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> dic
 
 def _write_report(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> int:
     """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``."""
+    if alb_cli.is_alb_run(out):
+        return alb_cli.write_report(out)
     summary = _summary(out, run, skip_malformed)
     if not summary["episodes"]:
         raise ConfigError("dir", str(out), f"{EPISODES_FILE} holds no episode records")
