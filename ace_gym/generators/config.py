@@ -41,7 +41,7 @@ def _check_int(field: str, value: object, minimum: int) -> int:
 
 @dataclass(frozen=True)
 class InstanceConfig:
-    """The inputs an instance is a pure function of (spec §2; seed included)."""
+    """The inputs an instance is a pure function of (docs/compatibility.md §2; seed included)."""
 
     domain: str
     rows: int
