@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from ace_gym.errors import AceGymError
+from ace_gym.errors import ConfigError
 
 
 def register(subparsers: Any) -> None:
@@ -37,19 +36,14 @@ def run(args: argparse.Namespace) -> int:
         from ace_gym.server.factory import EnvFactory
         from ace_gym.server.runner import serve
     except ImportError as error:
-        print(f"ace-gym serve: needs the server stack ({error}): pip install 'ace-gym[serve]'", file=sys.stderr)
-        return 2
-    try:
-        config = ServerConfig(
-            env_ids=tuple(args.env or ()),
-            data_dirs=tuple(args.data_dir),
-            max_sessions=args.max_sessions,
-            idle_timeout_s=args.idle_timeout,
-            max_body_bytes=args.max_body_bytes,
-            workers=args.workers,
-        )
-        EnvFactory(config.env_ids, config.data_dirs)  # refuse unknown env ids or data dirs before binding the port
-    except AceGymError as error:
-        print(f"ace-gym serve: {error}", file=sys.stderr)
-        return 2
+        raise ConfigError("serve", str(error), "needs the server stack: pip install 'ace-gym[serve]'") from None
+    config = ServerConfig(
+        env_ids=tuple(args.env or ()),
+        data_dirs=tuple(args.data_dir),
+        max_sessions=args.max_sessions,
+        idle_timeout_s=args.idle_timeout,
+        max_body_bytes=args.max_body_bytes,
+        workers=args.workers,
+    )
+    EnvFactory(config.env_ids, config.data_dirs)  # refuse unknown env ids or data dirs before binding the port
     return serve(config, args.host, args.port, log_level=args.log_level)
