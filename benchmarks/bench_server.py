@@ -2,8 +2,8 @@
 per-step latency.
 
 Starts ``ace-gym serve --workers W`` and P load-generator processes; each process multiplexes its
-share of the sessions on one asyncio loop (aiohttp WebSocket clients, one step in flight per
-session). Every session resets with its own seed, then plays a cycle of four tool calls
+share of the sessions on one asyncio loop (aiohttp WebSocket clients, about a third cheaper per
+message than websockets' client; ``pip install aiohttp``; one step in flight per session). Every session resets with its own seed, then plays a cycle of four tool calls
 (attribute query, item info, slot check, grid state) and resets again every 50 steps (resets are
 not counted as steps). Once every session is open and reset, steps are counted for ``--seconds``;
 latency is measured per step at the client, from sending the frame to parsing the reply.

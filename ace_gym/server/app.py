@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -255,39 +255,37 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     async def reset(request: Request) -> Response:
         return await opening_call(request, ResetRequest, lambda session, arguments: session.reset(factory, arguments))
 
-    async def step(request: Request) -> Response:
-        env_id = env_id_of(request)
-        raw, body = await read_json(request)
-        session_id = body.get("session_id")
-        if (worker := elsewhere(request, session_id)) is not None:
-            return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
+    def session_endpoint(
+        call: Callable[[Session, dict[str, Any]], dict[str, Any]],
+        *,
+        check: Callable[[dict[str, Any]], None] | None = None,
+        in_query: bool = False,
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """An endpoint for an open session named by the body's (or the query's) ``session_id``:
+        forwarded to the session's worker, else ``call(session, body)`` under the session's lock.
+        ``check`` validates the body first."""
+
+        async def endpoint(request: Request) -> Response:
+            env_id = env_id_of(request)
+            raw, body = (b"", dict(request.query_params)) if in_query else await read_json(request)
+            session_id = body.get("session_id")
+            if (worker := elsewhere(request, session_id)) is not None:
+                return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
+            if check is not None:
+                check(body)
+            session = store.get(session_id, env_id)
+            async with session.lock:
+                return json_response({**call(session, body), "session_id": session.session_id})
+
+        return endpoint
+
+    def check_step(body: dict[str, Any]) -> None:
         if "action" not in body or not body.keys() <= _STEP_FIELDS:
             raise ProtocolError("VALIDATION_ERROR", f"a step body is {{'action', 'session_id'}}, got {sorted(body)}")
-        session = store.get(session_id, env_id)
-        async with session.lock:
-            result = session.step(body["action"])
-        result["session_id"] = session.session_id
-        return json_response(result)
 
-    async def state(request: Request) -> Response:
-        env_id = env_id_of(request)
-        session_id = request.query_params.get("session_id")
-        if (worker := elsewhere(request, session_id)) is not None:
-            return await forwarder.forward(worker, request, b"")  # type: ignore[union-attr]
-        session = store.get(session_id, env_id)
-        async with session.lock:
-            return json_response(session.state())
-
-    async def close(request: Request) -> Response:
-        env_id = env_id_of(request)
-        raw, body = await read_json(request)
-        session_id = body.get("session_id")
-        if (worker := elsewhere(request, session_id)) is not None:
-            return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
-        session = store.get(session_id, env_id)
-        async with session.lock:  # after a call in flight on the session
-            store.close(session.session_id)
-        return json_response({"closed": True, "session_id": session_id})
+    step = session_endpoint(lambda session, body: session.step(body["action"]), check=check_step)
+    state = session_endpoint(lambda session, _: session.state(), in_query=True)
+    close = session_endpoint(lambda session, _: {"closed": store.close(session.session_id)})
 
     expiring: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to tasks
 
