@@ -12,10 +12,10 @@ from gymnasium.utils.env_checker import check_env
 import ace_gym
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
-from ace_gym.registration import ENV_IDS, register_envs
+from ace_gym.registration import ENV_IDS, register_envs, registered_env_ids
 
 # every id any ace-gym module registered on import (procedural variants included)
-REGISTERED_IDS = sorted(i for i, spec in gym.registry.items() if str(spec.entry_point).startswith("ace_gym."))
+REGISTERED_IDS = registered_env_ids()
 
 
 @pytest.mark.parametrize("env_id", REGISTERED_IDS)

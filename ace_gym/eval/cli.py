@@ -103,6 +103,7 @@ def register(subparsers: Any) -> None:
         help="option for an LLM engine (VALUE read as JSON when it parses), repeatable",
     )
     _add_skip_malformed(evaluate)
+    evaluate.add_argument("--env-url", default=None, help="play the episodes in an ace-gym serve server at this URL")
     alb_cli.add_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
 
@@ -272,6 +273,10 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.env is not None:
         return alb_cli.run_eval(args)
     specs = build_specs(args)
+    if args.env_url:
+        from ace_gym.server.episodes import remote_specs
+
+        specs = remote_specs(specs, args.env_url)
     label, engine_options = policy_label(args.policy, args.engine_option)
     out = output_directory(args.out)
     run = run_identity(args, label)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym.cli import add_common_flags, output_directory, progress_bar, resolve_domains
-from ace_gym.generators.dataset import dataset_file_name, generate_dataset
+from ace_gym.generators.dataset import BACKENDS, dataset_file_name, generate_dataset
 
 PAPER_5X7 = {
     "rows": 5,
@@ -51,6 +51,9 @@ def register(subparsers: Any) -> None:
         help="candidates offered for each hidden slot (truth, filters and decoys)",
     )
     parser.add_argument("--workers", type=int, default=1, help="worker processes (output does not depend on it)")
+    parser.add_argument(
+        "--backend", choices=BACKENDS, default="local", help="ray: one Ray task per instance (RAY_ADDRESS or local)"
+    )
     parser.add_argument("--time-budget", type=float, default=120.0, help="seconds allowed per instance")
     parser.add_argument("--gzip", action="store_true", help="write .json.gz (as bundled)")
     parser.set_defaults(handler=run, resume_hint="; dataset files already printed are whole")
@@ -81,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 time_budget=args.time_budget,
                 progress=progress,
+                backend=args.backend,
             )
         print(path)
     return 0
