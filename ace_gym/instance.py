@@ -454,7 +454,7 @@ def _path_argument(field: str, value: object, expected: str) -> Path:
     if not isinstance(text, str):
         raise ConfigError(field, value, f"must be {expected} (str or os.PathLike), not {type(value).__name__}")
     if not text or "\0" in text:
-        raise ConfigError(field, value, f"must be {expected}; {'an empty string' if not text else 'a NUL byte'} is not")
+        raise ConfigError(field, value, f"must be {expected}, {'not empty' if not text else 'without NUL characters'}")
     return Path(text)
 
 
@@ -475,7 +475,7 @@ def _not_a_regular_file(path: Path) -> str | None:
     return None
 
 
-def _read_json_bytes(path: Path, size: int) -> bytes:
+def _read_json_bytes(path: Path, size: int) -> bytearray:
     """The file's JSON text (gunzipped for ``.gz``), read in chunks that stop at MAX_DATASET_BYTES."""
     limit, source, packed = MAX_DATASET_BYTES, str(path), path.suffix == ".gz"
     too_large = DatasetError(
@@ -485,22 +485,21 @@ def _read_json_bytes(path: Path, size: int) -> bytes:
     )
     if not packed and size > limit:
         raise too_large
-    chunks, total = [], 0
+    data = bytearray()  # grows in place: no second copy of the text, unlike joining chunks
     try:
         with gzip.open(path, "rb") if packed else path.open("rb") as stream:
             while chunk := stream.read(_READ_CHUNK):
-                total += len(chunk)
-                if total > limit:
+                data += chunk
+                if len(data) > limit:
                     raise too_large
-                chunks.append(chunk)
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
         raise DatasetError(source, "$", f"not a valid gzip file ({error})") from None
     except OSError as error:
         raise DatasetError(source, "$", f"cannot be read ({error.strerror or error})") from None
-    return b"".join(chunks)
+    return data
 
 
-def parse_dataset(raw: bytes | str, source: str, cache_key: tuple[Any, ...] | None = None) -> Dataset:
+def parse_dataset(raw: bytes | bytearray | str, source: str, cache_key: tuple[Any, ...] | None = None) -> Dataset:
     """Validate a dataset from JSON text; ``source`` names it in errors."""
     try:
         model = DatasetFile.model_validate_json(raw)
@@ -511,7 +510,7 @@ def parse_dataset(raw: bytes | str, source: str, cache_key: tuple[Any, ...] | No
     return Dataset(model, source, cache_key)
 
 
-def _first_problem(error: ValidationError, raw: bytes | str, source: str) -> DatasetError:
+def _first_problem(error: ValidationError, raw: bytes | bytearray | str, source: str) -> DatasetError:
     """The first validation problem at its path in the JSON document, with every message there.
 
     pydantic adds union-member tags (``int``, ``str``, ``list[str]``) to ``loc`` and reports one
@@ -561,7 +560,7 @@ _QUOTE, _COLON = ord('"'), ord(":")
 _JSON_SPACE = np.frombuffer(b" \t\n\r", dtype=np.uint8)
 
 
-def _check_distinct_keys(raw: bytes | str, model: DatasetFile, source: str) -> None:
+def _check_distinct_keys(raw: bytes | bytearray | str, model: DatasetFile, source: str) -> None:
     """DatasetError if a JSON object repeats a key: the schema saw only its last value.
 
     A cheap screen first. Every key's closing quote is followed, after optional whitespace, by
@@ -583,7 +582,7 @@ def _check_distinct_keys(raw: bytes | str, model: DatasetFile, source: str) -> N
         )
 
 
-def _key_count_bound(data: bytes) -> int:
+def _key_count_bound(data: bytes | bytearray) -> int:
     """How many ``"`` bytes are followed, after optional JSON whitespace, by ``:``."""
     array = np.frombuffer(data, dtype=np.uint8)
     before = np.flatnonzero(array[1:] == _COLON)  # index of the byte before each colon
@@ -636,7 +635,7 @@ def _object_or_repeat(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _Repeate
     return _RepeatedKey(next(key for key, _ in pairs if counts[key] > 1))
 
 
-def _first_repeated_key(data: bytes) -> tuple[tuple[int | str, ...], str] | None:
+def _first_repeated_key(data: bytes | bytearray) -> tuple[tuple[int | str, ...], str] | None:
     """Location and key of the first object (document order) that repeats a key, or None."""
     try:
         document = json.loads(
@@ -775,11 +774,13 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
     for s, slot in enumerate(instance.slots):
         _check_slot(instance, slot, domain, ranges, lambda path, problem, s=s: fail(f".slots[{s}]{path}", problem))
     _check_branches(instance, fail)
-    _check_truth(instance, domain, fail)
-    _check_instruction(instance, domain, fail)
+    slot_rules = [active_slot_rules(slot, domain) for slot in instance.slots]
+    _check_truth(instance, domain, slot_rules, fail)
+    _check_instruction(instance, domain, slot_rules, fail)
 
 
 Fail = Callable[[str, str], DatasetError]
+SlotRules = tuple[tuple[str, str, str, int], ...]
 
 
 def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail) -> None:
@@ -787,10 +788,7 @@ def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int
     pool = instance.item_pool
     if not pool:
         raise fail(".item_pool", "holds no items")
-    columns = _published_columns(pool, domain)
-    if columns is None:  # not the published layout: find the item at fault, or read the columns by key
-        _check_item_layout(pool, domain, fail)
-        columns = {key: tuple(item[key] for item in pool.values()) for key in domain.item_keys}
+    columns = _well_formed_columns(pool, domain) or _checked_columns(pool, domain, fail)
     for attribute in domain.attributes:
         name, column = attribute.name, columns[attribute.name]
         if isinstance(attribute, NumericAttribute):
@@ -813,27 +811,25 @@ def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int
         )
 
 
-def _published_columns(
-    pool: dict[str, dict[str, int | str]], domain: Domain
-) -> dict[str, tuple[int | str, ...]] | None:
-    """The pool's columns by key if every item has the published layout (keys in declaration
-    order, the pool key as id, ints for numeric attributes and strings otherwise), else None.
-    Whole-column operations: this is the load-time fast path."""
-    key_order = domain.item_keys
-    if set(map(tuple, pool.values())) != {key_order}:
+def _well_formed_columns(pool: dict[str, dict[str, int | str]], domain: Domain) -> dict[str, list[int | str]] | None:
+    """The pool's columns by item key if every item is well formed (exactly the domain's keys,
+    the pool key as id, ints for numeric attributes and strings otherwise), else None.
+    Whole-column operations only: this is the fast path of every load."""
+    items = list(pool.values())
+    try:
+        columns = {key: [item[key] for item in items] for key in domain.item_keys}
+    except KeyError:
         return None
-    columns = dict(zip(key_order, zip(*(item.values() for item in pool.values()), strict=True), strict=True))
-    if columns[domain.id_key] != tuple(pool):
+    if set(map(len, items)) != {len(domain.item_keys)} or columns[domain.id_key] != list(pool):
         return None
     numeric = set(domain.numeric_attributes)
-    for key, column in columns.items():
-        if set(map(type, column)) != {int if key in numeric else str}:
-            return None
+    if any(set(map(type, column)) != {int if key in numeric else str} for key, column in columns.items()):
+        return None
     return columns
 
 
-def _check_item_layout(pool: dict[str, dict[str, int | str]], domain: Domain, fail: Fail) -> None:
-    """Item by item: the domain's keys (any order), the pool key as id, the value types."""
+def _checked_columns(pool: dict[str, dict[str, int | str]], domain: Domain, fail: Fail) -> dict[str, list[int | str]]:
+    """Item by item: the domain's keys, the pool key as id, the value types; then the columns."""
     keys = set(domain.item_keys)
     numeric = set(domain.numeric_attributes)
     for item_id, item in pool.items():
@@ -849,6 +845,7 @@ def _check_item_layout(pool: dict[str, dict[str, int | str]], domain: Domain, fa
             if (key in numeric) != (type(value) is int):
                 kind = "an integer" if key in numeric else "a string"
                 raise fail(f".item_pool.{item_id}.{key}", f"must be {kind}, got {_shown(value)}")
+    return {key: [item[key] for item in pool.values()] for key in domain.item_keys}
 
 
 def _check_global_thresholds(
@@ -880,26 +877,29 @@ def _check_slot(
     """One hidden slot: its truth and candidate partition, its active rules and their bounds."""
     if slot.truth_id != instance.truth_solution[slot.row][slot.col]:
         raise fail(".truth_id", "differs from truth_solution at this cell")
-    if slot.truth_id not in slot.candidate_ids:
+    candidates = set(slot.candidate_ids)
+    if slot.truth_id not in candidates:
         raise fail(".candidate_ids", "does not contain the truth id")
-    if len(set(slot.candidate_ids)) != len(slot.candidate_ids):
+    if len(candidates) != len(slot.candidate_ids):
         raise fail(".candidate_ids", "contains duplicate ids")
-    if len(slot.candidate_ids) != instance.meta.candidates_per_slot:
+    if len(candidates) != instance.meta.candidates_per_slot:
         raise fail(
             ".candidate_ids",
-            f"holds {len(slot.candidate_ids)} ids but meta.candidates_per_slot is {instance.meta.candidates_per_slot}",
+            f"holds {len(candidates)} ids but meta.candidates_per_slot is {instance.meta.candidates_per_slot}",
         )
-    candidates = set(slot.candidate_ids)
-    for field in ("candidate_ids", "decoy_ids", "filter_candidate_ids"):
-        for item_id in getattr(slot, field):
-            if item_id not in instance.item_pool:
-                raise fail(f".{field}", f"id {_shown(item_id)} is not in item_pool")
-            if item_id not in candidates:
-                raise fail(f".{field}", f"id {_shown(item_id)} is not among the slot's candidate_ids")
-        if field != "candidate_ids" and slot.truth_id in getattr(slot, field):
+    pool = instance.item_pool.keys()
+    decoys, filters = set(slot.decoy_ids), set(slot.filter_candidate_ids)
+    for field, ids in (("candidate_ids", candidates), ("decoy_ids", decoys), ("filter_candidate_ids", filters)):
+        if not pool >= ids:
+            stray = next(i for i in getattr(slot, field) if i not in pool)
+            raise fail(f".{field}", f"id {_shown(stray)} is not in item_pool")
+        if not candidates >= ids:
+            stray = next(i for i in getattr(slot, field) if i not in candidates)
+            raise fail(f".{field}", f"id {_shown(stray)} is not among the slot's candidate_ids")
+        if field != "candidate_ids" and slot.truth_id in ids:
             raise fail(f".{field}", "contains the truth id")
-    labelled = {slot.truth_id, *slot.decoy_ids, *slot.filter_candidate_ids}
-    if len(labelled) != len(candidates) or 1 + len(slot.decoy_ids) + len(slot.filter_candidate_ids) != len(candidates):
+    labelled = len(slot.decoy_ids) + len(slot.filter_candidate_ids)
+    if labelled + 1 != len(candidates) or len(decoys | filters) != labelled:
         raise fail(
             ".filter_candidate_ids",
             "the truth, decoy_ids and filter_candidate_ids must list every candidate id exactly once",
@@ -967,28 +967,28 @@ def _check_branches(instance: Instance, fail: Fail) -> None:
         raise fail(".meta.branch_budget", f"is {meta.branch_budget} but the slots hold {sum(allocations)} decoys")
 
 
-def _check_truth(instance: Instance, domain: Domain, fail: Fail) -> None:
+def _check_truth(instance: Instance, domain: Domain, slot_rules: list[SlotRules], fail: Fail) -> None:
     """The truth grid passes every active slot rule and every global rule, by the scorer's code."""
     pool = instance.item_pool
+    tested = [
+        (s, name, attribute, kind, bound, pool[slot.truth_id][attribute])
+        for s, (slot, rules) in enumerate(zip(instance.slots, slot_rules, strict=True))
+        for name, attribute, kind, bound in rules
+    ]
+    kinds = np.asarray([kind for _, _, _, kind, _, _ in tested])
+    bounds = np.asarray([bound for *_, bound, _ in tested], dtype=np.int64)
+    values = np.asarray([value for *_, value in tested], dtype=np.int64)
+    passed = np.ones(len(tested), dtype=bool)
     for kind in ("max", "min"):
-        tested = [
-            (s, name, attribute, bound, pool[slot.truth_id][attribute])
-            for s, slot in enumerate(instance.slots)
-            for name, attribute, rule_kind, bound in active_slot_rules(slot, domain)
-            if rule_kind == kind
-        ]
-        if not tested:
-            continue
-        values = np.asarray([value for *_, value in tested], dtype=np.int64)
-        bounds = np.asarray([bound for _, _, _, bound, _ in tested], dtype=np.int64)
-        failing = np.flatnonzero(~slot_rule_mask(values, kind, bounds))  # type: ignore[arg-type]
-        if failing.size:
-            s, name, attribute, bound, value = tested[int(failing[0])]
-            raise fail(
-                f".slots[{s}].slot_constraints.{name}",
-                f"is {bound} but the slot's truth {_shown(instance.slots[s].truth_id)} has {attribute} {value}: "
-                "the truth breaks its own slot rule",
-            )
+        chosen = kinds == kind
+        passed[chosen] = slot_rule_mask(values[chosen], kind, bounds[chosen])  # type: ignore[arg-type]
+    if not passed.all():
+        s, name, attribute, _, bound, value = tested[int(np.flatnonzero(~passed)[0])]
+        raise fail(
+            f".slots[{s}].slot_constraints.{name}",
+            f"is {bound} but the slot's truth {_shown(instance.slots[s].truth_id)} has {attribute} {value}: "
+            "the truth breaks its own slot rule",
+        )
     truth = [pool[item_id] for row in instance.truth_solution for item_id in row]
     numeric, categorical = item_columns(truth, domain)
     grid = np.arange(len(truth))
@@ -998,18 +998,14 @@ def _check_truth(instance: Instance, domain: Domain, fail: Fail) -> None:
             raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {compiled.reason}")
 
 
-def _check_instruction(instance: Instance, domain: Domain, fail: Fail) -> None:
+def _check_instruction(instance: Instance, domain: Domain, slot_rules: list[SlotRules], fail: Fail) -> None:
     """``task_instruction`` is the text the constraints render to, line for line."""
     bounds = {rule.name: instance.global_constraints[rule.name] for rule in domain.global_rules}
-    slot_rules = [
-        (
-            slot.row,
-            slot.col,
-            [(attribute, kind, bound) for _, attribute, kind, bound in active_slot_rules(slot, domain)],
-        )
-        for slot in instance.slots
+    stated = [
+        (slot.row, slot.col, [(attribute, kind, bound) for _, attribute, kind, bound in rules])
+        for slot, rules in zip(instance.slots, slot_rules, strict=True)
     ]
-    expected = render_task_instruction(domain, instance.meta.rows, instance.meta.cols, bounds, slot_rules)  # type: ignore[arg-type]
+    expected = render_task_instruction(domain, instance.meta.rows, instance.meta.cols, bounds, stated)  # type: ignore[arg-type]
     if instance.task_instruction == expected:
         return
     have, want = instance.task_instruction.split("\n"), expected.split("\n")
@@ -1019,18 +1015,18 @@ def _check_instruction(instance: Instance, domain: Domain, fail: Fail) -> None:
         raise fail(".task_instruction", f"line {line + 1} reads {said} after the text the constraints give")
     raise fail(
         ".task_instruction",
-        f"line {line + 1} ({_rule_of_line(want[line], instance, domain)}) reads {said} "
+        f"line {line + 1} ({_rule_of_line(want[line], instance, domain, slot_rules)}) reads {said} "
         f"but the constraints give {_shown(want[line], 200)}",
     )
 
 
-def _rule_of_line(line: str, instance: Instance, domain: Domain) -> str:
-    """Which rule an instruction line states (global rule or slot rule), else its role in the text."""
+def _rule_of_line(line: str, instance: Instance, domain: Domain, slot_rules: list[SlotRules]) -> str:
+    """Which rule an instruction line states (a global rule or a slot's rule), if any."""
     for rule in domain.global_rules:
         if global_rule_text(rule, instance.global_constraints[rule.name], domain) in line:  # type: ignore[arg-type]
             return f"global rule {rule.name}"
-    for slot in instance.slots:
-        for name, attribute, kind, bound in active_slot_rules(slot, domain):
+    for slot, rules in zip(instance.slots, slot_rules, strict=True):
+        for name, attribute, kind, bound in rules:
             if slot_rule_text(domain, slot.row, slot.col, attribute, kind, bound) in line:
                 return f"slot ({slot.row}, {slot.col}) rule {name}"
     return "no rule: fixed wording"
