@@ -58,6 +58,16 @@ def _non_truth_candidate(raw: dict[str, Any]) -> int:
 Mutation = Callable[[dict[str, Any]], None]
 I0 = "$.instances[0]"
 
+
+def _first_item_with(key: str, value: Any, problem: str) -> tuple[Mutation, str, str]:
+    """A BROKEN case: the first pool item of instance 0 gets ``key = value``."""
+    return (
+        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__(key, value),
+        f"{I0}.item_pool.{{first}}.{key}",
+        problem,
+    )
+
+
 BROKEN: dict[str, tuple[Mutation, str, str]] = {
     "missing field": (
         lambda r: r["instances"][0].pop("task_instruction"),
@@ -103,16 +113,8 @@ BROKEN: dict[str, tuple[Mutation, str, str]] = {
         f"{I0}.item_pool.{{first}}",
         "missing ['price']",
     ),
-    "item id differs from its pool key": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("course_id", "C1"),
-        f"{I0}.item_pool.{{first}}.course_id",
-        "not the pool key",
-    ),
-    "numeric attribute as a string": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("price", "100"),
-        f"{I0}.item_pool.{{first}}.price",
-        "must be an integer",
-    ),
+    "item id differs from its pool key": _first_item_with("course_id", "C1", "not the pool key"),
+    "numeric attribute as a string": _first_item_with("price", "100", "must be an integer"),
     "truth grid with a missing row": (
         lambda r: r["instances"][0]["truth_solution"].pop(),
         f"{I0}.truth_solution",
@@ -191,36 +193,16 @@ def _edit_instruction(old: str, new: str) -> Mutation:
 
 # loaded silently before: numbers beyond the domain, inconsistent instances, header mismatches
 INCONSISTENT: dict[str, tuple[Mutation, str, str]] = {
-    "attribute of 2**63 (reset raised OverflowError)": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("price", 2**63),
-        f"{I0}.item_pool.{{first}}.price",
-        "outside the accepted range [100, 500] of course price",
+    "attribute of 2**63 (reset raised OverflowError)": _first_item_with(
+        "price", 2**63, "outside the accepted range [100, 500] of course price"
     ),
-    "attribute of 2**63 - 1 (the scorer's int64 sum wrapped)": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("price", 2**63 - 1),
-        f"{I0}.item_pool.{{first}}.price",
-        "outside the accepted range",
+    "attribute of 2**63 - 1 (the scorer's int64 sum wrapped)": _first_item_with(
+        "price", 2**63 - 1, "outside the accepted range"
     ),
-    "attribute below the declared range": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("credits", 0),
-        f"{I0}.item_pool.{{first}}.credits",
-        "[1, 4]",
-    ),
-    "negative attribute": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("workload", -3),
-        f"{I0}.item_pool.{{first}}.workload",
-        "[1, 8]",
-    ),
-    "unknown category": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("category", "maths"),
-        f"{I0}.item_pool.{{first}}.category",
-        "did you mean 'math'",
-    ),
-    "unknown teacher": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("teacher", "Alice"),
-        f"{I0}.item_pool.{{first}}.teacher",
-        "not a teacher of the course domain",
-    ),
+    "attribute below the declared range": _first_item_with("credits", 0, "[1, 4]"),
+    "negative attribute": _first_item_with("workload", -3, "[1, 8]"),
+    "unknown category": _first_item_with("category", "maths", "did you mean 'math'"),
+    "unknown teacher": _first_item_with("teacher", "Alice", "not a teacher of the course domain"),
     "empty item pool": (lambda r: r["instances"][0]["item_pool"].clear(), f"{I0}.item_pool", "no items"),
     "global threshold beyond any grid": (
         lambda r: r["instances"][0]["global_constraints"].__setitem__("total_price_max", 2**63),
