@@ -772,7 +772,7 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
             ".meta.hidden_slots", f"is {instance.meta.hidden_slots} but the instance has {len(hidden)} hidden cells"
         )
     for s, slot in enumerate(instance.slots):
-        _check_slot(instance, slot, domain, ranges, lambda path, problem, s=s: fail(f".slots[{s}]{path}", problem))
+        _check_slot(instance, slot, domain, ranges, _under(fail, f".slots[{s}]"))
     _check_branches(instance, fail)
     slot_rules = [active_slot_rules(slot, domain) for slot in instance.slots]
     _check_truth(instance, domain, slot_rules, fail)
@@ -781,6 +781,15 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
 
 Fail = Callable[[str, str], DatasetError]
 SlotRules = tuple[tuple[str, str, str, int], ...]
+
+
+def _under(fail: Fail, prefix: str) -> Fail:
+    """``fail`` for paths below ``prefix``."""
+
+    def fail_under(path: str, problem: str) -> DatasetError:
+        return fail(prefix + path, problem)
+
+    return fail_under
 
 
 def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail) -> None:
@@ -793,7 +802,7 @@ def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int
         name, column = attribute.name, columns[attribute.name]
         if isinstance(attribute, NumericAttribute):
             low, high = ranges[name]
-            if low <= min(column) and max(column) <= high:  # type: ignore[type-var,operator]
+            if low <= min(column) and max(column) <= high:  # type: ignore[operator]
                 continue
             item_id, value = next((i, v) for i, v in zip(pool, column, strict=True) if not low <= v <= high)  # type: ignore[operator]
             raise fail(
@@ -944,7 +953,7 @@ def _check_slot(
 
 def _check_branches(instance: Instance, fail: Fail) -> None:
     """Branch slots (the slots with decoys) ranked 0..k-1 row-major, and meta's totals of them."""
-    allocations = []
+    allocations: list[int] = []
     for s, slot in enumerate(instance.slots):
         rank = len(allocations) if slot.decoy_ids else None
         if slot.branch_rank != rank:
@@ -981,7 +990,7 @@ def _check_truth(instance: Instance, domain: Domain, slot_rules: list[SlotRules]
     passed = np.ones(len(tested), dtype=bool)
     for kind in ("max", "min"):
         chosen = kinds == kind
-        passed[chosen] = slot_rule_mask(values[chosen], kind, bounds[chosen])  # type: ignore[arg-type]
+        passed[chosen] = slot_rule_mask(values[chosen], kind, bounds[chosen])
     if not passed.all():
         s, name, attribute, _, bound, value = tested[int(np.flatnonzero(~passed)[0])]
         raise fail(
