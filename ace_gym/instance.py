@@ -501,11 +501,13 @@ def _read_json_bytes(path: Path, size: int) -> bytearray:
 
 def parse_dataset(raw: bytes | bytearray | str, source: str, cache_key: tuple[Any, ...] | None = None) -> Dataset:
     """Validate a dataset from JSON text; ``source`` names it in errors."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    key_bound = _key_count_bound(data)  # before the model exists: its scratch arrays add no peak memory
     try:
         model = DatasetFile.model_validate_json(raw)
     except ValidationError as error:
         raise _first_problem(error, raw, source) from None
-    _check_distinct_keys(raw, model, source)
+    _check_distinct_keys(data, key_bound, model, source)
     check_dataset(model, source)
     return Dataset(model, source, cache_key)
 
@@ -560,17 +562,16 @@ _QUOTE, _COLON = ord('"'), ord(":")
 _JSON_SPACE = np.frombuffer(b" \t\n\r", dtype=np.uint8)
 
 
-def _check_distinct_keys(raw: bytes | bytearray | str, model: DatasetFile, source: str) -> None:
-    """DatasetError if a JSON object repeats a key: the schema saw only its last value.
+def _check_distinct_keys(data: bytes | bytearray, key_bound: int, model: DatasetFile, source: str) -> None:
+    """DatasetError if a JSON object of ``data`` repeats a key: the schema saw only its last value.
 
     A cheap screen first. Every key's closing quote is followed, after optional whitespace, by
     a colon, and only escaped quotes inside strings can look the same; so counting such
-    quote-colon pairs bounds the document's key count from above, and when the bound equals the
-    number of keys the validated model holds, no key was repeated. Otherwise one exact pass over
-    the document settles it.
+    quote-colon pairs (``key_bound``, from :func:`_key_count_bound`) bounds the document's key
+    count from above, and when the bound equals the number of keys the validated model holds, no
+    key was repeated. Otherwise one exact pass over the document settles it.
     """
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
-    if _key_count_bound(data) == _model_key_count(model):
+    if key_bound == _model_key_count(model):
         return
     repeated = _first_repeated_key(data)
     if repeated is not None:
