@@ -985,13 +985,10 @@ def _check_truth(instance: Instance, domain: Domain, slot_rules: list[SlotRules]
         for s, (slot, rules) in enumerate(zip(instance.slots, slot_rules, strict=True))
         for name, attribute, kind, bound in rules
     ]
-    kinds = np.asarray([kind for _, _, _, kind, _, _ in tested])
+    is_max = np.asarray([kind == "max" for _, _, _, kind, _, _ in tested], dtype=bool)
     bounds = np.asarray([bound for *_, bound, _ in tested], dtype=np.int64)
     values = np.asarray([value for *_, value in tested], dtype=np.int64)
-    passed = np.ones(len(tested), dtype=bool)
-    for kind in ("max", "min"):
-        chosen = kinds == kind
-        passed[chosen] = slot_rule_mask(values[chosen], kind, bounds[chosen])
+    passed = np.where(is_max, slot_rule_mask(values, "max", bounds), slot_rule_mask(values, "min", bounds))  # type: ignore[arg-type]
     if not passed.all():
         s, name, attribute, _, bound, value = tested[int(np.flatnonzero(~passed)[0])]
         raise fail(
