@@ -1,4 +1,4 @@
-"""Slot and global rule semantics over compiled arrays (spec §1.6, §2.6, §4.3).
+"""Slot and global rule semantics over compiled arrays (docs/compatibility.md §1.6, §2.6, §4.3).
 
 A global rule compiles to a per-item *contribution* column and a bound; its semantics are then
 one aggregate over the filled cells of a grid:
@@ -43,7 +43,7 @@ def slot_rule_mask(values: np.ndarray, kind: str, bound: int) -> np.ndarray:
 
 
 def slot_rule_text(domain: Domain, row: int, col: int, attribute: str, kind: str, bound: int) -> str:
-    """The instruction sentence of one slot rule (spec §1.7)."""
+    """The instruction sentence of one slot rule (docs/compatibility.md §1.7)."""
     relation = "at most" if kind == "max" else "at least"
     return f"the {domain.item_label} in slot ({row}, {col}) must have {words(attribute)} {relation} {bound}"
 
@@ -80,7 +80,7 @@ class CompiledGlobalRule:
 
 
 def global_rule_text(rule: GlobalRule, bound: int, domain: Domain) -> str:
-    """The instruction / failure sentence of a global rule (spec §1.6)."""
+    """The instruction / failure sentence of a global rule (docs/compatibility.md §1.6)."""
     attribute, plural = words(rule.attribute), domain.item_plural
     if rule.kind == "sum_max":
         return f"the total {attribute} of all {plural} in the whole grid must be at most {bound}"

@@ -91,7 +91,7 @@ class Position(BaseModel):
 
 
 class InstanceMeta(BaseModel):
-    """Generation metadata of one instance (spec §1.3); generators may add extra keys."""
+    """Generation metadata of one instance (docs/compatibility.md §1.3); generators may add extra keys."""
 
     model_config = ConfigDict(strict=True, extra="allow")
     rows: int
@@ -126,7 +126,7 @@ class SlotEntry(BaseModel):
 
 
 class Instance(BaseModel):
-    """One ACE task instance, field for field as published (spec §1.3)."""
+    """One ACE task instance, field for field as published (docs/compatibility.md §1.3)."""
 
     model_config = _STRICT
     domain: str
@@ -196,7 +196,7 @@ class CompiledSlot:
         self.rule_count = len(rules)
         self.slot_valid = slot_valid
         self.valid_items: frozenset[int] = frozenset(candidates[slot_valid].tolist())
-        # the published release leaks the sorted candidate list in set_slot errors (spec §3.3)
+        # the published release leaks the sorted candidate list in set_slot errors (docs/compatibility.md §3.3)
         self.allowed_ids_text = repr(sorted(candidate_ids))
 
 
@@ -274,7 +274,7 @@ class CompiledInstance:
 
     @cached_property
     def allowed_fields(self) -> tuple[str, ...]:
-        """Queryable fields: item keys minus the id key, sorted (spec §3.4)."""
+        """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
         return tuple(sorted(k for k in self.domain.item_keys if k != self.domain.id_key))
 
     def slot_at(self, row: int, col: int) -> CompiledSlot | None:

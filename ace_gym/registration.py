@@ -31,6 +31,12 @@ PROCEDURAL_ENV_IDS: tuple[str, ...] = tuple(
     f"ACE-{domain}-{variant}-v0" for domain in DOMAIN_NAMES for variant in PROCEDURAL_PRESETS
 )
 
+ALB_ENTRY_POINTS: dict[str, str] = {
+    "ALB-QA-v0": "ace_gym.longbench.qa_env:ALBQAEnv",
+    "ALB-Puzzle-v0": "ace_gym.longbench.puzzle_env:ALBPuzzleEnv",
+}
+"""AgentLongBench envs (``ace_gym.longbench``, imported only when one is made)."""
+
 
 def register_envs() -> None:
     """Register every ace-gym env id (idempotent)."""
@@ -46,3 +52,6 @@ def register_envs() -> None:
                     entry_point="ace_gym.envs.procedural:ProceduralAceEnv",
                     kwargs={"domain": domain, **preset},
                 )
+    for env_id, entry_point in ALB_ENTRY_POINTS.items():
+        if env_id not in registry:
+            register(id=env_id, entry_point=entry_point)

@@ -91,6 +91,22 @@ def test_run_episodes__scripted_record_has_every_field_and_is_json() -> None:
     assert calls == replies
 
 
+def test_score__is_one_float_type_in_env_info_budget_info_records_and_summary() -> None:
+    from ace_gym.eval.summary import summarize
+    from ace_gym.wrappers import StepBudget
+
+    specs = [EpisodeSpec("meal", instance_index=9), EpisodeSpec("shopping", instance_index=34, max_turns=5)]
+    solved, truncated = sorted(run_episodes(specs, ExactSolver(), batch_size=2), key=lambda r: r["domain"])
+    scores = [solved["score"], truncated["score"], solved["turns"][-1]["info"]["score"]]
+    assert scores == [1.0, 0.0, 1.0] and all(type(score) is float for score in scores)
+    chat = StepBudget(ChatAdapter(AceEnv("course")), max_turns=1)
+    chat.reset(seed=0)
+    info = chat.step('<tool_call>{"name": "get_current_grid_state", "arguments": {}}</tool_call>')[4]
+    assert info["budget_exhausted"] and type(info["score"]) is float
+    summary = summarize([{**solved, "policy": "p"}, {**truncated, "policy": "p"}])
+    assert type(summary["overall"]["score"]) is float
+
+
 def test_run_episodes__group_members_share_instance_and_seed() -> None:
     specs = EpisodeSpec("course", seed=17).group(4)  # instance drawn from the seed
     records = list(run_episodes(specs, ExactSolver(), batch_size=4))

@@ -348,8 +348,8 @@ def test_cli_generate__writes_named_files_with_a_progress_bar(
 ) -> None:
     from ace_gym.cli import main
 
-    argv = ["generate", "--domain", "meal", "workforce", "--rows", "3", "--cols", "4", "--hidden-slots", "2", "5"]
-    argv += ["--decoy-budgets", "0", "3", "--seed", "9", "--gzip", "--output-dir", str(tmp_path)]
+    argv = ["generate", "--domains", "meal", "workforce", "--rows", "3", "--cols", "4", "--hidden-slots", "2", "5"]
+    argv += ["--decoy-budgets", "0", "3", "--seed", "9", "--gzip", "--out", str(tmp_path)]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     for domain in ("meal", "workforce"):
@@ -358,7 +358,7 @@ def test_cli_generate__writes_named_files_with_a_progress_bar(
         assert [i.instance_id for i in load_dataset(path)] == [
             f"{domain}_r3_c4_h{h}_b{b}" for h in (2, 5) for b in (0, 3)
         ]
-        assert f"{domain} [" in err and "4/4" in err
+        assert f"{domain}: 100%" in err and "4/4" in err
 
 
 def test_cli_generate__impossible_config_exits_with_the_reason(
@@ -366,7 +366,7 @@ def test_cli_generate__impossible_config_exits_with_the_reason(
 ) -> None:
     from ace_gym.cli import main
 
-    argv = ["generate", "--domain", "course", "--rows", "2", "--cols", "2", "--hidden-slots", "5"]
-    assert main([*argv, "--output-dir", str(tmp_path)]) == 2
+    argv = ["generate", "--domains", "course", "--rows", "2", "--cols", "2", "--hidden-slots", "5"]
+    assert main([*argv, "--out", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())
     assert "hidden_slots=5: a 2x2 grid has only 4 cells" in capsys.readouterr().err

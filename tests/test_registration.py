@@ -30,7 +30,8 @@ def test_check_env__passes_without_warnings(env_id: str) -> None:
 def test_make__spec_kwargs_are_plain_serialisable_values(env_id: str) -> None:
     spec = gym.spec(env_id)
     assert json.loads(json.dumps(spec.kwargs)) == spec.kwargs
-    assert isinstance(gym.make(env_id).unwrapped, AceEnv)
+    if env_id.startswith("ACE-"):  # the ALB- ids make AgentLongBench envs (tests/longbench)
+        assert isinstance(gym.make(env_id).unwrapped, AceEnv)
 
 
 def test_make__module_prefixed_id_works() -> None:

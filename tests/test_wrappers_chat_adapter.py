@@ -72,7 +72,7 @@ def test_one_turn_with_every_set_slot_and_done__solves_the_instance(domain: str,
         f"<think>I know the truth.</think>\n{WRITERS[tool_format](calls)}"
     )
     assert (reward, terminated, truncated) == (1.0, True, False)
-    assert info["score"] is True and info["tool_format"] == tool_format
+    assert info["score"] == 1.0 and info["tool_format"] == tool_format
     assert [m["tool_call_id"] for m in replies] == [f"call_1_{i}" for i in range(len(calls))]
     assert all(m["role"] == "tool" for m in replies) and replies[-1]["content"] == STOP
     assistant = info["messages"][2]
@@ -212,7 +212,7 @@ def test_full_stack_over_gym_make__runs_without_warnings(env_id: str) -> None:
         env.step(_hermes("get_current_grid_state", {}))
         env.step("no call")
         _, _, terminated, truncated, info = env.step(WRITERS["json"]([("done", {})]))
-    assert terminated != truncated and info["turns_left"] == 0 and info["score"] is False
+    assert terminated != truncated and info["turns_left"] == 0 and info["score"] == 0.0
 
 
 def test_step_before_reset__raises_reset_needed_even_without_calls() -> None:

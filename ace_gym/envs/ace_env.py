@@ -31,7 +31,7 @@ class AceEnv(gym.Env[str, ActionType]):
     violate a global rule). The agent fills the hidden cells through tools; the episode is solved
     when every hidden cell passes its slot rules and the grid passes every global rule. H sets the
     horizon, the decoy budget B the difficulty. Behaviour follows the published benchmark
-    (``shared/spec`` §3-§4) call for call.
+    (docs/compatibility.md §3-§4) call for call.
 
     ## Action
     One tool call: ``{"name": str, "arguments": dict | JSON string}`` or a
@@ -42,17 +42,17 @@ class AceEnv(gym.Env[str, ActionType]):
     Their OpenAI schemas are in ``info["tools"]`` at reset.
 
     ## Observation
-    At reset, the first user message (the partial grid, spec §4.1); the system prompt is in
+    At reset, the first user message (the partial grid, docs/compatibility.md §4.1); the system prompt is in
     ``info["system_prompt"]``. After a step, the tool's response envelope serialised exactly as
     the published benchmark sends it: ``json.dumps({"status", "messages", "data"},
     ensure_ascii=False)``. Every malformed action (unknown tool, non-object or missing arguments,
     wrong types, bad JSON) yields a ``"failed"`` envelope explaining the error; ``step`` never
-    raises for an action.
+    raises for an action (see Departures for where the published release raises instead).
 
     ## Reward
     0 on every step except the last: a successful ``done`` (or the ``max_steps`` limit) scores the
     grid, reward 1.0 if every hidden cell passes its slot rules and every global rule holds,
-    else 0.0 (spec §4.3).
+    else 0.0 (docs/compatibility.md §4.3).
 
     ## Episode End
     Terminated by a successful ``done`` call; truncated after ``max_steps`` tool calls, with the
@@ -76,17 +76,41 @@ class AceEnv(gym.Env[str, ActionType]):
     Reset: ``instance_id``, ``instance_index``, ``rows``, ``cols``, ``hidden_slots`` (H),
     ``hidden_positions``, ``decoy_budget`` (B), ``system_prompt``, ``tools``, ``budgets``.
     Step: ``tool``, ``ok`` (envelope status is success), ``step``. Last step also ``score``
-    (bool), ``reason`` (first failure, or None) and ``grid`` (the final id grid).
+    (float, 1.0 or 0.0, as the reward), ``reason`` (first failure, or None) and ``grid`` (the final id grid).
 
     ## Departures from the published release
-    A missing argument or an unhashable operator gives ``Invalid tool arguments, <message>``
-    instead of a Python TypeError; episodes share no mutable state (the release shares one handler
-    per domain across threads); ``get_current_grid_state`` returns a copy; strings echoed in
-    error messages are clipped to 200 characters, and lone surrogates in echoed model strings become
-    U+FFFD so that every observation encodes as UTF-8; tool schemas carry a description per parameter,
-    an ``enum`` for ``operator`` and no spurious ``kwargs`` property, in a fixed order. The budget
-    sentence of the system prompt when exactly one budget is finite, and the "disabled" sentence
-    for a zero global-check budget, are ace-gym wording.
+    The complete list (wrappers document their own: :class:`~ace_gym.wrappers.ChatAdapter`,
+    :class:`~ace_gym.wrappers.ToolFailureInjection`, :class:`~ace_gym.wrappers.StepBudget`).
+    Where the release raises, ace-gym answers with a failed envelope:
+
+    * a missing required argument: ``missing required argument(s): <names>``; an unhashable
+      ``operator`` (e.g. a list): ``operator must be one of: ...`` (the release raises TypeError);
+    * ``arguments`` that are not an object: ``[]``, ``0`` and ``false`` (which the release treats
+      as no arguments), a non-empty list, a number or a string (the release raises TypeError) all
+      get ``arguments must be a JSON object, got <type>``;
+    * an argument named ``self``, and non-string keys, are ignored like any unknown argument (the
+      release raises TypeError);
+    * JSON text nested thousands deep (``"[" * 5000``) or holding an integer beyond Python's
+      4,300-digit conversion limit (the release raises RecursionError / ValueError): as
+      ``arguments`` it is ``arguments are not valid JSON (...)``, as ``ids`` ``ids string must be
+      a valid JSON list``, as ``field`` one (unknown) field name, and as a set-query ``value`` one
+      string, as the release treats any value that does not decode;
+    * a row or col of +-inf: ``row and col must be integers`` (the release raises OverflowError).
+
+    Where the release answers, ace-gym answers differently only here:
+
+    * integers beyond 64 bits: a comparison value is refused (``numeric comparison values must fit
+      in 64 bits``, not charged) where the release echoes it, and a row/col is shown as
+      ``<N-bit integer>`` in ``Invalid slot`` messages;
+    * model strings echoed in error messages are clipped to 200 characters (``...[N chars]``), and
+      lone surrogates in them become U+FFFD, so that every observation encodes as UTF-8;
+    * ``get_current_grid_state`` returns a copy (the release returns its live grid);
+    * episodes share no mutable state (the release shares one handler per domain across threads);
+    * tool schemas carry a description per parameter, an ``enum`` for ``operator`` and no spurious
+      required ``kwargs`` property, in a fixed order (the release shuffles them per task);
+    * a successful ``done`` ends the episode and later steps get a failed envelope until
+      ``reset`` (the release's loop runs the rest of the message's calls), and ``max_steps``
+      counts tool calls (the release counts model completions; see ``StepBudget``).
 
     ## Version History
     * v0: first release, parity with the published ACE-Bench tools on its 5x5 data.
@@ -212,7 +236,7 @@ class AceEnv(gym.Env[str, ActionType]):
             self._finished = True
             score, reason = evaluate_grid(state.compiled, state.grid)
             reward = float(score)
-            info.update(score=score, reason=reason, grid=grid_of_ids(state.compiled, state.grid))
+            info.update(score=reward, reason=reason, grid=grid_of_ids(state.compiled, state.grid))
         return observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:

@@ -13,6 +13,12 @@ from ace_gym.instance import CompiledInstance
 SEED_BOUND = 2**63 - 1
 
 
+def procedural_instance_id(published_id: str, candidates_per_slot: int, seed: int) -> str:
+    """``{domain}_r{R}_c{C}_h{H}_b{B}_k{K}_s{seed}``: every input the generated instance is a pure
+    function of. (Dataset files keep the published ``..._h{H}_b{B}``, unique within a file.)"""
+    return f"{published_id}_k{candidates_per_slot}_s{seed}"
+
+
 def _choices(field: str, value: int | Sequence[int]) -> tuple[int, ...]:
     listed = (value,) if isinstance(value, int) else tuple(value)
     if not listed or not all(type(v) is int for v in listed):
@@ -44,7 +50,9 @@ class ProceduralAceEnv(AceEnv):
     ``reset(seed=s)`` draws H, B and an instance seed from the env's ``np_random``, so the same
     seed gives the same instance in any process. ``options`` may pin ``hidden_slots``,
     ``decoy_budget`` and ``instance_seed`` (int). ``info["instance_index"]`` is -1 (there is no
-    dataset); ``info["instance_seed"]`` identifies the instance together with H, B and the size.
+    dataset); ``info["instance_seed"]`` is the seed, and ``info["instance_id"]`` (also the
+    instance's own ``instance_id``) is :func:`procedural_instance_id`: the published id plus K and
+    the seed, so two different generated grids never share an id.
 
     ## Version History
     * v0: first release.
@@ -106,7 +114,8 @@ class ProceduralAceEnv(AceEnv):
             time_budget=self.time_budget,
         )
         self._instance_seed = seed
-        return CompiledInstance(instance, self.domain), -1
+        unique_id = procedural_instance_id(instance.instance_id, self.candidates_per_slot, seed)
+        return CompiledInstance(instance.model_copy(update={"instance_id": unique_id}), self.domain), -1
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         observation, info = super().reset(seed=seed, options=options)

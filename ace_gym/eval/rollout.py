@@ -16,7 +16,7 @@ next spec takes its place.
 
 A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, ``domain``,
 ``instance_id``, ``instance_index``, ``seed``, ``trial``, ``tool_failure_rate``, ``env_config``,
-``max_turns``), ``hidden_slots``, ``decoy_budget``, ``score`` (0/1), ``reason``, ``terminated``,
+``max_turns``), ``hidden_slots``, ``decoy_budget``, ``score`` (0.0/1.0), ``reason``, ``terminated``,
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
 ``turns`` (per turn: ``reward``, ``info`` and, when the engine reports them, token counts and
 ``prompt_token_ids`` / ``completion_token_ids`` / ``finish_reason``), ``usage`` (``turns``,
@@ -206,7 +206,7 @@ class _Episode:
             "tool_failure_rate": spec.tool_failure_rate if spec else None,
             "env_config": _jsonable(reset.get("budgets", {})),
             "max_turns": spec.max_turns if spec else None,
-            "score": int(bool(info.get("score", False))),
+            "score": float(info.get("score") or 0.0),
             "reason": info.get("reason"),
             "terminated": bool(terminated),
             "truncated": bool(truncated),

@@ -49,7 +49,7 @@ def _check_int(field: str, value: object, minimum: int) -> int:
 
 @dataclass(frozen=True)
 class InstanceConfig:
-    """The inputs an instance is a pure function of (spec §2; seed included).
+    """The inputs an instance is a pure function of (docs/compatibility.md §2; seed included).
 
     Bounded so that one attempt's memory stays bounded: rows x cols <= :data:`MAX_CELLS`, rows <=
     :data:`MAX_ROWS`, and the item pool, rows x cols + hidden_slots x (K_eff - 1) with

@@ -34,7 +34,7 @@ def dataset_file_name(
     candidates_per_slot: int,
     seed: int,
 ) -> str:
-    """The published file name (spec §1.1), without a compression suffix."""
+    """The published file name (docs/compatibility.md §1.1), without a compression suffix."""
     hidden = "-".join(str(h) for h in hidden_slots)
     budgets = "-".join(str(b) for b in decoy_budgets)
     return f"{domain}_dataset_r{rows}_c{cols}_h{hidden}_cand{candidates_per_slot}_budget{budgets}_seed{seed}.json"

@@ -45,7 +45,7 @@ class ChatAdapter(gym.Wrapper):
     ## Observation
     The messages the env adds this turn: ``{"role": "tool", "tool_call_id", "name", "content"}``
     per call (content = the env's reply), then the corrective user message if any. ``reset``
-    returns ``[system, user]`` (spec §4.1). Messages are shared with the history: treat them as
+    returns ``[system, user]`` (docs/compatibility.md §4.1). Messages are shared with the history: treat them as
     read-only. Generated call ids are ``call_{turn}_{index}`` (turn counted from 1), so a seeded
     rollout is reproducible; ids given in ``tool_calls`` are kept.
 

@@ -1,4 +1,4 @@
-"""Random tool failures, as the published benchmark's ``tool_failure_rate`` injects them (spec §3.1)."""
+"""Random tool failures, as the published benchmark's ``tool_failure_rate`` injects them (docs/compatibility.md §3.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A turn limit with final scoring, like the published agent loop's ``max_steps`` (spec §4.2)."""
+"""A turn limit with final scoring, like the published agent loop's ``max_steps`` (docs/compatibility.md §4.2)."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class StepBudget(gym.Wrapper):
             reward = float(score)
             truncated = self._exhausted = True
             info.update(
-                score=score, reason=reason, grid=grid_of_ids(core.compiled, core.state.grid), budget_exhausted=True
+                score=reward, reason=reason, grid=grid_of_ids(core.compiled, core.state.grid), budget_exhausted=True
             )
         elif self.notice and not (terminated or truncated):
             observation = self._with_notice(observation, info, turns_left)
