@@ -320,7 +320,7 @@ def test_generate_dataset__worker_failure_reaches_the_caller(tmp_path: Path) -> 
         s for s in range(40) if _fails_first_attempt("course", rows=5, cols=5, hidden_slots=1, decoy_budget=8, seed=s)
     )
     # both jobs may fail (time_budget=0 allows one attempt each); whichever worker fails first is raised
-    with pytest.raises(GenerationError, match="course 5x5 hidden_slots=[12] decoy_budget=8"):
+    with pytest.raises(GenerationError, match=r"course 5x5 hidden_slots=[12] decoy_budget=8"):
         generate_dataset(
             "course",
             rows=5,
