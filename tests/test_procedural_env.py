@@ -20,6 +20,7 @@ from ace_gym.envs.procedural import ProceduralAceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.generators import generate_dataset, generate_instance
 from ace_gym.generators.cli import PAPER_5X7
+from ace_gym.generators.config import MAX_POOL_ITEMS, MAX_ROWS
 from ace_gym.registration import PROCEDURAL_ENV_IDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -147,6 +148,32 @@ def test_procedural_env__invalid_config_raises_at_construction(arguments: dict, 
     with pytest.raises(ConfigError) as raised:
         ProceduralAceEnv(**full)
     assert raised.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field", "largest"),
+    [
+        # reset() used to ask for 12.6 GiB: every hidden slot gets max(K, B + 2) candidates
+        ({"hidden_slots": 5, "decoy_budget": 10**9}, "decoy_budget", (MAX_POOL_ITEMS - 35) // 5 - 1),
+        ({"candidates_per_slot": 10**7}, "candidates_per_slot", (MAX_POOL_ITEMS - 35) // 21 + 1),  # H up to 21
+        ({"decoy_budget": [0, 10**6]}, "decoy_budget", (MAX_POOL_ITEMS - 35) // 21 - 1),
+        ({"rows": 10_000, "cols": 1, "hidden_slots": 1}, "rows", MAX_ROWS),
+    ],
+)
+def test_make__knobs_that_would_exhaust_memory_raise_at_construction(arguments: dict, field: str, largest: int) -> None:
+    with pytest.raises(ConfigError) as raised:
+        gym.make("ACE-course-procedural-v0", **arguments)
+    assert raised.value.field == field
+    assert f"at most {largest}" in raised.value.problem
+
+
+def test_make__largest_allowed_decoy_budget_is_accepted() -> None:
+    largest = (MAX_POOL_ITEMS - 35) // 5 - 1
+    assert gym.make(
+        "ACE-course-procedural-v0", hidden_slots=5, decoy_budget=largest
+    ).unwrapped.decoy_budget_choices == (largest,)
+    with pytest.raises(ConfigError):
+        gym.make("ACE-course-procedural-v0", hidden_slots=5, decoy_budget=largest + 1)
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)

@@ -59,11 +59,14 @@ class AceEnv(gym.Env[str, ActionType]):
     same final scoring. Stepping a finished episode returns a failed envelope until ``reset``.
 
     ## Arguments
-    ``domain``; ``dataset`` ("5x5", the bundled published benchmark, or a path to any file in the
-    published format); budgets named as in the published benchmark: ``extra_query_num`` (-1 =
-    unlimited per-slot attribute queries, else active rules + H + this), ``global_check_alpha``
-    (-1 = unlimited global checks, else floor(alpha * H)), ``check_include_reason``,
-    ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000).
+    ``domain``; ``dataset`` ("5x5", the bundled published benchmark, "5x7", or a path to any file in
+    the published format, ``.json`` or ``.json.gz``, of at most 256 MiB of JSON:
+    ``ace_gym.instance.MAX_DATASET_BYTES``). The file is validated here: ConfigError if the path is
+    no regular file, DatasetError naming the JSON path for a broken or inconsistent file (the rules
+    are in ``ace_gym.instance``). Budgets named as in the published benchmark:
+    ``extra_query_num`` (-1 = unlimited per-slot attribute queries, else active rules + H + this),
+    ``global_check_alpha`` (-1 = unlimited global checks, else floor(alpha * H)),
+    ``check_include_reason``, ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000).
 
     ## Reset options
     ``{"instance_index": int}`` or ``{"instance_id": str}``; without them the instance is drawn

@@ -41,7 +41,10 @@ class ProceduralAceEnv(AceEnv):
     ``decoy_budget``: an int, or a list to draw from uniformly at each reset;
     ``candidates_per_slot`` (K, effective max(K, B + 2)); ``time_budget`` (seconds allowed per
     generated instance); the remaining keyword arguments are those of :class:`AceEnv`.
-    Impossible settings (e.g. more hidden slots than cells) raise ConfigError here.
+    Impossible or unboundedly large settings raise ConfigError here, naming the field and the
+    largest allowed value: more hidden slots than cells, more than 10,000 cells or 100 rows, or an
+    item pool (cells + H x (max(K, B + 2) - 1) items) above 50,000 (see
+    :class:`ace_gym.generators.InstanceConfig`).
 
     ## Reset
     ``reset(seed=s)`` draws H, B and an instance seed from the env's ``np_random``, so the same
@@ -71,9 +74,14 @@ class ProceduralAceEnv(AceEnv):
             raise ConfigError("dataset", env_arguments["dataset"], "a procedural env generates its instances")
         self.hidden_slot_choices = _choices("hidden_slots", hidden_slots)
         self.decoy_budget_choices = _choices("decoy_budget", decoy_budget)
-        for h in self.hidden_slot_choices:  # every combination must be possible: fail now, not at reset
-            for b in self.decoy_budget_choices:
-                InstanceConfig(domain, rows, cols, h, b, candidates_per_slot, 0)
+        # every combination must be possible: fail now, not at reset. The config's limits only
+        # tighten as H or B grow, so each B with the largest H and each H with the smallest B
+        # cover every combination (in |H| + |B| checks, however long the lists), and an error
+        # names the largest value allowed for every H
+        for b in self.decoy_budget_choices:
+            InstanceConfig(domain, rows, cols, max(self.hidden_slot_choices), b, candidates_per_slot, 0)
+        for h in self.hidden_slot_choices:
+            InstanceConfig(domain, rows, cols, h, min(self.decoy_budget_choices), candidates_per_slot, 0)
         if not isinstance(time_budget, (int, float)) or time_budget <= 0:
             raise ConfigError("time_budget", time_budget, "must be a positive number of seconds")
         self.rows, self.cols = rows, cols
