@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pickle
@@ -15,9 +16,17 @@ from typing import Any, overload
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector.utils import create_shared_memory, read_from_shared_memory, write_to_shared_memory
+from gymnasium.vector.utils import (
+    batch_space,
+    create_shared_memory,
+    iterate,
+    read_from_shared_memory,
+    write_to_shared_memory,
+)
 
 _PRINTABLE = tuple(chr(c) for c in range(32, 127))
+#: what a vector env hands an env in place of an action no env process could receive
+UNSENDABLE_ACTION = "<an action that cannot be sent to an env process ({problem})>"
 
 
 @dataclass(frozen=True)
@@ -46,12 +55,17 @@ class ObjectSpace(spaces.Space[Any]):
     """A space of Python objects of unbounded size (text, chat messages, tool calls).
 
     Not flattenable to numpy. In a Gymnasium ``AsyncVectorEnv`` with ``shared_memory=True`` (the
-    default) observations travel through :class:`ObservationFiles` instead of a fixed-size buffer.
+    default) observations travel through :class:`ObservationFiles` instead of a fixed-size buffer;
+    in any vector env its batch is an :class:`ObjectBatch`.
     """
 
     @property
     def is_np_flattenable(self) -> bool:
         return False
+
+    def unsendable(self, problem: str) -> Any:
+        """What a vector env passes on instead of an action it cannot send to an env process."""
+        return UNSENDABLE_ACTION.format(problem=problem)
 
 
 class UnicodeText(ObjectSpace):
@@ -97,6 +111,10 @@ class ToolCallSpace(ObjectSpace):
             arguments.update(field="name", operator="not_in", value=[])
         return {"name": name, "arguments": arguments}
 
+    def unsendable(self, problem: str) -> dict[str, Any]:
+        """A call the env answers ``Unknown tool, '<...(problem)>'``: the explanation reaches the agent."""
+        return {"name": super().unsendable(problem), "arguments": {}}
+
     def contains(self, x: Any) -> bool:
         if isinstance(x, ToolCall):
             x = {"name": x.name, "arguments": x.arguments}
@@ -119,7 +137,36 @@ class ToolCallSpace(ObjectSpace):
         return isinstance(other, ToolCallSpace) and other.tool_names == self.tool_names
 
 
-# -- Gymnasium AsyncVectorEnv: shared-memory hooks for object spaces -----------------------------
+# -- Gymnasium vector envs: batches of object spaces, and shared-memory hooks ---------------------
+
+
+class ObjectBatch(spaces.Tuple):
+    """What ``batch_space`` makes of an object space: a Tuple of copies, as for any custom space,
+    whose ``iterate`` (how a vector env splits a batch of actions) replaces an action that cannot
+    be pickled -- a dict nested deeper than the recursion limit, say -- by the space's
+    :meth:`ObjectSpace.unsendable` stand-in, which the env answers with an explanation. An async
+    worker could not receive the action, and a failed send would leave the vector env out of step
+    with its workers; sync and async vector envs answer alike."""
+
+
+def _sendable(space: spaces.Space[Any], action: Any) -> Any:
+    if type(action) is str or not isinstance(space, ObjectSpace):
+        return action
+    try:
+        pickle.dumps(action, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as error:  # whatever the pickler objects to, the env gets an explanation
+        return space.unsendable(type(error).__name__)
+    return action
+
+
+@batch_space.register(ObjectSpace)
+def _batch_object_space(space: ObjectSpace, n: int = 1) -> ObjectBatch:
+    return ObjectBatch(tuple(copy.deepcopy(space) for _ in range(n)), seed=copy.deepcopy(space.np_random))
+
+
+@iterate.register(ObjectBatch)
+def _iterate_sendable(space: ObjectBatch, items: Iterable[Any]) -> Iterator[Any]:
+    return (_sendable(single, item) for single, item in zip(space.spaces, items, strict=False))
 
 
 class ObservationFiles:

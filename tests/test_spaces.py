@@ -96,3 +96,24 @@ def test_observation_files__a_reader_sees_the_latest_whole_observation(tmp_path:
     files.write(0, [{"role": "tool", "content": "\ud800"}])  # anything picklable, lone surrogates too
     assert files.read(0) == [{"role": "tool", "content": "\ud800"}]
     assert sorted(os.listdir(tmp_path)) == ["0.pickle"]  # no temporary file left behind
+
+
+def _deep(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_vector_env__an_action_no_process_can_receive_is_explained_and_envs_stay_in_step(mode: str) -> None:
+    envs = gym.make_vec("ACE-course-v0", 2, vectorization_mode=mode)
+    try:
+        envs.reset(seed=0)
+        budget = {"name": "get_global_check_budget", "arguments": {}}
+        observations = envs.step(({"name": "set_slot", "arguments": _deep(100_000)}, budget))[0]
+        assert json.loads(observations[0])["messages"].startswith("Unknown tool, '<an action that cannot be sent")
+        assert json.loads(observations[1])["status"] == "success"
+        assert all(json.loads(o)["status"] == "success" for o in envs.step((budget, budget))[0])
+    finally:
+        envs.close()
