@@ -164,8 +164,9 @@ def _batch_object_space(space: ObjectSpace, n: int = 1) -> ObjectBatch:
     return ObjectBatch(tuple(copy.deepcopy(space) for _ in range(n)), seed=copy.deepcopy(space.np_random))
 
 
+# mypy cannot see a Tuple subclass as a Space[_T] for iterate's generic fallback
 @iterate.register(ObjectBatch)
-def _iterate_sendable(space: ObjectBatch, items: Iterable[Any]) -> Iterator[Any]:
+def _iterate_sendable(space: ObjectBatch, items: Iterable[Any]) -> Iterator[Any]:  # type: ignore[misc]
     return (_sendable(single, item) for single, item in zip(space.spaces, items, strict=False))
 
 
