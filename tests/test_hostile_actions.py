@@ -22,7 +22,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import toolset
 from ace_gym.wrappers import ChatAdapter, ChatMessages, StepBudget, ToolFailureInjection
-from tests.core_helpers import H15_INDEX, truth_id
+from tests.core_helpers import H15_INDEX, nested_dict, nested_list, truth_id
 
 MEGABYTE = "x" * 1_000_000
 SPECIAL_STRINGS = [
@@ -223,20 +223,6 @@ def test_hostile_actions__lone_surrogates_are_not_echoed(domain: str) -> None:
 # -- every wrapper, their stacks, and vector envs: 0 escapes -----------------------------------------
 
 
-def _nested_list(depth: int) -> list[Any]:
-    value: list[Any] = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-def _nested_dict(depth: int) -> dict[str, Any]:
-    value: dict[str, Any] = {}
-    for _ in range(depth):
-        value = {"a": value}
-    return value
-
-
 def _openai(function: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function", "function": function}]}
 
@@ -248,8 +234,8 @@ TOOL_CALL_REPRODUCERS: list[Any] = [
     {"name": True, "arguments": {}},
     {"name": np.array(["set_slot", "done"]), "arguments": {}},
     {"name": np.array([1, 2]), "arguments": np.array([3, 4])},
-    {"name": "set_slot", "arguments": _nested_list(100_000)},
-    {"name": "set_slot", "arguments": {"row": _nested_dict(100_000)}},
+    {"name": "set_slot", "arguments": nested_list()},
+    {"name": "set_slot", "arguments": {"row": nested_dict()}},
     {"name": "set_slot", "arguments": {"row": 10**5000, "col": 0}},
     {"name": "set_slot", "arguments": '{"row": ' + "9" * 5000 + "}"},
     {"name": "set_slot", "arguments": "[" * 100_000},
@@ -271,12 +257,12 @@ CHAT_REPRODUCERS: list[Any] = [
     '{"y":[{"type":1},' * 5000,
     "[a(" * 5000,
     _openai({"name": "set_slot", "arguments": '{"a":' * 100_000 + "1" + "}" * 100_000}),
-    _openai({"name": "set_slot", "arguments": _nested_dict(100_000)}),
+    _openai({"name": "set_slot", "arguments": nested_dict()}),
     _openai({"name": np.array([1, 2]), "arguments": "{}"}),
     _openai({"name": "set_slot", "arguments": {"row": 10**5000}}),
     {"content": "", "tool_calls": np.array([{"function": {"name": "done", "arguments": "{}"}}] * 2)},
     {"content": "", "tool_calls": "done"},
-    {"content": _nested_list(100_000), "reasoning_content": np.array([1])},
+    {"content": nested_list(), "reasoning_content": np.array([1])},
     None,
     5,
     b"<tool_call>",

@@ -10,6 +10,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.parsing import TOOL_FORMATS, parse_turn
 from ace_gym.parsing.calls import MAX_FOUND
 from ace_gym.wrappers import ChatAdapter
+from tests.core_helpers import nested_list
 
 REALISTIC = [
     '<think>C1 fits.</think>\n<tool_call>\n{"name": "set_slot", "arguments": {"row": 1, "col": 2, "id": "C1"}}\n</tool_call>',
@@ -125,18 +126,11 @@ def test_parse_turn__never_raises_on_long_repeated_markup(text: str, tool_format
     assert len(turn.calls) <= MAX_FOUND and all(isinstance(e, str) for e in turn.errors)
 
 
-def _nested(depth: int) -> list:
-    value: list = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
 # things a buggy client puts in an assistant message: drawn by index (hypothesis never reprs them)
 ODD_VALUES = [
     np.array([{"function": {"name": "done", "arguments": "{}"}}] * 2),
     np.array([1, 2]),
-    _nested(100_000),
+    nested_list(),
     "[" * 100_000,
     '{"a":' * 100_000,
     "1" * 5000,

@@ -15,15 +15,9 @@ import pytest
 
 from ace_gym.spaces import ObservationFiles, SharedObservations, arguments_json
 from ace_gym.wrappers import ChatAdapter
+from tests.core_helpers import nested_list
 
 HERMES_DONE = '<tool_call>{"name": "done", "arguments": {}}</tool_call>'
-
-
-def _nested(depth: int) -> list[Any]:
-    value: list[Any] = []
-    for _ in range(depth):
-        value = [value]
-    return value
 
 
 class _BrokenRepr:
@@ -37,7 +31,7 @@ class _BrokenRepr:
         ({"row": 1, "id": "Ü"}, '{"row": 1, "id": "Ü"}'),
         ({"row": np.int64(3)}, '{"row": "np.int64(3)"}'),  # numpy scalars are written as their repr
         ({"row": 10**5000}, '"<unserialisable dict>"'),  # past Python's int->str digit limit
-        (_nested(100_000), '"<unserialisable list>"'),  # past the recursion limit, for json and repr alike
+        (nested_list(), '"<unserialisable list>"'),  # past the recursion limit, for json and repr alike
         ({"x": _BrokenRepr()}, '"<unserialisable dict>"'),
     ],
 )
@@ -98,20 +92,13 @@ def test_observation_files__a_reader_sees_the_latest_whole_observation(tmp_path:
     assert sorted(os.listdir(tmp_path)) == ["0.pickle"]  # no temporary file left behind
 
 
-def _deep(depth: int) -> list[Any]:
-    value: list[Any] = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_vector_env__an_action_no_process_can_receive_is_explained_and_envs_stay_in_step(mode: str) -> None:
     envs = gym.make_vec("ACE-course-v0", 2, vectorization_mode=mode)
     try:
         envs.reset(seed=0)
         budget = {"name": "get_global_check_budget", "arguments": {}}
-        observations = envs.step(({"name": "set_slot", "arguments": _deep(100_000)}, budget))[0]
+        observations = envs.step(({"name": "set_slot", "arguments": nested_list()}, budget))[0]
         assert json.loads(observations[0])["messages"].startswith("Unknown tool, '<an action that cannot be sent")
         assert json.loads(observations[1])["status"] == "success"
         assert all(json.loads(o)["status"] == "success" for o in envs.step((budget, budget))[0])

@@ -22,6 +22,7 @@ from ace_gym.instance import CompiledInstance
 from ace_gym.tools import STOP, TOOL_CALL_FAILED
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 from ace_gym.wrappers.chat_adapter import ARGUMENTS_FAILED, NOT_EXECUTED
+from tests.core_helpers import nested_dict
 
 
 def _adapter(domain: str = "course", index: int = 0, **kwargs: Any) -> ChatAdapter:
@@ -237,13 +238,6 @@ def test_history__carries_the_model_argument_text_when_it_wrote_json() -> None:
 # -- hostile turns: each one gets an observation that explains it --------------------------------
 
 
-def _nested(depth: int) -> Any:
-    value: Any = 1
-    for _ in range(depth):
-        value = {"a": value}
-    return value
-
-
 def _openai_call(arguments: Any, name: Any = "set_slot") -> dict[str, Any]:
     return {
         "role": "assistant",
@@ -264,7 +258,7 @@ def test_openai_arguments_nested_beyond_the_recursion_limit__are_answered() -> N
     env = _adapter()
     replies = env.step(_openai_call('{"a":' * 100_000 + "1" + "}" * 100_000))[0]
     assert replies[0]["content"].startswith(ARGUMENTS_FAILED.split("{")[0])
-    replies = env.step(_openai_call(_nested(100_000)))[0]  # already decoded, by a client
+    replies = env.step(_openai_call(nested_dict()))[0]  # already decoded, by a client
     assert json.loads(replies[0]["content"])["status"] == "failed"
     assert env.messages[-2]["tool_calls"][0]["function"]["arguments"] == '"<unserialisable dict>"'
 

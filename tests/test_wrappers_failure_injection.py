@@ -15,6 +15,7 @@ from ace_gym.spaces import ToolCall
 from ace_gym.tools import STOP, TOOL_CALL_FAILED
 from ace_gym.wrappers import FAILURE_ENVELOPES, ToolFailureInjection
 from tests.conftest import load_traces, trace_env
+from tests.core_helpers import nested_list
 
 TRACES_D = [t for t in load_traces() if t["variant"] == "D"]
 SCRIPT = [
@@ -133,16 +134,9 @@ def test_constructor__rejects_bad_config(field: str, kwargs: dict) -> None:
     assert error.value.field == field
 
 
-def _nested(depth: int) -> list:
-    value: list = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
 HOSTILE_CALLS = [
-    {"name": "set_slot", "arguments": {"row": _nested(100_000)}},  # RecursionError for json and repr alike
-    {"name": "set_slot", "arguments": _nested(100_000)},
+    {"name": "set_slot", "arguments": {"row": nested_list()}},  # RecursionError for json and repr alike
+    {"name": "set_slot", "arguments": nested_list()},
     {"name": "set_slot", "arguments": {"row": 10**5000, "col": 0}},  # ValueError for json and repr alike
     {"name": "set_slot", "arguments": "[" * 100_000},
     {"name": "set_slot", "arguments": '{"row": ' + "9" * 5000 + "}"},
