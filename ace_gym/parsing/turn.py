@@ -121,6 +121,9 @@ def _prose(text: str, found: list[Found]) -> str:
 def _join_pieces(pieces: list[str]) -> str:
     """Join the text left around removed calls; where the whitespace meeting at a removed call
     holds three or more line breaks, it becomes one blank line. Reads each piece once."""
+    text = "".join(pieces)
+    if "\n\n\n" not in text:  # the common case: no run of blank lines to collapse
+        return text
     joined: list[str] = []
     gap: list[str] = []  # the whitespace around the current joint
     last = len(pieces) - 1
