@@ -3,6 +3,11 @@
 Every finder takes the model's text (reasoning already removed) and returns the spans it claims
 as :class:`Found` entries, in text order. They never raise: a broken fragment becomes a
 ``Found`` with an error (or a call with an ``error`` when the tool name was still readable).
+
+They run in time linear in the text, whatever it holds (``benchmarks/bench_parsing.py``): each
+block or marker region is read once, names are bounded, JSON values are read up to
+:data:`~ace_gym.parsing.calls.MAX_VALUE_LENGTH` characters, and the work spent on garbage is
+capped per text; what a cap leaves unread is reported as an error, never dropped silently.
 """
 
 from __future__ import annotations
