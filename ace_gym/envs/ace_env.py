@@ -72,8 +72,9 @@ class AceEnv(gym.Env[str, ActionType]):
     ## Information
     Reset: ``instance_id``, ``instance_index``, ``rows``, ``cols``, ``hidden_slots`` (H),
     ``hidden_positions``, ``decoy_budget`` (B), ``system_prompt``, ``tools``, ``budgets``.
-    Step: ``tool`` (the called name, see :func:`tool_label`), ``ok`` (envelope status is success), ``step``. Last step also ``score``
-    (bool), ``reason`` (first failure, or None) and ``grid`` (the final id grid).
+    Step: ``tool`` (the name called, always a str: see :func:`tool_label`), ``ok`` (envelope
+    status is success), ``step``. Last step also ``score`` (bool), ``reason`` (first failure, or
+    None) and ``grid`` (the final id grid).
 
     ## Departures from the published release
     A missing argument or an unhashable operator gives ``Invalid tool arguments, <message>``
