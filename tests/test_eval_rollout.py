@@ -190,9 +190,12 @@ def test_episode_spec__key_separates_every_setting() -> None:
         EpisodeSpec("course", env_kwargs={"max_steps": 3})
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: str) -> None:
-    kwargs = {"shared_memory": False} if mode == "async" else {}
+@pytest.mark.parametrize(
+    ("mode", "kwargs"),
+    [("sync", {}), ("async", {}), ("async", {"shared_memory": False})],
+    ids=["sync", "async", "pipes"],
+)
+def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: str, kwargs: dict) -> None:
     envs = gym.make_vec(
         "ACE-meal-v0", num_envs=3, vectorization_mode=mode, vector_kwargs=kwargs, wrappers=[ChatAdapter]
     )
@@ -206,6 +209,10 @@ def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: st
     assert engine.batch_sizes[0] == 3 and max(engine.batch_sizes) == 3
     assert all(r["domain"] == "meal" and r["instance_id"].startswith("meal_") for r in records)
     assert all(json.loads(json.dumps(r)) == r for r in records)  # batched infos hold numpy scalars
+    for record in records:  # the conversation, grown turn by turn from the adapter's view of it
+        roles = [m["role"] for m in record["messages"]]
+        assert roles[:2] == ["system", "user"] and roles.count("assistant") == record["usage"]["turns"]
+        assert all(roles[i + 1] == "tool" for i, role in enumerate(roles) if role == "assistant")
 
 
 def test_run_vector_episodes__same_seed_same_instances() -> None:

@@ -16,7 +16,7 @@ from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import evaluate_grid, grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
-from ace_gym.tools import INVALID, STOP, EpisodeState, ToolConfig, failure, integer_option, toolset
+from ace_gym.tools import INVALID, STOP, EpisodeState, ToolConfig, echo, failure, integer_option, toolset
 
 ActionType = Mapping[str, Any] | ToolCall
 
@@ -75,8 +75,9 @@ class AceEnv(gym.Env[str, ActionType]):
     ## Information
     Reset: ``instance_id``, ``instance_index``, ``rows``, ``cols``, ``hidden_slots`` (H),
     ``hidden_positions``, ``decoy_budget`` (B), ``system_prompt``, ``tools``, ``budgets``.
-    Step: ``tool``, ``ok`` (envelope status is success), ``step``. Last step also ``score``
-    (float, 1.0 or 0.0, as the reward), ``reason`` (first failure, or None) and ``grid`` (the final id grid).
+    Step: ``tool`` (the name called, always a str: see :func:`tool_label`), ``ok`` (envelope
+    status is success), ``step``. Last step also ``score`` (float, 1.0 or 0.0, as the reward),
+    ``reason`` (first failure, or None) and ``grid`` (the final id grid).
 
     ## Departures from the published release
     The complete list (wrappers document their own: :class:`~ace_gym.wrappers.ChatAdapter`,
@@ -220,7 +221,7 @@ class AceEnv(gym.Env[str, ActionType]):
                 0.0,
                 True,
                 False,
-                {"tool": None, "ok": False, "step": self._steps},
+                {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps},
             )
         name, arguments = _unpack(action)
         if name is None:
@@ -230,7 +231,7 @@ class AceEnv(gym.Env[str, ActionType]):
         self._steps += 1
         terminated = observation == STOP
         truncated = not terminated and self._steps >= self.max_steps
-        info: dict[str, Any] = {"tool": name, "ok": observation[12:19] == "success", "step": self._steps}
+        info: dict[str, Any] = {"tool": tool_label(name), "ok": observation[12:19] == "success", "step": self._steps}
         reward = 0.0
         if terminated or truncated:
             self._finished = True
@@ -262,6 +263,12 @@ class AceEnv(gym.Env[str, ActionType]):
         if self._state is None:
             raise ResetNeeded("Cannot call this before reset()")
         return self._state
+
+
+def tool_label(name: Any) -> str:
+    """``info["tool"]``: the tool name the action gave, or a short label of whatever it gave instead
+    (``5``, ``None``, ...), so that the key always holds a str (vector envs batch info by type)."""
+    return name if isinstance(name, str) else echo(name)
 
 
 def _unpack(action: Any) -> tuple[Any, Any]:
