@@ -475,3 +475,9 @@ def test_eval__sigint_mid_run_exits_130_with_one_message_then_the_rerun_resumes(
     _, err = rerun.communicate(timeout=300)
     assert rerun.returncode == 0 and f"resuming: {kept} of 105 episodes" in err
     assert len({r["key"] for r in read_records(out / "episodes.jsonl")}) == 105
+
+
+def test_eval__dataset_name_the_system_refuses_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code = main(["eval", "--policy", "solver", "--dataset", "d" * 5000, "--out", str(tmp_path / "run")])
+    assert code == EXIT_CONFIG
+    assert "dataset=" in capsys.readouterr().err

@@ -140,7 +140,11 @@ def dataset_sources(dataset: str, domains: Sequence[str]) -> dict[str, tuple[str
     holding ``<domain>_dataset_*`` files (one per domain, as ``ace-gym generate`` writes them).
     """
     path = Path(dataset)
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError:  # e.g. a name too long for the system: resolve_dataset names the problem
+        is_dir = is_file = False
+    if is_dir:
         found = {}
         for domain in domains:
             files = sorted(p for p in path.iterdir() if p.name.startswith(f"{domain}_dataset_"))
@@ -148,7 +152,7 @@ def dataset_sources(dataset: str, domains: Sequence[str]) -> dict[str, tuple[str
                 raise ConfigError("dataset", dataset, f"needs exactly one {domain}_dataset_* file, found {len(files)}")
             found[domain] = (str(files[0].resolve()), load_dataset(files[0]))
         return found
-    if path.is_file():
+    if is_file:
         loaded = load_dataset(path)
         if loaded.domain.name not in domains:
             raise ConfigError("domains", list(domains), f"{dataset} holds domain {loaded.domain.name!r} only")
