@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -149,7 +149,8 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 def dumps(payload: Any) -> str:
     """``payload`` as JSON text that always encodes as UTF-8.
 
-    numpy scalars and arrays become plain numbers and lists, tuples lists, mapping keys strings,
+    numpy scalars and arrays become plain numbers and lists, other sequences (tuples, the
+    adapter's conversation view) lists, mapping keys strings,
     non-finite floats null, and other objects their ``repr``; lone surrogates become U+FFFD.
     Plain payloads take the C encoder's fast path.
     """
@@ -171,10 +172,10 @@ def _plain(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, Mapping):
         return {_key(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
     if isinstance(value, np.ndarray):
         return _plain(value.tolist())
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):  # lists, tuples, views
+        return [_plain(v) for v in value]
     if isinstance(value, np.generic):
         return _plain(value.item())
     return repr(value)
