@@ -10,7 +10,8 @@ one :class:`Aggregate` of the contributions over the filled cells, from above (`
 from below (``>= bound``). Lower bounds are only checked on complete grids (partial grids could
 still reach them). :func:`aggregate` is the array definition used by scoring, the generator and
 tests; :class:`RunningTotals` keeps the same aggregates up to date cell by cell for the tools, so
-a global check costs O(rules), independent of grid size and hidden-slot count.
+a global check costs O(rules), independent of grid size and hidden-slot count. The published
+semantics are described in docs/compatibility.md §1.6, §2.6 and §4.3.
 
 For the generator and its certificate a rule is a few signed additive :class:`Components`, each
 violated iff its total over the grid exceeds its threshold (:func:`components`); the generator
@@ -79,8 +80,15 @@ def slot_rule_mask(values: np.ndarray, kind: str, bound: int) -> np.ndarray:
     return values <= bound if SLOT_KINDS[kind].upper else values >= bound
 
 
+def slot_rules_mask(values: np.ndarray, kinds: Sequence[str], bounds: np.ndarray) -> np.ndarray:
+    """:func:`slot_rule_mask` over rules of mixed kinds at once: ``values[i]`` against a rule of
+    ``kinds[i]`` with ``bounds[i]``."""
+    upper = np.fromiter((SLOT_KINDS[kind].upper for kind in kinds), dtype=bool, count=len(kinds))
+    return np.where(upper, values <= bounds, values >= bounds)
+
+
 def slot_rule_text(domain: Domain, row: int, col: int, attribute: str, kind: str, bound: int) -> str:
-    """The instruction sentence of one slot rule."""
+    """The instruction sentence of one slot rule (docs/compatibility.md §1.7)."""
     relation = SLOT_KINDS[kind].relation
     return f"the {domain.item_label} in slot ({row}, {col}) must have {words(attribute)} {relation} {bound}"
 
@@ -257,6 +265,18 @@ class RuleKind:
             raise ValueError(f"global rule {rule.name} ({self.name}) declares no threshold")
         return rule.threshold
 
+    def largest_aggregate(self, item_high: int, rows: int, cols: int) -> int:
+        """The largest aggregate on a ``rows`` x ``cols`` grid whose items read at most
+        ``item_high`` from the rule's attribute (ignored for counts and frequencies)."""
+        per_item = item_high if self.reading is _VALUE else 1
+        if self.aggregate is _MOST_FREQUENT:
+            return rows * cols
+        if self.aggregate is _TOTAL:
+            return rows * cols * per_item
+        if self.aggregate is _LARGEST_ROW_TOTAL:
+            return cols * per_item
+        return per_item
+
     def can_bind(self, bound: int, cells: int) -> bool:
         """False when no complete grid of ``cells`` cells violates the bound: a count of 0/1
         contributions and a frequency both lie in ``[0, cells]``."""
@@ -396,7 +416,7 @@ class CompiledGlobalRule:
 
 
 def global_rule_text(rule: GlobalRule, bound: int, domain: Domain) -> str:
-    """The instruction / failure sentence of a global rule."""
+    """The instruction / failure sentence of a global rule (docs/compatibility.md §1.6)."""
     return kind_of(rule).text.format(
         attribute=words(rule.attribute),
         plural=domain.item_plural,

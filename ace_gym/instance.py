@@ -2,7 +2,50 @@
 
 Data flows one way: JSON file -> validated :class:`DatasetFile` -> :class:`CompiledInstance`
 (numpy arrays the tools and the scorer work on). A broken file raises one :class:`DatasetError`
-naming the file, the JSON path and the problem, before anything is cached or returned.
+naming the file, the JSON path and the problem, before anything is cached or returned; a
+``dataset``/``path`` argument that names no regular file raises :class:`ConfigError` naming it.
+
+What a file must satisfy beyond the schema (every published and bundled file does):
+
+* Size: at most :data:`MAX_DATASET_BYTES` (256 MiB) of JSON, counted after decompression for
+  ``.json.gz``; decompression is streamed and abandoned at the limit, so a small file that
+  inflates without end costs no more memory than the limit.
+* Keys: no JSON object repeats a key (a reader keeps the last value only, so an item id listed
+  twice in ``item_pool`` would silently lose the first item).
+* Header: every instance has the file's ``rows`` and ``cols``, its ``meta.hidden_slots`` and
+  ``meta.branch_budget`` appear in the file's ``hidden_slots`` and ``branch_budget`` lists, its
+  ``meta.requested_candidates_per_slot`` is the file's ``candidates_per_slot``; instance ids
+  are unique and ``num_instances`` counts the instances.
+* Items: the domain's keys, the pool key as id, integers for numeric attributes and strings
+  otherwise; numeric values within :func:`accepted_ranges` and categorical values among the
+  domain's declared values (``name`` is free text). The accepted range of an attribute is its
+  declared ``[low, high]`` with the low end extended down to the ``floor`` of any ``sum_min``
+  rule on it, because the published release's targeted decoy sampling reaches there: its 5x5
+  data holds decoys with meal protein, shopping calories and workforce skill down to 0. Every
+  accepted value is a small non-negative integer, so all aggregates stay far inside int64 and
+  the scorer's array sums and the tools' running totals agree on every accepted file.
+* Thresholds: every global rule of the domain, and no other, has an integer threshold in
+  ``[0, threshold_limit]``, the values its aggregate can take on the grid (sums: cells x high,
+  counts and repeats: cells, ``max_row_sum``: cols x high, ``max_cap``: high). Every active slot
+  rule has an integer bound within the accepted range of its attribute; bounds outside the
+  rule's usual list are fine (the release falls back to the truth's own value).
+* Grids and slots: ``truth_solution`` and ``partial_solution`` are rows x cols, the partial grid
+  is the truth with the hidden cells null, ``hidden_slots`` and ``slots`` list those cells in
+  row-major order. Each slot holds ``meta.candidates_per_slot`` distinct pool ids, which its
+  truth, ``decoy_ids`` and ``filter_candidate_ids`` list exactly once; ``allocated_budget``
+  counts its decoys; its ``slot_constraints`` name each active rule once, with ``row``/``col``
+  (if present) equal to the slot's and no other key.
+* Branches: the slots with decoys are the branch slots, ranked 0, 1, ... in row-major order
+  (``branch_rank`` null elsewhere); ``meta.branch_slot_count``, ``meta.branch_budget_allocations``
+  (in rank order) and ``meta.branch_budget`` (their sum) agree with them.
+* Truth: the truth passes every active slot rule and every global rule, checked with the
+  constraint code the scorer uses.
+* Instruction: ``task_instruction`` is exactly the text
+  :func:`ace_gym.prompts.render_task_instruction` renders from the constraints (the published
+  format); a difference is reported at its first line, naming the rule that line states.
+
+What decoys and filters do (decoys pass the slot rules and break a global rule, filters break a
+slot rule) is not checked at load: :func:`ace_gym.generators.certify` checks it.
 """
 
 from __future__ import annotations
@@ -10,20 +53,34 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import stat
 import threading
 import zlib
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from importlib import resources
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ace_gym.constraints import CompiledGlobalRule, compile_global_rule, slot_rule_mask
-from ace_gym.domains import DOMAINS, Domain, NumericAttribute
+from ace_gym.constraints import (
+    CompiledGlobalRule,
+    Reading,
+    aggregate,
+    compile_global_rule,
+    global_rule_text,
+    kind_of,
+    slot_rule_mask,
+    slot_rule_text,
+    slot_rules_mask,
+)
+from ace_gym.domains import DOMAINS, Domain, GlobalRule, NumericAttribute
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
+from ace_gym.prompts import render_task_instruction
 
 _STRICT = ConfigDict(strict=True, extra="forbid")
 
@@ -37,7 +94,7 @@ class Position(BaseModel):
 
 
 class InstanceMeta(BaseModel):
-    """Generation metadata of one instance (spec §1.3); generators may add extra keys."""
+    """Generation metadata of one instance (docs/compatibility.md §1.3); generators may add extra keys."""
 
     model_config = ConfigDict(strict=True, extra="allow")
     rows: int
@@ -72,7 +129,7 @@ class SlotEntry(BaseModel):
 
 
 class Instance(BaseModel):
-    """One ACE task instance, field for field as published (spec §1.3)."""
+    """One ACE task instance, field for field as published (docs/compatibility.md §1.3)."""
 
     model_config = _STRICT
     domain: str
@@ -142,7 +199,7 @@ class CompiledSlot:
         self.rule_count = len(rules)
         self.slot_valid = slot_valid
         self.valid_items: frozenset[int] = frozenset(candidates[slot_valid].tolist())
-        # the published release leaks the sorted candidate list in set_slot errors (spec §3.3)
+        # the published release leaks the sorted candidate list in set_slot errors (docs/compatibility.md §3.3)
         self.allowed_ids_text = repr(sorted(candidate_ids))
 
 
@@ -165,17 +222,7 @@ class CompiledInstance:
         self.item_ids: tuple[str, ...] = tuple(instance.item_pool)
         self.item_index: dict[str, int] = {item_id: i for i, item_id in enumerate(self.item_ids)}
         self.items: tuple[dict[str, int | str], ...] = tuple(instance.item_pool.values())
-        self.numeric: dict[str, np.ndarray] = {}
-        self.categorical: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
-        for attribute in domain.attributes:
-            column = [item[attribute.name] for item in self.items]
-            if isinstance(attribute, NumericAttribute):
-                self.numeric[attribute.name] = _frozen(np.asarray(column, dtype=np.int64))
-            else:
-                vocabulary = tuple(sorted({str(v) for v in column} | set(attribute.values)))
-                code = {value: i for i, value in enumerate(vocabulary)}
-                codes = np.asarray([code[str(value)] for value in column], dtype=np.int32)
-                self.categorical[attribute.name] = (_frozen(codes), vocabulary)
+        self.numeric, self.categorical = item_columns(self.items, domain)
         self.truth = _frozen(
             np.asarray([self.item_index[i] for row in instance.truth_solution for i in row], dtype=np.int32)
         )
@@ -191,17 +238,11 @@ class CompiledInstance:
         )
         cell_slot = np.full(self.n_cells, -1, dtype=np.int32)
         slots = []
-        rule_order = {rule.name: k for k, rule in enumerate(domain.slot_rules)}
-        rule_by_name = {rule.name: rule for rule in domain.slot_rules}
         for s, entry in enumerate(instance.slots):
             cell = entry.row * self.cols + entry.col
             cell_slot[cell] = s
             candidates = np.asarray([self.item_index[i] for i in entry.candidate_ids], dtype=np.int32)
-            names = sorted(entry.slot_constraints["active_rule_names"], key=rule_order.__getitem__)  # type: ignore[arg-type]
-            rules = tuple(
-                (name, rule_by_name[name].attribute, rule_by_name[name].kind, int(entry.slot_constraints[name]))  # type: ignore[arg-type]
-                for name in names
-            )
+            rules = active_slot_rules(entry, domain)
             valid = np.ones(len(candidates), dtype=bool)
             for _, rule_attribute, kind, bound in rules:
                 valid &= slot_rule_mask(self.numeric[rule_attribute][candidates], kind, bound)
@@ -236,7 +277,7 @@ class CompiledInstance:
 
     @cached_property
     def allowed_fields(self) -> tuple[str, ...]:
-        """Queryable fields: item keys minus the id key, sorted (spec §3.4)."""
+        """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
         return tuple(sorted(k for k in self.domain.item_keys if k != self.domain.id_key))
 
     def slot_at(self, row: int, col: int) -> CompiledSlot | None:
@@ -252,6 +293,36 @@ def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:
 def _frozen(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def item_columns(
+    items: Sequence[dict[str, int | str]], domain: Domain
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, tuple[str, ...]]]]:
+    """Read-only attribute columns over ``items``: ``numeric[attr]`` int64 values and
+    ``categorical[attr]`` ``(codes, vocabulary)``, the vocabulary being the sorted union of the
+    domain's declared values and any others present."""
+    numeric: dict[str, np.ndarray] = {}
+    categorical: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
+    for attribute in domain.attributes:
+        column = [item[attribute.name] for item in items]
+        if isinstance(attribute, NumericAttribute):
+            numeric[attribute.name] = _frozen(np.asarray(column, dtype=np.int64))
+        else:
+            vocabulary = tuple(sorted({str(v) for v in column} | set(attribute.values)))
+            code = {value: i for i, value in enumerate(vocabulary)}
+            codes = np.asarray([code[str(value)] for value in column], dtype=np.int32)
+            categorical[attribute.name] = (_frozen(codes), vocabulary)
+    return numeric, categorical
+
+
+def active_slot_rules(entry: SlotEntry, domain: Domain) -> tuple[tuple[str, str, str, int], ...]:
+    """A slot's active rules as ``(rule name, attribute, kind, bound)`` in the domain's rule order."""
+    active = entry.slot_constraints["active_rule_names"]
+    return tuple(
+        (rule.name, rule.attribute, rule.kind, int(entry.slot_constraints[rule.name]))  # type: ignore[arg-type]
+        for rule in domain.slot_rules
+        if rule.name in active  # type: ignore[operator]
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -310,6 +381,9 @@ class Dataset(Sequence[Instance]):
 _CACHE: dict[tuple[Any, ...], Dataset] = {}
 _CACHE_LOCK = threading.Lock()
 BUNDLED_DATASETS: tuple[str, ...] = ("5x5", "5x7")
+MAX_DATASET_BYTES = 256 * 2**20
+"""The largest dataset accepted: bytes of JSON, counted after decompression for ``.json.gz``."""
+_READ_CHUNK = 2**20
 
 
 def bundled_dataset_path(name: str, domain: str) -> Path:
@@ -318,8 +392,7 @@ def bundled_dataset_path(name: str, domain: str) -> Path:
         raise ConfigError(
             "dataset",
             name,
-            f"not a bundled dataset ({', '.join(BUNDLED_DATASETS)}) and not an existing file"
-            f"{did_you_mean(name, BUNDLED_DATASETS)}",
+            f"not a bundled dataset ({', '.join(BUNDLED_DATASETS)}){did_you_mean(name, BUNDLED_DATASETS)}",
         )
     folder = resources.files("ace_gym") / "data" / name
     for entry in folder.iterdir():
@@ -329,9 +402,25 @@ def bundled_dataset_path(name: str, domain: str) -> Path:
 
 
 def resolve_dataset(dataset: str | os.PathLike[str], domain: str) -> Dataset:
-    """Load ``dataset`` (a bundled name or a file path) and check it is of ``domain``."""
-    path = Path(dataset)
-    loaded = load_dataset(path if path.is_file() else bundled_dataset_path(str(dataset), domain))
+    """Load ``dataset`` (a bundled name or a file path) and check it is of ``domain``.
+
+    A regular file at the path wins over a bundled name of the same spelling. ConfigError naming
+    the value and the path when it is neither (missing, a directory, a FIFO, a name the system
+    refuses, not a str or path); DatasetError for a broken file (see :func:`load_dataset`).
+    """
+    path = _path_argument("dataset", dataset, f"a bundled dataset name ({', '.join(BUNDLED_DATASETS)}) or a file path")
+    problem = _not_a_regular_file(path)
+    if problem is None:
+        loaded = load_dataset(path)
+    elif str(path) in BUNDLED_DATASETS:
+        loaded = load_dataset(bundled_dataset_path(str(path), domain))
+    else:
+        raise ConfigError(
+            "dataset",
+            dataset,
+            f"{problem}, and not a bundled dataset ({', '.join(BUNDLED_DATASETS)})"
+            f"{did_you_mean(str(path), BUNDLED_DATASETS)}",
+        )
     if loaded.domain.name != domain:
         raise ConfigError("dataset", str(dataset), f"holds domain {loaded.domain.name!r}, not {domain!r}")
     return loaded
@@ -340,38 +429,93 @@ def resolve_dataset(dataset: str | os.PathLike[str], domain: str) -> Dataset:
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     """Validate and load a dataset file (``.json`` or ``.json.gz``), once per process.
 
-    Raises DatasetError (naming file, JSON path and problem) for any schema or consistency
-    problem, and FileNotFoundError for a missing file. Nothing is cached for a broken file.
+    Raises ConfigError when ``path`` names no regular file (naming it), and DatasetError
+    (naming file, JSON path and problem) for a file that cannot be read, holds more than
+    :data:`MAX_DATASET_BYTES` of JSON (a ``.gz`` file is decompressed in chunks and abandoned at
+    the limit), or breaks the schema or a consistency rule of the module docstring. Nothing is
+    cached for a broken file.
     """
-    path = Path(path).resolve()
-    stat = path.stat()
-    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    path = _path_argument("path", path, "a file path")
+    problem = _not_a_regular_file(path)
+    if problem is not None:
+        raise ConfigError("path", str(path), problem)
+    path = path.resolve()
+    status = path.stat()
+    key = (str(path), status.st_mtime_ns, status.st_size)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    raw = path.read_bytes()
-    if path.suffix == ".gz":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise DatasetError(str(path), "$", f"not a valid gzip file ({error})") from None
-    dataset = parse_dataset(raw, str(path), cache_key=key)
+    dataset = parse_dataset(_read_json_bytes(path, status.st_size), str(path), cache_key=key)
     with _CACHE_LOCK:
         return _CACHE.setdefault(key, dataset)
 
 
-def parse_dataset(raw: bytes | str, source: str, cache_key: tuple[Any, ...] | None = None) -> Dataset:
+def _path_argument(field: str, value: object, expected: str) -> Path:
+    """``value`` as a Path if it is a str or str path; ConfigError naming ``field`` otherwise."""
+    text = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(text, str):
+        raise ConfigError(field, value, f"must be {expected} (str or os.PathLike), not {type(value).__name__}")
+    if not text or "\0" in text:
+        raise ConfigError(field, value, f"must be {expected}, {'not empty' if not text else 'without NUL characters'}")
+    return Path(text)
+
+
+def _not_a_regular_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a dataset file (naming the absolute path of a relative
+    one), or None if it is a regular file."""
+    where = "" if path.is_absolute() else f" ({path.absolute()})"
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return f"no such file{where}"
+    except OSError as error:
+        return f"cannot be opened{where}: {error.strerror or error}"
+    if stat.S_ISDIR(mode):
+        return f"is a directory{where}, not a dataset file"
+    if not stat.S_ISREG(mode):
+        return f"is not a regular file{where}"
+    return None
+
+
+def _read_json_bytes(path: Path, size: int) -> bytearray:
+    """The file's JSON text (gunzipped for ``.gz``), read in chunks that stop at MAX_DATASET_BYTES."""
+    limit, source, packed = MAX_DATASET_BYTES, str(path), path.suffix == ".gz"
+    too_large = DatasetError(
+        source,
+        "$",
+        f"holds more than MAX_DATASET_BYTES = {limit} bytes of JSON{' once decompressed' if packed else ''}",
+    )
+    if not packed and size > limit:
+        raise too_large
+    data = bytearray()  # grows in place: no second copy of the text, unlike joining chunks
+    try:
+        with gzip.open(path, "rb") if packed else path.open("rb") as stream:
+            while chunk := stream.read(_READ_CHUNK):
+                data += chunk
+                if len(data) > limit:
+                    raise too_large
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        raise DatasetError(source, "$", f"not a valid gzip file ({error})") from None
+    except OSError as error:
+        raise DatasetError(source, "$", f"cannot be read ({error.strerror or error})") from None
+    return data
+
+
+def parse_dataset(raw: bytes | bytearray | str, source: str, cache_key: tuple[Any, ...] | None = None) -> Dataset:
     """Validate a dataset from JSON text; ``source`` names it in errors."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    key_bound = _key_count_bound(data)  # before the model exists: its scratch arrays add no peak memory
     try:
         model = DatasetFile.model_validate_json(raw)
     except ValidationError as error:
         raise _first_problem(error, raw, source) from None
+    _check_distinct_keys(data, key_bound, model, source)
     check_dataset(model, source)
     return Dataset(model, source, cache_key)
 
 
-def _first_problem(error: ValidationError, raw: bytes | str, source: str) -> DatasetError:
+def _first_problem(error: ValidationError, raw: bytes | bytearray | str, source: str) -> DatasetError:
     """The first validation problem at its path in the JSON document, with every message there.
 
     pydantic adds union-member tags (``int``, ``str``, ``list[str]``) to ``loc`` and reports one
@@ -413,6 +557,149 @@ def _json_path(loc: Sequence[int | str]) -> str:
     return path
 
 
+# --------------------------------------------------------------------------------------------
+# repeated keys
+
+
+_QUOTE, _COLON = ord('"'), ord(":")
+_JSON_SPACE = np.frombuffer(b" \t\n\r", dtype=np.uint8)
+
+
+def _check_distinct_keys(data: bytes | bytearray, key_bound: int, model: DatasetFile, source: str) -> None:
+    """DatasetError if a JSON object of ``data`` repeats a key: the schema saw only its last value.
+
+    A cheap screen first. Every key's closing quote is followed, after optional whitespace, by
+    a colon, and only escaped quotes inside strings can look the same; so counting such
+    quote-colon pairs (``key_bound``, from :func:`_key_count_bound`) bounds the document's key
+    count from above, and when the bound equals the number of keys the validated model holds, no
+    key was repeated. Otherwise one exact pass over the document settles it.
+    """
+    if key_bound == _model_key_count(model):
+        return
+    repeated = _first_repeated_key(data)
+    if repeated is not None:
+        loc, key = repeated
+        raise DatasetError(
+            source,
+            _json_path((*loc, key)),
+            f"key {_shown(key)} appears more than once in one JSON object (a JSON reader keeps only its last value)",
+        )
+
+
+def _key_count_bound(data: bytes | bytearray) -> int:
+    """How many ``"`` bytes are followed, after optional JSON whitespace, by ``:``."""
+    array = np.frombuffer(data, dtype=np.uint8)
+    before = np.flatnonzero(array[1:] == _COLON)  # index of the byte before each colon
+    previous = array[before]
+    count = int(np.count_nonzero(previous == _QUOTE))
+    spaced = np.isin(previous, _JSON_SPACE)
+    if spaced.any():  # whitespace before a colon (rare): find the last byte that is not whitespace
+        solid = np.flatnonzero(~np.isin(array, _JSON_SPACE))
+        last = np.searchsorted(solid, before[spaced], side="right") - 1
+        count += int(np.count_nonzero(array[solid[last[last >= 0]]] == _QUOTE))
+    return count
+
+
+def _model_key_count(model: DatasetFile) -> int:
+    """How many keys the JSON objects behind a validated model hold (each repeated key once)."""
+    total = len(model.model_fields_set)
+    for instance in model.instances:
+        meta = instance.meta
+        total += len(instance.model_fields_set) + len(meta.model_fields_set)
+        total += sum(_nested_key_count(value) for value in (meta.model_extra or {}).values())
+        total += len(instance.global_constraints) + len(instance.item_pool)
+        total += sum(map(len, instance.item_pool.values()))
+        total += sum(len(position.model_fields_set) for position in instance.hidden_slots)
+        total += sum(len(slot.model_fields_set) + len(slot.slot_constraints) for slot in instance.slots)
+    return total
+
+
+def _nested_key_count(value: object) -> int:
+    if isinstance(value, dict):
+        return len(value) + sum(_nested_key_count(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_nested_key_count(v) for v in value)
+    return 0
+
+
+class _RepeatedKey:
+    """Stands in, in the exact pass, for a JSON object that repeats ``key``."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _object_or_repeat(pairs: list[tuple[str, Any]]) -> dict[str, Any] | _RepeatedKey:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    counts = Counter(key for key, _ in pairs)
+    return _RepeatedKey(next(key for key, _ in pairs if counts[key] > 1))
+
+
+def _first_repeated_key(data: bytes | bytearray) -> tuple[tuple[int | str, ...], str] | None:
+    """Location and key of the first object (document order) that repeats a key, or None."""
+    try:
+        document = json.loads(
+            data, object_pairs_hook=_object_or_repeat, parse_int=len, parse_float=len, parse_constant=len
+        )  # numbers are irrelevant here: len() skips converting them
+    except (ValueError, RecursionError):
+        return None  # the schema already accepted this text; the exact pass cannot judge it
+    stack: list[tuple[tuple[int | str, ...], Any]] = [((), document)]
+    while stack:
+        loc, node = stack.pop()
+        if isinstance(node, _RepeatedKey):
+            return loc, node.key
+        if isinstance(node, dict):
+            stack.extend(((*loc, key), value) for key, value in reversed(node.items()))
+        elif isinstance(node, list):
+            stack.extend(((*loc, k), value) for k, value in reversed(list(enumerate(node))))
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# consistency checks
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` clipped to ``limit`` characters, for error messages about file content."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def accepted_ranges(domain: Domain) -> dict[str, tuple[int, int]]:
+    """``[low, high]`` a dataset file may hold for each numeric attribute of ``domain``.
+
+    The declared range, with its low end extended down to the ``floor`` of any lower-bound
+    global rule on the attribute's values (``sum_min``): the published release's targeted decoy
+    sampling reaches there.
+    """
+    ranges = {}
+    for attribute in domain.attributes:
+        if isinstance(attribute, NumericAttribute):
+            floors = [
+                rule.floor
+                for rule in domain.global_rules
+                if rule.attribute == attribute.name and rule.floor is not None and _sums_from_below(rule)
+            ]
+            ranges[attribute.name] = (min([attribute.low, *floors]), attribute.high)
+    return ranges
+
+
+def _sums_from_below(rule: GlobalRule) -> bool:
+    kind = kind_of(rule)
+    return not kind.upper and kind.reading is Reading.VALUE
+
+
+def threshold_limit(rule: GlobalRule, ranges: dict[str, tuple[int, int]], rows: int, cols: int) -> int:
+    """The largest aggregate ``rule`` can reach on a ``rows`` x ``cols`` grid of items within
+    ``ranges`` (:func:`accepted_ranges`)."""
+    high = ranges[rule.attribute][1] if rule.attribute in ranges else 0  # categorical: only counted
+    return kind_of(rule).largest_aggregate(high, rows, cols)
+
+
 def check_dataset(model: DatasetFile, source: str) -> None:
     """Consistency checks the schema cannot express; raises DatasetError on the first problem."""
     if model.domain not in DOMAINS:
@@ -433,16 +720,31 @@ def check_dataset(model: DatasetFile, source: str) -> None:
                     f"{where}.meta.{name}",
                     f"is {getattr(instance.meta, name)} but the file declares {model.rows}x{model.cols}",
                 )
+        for name, listed in (("hidden_slots", model.hidden_slots), ("branch_budget", model.branch_budget)):
+            if getattr(instance.meta, name) not in listed:
+                raise DatasetError(
+                    source,
+                    f"{where}.meta.{name}",
+                    f"is {getattr(instance.meta, name)} but the file header lists {name} {_shown(listed)}",
+                )
+        if instance.meta.requested_candidates_per_slot != model.candidates_per_slot:
+            raise DatasetError(
+                source,
+                f"{where}.meta.requested_candidates_per_slot",
+                f"is {instance.meta.requested_candidates_per_slot} but the file header has candidates_per_slot "
+                f"{model.candidates_per_slot}",
+            )
         if instance.instance_id in seen:
-            raise DatasetError(source, f"{where}.instance_id", f"duplicate instance id {instance.instance_id!r}")
+            raise DatasetError(source, f"{where}.instance_id", f"duplicate instance id {_shown(instance.instance_id)}")
         seen.add(instance.instance_id)
         if instance.domain != model.domain:
-            raise DatasetError(source, f"{where}.domain", f"{instance.domain!r} in a {model.domain!r} file")
+            raise DatasetError(source, f"{where}.domain", f"{_shown(instance.domain)} in a {model.domain!r} file")
         check_instance(instance, DOMAINS[model.domain], source, where)
 
 
 def check_instance(instance: Instance, domain: Domain, source: str, where: str = "$") -> None:
-    """Check one instance against its domain; raises DatasetError naming the JSON path."""
+    """Check one instance against its domain and itself (the rules of the module docstring);
+    raises DatasetError naming the JSON path of the first problem."""
 
     def fail(path: str, problem: str) -> DatasetError:
         return DatasetError(source, where + path, problem)
@@ -454,39 +756,16 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
         grid = getattr(instance, name)
         if len(grid) != rows or any(len(row) != cols for row in grid):
             raise fail(f".{name}", f"must be a {rows}x{cols} grid")
-    keys = set(domain.item_keys)
-    numeric = set(domain.numeric_attributes)
-    # the published layout: keys in declaration order, ints for numeric attributes, str otherwise
-    key_order = domain.item_keys
-    type_order = tuple(int if key in numeric else str for key in key_order)
-    for item_id, item in instance.item_pool.items():
-        if tuple(item) == key_order and tuple(map(type, item.values())) == type_order and item[key_order[0]] == item_id:
-            continue  # fast path for well-formed items; anything else gets the detailed checks below
-        if set(item) != keys:
-            missing, extra = sorted(keys - set(item)), sorted(set(item) - keys)
-            raise fail(
-                f".item_pool.{item_id}",
-                f"item keys differ from the {domain.name} domain (missing {missing}, unexpected {extra})",
-            )
-        if item[domain.id_key] != item_id:
-            raise fail(f".item_pool.{item_id}.{domain.id_key}", f"is {item[domain.id_key]!r}, not the pool key")
-        for key, value in item.items():
-            if (key in numeric) != isinstance(value, int):
-                kind = "an integer" if key in numeric else "a string"
-                raise fail(f".item_pool.{item_id}.{key}", f"must be {kind}, got {value!r}")
-    for name in [r.name for r in domain.global_rules]:
-        if not isinstance(instance.global_constraints.get(name), int):
-            raise fail(f".global_constraints.{name}", "missing or not an integer")
-    for name in instance.global_constraints:
-        if name != "global" and name not in {r.name for r in domain.global_rules}:
-            raise fail(f".global_constraints.{name}", f"unknown global rule for {domain.name}")
+    ranges = accepted_ranges(domain)
+    _check_items(instance, domain, ranges, fail)
+    _check_global_thresholds(instance, domain, ranges, fail)
     for r, row in enumerate(instance.truth_solution):
         for c, item_id in enumerate(row):
             if item_id not in instance.item_pool:
-                raise fail(f".truth_solution[{r}][{c}]", f"id {item_id!r} is not in item_pool")
+                raise fail(f".truth_solution[{r}][{c}]", f"id {_shown(item_id)} is not in item_pool")
             shown = instance.partial_solution[r][c]
             if shown is not None and shown != item_id:
-                raise fail(f".partial_solution[{r}][{c}]", f"is {shown!r} but the truth is {item_id!r}")
+                raise fail(f".partial_solution[{r}][{c}]", f"is {_shown(shown)} but the truth is {_shown(item_id)}")
     hidden = [(r, c) for r in range(rows) for c in range(cols) if instance.partial_solution[r][c] is None]
     if [(p.row, p.col) for p in instance.hidden_slots] != hidden:
         raise fail(".hidden_slots", "must list the null cells of partial_solution in row-major order")
@@ -496,32 +775,268 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
         raise fail(
             ".meta.hidden_slots", f"is {instance.meta.hidden_slots} but the instance has {len(hidden)} hidden cells"
         )
-    rule_names = {rule.name for rule in domain.slot_rules}
     for s, slot in enumerate(instance.slots):
-        at = f".slots[{s}]"
-        if slot.truth_id != instance.truth_solution[slot.row][slot.col]:
-            raise fail(f"{at}.truth_id", "differs from truth_solution at this cell")
-        if slot.truth_id not in slot.candidate_ids:
-            raise fail(f"{at}.candidate_ids", "does not contain the truth id")
-        if len(set(slot.candidate_ids)) != len(slot.candidate_ids):
-            raise fail(f"{at}.candidate_ids", "contains duplicate ids")
-        candidates = set(slot.candidate_ids)
-        for field in ("candidate_ids", "decoy_ids", "filter_candidate_ids"):
-            for item_id in getattr(slot, field):
-                if item_id not in instance.item_pool:
-                    raise fail(f"{at}.{field}", f"id {item_id!r} is not in item_pool")
-                if item_id not in candidates:
-                    raise fail(f"{at}.{field}", f"id {item_id!r} is not among the slot's candidate_ids")
-            if field != "candidate_ids" and slot.truth_id in getattr(slot, field):
-                raise fail(f"{at}.{field}", "contains the truth id")
-        active = slot.slot_constraints.get("active_rule_names")
-        if not isinstance(active, list) or not active:
-            raise fail(f"{at}.slot_constraints.active_rule_names", "must be a non-empty list of rule names")
-        for name in active:
-            if name not in rule_names:
+        _check_slot(instance, slot, domain, ranges, _under(fail, f".slots[{s}]"))
+    _check_branches(instance, fail)
+    slot_rules = [active_slot_rules(slot, domain) for slot in instance.slots]
+    _check_truth(instance, domain, slot_rules, fail)
+    _check_instruction(instance, domain, slot_rules, fail)
+
+
+Fail = Callable[[str, str], DatasetError]
+SlotRules = tuple[tuple[str, str, str, int], ...]
+
+
+def _under(fail: Fail, prefix: str) -> Fail:
+    """``fail`` for paths below ``prefix``."""
+
+    def fail_under(path: str, problem: str) -> DatasetError:
+        return fail(prefix + path, problem)
+
+    return fail_under
+
+
+def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail) -> None:
+    """Item keys and types as published; numeric values in range, categorical values declared."""
+    pool = instance.item_pool
+    if not pool:
+        raise fail(".item_pool", "holds no items")
+    columns = _well_formed_columns(pool, domain) or _checked_columns(pool, domain, fail)
+    for attribute in domain.attributes:
+        name, column = attribute.name, columns[attribute.name]
+        if isinstance(attribute, NumericAttribute):
+            low, high = ranges[name]
+            if low <= min(column) and max(column) <= high:  # type: ignore[operator]
+                continue
+            item_id, value = next((i, v) for i, v in zip(pool, column, strict=True) if not low <= v <= high)  # type: ignore[operator]
+            raise fail(
+                f".item_pool.{item_id}.{name}",
+                f"is {_shown(value)}, outside the accepted range [{low}, {high}] of {domain.name} {name}",
+            )
+        allowed = set(attribute.values)
+        if allowed.issuperset(column):
+            continue
+        item_id, value = next((i, v) for i, v in zip(pool, column, strict=True) if v not in allowed)
+        raise fail(
+            f".item_pool.{item_id}.{name}",
+            f"{_shown(value)} is not a {name} of the {domain.name} domain "
+            f"({', '.join(attribute.values)}){did_you_mean(str(value), attribute.values)}",
+        )
+
+
+def _well_formed_columns(pool: dict[str, dict[str, int | str]], domain: Domain) -> dict[str, list[int | str]] | None:
+    """The pool's columns by item key if every item is well formed (exactly the domain's keys,
+    the pool key as id, ints for numeric attributes and strings otherwise), else None.
+    Whole-column operations only: this is the fast path of every load."""
+    items = list(pool.values())
+    try:
+        columns = {key: [item[key] for item in items] for key in domain.item_keys}
+    except KeyError:
+        return None
+    if set(map(len, items)) != {len(domain.item_keys)} or columns[domain.id_key] != list(pool):
+        return None
+    numeric = set(domain.numeric_attributes)
+    if any(set(map(type, column)) != {int if key in numeric else str} for key, column in columns.items()):
+        return None
+    return columns
+
+
+def _checked_columns(pool: dict[str, dict[str, int | str]], domain: Domain, fail: Fail) -> dict[str, list[int | str]]:
+    """Item by item: the domain's keys, the pool key as id, the value types; then the columns."""
+    keys = set(domain.item_keys)
+    numeric = set(domain.numeric_attributes)
+    for item_id, item in pool.items():
+        if set(item) != keys:
+            missing, extra = sorted(keys - set(item)), sorted(set(item) - keys)
+            raise fail(
+                f".item_pool.{item_id}",
+                f"item keys differ from the {domain.name} domain (missing {missing}, unexpected {_shown(extra)})",
+            )
+        if item[domain.id_key] != item_id:
+            raise fail(f".item_pool.{item_id}.{domain.id_key}", f"is {_shown(item[domain.id_key])}, not the pool key")
+        for key, value in item.items():
+            if (key in numeric) != (type(value) is int):
+                kind = "an integer" if key in numeric else "a string"
+                raise fail(f".item_pool.{item_id}.{key}", f"must be {kind}, got {_shown(value)}")
+    return {key: [item[key] for item in pool.values()] for key in domain.item_keys}
+
+
+def _check_global_thresholds(
+    instance: Instance, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail
+) -> None:
+    """Every global rule of the domain, and no other, with an integer threshold the grid can reach."""
+    names = {rule.name for rule in domain.global_rules}
+    for name in instance.global_constraints:
+        if name != "global" and name not in names:
+            raise fail(
+                f".global_constraints.{name}", f"unknown global rule for {domain.name}{did_you_mean(name, names)}"
+            )
+    for rule in domain.global_rules:
+        bound = instance.global_constraints.get(rule.name)
+        if not isinstance(bound, int):
+            raise fail(f".global_constraints.{rule.name}", "missing or not an integer")
+        top = threshold_limit(rule, ranges, instance.meta.rows, instance.meta.cols)
+        if not 0 <= bound <= top:
+            raise fail(
+                f".global_constraints.{rule.name}",
+                f"is {_shown(bound)}, outside [0, {top}], the values a {rule.kind} aggregate takes on a "
+                f"{instance.meta.rows}x{instance.meta.cols} grid",
+            )
+
+
+def _check_slot(
+    instance: Instance, slot: SlotEntry, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail
+) -> None:
+    """One hidden slot: its truth and candidate partition, its active rules and their bounds."""
+    if slot.truth_id != instance.truth_solution[slot.row][slot.col]:
+        raise fail(".truth_id", "differs from truth_solution at this cell")
+    candidates = set(slot.candidate_ids)
+    if slot.truth_id not in candidates:
+        raise fail(".candidate_ids", "does not contain the truth id")
+    if len(candidates) != len(slot.candidate_ids):
+        raise fail(".candidate_ids", "contains duplicate ids")
+    if len(candidates) != instance.meta.candidates_per_slot:
+        raise fail(
+            ".candidate_ids",
+            f"holds {len(candidates)} ids but meta.candidates_per_slot is {instance.meta.candidates_per_slot}",
+        )
+    pool = instance.item_pool.keys()
+    decoys, filters = set(slot.decoy_ids), set(slot.filter_candidate_ids)
+    for field, ids in (("candidate_ids", candidates), ("decoy_ids", decoys), ("filter_candidate_ids", filters)):
+        if not pool >= ids:
+            stray = next(i for i in getattr(slot, field) if i not in pool)
+            raise fail(f".{field}", f"id {_shown(stray)} is not in item_pool")
+        if not candidates >= ids:
+            stray = next(i for i in getattr(slot, field) if i not in candidates)
+            raise fail(f".{field}", f"id {_shown(stray)} is not among the slot's candidate_ids")
+        if field != "candidate_ids" and slot.truth_id in ids:
+            raise fail(f".{field}", "contains the truth id")
+    labelled = len(slot.decoy_ids) + len(slot.filter_candidate_ids)
+    if labelled + 1 != len(candidates) or len(decoys | filters) != labelled:
+        raise fail(
+            ".filter_candidate_ids",
+            "the truth, decoy_ids and filter_candidate_ids must list every candidate id exactly once",
+        )
+    if slot.allocated_budget != len(slot.decoy_ids):
+        raise fail(".allocated_budget", f"is {slot.allocated_budget} but the slot has {len(slot.decoy_ids)} decoys")
+    if slot.is_branch_slot != bool(slot.decoy_ids):
+        raise fail(".is_branch_slot", "must be true exactly when the slot has decoys")
+    active = slot.slot_constraints.get("active_rule_names")
+    if not isinstance(active, list) or not active:
+        raise fail(".slot_constraints.active_rule_names", "must be a non-empty list of rule names")
+    rule_names = [rule.name for rule in domain.slot_rules]
+    for k, name in enumerate(active):
+        if name not in rule_names:
+            raise fail(
+                ".slot_constraints.active_rule_names",
+                f"unknown slot rule {_shown(name)}{did_you_mean(name, rule_names)}",
+            )
+        if name in active[:k]:
+            raise fail(".slot_constraints.active_rule_names", f"lists {name!r} twice")
+    for rule in domain.slot_rules:
+        if rule.name not in active:
+            continue
+        bound = slot.slot_constraints.get(rule.name)
+        if not isinstance(bound, int):
+            raise fail(f".slot_constraints.{rule.name}", "missing or not an integer")
+        low, high = ranges[rule.attribute]
+        if not low <= bound <= high:
+            raise fail(
+                f".slot_constraints.{rule.name}",
+                f"is {_shown(bound)}, outside the accepted range [{low}, {high}] of {rule.attribute}",
+            )
+    for key, value in slot.slot_constraints.items():
+        if key in ("row", "col"):
+            if value != getattr(slot, key):
                 raise fail(
-                    f"{at}.slot_constraints.active_rule_names",
-                    f"unknown slot rule {name!r}{did_you_mean(name, rule_names)}",
+                    f".slot_constraints.{key}", f"is {_shown(value)} but the slot's {key} is {getattr(slot, key)}"
                 )
-            if not isinstance(slot.slot_constraints.get(name), int):
-                raise fail(f"{at}.slot_constraints.{name}", "missing or not an integer")
+        elif key != "active_rule_names" and key not in active:
+            raise fail(f".slot_constraints.{key}", "is not listed in active_rule_names")
+
+
+def _check_branches(instance: Instance, fail: Fail) -> None:
+    """Branch slots (the slots with decoys) ranked 0..k-1 row-major, and meta's totals of them."""
+    allocations: list[int] = []
+    for s, slot in enumerate(instance.slots):
+        rank = len(allocations) if slot.decoy_ids else None
+        if slot.branch_rank != rank:
+            raise fail(
+                f".slots[{s}].branch_rank",
+                f"is {_shown(slot.branch_rank)} but must be {rank} (slots with decoys are ranked 0, 1, ... row-major; "
+                "others null)",
+            )
+        if slot.decoy_ids:
+            allocations.append(len(slot.decoy_ids))
+    meta = instance.meta
+    if meta.branch_slot_count != len(allocations):
+        raise fail(".meta.branch_slot_count", f"is {meta.branch_slot_count} but {len(allocations)} slots have decoys")
+    if meta.branch_budget_allocations != allocations:
+        raise fail(
+            ".meta.branch_budget_allocations",
+            f"is {_shown(meta.branch_budget_allocations)} but the branch slots hold {_shown(allocations)} decoys",
+        )
+    if meta.branch_budget != sum(allocations):
+        raise fail(".meta.branch_budget", f"is {meta.branch_budget} but the slots hold {sum(allocations)} decoys")
+
+
+def _check_truth(instance: Instance, domain: Domain, slot_rules: list[SlotRules], fail: Fail) -> None:
+    """The truth grid passes every active slot rule and every global rule, by the scorer's code."""
+    pool = instance.item_pool
+    tested = [
+        (s, name, attribute, kind, bound, pool[slot.truth_id][attribute])
+        for s, (slot, rules) in enumerate(zip(instance.slots, slot_rules, strict=True))
+        for name, attribute, kind, bound in rules
+    ]
+    kinds = [kind for _, _, _, kind, _, _ in tested]
+    bounds = np.asarray([bound for *_, bound, _ in tested], dtype=np.int64)
+    values = np.asarray([value for *_, value in tested], dtype=np.int64)
+    passed = slot_rules_mask(values, kinds, bounds)
+    if not passed.all():
+        s, name, attribute, _, bound, value = tested[int(np.flatnonzero(~passed)[0])]
+        raise fail(
+            f".slots[{s}].slot_constraints.{name}",
+            f"is {bound} but the slot's truth {_shown(instance.slots[s].truth_id)} has {attribute} {value}: "
+            "the truth breaks its own slot rule",
+        )
+    truth = [pool[item_id] for row in instance.truth_solution for item_id in row]
+    numeric, categorical = item_columns(truth, domain)
+    grid = np.arange(len(truth))
+    for rule in domain.global_rules:
+        compiled = compile_global_rule(rule, instance.global_constraints[rule.name], domain, numeric, categorical)  # type: ignore[arg-type]
+        if not compiled.satisfied(aggregate(compiled, grid, instance.meta.cols), complete=True):
+            raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {compiled.reason}")
+
+
+def _check_instruction(instance: Instance, domain: Domain, slot_rules: list[SlotRules], fail: Fail) -> None:
+    """``task_instruction`` is the text the constraints render to, line for line."""
+    bounds = {rule.name: instance.global_constraints[rule.name] for rule in domain.global_rules}
+    stated = [
+        (slot.row, slot.col, [(attribute, kind, bound) for _, attribute, kind, bound in rules])
+        for slot, rules in zip(instance.slots, slot_rules, strict=True)
+    ]
+    expected = render_task_instruction(domain, instance.meta.rows, instance.meta.cols, bounds, stated)  # type: ignore[arg-type]
+    if instance.task_instruction == expected:
+        return
+    have, want = instance.task_instruction.split("\n"), expected.split("\n")
+    line = next(n for n, pair in enumerate(zip_longest(have, want)) if pair[0] != pair[1])
+    said = _shown(have[line]) if line < len(have) else "nothing"
+    if line >= len(want):
+        raise fail(".task_instruction", f"line {line + 1} reads {said} after the text the constraints give")
+    raise fail(
+        ".task_instruction",
+        f"line {line + 1} ({_rule_of_line(want[line], instance, domain, slot_rules)}) reads {said} "
+        f"but the constraints give {_shown(want[line], 200)}",
+    )
+
+
+def _rule_of_line(line: str, instance: Instance, domain: Domain, slot_rules: list[SlotRules]) -> str:
+    """Which rule an instruction line states (a global rule or a slot's rule), if any."""
+    for rule in domain.global_rules:
+        if global_rule_text(rule, instance.global_constraints[rule.name], domain) in line:  # type: ignore[arg-type]
+            return f"global rule {rule.name}"
+    for slot, rules in zip(instance.slots, slot_rules, strict=True):
+        for name, attribute, kind, bound in rules:
+            if slot_rule_text(domain, slot.row, slot.col, attribute, kind, bound) in line:
+                return f"slot ({slot.row}, {slot.col}) rule {name}"
+    return "no rule: fixed wording"

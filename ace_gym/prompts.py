@@ -1,8 +1,4 @@
-"""The texts a model sees: task instruction (§1.7), system prompt and user message (§4.1).
-
-The two budget sentences the published release prints when exactly one of the two budgets is
-finite are not recorded in the specification; ours are marked below and documented in the env.
-"""
+"""The texts a model sees: task instruction, system prompt and user message (docs/compatibility.md §1.7, §4.1)."""
 
 from __future__ import annotations
 
@@ -54,14 +50,14 @@ def _budget_line(queries_limited: bool, checks_limited: bool) -> str:
         )
     if not queries_limited and not checks_limited:
         return "Attribute queries per hidden slot and global check have no call-count limits in this task."
-    if queries_limited:  # ace-gym wording (not recorded from the published release)
+    if queries_limited:
         return (
-            "Attribute queries per hidden slot have limited call counts\u2014plan your usage "
-            "carefully; global check has no call-count limit in this task."
+            "Attribute queries per hidden slot have a limited call count\u2014plan your usage "
+            "carefully; global check has no call-count limit."
         )
     return (
-        "Global check has a limited call count\u2014plan your usage carefully; attribute "  # ace-gym wording
-        "queries per hidden slot have no call-count limits in this task."
+        "Attribute queries per hidden slot have no call-count limit; global check has a limited "
+        "call count\u2014plan your usage carefully."
     )
 
 
@@ -74,12 +70,12 @@ def render_system_prompt(
     max_query_ids: int,
     max_query_fields: int,
 ) -> str:
-    """The system message (spec §4.1); ``global_check_budget`` None means unlimited."""
+    """The system message (docs/compatibility.md §4.1); ``global_check_budget`` None means unlimited."""
     d = domain.tool_noun
     check_tool = f"check_{d}_global_constraints"
     if global_check_budget is None:
         check_line = f"`{check_tool}` has no call-count limit in this task."
-    elif global_check_budget == 0:  # ace-gym wording (spec §4.1 gives only the gist)
+    elif global_check_budget == 0:
         check_line = f"`{check_tool}` is disabled in this task, so do not call it."
     else:
         check_line = (
@@ -134,10 +130,10 @@ def render_system_prompt(
 
 
 def render_user_message(domain: Domain, partial_solution: list[list[str | None]]) -> str:
-    """The first user message (spec §4.1)."""
+    """The first user message (docs/compatibility.md §4.1)."""
     return (
         "Here is the current partial solution grid.\nEach `null` value is a missing slot that still "
-        f"needs a valid item id.\n\n{json.dumps(partial_solution)}\n\nYou may work on any hidden slot "
+        f"needs a valid item id.\n\n{json.dumps(partial_solution, ensure_ascii=False)}\n\nYou may work on any hidden slot "
         f"directly.\nUse `query_{domain.tool_noun}_candidate_from_attribute` to filter a hidden "
         "slot's candidates by one attribute condition. Use `set_slot` to fill or clear any hidden slot."
     )

@@ -31,6 +31,12 @@ PROCEDURAL_ENV_IDS: tuple[str, ...] = tuple(
     f"ACE-{domain}-{variant}-v0" for domain in DOMAIN_NAMES for variant in PROCEDURAL_PRESETS
 )
 
+ALB_ENTRY_POINTS: dict[str, str] = {
+    "ALB-QA-v0": "ace_gym.longbench.qa_env:ALBQAEnv",
+    "ALB-Puzzle-v0": "ace_gym.longbench.puzzle_env:ALBPuzzleEnv",
+}
+"""AgentLongBench envs (``ace_gym.longbench``, imported only when one is made)."""
+
 
 def register_envs() -> None:
     """Register every ace-gym env id (idempotent)."""
@@ -46,3 +52,17 @@ def register_envs() -> None:
                     entry_point="ace_gym.envs.procedural:ProceduralAceEnv",
                     kwargs={"domain": domain, **preset},
                 )
+    for env_id, entry_point in ALB_ENTRY_POINTS.items():
+        if env_id not in registry:
+            register(id=env_id, entry_point=entry_point)
+
+
+def registered_env_ids() -> tuple[str, ...]:
+    """Every id in Gymnasium's registry whose entry point is in ace_gym, sorted: the ids above and
+    any variant another ace_gym module registers."""
+    return tuple(sorted(i for i, spec in registry.items() if _module_of(spec.entry_point).startswith("ace_gym.")))
+
+
+def _module_of(entry_point: object) -> str:
+    """The module an entry point (an import string or a callable) comes from."""
+    return entry_point if isinstance(entry_point, str) else str(getattr(entry_point, "__module__", ""))

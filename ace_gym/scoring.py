@@ -1,4 +1,4 @@
-"""Final scoring of a grid (spec §4.3): binary, first failure wins."""
+"""Final scoring of a grid (docs/compatibility.md §4.3): binary, first failure wins."""
 
 from __future__ import annotations
 

@@ -1,18 +1,12 @@
-"""The ACE tool set (spec §3): one function per tool, the response envelope, the dispatcher and
-the OpenAI tool schemas.
+"""The ACE tool set (docs/compatibility.md §3): one function per tool, the response envelope, the
+dispatcher and the OpenAI tool schemas.
 
 Every tool takes the mutable :class:`EpisodeState` first and the model's arguments as keywords,
 and returns the response envelope already serialised exactly as the published benchmark sends it
 to the model (``json.dumps(envelope, ensure_ascii=False)``). Checks run in the published order
-with the published messages. Deliberate departures (documented on the env):
-
-* a missing argument, or an unhashable ``operator``, is a failed envelope
-  (``Invalid tool arguments, ...``) instead of a Python ``TypeError``;
-* any row/col that ``int()`` cannot convert (including inf/NaN) gives "row and col must be
-  integers"; numbers beyond 64 bits are refused instead of echoed;
-* strings the model sent are echoed in error messages up to :data:`ECHO_LIMIT` characters, and
-  lone surrogates in echoed strings become U+FFFD (observations always encode as UTF-8);
-* ``get_current_grid_state`` returns a copy (it always did, once serialised).
+with the published messages. The deliberate departures (inputs the release raises on, integers
+beyond 64 bits, clipped echoes, schema details) are listed in one place: the "Departures from the
+published release" section of :class:`ace_gym.envs.AceEnv`.
 """
 
 from __future__ import annotations
@@ -55,7 +49,7 @@ MAX_GLOBAL_CHECK_ALPHA = 1e9  # larger (or infinite) values would overflow floor
 
 @dataclass(frozen=True)
 class ToolConfig:
-    """Budgets and limits, named as in the published benchmark (spec §3.5).
+    """Budgets and limits, named as in the published benchmark (docs/compatibility.md §3.5).
 
     ``extra_query_num``: per-slot query budget = active rules + hidden slots + this; -1 unlimited.
     ``global_check_alpha``: global-check budget = floor(alpha * hidden slots); -1 or None unlimited.
@@ -404,6 +398,8 @@ def query_candidate_from_attribute(
         raise _ToolError("categorical fields only support: in, not_in")
     if numeric and isinstance(parsed, str):
         raise _ToolError("numeric comparisons require a numeric value")
+    if isinstance(parsed, int) and parsed.bit_length() > 64:  # where the release would answer, echoing it
+        raise _ToolError("numeric comparison values must fit in 64 bits")
     texts = _texts(compiled)
     column = _query_column(compiled, texts, s, field)
     if is_set_query:
@@ -428,12 +424,19 @@ def query_candidate_from_attribute(
 
 
 def _parse_query_value(value: Any, is_set_query: bool) -> Any:
+    """The query value as the published release reads it: a list of strings for ``in``/``not_in``;
+    else a number, or a string that is not one (refused later, after the field-kind checks).
+
+    A set-query string is stripped (``str.strip``: every Unicode whitespace) before it is tested
+    for a leading ``[`` and JSON-decoded; one that does not decode is kept whole, unstripped.
+    """
     if is_set_query:
         if isinstance(value, str):
-            if value.startswith("["):
+            stripped = value.strip()
+            if stripped.startswith("["):
                 try:
-                    value = json.loads(value)
-                except (ValueError, RecursionError):
+                    value = json.loads(stripped)
+                except (ValueError, RecursionError):  # the release raises for the last two
                     value = [value]
             else:
                 value = [value]
@@ -444,11 +447,9 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
         raise _ToolError("boolean values are not supported for attribute queries")
     if isinstance(value, str):
         try:
-            value = float(value) if "." in value else int(value)
+            return float(value) if "." in value else int(value)
         except ValueError:
             return value
-    if isinstance(value, int) and value.bit_length() > 64:
-        raise _ToolError("numeric comparison values must fit in 64 bits")
     if isinstance(value, (int, float)):
         return value
     raise _ToolError("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")

@@ -4,7 +4,7 @@
 
 What it measures, all single-threaded in this process (load times in fresh subprocesses):
 
-1. the spec §5.2 call table: the same calls on the same instances (index 0 = H1 and 34 = H15 of
+1. the docs/compatibility.md §5.2 call table: the same calls on the same instances (index 0 = H1 and 34 = H15 of
    each 5x5 file, grid pre-filled with the truth, unlimited budgets), best of R runs of N calls,
    through the raw dispatcher ``toolset(domain).call(state, name, args)`` (which returns the
    serialised envelope, like the reference measurement that included ``json.dumps``);
@@ -16,7 +16,7 @@ What it measures, all single-threaded in this process (load times in fresh subpr
    file and for all six, with RSS growth and the tracemalloc heap.
 
 The published release cannot be run here (its code is not available), so its numbers are the
-*recorded reference* measurements of the spec (§5.2, §5.3), taken on a machine of the same kind.
+*recorded reference* measurements in docs/compatibility.md (§5.2, §5.3), taken on a machine of the same kind.
 Ratios against them are printed as such; they are not measured in this run. The baseline that
 *is* measured in this run is the "floor": ``json.dumps(envelope, ensure_ascii=False)`` of the same
 envelopes as dicts, which the published pipeline performs on every call on top of its tool logic.
@@ -46,7 +46,7 @@ from ace_gym.tools import TOOL_CALL_FAILED, EpisodeState, ToolConfig, toolset
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "tests" / "data" / "parity_traces_5x5.jsonl.gz"
 
-# Recorded reference (spec §5.2): µs per call of the published handler, "range over the 12
+# Recorded reference (docs/compatibility.md §5.2): µs per call of the published handler, "range over the 12
 # instances" (low, high) and the course H1 / H15 values.
 REFERENCE_CALLS: dict[str, tuple[float, float, float, float]] = {
     "query numeric >= 0 (25 matches)": (42, 61, 42, 46),
@@ -61,7 +61,7 @@ REFERENCE_CALLS: dict[str, tuple[float, float, float, float]] = {
     "get_current_grid_state": (7.8, 13, 7.8, 8.4),
     "get_slot_id": (6, 9, 6.1, 6.1),
 }
-# Recorded reference (spec §5.3), one 5x5 file / all six.
+# Recorded reference (docs/compatibility.md §5.3), one 5x5 file / all six.
 REFERENCE_LOAD = {
     "one file": "25-44 ms, ~6 MB RSS, 5.8-6.0 MB heap retained (8.5-8.8 MB peak)",
     "all six": "0.17 s, 34 MB heap retained (37 MB peak), RSS +80 MB under tracemalloc",
@@ -149,7 +149,7 @@ def bench_spec_table(number: int, runs: int) -> tuple[dict[str, dict[str, float]
 
 
 def _load_traces(path: Path) -> list[dict[str, Any]]:
-    with (gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open()) as handle:
+    with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open() as handle:
         return [json.loads(line) for line in handle]
 
 
@@ -348,11 +348,11 @@ def main(argv: list[str] | None = None) -> int:
         args.repeats, args.number, args.runs, args.load_runs = 2, 200, 2, 1
 
     print("ace-gym tool benchmark (single thread). Reference numbers are the RECORDED REFERENCE of the")
-    print("spec (§5.2/§5.3), measured on the published release on a machine of the same kind; the")
+    print("docs/compatibility.md (§5.2/§5.3), measured on the published release on a machine of the same kind; the")
     print("published code is not available here, so those numbers were not re-measured in this run.\n")
 
     table, floor = bench_spec_table(args.number, args.runs)
-    print("1) spec §5.2 call table: µs/call via toolset(domain).call(state, name, args) -> envelope str,")
+    print("1) §5.2 call table: µs/call via toolset(domain).call(state, name, args) -> envelope str,")
     print("   best of runs, median over the 12 instances (H1, H15 of each domain); 'floor' = json.dumps of the same")
     print("   envelope dict, measured now (the published pipeline does at least that per call)")
     print(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from functools import partial
 
@@ -27,7 +28,6 @@ import numpy as np
 
 import ace_gym  # noqa: F401  (registers the ACE-* env ids)
 from ace_gym.agents.llm import make_engine
-from ace_gym.agents.llm.tiny_model import build_tiny_model
 from ace_gym.eval import run_vector_episodes
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
@@ -53,11 +53,17 @@ def main() -> None:
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="ace-rollouts-")
-    if args.engine:
-        engine = make_engine(args.engine)
-    else:
-        model = build_tiny_model(f"{workdir}/tiny-model", seed=args.seed)
-        engine = make_engine(f"hf:{model}", max_new_tokens=args.max_new_tokens, seed=args.seed)
+    try:  # the engines import their optional back end (transformers, vllm, openai) when built
+        if args.engine:
+            engine = make_engine(args.engine)
+        else:
+            from ace_gym.agents.llm.tiny_model import build_tiny_model
+
+            model = build_tiny_model(f"{workdir}/tiny-model", seed=args.seed)
+            engine = make_engine(f"hf:{model}", max_new_tokens=args.max_new_tokens, seed=args.seed)
+    except ImportError as error:
+        extra = (args.engine or "hf:").partition(":")[0]
+        sys.exit(f"collect_rollouts.py: {error.name} is missing; install it with pip install 'ace-gym[{extra}]'")
     envs = gym.make_vec(
         args.env_id,
         num_envs=args.num_envs,
@@ -67,7 +73,7 @@ def main() -> None:
     )
     out = args.out or f"{workdir}/rollouts.jsonl"
     try:
-        with open(out, "w", encoding="utf-8") as handle:
+        with open(out, "w", encoding="utf-8", errors="backslashreplace") as handle:  # lone surrogates: \udXXX
             for record in run_vector_episodes(envs, engine, num_episodes=args.episodes, seed=args.seed):
                 # vector envs batch info values into numpy arrays: numpy scalars may reach the record
                 handle.write(json.dumps(record, ensure_ascii=False, default=_plain) + "\n")

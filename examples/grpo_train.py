@@ -25,24 +25,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from typing import Any
 
 import numpy as np
-import torch
-from datasets import Dataset
-from transformers import AutoModelForCausalLM, AutoTokenizer
-from trl import GRPOConfig, GRPOTrainer
 
 from ace_gym.agents.llm.hf_engine import HFChatEngine
 from ace_gym.agents.llm.messages import for_chat_template
-from ace_gym.agents.llm.tiny_model import build_tiny_model
 from ace_gym.eval import EpisodeSpec
-from ace_gym.integrations.trainer_callback import AceEvalCallback, parse_error_turn, validation_specs
 
 
-def episode_prompts(specs: list[EpisodeSpec], tokenizer: Any) -> Dataset:
-    """One row per episode: the rendered opening prompt and what identifies the episode."""
+def episode_prompts(specs: list[EpisodeSpec], tokenizer: Any) -> Any:
+    """One row per episode (a ``datasets.Dataset``): the rendered opening prompt and what
+    identifies the episode."""
+    from datasets import Dataset
+
     rows: dict[str, list[Any]] = {"prompt": [], "domain": [], "instance_index": [], "seed": []}
     for spec in specs:
         messages, info = spec.make_chat_env().reset(seed=spec.seed, options=spec.reset_options())
@@ -78,6 +76,8 @@ class AceRolloutReward:
         seed: list[int],
         **_: Any,
     ) -> list[float]:
+        from ace_gym.integrations.trainer_callback import parse_error_turn
+
         specs = [
             EpisodeSpec(d, instance_index=i, seed=s, max_turns=self.max_turns)
             for d, i, s in zip(domain, instance_index, seed, strict=True)
@@ -127,6 +127,15 @@ def main() -> None:
     parser.add_argument("--output-dir", default=None)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    try:  # the train extra: imported here so that --help works without it
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from trl import GRPOConfig, GRPOTrainer
+
+        from ace_gym.agents.llm.tiny_model import build_tiny_model
+        from ace_gym.integrations.trainer_callback import AceEvalCallback, validation_specs
+    except ImportError as error:
+        sys.exit(f"grpo_train.py: {error.name} is missing; install it with pip install 'ace-gym[train]'")
 
     workdir = tempfile.mkdtemp(prefix="ace-grpo-")
     model_path = args.model or str(build_tiny_model(f"{workdir}/tiny-model", seed=args.seed))

@@ -18,15 +18,14 @@ The same evaluation from the shell: ``ace-gym eval --policy vllm:MODEL --out DIR
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 
 from ace_gym.agents.llm import make_engine
-from ace_gym.agents.llm.tiny_model import build_tiny_model
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.eval import run_episodes
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.summary import format_table, summarize
-from ace_gym.integrations.trainer_callback import validation_specs
 
 
 def main() -> None:
@@ -42,16 +41,24 @@ def main() -> None:
     args = parser.parse_args()
 
     workdir = tempfile.mkdtemp(prefix="ace-vllm-eval-")
-    model = args.model or str(build_tiny_model(f"{workdir}/tiny-model", seed=args.seed))
+    try:  # optional back ends: vllm, and transformers for the tiny model and the validation slice
+        from ace_gym.agents.llm.tiny_model import build_tiny_model
+        from ace_gym.integrations.trainer_callback import validation_specs
+
+        model = args.model or str(build_tiny_model(f"{workdir}/tiny-model", seed=args.seed))
+        llm_options = (
+            {"dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.2} if not args.model else {}
+        )
+        engine = make_engine(
+            f"vllm:{model}",
+            sampling={"max_tokens": args.max_tokens, "temperature": args.temperature},
+            seed=args.seed,
+            **llm_options,
+        )
+    except ImportError as error:
+        sys.exit(f"vllm_eval.py: {error.name} is missing; install it with pip install 'ace-gym[vllm,hf]'")
     domains = list(DOMAIN_NAMES) if args.domains == "all" else args.domains.split(",")
     specs = validation_specs(domains, args.episodes_per_domain, seed=args.seed, max_turns=args.max_turns)
-    llm_options = {"dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.2} if not args.model else {}
-    engine = make_engine(
-        f"vllm:{model}",
-        sampling={"max_tokens": args.max_tokens, "temperature": args.temperature},
-        seed=args.seed,
-        **llm_options,
-    )
     out = args.out or f"{workdir}/results"
     policy = f"vllm:{model}"
     with EpisodeLog(f"{out}/{EPISODES_FILE}") as log:

@@ -61,3 +61,19 @@ def visible_cell(compiled: CompiledInstance) -> tuple[int, int]:
     """The first visible (non-hidden) cell, row-major."""
     cell = next(c for c in range(compiled.n_cells) if compiled.cell_slot_list[c] < 0)
     return divmod(cell, compiled.cols)
+
+
+def nested_list(depth: int = 100_000) -> list[Any]:
+    """``[[[...]]]`` nested ``depth`` deep; by default deeper than json, repr and pickle can go."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def nested_dict(depth: int = 100_000) -> dict[str, Any]:
+    """``{"a": {"a": ...}}`` nested ``depth`` deep; by default deeper than json, repr and pickle can go."""
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value

@@ -62,7 +62,7 @@ def test_solver__only_calls_the_tools_it_was_given(domain: str) -> None:
 
 
 def _naive_ok(domain_rules: list, grid: list[list[dict]]) -> bool:
-    """Plain-Python semantics of complete-grid global rules (spec §1.6), for cross-checking."""
+    """Plain-Python semantics of complete-grid global rules (docs/compatibility.md §1.6), for cross-checking."""
     items = [item for row in grid for item in row]
     for rule, bound in domain_rules:
         values = [item[rule.attribute] for item in items]

@@ -195,7 +195,7 @@ def test_step__reward_is_zero_until_a_successful_done_scores_the_grid(domain: st
     observation, reward, terminated, truncated, info = env.step({"name": "done", "arguments": {}})
     assert observation == STOP
     assert (reward, terminated, truncated) == (1.0, True, False)
-    assert info["score"] is True and info["reason"] is None
+    assert info["score"] == 1.0 and type(info["score"]) is float and info["reason"] is None
     assert info["grid"] == compiled.instance.truth_solution
 
 
@@ -228,7 +228,7 @@ def test_step__max_steps_truncates_with_the_final_score() -> None:
         env.step({"name": "get_slot_id", "arguments": {"row": 0, "col": 0}}),
     ]
     assert [s[1:4] for s in steps] == [(0.0, False, False), (0.0, False, False), (1.0, False, True)]
-    assert steps[-1][4]["score"] is True and steps[-1][4]["step"] == 3
+    assert steps[-1][4]["score"] == 1.0 and steps[-1][4]["step"] == 3
 
 
 def test_step__failed_calls_count_towards_max_steps() -> None:
@@ -284,3 +284,115 @@ def test_render__ansi_shows_the_live_grid_with_dots_for_empty_cells() -> None:
 def test_render__without_a_render_mode_returns_none() -> None:
     env = make_env("course", H1_INDEX)
     assert env.render() is None
+
+
+# -- departures from the published release (each one listed in AceEnv's docstring) -------------
+
+
+def _failed(env: AceEnv, action: dict[str, Any]) -> str:
+    """The message of the failed envelope ``action`` gets."""
+    envelope = json.loads(env.step(action)[0])
+    assert envelope["status"] == "failed" and envelope["data"] == {}, envelope
+    return envelope["messages"]
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_departure__arguments_that_are_not_an_object_are_refused_even_when_falsy(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    cases = {"list": ([], "[]", [1], "[1]"), "int": (0, "0", 5), "bool": (False, "false"), "str": ('"x"',)}
+    for kind, arguments in cases.items():
+        for given in arguments:
+            for name in ("done", "get_current_grid_state", "get_slot_id"):
+                message = _failed(env, {"name": name, "arguments": given})
+                assert message == f"Invalid tool arguments, arguments must be a JSON object, got {kind}", given
+    assert env.state.grid == list(env.compiled.initial_grid)
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_departure__an_argument_named_self_and_non_string_keys_are_ignored(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    slot = env.compiled.slots[0]
+    for arguments in ({"self": 1, "row": slot.row, "col": slot.col}, {0: 1, "row": slot.row, "col": slot.col}):
+        assert call(env, "get_slot_id", **{str(k): v for k, v in arguments.items()})["status"] == "success"
+        envelope = json.loads(env.step({"name": "get_slot_id", "arguments": arguments})[0])
+        assert envelope["data"] == {"row": slot.row, "col": slot.col, "id": None}
+    filled = {"self": None, "row": slot.row, "col": slot.col, "id": truth_id(env.compiled, 0)}
+    assert json.loads(env.step({"name": "set_slot", "arguments": filled})[0])["status"] == "success"
+
+
+DEEP = "[" * 5000
+HUGE = "[" + "9" * 5000 + "]"
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_departure__deep_nesting_and_huge_integers_in_json_text_get_answers(domain: str) -> None:
+    env = make_env(domain, H1_INDEX, extra_query_num=0)
+    compiled, slot = env.compiled, env.compiled.slots[0]
+    visible = compiled.item_ids[next(i for i in compiled.initial_grid if i >= 0)]
+    invalid = "Invalid tool arguments, "
+    for text in (DEEP, '{"row": ' + "9" * 5000 + ', "col": 0}'):
+        assert _failed(env, {"name": "get_slot_id", "arguments": text}).startswith(
+            invalid + "arguments are not valid JSON ("
+        )
+    attributes = tool(env, "item_attributes")
+    for text in (DEEP, HUGE):
+        message = _failed(env, {"name": attributes, "arguments": {"ids": text, "field": "name"}})
+        assert message == invalid + "ids string must be a valid JSON list"
+        message = _failed(env, {"name": attributes, "arguments": {"ids": [visible], "field": text}})
+        assert message.startswith(f"{invalid}unknown field(s): {text[:200]}...[{len(text)} chars]. allowed fields: ")
+        query = {"row": slot.row, "col": slot.col, "field": "name", "operator": "in", "value": " " + text}
+        data = json.loads(env.step({"name": tool(env, "query"), "arguments": query})[0])["data"]
+        assert data["value"] == [" " + text] and data["matches"] == []
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+@pytest.mark.parametrize("infinity", [float("inf"), float("-inf")])
+def test_departure__row_or_col_of_infinity_is_not_an_integer(domain: str, infinity: float) -> None:
+    env = make_env(domain, H1_INDEX)
+    slot = env.compiled.slots[0]
+    for name in ("set_slot", "get_slot_id", "get_hidden_slot_query_budget", tool(env, "slot")):
+        for arguments in ({"row": infinity, "col": slot.col}, {"row": slot.row, "col": infinity}):
+            message = _failed(env, {"name": name, "arguments": {**arguments, "id": truth_id(env.compiled, 0)}})
+            assert message == "Invalid tool arguments, row and col must be integers", (name, arguments)
+    query = {"row": infinity, "col": slot.col, "field": "name", "operator": "in", "value": []}
+    assert _failed(env, {"name": tool(env, "query"), "arguments": query}).endswith("row and col must be integers")
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_departure__row_col_beyond_64_bits_are_described_not_echoed(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    for name in ("set_slot", "get_slot_id", "get_hidden_slot_query_budget"):
+        message = _failed(env, {"name": name, "arguments": {"row": 2**70, "col": -(2**64)}})
+        assert message == "Invalid tool arguments, Invalid slot (row=<71-bit integer>, col=<65-bit integer>)"
+    assert _failed(env, {"name": "get_slot_id", "arguments": {"row": 2**63, "col": 0}}).endswith(
+        f"Invalid slot (row={2**63}, col=0)"
+    )
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_departure__echoed_model_strings_are_clipped_at_200_characters(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    long_id = "x" * 1000
+    message = _failed(env, {"name": tool(env, "item_info"), "arguments": {"id": long_id}})
+    assert message == (
+        f"Invalid tool arguments, Item id {'x' * 200}...[1000 chars] is not accessible. "
+        "You may only inspect ids from non-hidden slots."
+    )
+    assert _failed(env, {"name": tool(env, "item_info"), "arguments": {"id": "x" * 200}}).count("x") == 200
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_departure__schemas_have_an_operator_enum_and_a_fixed_order(domain: str) -> None:
+    first = AceEnv(domain).reset(seed=1)[1]["tools"]
+    second = AceEnv(domain).reset(seed=2)[1]["tools"]
+    assert first == second
+    query = next(t for t in first if t["function"]["name"].startswith("query_"))
+    assert query["function"]["parameters"]["properties"]["operator"]["enum"] == [
+        ">",
+        ">=",
+        "=",
+        "<",
+        "<=",
+        "in",
+        "not_in",
+    ]

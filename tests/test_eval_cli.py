@@ -1,7 +1,10 @@
-"""``ace-gym eval`` / ``ace-gym report`` end to end: outputs, resume after SIGKILL, report rebuild."""
+"""``ace-gym eval`` / ``ace-gym report`` end to end: outputs, resume after SIGKILL, report rebuild,
+and every way a user's run can go wrong: one clear line on stderr, a documented exit code, nothing
+already written lost."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -14,14 +17,31 @@ from pathlib import Path
 import pytest
 
 import ace_gym.agents
-from ace_gym.cli import main
+from ace_gym.cli import EXIT_CONFIG, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED, main
 from ace_gym.eval.results import read_records
 
-SLICE = ["--domains", "course,travel", "--hidden", "1,5", "--budget", "0,4"]  # 2 domains x 4 instances
+SLICE = ["--domains", "course,travel", "--hidden-slots", "1,5", "--decoy-budgets", "0,4"]  # 2 domains x 4 instances
+MEAL = ["--domains", "meal", "--hidden-slots", "1", "--decoy-budgets", "0"]  # one instance
 
 
 def run_cli(*args: str) -> int:
-    return main(["eval", "--no-progress", *args])
+    """``ace-gym eval`` in this process; an exception or Ctrl-C escaping ``main`` fails the test."""
+    try:
+        return main(["eval", "--no-progress", *args])
+    except KeyboardInterrupt:  # would otherwise stop the whole pytest session
+        pytest.fail("KeyboardInterrupt escaped ace-gym eval")
+
+
+def one_error_line(capsys: pytest.CaptureFixture) -> str:
+    """stderr of the last command: exactly one non-empty line, no traceback."""
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    return lines[0]
+
+
+def hidden_files(directory: Path) -> list[str]:
+    """Names of dot files other than the episode file's lock (i.e. leftover temp files)."""
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith(".") and p.name != ".episodes.jsonl.lock")
 
 
 def test_eval__writes_records_summary_heatmaps_and_prints_the_table(
@@ -32,17 +52,24 @@ def test_eval__writes_records_summary_heatmaps_and_prints_the_table(
         run_cli("--policy", "solver", "--out", str(out), *SLICE, "--trials", "2", "--tool-failure-rates", "0,0.1") == 0
     )
     records = list(read_records(out / "episodes.jsonl"))
-    assert len(records) == 2 * 4 * 2 * 2 and all(r["score"] == 1 for r in records)
+    assert len(records) == 2 * 4 * 2 * 2 and all(r["score"] == 1.0 for r in records)
     assert len({r["key"] for r in records}) == len(records)
     assert {(r["hidden_slots"], r["decoy_budget"]) for r in records} == {(1, 0), (1, 4), (5, 0), (5, 4)}
     summary = json.loads((out / "summary.json").read_text())
-    assert set(summary) >= {"overall", "per_domain", "cells"}
+    assert set(summary) >= {"run", "overall", "per_domain", "cells", "cells_by_failure_rate"}
+    assert summary["run"]["dataset"] == "5x5" and summary["run"]["ace_gym_version"] == ace_gym.__version__
+    assert summary["run"]["settings"]["seed"] == 0 and summary["run"]["settings"]["max_turns"] is None
     assert summary["overall"]["score"] == 1.0 and set(summary["per_domain"]) == {"course", "travel"}
     assert len(summary["cells"]) == 8 and all(c["episodes"] == 4 for c in summary["cells"])
     assert set(summary["per_failure_rate"]) == {"0", "0.1"}
-    assert sorted(p.name for p in out.glob("*.png")) == ["heatmap_course.png", "heatmap_travel.png"]
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(
+        f"heatmap_{domain}_failure{rate}.png" for domain in ("course", "travel") for rate in ("0", "0.1")
+    )
+    assert len(list(out.glob("heatmap_*.pdf"))) == len(list(out.glob("heatmap_*.svg"))) == 4
+    assert hidden_files(out) == []
     printed = capsys.readouterr().out
     assert "policy: solver" in printed and "average" in printed and "course" in printed
+    assert "1.000 ±0.000" in printed and "standard error" in printed
 
 
 def test_eval__rerun_skips_finished_episodes(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -68,18 +95,221 @@ def test_eval__reads_a_folder_of_generated_dataset_files(tmp_path: Path) -> None
         == 0
     )
     records = list(read_records(out / "episodes.jsonl"))
-    assert len(records) == 8 and all(r["score"] == 1 for r in records)
+    assert len(records) == 8 and all(r["score"] == 1.0 for r in records)
     assert {r["dataset"] for r in records} == {str(p.resolve()) for p in tmp_path.glob("*_dataset_*")}
 
 
 def test_eval__refuses_to_mix_policies_or_budgets_in_one_directory(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    assert run_cli("--policy", "greedy", "--out", str(out), "--domains", "meal", "--hidden", "1", "--budget", "0") == 0
-    assert run_cli("--policy", "solver", "--out", str(out), "--domains", "meal", "--hidden", "1", "--budget", "0") == 2
-    assert (
-        run_cli("--policy", "greedy", "--out", str(out), "--domains", "meal", "--hidden", "1", "--extra-query-num", "0")
-        == 2
-    )
+    assert run_cli("--policy", "greedy", "--out", str(out), *MEAL) == 0
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 2
+    assert run_cli("--policy", "greedy", "--out", str(out), *MEAL, "--extra-query-num", "0") == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "difference"),
+    [
+        (["--dataset", "5x7"], "dataset '5x5' (this eval: '5x7')"),
+        (["--max-turns", "50"], "max_turns None (this eval: 50)"),
+        (["--seed", "3"], "seed 0 (this eval: 3)"),
+        (["--global-check-alpha", "1"], "global_check_alpha -1 (this eval: 1.0)"),
+    ],
+)
+def test_eval__refuses_another_dataset_or_settings_saying_what_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture, change: list[str], difference: str
+) -> None:
+    out = tmp_path / "run"
+    slice_5x7 = ["--domains", "meal", "--hidden-slots", "1", "--decoy-budgets", "0"]  # in both 5x5 and 5x7
+    assert run_cli("--policy", "solver", "--out", str(out), *slice_5x7) == 0
+    before = (out / "episodes.jsonl").read_bytes()
+    capsys.readouterr()
+    assert run_cli("--policy", "solver", "--out", str(out), *slice_5x7, *change) == EXIT_CONFIG
+    assert difference in one_error_line(capsys)
+    assert (out / "episodes.jsonl").read_bytes() == before
+
+
+def test_eval__refuses_a_run_of_another_ace_gym_version_and_accepts_more_episodes_of_the_same_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0
+    # the same run may grow: other domains, filters, failure rates and trials add episodes
+    assert run_cli("--policy", "solver", "--out", str(out), *SLICE, "--trials", "2") == 0
+    assert json.loads((out / "summary.json").read_text())["episodes"] == 1 + 16
+    summary = json.loads((out / "summary.json").read_text())
+    summary["run"]["ace_gym_version"] = "0.0.1"
+    (out / "summary.json").write_text(json.dumps(summary))
+    capsys.readouterr()
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == EXIT_CONFIG
+    assert f"ace_gym_version '0.0.1' (this eval: '{ace_gym.__version__}')" in one_error_line(capsys)
+
+
+def test_eval__out_naming_a_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    target = tmp_path / "notes.txt"
+    target.write_text("mine")
+    assert run_cli("--policy", "solver", "--out", str(target), *MEAL) == EXIT_CONFIG
+    assert "is not a directory" in one_error_line(capsys)
+    assert target.read_text() == "mine"
+
+
+def test_eval__unwritable_out_dir_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    real_open = os.open
+
+    def read_only_open(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if Path(os.fsdecode(path)).parent == out and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fsdecode(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", read_only_open)  # as a read-only directory answers (root ignores chmod)
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == EXIT_IO
+    line = one_error_line(capsys)
+    assert "Permission denied" in line and str(out) in line
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_eval__read_only_out_dir_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    out.chmod(0o555)
+    try:
+        assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == EXIT_IO
+        assert "Permission denied" in one_error_line(capsys)
+    finally:
+        out.chmod(0o755)
+
+
+def test_eval__full_disk_keeps_whole_records_says_so_and_the_rerun_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    real_write = os.write
+    appended = []
+
+    def filling_write(fd: int, data: bytes) -> int:
+        if bytes(data).startswith(b'{"key"'):
+            appended.append(fd)
+            if len(appended) == 3:  # the disk fills up in the middle of the third record
+                real_write(fd, bytes(data)[: len(data) // 2])
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", filling_write)
+    assert run_cli("--policy", "solver", "--out", str(out), *SLICE) == EXIT_IO
+    line = one_error_line(capsys)
+    assert "No space left on device" in line and "re-run the same command to resume" in line
+    lines = (out / "episodes.jsonl").read_bytes().splitlines(keepends=True)
+    assert len(lines) == 2 and all(line.endswith(b"\n") for line in lines)  # the torn third was undone
+    monkeypatch.setattr(os, "write", real_write)
+    assert run_cli("--policy", "solver", "--out", str(out), *SLICE) == 0
+    assert "resuming: 2 of 8 episodes" in capsys.readouterr().err
+    assert len({r["key"] for r in read_records(out / "episodes.jsonl")}) == 8
+
+
+def test_report__full_disk_while_writing_keeps_the_old_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+
+    def full_replace(source: object, target: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), os.fsdecode(target))
+
+    monkeypatch.setattr(os, "replace", full_replace)
+    assert main(["report", str(out)]) == EXIT_IO
+    assert "summary.json: No space left on device" in one_error_line(capsys)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no temp file left, nothing changed
+
+
+def test_eval__ctrl_c_while_the_report_is_written_exits_130_and_leaves_no_temp_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from matplotlib.figure import Figure
+
+    out = tmp_path / "run"
+    real_savefig = Figure.savefig
+    calls = []
+
+    def interrupted_savefig(self: Figure, *args: object, **kwargs: object) -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real_savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", interrupted_savefig)
+    assert run_cli("--policy", "solver", "--out", str(out), *SLICE) == EXIT_INTERRUPTED
+    assert "interrupted" in one_error_line(capsys)
+    assert hidden_files(out) == []
+    assert len(list(read_records(out / "episodes.jsonl"))) == 8
+    monkeypatch.setattr(Figure, "savefig", real_savefig)
+    assert main(["report", str(out)]) == 0
+    assert len(list(out.glob("heatmap_*"))) == 2 * 3
+
+
+def test_eval__filter_selecting_no_episode_is_an_error_naming_the_values_that_exist(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    assert run_cli("--policy", "solver", "--out", str(tmp_path / "run"), "--hidden-slots", "2") == EXIT_CONFIG
+    line = one_error_line(capsys)
+    assert "hidden slots 1, 5, 7, 11, 15" in line and "decoy budgets 0, 2, 4" in line
+    assert run_cli("--policy", "solver", "--out", str(tmp_path / "run"), "--decoy-budgets", "3,4") == EXIT_CONFIG
+    assert "3 selects no episode" in one_error_line(capsys)
+    assert not (tmp_path / "run").exists()
+
+
+def _append_lines(path: Path, *lines: bytes) -> None:
+    with path.open("ab") as handle:
+        handle.write(b"".join(lines))
+
+
+def test_report__malformed_lines_are_named_and_refused_or_skipped_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    assert run_cli("--policy", "solver", "--out", str(out), *SLICE) == 0
+    log = out / "episodes.jsonl"
+    first = json.loads(log.read_bytes().splitlines()[0])
+    _append_lines(log, b"not json\n", b'{"key": "x"}\n', json.dumps({**first, "key": "extra"}).encode() + b"\n")
+    episodes, summary = log.read_bytes(), (out / "summary.json").read_bytes()
+    capsys.readouterr()
+
+    assert main(["report", str(out)]) == EXIT_MALFORMED
+    line = one_error_line(capsys)
+    assert "2 malformed line(s)" in line and "line 9: not JSON" in line and "line 10: 'policy' is missing" in line
+    assert (out / "summary.json").read_bytes() == summary and log.read_bytes() == episodes
+    assert run_cli("--policy", "solver", "--out", str(out), *SLICE) == EXIT_MALFORMED
+    capsys.readouterr()
+
+    assert main(["report", str(out), "--skip-malformed"]) == 0
+    rebuilt = json.loads((out / "summary.json").read_text())
+    assert rebuilt["skipped_lines"] == [9, 10] and rebuilt["episodes"] == 9
+    assert "left out malformed lines [9, 10]" in capsys.readouterr().err
+    assert run_cli("--policy", "solver", "--out", str(out), *SLICE, "--skip-malformed") == 0
+    assert log.read_bytes() == episodes  # never rewritten
+
+
+def test_eval__a_second_writer_of_the_same_out_is_refused_in_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from ace_gym.eval.results import EpisodeLog
+
+    out = tmp_path / "run"
+    with EpisodeLog(out / "episodes.jsonl"):
+        assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == EXIT_IN_USE
+        assert f"in use by pid {os.getpid()}" in one_error_line(capsys)
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0
+
+
+def test_eval__progress_bar_counts_episodes_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["eval", "--policy", "solver", "--out", str(tmp_path / "run"), *SLICE]) == 0
+    err = capsys.readouterr().err
+    assert "eval" in err and "8/8" in err and "score 1.000" in err
 
 
 def test_eval__unknown_policy_or_domain_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -119,7 +349,7 @@ def test_eval__llm_policy_is_built_by_make_engine_with_options(
     )
     assert made == [("openai:tiny@http://localhost:1", {"temperature": 0.5})]
     records = list(read_records(out / "episodes.jsonl"))
-    assert len(records) == 8 and all(r["score"] == 1 for r in records)
+    assert len(records) == 8 and all(r["score"] == 1.0 for r in records)
     assert all(r["usage"]["completion_tokens"] > 0 for r in records)
     assert json.loads((out / "summary.json").read_text())["overall"]["tokens"] > 0
     # re-running a finished evaluation rebuilds the report without loading the model again
@@ -152,14 +382,20 @@ def test_report__rebuilds_summary_and_heatmaps_from_the_records(tmp_path: Path, 
     assert run_cli("--policy", "greedy", "--out", str(out), *SLICE) == 0
     summary = json.loads((out / "summary.json").read_text())
     table = capsys.readouterr().out
-    for produced in [out / "summary.json", *out.glob("*.png")]:
+    heatmaps = {p.name: p.read_bytes() for p in out.glob("heatmap_*")}
+    for produced in out.glob("heatmap_*"):
         produced.unlink()
     assert main(["report", str(out)]) == 0
     rebuilt = json.loads((out / "summary.json").read_text())
-    assert rebuilt == summary and rebuilt["overall"]["episodes"] == 8
+    assert rebuilt == summary and rebuilt["overall"]["episodes"] == 8 and rebuilt["run"]["policy"] == "greedy"
     assert capsys.readouterr().out == table
-    assert sorted(p.name for p in out.glob("*.png")) == ["heatmap_course.png", "heatmap_travel.png"]
-    assert main(["report", str(tmp_path / "nothing")]) == 2
+    assert {p.name: p.read_bytes() for p in out.glob("heatmap_*")} == heatmaps  # same records, same bytes
+    assert main(["report", str(tmp_path / "nothing")]) == EXIT_CONFIG
+    assert "holds no episodes.jsonl" in one_error_line(capsys)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "episodes.jsonl").write_bytes(b"")
+    assert main(["report", str(tmp_path / "empty")]) == EXIT_CONFIG
+    assert "holds no episode records" in one_error_line(capsys)
 
 
 @pytest.mark.slow
@@ -191,5 +427,57 @@ def test_eval__sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path:
     records = [json.loads(line) for line in final.splitlines()]
     keys = [r["key"] for r in records]
     assert len(keys) == len(set(keys)) == 105
-    assert all(r["score"] == 1 for r in records)
+    assert all(r["score"] == 1.0 for r in records)
     assert json.loads((out / "summary.json").read_text())["episodes"] == 105
+
+
+def _eval_process(out: Path) -> subprocess.Popen:
+    command = [sys.executable, "-m", "ace_gym", "eval", "--policy", "solver", "--domains", "course,meal,travel"]
+    return subprocess.Popen([*command, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_records(process: subprocess.Popen, log: Path, count: int) -> None:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if log.exists() and log.read_bytes().count(b"\n") >= count:
+            return
+        time.sleep(0.02)
+    pytest.fail(f"the eval ended (or stalled) before writing {count} records")
+
+
+@pytest.mark.slow
+def test_eval__two_processes_on_one_out_the_second_is_refused_and_nothing_is_duplicated(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = _eval_process(out)
+    _wait_for_records(first, out / "episodes.jsonl", 5)
+    second = _eval_process(out)
+    _, second_err = second.communicate(timeout=120)
+    assert second.returncode == EXIT_IN_USE
+    assert f"is in use by pid {first.pid}" in second_err and "Traceback" not in second_err
+    first.send_signal(signal.SIGINT)
+    _, first_err = first.communicate(timeout=120)
+    assert first.returncode in (0, EXIT_INTERRUPTED), first_err
+    keys = [r["key"] for r in read_records(out / "episodes.jsonl")]
+    assert len(keys) == len(set(keys)) >= 5
+
+
+@pytest.mark.slow
+def test_eval__sigint_mid_run_exits_130_with_one_message_then_the_rerun_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    process = _eval_process(out)
+    _wait_for_records(process, out / "episodes.jsonl", 5)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == EXIT_INTERRUPTED, err
+    assert "interrupted; finished episodes are saved" in err and "Traceback" not in err
+    kept = len(list(read_records(out / "episodes.jsonl")))
+    rerun = _eval_process(out)
+    _, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0 and f"resuming: {kept} of 105 episodes" in err
+    assert len({r["key"] for r in read_records(out / "episodes.jsonl")}) == 105
+
+
+def test_eval__dataset_name_the_system_refuses_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code = main(["eval", "--policy", "solver", "--dataset", "d" * 5000, "--out", str(tmp_path / "run")])
+    assert code == EXIT_CONFIG
+    assert "dataset=" in capsys.readouterr().err

@@ -3,25 +3,39 @@
 from __future__ import annotations
 
 import json
+import math
+import os
+import statistics
+import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ace_gym.errors import ConfigError
-from ace_gym.eval.plots import write_heatmaps
-from ace_gym.eval.results import EpisodeLog, read_records, write_json_atomic
-from ace_gym.eval.summary import format_table, score_grid, summarize
+from ace_gym.eval.plots import PNG_DPI, heatmap_figure, write_heatmaps
+from ace_gym.eval.results import EpisodeLog, FileInUseError, MalformedRecordsError, read_records, write_json_atomic
+from ace_gym.eval.summary import TABLE_LEGEND, format_table, score_grid, summarize
 
 
-def record(key: str, domain: str = "course", hidden: int = 1, budget: int = 0, score: int = 1, **usage: float) -> dict:
+def record(
+    key: str,
+    domain: str = "course",
+    hidden: int = 1,
+    budget: int = 0,
+    score: float = 1.0,
+    rate: float = 0.0,
+    **usage: float,
+) -> dict:
     return {
         "key": key,
         "policy": "p",
+        "dataset": "5x5",
         "domain": domain,
         "hidden_slots": hidden,
         "decoy_budget": budget,
         "score": score,
-        "tool_failure_rate": 0.0,
+        "tool_failure_rate": rate,
         "usage": {"turns": 10, "tool_calls": 12, "time_s": 0.5, "prompt_tokens": 100, "completion_tokens": 20, **usage},
     }
 
@@ -58,11 +72,50 @@ def test_episode_log__torn_file_without_any_newline_is_emptied(tmp_path: Path) -
     assert path.read_bytes() == b""
 
 
-def test_read_records__skips_garbled_lines_and_missing_files(tmp_path: Path) -> None:
+def test_read_records__names_malformed_lines_or_skips_them_on_request(tmp_path: Path) -> None:
     path = tmp_path / "episodes.jsonl"
-    path.write_text(json.dumps(record("a")) + "\nnot json\n[1, 2]\n" + json.dumps(record("b")) + "\n")
-    assert [r["key"] for r in read_records(path)] == ["a", "b"]
+    bad = ["not json", "[1, 2]", json.dumps({**record("c"), "score": "1"}), json.dumps({**record("d"), "usage": []})]
+    path.write_text("\n".join([json.dumps(record("a")), *bad, json.dumps(record("b"))]) + "\n")
+    with pytest.raises(MalformedRecordsError) as raised:
+        list(read_records(path))
+    assert [number for number, _ in raised.value.problems] == [2, 3, 4, 5]
+    assert "line 3: a JSON list, not an object" in str(raised.value) and "'score' is '1'" in str(raised.value)
+    skipped: list[int] = []
+    assert [r["key"] for r in read_records(path, skipped=skipped)] == ["a", "b"] and skipped == [2, 3, 4, 5]
     assert list(read_records(tmp_path / "absent.jsonl")) == []
+
+
+def test_episode_log__writes_and_reads_back_lone_surrogates(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.jsonl"
+    text = "model said \ud800 and \\\udfff then \U0001f600"
+    with EpisodeLog(path) as log:
+        log.append({**record("a"), "messages": [{"role": "assistant", "content": text}]})
+    (back,) = read_records(path)
+    assert back["messages"][0]["content"] == text
+    path.read_bytes().decode("utf-8")  # the file itself is valid UTF-8
+    write_json_atomic(tmp_path / "summary.json", {"policy": text})
+    assert json.loads((tmp_path / "summary.json").read_bytes())["policy"] == text
+
+
+def test_episode_log__a_second_writer_gets_file_in_use_naming_the_pid(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.jsonl"
+    with EpisodeLog(path), pytest.raises(FileInUseError, match=f"in use by pid {os.getpid()}"):
+        EpisodeLog(path)
+    with EpisodeLog(path) as log:  # released on close
+        log.append(record("a"))
+
+
+def test_episode_log__failed_write_leaves_whole_lines_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "episodes.jsonl"
+    real_write = os.write
+    with EpisodeLog(path) as log:
+        log.append(record("a"))
+        monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, data[:10]))  # a short write: disk full
+        with pytest.raises(OSError, match="short write"):
+            log.append(record("b"))
+        monkeypatch.setattr(os, "write", real_write)
+        log.append(record("c"))
+    assert [r["key"] for r in read_records(path)] == ["a", "c"]
 
 
 def test_write_json_atomic__replaces_the_file_and_leaves_no_temp_files(tmp_path: Path) -> None:
@@ -73,13 +126,33 @@ def test_write_json_atomic__replaces_the_file_and_leaves_no_temp_files(tmp_path:
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
+def test_write_heatmaps__concurrent_writers_use_their_own_temp_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process writes the same heatmap between our temp file and our rename."""
+    summary = summarize([record("1"), record("2", hidden=5, score=0.0)])
+    real_replace = os.replace
+    interleaved: list[bool] = []
+
+    def replace_after_another_writer(source: Any, target: Any) -> None:
+        if not interleaved:
+            interleaved.append(True)
+            write_heatmaps(summary, tmp_path)  # the other writer, start to finish
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", replace_after_another_writer)
+    paths = write_heatmaps(summary, tmp_path)
+    assert all(p.exists() for p in paths)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
 def test_summarize__cells_domains_and_overall_follow_the_paper_means() -> None:
     records = [
-        record("1", "course", 1, 0, 1),
-        record("2", "course", 1, 0, 0),  # cell (course, 1, 0): 0.5
-        record("3", "course", 5, 2, 1),  # cell (course, 5, 2): 1.0 -> course 0.75
-        record("4", "meal", 1, 0, 0, turns=30),  # meal 0.0
-        record("4", "meal", 1, 0, 1),  # duplicate key: ignored
+        record("1", "course", 1, 0, 1.0),
+        record("2", "course", 1, 0, 0.0),  # cell (course, 1, 0): 0.5
+        record("3", "course", 5, 2, 1.0),  # cell (course, 5, 2): 1.0 -> course 0.75
+        record("4", "meal", 1, 0, 0.0, turns=30),  # meal 0.0
+        record("4", "meal", 1, 0, 1.0),  # duplicate key: ignored
     ]
     summary = summarize(records)
     assert summary["episodes"] == 4
@@ -91,8 +164,23 @@ def test_summarize__cells_domains_and_overall_follow_the_paper_means() -> None:
     assert summary["overall"]["steps"] == (10 + 10 + 10 + 30) / 4
     assert summary["overall"]["tokens"] == 120.0
     for stats in [summary["overall"], *summary["per_domain"].values(), *summary["cells"]]:
-        assert {"episodes", "score", "steps", "tool_calls", "time_s", "tokens"} <= set(stats)
-    assert score_grid(summary, "course") == ([1, 5], [0, 2], [[0.5, None], [None, 1.0]])
+        assert {"episodes", "score", "score_se", "steps", "tool_calls", "time_s", "tokens"} <= set(stats)
+    assert summary["per_domain"]["course"]["datasets"] == ["5x5"]
+    assert score_grid(summary, "course") == ([1, 5], [0, 2], [[0.5, None], [None, 1.0]], [[2, 0], [0, 1]])
+
+
+def test_summarize__standard_errors_of_cells_domains_and_overall() -> None:
+    scores = [1.0] * 20 + [0.0] * 15  # 35 binary episodes, one cell per budget
+    records = [record(f"c{i}", "course", 1, i % 5, s) for i, s in enumerate(scores)]
+    records += [record(f"m{i}", "meal", 1, 0, s) for i, s in enumerate(scores[:10] + scores[-10:])]
+    summary = summarize(records)
+    course, meal = summary["per_domain"]["course"], summary["per_domain"]["meal"]
+    assert course["score_se"] == pytest.approx(statistics.stdev(scores) / math.sqrt(35))  # balanced cells
+    assert 0.07 < course["score_se"] < 0.09
+    assert meal["score_se"] == pytest.approx(statistics.stdev([1.0] * 10 + [0.0] * 10) / math.sqrt(20))
+    assert summary["overall"]["score_se"] == pytest.approx(math.hypot(course["score_se"], meal["score_se"]) / 2)
+    one = summarize([record("a")])
+    assert one["overall"]["score_se"] is None and one["cells"][0]["score_se"] is None
 
 
 def test_summarize__refuses_records_of_several_policies() -> None:
@@ -100,17 +188,77 @@ def test_summarize__refuses_records_of_several_policies() -> None:
         summarize([record("a"), {**record("b"), "policy": "q"}])
 
 
-def test_format_table__one_row_per_domain_and_the_average() -> None:
-    table = format_table(summarize([record("1", "course"), record("2", "meal", score=0)]))
+def test_format_table__one_row_per_domain_with_standard_errors_and_a_legend() -> None:
+    table = format_table(summarize([record("1", "course"), record("2", "meal", score=0.0), record("3", "meal")]))
     lines = table.splitlines()
     assert lines[0] == "policy: p"
     assert [line.split()[0] for line in lines[3:5]] == ["course", "meal"]
-    assert lines[-1].split()[:3] == ["average", "2", "0.500"]
+    assert lines[4].split()[:4] == ["meal", "2", "0.500", "±0.500"]
+    assert lines[3].split()[:3] == ["course", "1", "1.000"]  # one episode: no standard error
+    average = next(line for line in lines if line.startswith("average"))
+    assert average.split()[:3] == ["average", "3", "0.750"]
+    assert lines[-len(TABLE_LEGEND) :] == list(TABLE_LEGEND)
+    for column in ("score", "episodes", "steps", "calls", "time s", "tokens"):
+        assert any(column in line for line in TABLE_LEGEND)
 
 
-def test_write_heatmaps__one_png_per_domain(tmp_path: Path) -> None:
-    summary = summarize([record("1", "course", 1, 0), record("2", "course", 5, 2, 0), record("3", "travel", 1, 4)])
-    paths = write_heatmaps(summary, tmp_path)
-    assert sorted(p.name for p in paths) == ["heatmap_course.png", "heatmap_travel.png"]
-    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in paths)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["heatmap_course.png", "heatmap_travel.png"]
+def _png_width_and_dpi(data: bytes) -> tuple[int, float]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    (width,) = struct.unpack(">I", data[16:20])
+    at = data.index(b"pHYs")
+    x_per_metre, _, unit = struct.unpack(">IIB", data[at + 4 : at + 13])
+    assert unit == 1
+    return width, x_per_metre * 0.0254
+
+
+def test_write_heatmaps__one_figure_per_domain_and_failure_rate_in_png_pdf_svg(tmp_path: Path) -> None:
+    records = [record("1", "course", 1, 0), record("2", "course", 5, 2, 0.0), record("3", "travel", 1, 4)]
+    records += [record("4", "course", 1, 0, 0.0, rate=0.1), record("5", "course", 1, 0, rate=0.1)]
+    paths = write_heatmaps(summarize(records), tmp_path)
+    stems = ["heatmap_course_failure0", "heatmap_course_failure0.1", "heatmap_travel_failure0"]
+    assert sorted(p.name for p in paths) == sorted(f"{s}.{f}" for s in stems for f in ("pdf", "png", "svg"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
+    for path in paths:
+        head = path.read_bytes()[:8]
+        assert head.startswith({"png": b"\x89PNG", "pdf": b"%PDF", "svg": b"<?xml"}[path.suffix[1:]])
+    width, dpi = _png_width_and_dpi((tmp_path / "heatmap_course_failure0.png").read_bytes())
+    assert dpi == pytest.approx(PNG_DPI, rel=0.01) and PNG_DPI >= 300 and width >= 3.5 * PNG_DPI
+
+
+def _texts(figure: Any) -> list[str]:
+    return [text.get_text() for text in figure.axes[0].texts]
+
+
+def test_heatmap_figure__cells_show_score_and_episode_count_and_empty_cells_are_marked() -> None:
+    records = [record("1", "course", 1, 0), record("2", "course", 1, 0, 0.0), record("3", "course", 5, 2, 0.0)]
+    records += [record("4", "course", 5, 2, rate=0.5)]
+    summary = summarize(records)
+    pooled_free = _texts(heatmap_figure(summary, "course", "0"))
+    assert sorted(pooled_free) == sorted(["0.50\nn=2", "0.00\nn=1", "\u2013", "\u2013"])
+    assert sorted(_texts(heatmap_figure(summary, "course", "0.5"))) == sorted(
+        ["1.00\nn=1", "\u2013", "\u2013", "\u2013"]
+    )
+    figure = heatmap_figure(summary, "course", "0")
+    assert sum(1 for patch in figure.axes[0].patches if patch.get_hatch()) == 2
+
+
+@pytest.mark.parametrize("grid", [(1, 1), (6, 9)])
+def test_heatmap_figure__title_names_policy_and_dataset_and_is_never_clipped(grid: tuple[int, int]) -> None:
+    policy = "openai:Qwen/Qwen3-8B@http://a-rather-long-host-name.example.org:8000/v1 " + json.dumps(
+        {"temperature": 0.7, "max_tokens": 4096, "extra_body": {"top_k": 20}}
+    )
+    records = [
+        {**record(f"{h}-{b}", "course", h, b), "policy": policy, "dataset": "/data/sets/course_dataset_r5_c7.json"}
+        for h in range(grid[0])
+        for b in range(grid[1])
+    ]
+    figure = heatmap_figure(summarize(records), "course", "0")
+    renderer = figure.canvas.get_renderer()
+    figure.draw(renderer)
+    title = figure._suptitle
+    assert title is not None
+    text = title.get_text().replace("\n", "")
+    assert policy.replace(" ", "") in text.replace(" ", "") and "course_dataset_r5_c7.json" in text
+    box, frame = title.get_window_extent(renderer), figure.bbox
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+    assert figure.get_figwidth() >= 3.5 and figure.get_figheight() >= 3.0  # readable when the grid is tiny

@@ -91,6 +91,22 @@ def test_run_episodes__scripted_record_has_every_field_and_is_json() -> None:
     assert calls == replies
 
 
+def test_score__is_one_float_type_in_env_info_budget_info_records_and_summary() -> None:
+    from ace_gym.eval.summary import summarize
+    from ace_gym.wrappers import StepBudget
+
+    specs = [EpisodeSpec("meal", instance_index=9), EpisodeSpec("shopping", instance_index=34, max_turns=5)]
+    solved, truncated = sorted(run_episodes(specs, ExactSolver(), batch_size=2), key=lambda r: r["domain"])
+    scores = [solved["score"], truncated["score"], solved["turns"][-1]["info"]["score"]]
+    assert scores == [1.0, 0.0, 1.0] and all(type(score) is float for score in scores)
+    chat = StepBudget(ChatAdapter(AceEnv("course")), max_turns=1)
+    chat.reset(seed=0)
+    info = chat.step('<tool_call>{"name": "get_current_grid_state", "arguments": {}}</tool_call>')[4]
+    assert info["budget_exhausted"] and type(info["score"]) is float
+    summary = summarize([{**solved, "policy": "p"}, {**truncated, "policy": "p"}])
+    assert type(summary["overall"]["score"]) is float
+
+
 def test_run_episodes__group_members_share_instance_and_seed() -> None:
     specs = EpisodeSpec("course", seed=17).group(4)  # instance drawn from the seed
     records = list(run_episodes(specs, ExactSolver(), batch_size=4))
@@ -174,9 +190,12 @@ def test_episode_spec__key_separates_every_setting() -> None:
         EpisodeSpec("course", env_kwargs={"max_steps": 3})
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
-def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: str) -> None:
-    kwargs = {"shared_memory": False} if mode == "async" else {}
+@pytest.mark.parametrize(
+    ("mode", "kwargs"),
+    [("sync", {}), ("async", {}), ("async", {"shared_memory": False})],
+    ids=["sync", "async", "pipes"],
+)
+def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: str, kwargs: dict) -> None:
     envs = gym.make_vec(
         "ACE-meal-v0", num_envs=3, vectorization_mode=mode, vector_kwargs=kwargs, wrappers=[ChatAdapter]
     )
@@ -190,6 +209,10 @@ def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: st
     assert engine.batch_sizes[0] == 3 and max(engine.batch_sizes) == 3
     assert all(r["domain"] == "meal" and r["instance_id"].startswith("meal_") for r in records)
     assert all(json.loads(json.dumps(r)) == r for r in records)  # batched infos hold numpy scalars
+    for record in records:  # the conversation, grown turn by turn from the adapter's view of it
+        roles = [m["role"] for m in record["messages"]]
+        assert roles[:2] == ["system", "user"] and roles.count("assistant") == record["usage"]["turns"]
+        assert all(roles[i + 1] == "tool" for i, role in enumerate(roles) if role == "assistant")
 
 
 def test_run_vector_episodes__same_seed_same_instances() -> None:

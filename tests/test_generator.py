@@ -15,7 +15,8 @@ import pytest
 
 from ace_gym.domains import DOMAIN_NAMES, NumericAttribute, get_domain
 from ace_gym.errors import ConfigError
-from ace_gym.generators import GenerationError, certify, generate_dataset, generate_instance
+from ace_gym.generators import GenerationError, InstanceConfig, certify, generate_dataset, generate_instance
+from ace_gym.generators.config import MAX_CELLS, MAX_POOL_ITEMS, MAX_ROWS
 from ace_gym.instance import CompiledInstance, Instance, load_dataset, parse_dataset
 
 # (rows, cols, hidden_slots, decoy_budget, candidates_per_slot): mostly small, a few larger
@@ -249,6 +250,10 @@ def test_generate_dataset__writes_the_published_key_order(tmp_path: Path) -> Non
         ({"seed": -3}, "seed"),
         ({"seed": "7"}, "seed"),
         ({"rows": 200, "cols": 200}, "rows*cols"),
+        ({"rows": 10_000, "cols": 1, "hidden_slots": 1}, "rows"),
+        ({"decoy_budget": 10**9}, "decoy_budget"),
+        ({"candidates_per_slot": 10**9}, "candidates_per_slot"),
+        ({"rows": 100, "cols": 100, "hidden_slots": 10_000}, "candidates_per_slot"),
         ({"time_budget": -1.0}, "time_budget"),
         ({"max_attempts": 0}, "max_attempts"),
     ],
@@ -259,6 +264,18 @@ def test_generate_instance__impossible_config_raises_config_error(arguments: dic
     with pytest.raises(ConfigError) as raised:
         generate_instance(domain, **full)
     assert raised.value.field == field
+
+
+def test_instance_config__pool_limit_gives_the_largest_decoy_budget_and_candidate_count() -> None:
+    cells, hidden = 10 * 10, 60
+    largest_candidates = (MAX_POOL_ITEMS - cells) // hidden + 1
+    InstanceConfig("travel", 10, 10, hidden, largest_candidates - 2, largest_candidates, 0)  # pool exactly full
+    assert cells + hidden * (largest_candidates - 1) <= MAX_POOL_ITEMS
+    with pytest.raises(ConfigError, match=f"at most {largest_candidates - 2} on a 10x10 grid with hidden_slots=60"):
+        InstanceConfig("travel", 10, 10, hidden, largest_candidates - 1, 25, 0)
+    with pytest.raises(ConfigError, match=f"at most {largest_candidates} on a 10x10 grid"):
+        InstanceConfig("travel", 10, 10, hidden, 0, largest_candidates + 1, 0)
+    InstanceConfig("travel", MAX_ROWS, MAX_CELLS // MAX_ROWS, 1, 0, 25, 0)  # the largest grid
 
 
 def test_generate_instance__unknown_domain_suggests_the_closest() -> None:
@@ -302,7 +319,8 @@ def test_generate_dataset__worker_failure_reaches_the_caller(tmp_path: Path) -> 
     seed = next(
         s for s in range(40) if _fails_first_attempt("course", rows=5, cols=5, hidden_slots=1, decoy_budget=8, seed=s)
     )
-    with pytest.raises(GenerationError, match="course 5x5 hidden_slots=1 decoy_budget=8"):
+    # both jobs may fail (time_budget=0 allows one attempt each); whichever worker fails first is raised
+    with pytest.raises(GenerationError, match=r"course 5x5 hidden_slots=[12] decoy_budget=8"):
         generate_dataset(
             "course",
             rows=5,
@@ -330,8 +348,8 @@ def test_cli_generate__writes_named_files_with_a_progress_bar(
 ) -> None:
     from ace_gym.cli import main
 
-    argv = ["generate", "--domain", "meal", "workforce", "--rows", "3", "--cols", "4", "--hidden-slots", "2", "5"]
-    argv += ["--decoy-budgets", "0", "3", "--seed", "9", "--gzip", "--output-dir", str(tmp_path)]
+    argv = ["generate", "--domains", "meal", "workforce", "--rows", "3", "--cols", "4", "--hidden-slots", "2", "5"]
+    argv += ["--decoy-budgets", "0", "3", "--seed", "9", "--gzip", "--out", str(tmp_path)]
     assert main(argv) == 0
     out, err = capsys.readouterr()
     for domain in ("meal", "workforce"):
@@ -340,7 +358,7 @@ def test_cli_generate__writes_named_files_with_a_progress_bar(
         assert [i.instance_id for i in load_dataset(path)] == [
             f"{domain}_r3_c4_h{h}_b{b}" for h in (2, 5) for b in (0, 3)
         ]
-        assert f"{domain} [" in err and "4/4" in err
+        assert f"{domain}: 100%" in err and "4/4" in err
 
 
 def test_cli_generate__impossible_config_exits_with_the_reason(
@@ -348,7 +366,7 @@ def test_cli_generate__impossible_config_exits_with_the_reason(
 ) -> None:
     from ace_gym.cli import main
 
-    argv = ["generate", "--domain", "course", "--rows", "2", "--cols", "2", "--hidden-slots", "5"]
-    assert main([*argv, "--output-dir", str(tmp_path)]) == 2
+    argv = ["generate", "--domains", "course", "--rows", "2", "--cols", "2", "--hidden-slots", "5"]
+    assert main([*argv, "--out", str(tmp_path)]) == 2
     assert not list(tmp_path.iterdir())
     assert "hidden_slots=5: a 2x2 grid has only 4 cells" in capsys.readouterr().err

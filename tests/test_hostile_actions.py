@@ -1,11 +1,16 @@
-"""A bad model output never escapes ``step()``: every action gets a JSON envelope and the env keeps working."""
+"""A bad model output never escapes ``step()``: every action gets a JSON envelope and the env keeps
+working, in the bare env, every wrapper, their stacks and sync/async vector envs."""
 
 from __future__ import annotations
 
 import json
 import math
+import threading
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +21,8 @@ from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import toolset
-from tests.core_helpers import H15_INDEX, truth_id
+from ace_gym.wrappers import ChatAdapter, ChatMessages, StepBudget, ToolFailureInjection
+from tests.core_helpers import H15_INDEX, nested_dict, nested_list, truth_id
 
 MEGABYTE = "x" * 1_000_000
 SPECIAL_STRINGS = [
@@ -212,3 +218,224 @@ def test_hostile_actions__lone_surrogates_are_not_echoed(domain: str) -> None:
         observation = env.step(action)[0]
         observation.encode("utf-8")
         assert "\ufffdx" in observation, observation
+
+
+# -- every wrapper, their stacks, and vector envs: 0 escapes -----------------------------------------
+
+
+def _openai(function: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function", "function": function}]}
+
+
+DONE_TEXT = '<tool_call>{"name": "done", "arguments": {}}</tool_call>'
+# what models and buggy clients send; each once came out of some layer's step() as an exception
+TOOL_CALL_REPRODUCERS: list[Any] = [
+    {"name": 5, "arguments": {}},
+    {"name": True, "arguments": {}},
+    {"name": np.array(["set_slot", "done"]), "arguments": {}},
+    {"name": np.array([1, 2]), "arguments": np.array([3, 4])},
+    {"name": "set_slot", "arguments": nested_list()},
+    {"name": "set_slot", "arguments": {"row": nested_dict()}},
+    {"name": "set_slot", "arguments": {"row": 10**5000, "col": 0}},
+    {"name": "set_slot", "arguments": '{"row": ' + "9" * 5000 + "}"},
+    {"name": "set_slot", "arguments": "[" * 100_000},
+    {"name": "x" * 1_000_000, "arguments": {}},
+    {"name": "\ud800", "arguments": {}},
+    {"arguments": {}},
+    ToolCall("nope"),
+    None,
+    "done",
+    np.array([1, 2]),
+    {"name": "get_current_grid_state", "arguments": {}},
+    {"name": "done", "arguments": {}},  # may end the episode: what follows is stepped after the end
+]
+CHAT_REPRODUCERS: list[Any] = [
+    "[set_slot(row=0x" + "f" * 4000 + ", col=1, id='C1')]",
+    "[set_slot(row=" + "1" * 5000 + ", col=1, id='C1')]",
+    "<tool_call>" + "<function=" * 20_000,
+    "<tool_call><function=a>" + "<parameter=" * 20_000 + "</function>",
+    '{"y":[{"type":1},' * 5000,
+    "[a(" * 5000,
+    _openai({"name": "set_slot", "arguments": '{"a":' * 100_000 + "1" + "}" * 100_000}),
+    _openai({"name": "set_slot", "arguments": nested_dict()}),
+    _openai({"name": np.array([1, 2]), "arguments": "{}"}),
+    _openai({"name": "set_slot", "arguments": {"row": 10**5000}}),
+    {"content": "", "tool_calls": np.array([{"function": {"name": "done", "arguments": "{}"}}] * 2)},
+    {"content": "", "tool_calls": "done"},
+    {"content": nested_list(), "reasoning_content": np.array([1])},
+    None,
+    5,
+    b"<tool_call>",
+    np.array(["x", "y"]),
+    '<tool_call>{"name": "get_current_grid_state", "arguments": {}}</tool_call>',
+    DONE_TEXT,  # may end the episode: what follows is stepped after the end
+]
+
+
+def _core() -> AceEnv:
+    return AceEnv("course", max_steps=10**6)
+
+
+TOOL_CALL_LAYERS: dict[str, Any] = {
+    "ToolFailureInjection": lambda: ToolFailureInjection(_core(), 0.5),
+    "StepBudget": lambda: StepBudget(_core(), 9, notice=True),
+    "StepBudget(ToolFailureInjection)": lambda: StepBudget(ToolFailureInjection(_core(), 0.5), 9, notice=True),
+}
+CHAT_LAYERS: dict[str, Any] = {
+    "ChatAdapter": lambda: ChatAdapter(_core()),
+    "ChatAdapter(ToolFailureInjection)": lambda: ChatAdapter(ToolFailureInjection(_core(), 0.5)),
+    "StepBudget(ChatAdapter(ToolFailureInjection))": lambda: StepBudget(
+        ChatAdapter(ToolFailureInjection(_core(), 0.5)), 9, notice=True
+    ),
+}
+LAYERS = [(name, make, TOOL_CALL_REPRODUCERS) for name, make in TOOL_CALL_LAYERS.items()] + [
+    (name, make, CHAT_REPRODUCERS) for name, make in CHAT_LAYERS.items()
+]
+
+
+def _assert_observation(env: gym.Env, observation: Any) -> None:
+    if isinstance(env.observation_space, ChatMessages):
+        assert observation and env.observation_space.contains(observation)
+    else:  # StepBudget's notice, if any, follows the envelope
+        _assert_envelope(observation.rsplit("\n\n(", 1)[0] if observation.endswith(" left)") else observation)
+
+
+def _run_counting_escapes(env: gym.Env, actions: list[Any], reset: bool) -> tuple[list[str], list[dict[str, Any]]]:
+    """Step every action (resetting after an episode ends when ``reset``); the exceptions that
+    escaped ``step()``, and every info returned."""
+    escapes, infos = [], [env.reset(seed=0, options={"instance_index": H15_INDEX})[1]]
+    for action in actions:
+        try:
+            observation, reward, terminated, truncated, info = env.step(action)
+            _assert_observation(env, observation)
+            assert isinstance(reward, float)
+        except Exception as error:  # counted, not raised: the test reports every escape at once
+            escapes.append(f"{type(error).__name__}: {str(error)[:120]}")
+            continue
+        infos.append(info)
+        if reset and (terminated or truncated):
+            infos.append(env.reset(seed=0, options={"instance_index": H15_INDEX})[1])
+    return escapes, infos
+
+
+NUMERIC = (bool, int, float, np.number)
+
+
+def _leaves(info: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Info values as vector envs batch them: nested dicts by key, the rest as they are."""
+    for key, value in info.items():
+        if isinstance(value, dict):
+            yield from _leaves(value, f"{prefix}{key}.")
+        else:
+            yield f"{prefix}{key}", value
+
+
+def _unstable_keys(infos: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Keys whose values a vector env could not batch in one array: more than one type, or None
+    next to a number (the array takes the type of the first value it sees)."""
+    kinds: dict[str, set[type]] = {}
+    for info in infos:
+        for key, value in _leaves(info):
+            kinds.setdefault(key, set()).add(type(value))
+    return {key: {t.__name__ for t in types} for key, types in kinds.items() if not _batchable(types)}
+
+
+def _batchable(types: set[type]) -> bool:
+    """One type, or one non-numeric type and None (an object array holds both; a number array
+    made from a first number value cannot take None)."""
+    present = types - {type(None)}
+    return len(present) <= 1 and not (present and type(None) in types and issubclass(*present, NUMERIC))
+
+
+@pytest.mark.parametrize(("make", "actions"), [(m, a) for _, m, a in LAYERS], ids=[n for n, _, _ in LAYERS])
+def test_every_layer__reproducers_never_escape_and_info_keeps_one_type_per_key(make: Any, actions: list[Any]) -> None:
+    env = make()
+    escapes, infos = _run_counting_escapes(env, actions * 2, reset=True)
+    more_escapes, more_infos = _run_counting_escapes(env, actions, reset=False)  # past the end, and the budget
+    assert escapes + more_escapes == []
+    assert _unstable_keys(infos + more_infos) == {}
+
+
+def _chat_actions() -> st.SearchStrategy[Any]:
+    reproducer = st.integers(0, len(CHAT_REPRODUCERS) - 1).map(CHAT_REPRODUCERS.__getitem__)
+    pieces = st.sampled_from(["<tool_call>", "</tool_call>", "<think>", "<function=", "<parameter=x>", "[a(", "{", '"'])
+    text = st.lists(st.one_of(st.text(max_size=10), pieces, special_strings), max_size=8).map("".join)
+    call = st.builds(
+        lambda n, a: {"name": n, "arguments": a}, st.one_of(st.sampled_from(["done", "set_slot"]), values), values
+    )
+    message = st.builds(
+        lambda c, t: {"content": c, "tool_calls": t},
+        st.one_of(text, values),
+        st.one_of(values, st.lists(call, max_size=3)),
+    )
+    return st.one_of(reproducer, text, message, values)
+
+
+def _tool_call_actions() -> st.SearchStrategy[Any]:
+    reproducer = st.integers(0, len(TOOL_CALL_REPRODUCERS) - 1).map(TOOL_CALL_REPRODUCERS.__getitem__)
+    tool = get_domain("course").tool_noun
+    return st.one_of(reproducer, _actions("set_slot", ("row", "col", "id")), _actions(f"get_{tool}_item_info", ("id",)))
+
+
+@pytest.mark.parametrize(("make", "actions"), [(m, a) for _, m, a in LAYERS], ids=[n for n, _, _ in LAYERS])
+def test_every_layer__random_hostile_actions_never_escape(make: Any, actions: list[Any]) -> None:
+    env = make()
+    env.reset(seed=0, options={"instance_index": H15_INDEX})
+    strategy = _chat_actions() if actions is CHAT_REPRODUCERS else _tool_call_actions()
+
+    @HOSTILE_SETTINGS
+    @given(action=strategy)
+    def run(action: Any) -> None:
+        observation, _, terminated, truncated, _ = env.step(action)
+        _assert_observation(env, observation)
+        if terminated or truncated:
+            env.reset(seed=0, options={"instance_index": H15_INDEX})
+
+    run()
+
+
+def _close_within(envs: gym.vector.VectorEnv, seconds: float) -> bool:
+    closer = threading.Thread(target=envs.close, daemon=True)
+    closer.start()
+    closer.join(seconds)
+    return not closer.is_alive()
+
+
+VECTOR_WRAPPERS = {
+    "bare": [],
+    "ChatAdapter": [ChatAdapter],
+    "StepBudget(ChatAdapter(ToolFailureInjection))": [
+        partial(ToolFailureInjection, rate=0.5),
+        ChatAdapter,
+        partial(StepBudget, max_turns=9, notice=True),
+    ],
+}
+
+
+@pytest.mark.parametrize("wrappers", list(VECTOR_WRAPPERS.values()), ids=list(VECTOR_WRAPPERS))
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_make_vec__hostile_batches_never_escape_and_close_returns(mode: str, wrappers: list[Any]) -> None:
+    actions, normal = (
+        (TOOL_CALL_REPRODUCERS, {"name": "get_global_check_budget", "arguments": {}})
+        if not wrappers
+        else (CHAT_REPRODUCERS, "no call")
+    )
+    envs = gym.make_vec("ACE-course-v0", 2, vectorization_mode=mode, wrappers=wrappers)  # Gymnasium's defaults
+    escapes = []
+    try:
+        envs.reset(seed=0)
+        for action in actions:
+            for batch in ((action, normal), (normal, action)):  # each env sees it first and second
+                try:
+                    observations, _, _, _, infos = envs.step(batch)
+                except Exception as error:  # counted: the vector env may be unusable afterwards
+                    escapes.append(f"{type(error).__name__}: {str(error)[:120]}")
+                    break
+                assert len(observations) == 2
+                for key, values in infos.items():  # what the envs reported under a key batched cleanly
+                    if not key.startswith("_") and isinstance(values, np.ndarray) and values.dtype == object:
+                        assert _batchable({type(v) for v in values[infos[f"_{key}"]]}), (key, values)
+                assert "tool" not in infos or infos["tool"].dtype == object  # names, never numbers
+    finally:
+        assert _close_within(envs, 60), "close() hung"
+    assert escapes == []

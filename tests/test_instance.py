@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,13 @@ import pytest
 
 import ace_gym
 from ace_gym import instance as instance_module
-from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.constraints import aggregate
+from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, DatasetError
-from ace_gym.instance import load_dataset, resolve_dataset
+from ace_gym.instance import CompiledInstance, Instance, accepted_ranges, load_dataset, resolve_dataset
+from ace_gym.scoring import evaluate_grid
+from ace_gym.tools import EpisodeState, ToolConfig
 from tests.conftest import PUBLISHED_SHA256, published_file
 
 REFERENCE_FILES = {domain: published_file(domain) for domain in DOMAIN_NAMES}
@@ -53,6 +57,16 @@ def _non_truth_candidate(raw: dict[str, Any]) -> int:
 
 Mutation = Callable[[dict[str, Any]], None]
 I0 = "$.instances[0]"
+
+
+def _first_item_with(key: str, value: Any, problem: str) -> tuple[Mutation, str, str]:
+    """A BROKEN case: the first pool item of instance 0 gets ``key = value``."""
+    return (
+        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__(key, value),
+        f"{I0}.item_pool.{{first}}.{key}",
+        problem,
+    )
+
 
 BROKEN: dict[str, tuple[Mutation, str, str]] = {
     "missing field": (
@@ -99,16 +113,8 @@ BROKEN: dict[str, tuple[Mutation, str, str]] = {
         f"{I0}.item_pool.{{first}}",
         "missing ['price']",
     ),
-    "item id differs from its pool key": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("course_id", "C1"),
-        f"{I0}.item_pool.{{first}}.course_id",
-        "not the pool key",
-    ),
-    "numeric attribute as a string": (
-        lambda r: r["instances"][0]["item_pool"][_first_pool_id(r)].__setitem__("price", "100"),
-        f"{I0}.item_pool.{{first}}.price",
-        "must be an integer",
-    ),
+    "item id differs from its pool key": _first_item_with("course_id", "C1", "not the pool key"),
+    "numeric attribute as a string": _first_item_with("price", "100", "must be an integer"),
     "truth grid with a missing row": (
         lambda r: r["instances"][0]["truth_solution"].pop(),
         f"{I0}.truth_solution",
@@ -160,6 +166,187 @@ BROKEN: dict[str, tuple[Mutation, str, str]] = {
         "unknown global rule",
     ),
 }
+
+I1 = "$.instances[1]"  # course_r5_c5_h5_b4: slots (2,3) (3,3) (4,0) (4,3) (4,4); (3,3) and (4,0) hold 2 decoys each
+
+
+def _item(r: dict[str, Any], k: int, item_id: str) -> dict[str, Any]:
+    return r["instances"][k]["item_pool"][item_id]
+
+
+def _truth_item(r: dict[str, Any], k: int, s: int) -> dict[str, Any]:
+    return _item(r, k, r["instances"][k]["slots"][s]["truth_id"])
+
+
+def _truth_total(r: dict[str, Any], k: int, attribute: str) -> int:
+    return sum(_item(r, k, i)[attribute] for row in r["instances"][k]["truth_solution"] for i in row)
+
+
+def _edit_instruction(old: str, new: str) -> Mutation:
+    def mutate(r: dict[str, Any]) -> None:
+        text = r["instances"][1]["task_instruction"]
+        assert old in text
+        r["instances"][1]["task_instruction"] = text.replace(old, new)
+
+    return mutate
+
+
+# loaded silently before: numbers beyond the domain, inconsistent instances, header mismatches
+INCONSISTENT: dict[str, tuple[Mutation, str, str]] = {
+    "attribute of 2**63 (reset raised OverflowError)": _first_item_with(
+        "price", 2**63, "outside the accepted range [100, 500] of course price"
+    ),
+    "attribute of 2**63 - 1 (the scorer's int64 sum wrapped)": _first_item_with(
+        "price", 2**63 - 1, "outside the accepted range"
+    ),
+    "attribute below the declared range": _first_item_with("credits", 0, "[1, 4]"),
+    "negative attribute": _first_item_with("workload", -3, "[1, 8]"),
+    "unknown category": _first_item_with("category", "maths", "did you mean 'math'"),
+    "unknown teacher": _first_item_with("teacher", "Alice", "not a teacher of the course domain"),
+    "empty item pool": (lambda r: r["instances"][0]["item_pool"].clear(), f"{I0}.item_pool", "no items"),
+    "global threshold beyond any grid": (
+        lambda r: r["instances"][0]["global_constraints"].__setitem__("total_price_max", 2**63),
+        f"{I0}.global_constraints.total_price_max",
+        "outside [0, 12500]",
+    ),
+    "negative global threshold": (
+        lambda r: r["instances"][0]["global_constraints"].__setitem__("total_credits_min", -1),
+        f"{I0}.global_constraints.total_credits_min",
+        "outside [0, 100]",
+    ),
+    "count threshold above the cell count": (
+        lambda r: r["instances"][0]["global_constraints"].__setitem__("same_teacher_week_max", 26),
+        f"{I0}.global_constraints.same_teacher_week_max",
+        "outside [0, 25]",
+    ),
+    "slot bound beyond the attribute": (
+        lambda r: r["instances"][0]["slots"][0]["slot_constraints"].__setitem__("max_price", 2**63),
+        f"{I0}.slots[0].slot_constraints.max_price",
+        "outside the accepted range [100, 500] of price",
+    ),
+    "truth breaks its own slot rule": (
+        lambda r: _truth_item(r, 1, 2).__setitem__("credits", 2),  # slot (4, 0): min_credits 3
+        f"{I1}.slots[2].slot_constraints.min_credits",
+        "has credits 2: the truth breaks its own slot rule",
+    ),
+    "truth breaks a global upper bound": (
+        lambda r: r["instances"][1]["global_constraints"].__setitem__(
+            "total_price_max", _truth_total(r, 1, "price") - 1
+        ),
+        f"{I1}.global_constraints.total_price_max",
+        "the truth grid breaks this rule: the total price",
+    ),
+    "truth breaks a global lower bound": (
+        lambda r: r["instances"][1]["global_constraints"].__setitem__(
+            "total_credits_min", _truth_total(r, 1, "credits") + 1
+        ),
+        f"{I1}.global_constraints.total_credits_min",
+        "the truth grid breaks this rule",
+    ),
+    "truth breaks a repeat rule": (
+        lambda r: r["instances"][1]["global_constraints"].__setitem__("same_category_week_max", 1),
+        f"{I1}.global_constraints.same_category_week_max",
+        "the same category can appear at most 1 times",
+    ),
+    "instruction states another global threshold": (
+        _edit_instruction("must be at most 7503.", "must be at most 7000."),
+        f"{I1}.task_instruction",
+        "line 8 (global rule total_price_max) reads '(2) the total price of all courses in the whole grid must be",
+    ),
+    "instruction states another slot bound": (
+        _edit_instruction("slot (4, 0) must have credits at least 3.", "slot (4, 0) must have credits at least 2."),
+        f"{I1}.task_instruction",
+        "(slot (4, 0) rule min_credits)",
+    ),
+    "instruction leaves out a slot rule": (
+        _edit_instruction("(2) the course in slot (3, 3) must have price at most 400.\n", ""),
+        f"{I1}.task_instruction",
+        "(slot (3, 3) rule max_price)",
+    ),
+    "instruction adds a rule": (
+        _edit_instruction("list of course ids.", "list of course ids.\n(6) no lab on Mondays."),
+        f"{I1}.task_instruction",
+        "reads '(6) no lab on Mondays.' after the text the constraints give",
+    ),
+    "instance H missing from the header": (
+        lambda r: r.__setitem__("hidden_slots", [5, 7]),
+        f"{I0}.meta.hidden_slots",
+        "the file header lists hidden_slots [5, 7]",
+    ),
+    "instance B missing from the header": (
+        lambda r: r.__setitem__("branch_budget", [0, 2]),
+        f"{I1}.meta.branch_budget",
+        "the file header lists branch_budget [0, 2]",
+    ),
+    "requested K differs from the header": (
+        lambda r: r.__setitem__("candidates_per_slot", 20),
+        f"{I0}.meta.requested_candidates_per_slot",
+        "candidates_per_slot 20",
+    ),
+    "slot holds fewer candidates than meta says": (
+        lambda r: r["instances"][0]["meta"].__setitem__("candidates_per_slot", 24),
+        f"{I0}.slots[0].candidate_ids",
+        "holds 25 ids but meta.candidates_per_slot is 24",
+    ),
+    "decoy also listed as a filter": (
+        lambda r: r["instances"][1]["slots"][1]["filter_candidate_ids"].append(
+            r["instances"][1]["slots"][1]["decoy_ids"][0]
+        ),
+        f"{I1}.slots[1].filter_candidate_ids",
+        "every candidate id exactly once",
+    ),
+    "candidate neither truth, decoy nor filter": (
+        lambda r: r["instances"][1]["slots"][0]["filter_candidate_ids"].pop(),
+        f"{I1}.slots[0].filter_candidate_ids",
+        "every candidate id exactly once",
+    ),
+    "allocated budget differs from the decoys": (
+        lambda r: r["instances"][1]["slots"][1].__setitem__("allocated_budget", 3),
+        f"{I1}.slots[1].allocated_budget",
+        "is 3 but the slot has 2 decoys",
+    ),
+    "slot without decoys marked as a branch": (
+        lambda r: r["instances"][1]["slots"][0].__setitem__("is_branch_slot", True),
+        f"{I1}.slots[0].is_branch_slot",
+        "exactly when the slot has decoys",
+    ),
+    "branch ranks out of row-major order": (
+        lambda r: r["instances"][1]["slots"][1].__setitem__("branch_rank", 1),
+        f"{I1}.slots[1].branch_rank",
+        "is 1 but must be 0",
+    ),
+    "branch slot count": (
+        lambda r: r["instances"][1]["meta"].__setitem__("branch_slot_count", 1),
+        f"{I1}.meta.branch_slot_count",
+        "is 1 but 2 slots have decoys",
+    ),
+    "branch allocations": (
+        lambda r: r["instances"][1]["meta"].__setitem__("branch_budget_allocations", [3, 1]),
+        f"{I1}.meta.branch_budget_allocations",
+        "the branch slots hold [2, 2] decoys",
+    ),
+    "branch budget": (
+        lambda r: r["instances"][1]["meta"].__setitem__("branch_budget", 8),
+        f"{I1}.meta.branch_budget",
+        "is 8 but the slots hold 4 decoys",
+    ),
+    "value of an inactive slot rule": (
+        lambda r: r["instances"][1]["slots"][0]["slot_constraints"].__setitem__("max_price", 300),
+        f"{I1}.slots[0].slot_constraints.max_price",
+        "not listed in active_rule_names",
+    ),
+    "slot rule listed twice": (
+        lambda r: r["instances"][1]["slots"][0]["slot_constraints"]["active_rule_names"].append("min_credits"),
+        f"{I1}.slots[0].slot_constraints.active_rule_names",
+        "lists 'min_credits' twice",
+    ),
+    "slot constraints at another cell": (
+        lambda r: r["instances"][1]["slots"][0]["slot_constraints"].__setitem__("row", 4),
+        f"{I1}.slots[0].slot_constraints.row",
+        "is 4 but the slot's row is 2",
+    ),
+}
+BROKEN.update(INCONSISTENT)
 
 
 @pytest.mark.parametrize("case", list(BROKEN))
@@ -219,11 +406,6 @@ def test_load_dataset__json_and_json_gz_give_equal_models(course_raw: dict[str, 
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert load_dataset(packed).model == load_dataset(plain).model
     assert load_dataset(packed) is not load_dataset(plain)
-
-
-def test_load_dataset__missing_file_raises_file_not_found(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
-        load_dataset(tmp_path / "absent.json")
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
@@ -369,9 +551,9 @@ def test_load_dataset__file_without_instances_is_refused(course_raw: dict[str, A
     [
         (lambda r: r.__setitem__("cols", 7), f"{I0}.meta.cols", "file declares 5x7"),
         (
-            lambda r: r["instances"][1]["meta"].__setitem__("hidden_slots", 4),
+            lambda r: r["instances"][1]["meta"].__setitem__("hidden_slots", 7),  # a value the header lists
             "$.instances[1].meta.hidden_slots",
-            "5 hidden",
+            "is 7 but the instance has 5 hidden",
         ),
         (
             lambda r: r["instances"][1]["slots"][1]["decoy_ids"].append(r["instances"][1]["slots"][0]["truth_id"]),
@@ -420,3 +602,231 @@ def test_env_config__numpy_numbers_are_accepted_as_plain_values() -> None:
     assert json.loads(json.dumps(budgets)) == budgets  # plain Python numbers, serialisable
     assert (budgets["extra_query_num"], budgets["global_check_alpha"], budgets["max_steps"]) == (2, 1, 9)
     assert budgets["global_check_budget"] == 5
+
+
+# -- what the published release and the bundled data hold ----------------------------------------
+
+
+@pytest.mark.parametrize("name", instance_module.BUNDLED_DATASETS)
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_bundled_dataset__passes_every_consistency_rule(name: str, domain: str) -> None:
+    assert len(resolve_dataset(name, domain)) in (35, 54)
+
+
+def test_accepted_ranges__extend_down_to_the_floors_the_published_decoys_reach() -> None:
+    ranges = {d: accepted_ranges(get_domain(d)) for d in DOMAIN_NAMES}
+    assert ranges["meal"]["protein"] == (0, 60)  # declared 5-60; published decoys go down to 0
+    assert ranges["shopping"]["calories"] == (0, 800)  # declared 50-800; published decoys down to 1
+    assert ranges["workforce"]["skill"] == (0, 5)  # declared 1-5; published decoys at 0
+    assert ranges["course"] == {"difficulty": (1, 5), "credits": (1, 4), "price": (100, 500), "workload": (1, 8)}
+    assert all(low >= 0 for r in ranges.values() for low, _ in r.values())
+
+
+@pytest.mark.parametrize(
+    ("domain", "attribute", "value", "loads"),
+    [
+        ("meal", "protein", 0, True),
+        ("meal", "protein", -1, False),
+        ("shopping", "calories", 0, True),
+        ("workforce", "skill", -1, False),
+        ("travel", "rating", 0, False),
+    ],
+)
+def test_load_dataset__decoy_attributes_are_accepted_down_to_the_floor(
+    domain: str, attribute: str, value: int, loads: bool, tmp_path: Path
+) -> None:
+    raw = json.loads(REFERENCE_FILES[domain].read_text())
+    raw["instances"], raw["num_instances"] = [raw["instances"][9]], 1
+    slot = next(s for s in raw["instances"][0]["slots"] if s["decoy_ids"])
+    raw["instances"][0]["item_pool"][slot["decoy_ids"][0]][attribute] = value
+    path = _write(tmp_path, raw)
+    if loads:
+        assert len(load_dataset(path)) == 1
+    else:
+        with pytest.raises(DatasetError, match="outside the accepted range"):
+            load_dataset(path)
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_accepted_extremes__scorer_and_running_totals_agree(domain: str) -> None:
+    """Items at the ends of the accepted ranges, thresholds at a grid's exact aggregates: the
+    final scorer (array aggregates) and the tools' running totals give the same verdicts."""
+    spec = get_domain(domain)
+    rng = np.random.default_rng(3)
+    record = resolve_dataset("5x5", domain)[34].model_dump(mode="json")  # H15 B19
+    ranges = accepted_ranges(spec)
+    for item in record["item_pool"].values():
+        for name, (low, high) in ranges.items():
+            item[name] = int(rng.choice([low, high]))
+    for slot in record["slots"]:  # slot rules pass for every candidate: the global rules decide
+        for rule in spec.slot_rules:
+            if rule.name in slot["slot_constraints"]:
+                low, high = ranges[rule.attribute]
+                slot["slot_constraints"][rule.name] = high if rule.kind == "max" else low
+    compiled = CompiledInstance(Instance.model_validate(record), spec)
+    grids = []
+    for _ in range(60):
+        grid = compiled.initial.copy()
+        for slot in compiled.slots:
+            grid[slot.cell] = rng.choice(slot.candidates)
+        grids.append(grid)
+    for rule in compiled.global_rules:  # the first grid sits exactly on every threshold
+        record["global_constraints"][rule.name] = aggregate(rule, grids[0], compiled.cols)
+    compiled = CompiledInstance(Instance.model_validate(record), spec)
+    verdicts = set()
+    for grid in grids:
+        state = EpisodeState(compiled, ToolConfig())
+        for s, slot in enumerate(compiled.slots):
+            state.place(s, int(grid[slot.cell]))
+        score, reason = evaluate_grid(compiled, grid)
+        assert reason == state.global_violation()
+        verdicts.add(score)
+    assert verdicts == {True, False}
+
+
+# -- repeated keys -------------------------------------------------------------------------------
+
+
+def _text_with(raw: dict[str, Any], old: str, new: str, separators: tuple[str, str] = (", ", ": ")) -> str:
+    text = json.dumps(raw, indent=2, separators=separators)
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+def test_load_dataset__item_id_listed_twice_is_refused(course_raw: dict[str, Any], tmp_path: Path) -> None:
+    first = _first_pool_id(course_raw)
+    lost = {**course_raw["instances"][0]["item_pool"][first], "price": 111}
+    path = tmp_path / "dataset.json"
+    path.write_text(_text_with(course_raw, '"item_pool": {', f'"item_pool": {{"{first}": {json.dumps(lost)}, '))
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(path)
+    assert caught.value.json_path == f"{I0}.item_pool.{first}"
+    assert "appears more than once" in caught.value.problem
+
+
+@pytest.mark.parametrize("separators", [(", ", ": "), (",", " : ")])
+def test_load_dataset__repeated_key_anywhere_is_refused(
+    separators: tuple[str, str], course_raw: dict[str, Any], tmp_path: Path
+) -> None:
+    first = _first_pool_id(course_raw)
+    key_end = separators[1]
+    cases = {
+        f'"course_id"{key_end}"{first}"': (
+            f'"course_id"{key_end}"{first}", "price"{key_end}100',
+            f"{I0}.item_pool.{first}.price",
+        ),
+        f'"num_instances"{key_end}2': (f'"num_instances"{key_end}2, "num_instances"{key_end}2', "$.num_instances"),
+        f'"total_price_max"{key_end}8222': (
+            f'"total_price_max"{key_end}9000, "total_price_max"{key_end}8222',
+            f"{I0}.global_constraints.total_price_max",
+        ),
+    }
+    for old, (new, json_path) in cases.items():
+        path = tmp_path / "dataset.json"
+        path.write_text(_text_with(course_raw, old, new, separators))
+        os.utime(path, ns=(hash(old) % 10**9, hash(old) % 10**9))
+        with pytest.raises(DatasetError) as caught:
+            load_dataset(path)
+        assert caught.value.json_path == json_path
+
+
+def test_load_dataset__quotes_and_colons_inside_strings_are_not_keys(
+    course_raw: dict[str, Any], tmp_path: Path
+) -> None:
+    raw = copy.deepcopy(course_raw)
+    raw["instances"][0]["item_pool"][_first_pool_id(raw)]["name"] = 'Logic "A": "B" : 101'
+    spaced = tmp_path / "spaced.json"
+    spaced.write_text(json.dumps(raw, separators=(",", " \n: ")))
+    for path in (_write(tmp_path, raw), spaced):
+        assert load_dataset(path)[0].item_pool[_first_pool_id(raw)]["name"] == 'Logic "A": "B" : 101'
+
+
+def test_load_dataset__published_files_need_no_exact_key_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    def exact_pass(data: bytes) -> None:
+        raise AssertionError("the cheap screen should settle a file without repeated keys")
+
+    monkeypatch.setattr(instance_module, "_first_repeated_key", exact_pass)
+    for domain in DOMAIN_NAMES:
+        instance_module.parse_dataset(REFERENCE_FILES[domain].read_bytes(), domain)
+
+
+# -- dataset arguments and file sizes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [123, b"5x5", ["5x5"], 5.5, "", "5x5\0"])
+def test_env_config__dataset_of_the_wrong_kind_raises_config_error(value: Any) -> None:
+    with pytest.raises(ConfigError) as caught:
+        AceEnv("course", dataset=value)
+    assert caught.value.field == "dataset" and caught.value.value == value
+    with pytest.raises(ConfigError) as caught:
+        load_dataset(value)
+    assert caught.value.field == "path"
+
+
+def _fifo(folder: Path) -> Path:
+    path = folder / "fifo.json"
+    os.mkfifo(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "problem"),
+    [
+        (lambda folder: folder / "absent.json", "no such file"),
+        (lambda folder: folder, "is a directory"),
+        (_fifo, "is not a regular file"),
+        (lambda folder: folder / ("x" * 5000), "cannot be opened"),
+    ],
+)
+def test_dataset_path__that_is_no_regular_file_raises_config_error_naming_it(
+    make: Callable[[Path], Path], problem: str, tmp_path: Path
+) -> None:
+    path = make(tmp_path)
+    with pytest.raises(ConfigError) as caught:
+        AceEnv("course", dataset=path)
+    assert caught.value.field == "dataset" and problem in caught.value.problem
+    assert str(path) in str(caught.value)
+    with pytest.raises(ConfigError) as caught:
+        load_dataset(str(path))
+    assert caught.value.field == "path" and problem in caught.value.problem and str(path) in str(caught.value)
+
+
+def test_dataset_path__relative_path_is_shown_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match=f"no such file \\({tmp_path / 'data' / 'x.json'}\\)"):
+        resolve_dataset("data/x.json", "course")
+
+
+def test_load_dataset__size_limit_is_inclusive(
+    course_raw: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write(tmp_path, course_raw)
+    size = path.stat().st_size
+    monkeypatch.setattr(instance_module, "MAX_DATASET_BYTES", size - 1)
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(path)
+    assert caught.value.json_path == "$" and f"more than MAX_DATASET_BYTES = {size - 1} bytes" in caught.value.problem
+    monkeypatch.setattr(instance_module, "MAX_DATASET_BYTES", size)
+    packed = tmp_path / "dataset.json.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert len(load_dataset(path)) == len(load_dataset(packed)) == len(KEEP)
+
+
+def test_load_dataset__gzip_bomb_is_abandoned_at_the_limit_without_inflating(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(instance_module, "MAX_DATASET_BYTES", 2**20)
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as stream:
+        for _ in range(64):  # 64 MiB of zeros in about 64 KB
+            stream.write(bytes(2**20))
+    assert bomb.stat().st_size < 2**20
+    tracemalloc.start()
+    try:
+        with pytest.raises(DatasetError) as caught:
+            load_dataset(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.json_path == "$" and "once decompressed" in caught.value.problem
+    assert peak < 8 * 2**20  # inflating it whole would hold 64 MiB

@@ -10,6 +10,33 @@ from pathlib import Path
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+OPTIONAL = ("torch", "transformers", "trl", "vllm", "openai", "datasets", "tokenizers")
+WITHOUT_OPTIONAL = f"""
+import importlib.abc, runpy, sys
+
+class Missing(importlib.abc.MetaPathFinder):  # as if the optional extras were not installed
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {OPTIONAL!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+sys.meta_path.insert(0, Missing())
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.py")))
+def test_examples__help_and_install_hint_without_the_optional_extras(script: str) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess:
+        command = [sys.executable, "-c", WITHOUT_OPTIONAL, str(EXAMPLES / script), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+
+    shown = run("--help")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert shown.stdout.startswith("usage:")
+    refused = run()  # the default run needs a back end: a one-line install hint, not a traceback
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
+    assert "is missing; install it with pip install 'ace-gym[" in refused.stderr
 
 
 def _run(script: str, *args: str) -> str:

@@ -61,6 +61,8 @@ class ChatServer:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                if status >= 400:  # the openai client's retries honour it: no half-second waits in tests
+                    self.send_header("retry-after-ms", "5")
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -117,7 +119,7 @@ def serve() -> Iterator[Callable[..., ChatServer]]:
 
 
 def engine_for(server: ChatServer, **options: Any) -> OpenAIChatEngine:
-    return OpenAIChatEngine("tiny", base_url=server.url, api_key="test", backoff_s=0.01, **options)
+    return OpenAIChatEngine("tiny", base_url=server.url, api_key="test", **options)
 
 
 CONVERSATION = [{"role": "system", "content": "sys"}, {"role": "user", "content": "grid"}]
@@ -167,7 +169,7 @@ def test_openai_engine__sends_history_with_string_arguments_and_no_reasoning_key
     assert sent["messages"][3] == history[3]
 
 
-def test_openai_engine__retries_server_errors_with_backoff_then_succeeds(serve: Callable[..., ChatServer]) -> None:
+def test_openai_engine__client_retries_server_errors_then_succeeds(serve: Callable[..., ChatServer]) -> None:
     replies = iter([error(503), error(429), (200, chat_response("finally"))])
     server = serve(lambda body: next(replies))
     with engine_for(server, max_retries=3) as engine:

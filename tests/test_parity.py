@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
+from ace_gym.prompts import render_user_message
 from ace_gym.tools import TOOL_CALL_FAILED
 from tests.conftest import DATA, load_traces, trace_env
 
@@ -66,3 +68,34 @@ def test_prompt__matches_reference_rendering(variant: str) -> None:
     assert sorted(t["function"]["name"] for t in info["tools"]) == sorted(
         t["function"]["name"] for t in sample["tools"]
     )
+
+
+# the published release's budget sentence per (queries limited, global checks limited), recorded from its prompt code
+BUDGET_SENTENCES = {
+    (False, False): "Attribute queries per hidden slot and global check have no call-count limits in this task.",
+    (True, False): "Attribute queries per hidden slot have a limited call count\u2014plan your usage carefully; "
+    "global check has no call-count limit.",
+    (False, True): "Attribute queries per hidden slot have no call-count limit; global check has a limited call "
+    "count\u2014plan your usage carefully.",
+    (True, True): "Both attribute queries (per hidden slot) and global check have limited call counts\u2014plan "
+    "your usage carefully.",
+}
+
+
+@pytest.mark.parametrize(("queries_limited", "checks_limited"), list(BUDGET_SENTENCES))
+@pytest.mark.parametrize("alpha", [0, 1])
+def test_prompt__budget_sentences_are_the_releases(queries_limited: bool, checks_limited: bool, alpha: int) -> None:
+    env = AceEnv(
+        "meal", extra_query_num=0 if queries_limited else -1, global_check_alpha=alpha if checks_limited else -1
+    )
+    system = env.reset(options={"instance_index": 9})[1]["system_prompt"]
+    instructions = system.split("<instructions>\n")[1].split("\n</instructions>")[0].splitlines()
+    assert instructions[4] == BUDGET_SENTENCES[queries_limited, checks_limited]
+    disabled = "`check_meal_global_constraints` is disabled in this task, so do not call it."
+    assert (disabled in system) == (checks_limited and alpha == 0)
+
+
+def test_prompt__user_message_keeps_non_ascii_ids_as_written() -> None:
+    grid = [["Ç01", None], ["日本", "id\u00a0x"]]
+    message = render_user_message(get_domain("course"), grid)
+    assert json.dumps(grid, ensure_ascii=False) in message

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from ace_gym.parsing import TOOL_FORMATS, ParsedCall, parse_text, parse_turn, split_reasoning
+from ace_gym.parsing import TOOL_FORMATS, ParsedCall, ParsedTurn, formats, parse_text, parse_turn, split_reasoning
 from ace_gym.parsing.calls import MAX_FOUND
+from ace_gym.parsing.formats import MAX_JSON_VALUES, DecodeBudget, find_json
+from ace_gym.parsing.reasoning import MAX_THINK_BLOCKS
 
 SET = {"row": 1, "col": 2, "id": "C1"}
 
@@ -276,3 +280,84 @@ def test_canonical_layout__keeps_the_argument_text_verbatim_and_other_layouts_ag
     assert canonical.arguments_json == written and reordered.arguments_json is None
     assert canonical.arguments == reordered.arguments == SET
     assert parse_turn(f'{{"name": "set_slot", "parameters": {written}}}').calls[0].arguments_json == written
+
+
+# -- pathological text: every parser reads it in bounded, linear work -------------------------------
+
+MEGABYTE = 1 << 20
+
+
+def _fill(prefix: str, unit: str, suffix: str = "", size: int = MEGABYTE) -> str:
+    return (prefix + unit * (size // len(unit) + 1))[: size - len(suffix)] + suffix
+
+
+def _errors(turn: ParsedTurn) -> list[str]:
+    return [*turn.errors, *(c.error for c in turn.calls if c.error)]
+
+
+# (format, text, a phrase the turn's errors must contain, or None when the turn reads cleanly)
+PATHOLOGICAL = [
+    ("qwen3_xml", _fill("<tool_call>", "<function="), "empty <function=...> block"),
+    ("qwen3_xml", _fill("<tool_call><function=a>", "<parameter=x>", "</function>"), "more than 64 <parameter=...>"),
+    ("qwen3_xml", _fill("<tool_call><function=", "a"), "empty <function=...> block"),
+    ("hermes", _fill("", "<tool_call>"), f"more than {MAX_FOUND} tool calls"),
+    ("hermes", _fill('<tool_call>{"name": "a", "arguments": {"k": [', "1,"), "longer than 65536 characters"),
+    ("hermes", _fill('<tool_call>{"name": "set_slot", "arguments": {"row": ', "1"), "invalid JSON"),
+    ("json", _fill("", "{"), "the text from"),
+    ("json", _fill("", '{"y":[{"type":1},'), "too much malformed JSON"),
+    ("json", _fill("", '{"name": "a", "arguments": '), "too much malformed JSON"),
+    ("json", _fill("", "{}"), "too many JSON values"),
+    ("mistral", _fill("[TOOL_CALLS]", "a"), "expected a JSON list of calls"),
+    ("mistral", _fill("", "[TOOL_CALLS]a[ARGS]"), f"more than {MAX_FOUND} tool calls"),
+    ("pythonic", _fill("", "["), "too many '['"),
+    ("pythonic", _fill("[a(", "("), "too much bracket and string markup"),
+    ("pythonic", _fill("[a(x=0x", "f", ")]"), "call list longer than 65536 characters"),
+    ("pythonic", _fill("[a(x='", "\\'"), "unterminated string"),
+    ("pythonic", _fill("", "[done()] "), f"more than {MAX_FOUND} tool calls"),
+]
+
+
+@pytest.mark.parametrize(
+    ("tool_format", "text", "phrase"), PATHOLOGICAL, ids=[f"{f}-{t[:24]!r}" for f, t, _ in PATHOLOGICAL]
+)
+def test_pathological_megabyte__is_read_with_a_bounded_answer(tool_format: str, text: str, phrase: str) -> None:
+    for turn in (parse_turn(text, tool_format), parse_turn(text)):
+        assert len(turn.calls) <= MAX_FOUND and any(phrase in e for e in _errors(turn)), _errors(turn)[-3:]
+
+
+def test_think_blocks__past_the_limit_stay_in_the_text() -> None:
+    text = "<think>a</think>" * (MAX_THINK_BLOCKS + 1) + '<tool_call>{"name": "done", "arguments": {}}</tool_call>'
+    reasoning, rest = split_reasoning(text)
+    assert reasoning == "\n\n".join(["a"] * MAX_THINK_BLOCKS) and rest.startswith("<think>a")
+    assert _calls(parse_turn(text)) == [("done", {})]
+
+
+class _CountingDecoder:
+    def __init__(self) -> None:
+        self.read = 0
+
+    def raw_decode(self, text: str, index: int = 0) -> tuple[object, int]:
+        self.read += len(text) - index
+        return json.JSONDecoder().raw_decode(text, index)
+
+
+@pytest.mark.parametrize(
+    "unit", ['{"y":[{"type":1},', '{"name": "a", "arguments": ', '{"name":"a","arguments":{"k":[1,', "{"]
+)
+def test_json_decoding__reads_about_half_the_text(unit: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    decoder = _CountingDecoder()
+    monkeypatch.setattr(formats, "_DECODER", decoder)
+    text = _fill("", unit)
+    find_json(text)
+    # the budget, plus the first window of each value tried (charged only for what was read)
+    assert decoder.read <= DecodeBudget(len(text)).chars + MAX_JSON_VALUES * 1024
+
+
+def test_hex_literal_beyond_the_digit_limit__is_read_as_the_integer_it_is() -> None:
+    call = parse_turn("[set_slot(row=0x" + "f" * 4000 + ", col=1, id='C1')]").calls[0]
+    assert call.arguments["row"] == 16**4000 - 1 and call.error is None
+
+
+def test_unprintable_literal_in_an_error__is_named_not_printed() -> None:
+    turn = parse_turn("[done(), 0x" + "f" * 4000 + "]")
+    assert turn.errors == ("'<Constant>' is not a call like name(key=value)",)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ace_gym.envs import AceEnv
 from ace_gym.parsing import TOOL_FORMATS, parse_turn
+from ace_gym.parsing.calls import MAX_FOUND
 from ace_gym.wrappers import ChatAdapter
+from tests.core_helpers import nested_list
 
 REALISTIC = [
     '<think>C1 fits.</think>\n<tool_call>\n{"name": "set_slot", "arguments": {"row": 1, "col": 2, "id": "C1"}}\n</tool_call>',
@@ -84,4 +87,81 @@ def test_adapter__truncated_output_always_yields_messages(source: str, cut: floa
 def test_adapter__any_json_like_action_yields_messages(action: object) -> None:
     _ADAPTER.reset(seed=0, options={"instance_index": 0})
     replies = _ADAPTER.step(action)[0]
+    assert replies and _ADAPTER.observation_space.contains(replies)
+
+
+HOSTILE_UNITS = st.sampled_from(
+    [
+        "<tool_call>",
+        "<function=",
+        "<function=a>",
+        "<parameter=",
+        "<parameter=x>",
+        "<think>",
+        "</think>",
+        "[TOOL_CALLS]",
+        "[TOOL_CALLS]a[ARGS]",
+        '{"name": "a", "arguments": ',
+        '{"y":[{"type":1},',
+        "[a(",
+        "[",
+        "{",
+        "(",
+        "'\\'",
+        "0x",
+        "9",
+        "f",
+        " ",
+        "\n",
+    ]
+)
+REPEATED = st.builds(lambda unit, count: unit * count, HOSTILE_UNITS, st.integers(0, 20_000))
+HOSTILE_TEXT = st.lists(st.one_of(REPEATED, NOISY_TEXT, st.sampled_from(REALISTIC)), max_size=5).map("".join)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.data_too_large, HealthCheck.too_slow])
+@given(text=HOSTILE_TEXT, tool_format=st.sampled_from(TOOL_FORMATS))
+def test_parse_turn__never_raises_on_long_repeated_markup(text: str, tool_format: str) -> None:
+    turn = parse_turn(text, tool_format)
+    assert len(turn.calls) <= MAX_FOUND and all(isinstance(e, str) for e in turn.errors)
+
+
+# things a buggy client puts in an assistant message: drawn by index (hypothesis never reprs them)
+ODD_VALUES = [
+    np.array([{"function": {"name": "done", "arguments": "{}"}}] * 2),
+    np.array([1, 2]),
+    nested_list(),
+    "[" * 100_000,
+    '{"a":' * 100_000,
+    "1" * 5000,
+    10**5000,
+    {"name": "done"},
+    ("done",),
+    None,
+    0,
+]
+odd_values = st.integers(0, len(ODD_VALUES) - 1).map(ODD_VALUES.__getitem__)
+tool_call_items = st.one_of(
+    odd_values,
+    st.builds(
+        lambda name, arguments: {"id": "c", "type": "function", "function": {"name": name, "arguments": arguments}},
+        st.one_of(st.sampled_from(["done", "set_slot"]), odd_values),
+        odd_values,
+    ),
+)
+messages = st.fixed_dictionaries(
+    {"role": st.just("assistant")},
+    optional={
+        "content": st.one_of(st.text(max_size=20), odd_values),
+        "tool_calls": st.one_of(odd_values, st.lists(tool_call_items, max_size=3)),
+        "reasoning_content": odd_values,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(message=messages)
+def test_adapter__any_assistant_message_yields_messages(message: dict) -> None:
+    _ADAPTER.reset(seed=0, options={"instance_index": 0})
+    replies = _ADAPTER.step(message)[0]
     assert replies and _ADAPTER.observation_space.contains(replies)

@@ -4,6 +4,8 @@ and generated data played through the core env's tools."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,10 @@ from ace_gym.envs.procedural import ProceduralAceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.generators import generate_dataset, generate_instance
 from ace_gym.generators.cli import PAPER_5X7
+from ace_gym.generators.config import MAX_POOL_ITEMS, MAX_ROWS
 from ace_gym.registration import PROCEDURAL_ENV_IDS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _play(env: AceEnv, replace: dict[int, str] | None = None) -> tuple[float, dict[str, Any]]:
@@ -86,8 +91,27 @@ def test_reset__options_pin_the_instance() -> None:
     env = ProceduralAceEnv("meal", rows=4, cols=4, hidden_slots=[3, 6], decoy_budget=[2, 4])
     _, info = env.reset(seed=0, options={"hidden_slots": 6, "decoy_budget": 4, "instance_seed": 99})
     expected = generate_instance("meal", rows=4, cols=4, hidden_slots=6, decoy_budget=4, seed=99)
-    assert env.compiled.instance == expected
-    assert (info["instance_id"], info["instance_seed"]) == ("meal_r4_c4_h6_b4", 99)
+    assert env.compiled.instance == expected.model_copy(update={"instance_id": "meal_r4_c4_h6_b4_k25_s99"})
+    assert (info["instance_id"], info["instance_seed"]) == ("meal_r4_c4_h6_b4_k25_s99", 99)
+
+
+def test_reset__every_generated_grid_has_its_own_instance_id() -> None:
+    env = ProceduralAceEnv("course", hidden_slots=11, decoy_budget=10)
+    ids, grids = set(), set()
+    for seed in range(4):
+        observation, info = env.reset(seed=seed)
+        assert info["instance_id"] == env.compiled.instance_id == env.compiled.instance.instance_id
+        assert info["instance_id"] == f"course_r5_c7_h11_b10_k25_s{info['instance_seed']}"
+        ids.add(info["instance_id"])
+        grids.add(observation)
+    assert len(grids) == len(ids) == 4
+    assert (
+        env.reset(seed=2)[1]["instance_id"]
+        == ProceduralAceEnv("course", hidden_slots=11, decoy_budget=10).reset(seed=2)[1]["instance_id"]
+    )
+    wider = ProceduralAceEnv("course", hidden_slots=11, decoy_budget=10, candidates_per_slot=30)
+    pinned = {"instance_seed": env.reset(seed=0)[1]["instance_seed"]}
+    assert wider.reset(options=pinned)[1]["instance_id"] != env.reset(options=pinned)[1]["instance_id"]
 
 
 def test_reset__dataset_options_raise_config_error() -> None:
@@ -126,6 +150,32 @@ def test_procedural_env__invalid_config_raises_at_construction(arguments: dict, 
     assert raised.value.field == field
 
 
+@pytest.mark.parametrize(
+    ("arguments", "field", "largest"),
+    [
+        # reset() used to ask for 12.6 GiB: every hidden slot gets max(K, B + 2) candidates
+        ({"hidden_slots": 5, "decoy_budget": 10**9}, "decoy_budget", (MAX_POOL_ITEMS - 35) // 5 - 1),
+        ({"candidates_per_slot": 10**7}, "candidates_per_slot", (MAX_POOL_ITEMS - 35) // 21 + 1),  # H up to 21
+        ({"decoy_budget": [0, 10**6]}, "decoy_budget", (MAX_POOL_ITEMS - 35) // 21 - 1),
+        ({"rows": 10_000, "cols": 1, "hidden_slots": 1}, "rows", MAX_ROWS),
+    ],
+)
+def test_make__knobs_that_would_exhaust_memory_raise_at_construction(arguments: dict, field: str, largest: int) -> None:
+    with pytest.raises(ConfigError) as raised:
+        gym.make("ACE-course-procedural-v0", **arguments)
+    assert raised.value.field == field
+    assert f"at most {largest}" in raised.value.problem
+
+
+def test_make__largest_allowed_decoy_budget_is_accepted() -> None:
+    largest = (MAX_POOL_ITEMS - 35) // 5 - 1
+    assert gym.make(
+        "ACE-course-procedural-v0", hidden_slots=5, decoy_budget=largest
+    ).unwrapped.decoy_budget_choices == (largest,)
+    with pytest.raises(ConfigError):
+        gym.make("ACE-course-procedural-v0", hidden_slots=5, decoy_budget=largest + 1)
+
+
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_bundled_5x7__paper_configuration_played_through_the_core_env(domain: str) -> None:
     env = AceEnv(domain, dataset="5x7")
@@ -160,3 +210,16 @@ def test_generated_file__loads_in_the_core_env(tmp_path: Path) -> None:
     for index in range(4):
         env.reset(options={"instance_index": index})
         assert _play(env)[0] == 1.0
+
+
+def test_import__ace_gym_loads_no_numba_and_envs_exports_the_procedural_env_lazily() -> None:
+    code = (
+        "import sys, ace_gym, ace_gym.envs\n"
+        "assert 'numba' not in sys.modules, 'import ace_gym loaded numba'\n"
+        "assert 'ProceduralAceEnv' in dir(ace_gym.envs) and 'ProceduralAceEnv' in ace_gym.envs.__all__\n"
+        "from ace_gym.envs import ProceduralAceEnv\n"
+        "from ace_gym.envs.procedural import ProceduralAceEnv as direct\n"
+        "assert ProceduralAceEnv is direct and 'numba' in sys.modules\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -33,7 +33,9 @@ from ace_gym.constraints import (
     first_global_violation,
     global_rule_text,
     read,
+    slot_rule_mask,
     slot_rule_text,
+    slot_rules_mask,
 )
 from ace_gym.domains import DOMAIN_NAMES, DOMAINS, CategoricalAttribute, Domain, GlobalRule, NumericAttribute
 from ace_gym.domains.spec import GlobalRuleKindName, SlotRuleKindName
@@ -260,6 +262,27 @@ def test_components__are_violated_exactly_when_the_rule_is_on_complete_grids(see
             in_row = np.arange(compiled.n_cells) // compiled.cols == row
             violated |= int(column[in_row].sum() if row >= 0 else column.sum()) > threshold
         assert violated == (not rule.satisfied(aggregate(rule, grid, compiled.cols), complete=True)), rule.name
+
+
+@pytest.mark.parametrize("seed", KIND_SEEDS)
+def test_largest_aggregate__is_reached_by_a_grid_of_the_top_item_and_never_exceeded(seed: int) -> None:
+    for compiled, rule, grid in _cases(seed):
+        spec = _example_rule(rule.kind, compiled.domain)
+        numeric = compiled.numeric.get(spec.attribute)
+        largest = rule.kind.largest_aggregate(
+            0 if numeric is None else int(numeric.max()), compiled.rows, compiled.cols
+        )
+        assert aggregate(rule, grid, compiled.cols) <= largest
+        top = np.full(compiled.n_cells, int(np.argmax(rule.contribution)), dtype=np.int32)
+        assert aggregate(rule, top, compiled.cols) == largest, rule.name
+
+
+def test_slot_rules_mask__matches_slot_rule_mask_per_rule() -> None:
+    rng = np.random.default_rng(3)
+    kinds = [str(k) for k in rng.choice(list(SLOT_KINDS), size=200)]
+    values, bounds = rng.integers(0, 10, size=200), rng.integers(0, 10, size=200)
+    expected = [bool(slot_rule_mask(values[i : i + 1], kind, int(bounds[i]))[0]) for i, kind in enumerate(kinds)]
+    assert slot_rules_mask(values, kinds, bounds).tolist() == expected
 
 
 def test_components__lower_bounds_are_negated_totals() -> None:

@@ -1,4 +1,4 @@
-"""The 11 tools: order of checks, messages, payloads and budgets of spec §3.3-§3.5 beyond the traces."""
+"""The 11 tools: order of checks, messages, payloads and budgets of docs/compatibility.md §3.3-§3.5 beyond the traces."""
 
 from __future__ import annotations
 
@@ -206,6 +206,79 @@ def test_query__field_is_stripped_and_echoed_clean(domain: str) -> None:
     slot = env.compiled.slots[0]
     envelope = call(env, tool(env, "query"), row=slot.row, col=slot.col, field=" name ", operator="not_in", value=[])
     assert envelope["data"]["field"] == "name" and len(envelope["data"]["matches"]) == len(slot.candidate_ids)
+
+
+# what the published release strips from a set-query value (str.strip(): every Unicode whitespace)
+STRIPPED = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+ISSUE_INDEX = 9  # H=5, B=4: the instance of the reported example (course row 2, col 3)
+
+
+def _set_query_case(env: AceEnv, domain: str) -> tuple[int, int, str, str, list[str]]:
+    """(row, col, categorical field, a value of it, the ids of the candidates with that value)."""
+    compiled, slot = env.compiled, env.compiled.slots[0]
+    field = _categorical_field(domain)
+    value = compiled.items[slot.candidate_items[0]][field]
+    ids = [
+        i for i, k in zip(slot.candidate_ids, slot.candidate_items, strict=True) if compiled.items[k][field] == value
+    ]
+    return slot.row, slot.col, field, value, ids
+
+
+def test_query__set_value_is_stripped_of_any_whitespace_before_json_decoding(domain: str) -> None:
+    env = make_env(domain, ISSUE_INDEX)
+    row, col, field, value, ids = _set_query_case(env, domain)
+    for operator in ("in", "not_in"):
+        for space in [*STRIPPED, " \t\r\n\u00a0\u3000", "".join(STRIPPED)]:
+            padded = space + json.dumps([value]) + space
+            data = call(env, tool(env, "query"), row=row, col=col, field=field, operator=operator, value=padded)["data"]
+            assert data["value"] == [value], repr(space)
+            matched = [m["id"] for m in data["matches"]]
+            assert (matched == ids) if operator == "in" else (not set(matched) & set(ids)), repr(space)
+
+
+def test_query__set_value_that_does_not_decode_is_kept_whole_and_unstripped(domain: str) -> None:
+    env = make_env(domain, ISSUE_INDEX)
+    row, col, field, value, _ = _set_query_case(env, domain)
+    not_whitespace = "\u200b"  # a zero-width space is not whitespace to str.strip: no JSON is decoded
+    for raw in (" [oops ", "\u00a0[\n", f" ['{value}'] ", not_whitespace + json.dumps([value]), f" {value} "):
+        data = call(env, tool(env, "query"), row=row, col=col, field=field, operator="in", value=raw)["data"]
+        assert data["value"] == [raw] and data["matches"] == [], repr(raw)
+
+
+def test_query__stripped_set_value_with_non_strings_fails_and_is_not_charged(domain: str) -> None:
+    env = make_env(domain, ISSUE_INDEX, extra_query_num=0)
+    row, col, field, _, _ = _set_query_case(env, domain)
+    for raw in (" [1]", "\n[null]\n", '\u00a0["a", 2]', "\t[[]]"):
+        envelope = call(env, tool(env, "query"), row=row, col=col, field=field, operator="in", value=raw)
+        assert failed_with(envelope, "value must be a string list for `in` or `not_in` queries"), repr(raw)
+    assert call(env, "get_hidden_slot_query_budget", row=row, col=col)["data"]["query_calls"] == 0
+
+
+def test_query__set_value_is_parsed_before_the_field_kind_is_checked(domain: str) -> None:
+    env = make_env(domain, ISSUE_INDEX)
+    slot = env.compiled.slots[0]
+    numeric = _numeric_field(domain)
+    arguments = {"row": slot.row, "col": slot.col, "field": numeric, "operator": "not_in"}
+    bad_list = call(env, tool(env, "query"), **arguments, value=" [null] ")
+    assert failed_with(bad_list, "value must be a string list for `in` or `not_in` queries")
+    good_list = call(env, tool(env, "query"), **arguments, value=' ["a"] ')
+    assert failed_with(good_list, "numeric fields only support: >, >=, =, <, <=")
+
+
+def test_query__integers_beyond_64_bits_are_refused_only_where_the_release_would_answer(domain: str) -> None:
+    env = make_env(domain, ISSUE_INDEX, extra_query_num=0)
+    slot = env.compiled.slots[0]
+    query = tool(env, "query")
+    for value in (2**64, -(2**64) - 1, 10**30, "18446744073709551616"):
+        categorical = call(
+            env, query, row=slot.row, col=slot.col, field=_categorical_field(domain), operator=">", value=value
+        )
+        assert failed_with(categorical, "categorical fields only support: in, not_in"), value
+        numeric = call(env, query, row=slot.row, col=slot.col, field=_numeric_field(domain), operator=">", value=value)
+        assert failed_with(numeric, "numeric comparison values must fit in 64 bits"), value
+    assert call(env, "get_hidden_slot_query_budget", row=slot.row, col=slot.col)["data"]["query_calls"] == 0
+    widest = call(env, query, row=slot.row, col=slot.col, field=_numeric_field(domain), operator="<", value=2**64 - 1)
+    assert widest["data"]["value"] == 2**64 - 1 and len(widest["data"]["matches"]) == len(slot.candidate_ids)
 
 
 # -- row/col coercion ---------------------------------------------------------------------------

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import pickle
+import tracemalloc
 import warnings
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
@@ -19,6 +22,7 @@ from ace_gym.instance import CompiledInstance
 from ace_gym.tools import STOP, TOOL_CALL_FAILED
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 from ace_gym.wrappers.chat_adapter import ARGUMENTS_FAILED, NOT_EXECUTED
+from tests.core_helpers import nested_dict
 
 
 def _adapter(domain: str = "course", index: int = 0, **kwargs: Any) -> ChatAdapter:
@@ -72,7 +76,7 @@ def test_one_turn_with_every_set_slot_and_done__solves_the_instance(domain: str,
         f"<think>I know the truth.</think>\n{WRITERS[tool_format](calls)}"
     )
     assert (reward, terminated, truncated) == (1.0, True, False)
-    assert info["score"] is True and info["tool_format"] == tool_format
+    assert info["score"] == 1.0 and info["tool_format"] == tool_format
     assert [m["tool_call_id"] for m in replies] == [f"call_1_{i}" for i in range(len(calls))]
     assert all(m["role"] == "tool" for m in replies) and replies[-1]["content"] == STOP
     assistant = info["messages"][2]
@@ -212,7 +216,7 @@ def test_full_stack_over_gym_make__runs_without_warnings(env_id: str) -> None:
         env.step(_hermes("get_current_grid_state", {}))
         env.step("no call")
         _, _, terminated, truncated, info = env.step(WRITERS["json"]([("done", {})]))
-    assert terminated != truncated and info["turns_left"] == 0 and info["score"] is False
+    assert terminated != truncated and info["turns_left"] == 0 and info["score"] == 0.0
 
 
 def test_step_before_reset__raises_reset_needed_even_without_calls() -> None:
@@ -229,3 +233,63 @@ def test_history__carries_the_model_argument_text_when_it_wrote_json() -> None:
     assert [c["function"]["arguments"] for c in tool_calls] == ['{"row":0,  "col":1}']
     env.step("[get_slot_id(row=0, col=1)]")
     assert env.messages[-2]["tool_calls"][0]["function"]["arguments"] == '{"row": 0, "col": 1}'
+
+
+# -- hostile turns: each one gets an observation that explains it --------------------------------
+
+
+def _openai_call(arguments: Any, name: Any = "set_slot") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "function": {"name": name, "arguments": arguments}}],
+    }
+
+
+def test_hex_literal_beyond_the_digit_limit__is_answered_by_the_env() -> None:
+    env = _adapter()
+    replies, _, _, _, info = env.step("[set_slot(row=0x" + "f" * 4000 + ", col=1, id='C1')]")
+    assert json.loads(replies[0]["content"])["messages"].startswith("Invalid tool arguments, Invalid slot")
+    assert env.messages[2]["tool_calls"][0]["function"]["arguments"] == '"<unserialisable dict>"'
+    assert info["calls"][0]["tool"] == "set_slot"
+
+
+def test_openai_arguments_nested_beyond_the_recursion_limit__are_answered() -> None:
+    env = _adapter()
+    replies = env.step(_openai_call('{"a":' * 100_000 + "1" + "}" * 100_000))[0]
+    assert replies[0]["content"].startswith(ARGUMENTS_FAILED.split("{")[0])
+    replies = env.step(_openai_call(nested_dict()))[0]  # already decoded, by a client
+    assert json.loads(replies[0]["content"])["status"] == "failed"
+    assert env.messages[-2]["tool_calls"][0]["function"]["arguments"] == '"<unserialisable dict>"'
+
+
+@pytest.mark.parametrize("tool_calls", [np.array([{"function": {"name": "done", "arguments": "{}"}}] * 2), "done", 7])
+def test_tool_calls_that_are_not_a_list__are_explained(tool_calls: Any) -> None:
+    replies = _adapter().step({"role": "assistant", "content": "", "tool_calls": tool_calls})[0]
+    assert replies[-1]["role"] == "user" and "tool_calls must be a list of calls" in replies[-1]["content"]
+
+
+def test_info_messages__view_the_history_without_copying_it() -> None:
+    env = _adapter()
+    action = "no call in this turn"
+    views = [env.step(action)[4]["messages"] for _ in range(3)]
+    assert [len(v) for v in views] == [4, 6, 8] and views[0] == env.messages[:4] and views[2] == env.messages
+    assert views[1][-1] is env.messages[5] and views[2][4:] == env.messages[4:]
+    assert pickle.loads(pickle.dumps(views[2])) == views[2]
+    with pytest.raises(TypeError):
+        views[2][0] = {}  # type: ignore[index]
+
+    def step_allocation() -> int:
+        """Bytes a step allocates at its peak; the least of five (one may grow the history list)."""
+        peaks = []
+        for _ in range(5):
+            tracemalloc.start()
+            env.step(action)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        return min(peaks)
+
+    early = step_allocation()
+    for _ in range(3000):
+        env.step(action)
+    assert step_allocation() < early + 4096  # a copy of the 6,000-message history would add 48 KB

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.scoring import grid_of_ids
+from ace_gym.spaces import ToolCall
 from ace_gym.tools import STOP, TOOL_CALL_FAILED
 from ace_gym.wrappers import FAILURE_ENVELOPES, ToolFailureInjection
 from tests.conftest import load_traces, trace_env
+from tests.core_helpers import nested_list
 
 TRACES_D = [t for t in load_traces() if t["variant"] == "D"]
 SCRIPT = [
@@ -129,3 +132,52 @@ def test_constructor__rejects_bad_config(field: str, kwargs: dict) -> None:
     with pytest.raises(ConfigError) as error:
         ToolFailureInjection(AceEnv("course"), **kwargs)
     assert error.value.field == field
+
+
+HOSTILE_CALLS = [
+    {"name": "set_slot", "arguments": {"row": nested_list()}},  # RecursionError for json and repr alike
+    {"name": "set_slot", "arguments": nested_list()},
+    {"name": "set_slot", "arguments": {"row": 10**5000, "col": 0}},  # ValueError for json and repr alike
+    {"name": "set_slot", "arguments": "[" * 100_000},
+    {"name": "set_slot", "arguments": '{"row": ' + "9" * 5000 + "}"},
+    {"name": np.array([1, 2]), "arguments": {}},  # comparing it with the next call used to raise
+    {"name": np.array([1, 2]), "arguments": np.array([3, 4])},
+    {"name": {"set_slot"}, "arguments": {1: 2, "a": 3}},  # unsortable keys
+    ToolCall("get_slot_id", {"row": 0, "col": 1}),
+    None,
+    "done",
+]
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.5, 1.0])
+def test_hostile_calls__never_raise_and_later_calls_still_work(rate: float) -> None:
+    env = ToolFailureInjection(AceEnv("course"), rate)
+    env.reset(seed=0, options={"instance_index": 0})
+    for action in HOSTILE_CALLS * 3:
+        observation, _, _, _, info = env.step(action)
+        assert json.loads(observation)["status"] in ("success", "failed")
+        assert isinstance(info["tool"], str) and isinstance(info["retried_failed_calls"], int)
+    info = env.step({"name": "get_current_grid_state", "arguments": {}})[4]
+    assert info["tool"] == "get_current_grid_state"
+
+
+def test_injected_failure__reports_the_tool_as_the_env_would() -> None:
+    env = ToolFailureInjection(AceEnv("course"), 1.0)
+    env.reset(seed=0)
+    labels = [env.step(action)[4]["tool"] for action in ({"name": 5}, {"name": True}, {"arguments": {}}, "x")]
+    assert labels == ["5", "True", "None", "None"]
+    env.unwrapped.reset(seed=0)
+    assert [env.unwrapped.step(action)[4]["tool"] for action in ({"name": 5}, {"name": True}, "x")] == [
+        "5",
+        "True",
+        "None",
+    ]
+
+
+def test_retry_count__an_array_name_is_compared_without_raising() -> None:
+    env = ToolFailureInjection(AceEnv("course"), 1.0)
+    env.reset(seed=0)
+    env.step({"name": np.array(["set_slot", "done"]), "arguments": {}})
+    info = env.step({"name": np.array(["set_slot", "done"]), "arguments": {}})[4]
+    assert (info["injected_failures"], info["retried_failed_calls"]) == (2, 1)
+    assert env.step({"name": "done", "arguments": {}})[4]["retried_failed_calls"] == 1

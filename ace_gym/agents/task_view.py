@@ -1,7 +1,7 @@
 """What a scripted agent knows: the texts it is shown and the envelopes tools send back.
 
 :func:`read_task` turns the reset observation (the partial grid) and the system prompt (which
-embeds the task instruction with every global threshold and slot rule, spec §1.7) into a
+embeds the task instruction with every global threshold and slot rule, docs/compatibility.md §1.7) into a
 :class:`TaskView`. Nothing here touches an instance, its truth or its candidate lists; the domain
 declaration only supplies the rule wording an agent reads in the prompt. :func:`call` is the one
 way scripts issue a tool call: it retries injected failures and decodes the envelope.

@@ -52,7 +52,7 @@ class SlotRule:
 
 @dataclass(frozen=True)
 class GlobalRule:
-    """A whole-grid rule; its threshold is derived from the truth grid (spec §1.6).
+    """A whole-grid rule; its threshold is derived from the truth grid (docs/compatibility.md §1.6).
 
     ``slack`` widens the threshold away from the truth's observed value, ``cap`` is the largest
     value one item can contribute (upper kinds), ``floor`` the smallest threshold (sum_min),

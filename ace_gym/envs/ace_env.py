@@ -16,7 +16,7 @@ from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import evaluate_grid, grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
-from ace_gym.tools import INVALID, STOP, EpisodeState, ToolConfig, failure, integer_option, toolset
+from ace_gym.tools import INVALID, STOP, EpisodeState, ToolConfig, echo, failure, integer_option, toolset
 
 ActionType = Mapping[str, Any] | ToolCall
 
@@ -31,7 +31,7 @@ class AceEnv(gym.Env[str, ActionType]):
     violate a global rule). The agent fills the hidden cells through tools; the episode is solved
     when every hidden cell passes its slot rules and the grid passes every global rule. H sets the
     horizon, the decoy budget B the difficulty. Behaviour follows the published benchmark
-    (``shared/spec`` §3-§4) call for call.
+    (docs/compatibility.md §3-§4) call for call.
 
     ## Action
     One tool call: ``{"name": str, "arguments": dict | JSON string}`` or a
@@ -42,28 +42,31 @@ class AceEnv(gym.Env[str, ActionType]):
     Their OpenAI schemas are in ``info["tools"]`` at reset.
 
     ## Observation
-    At reset, the first user message (the partial grid, spec §4.1); the system prompt is in
+    At reset, the first user message (the partial grid, docs/compatibility.md §4.1); the system prompt is in
     ``info["system_prompt"]``. After a step, the tool's response envelope serialised exactly as
     the published benchmark sends it: ``json.dumps({"status", "messages", "data"},
     ensure_ascii=False)``. Every malformed action (unknown tool, non-object or missing arguments,
     wrong types, bad JSON) yields a ``"failed"`` envelope explaining the error; ``step`` never
-    raises for an action.
+    raises for an action (see Departures for where the published release raises instead).
 
     ## Reward
     0 on every step except the last: a successful ``done`` (or the ``max_steps`` limit) scores the
     grid, reward 1.0 if every hidden cell passes its slot rules and every global rule holds,
-    else 0.0 (spec §4.3).
+    else 0.0 (docs/compatibility.md §4.3).
 
     ## Episode End
     Terminated by a successful ``done`` call; truncated after ``max_steps`` tool calls, with the
     same final scoring. Stepping a finished episode returns a failed envelope until ``reset``.
 
     ## Arguments
-    ``domain``; ``dataset`` ("5x5", the bundled published benchmark, or a path to any file in the
-    published format); budgets named as in the published benchmark: ``extra_query_num`` (-1 =
-    unlimited per-slot attribute queries, else active rules + H + this), ``global_check_alpha``
-    (-1 = unlimited global checks, else floor(alpha * H)), ``check_include_reason``,
-    ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000).
+    ``domain``; ``dataset`` ("5x5", the bundled published benchmark, "5x7", or a path to any file in
+    the published format, ``.json`` or ``.json.gz``, of at most 256 MiB of JSON:
+    ``ace_gym.instance.MAX_DATASET_BYTES``). The file is validated here: ConfigError if the path is
+    no regular file, DatasetError naming the JSON path for a broken or inconsistent file (the rules
+    are in ``ace_gym.instance``). Budgets named as in the published benchmark:
+    ``extra_query_num`` (-1 = unlimited per-slot attribute queries, else active rules + H + this),
+    ``global_check_alpha`` (-1 = unlimited global checks, else floor(alpha * H)),
+    ``check_include_reason``, ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000).
 
     ## Reset options
     ``{"instance_index": int}`` or ``{"instance_id": str}``; without them the instance is drawn
@@ -72,18 +75,43 @@ class AceEnv(gym.Env[str, ActionType]):
     ## Information
     Reset: ``instance_id``, ``instance_index``, ``rows``, ``cols``, ``hidden_slots`` (H),
     ``hidden_positions``, ``decoy_budget`` (B), ``system_prompt``, ``tools``, ``budgets``.
-    Step: ``tool``, ``ok`` (envelope status is success), ``step``. Last step also ``score``
-    (bool), ``reason`` (first failure, or None) and ``grid`` (the final id grid).
+    Step: ``tool`` (the name called, always a str: see :func:`tool_label`), ``ok`` (envelope
+    status is success), ``step``. Last step also ``score`` (float, 1.0 or 0.0, as the reward),
+    ``reason`` (first failure, or None) and ``grid`` (the final id grid).
 
     ## Departures from the published release
-    A missing argument or an unhashable operator gives ``Invalid tool arguments, <message>``
-    instead of a Python TypeError; episodes share no mutable state (the release shares one handler
-    per domain across threads); ``get_current_grid_state`` returns a copy; strings echoed in
-    error messages are clipped to 200 characters, and lone surrogates in echoed model strings become
-    U+FFFD so that every observation encodes as UTF-8; tool schemas carry a description per parameter,
-    an ``enum`` for ``operator`` and no spurious ``kwargs`` property, in a fixed order. The budget
-    sentence of the system prompt when exactly one budget is finite, and the "disabled" sentence
-    for a zero global-check budget, are ace-gym wording.
+    The complete list (wrappers document their own: :class:`~ace_gym.wrappers.ChatAdapter`,
+    :class:`~ace_gym.wrappers.ToolFailureInjection`, :class:`~ace_gym.wrappers.StepBudget`).
+    Where the release raises, ace-gym answers with a failed envelope:
+
+    * a missing required argument: ``missing required argument(s): <names>``; an unhashable
+      ``operator`` (e.g. a list): ``operator must be one of: ...`` (the release raises TypeError);
+    * ``arguments`` that are not an object: ``[]``, ``0`` and ``false`` (which the release treats
+      as no arguments), a non-empty list, a number or a string (the release raises TypeError) all
+      get ``arguments must be a JSON object, got <type>``;
+    * an argument named ``self``, and non-string keys, are ignored like any unknown argument (the
+      release raises TypeError);
+    * JSON text nested thousands deep (``"[" * 5000``) or holding an integer beyond Python's
+      4,300-digit conversion limit (the release raises RecursionError / ValueError): as
+      ``arguments`` it is ``arguments are not valid JSON (...)``, as ``ids`` ``ids string must be
+      a valid JSON list``, as ``field`` one (unknown) field name, and as a set-query ``value`` one
+      string, as the release treats any value that does not decode;
+    * a row or col of +-inf: ``row and col must be integers`` (the release raises OverflowError).
+
+    Where the release answers, ace-gym answers differently only here:
+
+    * integers beyond 64 bits: a comparison value is refused (``numeric comparison values must fit
+      in 64 bits``, not charged) where the release echoes it, and a row/col is shown as
+      ``<N-bit integer>`` in ``Invalid slot`` messages;
+    * model strings echoed in error messages are clipped to 200 characters (``...[N chars]``), and
+      lone surrogates in them become U+FFFD, so that every observation encodes as UTF-8;
+    * ``get_current_grid_state`` returns a copy (the release returns its live grid);
+    * episodes share no mutable state (the release shares one handler per domain across threads);
+    * tool schemas carry a description per parameter, an ``enum`` for ``operator`` and no spurious
+      required ``kwargs`` property, in a fixed order (the release shuffles them per task);
+    * a successful ``done`` ends the episode and later steps get a failed envelope until
+      ``reset`` (the release's loop runs the rest of the message's calls), and ``max_steps``
+      counts tool calls (the release counts model completions; see ``StepBudget``).
 
     ## Version History
     * v0: first release, parity with the published ACE-Bench tools on its 5x5 data.
@@ -193,7 +221,7 @@ class AceEnv(gym.Env[str, ActionType]):
                 0.0,
                 True,
                 False,
-                {"tool": None, "ok": False, "step": self._steps},
+                {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps},
             )
         name, arguments = _unpack(action)
         if name is None:
@@ -203,13 +231,13 @@ class AceEnv(gym.Env[str, ActionType]):
         self._steps += 1
         terminated = observation == STOP
         truncated = not terminated and self._steps >= self.max_steps
-        info: dict[str, Any] = {"tool": name, "ok": observation[12:19] == "success", "step": self._steps}
+        info: dict[str, Any] = {"tool": tool_label(name), "ok": observation[12:19] == "success", "step": self._steps}
         reward = 0.0
         if terminated or truncated:
             self._finished = True
             score, reason = evaluate_grid(state.compiled, state.grid)
             reward = float(score)
-            info.update(score=score, reason=reason, grid=grid_of_ids(state.compiled, state.grid))
+            info.update(score=reward, reason=reason, grid=grid_of_ids(state.compiled, state.grid))
         return observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:
@@ -235,6 +263,12 @@ class AceEnv(gym.Env[str, ActionType]):
         if self._state is None:
             raise ResetNeeded("Cannot call this before reset()")
         return self._state
+
+
+def tool_label(name: Any) -> str:
+    """``info["tool"]``: the tool name the action gave, or a short label of whatever it gave instead
+    (``5``, ``None``, ...), so that the key always holds a str (vector envs batch info by type)."""
+    return name if isinstance(name, str) else echo(name)
 
 
 def _unpack(action: Any) -> tuple[Any, Any]:

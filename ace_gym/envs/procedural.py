@@ -13,6 +13,12 @@ from ace_gym.instance import CompiledInstance
 SEED_BOUND = 2**63 - 1
 
 
+def procedural_instance_id(published_id: str, candidates_per_slot: int, seed: int) -> str:
+    """``{domain}_r{R}_c{C}_h{H}_b{B}_k{K}_s{seed}``: every input the generated instance is a pure
+    function of. (Dataset files keep the published ``..._h{H}_b{B}``, unique within a file.)"""
+    return f"{published_id}_k{candidates_per_slot}_s{seed}"
+
+
 def _choices(field: str, value: int | Sequence[int]) -> tuple[int, ...]:
     listed = (value,) if isinstance(value, int) else tuple(value)
     if not listed or not all(type(v) is int for v in listed):
@@ -35,13 +41,18 @@ class ProceduralAceEnv(AceEnv):
     ``decoy_budget``: an int, or a list to draw from uniformly at each reset;
     ``candidates_per_slot`` (K, effective max(K, B + 2)); ``time_budget`` (seconds allowed per
     generated instance); the remaining keyword arguments are those of :class:`AceEnv`.
-    Impossible settings (e.g. more hidden slots than cells) raise ConfigError here.
+    Impossible or unboundedly large settings raise ConfigError here, naming the field and the
+    largest allowed value: more hidden slots than cells, more than 10,000 cells or 100 rows, or an
+    item pool (cells + H x (max(K, B + 2) - 1) items) above 50,000 (see
+    :class:`ace_gym.generators.InstanceConfig`).
 
     ## Reset
     ``reset(seed=s)`` draws H, B and an instance seed from the env's ``np_random``, so the same
     seed gives the same instance in any process. ``options`` may pin ``hidden_slots``,
     ``decoy_budget`` and ``instance_seed`` (int). ``info["instance_index"]`` is -1 (there is no
-    dataset); ``info["instance_seed"]`` identifies the instance together with H, B and the size.
+    dataset); ``info["instance_seed"]`` is the seed, and ``info["instance_id"]`` (also the
+    instance's own ``instance_id``) is :func:`procedural_instance_id`: the published id plus K and
+    the seed, so two different generated grids never share an id.
 
     ## Version History
     * v0: first release.
@@ -63,9 +74,14 @@ class ProceduralAceEnv(AceEnv):
             raise ConfigError("dataset", env_arguments["dataset"], "a procedural env generates its instances")
         self.hidden_slot_choices = _choices("hidden_slots", hidden_slots)
         self.decoy_budget_choices = _choices("decoy_budget", decoy_budget)
-        for h in self.hidden_slot_choices:  # every combination must be possible: fail now, not at reset
-            for b in self.decoy_budget_choices:
-                InstanceConfig(domain, rows, cols, h, b, candidates_per_slot, 0)
+        # every combination must be possible: fail now, not at reset. The config's limits only
+        # tighten as H or B grow, so each B with the largest H and each H with the smallest B
+        # cover every combination (in |H| + |B| checks, however long the lists), and an error
+        # names the largest value allowed for every H
+        for b in self.decoy_budget_choices:
+            InstanceConfig(domain, rows, cols, max(self.hidden_slot_choices), b, candidates_per_slot, 0)
+        for h in self.hidden_slot_choices:
+            InstanceConfig(domain, rows, cols, h, min(self.decoy_budget_choices), candidates_per_slot, 0)
         if not isinstance(time_budget, (int, float)) or time_budget <= 0:
             raise ConfigError("time_budget", time_budget, "must be a positive number of seconds")
         self.rows, self.cols = rows, cols
@@ -98,7 +114,8 @@ class ProceduralAceEnv(AceEnv):
             time_budget=self.time_budget,
         )
         self._instance_seed = seed
-        return CompiledInstance(instance, self.domain), -1
+        unique_id = procedural_instance_id(instance.instance_id, self.candidates_per_slot, seed)
+        return CompiledInstance(instance.model_copy(update={"instance_id": unique_id}), self.domain), -1
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         observation, info = super().reset(seed=seed, options=options)

@@ -2,10 +2,21 @@
 
 ``ace-gym eval --policy solver --dataset 5x5 --out runs/solver`` runs every selected episode
 (domains x instances x tool-failure rates x trials), appends one record per episode to
-``DIR/episodes.jsonl`` as it finishes, then writes ``DIR/summary.json`` and
-``DIR/heatmap_<domain>.png`` and prints the paper-style table. Re-running the same command skips
-the episodes already in the file, so a killed evaluation resumes where it stopped.
-``ace-gym report DIR`` rebuilds table, summary and heatmaps from ``episodes.jsonl``.
+``DIR/episodes.jsonl`` as it finishes, then writes ``DIR/summary.json`` and the heatmaps
+(``DIR/heatmap_<domain>_failure<rate>.{png,pdf,svg}``) and prints the paper-style table.
+Re-running the same command skips the episodes already in the file, so a killed evaluation
+resumes where it stopped; while it runs, the directory is locked (a second eval on it exits 3).
+
+An output directory holds one run: ``summary.json["run"]`` records its policy, dataset, settings
+(budgets, ``max_turns``, ``seed``) and ace-gym version from the first eval on, and a later eval
+that differs in any of them is refused, naming what differs. Domains, hidden-slot and decoy-budget
+filters, tool-failure rates and trials may grow between evals: they add episodes to the same run.
+
+``ace-gym report DIR`` rebuilds table, summary and heatmaps from ``episodes.jsonl``; it may run
+while an eval writes to DIR. Both commands refuse an episode file with malformed complete lines
+(exit 5, naming them; the file is never modified) unless given ``--skip-malformed``, which
+leaves those lines out (listed in ``summary.json["skipped_lines"]``); eval then re-runs the
+episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
 """
 
 from __future__ import annotations
@@ -15,22 +26,25 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ace_gym import __version__
 from ace_gym.agents import SCRIPTED_POLICIES, ChatEngine, ScriptedPolicy, make_scripted_policy
-from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.errors import AceGymError, ConfigError, did_you_mean
+from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
+from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
+from ace_gym.longbench import cli as alb_cli
 
 logger = logging.getLogger(__name__)
 LLM_PREFIXES = ("vllm", "hf", "openai")
+_RESUME_HINT = "; finished episodes are saved: re-run the same command to resume"
+_REPORT_HINT = "; episodes.jsonl is untouched: re-run the same command"
 
 
 def register(subparsers: Any) -> None:
@@ -38,8 +52,9 @@ def register(subparsers: Any) -> None:
         "eval",
         help="evaluate a policy on ACE datasets (resumable)",
         description="Run a policy on every selected episode and write DIR/episodes.jsonl (one record per "
-        "episode, appended atomically), DIR/summary.json and DIR/heatmap_<domain>.png. Re-running the "
-        "same command resumes: finished episodes are skipped.",
+        "episode, appended atomically), DIR/summary.json and heatmaps. Re-running the same command "
+        "resumes: finished episodes are skipped. DIR holds one run (policy, dataset, settings); a "
+        "different one is refused.",
     )
     evaluate.add_argument(
         "--policy",
@@ -51,13 +66,26 @@ def register(subparsers: Any) -> None:
         default="5x5",
         help=f"bundled name ({', '.join(BUNDLED_DATASETS)}), a dataset file, or a folder of dataset files",
     )
-    evaluate.add_argument("--domains", default="all", help="'all' or a comma list, e.g. course,meal")
-    evaluate.add_argument("--hidden", type=_int_list, default=None, help="hidden-slot values to keep, e.g. 1,5,7")
-    evaluate.add_argument("--budget", type=_int_list, default=None, help="decoy-budget values to keep, e.g. 0,2,4")
-    evaluate.add_argument("--tool-failure-rates", type=_float_list, default=[0.0], help="comma list, e.g. 0,0.1")
+    add_common_flags(
+        evaluate,
+        defaults={"seed": 0},
+        helps={
+            "hidden_slots": "keep only instances with these hidden-slot counts (default: all)",
+            "decoy_budgets": "keep only instances with these decoy budgets (default: all)",
+            "seed": "reset seed shared by the trials of an instance",
+            "out": "output directory (created if missing; re-using it resumes the run)",
+        },
+    )
+    evaluate.add_argument(
+        "--tool-failure-rates",
+        nargs="+",
+        action=ListAction,
+        const=_probability,
+        default=[0.0],
+        metavar="P",
+        help="probabilities that a tool call fails, e.g. 0 0.1 (default 0; one heatmap each)",
+    )
     evaluate.add_argument("--trials", type=int, default=1, help="episodes per instance and rate (a GRPO-style group)")
-    evaluate.add_argument("--seed", type=int, default=0, help="reset seed shared by the trials of an instance")
-    evaluate.add_argument("--out", type=Path, required=True, help="output directory")
     evaluate.add_argument("--max-turns", type=int, default=None, help="policy turns per episode (default 1000)")
     evaluate.add_argument(
         "--batch-size", type=int, default=None, help="episodes run together (default 1 scripted, 32 LLM)"
@@ -65,8 +93,8 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument("--extra-query-num", type=int, default=-1, help="per-slot query budget extra; -1 unlimited")
     evaluate.add_argument("--global-check-alpha", type=float, default=-1, help="global checks = alpha*H; -1 unlimited")
     evaluate.add_argument("--check-include-reason", action="store_true", help="check tools explain failures")
-    evaluate.add_argument("--max-query-ids", type=int, default=5)
-    evaluate.add_argument("--max-query-fields", type=int, default=5)
+    evaluate.add_argument("--max-query-ids", type=int, default=5, help="item ids one info query may name")
+    evaluate.add_argument("--max-query-fields", type=int, default=5, help="attributes one info query may name")
     evaluate.add_argument(
         "--engine-option",
         action="append",
@@ -74,46 +102,35 @@ def register(subparsers: Any) -> None:
         metavar="KEY=VALUE",
         help="option for an LLM engine (VALUE read as JSON when it parses), repeatable",
     )
-    evaluate.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    evaluate.set_defaults(handler=run_eval)
+    _add_skip_malformed(evaluate)
+    evaluate.add_argument("--env-url", default=None, help="play the episodes in an ace-gym serve server at this URL")
+    alb_cli.add_arguments(evaluate)
+    evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
 
     report = subparsers.add_parser(
         "report",
         help="rebuild table, summary.json and heatmaps from DIR/episodes.jsonl",
-        description="Rebuild the paper-style table, DIR/summary.json and DIR/heatmap_<domain>.png from "
-        "the episode records in DIR/episodes.jsonl.",
+        description="Rebuild the paper-style table, DIR/summary.json and the heatmaps from the episode "
+        "records in DIR/episodes.jsonl (safe while an eval is writing to DIR).",
     )
-    report.add_argument("dir", type=Path)
-    report.set_defaults(handler=run_report)
+    report.add_argument("dir", type=Path, help="output directory of an eval")
+    _add_skip_malformed(report)
+    report.set_defaults(handler=run_report, resume_hint=_REPORT_HINT)
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a comma list of integers, got {text!r}") from None
+def _add_skip_malformed(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--skip-malformed",
+        action="store_true",
+        help="leave out malformed lines of episodes.jsonl (listed in summary.json) instead of stopping",
+    )
 
 
-def _float_list(text: str) -> list[float]:
-    try:
-        values = [float(part) for part in text.strip("[]").split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a comma list of numbers, got {text!r}") from None
-    if not values or any(not 0.0 <= v <= 1.0 for v in values):
-        raise argparse.ArgumentTypeError(f"failure rates must be probabilities in [0, 1], got {text!r}")
-    return values
-
-
-def parse_domains(text: str) -> list[str]:
-    if text.strip() == "all":
-        return list(DOMAIN_NAMES)
-    domains = [part.strip() for part in text.split(",") if part.strip()]
-    for domain in domains:
-        if domain not in DOMAIN_NAMES:
-            raise ConfigError(
-                "domains", domain, f"known: all, {', '.join(DOMAIN_NAMES)}{did_you_mean(domain, DOMAIN_NAMES)}"
-            )
-    return domains
+def _probability(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{text} is not a probability in [0, 1]")
+    return value
 
 
 def dataset_sources(dataset: str, domains: Sequence[str]) -> dict[str, tuple[str, Dataset]]:
@@ -123,7 +140,11 @@ def dataset_sources(dataset: str, domains: Sequence[str]) -> dict[str, tuple[str
     holding ``<domain>_dataset_*`` files (one per domain, as ``ace-gym generate`` writes them).
     """
     path = Path(dataset)
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError:  # e.g. a name too long for the system: resolve_dataset names the problem
+        is_dir = is_file = False
+    if is_dir:
         found = {}
         for domain in domains:
             files = sorted(p for p in path.iterdir() if p.name.startswith(f"{domain}_dataset_"))
@@ -131,7 +152,7 @@ def dataset_sources(dataset: str, domains: Sequence[str]) -> dict[str, tuple[str
                 raise ConfigError("dataset", dataset, f"needs exactly one {domain}_dataset_* file, found {len(files)}")
             found[domain] = (str(files[0].resolve()), load_dataset(files[0]))
         return found
-    if path.is_file():
+    if is_file:
         loaded = load_dataset(path)
         if loaded.domain.name not in domains:
             raise ConfigError("domains", list(domains), f"{dataset} holds domain {loaded.domain.name!r} only")
@@ -139,23 +160,42 @@ def dataset_sources(dataset: str, domains: Sequence[str]) -> dict[str, tuple[str
     return {domain: (dataset, resolve_dataset(dataset, domain)) for domain in domains}
 
 
-def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
-    """Every episode the command selects, in (domain, instance, rate, trial) order."""
-    env_kwargs = {
+def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {
         "extra_query_num": args.extra_query_num,
         "global_check_alpha": args.global_check_alpha,
         "check_include_reason": args.check_include_reason,
         "max_query_ids": args.max_query_ids,
         "max_query_fields": args.max_query_fields,
     }
+
+
+def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
+    """Every episode the command selects, in (domain, instance, rate, trial) order. ConfigError
+    when a hidden-slot or decoy-budget value is in none of the datasets, or nothing is selected
+    (the message names the values the datasets hold)."""
     if args.trials < 1:
         raise ConfigError("trials", args.trials, "must be a positive integer")
+    sources = dataset_sources(args.dataset, resolve_domains(args.domains))
+    instances = [instance for _, dataset in sources.values() for instance in dataset]
+    held = {
+        "hidden-slots": sorted({i.meta.hidden_slots for i in instances}),
+        "decoy-budgets": sorted({i.meta.branch_budget for i in instances}),
+    }
+    wanted = {"hidden-slots": args.hidden_slots, "decoy-budgets": args.decoy_budgets}
+    holds = f"{args.dataset} ({', '.join(sources)}) holds " + " and ".join(
+        f"{name.replace('-', ' ')} {', '.join(map(str, values)) or 'nothing'}" for name, values in held.items()
+    )
+    for name, values in wanted.items():
+        missing = sorted(set(values or ()) - set(held[name]))
+        if missing:
+            raise ConfigError(name, values, f"{', '.join(map(str, missing))} selects no episode: {holds}")
     specs = []
-    for domain, (source, dataset) in dataset_sources(args.dataset, parse_domains(args.domains)).items():
+    for domain, (source, dataset) in sources.items():
         for index, instance in enumerate(dataset):
-            if args.hidden is not None and instance.meta.hidden_slots not in args.hidden:
+            if args.hidden_slots is not None and instance.meta.hidden_slots not in args.hidden_slots:
                 continue
-            if args.budget is not None and instance.meta.branch_budget not in args.budget:
+            if args.decoy_budgets is not None and instance.meta.branch_budget not in args.decoy_budgets:
                 continue
             for rate in args.tool_failure_rates:
                 for trial in range(args.trials):
@@ -168,11 +208,24 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
                             seed=args.seed,
                             trial=trial,
                             tool_failure_rate=rate,
-                            env_kwargs=env_kwargs,
+                            env_kwargs=_env_kwargs(args),
                             max_turns=args.max_turns,
                         )
                     )
+    if not specs:
+        raise ConfigError("selection", {k: v for k, v in wanted.items() if v}, f"selects no episode: {holds}")
     return specs
+
+
+def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
+    """What makes an output directory one run: policy, dataset, settings and ace-gym version."""
+    path = Path(args.dataset)
+    return {
+        "policy": label,
+        "dataset": str(path.resolve()) if path.exists() else args.dataset,
+        "settings": {**_env_kwargs(args), "max_turns": args.max_turns, "seed": args.seed},
+        "ace_gym_version": __version__,
+    }
 
 
 def policy_label(spec: str, options: Iterable[str]) -> tuple[str, dict[str, Any]]:
@@ -220,59 +273,30 @@ def _option(text: str) -> tuple[str, Any]:
         return key, value
 
 
-class Progress:
-    """Progress on stderr: episodes done, running score, elapsed time and ETA. A terminal gets
-    one redrawn line; a pipe or file gets a line every :attr:`interval_s` seconds and at the end."""
-
-    interval_s = 10.0
-
-    def __init__(self, total: int, skipped: int, enabled: bool) -> None:
-        self.total, self.done, self.solved, self.enabled = total, skipped, 0, enabled
-        self.skipped = skipped
-        self.started = self.printed = time.perf_counter()
-        self.redraw = enabled and sys.stderr.isatty()
-
-    def update(self, record: dict[str, Any]) -> None:
-        self.done += 1
-        self.solved += int(record["score"])
-        now = time.perf_counter()
-        last = self.done >= self.total
-        if not self.enabled or not (self.redraw or last or now - self.printed >= self.interval_s):
-            return
-        self.printed = now
-        run = self.done - self.skipped
-        elapsed = now - self.started
-        eta = elapsed / run * (self.total - self.done)
-        width = 24
-        filled = width * self.done // max(self.total, 1)
-        line = (
-            f"[{'#' * filled}{' ' * (width - filled)}] {self.done}/{self.total} episodes"
-            f"  score {self.solved / run:.3f}  {elapsed:.0f}s elapsed, ~{eta:.0f}s left"
-        )
-        sys.stderr.write(f"\r{line} " + ("\n" if last else "") if self.redraw else line + "\n")
-        sys.stderr.flush()
-
-
 def run_eval(args: argparse.Namespace) -> int:
-    try:
-        specs = build_specs(args)
-        label, engine_options = policy_label(args.policy, args.engine_option)
-        out: Path = args.out
-        with EpisodeLog(out / EPISODES_FILE) as log:
+    if args.env is not None:
+        return alb_cli.run_eval(args)
+    specs = build_specs(args)
+    if args.env_url:
+        from ace_gym.server.episodes import remote_specs
+
+        specs = remote_specs(specs, args.env_url)
+    label, engine_options = policy_label(args.policy, args.engine_option)
+    out = output_directory(args.out)
+    run = run_identity(args, label)
+    with EpisodeLog(out / EPISODES_FILE, skip_malformed=args.skip_malformed) as log:
+        if _stored_run(out) is None:  # a new run (or one from before runs had an identity)
             _refuse_mixing(log.path, label, specs)
-            pending = [spec for spec in specs if spec.key(label) not in log.keys]
-            skipped = len(specs) - len(pending)
-            if skipped:
-                print(f"resuming: {skipped} of {len(specs)} episodes already in {log.path}", file=sys.stderr)
-            if pending:  # a finished run only rebuilds its report: no model is loaded
-                _run_pending(args, pending, make_policy(args.policy, engine_options), label, log, skipped)
-    except AceGymError as error:
-        print(f"ace-gym eval: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished episodes are saved; re-run the same command to resume", file=sys.stderr)
-        return 130
-    return _write_report(out)
+            write_json_atomic(out / SUMMARY_FILE, _summary(out, run, args.skip_malformed))  # records the identity
+        else:
+            _refuse_other_run(out, run)
+        pending = [spec for spec in specs if spec.key(label) not in log.keys]
+        skipped = len(specs) - len(pending)
+        if skipped:
+            print(f"resuming: {skipped} of {len(specs)} episodes already in {log.path}", file=sys.stderr)
+        if pending:  # a finished run only rebuilds its report: no model is loaded
+            _run_pending(args, pending, make_policy(args.policy, engine_options), label, log, skipped)
+        return _write_report(out, run, args.skip_malformed)
 
 
 def _run_pending(
@@ -284,46 +308,95 @@ def _run_pending(
     skipped: int,
 ) -> None:
     batch_size = args.batch_size or (1 if isinstance(policy, ScriptedPolicy) else 32)
-    progress = Progress(len(pending) + skipped, skipped, not args.no_progress)
+    solved = 0.0
+    with progress_bar(len(pending) + skipped, "eval", "ep", not args.no_progress, initial=skipped) as bar:
+        try:
+            for done, record in enumerate(run_episodes(pending, policy, batch_size=batch_size, name=label), 1):
+                log.append(record)
+                solved += float(record["score"] or 0.0)
+                bar.set_postfix_str(f"score {solved / done:.3f}", refresh=False)
+                bar.update()
+        finally:
+            close = getattr(policy, "close", None)
+            if callable(close):  # e.g. an HTTP client pool
+                close()
+
+
+def _stored_run(out: Path) -> dict[str, Any] | None:
+    """The run identity recorded in ``out/summary.json``, or None (no file, or none recorded)."""
     try:
-        for record in run_episodes(pending, policy, batch_size=batch_size, name=label):
-            log.append(record)
-            progress.update(record)
-    finally:
-        close = getattr(policy, "close", None)
-        if callable(close):  # e.g. an HTTP client pool
-            close()
+        stored = json.loads((out / SUMMARY_FILE).read_bytes()).get("run")
+    except FileNotFoundError:
+        return None
+    except (ValueError, AttributeError):
+        logger.warning("%s is not a JSON object: ignoring it", out / SUMMARY_FILE)
+        return None
+    return stored if isinstance(stored, dict) else None
+
+
+def _refuse_other_run(out: Path, run: dict[str, Any]) -> None:
+    """ConfigError naming every difference between ``run`` and the run ``out`` holds."""
+    stored = _stored_run(out) or {}
+    flat = {**run, **run["settings"]}
+    stored_flat = {**stored, **(stored.get("settings") or {})}
+    differences = [
+        f"{name} {stored_flat.get(name)!r} (this eval: {value!r})"
+        for name, value in flat.items()
+        if name != "settings" and stored_flat.get(name) != value
+    ]
+    if differences:
+        raise ConfigError(
+            "out",
+            str(out),
+            f"holds another run: {'; '.join(differences)}. Use another --out, or repeat the run's settings",
+        )
 
 
 def _refuse_mixing(path: Path, label: str, specs: Sequence[EpisodeSpec]) -> None:
-    """One output directory holds one policy under one configuration (its summary pools them)."""
+    """For a directory without a recorded run identity: its records must be of this policy,
+    configuration and (per domain) dataset."""
     configs = {spec.key(label).rsplit("|", 1)[1] for spec in specs}
-    for record in read_records(path):
+    datasets = {spec.domain: spec.dataset for spec in specs}
+    for record in read_records(path, skipped=[]):
         if record.get("policy") != label:
             raise ConfigError("out", str(path.parent), f"holds episodes of another policy ({record.get('policy')})")
         if str(record.get("key", "")).rsplit("|", 1)[-1] not in configs:
             raise ConfigError("out", str(path.parent), "holds episodes run with other budgets or max turns")
+        if datasets.get(record["domain"], record.get("dataset")) != record.get("dataset"):
+            raise ConfigError("out", str(path.parent), f"holds episodes of dataset {record.get('dataset')}")
 
 
 def run_report(args: argparse.Namespace) -> int:
     if not (args.dir / EPISODES_FILE).exists():
-        print(f"ace-gym report: no {EPISODES_FILE} in {args.dir}", file=sys.stderr)
-        return 2
-    try:
-        return _write_report(args.dir)
-    except AceGymError as error:
-        print(f"ace-gym report: {error}", file=sys.stderr)
-        return 2
+        raise ConfigError("dir", str(args.dir), f"holds no {EPISODES_FILE}")
+    return _write_report(args.dir, _stored_run(args.dir), args.skip_malformed)
 
 
-def _write_report(out: Path) -> int:
+def _summary(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> dict[str, Any]:
+    """The summary of ``out/episodes.jsonl``, with the run identity and any skipped line numbers."""
+    skipped: list[int] | None = [] if skip_malformed else None
+    summary = {"run": run, **summarize(read_records(out / EPISODES_FILE, skipped=skipped))}
+    if run is not None and summary["policy"] is None:  # no episode yet
+        summary["policy"] = run["policy"]
+    if skipped:
+        summary["skipped_lines"] = skipped
+    return summary
+
+
+def _write_report(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> int:
     """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``."""
-    summary = summarize(read_records(out / EPISODES_FILE))
+    if alb_cli.is_alb_run(out):
+        return alb_cli.write_report(out)
+    summary = _summary(out, run, skip_malformed)
+    if not summary["episodes"]:
+        raise ConfigError("dir", str(out), f"{EPISODES_FILE} holds no episode records")
     write_json_atomic(out / SUMMARY_FILE, summary)
     if matplotlib_available():
         write_heatmaps(summary, out)
     else:
         print("matplotlib is not installed: no heatmaps (pip install 'ace-gym[plot]')", file=sys.stderr)
     print(format_table(summary))
+    if summary.get("skipped_lines"):
+        print(f"left out malformed lines {summary['skipped_lines']} of {EPISODES_FILE}", file=sys.stderr)
     print(f"\nresults: {os.fspath(out)}")
     return 0

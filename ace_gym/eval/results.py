@@ -1,79 +1,213 @@
-"""Result files of an evaluation run: an append-only JSONL of episode records, and atomic JSON.
+"""Result files of an evaluation run: an append-only JSONL of episode records, and atomic files.
 
 ``episodes.jsonl`` survives being killed at any instant: each record is one line written with a
 single ``os.write`` on an ``O_APPEND`` descriptor and fsynced before the next episode counts as
-done. A kill can therefore only leave a torn *last* line, which :meth:`EpisodeLog.open` cuts off
-before appending again, so re-running an evaluation loses nothing and duplicates nothing.
+done. A kill can therefore only leave a torn *last* line, which :class:`EpisodeLog` cuts off
+before appending again, so re-running an evaluation loses nothing and duplicates nothing. A write
+that fails (a full disk) is undone before the error propagates. One :class:`EpisodeLog` at a time
+holds a file: it takes an exclusive lock, and a second writer gets :class:`FileInUseError`
+naming the process that holds it.
+
+Every record is writable: text is serialised as UTF-8, and a lone surrogate (which UTF-8 cannot
+encode; a model can emit one) is written as its JSON escape ``\\udXXX``, which reads back as the
+same Python string.
+
+Reading checks each line against what a summary needs (:func:`record_problem`); a complete line
+that fails raises :class:`MalformedRecordsError` naming the lines, unless the caller asks to skip them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import logging
+import math
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+from ace_gym.errors import AceGymError
 
 logger = logging.getLogger(__name__)
 
 EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
+RECORD_TEXT_FIELDS = ("key", "policy", "domain")
+RECORD_INT_FIELDS = ("hidden_slots", "decoy_budget")
+_MAX_NAMED_LINES = 5
 
 
-def read_records(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Every complete record of a JSONL file, in file order; a torn or garbled line is skipped
-    (logged), a missing file yields nothing."""
+class MalformedRecordsError(AceGymError):
+    """Complete lines of an episode file that are not episode records (by :func:`record_problem`)."""
+
+    def __init__(self, path: Path, problems: list[tuple[int, str]], good: int) -> None:
+        self.path, self.problems, self.good = path, problems, good
+        named = "; ".join(f"line {number}: {problem}" for number, problem in problems[:_MAX_NAMED_LINES])
+        more = f"; and {len(problems) - _MAX_NAMED_LINES} more" if len(problems) > _MAX_NAMED_LINES else ""
+        super().__init__(
+            f"{path}: {len(problems)} malformed line(s) among {good + len(problems)}: {named}{more}. "
+            "The file was not modified; repair or delete those lines, or pass --skip-malformed to ignore them"
+        )
+
+
+class FileInUseError(AceGymError):
+    """Another process holds the lock of an episode file."""
+
+    def __init__(self, path: Path, pid: int | None) -> None:
+        self.path, self.pid = path, pid
+        holder = f"pid {pid}" if pid else "another process"
+        super().__init__(
+            f"{path.parent} is in use by {holder} (another evaluation writing {path.name}); "
+            "wait for it to finish or use another output directory"
+        )
+
+
+def encode_json(value: Any, *, indent: int | None = None) -> bytes:
+    """``value`` as UTF-8 JSON text; lone surrogates become ``\\udXXX`` escapes (lossless)."""
+    separators = (",", ":") if indent is None else (",", ": ")
+    text = json.dumps(value, ensure_ascii=False, indent=indent, separators=separators)
+    return text.encode("utf-8", errors="backslashreplace")  # only surrogates fail, and only inside strings
+
+
+def record_problem(record: Any) -> str | None:
+    """Why ``record`` cannot be summarised, or None: it must be a JSON object with string ``key``,
+    ``policy`` and ``domain``; an ACE record integer ``hidden_slots`` and ``decoy_budget`` and a
+    ``score`` in [0, 1], an AgentLongBench record (it has ``question_type``) a ``score`` in [0, 1] or null; and, when present, a numeric ``tool_failure_rate`` and a ``usage`` object of numbers."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    for name in RECORD_TEXT_FIELDS:
+        if not isinstance(record.get(name), str):
+            return f"{name!r} is missing or not a string"
+    score: Any = record.get("score")
+    if "question_type" in record:  # an AgentLongBench QA record: no grid; an unscorable answer has score None
+        if score is not None and not (_is_number(score) and 0.0 <= score <= 1.0):
+            return f"'score' is {score!r}, not null or a number in [0, 1]"
+    else:
+        for name in RECORD_INT_FIELDS:
+            if type(record.get(name)) is not int:
+                return f"{name!r} is missing or not an integer"
+        if not _is_number(score) or not 0.0 <= score <= 1.0:
+            return f"'score' is {score!r}, not a number in [0, 1]"
+    rate = record.get("tool_failure_rate")
+    if rate is not None and not _is_number(rate):
+        return f"'tool_failure_rate' is {rate!r}, not a number"
+    usage = record.get("usage", {})
+    if not isinstance(usage, dict) or not all(_is_number(v) for v in usage.values()):
+        return "'usage' is not an object of numbers"
+    return None
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float, bool) and math.isfinite(value)
+
+
+def read_records(path: str | os.PathLike[str], *, skipped: list[int] | None = None) -> Iterator[dict[str, Any]]:
+    """Every valid record of a JSONL episode file, in file order; a missing file yields nothing.
+
+    A torn last line (no newline: a write cut short, or one in progress) is ignored with a
+    warning. Other lines that are not records: without ``skipped``, :class:`MalformedRecordsError`
+    naming them is raised once the valid records were yielded; with it, their line numbers are
+    appended to ``skipped`` and each is logged.
+    """
     path = Path(path)
     if not path.exists():
         return
+    problems: list[tuple[int, str]] = []
+    good = 0
     with path.open("rb") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.endswith(b"\n"):
                 logger.warning("%s: ignoring torn last line %d (%d bytes)", path, number, len(line))
-                return
+                break
             try:
                 record = json.loads(line)
-            except ValueError:
-                logger.warning("%s: ignoring unreadable line %d", path, number)
-                continue
-            if isinstance(record, dict):
+            except ValueError as error:
+                problem: str | None = f"not JSON ({error})"
+            else:
+                problem = record_problem(record)
+            if problem is None:
+                good += 1
                 yield record
+            elif skipped is not None:
+                logger.warning("%s: skipping malformed line %d: %s", path, number, problem)
+                skipped.append(number)
+            else:
+                problems.append((number, problem))
+    if problems:
+        raise MalformedRecordsError(path, problems, good)
 
 
 class EpisodeLog:
     """An append-only, crash-safe JSONL file of episode records keyed by ``record["key"]``.
 
-    Use as a context manager or call :meth:`close`. ``keys`` holds the keys already present;
-    :meth:`append` writes one record atomically (one write + fsync) and adds its key.
+    Opening takes an exclusive lock (``fcntl.flock`` on ``.<name>.lock`` beside the file, which
+    holds the owner's pid; released when closed or when the process dies) or raises
+    :class:`FileInUseError`; then cuts a torn last line and reads the keys present
+    (:func:`read_records`: malformed lines raise unless ``skip_malformed``). Use as a context
+    manager or call :meth:`close`. :meth:`append` writes one record atomically (one write + fsync)
+    and adds its key.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, skip_malformed: bool = False) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        _cut_torn_tail(self.path)
-        self.keys: set[str] = {str(r["key"]) for r in read_records(self.path) if "key" in r}
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock_fd = _lock(self.path)
+        self._fd = -1
+        try:
+            _cut_torn_tail(self.path)
+            skipped: list[int] | None = [] if skip_malformed else None
+            self.keys: set[str] = {str(r["key"]) for r in read_records(self.path, skipped=skipped)}
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except BaseException:
+            self.close()
+            raise
 
     def append(self, record: Mapping[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        written = os.write(self._fd, line)
-        if written != len(line):  # a regular file only writes short when the disk is full
-            raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
-        os.fsync(self._fd)
+        line = encode_json(record) + b"\n"
+        size = os.fstat(self._fd).st_size
+        try:
+            written = os.write(self._fd, line)
+            if written != len(line):  # a regular file only writes short when the disk is full
+                raise OSError(f"{self.path}: short write ({written} of {len(line)} bytes)")
+            os.fsync(self._fd)
+        except OSError:  # e.g. a full disk: leave the file as it was, whole lines only
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise
         self.keys.add(str(record["key"]))
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        for name in ("_fd", "_lock_fd"):
+            descriptor = getattr(self, name)
+            if descriptor >= 0:
+                os.close(descriptor)
+                setattr(self, name, -1)
 
     def __enter__(self) -> EpisodeLog:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _lock(path: Path) -> int:
+    """Take the exclusive lock of ``path``; returns the lock file's descriptor."""
+    descriptor = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
+        os.close(descriptor)
+        raise FileInUseError(path, int(holder) if holder.isdigit() else None) from None
+    except BaseException:
+        os.close(descriptor)
+        raise
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
+    return descriptor
 
 
 def _cut_torn_tail(path: Path) -> None:
@@ -101,15 +235,16 @@ def _cut_torn_tail(path: Path) -> None:
             os.fsync(handle.fileno())
 
 
-def write_json_atomic(path: str | os.PathLike[str], value: Any) -> None:
-    """Write ``value`` as indented JSON to ``path`` via a temp file + ``os.replace`` (never half-written)."""
+def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
+    """Create or replace ``path`` with what ``write(binary_handle)`` writes, atomically: through a
+    uniquely named temp file in the same folder, fsynced, then ``os.replace`` (a reader never sees
+    a partial file; concurrent writers never share a temp file; a failure leaves the old file)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
+        with os.fdopen(descriptor, "wb") as handle:
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, 0o644)  # mkstemp creates 0600; results are meant to be shared
@@ -117,3 +252,8 @@ def write_json_atomic(path: str | os.PathLike[str], value: Any) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: str | os.PathLike[str], value: Any) -> None:
+    """Write ``value`` as indented JSON to ``path`` atomically (:func:`write_atomic`, :func:`encode_json`)."""
+    write_atomic(path, lambda handle: handle.write(encode_json(value, indent=2) + b"\n"))

@@ -16,7 +16,7 @@ next spec takes its place.
 
 A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, ``domain``,
 ``instance_id``, ``instance_index``, ``seed``, ``trial``, ``tool_failure_rate``, ``env_config``,
-``max_turns``), ``hidden_slots``, ``decoy_budget``, ``score`` (0/1), ``reason``, ``terminated``,
+``max_turns``), ``hidden_slots``, ``decoy_budget``, ``score`` (0.0/1.0), ``reason``, ``terminated``,
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
 ``turns`` (per turn: ``reward``, ``info`` and, when the engine reports them, token counts and
 ``prompt_token_ids`` / ``completion_token_ids`` / ``finish_reason``), ``usage`` (``turns``,
@@ -168,6 +168,12 @@ class _Episode:
         self.tools = info.get("tools", [])
         self.reset_info = {k: v for k, v in info.items() if k not in _INFO_DROPPED}
 
+    def extend_messages(self, info: Mapping[str, Any]) -> None:
+        """Append what the adapter's ``info["messages"]`` (the whole conversation, as a view) holds
+        beyond the messages already kept: copying only the new turn keeps a turn's cost flat."""
+        if "messages" in info:
+            self.messages.extend(info["messages"][len(self.messages) :])
+
     def log_turn(self, reward: float, info: dict[str, Any], completion: Completion | None = None) -> None:
         turn: dict[str, Any] = {
             "reward": float(reward),
@@ -206,7 +212,7 @@ class _Episode:
             "tool_failure_rate": spec.tool_failure_rate if spec else None,
             "env_config": _jsonable(reset.get("budgets", {})),
             "max_turns": spec.max_turns if spec else None,
-            "score": int(bool(info.get("score", False))),
+            "score": float(info.get("score") or 0.0),
             "reason": info.get("reason"),
             "terminated": bool(terminated),
             "truncated": bool(truncated),
@@ -352,7 +358,7 @@ def _chat_step(episode: _Episode, completion: Completion) -> tuple[bool, bool, d
     _, reward, terminated, truncated, info = episode.env.step(completion_action(completion))
     episode.usage["env_s"] += time.perf_counter() - began
     episode.usage["tool_calls"] += len(info.get("calls", ()))
-    episode.messages = list(info["messages"]) if "messages" in info else episode.messages
+    episode.extend_messages(info)
     episode.log_turn(float(reward), info, completion)
     return terminated, truncated, info
 
@@ -427,7 +433,7 @@ def run_vector_episodes(
             episode = episodes[i]
             if episode is None or i not in running:
                 continue
-            episode.messages = list(info.get("messages", episode.messages))
+            episode.extend_messages(info)
             episode.usage["tool_calls"] += len(info.get("calls", ()))
             episode.log_turn(float(rewards[i]), info, completions[running.index(i)])
             if terminations[i] or truncations[i]:

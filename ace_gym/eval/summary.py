@@ -1,19 +1,34 @@
 """Aggregate episode records into the paper's views: cells, domains, overall, and a text table.
 
-Aggregation follows the published notebook (spec §4.4): a *cell* is one (domain, hidden slots,
-decoy budget) and averages every episode in it (trials and tool-failure rates pooled); a
-domain's score is the mean of its cells' scores; the overall score is the mean of the domains'
-scores. Usage (steps = policy turns, tool calls, time, tokens) is averaged over episodes.
+Aggregation follows the published notebook (docs/compatibility.md §4.4): a *cell* is one
+(domain, hidden slots, decoy budget) and averages every episode in it (trials and tool-failure
+rates pooled); a domain's score is the mean of its cells' scores; the overall score is the mean
+of the domains' scores. Usage (steps = policy turns, tool calls, time, tokens) is averaged over
+episodes.
+
+Every score comes with its standard error ``score_se`` (None below two episodes), episodes taken
+as independent draws: for a plain mean, the sample standard deviation over sqrt(n); for a
+domain's mean of cell means, the same variance (over the domain's episodes) times the sum of the
+squared episode weights; for the overall mean of domains, the root sum of the domains' squared
+errors over the number of domains. 35 binary episodes at a score near 0.5 give about 0.085.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ace_gym.errors import ConfigError
 
 USAGE_FIELDS = ("steps", "tool_calls", "time_s", "tokens")
+TABLE_LEGEND = (
+    "score     share of episodes solved (1 = every rule holds) ± its standard error; a domain's score is",
+    "          the mean of its (hidden slots, decoy budget) cells, the average the mean of the domains",
+    "episodes  episodes in the row; per episode: steps = policy turns, calls = tool calls,",
+    "          time s = wall seconds, tokens = prompt + completion tokens (LLM policies)",
+)
 
 
 def _usage(record: Mapping[str, Any]) -> dict[str, float]:
@@ -26,16 +41,45 @@ def _usage(record: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-def _mean(values: list[float]) -> float:
+def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _stats(records: list[Mapping[str, Any]]) -> dict[str, Any]:
+def _weighted_se(scores: Sequence[float], weights: Sequence[float]) -> float | None:
+    """Standard error of ``sum(w * s)`` with the scores' sample variance; None below two scores."""
+    if len(scores) < 2:
+        return None
+    mean = _mean(scores)
+    variance = sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)
+    return math.sqrt(variance * sum(w * w for w in weights))
+
+
+def _stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     usages = [_usage(r) for r in records]
-    stats: dict[str, Any] = {"episodes": len(records), "score": _mean([float(r["score"]) for r in records])}
+    scores = [float(r["score"]) for r in records]
+    stats: dict[str, Any] = {
+        "episodes": len(records),
+        "score": _mean(scores),
+        "score_se": _weighted_se(scores, [1.0 / len(scores) for _ in scores]),
+    }
     for name in USAGE_FIELDS:
         stats[name] = _mean([u[name] for u in usages])
     return stats
+
+
+def _rate(record: Mapping[str, Any]) -> str:
+    return f"{float(record.get('tool_failure_rate') or 0.0):g}"
+
+
+def _cells(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, int, int], list[Mapping[str, Any]]] = {}
+    for record in records:
+        cell = (str(record["domain"]), int(record["hidden_slots"]), int(record["decoy_budget"]))
+        groups.setdefault(cell, []).append(record)
+    return [
+        {"domain": domain, "hidden_slots": hidden, "decoy_budget": budget, **_stats(group)}
+        for (domain, hidden, budget), group in sorted(groups.items())
+    ]
 
 
 def unique_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -52,34 +96,42 @@ def unique_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, An
 def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The summary of one policy's records.
 
-    Returns ``{"policy", "episodes", "overall", "per_domain": {domain: stats}, "per_failure_rate":
-    {rate: stats}, "cells": [stats + domain, hidden_slots, decoy_budget]}`` where stats are
-    ``episodes``, ``score``, ``steps``, ``tool_calls``, ``time_s``, ``tokens``. Raises ConfigError
-    when the records come from more than one policy.
+    Returns ``{"policy", "episodes", "overall", "per_domain": {domain: stats + datasets},
+    "per_failure_rate": {rate: stats}, "cells": [stats + domain, hidden_slots, decoy_budget],
+    "cells_by_failure_rate": {rate: [cells of that rate's episodes]}}`` where stats are
+    ``episodes``, ``score``, ``score_se``, ``steps``, ``tool_calls``, ``time_s``, ``tokens`` and
+    ``datasets`` lists the dataset each domain's episodes came from (no records: policy None,
+    empty views). Raises ConfigError when the records come from more than one policy.
     """
     records = unique_records(records)
     policies = sorted({str(r.get("policy")) for r in records})
     if len(policies) > 1:
         raise ConfigError("records", policies, "come from several policies; summarise one policy at a time")
-    groups: dict[tuple[str, int, int], list[Mapping[str, Any]]] = {}
-    for record in records:
-        cell = (str(record["domain"]), int(record["hidden_slots"]), int(record["decoy_budget"]))
-        groups.setdefault(cell, []).append(record)
-    cells = [
-        {"domain": domain, "hidden_slots": hidden, "decoy_budget": budget, **_stats(group)}
-        for (domain, hidden, budget), group in sorted(groups.items())
-    ]
+    cells = _cells(records)
     per_domain: dict[str, Any] = {}
     for domain in dict.fromkeys(c["domain"] for c in cells):
         domain_records = [r for r in records if r["domain"] == domain]
+        domain_cells = {(c["hidden_slots"], c["decoy_budget"]): c for c in cells if c["domain"] == domain}
         stats = _stats(domain_records)
-        stats["score"] = _mean([c["score"] for c in cells if c["domain"] == domain])
+        stats["score"] = _mean([c["score"] for c in domain_cells.values()])
+        weights = [
+            1.0 / (len(domain_cells) * domain_cells[r["hidden_slots"], r["decoy_budget"]]["episodes"])
+            for r in domain_records
+        ]
+        stats["score_se"] = _weighted_se([float(r["score"]) for r in domain_records], weights)
+        stats["datasets"] = sorted({str(r.get("dataset")) for r in domain_records})
         per_domain[domain] = stats
     overall = _stats(list(records))
     overall["score"] = _mean([d["score"] for d in per_domain.values()])
+    domain_errors = [d["score_se"] for d in per_domain.values()]
+    overall["score_se"] = (
+        None
+        if None in domain_errors or not domain_errors
+        else math.sqrt(sum(e * e for e in domain_errors)) / len(domain_errors)
+    )
     rates: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
-        rates.setdefault(f"{float(record.get('tool_failure_rate') or 0.0):g}", []).append(record)
+        rates.setdefault(_rate(record), []).append(record)
     return {
         "policy": policies[0] if policies else None,
         "episodes": len(records),
@@ -87,17 +139,24 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "per_domain": per_domain,
         "per_failure_rate": {rate: _stats(group) for rate, group in sorted(rates.items())},
         "cells": cells,
+        "cells_by_failure_rate": {rate: _cells(group) for rate, group in sorted(rates.items())},
     }
 
 
+def _score_text(stats: Mapping[str, Any]) -> str:
+    error = stats.get("score_se")
+    return f"{stats['score']:.3f} ±{error:.3f}" if error is not None else f"{stats['score']:.3f}       "
+
+
 def format_table(summary: Mapping[str, Any]) -> str:
-    """The paper-style table: score per domain and the average, with mean steps, time, tokens."""
-    header = f"{'domain':<12}{'episodes':>9}{'score':>8}{'steps':>9}{'calls':>9}{'time s':>9}{'tokens':>10}"
+    """The paper-style table: score ± standard error per domain and the average, with mean
+    steps, tool calls, time and tokens, then a legend saying what each column means."""
+    header = f"{'domain':<12}{'episodes':>9}{'score':>15}{'steps':>9}{'calls':>9}{'time s':>9}{'tokens':>10}"
     lines = [f"policy: {summary.get('policy')}", header, "-" * len(header)]
 
     def row(name: str, stats: Mapping[str, Any]) -> str:
         return (
-            f"{name:<12}{stats['episodes']:>9d}{stats['score']:>8.3f}{stats['steps']:>9.1f}"
+            f"{name:<12}{stats['episodes']:>9d}{_score_text(stats):>15}{stats['steps']:>9.1f}"
             f"{stats['tool_calls']:>9.1f}{stats['time_s']:>9.3f}{stats['tokens']:>10.0f}"
         )
 
@@ -110,19 +169,35 @@ def format_table(summary: Mapping[str, Any]) -> str:
         lines.append(
             "by tool-failure rate: "
             + ", ".join(
-                f"{rate}: {stats['score']:.3f} ({stats['episodes']} ep.)"
+                f"{rate}: {_score_text(stats).strip()} ({stats['episodes']} ep.)"
                 for rate, stats in summary["per_failure_rate"].items()
             )
         )
+    lines.append("")
+    lines.extend(TABLE_LEGEND)
     return "\n".join(lines)
 
 
-def score_grid(summary: Mapping[str, Any], domain: str) -> tuple[list[int], list[int], list[list[float | None]]]:
-    """(hidden-slot values, decoy-budget values, score[h][b] or None) of one domain's cells."""
+def dataset_label(summary: Mapping[str, Any], domain: str) -> str:
+    """The dataset(s) a domain's episodes came from, as a short label (file names, not paths)."""
+    return ", ".join(Path(d).name for d in summary["per_domain"][domain].get("datasets", []))
+
+
+def score_grid(
+    summary: Mapping[str, Any], domain: str, failure_rate: str | None = None
+) -> tuple[list[int], list[int], list[list[float | None]], list[list[int]]]:
+    """``(hidden-slot values, decoy-budget values, score[h][b] or None, episodes[h][b])`` of one
+    domain's cells: the pooled cells, or those of one tool-failure rate (a key of
+    ``summary["cells_by_failure_rate"]``). The axes are the values present in any rate's cells of
+    the domain, so every rate's grid has the same shape."""
     cells = [c for c in summary["cells"] if c["domain"] == domain]
     hidden = sorted({c["hidden_slots"] for c in cells})
     budgets = sorted({c["decoy_budget"] for c in cells})
-    grid: list[list[float | None]] = [[None] * len(budgets) for _ in hidden]
+    if failure_rate is not None:
+        cells = [c for c in summary["cells_by_failure_rate"][failure_rate] if c["domain"] == domain]
+    scores: list[list[float | None]] = [[None] * len(budgets) for _ in hidden]
+    counts = [[0] * len(budgets) for _ in hidden]
     for c in cells:
-        grid[hidden.index(c["hidden_slots"])][budgets.index(c["decoy_budget"])] = c["score"]
-    return hidden, budgets, grid
+        r, b = hidden.index(c["hidden_slots"]), budgets.index(c["decoy_budget"])
+        scores[r][b], counts[r][b] = c["score"], c["episodes"]
+    return hidden, budgets, scores, counts

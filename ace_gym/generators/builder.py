@@ -1,13 +1,13 @@
 """One generation attempt: truth, thresholds, slot rules, decoys, filters -> instance dict.
 
-Follows spec §2 (stages 1-2) with every random draw taken from the attempt's numpy Generator.
+Follows docs/compatibility.md §2 (stages 1-2) with every random draw taken from the attempt's numpy Generator.
 An attempt either returns a complete instance dict in the published layout or raises
 :class:`AttemptFailed` with a reason; the caller retries with the next derived seed.
 
 Items are rows of an int64 matrix over the domain's attributes (categorical values as codes).
 Global rules become *components* (see :mod:`ace_gym.generators.combinations`).
 
-Departures from the published generator, each fixing a tell or a failure mode (spec §2.7, §7):
+Departures from the published generator, each fixing a tell or a failure mode (docs/compatibility.md §2.7, §7):
 
 * Names do not reveal the truth. The published release numbers names by generation order, so the
   truth always has the smallest number in its slot. Here name numbers are a random permutation
@@ -147,7 +147,8 @@ class _Components:
 
 
 def _thresholds(rng: np.random.Generator, table: _DomainTable, truth: np.ndarray, cols: int) -> dict[str, int]:
-    """One threshold per global rule, drawn from its kind's range around the truth grid's aggregate."""
+    """One threshold per global rule, drawn from its kind's range around the truth grid's aggregate
+    (docs/compatibility.md §1.6)."""
     cells = truth.shape[0]
     bounds: dict[str, int] = {}
     for rule in table.domain.global_rules:
@@ -176,7 +177,7 @@ def _assign_slot_rules(
     rng: np.random.Generator, table: _DomainTable, hidden_items: np.ndarray, per_slot: int
 ) -> list[list[tuple[int, int]]]:
     """Per hidden slot its ``(rule, value)`` list in assignment order: round-robin cover of the
-    shuffled rules, then a random top-up to ``per_slot`` rules (spec §2.3 step 5)."""
+    shuffled rules, then a random top-up to ``per_slot`` rules (docs/compatibility.md §2.3 step 5)."""
     feasible = [_feasible_rules(table, item) for item in hidden_items]
     count = len(hidden_items)
     assigned: list[list[int]] = [[] for _ in range(count)]
@@ -209,7 +210,7 @@ def _allowed_ranges(table: _DomainTable, rules: list[tuple[int, int]]) -> tuple[
 
 
 def _split_budget(rng: np.random.Generator, budget: int, k: int, cap: int) -> list[int]:
-    """Decoy counts of the k branch slots: each in [1, cap], summing to ``budget`` (spec §2.3)."""
+    """Decoy counts of the k branch slots: each in [1, cap], summing to ``budget`` (docs/compatibility.md §2.3)."""
     if k == 1:
         return [budget]
     parts, remaining = [], budget
@@ -266,7 +267,7 @@ class _TargetSets:
 
 @dataclass(frozen=True)
 class _Scaffold:
-    """Stage 1 (spec §2.3): truth, thresholds, hidden layout, slot rules and the branch plan.
+    """Stage 1 (docs/compatibility.md §2.3): truth, thresholds, hidden layout, slot rules and the branch plan.
 
     Arrays over components: ``truth_rows[cell]`` (each truth item's contribution), ``totals``
     (the truth grid's vector), ``later_truth[s]`` (summed over the hidden cells after slot s).
@@ -338,7 +339,7 @@ def _scaffold(config: InstanceConfig, rng: np.random.Generator, table: _DomainTa
 
 
 class _EarlierDecoys:
-    """What the decoys of the branch slots built so far allow, per component (spec §2.5).
+    """What the decoys of the branch slots built so far allow, per component (docs/compatibility.md §2.5).
 
     ``slack``: sum over earlier slots of min(0, min delta) -- the most an adversarial choice of
     earlier decoys can lower a component (the hard guarantee must survive it).
@@ -372,7 +373,7 @@ def _decoys(
 
     Every decoy passes the slot's rules and, by the separable test, breaks some global rule under
     every choice in the earlier branch slots (later slots truth). Tiers are tried in order with a
-    batch of constructed candidates each; the last branch slot skips them (spec §2.5).
+    batch of constructed candidates each; the last branch slot skips them (docs/compatibility.md §2.5).
     """
     components = scaffold.components
     cell = int(scaffold.hidden[s])
@@ -420,7 +421,7 @@ def _filters(rng: np.random.Generator, table: _DomainTable, rules: list[tuple[in
 
 
 def build_instance_dict(config: InstanceConfig, rng: np.random.Generator) -> dict[str, object]:
-    """One attempt (spec §2.3-2.5); the published instance layout minus the certificate."""
+    """One attempt (docs/compatibility.md §2.3-2.5); the published instance layout minus the certificate."""
     table = _table(config.domain)
     scaffold = _scaffold(config, rng, table)
     components = scaffold.components
@@ -457,7 +458,7 @@ def _assemble(
     filters: dict[int, list[int]],
     stages: dict[int, tuple[int, str]],
 ) -> dict[str, object]:
-    """Ids, names and the published key layout (spec §1.3-1.4). ``pool`` rows are the items in
+    """Ids, names and the published key layout (docs/compatibility.md §1.3-1.4). ``pool`` rows are the items in
     generation order (truth grid first); ``decoys``/``filters`` map hidden slots to pool rows."""
     domain = table.domain
     hidden, slot_rules, bounds = scaffold.hidden, scaffold.slot_rules, scaffold.bounds

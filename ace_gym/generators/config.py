@@ -31,6 +31,14 @@ class GenerationError(AceGymError, RuntimeError):
         return (GenerationError, (self.config, self.attempts, self.seconds, self.reasons))
 
 
+MAX_CELLS = 10_000
+"""The largest grid (rows x cols) the generator builds."""
+MAX_ROWS = 100
+"""The most rows: a ``max_row_sum`` rule keeps one running total per row for every item."""
+MAX_POOL_ITEMS = 50_000
+"""The largest item pool: rows x cols grid items plus (effective candidates - 1) per hidden slot."""
+
+
 def _check_int(field: str, value: object, minimum: int) -> int:
     if type(value) is not int and not isinstance(value, np.integer):
         raise ConfigError(field, value, "must be an integer")
@@ -41,7 +49,15 @@ def _check_int(field: str, value: object, minimum: int) -> int:
 
 @dataclass(frozen=True)
 class InstanceConfig:
-    """The inputs an instance is a pure function of (spec §2; seed included)."""
+    """The inputs an instance is a pure function of (docs/compatibility.md §2; seed included).
+
+    Bounded so that one attempt's memory stays bounded: rows x cols <= :data:`MAX_CELLS`, rows <=
+    :data:`MAX_ROWS`, and the item pool, rows x cols + hidden_slots x (K_eff - 1) with
+    K_eff = max(candidates_per_slot, decoy_budget + 2), at most :data:`MAX_POOL_ITEMS`. The
+    builder gives *every* hidden slot K_eff candidates (the decoys of a branch slot plus the
+    truth and a filter must fit in any one slot), so the pool, not the branch split, is what a
+    large decoy budget blows up; ConfigError names the largest value the other fields allow.
+    """
 
     domain: str
     rows: int
@@ -58,12 +74,33 @@ class InstanceConfig:
         object.__setattr__(self, "candidates_per_slot", _check_int("candidates_per_slot", self.candidates_per_slot, 1))
         object.__setattr__(self, "seed", _check_int("seed", self.seed, 0))
         cells = self.rows * self.cols
+        if cells > MAX_CELLS:
+            raise ConfigError("rows*cols", cells, f"grids above {MAX_CELLS} cells are not supported")
+        if self.rows > MAX_ROWS:
+            raise ConfigError(
+                "rows", self.rows, f"at most {MAX_ROWS}: row-sum rules keep one total per row for every item"
+            )
         if self.hidden_slots > cells:
             raise ConfigError(
                 "hidden_slots", self.hidden_slots, f"a {self.rows}x{self.cols} grid has only {cells} cells"
             )
-        if self.cells > 10_000:
-            raise ConfigError("rows*cols", cells, "grids above 10000 cells are not supported")
+        largest_candidates = (MAX_POOL_ITEMS - cells) // self.hidden_slots + 1
+        where = f"on a {self.rows}x{self.cols} grid with hidden_slots={self.hidden_slots}"
+        pool = (
+            f"the item pool ({cells} grid items + {self.hidden_slots} x (K_eff - 1) candidates) "
+            f"is limited to MAX_POOL_ITEMS = {MAX_POOL_ITEMS}"
+        )
+        if self.candidates_per_slot > largest_candidates:
+            raise ConfigError(
+                "candidates_per_slot", self.candidates_per_slot, f"at most {largest_candidates} {where}: {pool}"
+            )
+        if self.decoy_budget + 2 > largest_candidates:
+            raise ConfigError(
+                "decoy_budget",
+                self.decoy_budget,
+                f"at most {largest_candidates - 2} {where}: every hidden slot gets "
+                f"K_eff = max(candidates_per_slot, decoy_budget + 2) candidates and {pool}",
+            )
 
     @property
     def domain_spec(self) -> Domain:

@@ -1,8 +1,8 @@
-"""Generate a dataset file in the published layout, with any number of worker processes.
+"""Generate a dataset file in the published layout, with any number of worker processes or Ray tasks.
 
 Instances are ordered ``for h in hidden_slots: for b in decoy_budgets`` and each is a pure
 function of its own (domain, size, h, b, K, seed), so the file is byte-identical whatever the
-number of workers. Files are written atomically (temporary file, then ``os.replace``); a path
+number of workers or the backend. Files are written atomically (temporary file, then ``os.replace``); a path
 ending in ``.gz`` is gzip-compressed with a zero timestamp.
 """
 
@@ -23,6 +23,8 @@ from ace_gym.generators.instances import generate_instance
 
 Progress = Callable[[int, int], None]
 """Called as ``progress(done, total)`` after each instance."""
+BACKENDS = ("local", "ray")
+"""Where instances are generated: this machine's processes, or Ray tasks."""
 
 
 def dataset_file_name(
@@ -34,7 +36,7 @@ def dataset_file_name(
     candidates_per_slot: int,
     seed: int,
 ) -> str:
-    """The published file name (spec §1.1), without a compression suffix."""
+    """The published file name (docs/compatibility.md §1.1), without a compression suffix."""
     hidden = "-".join(str(h) for h in hidden_slots)
     budgets = "-".join(str(b) for b in decoy_budgets)
     return f"{domain}_dataset_r{rows}_c{cols}_h{hidden}_cand{candidates_per_slot}_budget{budgets}_seed{seed}.json"
@@ -66,18 +68,23 @@ def generate_dataset(
     workers: int = 1,
     time_budget: float = 120.0,
     progress: Progress | None = None,
+    backend: str = "local",
 ) -> dict[str, Any]:
     """Generate every (hidden_slots x decoy_budgets) instance and return the dataset dict.
 
     With ``path`` the dict is also written there as indented JSON (published layout, key order
-    as published); ``.gz`` paths are compressed. ``workers`` > 1 uses worker processes; the
-    output does not depend on it. Raises ConfigError for an impossible configuration (before
-    any work) and GenerationError if an instance cannot be generated within ``time_budget``.
+    as published); ``.gz`` paths are compressed. ``workers`` > 1 uses worker processes;
+    ``backend="ray"`` runs one Ray task per instance instead (see
+    :mod:`ace_gym.generators.ray_backend`; ``workers`` is then unused). The output depends on
+    neither. Raises ConfigError for an impossible configuration (before any work) and
+    GenerationError if an instance cannot be generated within ``time_budget``.
     """
     hidden_values = _values("hidden_slots", hidden_slots)
     budget_values = _values("decoy_budgets", decoy_budgets)
     if type(workers) is not int or workers < 1:
         raise ConfigError("workers", workers, "must be a positive integer")
+    if backend not in BACKENDS:
+        raise ConfigError("backend", backend, f"must be one of {list(BACKENDS)}")
     jobs = []
     for h in hidden_values:
         for b in budget_values:
@@ -95,7 +102,11 @@ def generate_dataset(
                 }
             )
     records: list[dict[str, Any] | None] = [None] * len(jobs)
-    if workers == 1:
+    if backend == "ray":
+        from ace_gym.generators.ray_backend import map_on_ray
+
+        records[:] = map_on_ray(_instance_record, jobs, progress)
+    elif workers == 1:
         for n, job in enumerate(jobs):
             records[n] = _instance_record(job)
             if progress is not None:

@@ -6,7 +6,8 @@ message and returns a :class:`ParsedTurn` (calls, prose, reasoning, errors, form
 Qwen3.5 ``<tool_call><function=NAME><parameter=KEY>VALUE</parameter></function></tool_call>``),
 ``llama3_json`` (``{"name": ..., "parameters": ...}``), ``json`` (a bare call object or list),
 ``mistral`` (``[TOOL_CALLS][...]``), ``pythonic`` (``[set_slot(row=1, col=2, id="C1")]``) and
-``openai`` (native ``tool_calls``).
+``openai`` (native ``tool_calls``). Any text is read in linear time (``benchmarks/bench_parsing.py``
+measures it); limits on garbage are reported in ``errors``.
 """
 
 from ace_gym.parsing.calls import ParsedCall

@@ -12,6 +12,12 @@ CALL_KEYS = frozenset({"name", "arguments", "parameters", "type", "id"})
 QUOTE_LIMIT = 120
 #: at most this many calls (and broken fragments) are read from one turn; finders stop after one more
 MAX_FOUND = 128
+#: at most this many opening characters of one kind (``{`` for JSON, ``[`` for pythonic calls) are
+#: looked at per turn: a regex search costs a few tens of ns at each, and garbage can be all openers
+MAX_OPENERS = 1 << 14
+#: longest tool name, parameter name or JSON value the parsers read (tool arguments are short)
+MAX_NAME_LENGTH = 128
+MAX_VALUE_LENGTH = 1 << 16
 
 
 class ParsedCall(NamedTuple):
@@ -44,6 +50,22 @@ def quote(fragment: str) -> str:
     """A short, single-line quotation of a fragment for an error message."""
     flat = " ".join(fragment[: 2 * QUOTE_LIMIT].split())
     return flat if len(flat) <= QUOTE_LIMIT else flat[: QUOTE_LIMIT - 3] + "..."
+
+
+def opener_limit(text: str, opener: str) -> int:
+    """Where a finder stops looking for ``opener``: the index of its :data:`MAX_OPENERS`-th
+    occurrence in ``text``, or ``len(text)`` when there are fewer."""
+    if text.count(opener) <= MAX_OPENERS:
+        return len(text)
+    rest = text.split(opener, MAX_OPENERS)[-1]
+    return len(text) - len(rest) - len(opener)
+
+
+def unread(text: str, start: int, why: str) -> Found:
+    """An error claiming nothing: the text from ``start`` on was not read, and why."""
+    return Found(
+        start, start, None, f"{why}; the text from {quote(text[start : start + 2 * QUOTE_LIMIT])!r} on was not read"
+    )
 
 
 def decode_arguments(name: str, arguments: Any, call_id: str | None = None) -> ParsedCall:

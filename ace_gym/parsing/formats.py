@@ -3,6 +3,11 @@
 Every finder takes the model's text (reasoning already removed) and returns the spans it claims
 as :class:`Found` entries, in text order. They never raise: a broken fragment becomes a
 ``Found`` with an error (or a call with an ``error`` when the tool name was still readable).
+
+They run in time linear in the text, whatever it holds (``benchmarks/bench_parsing.py``): each
+block or marker region is read once, names are bounded, JSON values are read up to
+:data:`~ace_gym.parsing.calls.MAX_VALUE_LENGTH` characters, and the work spent on garbage is
+capped per text; what a cap leaves unread is reported as an error, never dropped silently.
 """
 
 from __future__ import annotations
@@ -11,7 +16,19 @@ import json
 import re
 from typing import Any
 
-from ace_gym.parsing.calls import MAX_FOUND, QUOTE_LIMIT, Found, ParsedCall, calls_from_json, decode_arguments, quote
+from ace_gym.parsing.calls import (
+    MAX_FOUND,
+    MAX_NAME_LENGTH,
+    MAX_VALUE_LENGTH,
+    QUOTE_LIMIT,
+    Found,
+    ParsedCall,
+    calls_from_json,
+    decode_arguments,
+    opener_limit,
+    quote,
+    unread,
+)
 
 TAG_OPEN = "<tool_call>"
 TAG_CLOSE = "</tool_call>"
@@ -19,56 +36,115 @@ MISTRAL_MARKER = "[TOOL_CALLS]"
 PYTHON_TAG = "<|python_tag|>"
 
 _DECODER = json.JSONDecoder()
-_WINDOW = 4096
+#: the first window a JSON value is decoded in; a longer value gets windows 4x larger, up to MAX_VALUE_LENGTH
+_WINDOW = 1024
 _WINDOW_MARGIN = 256
+#: JSON values :func:`find_json` tries in one text (calls, data and broken fragments alike)
+MAX_JSON_VALUES = 1024
+#: characters :func:`find_json` may decode: half the text's length plus a fixed allowance (a
+#: call is decoded once; what costs more is garbage whose failed attempts overlap and re-read it)
+_DECODE_ALLOWANCE = 1 << 16
+_NAME = f"{{0,{MAX_NAME_LENGTH}}}"  # bounded names: a failed match never backtracks over a long run
 _SPACE = re.compile(r"\s*")
-_FUNCTION = re.compile(r"<function=([^>\n]*)>")
+_FUNCTION = re.compile(rf"<function=([^<>\n]{_NAME})>")
 _FUNCTION_CLOSE = "</function>"
-_PARAMETER = re.compile(r"<parameter=([^>\n]*)>(.*?)(?:</parameter>|(?=<parameter=)|\Z)", re.S)
+_PARAMETER = re.compile(rf"<parameter=([^<>\n]{_NAME})>")
+_PARAMETER_OPEN = "<parameter="
+_PARAMETER_CLOSE = "</parameter>"
+#: parameters read per ``<function=...>`` (the tools take at most six)
+MAX_PARAMETERS = 64
 _NAME_VALUE = re.compile(r'"name"\s*:\s*"([^"\\]{1,100})"')
-_JSON_START = re.compile(r"\{|\[\s*\{")
 _CALL_START = re.compile(r'\{\s*"(?:name|function|type|id)"\s*:')
 # the layout chat templates write and models copy: {"name": "<tool>", "arguments": {...}}
 _CANONICAL_CALL = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{)')
 _OBJECT_END = re.compile(r"\s*\}")
-_MISTRAL_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*([\w\-]+)\s*)?\[ARGS\]")
+_MISTRAL_NAMED = re.compile(
+    rf"\s*([A-Za-z_][\w.\-]{_NAME})\s*(?:\[CALL_ID\]\s*([\w\-]{{1,{MAX_NAME_LENGTH}}})\s*)?\[ARGS\]"
+)
+_LIST_LOOKBACK = 64
 
 
-def _decode_json(text: str, start: int) -> tuple[Any, int] | str:
-    """``(value, end)`` of the JSON value at ``start``, or the decoder's complaint.
+class DecodeBudget:
+    """Characters the JSON decoder may still read for one text; ``exhausted`` once a decode was refused."""
 
-    Decodes a window first: the decoder's error message counts lines from the start of its
-    input, which would make scanning a long text for calls quadratic.
+    def __init__(self, text_length: int) -> None:
+        self.chars = text_length // 2 + _DECODE_ALLOWANCE
+        self.exhausted = False
+
+    def charge(self, chars: int) -> None:
+        self.chars -= chars
+
+
+class _NextFinder:
+    """Occurrences of ``needle`` in ``text[:stop]`` asked for at increasing positions: a search
+    resumes only once the position passes the last occurrence found, so all of them cost one pass."""
+
+    def __init__(self, text: str, needle: str, stop: int | None = None) -> None:
+        self.text, self.needle = text, needle
+        self.stop = len(text) if stop is None else stop
+        self.found = -2  # not searched yet
+
+    def at(self, position: int) -> int:
+        """The first occurrence at or after ``position``, or -1."""
+        if self.found != -1 and self.found < position:
+            self.found = self.text.find(self.needle, position, self.stop)
+        return self.found
+
+
+def _decode_json(text: str, start: int, stop: int, budget: DecodeBudget | None = None) -> tuple[Any, int] | str:
+    """``(value, end)`` of the JSON value at ``start`` within ``text[start:stop]``, or the decoder's complaint.
+
+    Decodes growing windows (1 KiB, then 4x larger while the value runs past the window, up to
+    :data:`MAX_VALUE_LENGTH`): the decoder's error message counts lines from the start of its
+    input and a failed decode may read all of it, so an attempt costs about its window, never the
+    rest of the text. ``budget`` (if given) pays for what is read; once spent, values are refused.
     """
-    window = text[start : start + _WINDOW]
-    try:
-        value, end = _DECODER.raw_decode(window)
-        return value, start + end
-    except json.JSONDecodeError as error:
-        ran_out = error.pos >= len(window) - _WINDOW_MARGIN or error.msg.startswith("Unterminated string")
-        if not ran_out or len(window) == len(text) - start:
+    size = _WINDOW
+    while True:
+        window_end = min(stop, start + size)
+        if budget is not None and budget.chars < window_end - start:
+            budget.exhausted = True
+            return "not read (the turn holds more JSON than the parser reads)"
+        window = text[start:window_end]
+        try:
+            value, end = _DECODER.raw_decode(window)
+        except json.JSONDecodeError as error:
+            if budget is not None:
+                budget.charge(error.pos + 1)
+            ran_out = error.pos >= len(window) - _WINDOW_MARGIN or error.msg.startswith("Unterminated string")
+            if not ran_out or window_end == stop:
+                return f"invalid JSON ({error})"
+        except (ValueError, RecursionError) as error:  # a number past the digit limit, or deep nesting
+            if budget is not None:
+                budget.charge(len(window))
             return f"invalid JSON ({error})"
-    except RecursionError as error:
-        return f"invalid JSON ({error})"
-    try:
-        value, end = _DECODER.raw_decode(text[start:])
-        return value, start + end
-    except (ValueError, RecursionError) as error:
-        return f"invalid JSON ({error})"
+        else:
+            if budget is not None:
+                budget.charge(end)
+            # a number may go on past the window; objects, lists and strings end where they say
+            if end < len(window) or window_end == stop or isinstance(value, (dict, list, str)):
+                return value, start + end
+        if size >= MAX_VALUE_LENGTH:
+            return f"invalid JSON (a value longer than {MAX_VALUE_LENGTH} characters is not read)"
+        size *= 4
 
 
-def _canonical_call(text: str, start: int) -> tuple[ParsedCall, int] | None:
+def _canonical_call(
+    text: str, start: int, stop: int, budget: DecodeBudget | None = None
+) -> tuple[ParsedCall, int] | str | None:
     """``(call, end)`` for a call object at ``start`` in the canonical layout, keeping the
-    arguments text exactly as written (``arguments_json``); None for any other layout, which the
-    general path then reads. Also the fast path: only the arguments are decoded."""
-    head = _CANONICAL_CALL.match(text, start)
+    arguments text exactly as written (``arguments_json``); the decoder's complaint when the
+    arguments of such an object do not decode (the whole object cannot either); None for any
+    other layout, which the general path then reads. Also the fast path: only the arguments are
+    decoded."""
+    head = _CANONICAL_CALL.match(text, start, stop)
     if head is None:
         return None
-    try:
-        arguments, arguments_end = _DECODER.raw_decode(text, head.end())
-    except (ValueError, RecursionError):
-        return None
-    tail = _OBJECT_END.match(text, arguments_end)
+    decoded = _decode_json(text, head.end(), stop, budget)
+    if isinstance(decoded, str):
+        return decoded
+    arguments, arguments_end = decoded
+    tail = _OBJECT_END.match(text, arguments_end, stop)
     if tail is None:
         return None
     return ParsedCall(head.group(1), arguments, None, None, text[head.end() : arguments_end]), tail.end()
@@ -86,13 +162,23 @@ def _broken(fragment: str, problem: str, start: int, end: int) -> Found:
 
 def _json_calls(decoded: tuple[Any, int] | str, fragment: str, start: int, end: int, what: str) -> list[Found]:
     """The calls of a decoded JSON value (a call or a list of calls) claiming ``text[start:end]``;
-    ``fragment`` is the raw text, quoted when it did not decode."""
+    ``fragment`` is the start of the raw text, quoted when it did not decode."""
     if isinstance(decoded, str):
         return [_broken(fragment, f"{decoded}, possibly truncated", start, end)]
     calls = calls_from_json(decoded[0])
     if calls is None:
         return [Found(start, end, None, f'{what} is not a call {{"name": ..., "arguments": {{...}}}}')]
     return [Found(start, end, call, None) for call in calls]
+
+
+def _skip_space(text: str, position: int, stop: int) -> int:
+    match = _SPACE.match(text, position, stop)
+    return match.end() if match else position
+
+
+def _head(text: str, start: int, stop: int) -> str:
+    """The start of ``text[start:stop]``, enough to quote."""
+    return text[start : min(stop, start + 4 * QUOTE_LIMIT)]
 
 
 # -- <tool_call> blocks: Hermes / Qwen2.5 JSON and Qwen3-Coder / Qwen3.5 XML --------------------
@@ -102,26 +188,75 @@ def _xml_value(raw: str) -> Any:
     """A parameter value: JSON when it decodes (numbers, lists, objects...), else the string."""
     value = raw[1:] if raw.startswith("\n") else raw
     value = value[:-1] if value.endswith("\n") else value
+    if len(value) > MAX_VALUE_LENGTH:
+        return value
     try:
         return json.loads(value)
     except (ValueError, RecursionError):
         return value
 
 
-def _xml_calls(body: str, start: int, end: int) -> list[Found]:
-    found = []
-    for function in _FUNCTION.finditer(body):
+def _xml_parameters(text: str, start: int, stop: int) -> dict[str, Any] | str:
+    """The ``<parameter=KEY>VALUE</parameter>`` pairs of ``text[start:stop]``; a value ends at its
+    closing tag, the next ``<parameter=`` or ``stop``. Why not, when there are too many."""
+    arguments: dict[str, Any] = {}
+    openers = _NextFinder(text, _PARAMETER_OPEN, stop)
+    closers = _NextFinder(text, _PARAMETER_CLOSE, stop)
+    position = start
+    for _ in range(MAX_PARAMETERS):
+        tag = _PARAMETER.search(text, position, stop)
+        if tag is None:
+            return arguments
+        following, closer = openers.at(tag.end()), closers.at(tag.end())
+        ends = [p for p in (following, closer) if p != -1]
+        value_end = min(ends) if ends else stop
+        arguments[tag.group(1).strip()] = _xml_value(text[tag.end() : value_end])
+        position = value_end + len(_PARAMETER_CLOSE) if value_end == closer else value_end
+    if _PARAMETER.search(text, position, stop):
+        return f"more than {MAX_PARAMETERS} <parameter=...> tags in one call"
+    return arguments
+
+
+def _xml_calls(text: str, body_start: int, body_end: int, start: int, end: int) -> list[Found]:
+    """The ``<function=NAME>...</function>`` calls in the block body ``text[body_start:body_end]``."""
+    found: list[Found] = []
+    position = body_start
+    while len(found) <= MAX_FOUND and (function := _FUNCTION.search(text, position, body_end)):
         name = function.group(1).strip()
-        close = body.find(_FUNCTION_CLOSE, function.end())
+        close = text.find(_FUNCTION_CLOSE, function.end(), body_end)
         if close == -1:
-            error = f"the call is cut off before </function> (possibly truncated) in {quote(body)!r}"
+            body = quote(_head(text, body_start, body_end))
+            error = f"the call is cut off before </function> (possibly truncated) in {body!r}"
             found.append(Found(start, end, ParsedCall(name, None, error=error), None))
             break
-        arguments = {
-            m.group(1).strip(): _xml_value(m.group(2)) for m in _PARAMETER.finditer(body, function.end(), close)
-        }
-        found.append(Found(start, end, ParsedCall(name, arguments), None))
+        arguments = _xml_parameters(text, function.end(), close)
+        if isinstance(arguments, str):
+            found.append(Found(start, end, ParsedCall(name, None, error=arguments), None))
+        else:
+            found.append(Found(start, end, ParsedCall(name, arguments), None))
+        position = close + len(_FUNCTION_CLOSE)
     return found
+
+
+def _tagged_block(
+    text: str, body_start: int, body_end: int, start: int, end: int, json_inside: bool, xml_inside: bool
+) -> list[Found]:
+    """What one ``<tool_call>`` block claiming ``text[start:end]`` holds; every read stays in its body."""
+    value_at = _skip_space(text, body_start, body_end)
+    if xml_inside and text.startswith("<function=", value_at, body_end):
+        return _xml_calls(text, value_at, body_end, start, end) or [
+            Found(start, end, None, "empty <function=...> block")
+        ]
+    if json_inside and value_at < body_end and text[value_at] in "{[":
+        canonical = _canonical_call(text, value_at, body_end)
+        if isinstance(canonical, tuple):
+            return [Found(start, end, canonical[0], None)]
+        decoded = canonical if isinstance(canonical, str) else _decode_json(text, value_at, body_end)
+        return _json_calls(decoded, _head(text, value_at, body_end), start, end, "the <tool_call> block")
+    expected = " or ".join(shape for shape, ok in (("a JSON call", json_inside), ("<function=NAME>", xml_inside)) if ok)
+    return [
+        Found(start, end, None, f"<tool_call> must contain {expected}, got {quote(_head(text, value_at, body_end))!r}")
+    ]
 
 
 def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True) -> list[Found]:
@@ -130,34 +265,18 @@ def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True)
     A block whose closing tag is missing runs to the next ``<tool_call>`` or the end of the text.
     """
     found: list[Found] = []
-    position = 0
-    close = 0
-    while len(found) <= MAX_FOUND and (start := text.find(TAG_OPEN, position)) != -1:
+    closers = _NextFinder(text, TAG_CLOSE)
+    start = text.find(TAG_OPEN)
+    while len(found) <= MAX_FOUND and start != -1:
         body_start = start + len(TAG_OPEN)
-        if close != -1 and close < body_start:  # once no closing tag is left, never search again
-            close = text.find(TAG_CLOSE, body_start)
         following = text.find(TAG_OPEN, body_start)
+        close = closers.at(body_start)
         if close == -1 or (following != -1 and following < close):
             body_end = end = following if following != -1 else len(text)
         else:
             body_end, end = close, close + len(TAG_CLOSE)
-        body = text[body_start:body_end].strip()
-        if xml_inside and body.startswith("<function="):
-            found.extend(_xml_calls(body, start, end) or [Found(start, end, None, "empty <function=...> block")])
-        elif json_inside and body[:1] in ("{", "["):
-            value_at = text.index(body[0], body_start)
-            canonical = _canonical_call(text, value_at)
-            if canonical is not None and canonical[1] <= end:
-                found.append(Found(start, end, canonical[0], None))
-            else:
-                decoded = _decode_json(text, value_at)
-                found.extend(_json_calls(decoded, text[value_at:end], start, end, "the <tool_call> block"))
-        else:
-            expected = " or ".join(
-                shape for shape, ok in (("a JSON call", json_inside), ("<function=NAME>", xml_inside)) if ok
-            )
-            found.append(Found(start, end, None, f"<tool_call> must contain {expected}, got {quote(body)!r}"))
-        position = end
+        found.extend(_tagged_block(text, body_start, body_end, start, end, json_inside, xml_inside))
+        start = following  # never inside this block: it either ends there or closes before it
     return found
 
 
@@ -165,52 +284,47 @@ def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True)
 
 
 def find_mistral(text: str) -> list[Found]:
-    """Calls after each ``[TOOL_CALLS]`` marker, in the JSON-list or the name[ARGS] form."""
+    """Calls after each ``[TOOL_CALLS]`` marker, in the JSON-list or the name[ARGS] form; what a
+    marker introduces ends at the next marker."""
     found: list[Found] = []
-    position = 0
-    while len(found) <= MAX_FOUND and (start := text.find(MISTRAL_MARKER, position)) != -1:
+    start = text.find(MISTRAL_MARKER)
+    while len(found) <= MAX_FOUND and start != -1:
         after = start + len(MISTRAL_MARKER)
-        body = _skip_space(text, after)
-        named = _MISTRAL_NAMED.match(text, after)
-        if text[body : body + 1] in ("[", "{"):
-            decoded = _decode_json(text, body)
-            end = decoded[1] if not isinstance(decoded, str) else _next_marker(text, after)
-            found.extend(_json_calls(decoded, text[body:end], start, end, "the [TOOL_CALLS] payload"))
+        following = text.find(MISTRAL_MARKER, after)
+        stop = following if following != -1 else len(text)
+        body = _skip_space(text, after, stop)
+        named = _MISTRAL_NAMED.match(text, after, stop)
+        if body < stop and text[body] in "[{":
+            decoded = _decode_json(text, body, stop)
+            end = decoded[1] if not isinstance(decoded, str) else stop
+            found.extend(_json_calls(decoded, _head(text, body, end), start, end, "the [TOOL_CALLS] payload"))
         elif named:
-            arguments_at = _skip_space(text, named.end())
-            decoded = _decode_json(text, arguments_at)
+            arguments_at = _skip_space(text, named.end(), stop)
+            decoded = _decode_json(text, arguments_at, stop)
             if isinstance(decoded, str):
-                end = _next_marker(text, after)
-                error = f"{decoded}, possibly truncated, in {quote(text[arguments_at:end])!r}"
-                found.append(Found(start, end, ParsedCall(named.group(1), None, named.group(2), error), None))
+                error = f"{decoded}, possibly truncated, in {quote(_head(text, arguments_at, stop))!r}"
+                found.append(Found(start, stop, ParsedCall(named.group(1), None, named.group(2), error), None))
             else:
-                end = decoded[1]
-                found.append(Found(start, end, decode_arguments(named.group(1), decoded[0], named.group(2)), None))
+                call = decode_arguments(named.group(1), decoded[0], named.group(2))
+                found.append(Found(start, decoded[1], call, None))
         else:
-            end = _next_marker(text, after)
-            found.append(
-                Found(
-                    start,
-                    end,
-                    None,
-                    f"expected a JSON list of calls after [TOOL_CALLS], got {quote(text[after:end])!r}",
-                )
-            )
-        position = max(end, after)
+            got = quote(_head(text, after, stop))
+            found.append(Found(start, stop, None, f"expected a JSON list of calls after [TOOL_CALLS], got {got!r}"))
+        start = following
     return found
 
 
-def _skip_space(text: str, position: int) -> int:
-    match = _SPACE.match(text, position)
-    return match.end() if match else position
-
-
-def _next_marker(text: str, position: int) -> int:
-    following = text.find(MISTRAL_MARKER, position)
-    return following if following != -1 else len(text)
-
-
 # -- bare JSON: an object or a list of objects, also Llama-3 {"name", "parameters"} -------------
+
+
+def _json_start(text: str, position: int) -> int:
+    """The next ``{`` at or after ``position``, or the ``[`` opening a list whose first item it is; -1 if none."""
+    brace = text.find("{", position)
+    if brace == -1:
+        return -1
+    lookback = max(position, brace - _LIST_LOOKBACK)
+    before = text[lookback:brace].rstrip()
+    return lookback + len(before) - 1 if before.endswith("[") else brace
 
 
 def find_json(text: str) -> list[Found]:
@@ -219,28 +333,39 @@ def find_json(text: str) -> list[Found]:
     Accepts ``{"name", "arguments"}``, Llama-3's ``{"name", "parameters"}`` (optionally after
     ``<|python_tag|>``, several separated by ``;``) and ``{"type": "function", "function": {...}}``.
     JSON that is not shaped like a call (say, a grid the model quotes) is skipped; a call-shaped
-    object that does not decode is reported up to the next call-shaped start.
+    object that does not decode is reported up to the next call-shaped start. Work is bounded:
+    at most :data:`MAX_JSON_VALUES` values are tried, the decoder reads about half the text's length
+    (a :class:`DecodeBudget`) and the first :data:`~ace_gym.parsing.calls.MAX_OPENERS` ``{`` are
+    looked at; past any limit the rest of the text is reported unread.
     """
     found: list[Found] = []
-    position = 0
-    while len(found) <= MAX_FOUND and (match := _JSON_START.search(text, position)):
-        start = match.start()
-        canonical = _canonical_call(text, start)
-        if canonical is not None:
+    budget = DecodeBudget(len(text))
+    limit = opener_limit(text, "{")
+    position = tried = 0
+    while len(found) <= MAX_FOUND and (start := _json_start(text, position)) != -1:
+        if start >= limit or tried == MAX_JSON_VALUES:
+            found.append(unread(text, start, "too many JSON values in one turn"))
+            break
+        tried += 1
+        canonical = _canonical_call(text, start, len(text), budget)
+        if isinstance(canonical, tuple):
             found.append(Found(start, canonical[1], canonical[0], None))
             position = canonical[1]
             continue
-        decoded = _decode_json(text, start)
+        decoded = canonical if isinstance(canonical, str) else _decode_json(text, start, len(text), budget)
+        if budget.exhausted:
+            found.append(unread(text, start, "too much malformed JSON in one turn"))
+            break
         if isinstance(decoded, str):
-            first_brace = text.index("{", start)
+            first_brace = text.find("{", start)
             if _CALL_START.match(text, first_brace):
-                following = _CALL_START.search(text, first_brace + 1)
-                end = following.start() if following else len(text)
-                found.append(_broken(text[start:end], f"{decoded}, possibly truncated", start, end))
+                following = _CALL_START.search(text, first_brace + 1, limit)
+                end = following.start() if following else limit
+                found.append(_broken(_head(text, start, end), f"{decoded}, possibly truncated", start, end))
                 position = end
             else:  # not a call: resume at the next call-shaped start (keeps long garbage linear)
-                following = _CALL_START.search(text, start + 1)
-                position = following.start() if following else len(text)
+                following = _CALL_START.search(text, start + 1, limit)
+                position = following.start() if following else limit
             continue
         value, end = decoded
         calls = calls_from_json(value)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 OPEN = "<think>"
 CLOSE = "</think>"
+#: think blocks taken apart per turn; text after that many is left as it is (models write one)
+MAX_THINK_BLOCKS = 64
 
 
 def split_reasoning(text: str) -> tuple[str | None, str]:
@@ -13,7 +15,8 @@ def split_reasoning(text: str) -> tuple[str | None, str]:
     with a blank line), a leading ``...</think>`` whose ``<think>`` was part of the prompt
     (Qwen3 / DeepSeek-R1 templates), and an unterminated ``<think>...`` at the end (the model ran
     out of tokens while thinking: everything after it is reasoning). ``reasoning`` is None when
-    the text has no think markup. Tool calls written inside reasoning are not calls.
+    the text has no think markup. Tool calls written inside reasoning are not calls. After
+    :data:`MAX_THINK_BLOCKS` blocks, the rest of the text stays outside (``<think>`` tags included).
     """
     if OPEN not in text and CLOSE not in text:
         return None, text
@@ -27,7 +30,7 @@ def split_reasoning(text: str) -> tuple[str | None, str]:
         position = first_close + len(CLOSE)
     while True:
         start = text.find(OPEN, position)
-        if start == -1:
+        if start == -1 or len(thoughts) == MAX_THINK_BLOCKS:
             outside.append(text[position:])
             break
         outside.append(text[position:start])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -38,7 +37,7 @@ FORMAT_EXAMPLES: dict[str, str] = {
 }
 _MARKERS = (PYTHON_TAG, PYTHON_START, PYTHON_END)
 _PROSE_EDGES = " \t\r\n;,"
-_BLANK_RUNS = re.compile(r"\n\s*\n\s*\n\s*")
+TOO_MANY_CALLS = f"more than {MAX_FOUND} tool calls in one turn; only the first {MAX_FOUND} were read"
 
 
 class ParsedTurn(NamedTuple):
@@ -85,7 +84,7 @@ def parse_text(text: str, tool_format: str = "auto") -> ParsedTurn:
         found, found_format = _FINDERS[tool_format](rest), tool_format
     errors = tuple(f.error for f in found[:MAX_FOUND] if f.error is not None)
     if len(found) > MAX_FOUND:
-        errors += (f"more than {MAX_FOUND} tool calls in one turn; only the first {MAX_FOUND} were read",)
+        errors += (TOO_MANY_CALLS,)
         found = found[:MAX_FOUND]
     calls = tuple(f.call for f in found if f.call is not None)
     return ParsedTurn(calls, _prose(rest, found), reasoning, errors, found_format if found else None)
@@ -112,13 +111,38 @@ def _prose(text: str, found: list[Found]) -> str:
                 pieces.append(text[position:start])
             position = max(position, end)
         pieces.append(text[position:])
-        text = "".join(pieces)
+        text = _join_pieces(pieces)
     for marker in _MARKERS:
         if marker in text:
             text = text.replace(marker, "")
-    if "\n\n\n" in text:  # removed calls leave runs of blank lines
-        text = _BLANK_RUNS.sub("\n\n", text)
     return text.strip(_PROSE_EDGES)
+
+
+def _join_pieces(pieces: list[str]) -> str:
+    """Join the text left around removed calls; where the whitespace meeting at a removed call
+    holds three or more line breaks, it becomes one blank line. Reads each piece once."""
+    text = "".join(pieces)
+    if "\n\n\n" not in text:  # the common case: no run of blank lines to collapse
+        return text
+    joined: list[str] = []
+    gap: list[str] = []  # the whitespace around the current joint
+    last = len(pieces) - 1
+    for index, piece in enumerate(pieces):
+        body = piece.lstrip() if index else piece
+        gap.append(piece[: len(piece) - len(body)])
+        kept = body.rstrip() if index < last else body
+        if kept:
+            joined.append(_blank_line(gap))
+            joined.append(kept)
+            gap = []
+        gap.append(body[len(kept) :])
+    joined.append(_blank_line(gap))
+    return "".join(joined)
+
+
+def _blank_line(whitespace: list[str]) -> str:
+    text = "".join(whitespace)
+    return "\n\n" if text.count("\n") >= 3 else text
 
 
 def _text_of(content: Any) -> str:
@@ -135,16 +159,22 @@ def _parse_message(message: Mapping[str, Any], tool_format: str) -> ParsedTurn:
     given = message.get("reasoning_content", message.get("reasoning"))
     given_reasoning = given if isinstance(given, str) and given else None
     tool_calls = message.get("tool_calls")
-    if not tool_calls or not isinstance(tool_calls, list):
+    if tool_calls is None or (isinstance(tool_calls, list) and not tool_calls):
         turn = parse_text(text, tool_format)
+    elif not isinstance(tool_calls, list):
+        turn = parse_text(text, tool_format)
+        ignored = f"tool_calls must be a list of calls, got {type(tool_calls).__name__}, so it was ignored"
+        turn = turn._replace(errors=(ignored, *turn.errors))
     else:
         calls, errors = [], []
-        for index, item in enumerate(tool_calls):
+        for index, item in enumerate(tool_calls[:MAX_FOUND]):
             call = call_from_object(item)
             if call is None:
                 errors.append(f"tool_calls[{index}] is not a function call with a name")
             else:
                 calls.append(call)
+        if len(tool_calls) > MAX_FOUND:
+            errors.append(TOO_MANY_CALLS)
         reasoning, rest = split_reasoning(text)
         turn = ParsedTurn(tuple(calls), rest.strip(), reasoning, tuple(errors), "openai")
     if given_reasoning is None:

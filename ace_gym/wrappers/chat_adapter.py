@@ -2,22 +2,65 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
 
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
 from ace_gym.errors import ConfigError
 from ace_gym.parsing import FORMAT_EXAMPLES, TOOL_FORMATS, ParsedCall, ParsedTurn, parse_turn
+from ace_gym.spaces import arguments_json
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 
 #: tool-message content for a call whose arguments could not be decoded (the published wording)
 ARGUMENTS_FAILED = "Tool arguments parse failed (possibly truncated), skipping: {error}"
 #: tool-message content for a call written after the episode ended within the same turn
 NOT_EXECUTED = "Not executed: the episode ended before this call."
-# built once: json.dumps with options builds a new encoder per call
-_ARGUMENTS_ENCODER = json.JSONEncoder(ensure_ascii=False, default=repr)
+
+
+class ConversationView(Sequence[dict[str, Any]]):
+    """The conversation as it stood after one step, without copying it.
+
+    A read-only sequence over the adapter's history, which only grows (a :class:`StepBudget`
+    notice edits the last message before the step returns), so building one costs the same at
+    turn 10 and turn 10,000. ``list(view)`` copies it; a view equals a list of the same messages;
+    pickled (say, by an async vector env) it carries a copy.
+    """
+
+    __slots__ = ("_length", "_messages")
+
+    def __init__(self, messages: list[dict[str, Any]], length: int | None = None) -> None:
+        self._messages = messages
+        self._length = len(messages) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self._messages[i] for i in range(self._length)[index]]
+        return self._messages[range(self._length)[index]]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self._messages[i] for i in range(self._length))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (ConversationView, list, tuple)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which are unhashable
+
+    def __reduce__(self) -> tuple[Any, tuple[list[dict[str, Any]]]]:
+        return ConversationView, (list(self),)
+
+    def __repr__(self) -> str:
+        return f"ConversationView({len(self)} messages)"
 
 
 class ChatAdapter(gym.Wrapper):
@@ -45,7 +88,7 @@ class ChatAdapter(gym.Wrapper):
     ## Observation
     The messages the env adds this turn: ``{"role": "tool", "tool_call_id", "name", "content"}``
     per call (content = the env's reply), then the corrective user message if any. ``reset``
-    returns ``[system, user]`` (spec §4.1). Messages are shared with the history: treat them as
+    returns ``[system, user]`` (docs/compatibility.md §4.1). Messages are shared with the history: treat them as
     read-only. Generated call ids are ``call_{turn}_{index}`` (turn counted from 1), so a seeded
     rollout is reproducible; ids given in ``tool_calls`` are kept.
 
@@ -55,7 +98,8 @@ class ChatAdapter(gym.Wrapper):
 
     ## Information
     ``messages``: the whole conversation (the assistant turns as OpenAI messages with
-    ``tool_calls``); ``turn``; ``tool_format``: the format the calls were found in;
+    ``tool_calls``) as a read-only :class:`ConversationView`, which costs nothing to build however
+    long the episode (``list()`` it to keep a copy); ``turn``; ``tool_format``: the format the calls were found in;
     ``calls``: the wrapped env's info per executed call; ``skipped_calls``; ``parse_errors``.
     At reset also everything the wrapped env returns (``tools`` holds the OpenAI schemas).
     """
@@ -84,7 +128,7 @@ class ChatAdapter(gym.Wrapper):
             {"role": "user", "content": observation},
         ]
         self._turn = 0
-        info.update(turn=0, messages=list(self._messages))
+        info.update(turn=0, messages=ConversationView(self._messages))
         return list(self._messages), info
 
     def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
@@ -129,7 +173,7 @@ class ChatAdapter(gym.Wrapper):
             "calls": call_infos,
             "skipped_calls": skipped,
             "parse_errors": errors,
-            "messages": self._messages.copy(),
+            "messages": ConversationView(self._messages),
         }
         if terminated or truncated:
             final = call_infos[-1]
@@ -166,7 +210,4 @@ def _arguments_json(call: ParsedCall) -> str:
         return "{}"
     if call.arguments_json is not None:
         return call.arguments_json
-    try:
-        return _ARGUMENTS_ENCODER.encode(call.arguments)
-    except (TypeError, ValueError, RecursionError):
-        return _ARGUMENTS_ENCODER.encode(repr(call.arguments))
+    return arguments_json(call.arguments)

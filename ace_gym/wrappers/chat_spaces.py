@@ -7,22 +7,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from gymnasium import spaces
+
+from ace_gym.spaces import ObjectSpace
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
 _PROSE = ("", "Let me check.", "Filling the slot now.", "I think this works: ", "好的。")
 
 
-class ChatMessages(spaces.Space[list[dict[str, Any]]]):
+class ChatMessages(ObjectSpace):
     """Lists of OpenAI-shaped chat messages: dicts with a ``role`` and ``content`` str; ``tool``
     messages also carry ``tool_call_id`` and ``name`` strings."""
 
     def __init__(self, seed: int | np.random.Generator | None = None) -> None:
         super().__init__(dtype=object, seed=seed)
-
-    @property
-    def is_np_flattenable(self) -> bool:
-        return False
 
     def sample(self, mask: Any = None, probability: Any = None) -> list[dict[str, Any]]:
         count = int(self.np_random.integers(1, 4))
@@ -57,17 +54,13 @@ def _is_message(message: Any) -> bool:
     )
 
 
-class AssistantTurn(spaces.Space[Any]):
+class AssistantTurn(ObjectSpace):
     """One assistant turn: any text, or an assistant message dict (``content`` and/or
     ``tool_calls``). ``sample`` writes a Hermes-format call to one of ``tool_names``."""
 
     def __init__(self, tool_names: Sequence[str], seed: int | np.random.Generator | None = None) -> None:
         self.tool_names = tuple(tool_names)
         super().__init__(dtype=object, seed=seed)
-
-    @property
-    def is_np_flattenable(self) -> bool:
-        return False
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
         rng = self.np_random

@@ -1,4 +1,4 @@
-"""Random tool failures, as the published benchmark's ``tool_failure_rate`` injects them (spec §3.1)."""
+"""Random tool failures, as the published benchmark's ``tool_failure_rate`` injects them (docs/compatibility.md §3.1)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from ace_gym.envs.ace_env import tool_label
 from ace_gym.errors import ConfigError
-from ace_gym.spaces import ToolCall
+from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import TOOL_CALL_FAILED, failure
 
 #: what an injected failure returns, by mode; "failed" is the published envelope
@@ -71,7 +72,7 @@ class ToolFailureInjection(gym.Wrapper):
         self._draw: Any = None
         self._injected = 0
         self._retried = 0
-        self._failed_call: tuple[Any, str] | None = None
+        self._failed_call: str | None = None
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
@@ -98,7 +99,12 @@ class ToolFailureInjection(gym.Wrapper):
             mode = self.failure_modes[0] if len(self.failure_modes) == 1 else self._pick_mode()
             self._injected += 1
             self._failed_call = _call_key(action)
-            info = {"tool": self._failed_call[0], "ok": False, "failure_injected": True, "failure_mode": mode}
+            info = {
+                "tool": tool_label(_call_parts(action)[0]),
+                "ok": False,
+                "failure_injected": True,
+                "failure_mode": mode,
+            }
             return FAILURE_ENVELOPES[mode], 0.0, False, False, self._with_stats(info)
         observation, reward, terminated, truncated, info = self.env.step(action)
         info.update(failure_injected=False, failure_mode=None)
@@ -113,22 +119,23 @@ class ToolFailureInjection(gym.Wrapper):
         return info
 
 
-def _call_key(action: Any) -> tuple[Any, str]:
-    """(tool name, canonical arguments) of an action, for "same call again" comparisons."""
-    name: Any
-    arguments: Any
+def _call_parts(action: Any) -> tuple[Any, Any]:
+    """(tool name, arguments) of an action as sent; (None, action) when it is not shaped like a call."""
     if isinstance(action, ToolCall):
-        name, arguments = action.name, action.arguments
-    elif isinstance(action, Mapping):
-        name, arguments = action.get("name"), action.get("arguments")
-    else:
-        return None, repr(action)
+        return action.name, action.arguments
+    if isinstance(action, Mapping):
+        return action.get("name"), action.get("arguments")
+    return None, action
+
+
+def _call_key(action: Any) -> str:
+    """The identity of an action for "same call again" comparisons: canonical JSON of its name and
+    arguments (JSON-string arguments decoded first). A str whatever the action, so comparing two
+    keys never raises (a numpy array as the name, say)."""
+    name, arguments = _call_parts(action)
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except (ValueError, RecursionError):
-            return name, arguments
-    try:
-        return name, json.dumps(arguments, sort_keys=True, default=repr)
-    except (TypeError, ValueError, RecursionError):
-        return name, repr(arguments)
+            pass  # compared as the string the model wrote
+    return arguments_json([name, arguments], sort_keys=True)

@@ -1,4 +1,4 @@
-"""A turn limit with final scoring, like the published agent loop's ``max_steps`` (spec §4.2)."""
+"""A turn limit with final scoring, like the published agent loop's ``max_steps`` (docs/compatibility.md §4.2)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ class StepBudget(gym.Wrapper):
 
     ``notice=True`` appends ``"(N steps left)"`` to each observation: to a text observation
     directly, and to the last message of a message-list observation, through the adapter's
-    ``add_notice`` so that its ``info["messages"]`` shows the model the same text.
+    ``add_notice``, which edits the adapter's history, so that its ``info["messages"]`` (a view of
+    that history) shows the model the same text.
     """
 
     def __init__(self, env: gym.Env, max_turns: int, *, notice: bool = False) -> None:
@@ -53,7 +54,7 @@ class StepBudget(gym.Wrapper):
         self._exhausted = False
         info["turns_left"] = self.max_turns
         if self.notice:
-            observation = self._with_notice(observation, info, self.max_turns)
+            observation = self._with_notice(observation, self.max_turns)
         self._last_observation = observation
         return observation, info
 
@@ -70,20 +71,18 @@ class StepBudget(gym.Wrapper):
             reward = float(score)
             truncated = self._exhausted = True
             info.update(
-                score=score, reason=reason, grid=grid_of_ids(core.compiled, core.state.grid), budget_exhausted=True
+                score=reward, reason=reason, grid=grid_of_ids(core.compiled, core.state.grid), budget_exhausted=True
             )
         elif self.notice and not (terminated or truncated):
-            observation = self._with_notice(observation, info, turns_left)
+            observation = self._with_notice(observation, turns_left)
         self._last_observation = observation
         return observation, float(reward), terminated, truncated, info
 
-    def _with_notice(self, observation: Any, info: dict[str, Any], turns_left: int) -> Any:
+    def _with_notice(self, observation: Any, turns_left: int) -> Any:
         text = steps_left_notice(turns_left)
         if isinstance(observation, str):
             return f"{observation}\n\n{text}"
         if isinstance(observation, list) and observation and self.env.has_wrapper_attr("add_notice"):
-            message = self.env.get_wrapper_attr("add_notice")(text)
-            if isinstance(info.get("messages"), list) and info["messages"]:
-                info["messages"][-1] = message
+            message = self.env.get_wrapper_attr("add_notice")(text)  # info["messages"] views the edited history
             return [*observation[:-1], message]
         return observation

@@ -27,13 +27,13 @@ class OpenAIChatEngine:
     an event loop (notebooks). ``sampling`` (``temperature``, ``max_tokens``, ``top_p``, ``seed``,
     ``extra_body``...) is passed to ``chat.completions.create`` unchanged.
 
-    Errors: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried up to
-    ``max_retries`` times with exponential backoff (``backoff_s * 2**attempt``, capped at
-    ``max_backoff_s``); the client's own retries are off so this is the only retry policy. When
-    retries run out, or the server rejects one request (any other 4xx, e.g. a prompt longer than
-    the context), that conversation gets ``Completion(text=<the error>, finish_reason="error")``
-    and the others are unaffected. Authentication, permission and not-found errors (a wrong key,
-    URL or model name) raise :class:`~ace_gym.errors.ConfigError`.
+    Errors: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried by the ``openai``
+    client itself, up to ``max_retries`` times, with its exponential backoff and jitter (honouring
+    a server's ``Retry-After``); ``timeout_s`` bounds each attempt. When retries run out, or the
+    server rejects one request (any other 4xx, e.g. a prompt longer than the context), that
+    conversation gets ``Completion(text=<the error>, finish_reason="error")`` and the others are
+    unaffected. Authentication, permission and not-found errors (a wrong key, URL or model name)
+    raise :class:`~ace_gym.errors.ConfigError`.
 
     The completion holds the message ``content`` as ``text``, native ``tool_calls`` (OpenAI shape),
     the server-separated reasoning (``reasoning_content`` or ``reasoning``) and the ``usage``
@@ -53,8 +53,6 @@ class OpenAIChatEngine:
         sampling: Mapping[str, Any] | None = None,
         max_concurrency: int = 32,
         max_retries: int = 5,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 30.0,
         timeout_s: float = 600.0,
     ) -> None:
         from openai import AsyncOpenAI
@@ -66,13 +64,10 @@ class OpenAIChatEngine:
         self.model = model
         self.sampling = dict(sampling or {})
         self.max_concurrency = max_concurrency
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
         self._client = AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
-            max_retries=0,
+            max_retries=max_retries,
             timeout=timeout_s,
         )
         self._loop = asyncio.new_event_loop()
@@ -105,20 +100,14 @@ class OpenAIChatEngine:
         request: dict[str, Any] = {"model": self.model, "messages": for_openai(conversation), **self.sampling}
         if tools:
             request["tools"] = tools
-        attempt = 0
-        while True:
-            try:
-                response = await self._client.chat.completions.create(**request)
-            except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-                raise ConfigError("model", f"{self.model}@{self._client.base_url}", str(error)) from error
-            except (openai.APIConnectionError, openai.APIStatusError) as error:
-                if not _retryable(error) or attempt >= self.max_retries:
-                    logger.warning("chat completion failed after %d attempts: %s", attempt + 1, error)
-                    return Completion(text=f"{type(error).__name__}: {error}", finish_reason="error")
-                await asyncio.sleep(min(self.max_backoff_s, self.backoff_s * 2**attempt))
-                attempt += 1
-                continue
-            return _completion_of(response)
+        try:
+            response = await self._client.chat.completions.create(**request)
+        except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
+            raise ConfigError("model", f"{self.model}@{self._client.base_url}", str(error)) from error
+        except (openai.APIConnectionError, openai.APIStatusError) as error:  # after the client's retries
+            logger.warning("chat completion failed: %s", error)
+            return Completion(text=f"{type(error).__name__}: {error}", finish_reason="error")
+        return _completion_of(response)
 
     def _run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
@@ -137,15 +126,6 @@ class OpenAIChatEngine:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _retryable(error: Exception) -> bool:
-    import openai
-
-    if isinstance(error, openai.APIConnectionError):  # includes timeouts
-        return True
-    status = getattr(error, "status_code", 0)
-    return status in (408, 409, 429) or status >= 500
 
 
 def _completion_of(response: Any) -> Completion:

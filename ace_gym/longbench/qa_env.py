@@ -1,0 +1,159 @@
+"""``ALB-QA-v0``: one question about a long simulated agent history, answered in one step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.error import ResetNeeded
+
+from ace_gym.errors import ConfigError
+from ace_gym.longbench.question_types import NUMBER_TYPES, resolve_question_types
+from ace_gym.longbench.render import transcript
+from ace_gym.longbench.samples import Sample, build_sample, choose_question_type, config_from_options
+from ace_gym.longbench.scoring import extract_answer, parse_prediction, score_prediction
+from ace_gym.longbench.tokens import Tokenizer, resolve_tokenizer
+from ace_gym.spaces import UnicodeText
+from ace_gym.wrappers.chat_spaces import ChatMessages
+
+REWARDS: tuple[str, ...] = ("official", "relative_error")
+RENDERS: tuple[str, ...] = ("messages", "text")
+
+
+class ALBQAEnv(gym.Env[Any, str]):
+    """AgentLongBench question answering over procedurally generated agent histories.
+
+    ## Description
+    Each reset builds one sample from the reset seed: a rollout of a simulated investigator
+    playing a guess-the-item game (tool queries, guesses, attribute feedback), cut at a round
+    boundary to fit ``target_tokens``, and one question of the eight AgentLongBench types about
+    it, with an exact answer. See ``docs/longbench.md`` for what is the paper's and what is ours.
+
+    ## Action
+    The model's answer text (the answer inside ``<answer>...</answer>``), or an assistant message
+    dict whose ``content`` is that text. Anything else scores 0 with ``info["error"]``.
+
+    ## Observation
+    ``render="messages"``: the chat messages ``[system, history..., user question]`` (tool calls
+    in OpenAI format); ``render="text"``: the same as one flat transcript string.
+
+    ## Reward
+    ``reward="official"``: the official metric of the question type (exact match; 1 / 0.5 / 0 for
+    Find Target Offsets; set F1 for verbose Intersection), with the official answer parsing.
+    ``"relative_error"`` (not official): for number answers ``max(0, 1 - |pred - gold| / max(1,
+    |gold|))``, otherwise the official metric. ``require_answer_tag=False`` (not official) reads
+    an answer without tags as if it were wrapped in them.
+
+    ## Episode End
+    Terminated after the one step. Stepping again returns reward 0 until ``reset``.
+
+    ## Arguments
+    ``fmt`` ("concise" | "verbose"), ``knowledge`` ("kf" | "ki"), ``table`` ("synthetic",
+    "ace:<domain>", "pokemon", "csv:<path>"), ``table_seed``, ``target_tokens`` (a bucket label
+    such as "128k" or a token count), ``question_types`` ("all", "paper", a label/slug or a list),
+    ``tokenizer`` (None, "approx", "hf:<local dir>" or an object with ``count``), ``behaviour``
+    (investigator parameters, see :class:`~ace_gym.longbench.simulator.Behaviour`),
+    ``question_reserve``, ``min_list``, ``max_answer_items``, ``evidence_position``, ``render``,
+    ``require_answer_tag``, ``reward``.
+
+    ## Information
+    Reset and step: ``question_type`` (official label), ``question``, ``gt`` (gold answer),
+    ``evidence`` (message positions in the observation), ``acl_sum``, ``acl_span``,
+    ``evidence_depth``, ``tokens`` (observation size), ``target_tokens``, ``bucket``,
+    ``knowledge``, ``format``, ``table``, ``rounds``, ``games``, ``seed``, ``attempt`` and the
+    official ``round`` / ``i_round`` / ``j_round`` when the question names rounds. Step also:
+    ``prediction`` (parsed answer), ``score`` (official metric; None if the gold does not parse).
+
+    ## Version History
+    * v0: first release.
+    """
+
+    metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
+
+    def __init__(
+        self,
+        fmt: str = "concise",
+        knowledge: str = "kf",
+        table: str = "synthetic",
+        *,
+        table_seed: int = 0,
+        target_tokens: int | str = 32768,
+        question_types: str | Sequence[str] = "all",
+        tokenizer: str | Tokenizer | None = None,
+        behaviour: Mapping[str, Any] | None = None,
+        question_reserve: int = 256,
+        min_list: int = 2,
+        max_answer_items: int = 50,
+        evidence_position: float | None = None,
+        render: str = "messages",
+        require_answer_tag: bool = True,
+        reward: str = "official",
+    ) -> None:
+        if render not in RENDERS:
+            raise ConfigError("render", render, f"must be one of {', '.join(RENDERS)}")
+        if reward not in REWARDS:
+            raise ConfigError("reward", reward, f"must be one of {', '.join(REWARDS)}")
+        if not isinstance(require_answer_tag, bool):
+            raise ConfigError("require_answer_tag", require_answer_tag, "must be true or false")
+        self.config = config_from_options(
+            {
+                "table": table,
+                "table_seed": table_seed,
+                "knowledge": knowledge,
+                "fmt": fmt,
+                "target_tokens": target_tokens,
+                "behaviour": behaviour,
+                "question_reserve": question_reserve,
+                "min_list": min_list,
+                "max_answer_items": max_answer_items,
+                "evidence_position": evidence_position,
+            }
+        )
+        self.types, self.probabilities = resolve_question_types(question_types)
+        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.table = self.config.resolve_table()[0]
+        self.render_as, self.reward_kind, self.require_answer_tag = render, reward, require_answer_tag
+        self.observation_space = ChatMessages() if render == "messages" else UnicodeText()
+        self.action_space = UnicodeText()
+        self.sample: Sample | None = None
+        self._answered = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """Build the sample of the seed; ``options={"question_type": label}`` forces the type."""
+        super().reset(seed=seed)
+        sample_seed = int(self.np_random.integers(2**63 - 1))
+        options = options or {}
+        if "question_type" in options:
+            question_type = resolve_question_types(options["question_type"])[0][0]
+        else:
+            question_type = choose_question_type(self.types, self.probabilities, self.np_random)
+        self.sample = build_sample(self.config, question_type, sample_seed, self.tokenizer, table=self.table)
+        self._answered = False
+        messages = self.sample.observation()
+        return (messages if self.render_as == "messages" else transcript(messages)), self.sample.info()
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        if self.sample is None:
+            raise ResetNeeded("Cannot call step() before reset()")
+        info = self.sample.info()
+        observation: Any = [] if self.render_as == "messages" else ""
+        if self._answered:
+            info.update(prediction=None, score=None, error="the episode has ended; call reset()")
+            return observation, 0.0, True, False, info
+        self._answered = True
+        text = action.get("content") if isinstance(action, Mapping) else action
+        if not isinstance(text, str):
+            info.update(prediction=None, score=0.0, error="an action must be the answer text (a str)")
+            return observation, 0.0, True, False, info
+        if not self.require_answer_tag and extract_answer(text) is None:
+            text = f"<answer>{text}</answer>"
+        question_type, fmt = info["question_type"], self.config.fmt
+        prediction = parse_prediction(question_type, fmt, text)
+        score = score_prediction(question_type, fmt, self.config.knowledge, info["gt"], prediction)
+        reward = 0.0 if score is None else score
+        if self.reward_kind == "relative_error" and question_type in NUMBER_TYPES and isinstance(prediction, int):
+            gold = int(info["gt"])
+            reward = max(0.0, 1.0 - abs(prediction - gold) / max(1, abs(gold)))
+        info.update(prediction=prediction, score=score)
+        return observation, float(reward), True, False, info

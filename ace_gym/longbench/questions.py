@@ -1,0 +1,352 @@
+"""The eight question types, asked about a trajectory with answers computed from its structured log.
+
+:func:`ask` returns a :class:`Question` (text, exact answer, evidence messages, the rounds it
+names) or None when the trajectory cannot carry a well-posed question of that type. Our rules,
+where the paper leaves them open:
+
+* Count Frequency (Tool): occurrences of a name in the whole serialised tool result of one round
+  (0/1 in concise, up to the number of lists in verbose). The asked name appears in some tool
+  result of the history; the count is drawn uniformly among the counts that occur.
+* Find Duplicates: yes and no drawn 50/50; a "no" name appears in exactly one of the two results.
+* Find Target Offsets: the two names right after the first occurrence of a name in one round's
+  result, reading a verbose result's lists in order as one list.
+* Count Correctness: the number of values marked (correct) in one round's feedback; the count is
+  drawn uniformly among the counts that occur.
+* Count Frequency (Env): how many feedbacks list one categorical value (in its section); the count
+  is drawn uniformly among the counts that occur (never 0).
+* Find Round with Largest Value: the round whose guessed item has the highest number in the
+  table's value section, over all rounds when that maximum is unique, else over a random window
+  of rounds where it is unique.
+* Weighted Summation: |W(i) - W(j)| with W = sum of section weight x values marked (correct); the
+  difference is drawn uniformly among the differences of up to 256 random round pairs.
+* Intersection, concise: the hidden target of the last game, asked only when that game is not
+  solved, the intersection of its tool results is exactly the target and every result has at
+  least ``min_list`` names. Verbose: the intersection of one round's lists (rounds whose
+  intersection has at most ``max_answer_items`` names preferred).
+
+``evidence_position`` in [0, 1] picks the asked round of single-round questions by where its
+evidence sits in the history (like needle depth); otherwise rounds are drawn uniformly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ace_gym.longbench.engine import CORRECT, rendered_items, weighted_score
+from ace_gym.longbench.question_types import (
+    COUNT_CORRECTNESS,
+    COUNT_FREQUENCY_ENV,
+    COUNT_FREQUENCY_TOOL,
+    FIND_DUPLICATES,
+    FIND_TARGET_OFFSETS,
+    INTERSECTION,
+    LARGEST_VALUE,
+    WEIGHTED_SUMMATION,
+)
+from ace_gym.longbench.trajectory import Trajectory
+
+Answer = int | bool | str | list[str]
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question about a trajectory: ``evidence`` holds the indices (in the trajectory's
+    messages) of the messages the answer is read from; ``rounds`` the official ``round`` /
+    ``i_round`` / ``j_round`` fields; ``meta`` what was asked about (names, section, window)."""
+
+    question_type: str
+    text: str
+    answer: Answer
+    evidence: tuple[int, ...]
+    rounds: dict[str, int] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Context:
+    trajectory: Trajectory
+    rng: np.random.Generator
+    position: float | None
+    min_list: int
+    max_answer_items: int
+
+    def __post_init__(self) -> None:
+        self.table = self.trajectory.table
+        self.rounds = self.trajectory.rounds
+        self.offsets = np.concatenate([[0], np.cumsum(self.trajectory.message_tokens)])
+        self.tool_rounds = [k for k, r in enumerate(self.rounds) if r.query is not None]
+
+    def name(self, item: int) -> str:
+        return self.table.names[int(item)]
+
+    def pick(self, candidates: Sequence[int], message_of: Callable[[int], int]) -> int:
+        """A round among ``candidates``: uniform, or the one whose evidence message starts nearest
+        ``position`` of the history."""
+        if self.position is None:
+            return int(candidates[int(self.rng.integers(len(candidates)))])
+        goal = self.position * self.trajectory.tokens
+        return int(min(candidates, key=lambda k: abs(self.offsets[message_of(k)] - goal)))
+
+    def present(self, k: int) -> np.ndarray:
+        """Items appearing in round k's tool result."""
+        query = self.rounds[k].query
+        assert query is not None
+        if self.trajectory.fmt == "concise":
+            return query.intersection
+        return np.logical_or.reduce([mask for _, _, mask in query.per_section])
+
+    def occurrences(self, k: int) -> np.ndarray:
+        """How often each item appears in round k's tool result."""
+        query = self.rounds[k].query
+        assert query is not None
+        if self.trajectory.fmt == "concise":
+            return query.intersection.astype(np.int64)
+        return np.asarray(np.sum([mask for _, _, mask in query.per_section], axis=0, dtype=np.int64))
+
+    def choice(self, values: Sequence[Any] | np.ndarray) -> Any:
+        return values[int(self.rng.integers(len(values)))]
+
+
+def ask(
+    question_type: str,
+    trajectory: Trajectory,
+    rng: np.random.Generator,
+    *,
+    evidence_position: float | None = None,
+    min_list: int = 2,
+    max_answer_items: int = 50,
+) -> Question | None:
+    """A question of ``question_type`` about ``trajectory`` (rules in the module docstring), or
+    None when it cannot carry one. Every random draw comes from ``rng``."""
+    if not trajectory.rounds:
+        return None
+    context = _Context(trajectory, rng, evidence_position, min_list, max_answer_items)
+    return _ASKERS[question_type](context)
+
+
+def _count_frequency_tool(c: _Context) -> Question | None:
+    if not c.tool_rounds:
+        return None
+    k = c.pick(c.tool_rounds, c.trajectory.tool_message)  # type: ignore[arg-type]
+    seen = np.logical_or.reduce([c.present(j) for j in c.tool_rounds])
+    pool = np.flatnonzero(seen)
+    counts = c.occurrences(k)[pool]
+    count = int(c.choice(np.unique(counts)))
+    item = int(c.choice(pool[counts == count]))
+    number = c.rounds[k].number
+    return Question(
+        COUNT_FREQUENCY_TOOL,
+        f"How many times does {c.name(item)} appear in the tool result of round {number}?",
+        count,
+        (c.trajectory.tool_message(k),),  # type: ignore[arg-type]
+        {"round": number},
+        {"item": c.name(item)},
+    )
+
+
+def _find_duplicates(c: _Context) -> Question | None:
+    if len(c.tool_rounds) < 2:
+        return None
+    want = bool(c.rng.random() < 0.5)
+    first = c.pick(c.tool_rounds, c.trajectory.tool_message)  # type: ignore[arg-type]
+    for _ in range(32):
+        other = int(c.choice([k for k in c.tool_rounds if k != first]))
+        a, b = c.present(first), c.present(other)
+        pool = np.flatnonzero(a & b if want else a ^ b)
+        if len(pool):
+            break
+        first = int(c.choice(c.tool_rounds))
+    else:
+        return None
+    i, j = sorted((first, other))
+    item = int(c.choice(pool))
+    ni, nj = c.rounds[i].number, c.rounds[j].number
+    return Question(
+        FIND_DUPLICATES,
+        f"Does {c.name(item)} appear in the tool results of both round {ni} and round {nj}?",
+        want,
+        (c.trajectory.tool_message(i), c.trajectory.tool_message(j)),  # type: ignore[arg-type]
+        {"i_round": ni, "j_round": nj},
+        {"item": c.name(item)},
+    )
+
+
+def _find_target_offsets(c: _Context) -> Question | None:
+    fmt = c.trajectory.fmt
+    candidates = [k for k in c.tool_rounds if len(rendered_items(c.rounds[k].query, fmt)) >= 3]  # type: ignore[arg-type]
+    if not candidates:
+        return None
+    k = c.pick(candidates, c.trajectory.tool_message)  # type: ignore[arg-type]
+    order = rendered_items(c.rounds[k].query, fmt)  # type: ignore[arg-type]
+    items, first = np.unique(order, return_index=True)
+    eligible = items[first <= len(order) - 3]
+    item = int(c.choice(eligible))
+    at = int(first[np.searchsorted(items, item)])
+    number = c.rounds[k].number
+    how = " Read the result's lists in order as one list." if fmt == "verbose" else ""
+    return Question(
+        FIND_TARGET_OFFSETS,
+        f"In the tool result of round {number}, which two names come right after the first occurrence of "
+        f"{c.name(item)}?{how}",
+        [c.name(order[at + 1]), c.name(order[at + 2])],
+        (c.trajectory.tool_message(k),),  # type: ignore[arg-type]
+        {"round": number},
+        {"item": c.name(item)},
+    )
+
+
+def _count_correctness(c: _Context) -> Question | None:
+    counts = np.array([r.feedback.correct_marks for r in c.rounds])
+    if c.position is None:
+        count = int(c.choice(np.unique(counts)))
+        k = int(c.choice(np.flatnonzero(counts == count)))
+    else:
+        k = c.pick(range(len(c.rounds)), c.trajectory.feedback_message)  # type: ignore[arg-type]
+    number = c.rounds[k].number
+    return Question(
+        COUNT_CORRECTNESS,
+        f"How many values are marked ({CORRECT}) in the feedback of round {number}?",
+        int(counts[k]),
+        (c.trajectory.feedback_message(k),),
+        {"round": number},
+    )
+
+
+def _count_frequency_env(c: _Context) -> Question | None:
+    guesses = np.array([r.guess for r in c.rounds])
+    pairs: list[tuple[str, str, int]] = []
+    for spec in c.table.sections:
+        if spec.kind == "categorical":
+            counts = c.table.value_matrix(spec.name)[guesses].sum(axis=0)
+            vocab = c.table.vocab[spec.name]
+            pairs.extend((spec.name, vocab[j], int(counts[j])) for j in np.flatnonzero(counts))
+    count = int(c.choice(sorted({n for _, _, n in pairs})))
+    section, value, _ = c.choice([p for p in pairs if p[2] == count])
+    holders = np.flatnonzero(c.table.has_all(section, (value,))[guesses])
+    return Question(
+        COUNT_FREQUENCY_ENV,
+        f"Across the feedback of all rounds, how many times is the value {value} listed in section {section}?",
+        count,
+        tuple(c.trajectory.feedback_message(int(k)) for k in holders),
+        {},
+        {"section": section, "value": value},
+    )
+
+
+def _largest_value(c: _Context) -> Question | None:
+    rounds = len(c.rounds)
+    if rounds < 2:
+        return None
+    section = c.table.value_section
+    values = c.table.numbers[section][[r.guess for r in c.rounds]]
+    window = (0, rounds - 1)
+    if np.count_nonzero(values == values.max()) != 1:
+        for _ in range(64):
+            length = int(c.rng.integers(2, rounds + 1))
+            start = int(c.rng.integers(0, rounds - length + 1))
+            part = values[start : start + length]
+            if np.count_nonzero(part == part.max()) == 1:
+                window = (start, start + length - 1)
+                break
+        else:
+            changes = np.flatnonzero(values[1:] != values[:-1])
+            if not len(changes):
+                return None
+            start = int(c.choice(changes))
+            window = (start, start + 1)
+    start, end = window
+    best = start + int(np.argmax(values[start : end + 1]))
+    numbers = (c.rounds[start].number, c.rounds[end].number)
+    scope = "" if window == (0, rounds - 1) else f" among rounds {numbers[0]} to {numbers[1]}"
+    return Question(
+        LARGEST_VALUE,
+        f"Which round's feedback shows the highest {section}{scope}? Answer with the round number.",
+        c.rounds[best].number,
+        tuple(c.trajectory.feedback_message(k) for k in range(start, end + 1)),
+        {"i_round": numbers[0], "j_round": numbers[1]},
+        {"section": section},
+    )
+
+
+def _weighted_summation(c: _Context) -> Question | None:
+    rounds = len(c.rounds)
+    if rounds < 2:
+        return None
+    scores = [weighted_score(c.table, r.feedback) for r in c.rounds]
+    by_difference: dict[int, list[tuple[int, int]]] = {}
+    for _ in range(256):
+        i, j = (int(x) for x in c.rng.choice(rounds, 2, replace=False))
+        by_difference.setdefault(abs(scores[i] - scores[j]), []).append((min(i, j), max(i, j)))
+    difference = int(c.choice(sorted(by_difference)))
+    i, j = c.choice(by_difference[difference])
+    weights = ", ".join(f"{s.name} {s.weight}" for s in c.table.sections)
+    ni, nj = c.rounds[i].number, c.rounds[j].number
+    return Question(
+        WEIGHTED_SUMMATION,
+        f"Score a round's feedback as the sum, over its sections, of the section's weight times the number of "
+        f"its values marked ({CORRECT}). Weights: {weights}. What is the absolute difference between the "
+        f"scores of round {ni} and round {nj}?",
+        difference,
+        (c.trajectory.feedback_message(i), c.trajectory.feedback_message(j)),
+        {"i_round": ni, "j_round": nj},
+    )
+
+
+def _intersection(c: _Context) -> Question | None:
+    if c.trajectory.fmt == "verbose":
+        return _verbose_intersection(c)
+    last = c.rounds[-1]
+    if last.ends_game:
+        return None
+    game = [k for k, r in enumerate(c.rounds) if r.game == last.game]
+    listed = [k for k in game if c.rounds[k].query is not None]
+    if not listed:
+        return None
+    masks = [c.rounds[k].query.intersection for k in listed]  # type: ignore[union-attr]
+    common = np.logical_and.reduce(masks)
+    if np.count_nonzero(common) != 1 or not common[last.target]:
+        return None
+    if min(int(np.count_nonzero(m)) for m in masks) < c.min_list:
+        return None
+    start = c.rounds[game[0]].number
+    return Question(
+        INTERSECTION,
+        f"The game that started in round {start} is not solved yet. Which {c.table.noun} is its hidden target? "
+        "It is the only name that appears in every tool result of that game.",
+        c.name(last.target),
+        tuple(c.trajectory.tool_message(k) for k in listed),  # type: ignore[misc]
+        {"round": last.number},
+        {"game_start": start},
+    )
+
+
+def _verbose_intersection(c: _Context) -> Question | None:
+    if not c.tool_rounds:
+        return None
+    sizes = {k: int(np.count_nonzero(c.rounds[k].query.intersection)) for k in c.tool_rounds}  # type: ignore[union-attr]
+    small = [k for k in c.tool_rounds if sizes[k] <= c.max_answer_items]
+    k = c.pick(small or c.tool_rounds, c.trajectory.tool_message)  # type: ignore[arg-type]
+    number = c.rounds[k].number
+    return Question(
+        INTERSECTION,
+        f"Which names appear in every list of the tool result of round {number}?",
+        [c.name(i) for i in np.flatnonzero(c.rounds[k].query.intersection)],  # type: ignore[union-attr]
+        (c.trajectory.tool_message(k),),  # type: ignore[arg-type]
+        {"round": number},
+    )
+
+
+_ASKERS: dict[str, Callable[[_Context], Question | None]] = {
+    COUNT_FREQUENCY_TOOL: _count_frequency_tool,
+    FIND_DUPLICATES: _find_duplicates,
+    FIND_TARGET_OFFSETS: _find_target_offsets,
+    COUNT_CORRECTNESS: _count_correctness,
+    COUNT_FREQUENCY_ENV: _count_frequency_env,
+    LARGEST_VALUE: _largest_value,
+    WEIGHTED_SUMMATION: _weighted_summation,
+    INTERSECTION: _intersection,
+}

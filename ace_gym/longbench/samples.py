@@ -1,0 +1,226 @@
+"""One QA sample: table, rollout, truncation to the token budget and one question, from a seed.
+
+A sample's observation is ``[question-answering system prompt] + history + [question]``; its
+export (official layout) is ``[game system prompt] + history`` plus the question. The history is
+cut at a round boundary so that ``system + history + question_reserve <= target_tokens`` (the
+system counted as the longer of the two prompts) and adding the next round would break that; the
+question then has to fit ``question_reserve``, so the whole observation is within the budget.
+
+Infeasible draws (e.g. a concise Intersection whose last game does not pin the target) are
+redrawn with a fresh rollout: attempt ``a`` of seed ``s`` uses rollout stream ``[s, a, 1]`` and
+question stream ``[s, a, 2]``, so a sample is a pure function of its arguments. Concise
+Intersection samples come from an investigator that avoids the target (see
+:mod:`ace_gym.longbench.simulator`); every other sample from the plain one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ace_gym.errors import ConfigError
+from ace_gym.longbench.prompts import game_prompt, qa_prompt
+from ace_gym.longbench.question_types import INTERSECTION, QUESTION_TYPES
+from ace_gym.longbench.questions import Question, ask
+from ace_gym.longbench.render import FORMATS
+from ace_gym.longbench.simulator import Behaviour, simulate
+from ace_gym.longbench.tables import ItemTable, Mask, load_table, mask_table
+from ace_gym.longbench.tokens import Tokenizer, message_tokens, resolve_target_tokens
+from ace_gym.longbench.trajectory import Trajectory, build_trajectory
+
+KNOWLEDGE: tuple[str, ...] = ("kf", "ki")
+MAX_ATTEMPTS = 24
+
+
+@dataclass(frozen=True)
+class SampleConfig:
+    """Everything a sample depends on besides its seed, question type and tokenizer (validated).
+
+    ``knowledge`` "kf" applies :func:`~ace_gym.longbench.tables.mask_table` (seeded by
+    ``table_seed``) to the table; ``target_tokens`` is a bucket label or a token count;
+    ``question_reserve`` the tokens kept free for the question; ``min_list`` and
+    ``max_answer_items`` tune Intersection questions, ``evidence_position`` (None or in [0, 1])
+    where single-round evidence sits.
+    """
+
+    table: str = "synthetic"
+    table_seed: int = 0
+    knowledge: str = "kf"
+    fmt: str = "concise"
+    target_tokens: int | str = 32768
+    behaviour: Behaviour = dataclasses.field(default_factory=Behaviour)
+    question_reserve: int = 256
+    min_list: int = 2
+    max_answer_items: int = 50
+    evidence_position: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.knowledge not in KNOWLEDGE:
+            raise ConfigError("knowledge", self.knowledge, f"must be one of {', '.join(KNOWLEDGE)}")
+        if self.fmt not in FORMATS:
+            raise ConfigError("fmt", self.fmt, f"must be one of {', '.join(FORMATS)}")
+        resolve_target_tokens(self.target_tokens)
+        for name in ("table_seed", "question_reserve", "min_list", "max_answer_items"):
+            value = getattr(self, name)
+            if type(value) is not int or value < (0 if name == "table_seed" else 1):
+                raise ConfigError(
+                    name,
+                    value,
+                    "must be a non-negative integer" if name == "table_seed" else "must be a positive integer",
+                )
+        position = self.evidence_position
+        if position is not None and (
+            isinstance(position, bool) or not isinstance(position, (int, float)) or not 0 <= position <= 1
+        ):
+            raise ConfigError("evidence_position", position, "must be None or a number in [0, 1]")
+
+    @property
+    def tokens(self) -> int:
+        return resolve_target_tokens(self.target_tokens)[0]
+
+    @property
+    def bucket(self) -> str:
+        return resolve_target_tokens(self.target_tokens)[1]
+
+    def resolve_table(self) -> tuple[ItemTable, Mask | None]:
+        """The table samples are drawn from (masked for "kf") and the mask, if any."""
+        return resolve_table(self.table, self.knowledge, self.table_seed)
+
+
+def resolve_table(spec: str, knowledge: str, seed: int) -> tuple[ItemTable, Mask | None]:
+    """``load_table(spec, seed)``, masked when ``knowledge`` is "kf" (cached)."""
+    table = load_table(spec, seed)
+    return _masked(table, seed) if knowledge == "kf" else (table, None)
+
+
+@functools.lru_cache(maxsize=16)
+def _masked(table: ItemTable, seed: int) -> tuple[ItemTable, Mask]:
+    return mask_table(table, seed)
+
+
+@dataclass
+class Sample:
+    """A built sample (see the module docstring). ``tokens`` counts the whole observation."""
+
+    config: SampleConfig
+    seed: int
+    attempt: int
+    table: ItemTable
+    system_prompt: str
+    game_prompt: str
+    trajectory: Trajectory
+    question: Question
+    tokens: int
+    question_tokens: int
+    system_tokens: int
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        return self.trajectory.messages
+
+    def observation(self) -> list[dict[str, Any]]:
+        """The messages shown to a model: QA system prompt, history, question."""
+        return [
+            {"role": "system", "content": self.system_prompt},
+            *self.trajectory.messages,
+            {"role": "user", "content": self.question.text},
+        ]
+
+    def evidence(self) -> list[int]:
+        """Evidence message positions in :meth:`observation` (the same as in the exported messages)."""
+        return [i + 1 for i in self.question.evidence]
+
+    def info(self) -> dict[str, Any]:
+        """The episode information of this sample (JSON-serialisable)."""
+        costs = self.trajectory.message_tokens
+        evidence = sorted(self.question.evidence)
+        acl_sum = sum(costs[i] for i in evidence)
+        acl_span = sum(costs[evidence[0] :]) if evidence else 0
+        depth = sum(costs[evidence[-1] + 1 :]) if evidence else 0
+        rounds = self.trajectory.rounds
+        return {
+            "question_type": self.question.question_type,
+            "question": self.question.text,
+            "gt": self.question.answer,
+            "evidence": self.evidence(),
+            "acl_sum": acl_sum,
+            "acl_span": acl_span,
+            "evidence_depth": depth,
+            "tokens": self.tokens,
+            "target_tokens": self.config.tokens,
+            "bucket": self.config.bucket,
+            "knowledge": self.config.knowledge,
+            "format": self.config.fmt,
+            "table": self.config.table,
+            "rounds": len(rounds),
+            "games": len({r.game for r in rounds}),
+            "seed": self.seed,
+            "attempt": self.attempt,
+            **self.question.rounds,
+        }
+
+
+def build_sample(
+    config: SampleConfig, question_type: str, seed: int, tokenizer: Tokenizer, *, table: ItemTable | None = None
+) -> Sample:
+    """The sample of ``question_type`` for ``seed`` (see the module docstring). Raises
+    ConfigError when no feasible sample is found in :data:`MAX_ATTEMPTS` draws (budget too small)."""
+    if question_type not in QUESTION_TYPES:
+        raise ConfigError("question_type", question_type, f"must be one of {', '.join(QUESTION_TYPES)}")
+    table = table if table is not None else config.resolve_table()[0]
+    behaviour = config.behaviour
+    if question_type == INTERSECTION and config.fmt == "concise":
+        behaviour = dataclasses.replace(behaviour, avoid_target=True)
+    system = qa_prompt(table, config.fmt, question_type)
+    game = game_prompt(table, config.fmt, behaviour.rounds_per_game(config.fmt))
+    system_tokens = max(message_tokens(tokenizer, {"content": text}) for text in (system, game))
+    budget = config.tokens - system_tokens - config.question_reserve
+    if budget <= 0:
+        raise ConfigError("target_tokens", config.target_tokens, f"leaves no room for a history ({budget} tokens)")
+    for attempt in range(MAX_ATTEMPTS):
+        rounds = simulate(table, behaviour, config.fmt, np.random.default_rng([seed, attempt, 1]))
+        trajectory = build_trajectory(table, config.fmt, rounds, tokenizer, budget)
+        question = ask(
+            question_type,
+            trajectory,
+            np.random.default_rng([seed, attempt, 2]),
+            evidence_position=config.evidence_position,
+            min_list=config.min_list,
+            max_answer_items=config.max_answer_items,
+        )
+        if question is None:
+            continue
+        question_tokens = message_tokens(tokenizer, {"content": question.text})
+        if question_tokens > config.question_reserve:
+            raise ConfigError(
+                "question_reserve", config.question_reserve, f"a question took {question_tokens} tokens; raise it"
+            )
+        tokens = message_tokens(tokenizer, {"content": system}) + trajectory.tokens + question_tokens
+        return Sample(
+            config, seed, attempt, table, system, game, trajectory, question, tokens, question_tokens, system_tokens
+        )
+    raise ConfigError(
+        "target_tokens",
+        config.target_tokens,
+        f"no feasible {question_type!r} sample in {MAX_ATTEMPTS} draws for seed {seed}; use a larger budget",
+    )
+
+
+def config_from_options(options: Mapping[str, Any]) -> SampleConfig:
+    """A SampleConfig from plain keyword values (``behaviour`` as a mapping)."""
+    values = dict(options)
+    values["behaviour"] = Behaviour.from_options(values.get("behaviour"))
+    return SampleConfig(**values)
+
+
+def choose_question_type(types: tuple[str, ...], probabilities: tuple[float, ...], rng: np.random.Generator) -> str:
+    """One of ``types`` drawn with ``probabilities``."""
+    if not math.isclose(sum(probabilities), 1.0):
+        raise ConfigError("question_types", probabilities, "probabilities must sum to 1")
+    return types[int(rng.choice(len(types), p=np.asarray(probabilities)))]

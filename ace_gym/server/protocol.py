@@ -1,0 +1,186 @@
+"""The env server's wire format: OpenEnv's messages around Gymnasium's step results.
+
+Everything on the wire is JSON. A step or reset result is OpenEnv's ``{"observation", "reward",
+"done"}``, where ``observation`` is ace-gym's observation object ``{"value": <the Gymnasium
+observation>, "info": {...}, "terminated": bool, "truncated": bool}`` and ``done`` is
+``terminated or truncated`` (``reward`` is null after a reset). WebSocket frames are OpenEnv's
+``{"type": ..., "data": ...}``: the client sends ``reset`` / ``step`` / ``state`` / ``close`` (and
+ace-gym's ``make``), the server answers ``observation`` / ``state`` / ``error``. An error, on either
+transport, carries a code from :data:`ERROR_STATUS` and a message. Requests are decoded with
+``json.loads`` only: nothing a client sends is unpickled or evaluated.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+
+ERROR_STATUS: dict[str, int] = {
+    "INVALID_JSON": 400,  # the body or frame is not JSON
+    "UNKNOWN_TYPE": 400,  # a frame whose "type" is not a message type
+    "VALIDATION_ERROR": 422,  # JSON of the wrong shape, or values the env refuses (reset options)
+    "FACTORY_ERROR": 422,  # the env or a wrapper refused its make arguments
+    "UNKNOWN_ENV": 404,  # an env id this server does not serve
+    "UNKNOWN_SESSION": 404,  # no such session (never opened, closed, or evicted)
+    "RESET_NEEDED": 409,  # step before the session's first reset
+    "PAYLOAD_TOO_LARGE": 413,
+    "CAPACITY_REACHED": 503,  # the worker holds its maximum number of sessions
+    "SESSION_EXPIRED": 408,  # sent on a WebSocket before closing an idle session
+    "EXECUTION_ERROR": 500,  # a bug: the env raised for something other than its arguments
+}
+"""Error codes (OpenEnv's ``WSErrorCode`` values plus ace-gym's) and their HTTP statuses."""
+
+MESSAGE_TYPES = ("make", "reset", "step", "state", "close")
+"""WebSocket message types a client may send."""
+
+
+class ProtocolError(Exception):
+    """A request the server answers with an error: ``code`` (a key of :data:`ERROR_STATUS`)."""
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        self.code, self.message, self.details = code, message, details
+        super().__init__(f"{code}: {message}")
+
+    @property
+    def status(self) -> int:
+        return ERROR_STATUS[self.code]
+
+    def http_body(self) -> dict[str, Any]:
+        """The HTTP error body: ``{"detail": message, "code": code, ...details}`` (FastAPI's key)."""
+        return {"detail": self.message, "code": self.code, **self.details}
+
+    def frame(self) -> dict[str, Any]:
+        """The WebSocket error frame: ``{"type": "error", "data": {"message", "code", ...details}}``."""
+        return frame("error", {"message": self.message, "code": self.code, **self.details})
+
+
+# -- request shapes (validated on the cold paths: make and reset) -------------------------------
+
+JsonObject = dict[str, Any]
+
+
+class WrapperRequest(BaseModel):
+    """One wrapper of the session's stack: a class exported by :mod:`ace_gym.wrappers`."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=100)
+    kwargs: JsonObject = Field(default_factory=dict)
+
+
+class MakeRequest(BaseModel):
+    """How to build a session's env: ``gym.make(env_id, **kwargs)``, then ``wrappers`` innermost first."""
+
+    model_config = ConfigDict(extra="forbid")
+    kwargs: JsonObject = Field(default_factory=dict)
+    wrappers: list[WrapperRequest] = Field(default_factory=list, max_length=16)
+
+
+class ResetRequest(BaseModel):
+    """Arguments of ``env.reset``; ``episode_id`` is echoed by ``state`` (OpenEnv's field)."""
+
+    model_config = ConfigDict(extra="forbid")
+    seed: StrictInt | None = Field(default=None, ge=0)
+    options: JsonObject | None = None
+    episode_id: str | None = Field(default=None, max_length=255)
+
+
+def parse_model(model: type[BaseModel], data: Any, what: str) -> Any:
+    """``model`` validated from ``data``; ProtocolError VALIDATION_ERROR naming ``what`` otherwise."""
+    if not isinstance(data, Mapping):
+        raise ProtocolError("VALIDATION_ERROR", f"{what} must be a JSON object, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or what}: {e['msg']}" for e in error.errors())
+        raise ProtocolError("VALIDATION_ERROR", f"invalid {what}: {problems}") from None
+
+
+# -- results --------------------------------------------------------------------------------------
+
+
+def reset_result(observation: Any, info: Mapping[str, Any]) -> dict[str, Any]:
+    """OpenEnv's reset response for a Gymnasium ``reset``."""
+    return {
+        "observation": {"value": observation, "info": info, "terminated": False, "truncated": False},
+        "reward": None,
+        "done": False,
+    }
+
+
+def step_result(
+    observation: Any, reward: Any, terminated: Any, truncated: Any, info: Mapping[str, Any]
+) -> dict[str, Any]:
+    """OpenEnv's step response for a Gymnasium ``step``."""
+    terminated, truncated = bool(terminated), bool(truncated)
+    return {
+        "observation": {"value": observation, "info": info, "terminated": terminated, "truncated": truncated},
+        "reward": float(reward),
+        "done": terminated or truncated,
+    }
+
+
+def frame(kind: str, data: Any) -> dict[str, Any]:
+    """A WebSocket frame ``{"type": kind, "data": data}``."""
+    return {"type": kind, "data": data}
+
+
+# -- JSON both ways ------------------------------------------------------------------------------
+
+
+def decode(raw: str | bytes) -> Any:
+    """The JSON value of a body or frame; ProtocolError INVALID_JSON for anything else (bad UTF-8,
+    syntax, nesting deeper than the interpreter's recursion limit, integers too long to read)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        problem = "nested too deeply" if isinstance(error, RecursionError) else str(error)[:200]
+        raise ProtocolError("INVALID_JSON", f"not JSON: {problem}") from None
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# built once: json.dumps with options builds a new encoder per call
+
+
+def dumps(payload: Any) -> str:
+    """``payload`` as JSON text that always encodes as UTF-8.
+
+    numpy scalars and arrays become plain numbers and lists, other sequences (tuples, the
+    adapter's conversation view) lists, mapping keys strings,
+    non-finite floats null, and other objects their ``repr``; lone surrogates become U+FFFD.
+    Plain payloads take the C encoder's fast path.
+    """
+    try:
+        text = _ENCODER.encode(payload)
+    except (TypeError, ValueError):  # numpy values, non-string keys, NaN/inf
+        text = _ENCODER.encode(_plain(payload))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: pair what pairs, replace the rest
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, str) or value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {_key(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return _plain(value.tolist())
+    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):  # lists, tuples, views
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    return repr(value)
+
+
+def _key(key: Any) -> str:
+    plain = _plain(key)
+    return plain if isinstance(plain, str) else json.dumps(plain)

@@ -1,0 +1,107 @@
+"""Run the env server with uvicorn: one process, or N worker processes sharing one port.
+
+With N > 1 workers the parent binds the listening socket and starts N spawned processes that all
+accept on it (as ``uvicorn --workers`` does), but each worker knows its index: session ids carry
+it, and each worker also listens on ``<runtime dir>/worker-<i>.sock`` so that an HTTP request
+reaching the wrong worker is forwarded to the session's own (see :mod:`ace_gym.server.app`). The
+parent restarts a worker that dies (its sessions are lost) and stops every worker on SIGINT or
+SIGTERM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+from typing import Any
+
+import uvicorn
+
+from ace_gym.errors import ConfigError
+from ace_gym.server.app import ServerConfig, create_app, worker_socket
+
+logger = logging.getLogger("uvicorn.error")  # configured by uvicorn, like its own "running on" line
+
+_QUICK_DEATH_S = 2.0
+"""A worker that dies this soon after starting is not restarted: the server stops instead."""
+
+
+def uvicorn_options(config: ServerConfig, log_level: str) -> dict[str, Any]:
+    """uvicorn settings for a worker: frames capped like bodies, no access log (one line per
+    step), and the sans-I/O websockets protocol (about a fifth less CPU per frame than the
+    legacy one in ``benchmarks/bench_server.py``)."""
+    return {
+        "ws": "websockets-sansio",
+        "ws_max_size": config.max_body_bytes,
+        "log_level": log_level,
+        "access_log": False,
+        "lifespan": "on",
+    }
+
+
+def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info") -> int:
+    """Serve until interrupted; returns the process exit code."""
+    if config.workers == 1:
+        uvicorn.run(create_app(config), host=host, port=port, **uvicorn_options(config, log_level))
+        return 0
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.create_server((host, port), family=family, backlog=2048)  # SO_REUSEADDR on POSIX
+    runtime_dir = tempfile.mkdtemp(prefix="ace-gym-serve-")
+    config = dataclasses.replace(config, runtime_dir=runtime_dir)
+    context = multiprocessing.get_context("spawn")
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def start(worker: int) -> tuple[Any, float]:
+        process = context.Process(
+            target=_run_worker,
+            args=(dataclasses.replace(config, worker=worker), listening, log_level),
+            name=f"ace-gym-serve-{worker}",
+        )
+        process.start()
+        return process, time.monotonic()
+
+    workers = [start(worker) for worker in range(config.workers)]
+    logger.info("serving on http://%s:%d with %d worker processes", host, port, config.workers)
+    exit_code = 0
+    try:
+        while not stop.wait(0.5):
+            for worker, (process, started) in enumerate(workers):
+                if process.is_alive():
+                    continue
+                if time.monotonic() - started < _QUICK_DEATH_S:
+                    logger.error("worker %d exited at start (code %s): stopping", worker, process.exitcode)
+                    stop.set()
+                    exit_code = 1
+                    break
+                logger.warning("worker %d exited (code %s): restarting it", worker, process.exitcode)
+                workers[worker] = start(worker)
+    finally:
+        for process, _ in workers:
+            process.terminate()
+        for process, _ in workers:
+            process.join(timeout=10)
+        listening.close()
+        shutil.rmtree(runtime_dir, ignore_errors=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return exit_code
+
+
+def _run_worker(config: ServerConfig, listening: socket.socket, log_level: str) -> None:
+    """A worker process: the shared listening socket plus this worker's own Unix socket."""
+    if config.runtime_dir is None:
+        raise ConfigError("runtime_dir", None, "a worker needs its socket folder")
+    path = worker_socket(config.runtime_dir, config.worker)
+    path.unlink(missing_ok=True)  # left by a predecessor that died
+    own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    own.bind(str(path))
+    own.listen(128)
+    server = uvicorn.Server(uvicorn.Config(create_app(config), **uvicorn_options(config, log_level)))
+    server.run(sockets=[listening, own])

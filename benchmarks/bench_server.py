@@ -1,0 +1,278 @@
+"""Env server load: 1,000 concurrent WebSocket sessions on one machine (loopback), steps/s and
+per-step latency.
+
+Starts ``ace-gym serve --workers W`` and P load-generator processes; each process multiplexes its
+share of the sessions on one asyncio loop (aiohttp WebSocket clients, about a third cheaper per
+message than websockets' client; ``pip install aiohttp``; one step in flight per session). Every session resets with its own seed, then plays a cycle of four tool calls
+(attribute query, item info, slot check, grid state) and resets again every 50 steps (resets are
+not counted as steps). Once every session is open and reset, steps are counted for ``--seconds``;
+latency is measured per step at the client, from sending the frame to parsing the reply.
+
+Two loads:
+
+* open loop (``--rate R``, default 10,000): the sessions together offer R steps/s, each session
+  one step every ``sessions / R`` seconds (a policy thinking between steps); prints the achieved
+  rate and the latency at that load. A session whose reply comes after its next send time sends
+  at once (no catch-up burst) and counts as late.
+* closed loop (``--rate 0``): each session sends its next step as soon as the reply arrives; the
+  server's saturation throughput. Latency is then sessions / throughput by Little's law, so with
+  1,000 sessions a p99 under 20 ms would need over 50,000 steps/s: the latency target is one of the
+  open-loop load.
+
+Target (issue 15): >= 10,000 steps/s and p99 < 20 ms with 4 workers on 2 cores. The load
+generator runs on the same cores; the printed CPU split says how much of them it took. Prints
+one JSON line.
+
+    python benchmarks/bench_server.py                              # 1000 sessions, 10k steps/s offered
+    python benchmarks/bench_server.py --rate 0                     # closed loop: saturation
+    python benchmarks/bench_server.py --sessions 200 --workers 1 --rate 2000 --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ace_gym.server.client import wait_until_ready
+
+ROOT = Path(__file__).resolve().parents[1]
+STEPS_PER_EPISODE = 50
+ACTIONS = [
+    {
+        "name": "query_course_candidate_from_attribute",
+        "arguments": {"row": 2, "col": 3, "field": "price", "operator": "<=", "value": 300},
+    },
+    {"name": "get_course_item_info", "arguments": {"id": "C1843"}},
+    {"name": "check_course_slot_constraints", "arguments": {"row": 0, "col": 0}},
+    {"name": "get_current_grid_state", "arguments": {}},
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its direct children so far (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for each in [pid, *(int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]:
+        fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+class Session:
+    """One WebSocket session of the load generator."""
+
+    def __init__(self, seed: int, period: float, out: dict[str, Any]) -> None:
+        self.seed, self.period, self.out = seed, period, out
+        self.frames = [json.dumps({"type": "step", "data": action}) for action in ACTIONS]
+
+    def mark_ready(self, ready: asyncio.Event) -> None:
+        self.out["ready"] += 1
+        if self.out["ready"] == self.out["sessions"]:
+            ready.set()
+
+    async def run(self, client: Any, url: str, ready: asyncio.Event, start: asyncio.Event, stop: asyncio.Event) -> None:
+        try:
+            await self.play(client, url, ready, start, stop)
+        except Exception as error:  # a session that could not open is reported, not waited for
+            self.out["failed_sessions"].append(f"{type(error).__name__}: {error}")
+            if not start.is_set():
+                self.mark_ready(ready)
+
+    async def play(
+        self, client: Any, url: str, ready: asyncio.Event, start: asyncio.Event, stop: asyncio.Event
+    ) -> None:
+        async with client.ws_connect(url, compress=0, max_msg_size=0) as connection:
+
+            async def call(text: str) -> dict[str, Any]:
+                await connection.send_str(text)
+                return json.loads((await connection.receive()).data)
+
+            await call(json.dumps({"type": "reset", "data": {"seed": self.seed}}))
+            self.mark_ready(ready)
+            await start.wait()
+            loop = asyncio.get_running_loop()
+            next_send = loop.time() + random.random() * self.period
+            steps = 0
+            while not stop.is_set():
+                if self.period:
+                    delay = next_send - loop.time()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                    else:  # the last reply came after this send was due
+                        self.out["late"] += 1
+                        next_send = loop.time()
+                    next_send += self.period
+                began = time.perf_counter()
+                reply = await call(self.frames[steps % len(self.frames)])
+                self.out["latencies"].append(time.perf_counter() - began)
+                if reply["type"] != "observation":
+                    self.out["errors"] += 1
+                steps += 1
+                if steps % STEPS_PER_EPISODE == 0 or reply["data"].get("done"):
+                    await call(json.dumps({"type": "reset", "data": {"seed": self.seed + steps}}))
+                    self.out["resets"] += 1
+
+
+def client_process(url: str, seeds: list[int], period: float, barrier: Any, seconds: float, results: Any) -> None:
+    """One load-generator process: its sessions on one event loop."""
+    import aiohttp
+
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+
+    async def run() -> dict[str, Any]:
+        ready, start, stop = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        out: dict[str, Any] = {
+            "ready": 0,
+            "sessions": len(seeds),
+            "latencies": [],
+            "errors": 0,
+            "resets": 0,
+            "late": 0,
+            "failed_sessions": [],
+        }
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as client:
+            tasks = [
+                asyncio.create_task(Session(seed, period, out).run(client, url, ready, start, stop)) for seed in seeds
+            ]
+            await ready.wait()
+            await asyncio.get_running_loop().run_in_executor(None, barrier.wait)  # every process ready
+            out["latencies"].clear()
+            out["resets"] = out["late"] = 0
+            start.set()
+            began, cpu = time.perf_counter(), time.process_time()
+            await asyncio.sleep(seconds)
+            stop.set()
+            elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+            steps = len(out["latencies"])  # steps finished inside the window
+            await asyncio.gather(*tasks)
+        return {**out, "latencies": out["latencies"][:steps], "steps": steps, "elapsed": elapsed, "cpu": cpu}
+
+    results.put(asyncio.run(run()))
+
+
+def local_step_seconds() -> float:
+    """Seconds per ``env.step`` of the same action cycle in this process (no server)."""
+    import gymnasium as gym
+
+    import ace_gym  # noqa: F401  (registers the ids)
+
+    env = gym.make("ACE-course-v0", disable_env_checker=True)
+    count = 20_000
+    began = time.perf_counter()
+    for n in range(count):
+        if n % STEPS_PER_EPISODE == 0:
+            env.reset(seed=n)
+        env.step(ACTIONS[n % len(ACTIONS)])
+    return (time.perf_counter() - began) / count
+
+
+def start_server(*options: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``ace-gym serve`` with ``options`` on a free loopback port, ready: (process, base URL)."""
+    port = free_port()
+    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), *options]
+    server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_ready(base)
+    except BaseException:
+        server.terminate()
+        raise
+    return server, base
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=10_000, help="offered steps/s in all; 0 = closed loop")
+    parser.add_argument("--workers", type=int, default=4, help="server worker processes")
+    parser.add_argument("--clients", type=int, default=2, help="load-generator processes")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured window")
+    args = parser.parse_args(argv)
+
+    period = args.sessions / args.rate if args.rate > 0 else 0.0
+    # --max-sessions is per worker, and one worker may accept most connections
+    server, base = start_server("--workers", str(args.workers), "--max-sessions", str(args.sessions + 64))
+    try:
+        context = multiprocessing.get_context("spawn")
+        barrier = context.Barrier(args.clients + 1)
+        results = context.Queue()
+        url = base.replace("http://", "ws://") + "/envs/ACE-course-v0/ws"
+        clients = [
+            context.Process(
+                target=client_process, args=(url, [int(s) for s in share], period, barrier, args.seconds, results)
+            )
+            for share in np.array_split(np.arange(args.sessions), args.clients)
+        ]
+        for client in clients:
+            client.start()
+        barrier.wait(timeout=600)  # every session open and reset: the window starts
+        server_cpu = cpu_seconds(server.pid)
+        time.sleep(args.seconds)
+        server_cpu = cpu_seconds(server.pid) - server_cpu
+        reports = [results.get(timeout=600) for _ in clients]
+        for client in clients:
+            client.join()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    steps = sum(r["steps"] for r in reports)
+    window = max(r["elapsed"] for r in reports)
+    latencies = np.concatenate([np.asarray(r["latencies"]) for r in reports]) * 1000
+    steps_per_s = steps / window
+    p50, p99 = float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99))
+    report = {
+        "mode": "open loop" if period else "closed loop",
+        "offered_steps_per_s": args.rate or None,
+        "sessions": args.sessions,
+        "workers": args.workers,
+        "client_processes": args.clients,
+        "cores": os.cpu_count(),
+        "load_average_1m": round(os.getloadavg()[0], 1),
+        "window_s": round(window, 1),
+        "steps": steps,
+        "resets": sum(r["resets"] for r in reports),
+        "errors": sum(r["errors"] for r in reports),
+        "failed_sessions": sum(len(r["failed_sessions"]) for r in reports),
+        "first_session_failure": next((f for r in reports for f in r["failed_sessions"]), None),
+        "late_sends": sum(r["late"] for r in reports),
+        "steps_per_s": round(steps_per_s),
+        "p50_ms": round(p50, 2),
+        "p99_ms": round(p99, 2),
+        "max_ms": round(float(latencies.max()), 2),
+        "server_cores_used": round(server_cpu / window, 2),
+        "client_cores_used": round(sum(r["cpu"] for r in reports) / window, 2),
+        "server_cpu_us_per_step": round(server_cpu / max(1, steps) * 1e6, 1),
+        "local_env_step_us": round(local_step_seconds() * 1e6, 2),
+        "steps_per_s_vs_target_10000": round(steps_per_s / 10_000, 2),
+        "p99_vs_target_20ms": round(p99 / 20, 2),
+    }
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Fake chat engines for the AgentLongBench evaluation tests: an oracle and a nonsense answerer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ace_gym.agents.base import Completion
+from ace_gym.longbench.qa_env import ALBQAEnv
+from ace_gym.longbench.rollout import QASpec
+
+
+def answer_text(answer: object) -> str:
+    """A gold answer written the way the question-answering prompt asks for it."""
+    if isinstance(answer, bool):
+        return "<answer>yes</answer>" if answer else "<answer>no</answer>"
+    if isinstance(answer, list):
+        return f"<answer>{' and '.join(answer) if len(answer) == 2 else ', '.join(answer)}</answer>"
+    return f"<answer>{answer}</answer>"
+
+
+class OracleEngine:
+    """Answers each conversation with the gold answer (``info["gt"]``) of the spec that produced it."""
+
+    name = "oracle"
+
+    def __init__(self, specs: Sequence[QASpec]) -> None:
+        self.answers: dict[str, str] = {}
+        for spec in specs:
+            env = ALBQAEnv(**dict(spec.env_kwargs))
+            options = {"question_type": spec.question_type} if spec.question_type else None
+            observation, info = env.reset(seed=spec.seed, options=options)
+            self.answers[json.dumps(observation)] = answer_text(info["gt"])
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        return [
+            Completion(self.answers[json.dumps(c)], prompt_tokens=len(c), completion_tokens=3) for c in conversations
+        ]
+
+
+class NonsenseEngine:
+    """Answers everything with the same unrelated text."""
+
+    name = "nonsense"
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        return [Completion("I like turtles. <answer>banana</answer>", finish_reason="stop") for _ in conversations]

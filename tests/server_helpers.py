@@ -1,0 +1,85 @@
+"""Run the env server for a test: in a thread of the test process, or as ``ace-gym serve``.
+
+Import it after ``pytest.importorskip("fastapi")``: it needs the ``serve`` extra."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import uvicorn
+from fastapi import FastAPI
+
+from ace_gym.server.app import ServerConfig, create_app
+from ace_gym.server.runner import uvicorn_options
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextlib.contextmanager
+def serving(config: ServerConfig | None = None) -> Iterator[tuple[str, FastAPI]]:
+    """A server on a free loopback port in a background thread: yields (base URL, app)."""
+    config = config or ServerConfig()
+    app = create_app(config)
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listening.bind(("127.0.0.1", 0))
+    listening.listen(1024)
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config, "warning")))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}", app
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        listening.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve_process(*arguments: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``ace-gym serve`` as a child process on a free port: yields (base URL, process)."""
+    port = free_port()
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--log-level", "warning", *arguments]
+    process = subprocess.Popen(command, cwd=ROOT, env=environment)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"ace-gym serve did not start (exit code {process.poll()})")
+            time.sleep(0.1)
+        yield url, process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -1,0 +1,73 @@
+"""The ``ace-gym`` command line as a whole: one flag vocabulary, help for every flag, ``--version``."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+import ace_gym
+from ace_gym.cli import EXIT_CODES_HELP, build_parser, main
+
+SHARED_FLAGS = ("--domains", "--hidden-slots", "--decoy-budgets", "--seed", "--out", "--no-progress")
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(subparsers.choices)
+
+
+def test_version__prints_the_package_version(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"ace-gym {ace_gym.__version__}"
+
+
+@pytest.mark.parametrize("command", ["", "eval", "report", "generate"])
+def test_help__every_listed_flag_says_what_it_does(command: str) -> None:
+    parser = _subcommands()[command] if command else build_parser()
+    listed = [a for a in parser._actions if a.help != argparse.SUPPRESS and a.option_strings]
+    assert listed
+    undocumented = [a.option_strings for a in listed if not (a.help or "").strip()]
+    assert undocumented == []
+
+
+def test_help__lists_the_exit_codes(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert " ".join(EXIT_CODES_HELP.split()) in " ".join(capsys.readouterr().out.split())
+
+
+def test_eval_and_generate__share_one_flag_vocabulary() -> None:
+    commands = _subcommands()
+    for name in ("eval", "generate"):
+        flags = {s for a in commands[name]._actions if a.help != argparse.SUPPRESS for s in a.option_strings}
+        assert set(SHARED_FLAGS) <= flags, name
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--domains", "course", "meal", "--hidden-slots", "1", "5", "--decoy-budgets", "0", "4"],
+        ["--domains", "course,meal", "--hidden-slots", "1,5", "--decoy-budgets", "0,4"],
+        ["--domain", "course", "meal", "--hidden", "1,5", "--budget", "0", "4"],  # old spellings, unlisted
+    ],
+)
+@pytest.mark.parametrize("command", ["eval", "generate"])
+def test_list_flags__take_spaces_or_commas_and_old_spellings(command: str, argv: list[str]) -> None:
+    required = ["--policy", "solver", "--out", "x"] if command == "eval" else []
+    args = build_parser().parse_args([command, *required, *argv])
+    assert (args.domains, args.hidden_slots, args.decoy_budgets) == (["course", "meal"], [1, 5], [0, 4])
+
+
+def test_generate__old_output_dir_and_quiet_spellings_still_work() -> None:
+    args = build_parser().parse_args(["generate", "--output-dir", "data", "--quiet", "--branch-budget", "3"])
+    assert (str(args.out), args.no_progress, args.decoy_budgets) == ("data", True, [3])
+
+
+def test_list_flags__reject_a_non_number_with_a_usage_error(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["eval", "--policy", "solver", "--out", "x", "--hidden-slots", "1,five"])
+    assert exited.value.code == 2 and "--hidden-slots: expected N values" in capsys.readouterr().err

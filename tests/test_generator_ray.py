@@ -1,0 +1,68 @@
+"""generate_dataset(backend="ray") on a local Ray cluster writes the local backend's bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ace_gym.cli import main
+from ace_gym.errors import ConfigError
+from ace_gym.generators import generate_dataset
+from ace_gym.generators.config import GenerationError
+
+ray = pytest.importorskip("ray")
+
+SMALL = {"rows": 5, "cols": 7, "hidden_slots": [1, 5, 7], "decoy_budgets": [0, 4], "candidates_per_slot": 25}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.slow
+def test_generate_dataset__ray_backend_writes_the_local_bytes(cluster: None, tmp_path: Path) -> None:
+    calls: list[tuple[int, int]] = []
+    local = generate_dataset("travel", **SMALL, seed=11, path=tmp_path / "local.json.gz")
+    remote = generate_dataset(
+        "travel", **SMALL, seed=11, path=tmp_path / "ray.json.gz", backend="ray", progress=lambda *a: calls.append(a)
+    )
+    assert remote == local
+    assert (tmp_path / "ray.json.gz").read_bytes() == (tmp_path / "local.json.gz").read_bytes()
+    assert [done for done, _ in calls] == list(range(1, 7)) and {total for _, total in calls} == {6}
+
+
+@pytest.mark.slow
+def test_generate_cli__backend_ray_writes_the_local_files(cluster: None, tmp_path: Path) -> None:
+    arguments = ["generate", "--domain", "meal", "pc_build", "--hidden-slots", "1", "5", "--decoy-budgets", "0", "2"]
+    arguments += ["--seed", "4", "--quiet"]
+    assert main([*arguments, "--output-dir", str(tmp_path / "local")]) == 0
+    assert main([*arguments, "--output-dir", str(tmp_path / "ray"), "--backend", "ray"]) == 0
+    local = sorted((tmp_path / "local").iterdir())
+    assert len(local) == 2
+    for path in local:
+        assert (tmp_path / "ray" / path.name).read_bytes() == path.read_bytes()
+
+
+@pytest.mark.slow
+def test_generate_dataset__a_failing_ray_task_raises_the_generators_error(cluster: None, tmp_path: Path) -> None:
+    with pytest.raises(GenerationError, match="no instance for domain=course"):
+        generate_dataset(
+            "course",
+            hidden_slots=[1, 21],
+            decoy_budgets=[25],
+            seed=1,
+            time_budget=0,
+            backend="ray",
+            path=tmp_path / "x",
+        )
+    assert not (tmp_path / "x").exists()
+
+
+def test_generate_dataset__unknown_backend_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="backend"):
+        generate_dataset("course", hidden_slots=[1], decoy_budgets=[0], seed=0, backend="dask")

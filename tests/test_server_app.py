@@ -1,0 +1,297 @@
+"""The env server's endpoints: OpenEnv's HTTP and WebSocket protocol, sessions, limits, faults."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn, websockets and httpx")
+
+import httpx
+from websockets.sync.client import connect
+
+from ace_gym.envs import AceEnv
+from ace_gym.server.app import ServerConfig
+from tests.server_helpers import serving
+
+QUERY = {
+    "name": "query_course_candidate_from_attribute",
+    "arguments": {"row": 2, "col": 3, "field": "price", "operator": "<=", "value": 300},
+}
+
+
+@pytest.fixture(scope="module")
+def server() -> Any:
+    with serving(ServerConfig(max_sessions=64)) as (url, app):
+        yield url, app
+
+
+def sessions(app: Any) -> int:
+    return len(app.state.store)
+
+
+def ws_url(url: str, env_id: str = "ACE-course-v0") -> str:
+    return url.replace("http://", "ws://") + f"/envs/{env_id}/ws"
+
+
+def exchange(connection: Any, message: Any) -> dict[str, Any]:
+    connection.send(message if isinstance(message, str) else json.dumps(message))
+    return json.loads(connection.recv(timeout=30))
+
+
+# -- HTTP ------------------------------------------------------------------------------------------
+
+
+def test_http_reset_step_state__match_the_local_env(server: Any) -> None:
+    url, app = server
+    local = AceEnv("course")
+    local_observation, local_info = local.reset(seed=0, options={"instance_index": 9})
+    local_step = local.step(QUERY)
+    with httpx.Client(base_url=f"{url}/envs/ACE-course-v0") as client:
+        reset = client.post("/reset", json={"seed": 0, "options": {"instance_index": 9}}).json()
+        session_id = reset["session_id"]
+        assert reset["observation"]["value"] == local_observation
+        assert reset["observation"]["info"] == json.loads(json.dumps(local_info))
+        assert (reset["reward"], reset["done"]) == (None, False)
+        step = client.post("/step", json={"action": QUERY, "session_id": session_id}).json()
+        assert step["observation"]["value"] == local_step[0]
+        assert (step["reward"], step["done"]) == (0.0, False)
+        assert step["observation"]["info"] == local_step[4]
+        state = client.get("/state", params={"session_id": session_id}).json()
+        assert state["step_count"] == 1 and state["env_id"] == "ACE-course-v0"
+        assert state["action_space"]["type"] == "ToolCallSpace"
+        assert client.post("/close", json={"session_id": session_id}).json()["closed"] is True
+        assert client.get("/state", params={"session_id": session_id}).status_code == 404
+    assert sessions(app) == 0
+
+
+def test_http_step__malformed_action_is_the_envs_error_observation(server: Any) -> None:
+    url, _ = server
+    with httpx.Client(base_url=url) as client:  # the root serves the default id, ACE-course-v0
+        session_id = client.post("/reset", json={"seed": 1}).json()["session_id"]
+        for action in ({"name": "nope"}, "not a call", [1, 2], None, {"name": "set_slot", "arguments": "{bad"}):
+            reply = client.post("/step", json={"action": action, "session_id": session_id})
+            assert reply.status_code == 200, reply.text
+            assert json.loads(reply.json()["observation"]["value"])["status"] == "failed"
+        client.post("/close", json={"session_id": session_id})
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status", "code"),
+    [
+        ("/envs/ACE-course-v0/step", b"{not json", 400, "INVALID_JSON"),
+        ("/envs/ACE-course-v0/step", b"[" * 100_000, 400, "INVALID_JSON"),
+        ("/envs/ACE-course-v0/step", b"[1, 2]", 422, "VALIDATION_ERROR"),
+        ("/envs/ACE-course-v0/step", b'{"session_id": "0-x"}', 422, "VALIDATION_ERROR"),
+        ("/envs/ACE-course-v0/step", b'{"action": {}, "session_id": "0-abc"}', 404, "UNKNOWN_SESSION"),
+        ("/envs/ACE-course-v0/step", b'{"action": {}, "session_id": 7}', 404, "UNKNOWN_SESSION"),
+        ("/envs/ACE-course-v0/step", b'{"action": {}, "session_id": "0-x", "pickle": "x"}', 422, "VALIDATION_ERROR"),
+        ("/envs/ACE-nope-v0/reset", b"{}", 404, "UNKNOWN_ENV"),
+        ("/envs/ACE-course-v0/reset", b'{"seed": "1"}', 422, "VALIDATION_ERROR"),
+        ("/envs/ACE-course-v0/reset", b'{"seed": -1}', 422, "VALIDATION_ERROR"),
+        ("/envs/ACE-course-v0/reset", b'{"options": {"instance_index": 10000}}', 422, "VALIDATION_ERROR"),
+        ("/envs/ACE-course-v0/reset", b'{"extra": 1}', 422, "VALIDATION_ERROR"),
+        ("/envs/ACE-course-v0/make", b'{"kwargs": {"domain": 3}}', 422, "FACTORY_ERROR"),
+        ("/envs/ACE-course-v0/make", b'{"kwargs": {"no_such_argument": 1}}', 422, "FACTORY_ERROR"),
+        ("/envs/ACE-course-v0/make", b'{"kwargs": {"render_mode": 3}}', 422, "FACTORY_ERROR"),
+        ("/envs/ACE-course-v0/make", b'{"kwargs": {"dataset": "/etc/passwd"}}', 422, "FACTORY_ERROR"),
+        ("/envs/ACE-course-v0/make", b'{"wrappers": [{"name": "os.system"}]}', 422, "FACTORY_ERROR"),
+        ("/envs/ACE-course-v0/close", b'{"session_id": "0-abc"}', 404, "UNKNOWN_SESSION"),
+        ("/envs/ACE-course-v0/step", b'{"action": "' + b"x" * (2 << 20) + b'"}', 413, "PAYLOAD_TOO_LARGE"),
+    ],
+)
+def test_http__bad_requests_get_a_clean_json_error(server: Any, path: str, body: bytes, status: int, code: str) -> None:
+    url, app = server
+    before = sessions(app)
+    reply = httpx.post(url + path, content=body, headers={"content-type": "application/json"}, timeout=30)
+    assert reply.status_code == status, reply.text
+    assert reply.json()["code"] == code and reply.json()["detail"]
+    assert sessions(app) == before  # a refused request leaves no session behind
+
+
+def test_http_step__before_reset_is_a_conflict(server: Any) -> None:
+    url, _ = server
+    state = httpx.post(f"{url}/make", json={}).json()
+    reply = httpx.post(f"{url}/step", json={"action": QUERY, "session_id": state["session_id"]})
+    assert reply.status_code == 409 and reply.json()["code"] == "RESET_NEEDED"
+    httpx.post(f"{url}/close", json={"session_id": state["session_id"]})
+
+
+def test_http_health_schema_metadata_envs(server: Any) -> None:
+    url, _ = server
+    health = httpx.get(f"{url}/envs/ACE-meal-v0/health").json()
+    assert health["status"] == "healthy" and health["workers"] == 1
+    schema = httpx.get(f"{url}/envs/ACE-meal-v0/schema").json()
+    assert set(schema) == {"action", "observation", "state"}
+    assert "query_meal_candidate_from_attribute" in schema["action"]["properties"]["name"]["enum"]
+    assert httpx.get(f"{url}/envs/ACE-meal-v0/metadata").json()["name"] == "ACE-meal-v0"
+    listed = httpx.get(f"{url}/envs").json()
+    assert listed["default"] == "ACE-course-v0"
+    assert "ACE-travel-procedural-10x10-v0" in listed["env_ids"]
+
+
+def test_make__builds_wrapper_stacks_and_procedural_envs(server: Any) -> None:
+    url, _ = server
+    wrappers = [
+        {"name": "ToolFailureInjection", "kwargs": {"rate": 0.5}},
+        {"name": "ChatAdapter"},
+        {"name": "StepBudget", "kwargs": {"max_turns": 3}},
+    ]
+    with httpx.Client(base_url=f"{url}/envs/ACE-shopping-procedural-v0") as client:
+        state = client.post("/make", json={"kwargs": {"hidden_slots": 5}, "wrappers": wrappers}).json()
+        assert (state["observation_space"]["type"], state["action_space"]["type"]) == ("ChatMessages", "AssistantTurn")
+        session_id = state["session_id"]
+        reset = client.post("/reset", json={"session_id": session_id, "seed": 3}).json()
+        assert [m["role"] for m in reset["observation"]["value"]] == ["system", "user"]
+        assert reset["observation"]["info"]["hidden_slots"] == 5
+        for _ in range(3):
+            step = client.post("/step", json={"session_id": session_id, "action": "no tool call here"}).json()
+        assert step["done"] and step["observation"]["truncated"]
+        client.post("/close", json={"session_id": session_id})
+
+
+# -- WebSocket -------------------------------------------------------------------------------------
+
+
+def test_websocket__openenv_frames_play_an_episode(server: Any) -> None:
+    url, app = server
+    local = AceEnv("course")
+    local_observation, _ = local.reset(seed=0, options={"instance_index": 9})
+    with connect(ws_url(url)) as connection:
+        reset = exchange(connection, {"type": "reset", "data": {"seed": 0, "options": {"instance_index": 9}}})
+        assert reset["type"] == "observation" and reset["data"]["observation"]["value"] == local_observation
+        step = exchange(connection, {"type": "step", "data": QUERY})
+        assert step["data"]["observation"]["value"] == local.step(QUERY)[0]
+        state = exchange(connection, {"type": "state"})
+        assert state["type"] == "state" and state["data"]["step_count"] == 1
+        assert sessions(app) == 1
+        connection.send(json.dumps({"type": "close"}))
+    wait_for(lambda: sessions(app) == 0)
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("{not json", "INVALID_JSON"),
+        ("[" * 100_000, "INVALID_JSON"),
+        ("1" * 5000, "INVALID_JSON"),
+        ("[1]", "VALIDATION_ERROR"),
+        ('{"type": "teleport"}', "UNKNOWN_TYPE"),
+        ('{"type": "step"}', "VALIDATION_ERROR"),
+        ('{"type": "step", "data": {}, "extra": 1}', "VALIDATION_ERROR"),
+        ('{"type": "reset", "data": {"seed": 1.5}}', "VALIDATION_ERROR"),
+        ('{"type": "reset", "data": {"options": {"instance_id": "nope"}}}', "VALIDATION_ERROR"),
+        (
+            '{"type": "make", "data": {"wrappers": [{"name": "StepBudget", "kwargs": {"max_turns": 0}}]}}',
+            "FACTORY_ERROR",
+        ),
+    ],
+)
+def test_websocket__malformed_frame_gets_an_error_frame_and_the_connection_survives(
+    server: Any, frame: str, code: str
+) -> None:
+    url, _ = server
+    with connect(ws_url(url)) as connection:
+        reply = exchange(connection, frame)
+        assert reply["type"] == "error" and reply["data"]["code"] == code, reply
+        assert exchange(connection, {"type": "reset", "data": {"seed": 2}})["type"] == "observation"
+        assert exchange(connection, {"type": "step", "data": {"name": 5}})["type"] == "observation"
+
+
+def test_websocket__binary_frames_are_read_like_text(server: Any) -> None:
+    url, _ = server
+    with connect(ws_url(url)) as connection:
+        connection.send(json.dumps({"type": "reset", "data": {"seed": 2}}).encode())
+        assert json.loads(connection.recv(timeout=30))["type"] == "observation"
+        connection.send(b"\xff\xfe")
+        assert json.loads(connection.recv(timeout=30))["data"]["code"] == "INVALID_JSON"
+
+
+def test_websocket__lone_surrogates_in_actions_do_not_break_encoding(server: Any) -> None:
+    url, _ = server
+    with connect(ws_url(url)) as connection:
+        exchange(connection, {"type": "reset", "data": {"seed": 2}})
+        reply = exchange(connection, '{"type": "step", "data": {"name": "\\ud800x", "arguments": {"a": "\\udfff"}}}')
+        assert reply["type"] == "observation"
+        assert json.loads(reply["data"]["observation"]["value"])["status"] == "failed"
+
+
+def test_websocket__client_that_disconnects_mid_episode_frees_its_session(server: Any) -> None:
+    url, app = server
+    before = sessions(app)
+    with connect(ws_url(url)) as connection:
+        exchange(connection, {"type": "reset", "data": {"seed": 0}})
+        exchange(connection, {"type": "step", "data": QUERY})
+        assert sessions(app) == before + 1
+        connection.socket.shutdown(socket.SHUT_RDWR)  # no close frame: the client just vanishes
+        wait_for(lambda: sessions(app) == before)
+
+
+def test_websocket__unknown_env_gets_an_error_frame(server: Any) -> None:
+    url, _ = server
+    with connect(ws_url(url, "ACE-course-v9")) as connection:
+        reply = json.loads(connection.recv(timeout=30))
+    assert reply["data"]["code"] == "UNKNOWN_ENV" and "ACE-course-v0" in reply["data"]["message"]
+
+
+# -- limits ----------------------------------------------------------------------------------------
+
+
+def test_session_cap__refuses_sessions_beyond_it_and_frees_them_on_close() -> None:
+    with serving(ServerConfig(max_sessions=3)) as (url, app):
+        opened = [httpx.post(f"{url}/reset", json={}).json()["session_id"] for _ in range(3)]
+        refused = httpx.post(f"{url}/reset", json={})
+        assert refused.status_code == 503 and refused.json()["code"] == "CAPACITY_REACHED"
+        with connect(ws_url(url)) as connection:
+            assert json.loads(connection.recv(timeout=30))["data"]["code"] == "CAPACITY_REACHED"
+        httpx.post(f"{url}/close", json={"session_id": opened[0]})
+        assert httpx.post(f"{url}/reset", json={}).status_code == 200
+        assert sessions(app) == 3
+
+
+def test_idle_timeout__evicts_http_and_websocket_sessions() -> None:
+    with serving(ServerConfig(idle_timeout_s=0.5)) as (url, app):
+        session_id = httpx.post(f"{url}/reset", json={}).json()["session_id"]
+        with connect(ws_url(url)) as connection:
+            exchange(connection, {"type": "reset", "data": {}})
+            assert sessions(app) == 2
+            expired = json.loads(connection.recv(timeout=30))  # the server speaks first, then closes
+            assert expired["type"] == "error" and expired["data"]["code"] == "SESSION_EXPIRED"
+        wait_for(lambda: sessions(app) == 0)
+        reply = httpx.post(f"{url}/step", json={"action": QUERY, "session_id": session_id})
+        assert reply.status_code == 404 and reply.json()["code"] == "UNKNOWN_SESSION"
+
+
+def test_idle_timeout__an_active_session_is_kept() -> None:
+    with serving(ServerConfig(idle_timeout_s=0.6)) as (url, app), connect(ws_url(url)) as connection:
+        exchange(connection, {"type": "reset", "data": {}})
+        for _ in range(8):
+            time.sleep(0.2)
+            assert exchange(connection, {"type": "step", "data": QUERY})["type"] == "observation"
+        assert sessions(app) == 1
+
+
+def wait_for(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.02)
+
+
+def test_websocket__oversized_frame_closes_the_connection_and_frees_the_session(server: Any) -> None:
+    from websockets.exceptions import ConnectionClosed
+
+    url, app = server
+    before = sessions(app)
+    with connect(ws_url(url), max_size=None) as connection:
+        exchange(connection, {"type": "reset", "data": {}})
+        connection.send("x" * (2 << 20))  # over the 1 MiB default limit
+        with pytest.raises(ConnectionClosed) as closed:
+            connection.recv(timeout=30)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # "message too big"
+    wait_for(lambda: sessions(app) == before)

@@ -1,0 +1,93 @@
+"""``ace-gym serve`` as users run it: several workers behind one port, a killed worker replaced,
+a barrage of hostile requests survived with bounded memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn, websockets and httpx")
+
+import httpx
+
+from ace_gym.cli import main
+from tests.server_helpers import ROOT, serve_process
+
+QUERY = {"name": "get_current_grid_state", "arguments": {}}
+
+
+def fresh(method: str, url: str, **kwargs: object) -> httpx.Response:
+    """One request on a new connection, so that any worker may accept it."""
+    with httpx.Client(timeout=30) as client:
+        return client.request(method, url, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_workers__http_sessions_are_reached_from_any_connection() -> None:
+    with serve_process("--workers", "3") as (url, _):
+        session_ids = [fresh("POST", f"{url}/reset", json={"seed": i}).json()["session_id"] for i in range(12)]
+        assert len({s.split("-")[0] for s in session_ids}) > 1  # sessions live in several workers
+        for session_id in session_ids:
+            for _ in range(3):
+                reply = fresh("POST", f"{url}/step", json={"session_id": session_id, "action": QUERY})
+                assert reply.status_code == 200 and reply.json()["session_id"] == session_id
+            assert fresh("GET", f"{url}/state", params={"session_id": session_id}).json()["step_count"] == 3
+            assert fresh("POST", f"{url}/close", json={"session_id": session_id}).json()["closed"] is True
+        forged = fresh("POST", f"{url}/step", json={"session_id": "2-" + "0" * 32, "action": QUERY})
+        assert forged.status_code == 404 and forged.json()["code"] == "UNKNOWN_SESSION"
+
+
+@pytest.mark.slow
+def test_workers__a_killed_worker_is_replaced_and_its_sessions_are_unknown() -> None:
+    with serve_process("--workers", "2") as (url, _):
+        opened = {}
+        while len(opened) < 2:  # one session in each worker
+            reply = fresh("POST", f"{url}/reset", json={}).json()
+            opened.setdefault(reply["session_id"].split("-")[0], reply["session_id"])
+        pids = {}
+        while len(pids) < 2:
+            health = fresh("GET", f"{url}/health").json()
+            pids[health["worker"]] = health["pid"]
+        os.kill(pids[1], signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                health = fresh("GET", f"{url}/health").json()
+                if health["worker"] == 1 and health["pid"] != pids[1]:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "worker 1 was not replaced"
+        lost = fresh("POST", f"{url}/step", json={"session_id": opened["1"], "action": QUERY})
+        assert lost.status_code == 404 and lost.json()["code"] == "UNKNOWN_SESSION"
+        kept = fresh("POST", f"{url}/step", json={"session_id": opened["0"], "action": QUERY})
+        assert kept.status_code == 200
+
+
+def test_serve__unknown_env_id_or_data_dir_is_a_clear_error(capsys: pytest.CaptureFixture) -> None:
+    assert main(["serve", "--env", "ACE-cours-v0"]) == 2
+    assert "did you mean 'ACE-course-v0'" in capsys.readouterr().err
+    assert main(["serve", "--data-dir", "/no/such/folder"]) == 2
+    assert "not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_hostile_barrage__server_answers_without_500s_and_returns_to_baseline() -> None:
+    script = ROOT / "benchmarks" / "bench_server_hostile.py"
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    completed = subprocess.run(
+        [sys.executable, str(script), "--count", "10000"], capture_output=True, text=True, env=environment, timeout=900
+    )
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report["failure_count"] == 0, report["failures"]
+    assert report["server_alive"]
+    assert report["sessions_after_barrage"] <= report["max_sessions"]
+    assert report["sessions_after_idle_timeout"] == report["sessions_baseline"]
+    assert report["rss_mb_after"] - report["rss_mb_baseline"] < 64
+    assert completed.returncode == 0
