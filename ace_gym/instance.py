@@ -69,11 +69,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ace_gym.constraints import (
     CompiledGlobalRule,
+    Reading,
     aggregate,
     compile_global_rule,
     global_rule_text,
+    kind_of,
     slot_rule_mask,
     slot_rule_text,
+    slot_rules_mask,
 )
 from ace_gym.domains import DOMAINS, Domain, GlobalRule, NumericAttribute
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
@@ -669,8 +672,9 @@ def _shown(value: object, limit: int = 80) -> str:
 def accepted_ranges(domain: Domain) -> dict[str, tuple[int, int]]:
     """``[low, high]`` a dataset file may hold for each numeric attribute of ``domain``.
 
-    The declared range, with its low end extended down to the ``floor`` of any ``sum_min``
-    global rule on the attribute: the published release's targeted decoy sampling reaches there.
+    The declared range, with its low end extended down to the ``floor`` of any lower-bound
+    global rule on the attribute's values (``sum_min``): the published release's targeted decoy
+    sampling reaches there.
     """
     ranges = {}
     for attribute in domain.attributes:
@@ -678,23 +682,22 @@ def accepted_ranges(domain: Domain) -> dict[str, tuple[int, int]]:
             floors = [
                 rule.floor
                 for rule in domain.global_rules
-                if rule.kind == "sum_min" and rule.attribute == attribute.name and rule.floor is not None
+                if rule.attribute == attribute.name and rule.floor is not None and _sums_from_below(rule)
             ]
             ranges[attribute.name] = (min([attribute.low, *floors]), attribute.high)
     return ranges
 
 
+def _sums_from_below(rule: GlobalRule) -> bool:
+    kind = kind_of(rule)
+    return not kind.upper and kind.reading is Reading.VALUE
+
+
 def threshold_limit(rule: GlobalRule, ranges: dict[str, tuple[int, int]], rows: int, cols: int) -> int:
     """The largest aggregate ``rule`` can reach on a ``rows`` x ``cols`` grid of items within
     ``ranges`` (:func:`accepted_ranges`)."""
-    if rule.kind in ("count_min", "count_min_threshold", "repeat_max"):
-        return rows * cols
-    high = ranges[rule.attribute][1]
-    if rule.kind in ("sum_max", "sum_min"):
-        return rows * cols * high
-    if rule.kind == "max_row_sum":
-        return cols * high
-    return high  # max_cap
+    high = ranges[rule.attribute][1] if rule.attribute in ranges else 0  # categorical: only counted
+    return kind_of(rule).largest_aggregate(high, rows, cols)
 
 
 def check_dataset(model: DatasetFile, source: str) -> None:
@@ -985,10 +988,10 @@ def _check_truth(instance: Instance, domain: Domain, slot_rules: list[SlotRules]
         for s, (slot, rules) in enumerate(zip(instance.slots, slot_rules, strict=True))
         for name, attribute, kind, bound in rules
     ]
-    is_max = np.asarray([kind == "max" for _, _, _, kind, _, _ in tested], dtype=bool)
+    kinds = [kind for _, _, _, kind, _, _ in tested]
     bounds = np.asarray([bound for *_, bound, _ in tested], dtype=np.int64)
     values = np.asarray([value for *_, value in tested], dtype=np.int64)
-    passed = np.where(is_max, slot_rule_mask(values, "max", bounds), slot_rule_mask(values, "min", bounds))  # type: ignore[arg-type]
+    passed = slot_rules_mask(values, kinds, bounds)
     if not passed.all():
         s, name, attribute, _, bound, value = tested[int(np.flatnonzero(~passed)[0])]
         raise fail(

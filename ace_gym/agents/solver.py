@@ -29,20 +29,16 @@ import numpy as np
 
 from ace_gym.agents.base import Script, ScriptedPolicy, ToolCallDict
 from ace_gym.agents.task_view import SlotView, TaskView, call, succeeded
+from ace_gym.constraints import SLOT_KINDS, Aggregate, contribution_reader, kind_of
 from ace_gym.domains import GlobalRule
 
 _EVERYTHING_NUMERIC = -(10**9)
-_SUM_KINDS = frozenset({"sum_max", "sum_min", "count_min", "count_min_threshold"})
 Values = dict[str, Any]  # attribute -> value of one item
 
 
 def rule_can_bind(rule: GlobalRule, bound: int, cells: int) -> bool:
     """False for rules no grid can violate (a repeat limit >= cells, a count minimum <= 0)."""
-    if rule.kind == "repeat_max":
-        return bound < cells
-    if rule.kind in ("count_min", "count_min_threshold"):
-        return bound > 0
-    return True
+    return kind_of(rule).can_bind(bound, cells)
 
 
 def slot_candidates(view: TaskView, slot: SlotView) -> Generator[ToolCallDict, str, dict[str, Values] | None]:
@@ -53,7 +49,7 @@ def slot_candidates(view: TaskView, slot: SlotView) -> Generator[ToolCallDict, s
         envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, "name"))
         return {m["id"]: {} for m in envelope["data"]["matches"]} if succeeded(envelope) else None
     for attribute, kind, bound in slot.rules:
-        operator = "<=" if kind == "max" else ">="
+        operator = SLOT_KINDS[kind].query_operator
         envelope = yield from call(
             view.tool("query"), row=slot.row, col=slot.col, field=attribute, operator=operator, value=bound
         )
@@ -170,14 +166,6 @@ def _visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCall
     return values
 
 
-def _contribution(rule: GlobalRule, value: Any) -> Any:
-    if rule.kind == "count_min":
-        return int(value == rule.value)
-    if rule.kind == "count_min_threshold":
-        return int(value >= (rule.threshold or 0))
-    return value
-
-
 def search(
     view: TaskView,
     visible: Mapping[str, Values],
@@ -192,29 +180,34 @@ def search(
     filter candidates up front.
     """
     slot_rows = [slot.row for slot in view.slots]
+    by_aggregate: dict[Aggregate, list[tuple[int, GlobalRule, int]]] = {how: [] for how in Aggregate}
+    for k, (rule, bound) in enumerate(rules):
+        by_aggregate[kind_of(rule).aggregate].append((k, rule, bound))
+    sums, repeats = by_aggregate[Aggregate.TOTAL], by_aggregate[Aggregate.MOST_FREQUENT]
+    row_sums, caps = by_aggregate[Aggregate.LARGEST_ROW_TOTAL], by_aggregate[Aggregate.LARGEST]
+    upper = {k: kind_of(rule).upper for k, rule, _ in sums}
+    readers = {rule.name: contribution_reader(rule) for rule, _ in rules}
+
+    def contribution(rule: GlobalRule, values: Values) -> Any:
+        return readers[rule.name](values[rule.attribute])
+
     options: list[list[str]] = []
     for slot_candidates_ in candidates:
         ids = [
             item
             for item, values in slot_candidates_.items()
-            if all(values[rule.attribute] <= bound for rule, bound in rules if rule.kind == "max_cap")
+            if all(contribution(rule, values) <= bound for _, rule, bound in caps)
         ]
         options.append(ids)
     if any(not ids for ids in options):
         return
     order = sorted(range(len(options)), key=lambda s: len(options[s]))
 
-    sums = [(k, rule, bound) for k, (rule, bound) in enumerate(rules) if rule.kind in _SUM_KINDS]
-    repeats = [(k, rule, bound) for k, (rule, bound) in enumerate(rules) if rule.kind == "repeat_max"]
-    row_sums = [(k, rule, bound) for k, (rule, bound) in enumerate(rules) if rule.kind == "max_row_sum"]
-
     def value(slot: int, item: str, rule: GlobalRule) -> Any:
-        return _contribution(rule, candidates[slot][item][rule.attribute])
+        return contribution(rule, candidates[slot][item])
 
     # totals of the visible cells
-    sum_totals = {
-        k: sum(_contribution(rule, visible[i][rule.attribute]) for i in view.visible_ids) for k, rule, _ in sums
-    }
+    sum_totals = {k: sum(contribution(rule, visible[i]) for i in view.visible_ids) for k, rule, _ in sums}
     repeat_counts: dict[int, dict[Any, int]] = {}
     for k, rule, _ in repeats:
         counts: dict[Any, int] = {}
@@ -222,7 +215,10 @@ def search(
             counts[visible[item][rule.attribute]] = counts.get(visible[item][rule.attribute], 0) + 1
         repeat_counts[k] = counts
     row_totals = {
-        k: [sum(visible[item][rule.attribute] for item in view.grid[r] if item is not None) for r in range(view.rows)]
+        k: [
+            sum(contribution(rule, visible[item]) for item in view.grid[r] if item is not None)
+            for r in range(view.rows)
+        ]
         for k, rule, _ in row_sums
     }
     if any(max(counts.values(), default=0) > bound for (k, _, bound) in repeats for counts in [repeat_counts[k]]):
@@ -245,10 +241,10 @@ def search(
             rest_row_min[k][depth] = row_min
 
     def feasible(depth: int) -> bool:
-        for k, rule, bound in sums:
-            if rule.kind == "sum_max" and sum_totals[k] + rest_min[k][depth] > bound:
+        for k, _, bound in sums:
+            if upper[k] and sum_totals[k] + rest_min[k][depth] > bound:
                 return False
-            if rule.kind != "sum_max" and sum_totals[k] + rest_max[k][depth] < bound:
+            if not upper[k] and sum_totals[k] + rest_max[k][depth] < bound:
                 return False
         for k, _, bound in row_sums:
             rows_min = rest_row_min[k][depth]

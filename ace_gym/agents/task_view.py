@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ace_gym.agents.base import ToolCallDict
-from ace_gym.constraints import global_rule_text, words
+from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
 from ace_gym.domains import Domain, GlobalRule, get_domain
 
 TOOL_FAILED_MESSAGE = "Tool call failed"
@@ -111,14 +111,15 @@ def read_task(observation: str, info: Mapping[str, Any]) -> TaskView:
             raise TaskTextError(f"global rule {rule.name} is not stated in the task instruction")
         bounds[rule.name] = int(found.group(1))
     attribute_of = {words(rule.attribute): rule.attribute for rule in domain.slot_rules}
+    relations = "|".join(re.escape(kind.relation) for kind in SLOT_KINDS.values())
     slot_rule = re.compile(
-        rf"the {re.escape(domain.item_label)} in slot \((\d+), (\d+)\) must have (.+?) (at most|at least) (-?\d+)\."
+        rf"the {re.escape(domain.item_label)} in slot \((\d+), (\d+)\) must have (.+?) ({relations}) (-?\d+)\."
     )
     rules: dict[tuple[int, int], list[tuple[str, str, int]]] = {}
     for row, col, attribute, relation, bound in slot_rule.findall(prompt):
         if attribute not in attribute_of:
             raise TaskTextError(f"unknown slot-rule attribute {attribute!r}")
-        kind = "max" if relation == "at most" else "min"
+        kind = next(k.name for k in SLOT_KINDS.values() if k.relation == relation)
         rules.setdefault((int(row), int(col)), []).append((attribute_of[attribute], kind, int(bound)))
     slots = tuple(
         SlotView(r, c, tuple(rules.get((r, c), ())))

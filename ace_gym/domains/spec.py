@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-SlotRuleKind = Literal["max", "min"]
-GlobalRuleKind = Literal[
+# The kind names a declaration may use; what each kind means is declared in ace_gym.constraints
+# (SLOT_KINDS, RULE_KINDS), and a test keeps the two in step.
+SlotRuleKindName = Literal["max", "min"]
+GlobalRuleKindName = Literal[
     "sum_max", "sum_min", "repeat_max", "count_min", "count_min_threshold", "max_row_sum", "max_cap"
 ]
-UPPER_BOUND_KINDS: frozenset[str] = frozenset({"sum_max", "repeat_max", "max_row_sum", "max_cap"})
-LOWER_BOUND_KINDS: frozenset[str] = frozenset({"sum_min", "count_min", "count_min_threshold"})
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class SlotRule:
 
     name: str
     attribute: str
-    kind: SlotRuleKind
+    kind: SlotRuleKindName
     values: tuple[int, ...]
 
 
@@ -61,7 +61,7 @@ class GlobalRule:
     """
 
     name: str
-    kind: GlobalRuleKind
+    kind: GlobalRuleKindName
     attribute: str
     slack: int = 0
     cap: int | None = None

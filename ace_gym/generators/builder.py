@@ -40,6 +40,7 @@ from functools import cache
 
 import numpy as np
 
+from ace_gym.constraints import SLOT_KINDS, Reading, combine, components, kind_of, read, read_each
 from ace_gym.domains import CategoricalAttribute, Domain, NumericAttribute, get_domain
 from ace_gym.generators.combinations import breaks_every_combination
 from ace_gym.generators.config import InstanceConfig
@@ -49,7 +50,6 @@ STAGE_LABELS = {0: "not_applicable", 1: "tier_1", 2: "tier_2", 3: "tier_3", 4: "
 LAST_BRANCH_LABEL = "last_branch_hard_only"
 DECOY_BATCH = 8  # candidates constructed per decoy and tier before falling to the next tier
 TRUTH_REDRAWS = 200  # fresh truth items tried for a hidden cell without enough non-vacuous rules
-_VALUE, _EQUAL, _AT_LEAST, _ABOVE = 0, 1, 2, 3  # how a component reads its attribute
 
 
 class AttemptFailed(Exception):
@@ -75,6 +75,11 @@ class _DomainTable:
     def index(self, attribute: str) -> int:
         return [a.name for a in self.domain.attributes].index(attribute)
 
+    def vocabulary(self, attribute: str) -> tuple[str, ...] | None:
+        """The category values of ``attribute`` in code order; None for a numeric attribute."""
+        found = self.domain.attribute(attribute)
+        return found.values if isinstance(found, CategoricalAttribute) else None
+
 
 @cache
 def _table(domain_name: str) -> _DomainTable:
@@ -93,7 +98,7 @@ def _table(domain_name: str) -> _DomainTable:
         low=np.asarray(low, dtype=np.int64),
         high=np.asarray(high, dtype=np.int64),
         rule_attr=tuple(names.index(rule.attribute) for rule in domain.slot_rules),
-        rule_is_max=tuple(rule.kind == "max" for rule in domain.slot_rules),
+        rule_is_max=tuple(SLOT_KINDS[rule.kind].upper for rule in domain.slot_rules),
         rule_values=tuple(np.asarray(rule.values, dtype=np.int64) for rule in domain.slot_rules),
         name_attr=names.index(domain.name_attribute) if domain.name_attribute else -1,
     )
@@ -105,48 +110,28 @@ def _random_items(rng: np.random.Generator, count: int, low: np.ndarray, high: n
 
 
 class _Components:
-    """The global rules of one instance as signed components (violated iff value > threshold)."""
+    """The global rules of one instance as signed components (:func:`ace_gym.constraints.components`),
+    each reading an item's attribute directly: the rule's reading and the component's test compose
+    into one reading, because only a VALUE reading is ever tested further (``RuleKind`` enforces it)."""
 
     def __init__(self, table: _DomainTable, bounds: dict[str, int], rows: int) -> None:
-        spec: list[tuple[int, int, int, int, int, int, bool]] = []  # read, attr, param, sign, row, T, upper
+        spec: list[tuple[int, int, int, int, int, int, bool]] = []  # read, param, attr, sign, row, T, upper
         for rule in table.domain.global_rules:
-            attr, bound = table.index(rule.attribute), bounds[rule.name]
-            if rule.kind == "sum_max":
-                spec.append((_VALUE, attr, 0, 1, -1, bound, True))
-            elif rule.kind == "sum_min":
-                spec.append((_VALUE, attr, 0, -1, -1, -bound, False))
-            elif rule.kind == "count_min":
-                attribute = table.domain.attribute(rule.attribute)
-                assert isinstance(attribute, CategoricalAttribute) and rule.value is not None
-                spec.append((_EQUAL, attr, attribute.values.index(rule.value), -1, -1, -bound, False))
-            elif rule.kind == "count_min_threshold":
-                assert rule.threshold is not None
-                spec.append((_AT_LEAST, attr, rule.threshold, -1, -1, -bound, False))
-            elif rule.kind == "repeat_max":
-                spec.extend((_EQUAL, attr, code, 1, -1, bound, True) for code in range(int(table.high[attr]) + 1))
-            elif rule.kind == "max_row_sum":
-                spec.extend((_VALUE, attr, 0, 1, row, bound, True) for row in range(rows))
-            elif rule.kind == "max_cap":
-                spec.append((_ABOVE, attr, bound, 1, -1, 0, True))
-            else:
-                raise ValueError(f"unknown global rule kind {rule.kind!r}")
+            kind, attr = kind_of(rule), table.index(rule.attribute)
+            parameter = kind.parameter(rule, table.vocabulary(rule.attribute))
+            codes = range(int(table.high[attr]) + 1)
+            found = components(kind, bounds[rule.name], codes, rows)
+            for test, tested, sign, row, threshold in zip(*found, strict=True):
+                reading = (kind.reading, parameter) if test is Reading.VALUE else (test, tested)
+                spec.append((*reading, attr, sign, row, threshold, kind.upper))
         columns = np.asarray([s[:6] for s in spec], dtype=np.int64).T
-        self.read, self.attr, self.param, self.sign, self.row, self.threshold = columns
+        self.read, self.param, self.attr, self.sign, self.row, self.threshold = columns
         self.upper = np.asarray([s[6] for s in spec], dtype=bool)
         self.count = len(spec)
 
     def of(self, items: np.ndarray, cell_rows: np.ndarray | int) -> np.ndarray:
         """Contribution rows ``(len(items), components)`` of items placed in rows ``cell_rows``."""
-        values = items[:, self.attr]
-        out = np.where(
-            self.read == _VALUE,
-            values,
-            np.where(
-                self.read == _EQUAL,
-                values == self.param,
-                np.where(self.read == _AT_LEAST, values >= self.param, values > self.param),
-            ),
-        ).astype(np.int64)
+        out = read_each(self.read, items[:, self.attr], self.param)
         out *= self.sign
         rows = np.broadcast_to(np.asarray(cell_rows).reshape(-1, 1), out.shape)
         out[(self.row >= 0) & (self.row != rows)] = 0
@@ -155,45 +140,22 @@ class _Components:
     def of_values(self, ks: np.ndarray, values: np.ndarray, cell_row: int) -> np.ndarray:
         """Contributions ``(len(ks), len(values))`` to components ``ks``, which read one attribute,
         of an item with each of ``values`` placed in row ``cell_row``."""
-        read, param, v = self.read[ks, None], self.param[ks, None], values[None, :]
-        out = np.where(
-            read == _VALUE, v, np.where(read == _EQUAL, v == param, np.where(read == _AT_LEAST, v >= param, v > param))
-        )
-        out = out * self.sign[ks, None]
+        out = read_each(self.read[ks, None], values[None, :], self.param[ks, None])
+        out *= self.sign[ks, None]
         out[(self.row[ks] >= 0) & (self.row[ks] != cell_row)] = 0
         return out
 
 
 def _thresholds(rng: np.random.Generator, table: _DomainTable, truth: np.ndarray, cols: int) -> dict[str, int]:
-    """One threshold per global rule, derived from the truth grid as published (docs/compatibility.md §1.6)."""
+    """One threshold per global rule, drawn from its kind's range around the truth grid's aggregate
+    (docs/compatibility.md §1.6)."""
     cells = truth.shape[0]
     bounds: dict[str, int] = {}
     for rule in table.domain.global_rules:
-        attr = table.index(rule.attribute)
-        values = truth[:, attr]
-        if rule.kind == "repeat_max":
-            observed = int(np.bincount(values).max())
-            low, high = observed, cells
-        elif rule.kind == "count_min":
-            attribute = table.domain.attribute(rule.attribute)
-            assert isinstance(attribute, CategoricalAttribute)
-            observed = int((values == attribute.values.index(str(rule.value))).sum())
-            low, high = max(0, observed - rule.slack), observed
-        elif rule.kind == "count_min_threshold":
-            observed = int((values >= int(rule.threshold or 0)).sum())
-            low, high = max(0, observed - rule.slack), observed
-        elif rule.kind == "sum_min":
-            observed = int(values.sum())
-            low, high = min(observed, max(int(rule.floor or 0), observed - rule.slack)), observed
-        elif rule.kind == "sum_max":
-            observed = int(values.sum())
-            low, high = observed, max(observed, min(cells * int(rule.cap or 0), observed + rule.slack))
-        elif rule.kind == "max_row_sum":
-            observed = int(values.reshape(-1, cols).sum(axis=1).max())
-            low, high = observed, max(observed, min(cols * int(rule.cap or 0), observed + rule.slack))
-        else:  # max_cap
-            observed = int(values.max())
-            low, high = observed, max(observed, int(table.high[attr]))
+        kind, attr = kind_of(rule), table.index(rule.attribute)
+        parameter = kind.parameter(rule, table.vocabulary(rule.attribute))
+        observed = combine(kind.aggregate, read(kind.reading, truth[:, attr], parameter), cols)
+        low, high = kind.threshold_range(observed, rule, cells, cols, int(table.high[attr]))
         bounds[rule.name] = int(rng.integers(low, high + 1))
     return bounds
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ace_gym.constraints import Aggregate, components, read
 from ace_gym.domains import get_domain
 from ace_gym.generators.combinations import breaks_every_combination, every_combination_violates
 from ace_gym.instance import CompiledInstance, Instance
@@ -70,34 +71,24 @@ class Certificate:
 
 
 class _Components:
-    """The compiled global rules as signed components (violated iff value > threshold)."""
+    """The compiled global rules as signed components (violated iff value > threshold), read from
+    their contribution columns (:func:`ace_gym.constraints.components`); a frequency rule gets one
+    component per category that some relevant item holds."""
 
     def __init__(self, compiled: CompiledInstance, relevant: np.ndarray) -> None:
         columns: list[np.ndarray] = []
         rows: list[int] = []
         thresholds: list[int] = []
-
-        def add(column: np.ndarray, row: int, threshold: int) -> None:
-            columns.append(column)
-            rows.append(row)
-            thresholds.append(threshold)
-
         for rule in compiled.global_rules:
             values = rule.contribution.astype(np.int64)
-            if rule.kind == "sum_max":
-                add(values, -1, rule.bound)
-            elif rule.kind in ("sum_min", "count_min", "count_min_threshold"):
-                add(-values, -1, -rule.bound)
-            elif rule.kind == "repeat_max":
-                for code in np.unique(values[relevant]).tolist():
-                    add((values == code).astype(np.int64), -1, rule.bound)
-            elif rule.kind == "max_row_sum":
-                for row in range(compiled.rows):
-                    add(values, row, rule.bound)
-            elif rule.kind == "max_cap":
-                add((values > rule.bound).astype(np.int64), -1, 0)
-            else:
-                raise ValueError(f"unknown global rule kind {rule.kind!r}")
+            frequency = rule.kind.aggregate is Aggregate.MOST_FREQUENT
+            codes = np.unique(values[relevant]).tolist() if frequency else []
+            found = components(rule.kind, rule.bound, codes, compiled.rows)
+            for test, parameter, sign in zip(found.tests, found.parameters, found.signs, strict=True):
+                column = read(test, values, parameter)
+                columns.append(column if sign == 1 else sign * column)
+            rows += found.rows
+            thresholds += found.thresholds
         self.table = np.stack(columns, axis=1)
         self.rows = np.asarray(rows, dtype=np.int64)
         self.thresholds = np.asarray(thresholds, dtype=np.int64)
