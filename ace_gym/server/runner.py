@@ -4,8 +4,8 @@ With N > 1 workers the parent binds the listening socket and starts N spawned pr
 accept on it (as ``uvicorn --workers`` does), but each worker knows its index: session ids carry
 it, and each worker also listens on ``<runtime dir>/worker-<i>.sock`` so that an HTTP request
 reaching the wrong worker is forwarded to the session's own (see :mod:`ace_gym.server.app`). The
-parent restarts a worker that dies (its sessions are lost) and stops every worker on SIGINT or
-SIGTERM.
+parent restarts a worker that dies after it started serving (its sessions are lost), stops the
+server when one dies before, and stops every worker on SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import signal
 import socket
 import tempfile
 import threading
-import time
 from typing import Any
 
 import uvicorn
@@ -27,9 +26,6 @@ from ace_gym.errors import ConfigError
 from ace_gym.server.app import ServerConfig, create_app, worker_socket
 
 logger = logging.getLogger("uvicorn.error")  # configured by uvicorn, like its own "running on" line
-
-_QUICK_DEATH_S = 2.0
-"""A worker that dies this soon after starting is not restarted: the server stops instead."""
 
 
 def uvicorn_options(config: ServerConfig, log_level: str) -> dict[str, Any]:
@@ -58,24 +54,25 @@ def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info"
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-    def start(worker: int) -> tuple[Any, float]:
+    def start(worker: int) -> tuple[Any, Any]:
+        ready = context.Event()
         process = context.Process(
             target=_run_worker,
-            args=(dataclasses.replace(config, worker=worker), listening, log_level),
+            args=(dataclasses.replace(config, worker=worker), listening, log_level, ready),
             name=f"ace-gym-serve-{worker}",
         )
         process.start()
-        return process, time.monotonic()
+        return process, ready
 
     workers = [start(worker) for worker in range(config.workers)]
     logger.info("serving on http://%s:%d with %d worker processes", host, port, config.workers)
     exit_code = 0
     try:
         while not stop.wait(0.5):
-            for worker, (process, started) in enumerate(workers):
+            for worker, (process, ready) in enumerate(workers):
                 if process.is_alive():
                     continue
-                if time.monotonic() - started < _QUICK_DEATH_S:
+                if not ready.is_set():  # it never served: restarting would fail the same way
                     logger.error("worker %d exited at start (code %s): stopping", worker, process.exitcode)
                     stop.set()
                     exit_code = 1
@@ -94,8 +91,22 @@ def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info"
     return exit_code
 
 
-def _run_worker(config: ServerConfig, listening: socket.socket, log_level: str) -> None:
-    """A worker process: the shared listening socket plus this worker's own Unix socket."""
+class _Server(uvicorn.Server):
+    """A uvicorn server that sets ``ready`` once it has started serving."""
+
+    def __init__(self, config: uvicorn.Config, ready: Any) -> None:
+        super().__init__(config)
+        self.ready = ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        if not self.should_exit:
+            self.ready.set()
+
+
+def _run_worker(config: ServerConfig, listening: socket.socket, log_level: str, ready: Any) -> None:
+    """A worker process: the shared listening socket plus this worker's own Unix socket; sets
+    ``ready`` once it serves (a worker that dies before that stops the server)."""
     if config.runtime_dir is None:
         raise ConfigError("runtime_dir", None, "a worker needs its socket folder")
     path = worker_socket(config.runtime_dir, config.worker)
@@ -103,5 +114,5 @@ def _run_worker(config: ServerConfig, listening: socket.socket, log_level: str) 
     own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     own.bind(str(path))
     own.listen(128)
-    server = uvicorn.Server(uvicorn.Config(create_app(config), **uvicorn_options(config, log_level)))
+    server = _Server(uvicorn.Config(create_app(config), **uvicorn_options(config, log_level)), ready)
     server.run(sockets=[listening, own])
