@@ -1,38 +1,43 @@
-"""The ACE tool set (docs/compatibility.md §3): one function per tool, the response envelope, the
-dispatcher and the OpenAI tool schemas.
+"""The eleven ACE tools (docs/compatibility.md §3): one function per tool, with its argument coercion.
 
-Every tool takes the mutable :class:`EpisodeState` first and the model's arguments as keywords,
-and returns the response envelope already serialised exactly as the published benchmark sends it
-to the model (``json.dumps(envelope, ensure_ascii=False)``). Checks run in the published order
-with the published messages. The deliberate departures (inputs the release raises on, integers
-beyond 64 bits, clipped echoes, schema details) are listed in one place: the "Departures from the
-published release" section of :class:`ace_gym.envs.AceEnv`.
+Every tool takes the mutable :class:`~ace_gym.tools.state.EpisodeState` first and the model's
+arguments as keywords, and returns a :class:`~ace_gym.tools.replies.ToolReply` whose text is the
+envelope exactly as the published benchmark serialises it. A bad argument raises
+:class:`~ace_gym.tools.replies.ToolError`, which the tool set turns into the published failure.
+Checks run in the published order with the published messages; the deliberate departures are
+listed in the "Departures from the published release" section of :class:`ace_gym.envs.AceEnv`.
+The docstrings are the schemas' descriptions (``{title}`` is filled in per domain) and the
+annotations their types.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
-import numbers
 import operator as op
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import TypeAdapter
+from ace_gym.constraints import slot_violation_reason
+from ace_gym.tools.replies import (
+    GLOBAL_CHECK_CHARGE,
+    STOP_REPLY,
+    InstanceTexts,
+    ToolError,
+    ToolReply,
+    dumps,
+    echo,
+    ok_reply,
+    safe_repr,
+    valid_text,
+)
+from ace_gym.tools.state import EpisodeState
 
-from ace_gym.constraints import RunningTotals, slot_violation_reason
-from ace_gym.domains import Domain
-from ace_gym.errors import ConfigError
-from ace_gym.instance import CompiledInstance, CompiledSlot
+if TYPE_CHECKING:
+    from ace_gym.instance import CompiledInstance, CompiledSlot
 
-ECHO_LIMIT = 200
-_SUCCESS = '{"status": "success", "messages": "Successfully executed tool", "data": '
-STOP = '{"status": "success", "messages": "###STOP###", "data": {}}'
-TOOL_CALL_FAILED = '{"status": "failed", "messages": "Tool call failed", "data": {}}'
-INVALID = "Invalid tool arguments"
-OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+Operator = Literal[">", ">=", "=", "<", "<=", "in", "not_in"]
+"""The query operators; the schema's ``enum`` for ``operator`` comes from this type."""
+OPERATORS: dict[Operator, Callable[[Any, Any], bool]] = {
     ">": op.gt,
     ">=": op.ge,
     "=": op.eq,
@@ -42,218 +47,26 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "not_in": op.contains,
 }
 _OPERATOR_LIST = ", ".join(OPERATORS)
-
-
-MAX_GLOBAL_CHECK_ALPHA = 1e9  # larger (or infinite) values would overflow floor(alpha * H)
-
-
-@dataclass(frozen=True)
-class ToolConfig:
-    """Budgets and limits, named as in the published benchmark (docs/compatibility.md §3.5).
-
-    ``extra_query_num``: per-slot query budget = active rules + hidden slots + this; -1 unlimited.
-    ``global_check_alpha``: global-check budget = floor(alpha * hidden slots); -1 or None unlimited.
-    """
-
-    extra_query_num: int = -1
-    global_check_alpha: float | None = -1
-    check_include_reason: bool = False
-    max_query_ids: int = 5
-    max_query_fields: int = 5
-
-    def __post_init__(self) -> None:
-        # numpy scalars (e.g. from a sweep) are accepted and stored as plain Python numbers
-        set_field = object.__setattr__
-        set_field(
-            self, "extra_query_num", integer_option("extra_query_num", self.extra_query_num, -1, "(-1 = unlimited)")
-        )
-        alpha = self.global_check_alpha
-        if alpha is not None:
-            valid = (
-                not isinstance(alpha, bool)
-                and isinstance(alpha, numbers.Real)
-                and (alpha == -1 or 0 <= alpha <= MAX_GLOBAL_CHECK_ALPHA)  # NaN fails both
-            )
-            if not valid:
-                raise ConfigError(
-                    "global_check_alpha",
-                    alpha,
-                    f"must be a number in [0, {MAX_GLOBAL_CHECK_ALPHA:g}], or -1/None for unlimited",
-                )
-            set_field(self, "global_check_alpha", int(alpha) if isinstance(alpha, numbers.Integral) else float(alpha))
-        if not isinstance(self.check_include_reason, bool):
-            raise ConfigError("check_include_reason", self.check_include_reason, "must be a bool")
-        for name in ("max_query_ids", "max_query_fields"):
-            set_field(self, name, integer_option(name, getattr(self, name), 1))
-
-    def query_budget(self, rule_count: int, hidden_slots: int) -> int | None:
-        """Attribute queries allowed on one hidden slot; None = unlimited."""
-        return None if self.extra_query_num == -1 else rule_count + hidden_slots + self.extra_query_num
-
-    def global_check_budget(self, hidden_slots: int) -> int | None:
-        """Global checks allowed per episode; None = unlimited."""
-        alpha = self.global_check_alpha
-        return None if alpha is None or alpha == -1 else max(0, int(alpha * hidden_slots))
-
-
-def integer_option(field: str, value: Any, minimum: int, note: str = "") -> int:
-    """``value`` as a plain int if it is an integer (bool excluded) >= ``minimum``, else ConfigError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise ConfigError(field, value, f"must be an integer >= {minimum}{' ' + note if note else ''}")
-    return int(value)
-
-
-class EpisodeState:
-    """The mutable state of one episode on one compiled instance (never shared between envs)."""
-
-    __slots__ = (
-        "compiled",
-        "config",
-        "empty_cells",
-        "global_budget",
-        "global_calls",
-        "grid",
-        "invalid_slots",
-        "query_budgets",
-        "query_calls",
-        "totals",
-    )
-
-    def __init__(self, compiled: CompiledInstance, config: ToolConfig) -> None:
-        self.compiled = compiled
-        self.config = config
-        self.grid: list[int] = list(compiled.initial_grid)
-        self.empty_cells = compiled.hidden_count
-        self.invalid_slots: set[int] = set()
-        self.query_calls = [0] * compiled.hidden_count
-        self.query_budgets = [config.query_budget(s.rule_count, compiled.hidden_count) for s in compiled.slots]
-        self.global_calls = 0
-        self.global_budget = config.global_check_budget(compiled.hidden_count)
-        self.totals = RunningTotals(compiled.global_rules, compiled.cols)
-        for cell, item in enumerate(self.grid):
-            if item >= 0:
-                self.totals.add(cell, item)
-
-    def place(self, slot_index: int, item: int) -> None:
-        """Put ``item`` (-1 to clear) into hidden slot ``slot_index``, keeping totals current."""
-        slot = self.compiled.slots[slot_index]
-        old = self.grid[slot.cell]
-        if old >= 0:
-            self.totals.remove(slot.cell, old)
-            self.empty_cells += 1
-        self.grid[slot.cell] = item
-        if item >= 0:
-            self.totals.add(slot.cell, item)
-            self.empty_cells -= 1
-        if item < 0 or item in slot.valid_items:
-            self.invalid_slots.discard(slot_index)
-        else:
-            self.invalid_slots.add(slot_index)
-
-    def global_violation(self) -> str | None:
-        """First failure of the global validator on the current (complete) grid, or None."""
-        if self.invalid_slots:
-            slot = self.compiled.slots[min(self.invalid_slots)]
-            return slot_violation_reason(slot.row, slot.col)
-        return self.totals.first_violation(complete=True)
-
-
-class _ToolError(Exception):
-    """Raised inside a tool to return ``Invalid tool arguments, <detail>``; never escapes."""
+_OPERATOR_JSON = {name: dumps(name) for name in OPERATORS}
 
 
 # --------------------------------------------------------------------------------------------
-# envelopes and argument coercion
+# argument coercion
 
 
-# ``json.dumps(value, ensure_ascii=False)`` builds a new encoder on every call (it only caches the
-# default one); the bound method of one encoder gives the same text several times faster.
-_dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
-_OPERATOR_JSON = {name: _dumps(name) for name in OPERATORS}
-
-
-class _Texts:
-    """Serialised pieces of one compiled instance, built on first use and shared read-only.
-
-    ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
-    cell (-1 = empty) indexes it directly; ``item_json`` holds full item dicts as JSON,
-    ``attribute_json`` their fields one by one, and ``query_columns`` the per-(slot, field)
-    candidate values and match objects of the query tool (all filled lazily).
-    """
-
-    __slots__ = ("attribute_json", "cell_json", "field_json", "item_json", "query_columns")
-
-    def __init__(self, compiled: CompiledInstance) -> None:
-        self.cell_json: tuple[str, ...] = (*(_dumps(i) for i in compiled.item_ids), "null")
-        self.field_json: dict[str, str] = {field: _dumps(field) for field in compiled.allowed_fields}
-        self.item_json: dict[int, str] = {}
-        self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
-        self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
-
-    def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
-        """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""
-        found = self.attribute_json.get(item)
-        if found is None:
-            values = {f: _dumps(v) for f, v in compiled.items[item].items()}
-            pairs = {f: f"{_dumps(f)}: {v}" for f, v in values.items()}
-            found = self.attribute_json[item] = (values, pairs)
-        return found
-
-
-def _texts(compiled: CompiledInstance) -> _Texts:
-    found: _Texts | None = compiled.__dict__.get("_tool_texts")
-    if found is None:
-        found = compiled.__dict__.setdefault("_tool_texts", _Texts(compiled))
-    return found
-
-
-def success(data_json: str) -> str:
-    """A success envelope around already-serialised ``data``."""
-    return _SUCCESS + data_json + "}"
-
-
-def failure(message: str) -> str:
-    """A failed envelope with the full message (``"<ErrorType>, <detail>"``)."""
-    return '{"status": "failed", "messages": ' + _dumps(message) + ', "data": {}}'
-
-
-def echo(text: object) -> str:
-    """A model-supplied value for an error message, clipped to :data:`ECHO_LIMIT` characters."""
-    text = text if isinstance(text, str) else _safe_repr(text)
-    return valid_text(text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}...[{len(text)} chars]")
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD, so that it encodes as UTF-8.
-
-    JSON arguments may spell a lone surrogate as an escape (``"\\ud800"``); echoed back raw it
-    would make the observation unencodable for a tokenizer.
-    """
-    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
-
-
-def _safe_repr(value: object) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"<{value.bit_length()}-bit integer>"
-    try:
-        return str(value)
-    except (ValueError, RecursionError):
-        return f"<{type(value).__name__}>"
-
-
-def _invalid_slot(row: int, col: int) -> _ToolError:
-    return _ToolError(f"Invalid slot (row={_safe_repr(row)}, col={_safe_repr(col)})")
+def _invalid_slot(row: int, col: int) -> ToolError:
+    return ToolError(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
 
 
 def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int]:
     """Convert and range-check a cell; returns (row, col, hidden slot index or -1)."""
-    try:
-        r, c = int(row), int(col)
-    except (TypeError, ValueError, OverflowError):
-        raise _ToolError("row and col must be integers") from None
+    if type(row) is int and type(col) is int:  # the common case skips the conversions
+        r, c = row, col
+    else:
+        try:
+            r, c = int(row), int(col)
+        except (TypeError, ValueError, OverflowError):
+            raise ToolError("row and col must be integers") from None
     compiled = state.compiled
     if not (0 <= r < compiled.rows and 0 <= c < compiled.cols):
         raise _invalid_slot(r, c)
@@ -263,7 +76,7 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int]:
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot]:
     _, _, s = _cell(state, row, col)
     if s < 0:
-        raise _ToolError(visible_message)
+        raise ToolError(visible_message)
     return s, state.compiled.slots[s]
 
 
@@ -271,7 +84,7 @@ def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tu
 # common tools
 
 
-def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> str:
+def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> ToolReply:
     """Fill or clear a specific slot.
 
     row: Row index as an integer.
@@ -280,34 +93,34 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     """
     r, c, s = _cell(state, row, col)
     if s < 0:
-        raise _ToolError(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
+        raise ToolError(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
     slot = state.compiled.slots[s]
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:
-            raise _ToolError(f"Slot (row={r}, col={c}) is already empty.")
+            raise ToolError(f"Slot (row={r}, col={c}) is already empty.")
         state.place(s, -1)
-        return success(f'{{"row": {r}, "col": {c}, "id": null, "message": "Hidden slot cleared."}}')
-    item_id = id if isinstance(id, str) else _safe_repr(id)
+        return ok_reply(f'{{"row": {r}, "col": {c}, "id": null, "message": "Hidden slot cleared."}}')
+    item_id = id if isinstance(id, str) else safe_repr(id)
     item = slot.item_of_id.get(item_id)
     if item is None:
-        raise _ToolError(
+        raise ToolError(
             f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
         )
     state.place(s, item)
-    shown = _texts(state.compiled).cell_json[item]
-    return success(f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot updated."}}')
+    shown = state.texts.cell_json[item]
+    return ok_reply(f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot updated."}}')
 
 
-def get_current_grid_state(state: EpisodeState) -> str:
+def get_current_grid_state(state: EpisodeState) -> ToolReply:
     """Return the full current grid state."""
-    cell_json = _texts(state.compiled).cell_json
+    cell_json = state.texts.cell_json
     cols = state.compiled.cols
     cells = [cell_json[i] for i in state.grid]
     rows = ["[" + ", ".join(cells[k : k + cols]) + "]" for k in range(0, len(cells), cols)]
-    return success('{"slots": [' + ", ".join(rows) + "]}")
+    return ok_reply('{"slots": [' + ", ".join(rows) + "]}")
 
 
-def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> str:
+def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> ToolReply:
     """Get the remaining attribute-query budget for one hidden slot.
 
     row: Row index as an integer.
@@ -324,45 +137,45 @@ def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> str
             f'"unlimited": false, "query_budget": {budget}, "query_calls": {calls}, '
             f'"remaining_queries": {max(0, budget - calls)}'
         )
-    return success(f'{{"row": {slot.row}, "col": {slot.col}, {rest}}}')
+    return ok_reply(f'{{"row": {slot.row}, "col": {slot.col}, {rest}}}')
 
 
-def get_global_check_budget(state: EpisodeState) -> str:
+def get_global_check_budget(state: EpisodeState) -> ToolReply:
     """Get the remaining global-check budget."""
     budget, calls = state.global_budget, state.global_calls
     if budget is None:
-        return success(
+        return ok_reply(
             f'{{"remaining_global_checks": null, "global_check_budget": null, "global_check_calls": {calls}}}'
         )
-    return success(
+    return ok_reply(
         f'{{"remaining_global_checks": {max(0, budget - calls)}, "global_check_budget": {budget}, '
         f'"global_check_calls": {calls}}}'
     )
 
 
-def get_slot_id(state: EpisodeState, row: int, col: int) -> str:
+def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
     """Get the item id currently stored in a slot.
 
     row: Row index as an integer.
     col: Column index as an integer.
     """
     r, c, _ = _cell(state, row, col)
-    shown = _texts(state.compiled).cell_json[state.grid[r * state.compiled.cols + c]]
-    return success(f'{{"row": {r}, "col": {c}, "id": {shown}}}')
+    shown = state.texts.cell_json[state.grid[r * state.compiled.cols + c]]
+    return ok_reply(f'{{"row": {r}, "col": {c}, "id": {shown}}}')
 
 
-def done(state: EpisodeState) -> str:
+def done(state: EpisodeState) -> ToolReply:
     """Call this function when you are done with the task."""
-    return STOP
+    return STOP_REPLY
 
 
 # --------------------------------------------------------------------------------------------
-# domain tools ({noun} and {title} are filled in per domain)
+# domain tools (``{title}`` is filled in per domain)
 
 
 def query_candidate_from_attribute(
-    state: EpisodeState, row: int, col: int, field: str, operator: str, value: str | int | float | list[str]
-) -> str:
+    state: EpisodeState, row: int, col: int, field: str, operator: Operator, value: str | int | float | list[str]
+) -> ToolReply:
     """Filter current-slot {title} candidates by one attribute condition.
 
     row: Row index as an integer.
@@ -374,33 +187,33 @@ def query_candidate_from_attribute(
     s, slot = _hidden(state, row, col, "Attribute candidate queries are only allowed for hidden slots.")
     budget = state.query_budgets[s]
     if budget is not None and state.query_calls[s] >= budget:
-        raise _ToolError(
+        raise ToolError(
             f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
         )
     if not isinstance(field, str) or not field.strip():
-        raise _ToolError("field must be a non-empty string")
+        raise ToolError("field must be a non-empty string")
     field = field.strip()
     compiled = state.compiled
     if field not in compiled.allowed_fields:
-        raise _ToolError(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
+        raise ToolError(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
     try:
         compare = OPERATORS.get(operator)  # type: ignore[call-overload]
     except TypeError:  # unhashable operator: the published release raised here
         compare = None
     if compare is None:
-        raise _ToolError(f"operator must be one of: {_OPERATOR_LIST}")
+        raise ToolError(f"operator must be one of: {_OPERATOR_LIST}")
     is_set_query = operator in ("in", "not_in")
     parsed = _parse_query_value(value, is_set_query)
     numeric = field in compiled.numeric
     if numeric and is_set_query:
-        raise _ToolError("numeric fields only support: >, >=, =, <, <=")
+        raise ToolError("numeric fields only support: >, >=, =, <, <=")
     if not numeric and not is_set_query:
-        raise _ToolError("categorical fields only support: in, not_in")
+        raise ToolError("categorical fields only support: in, not_in")
     if numeric and isinstance(parsed, str):
-        raise _ToolError("numeric comparisons require a numeric value")
+        raise ToolError("numeric comparisons require a numeric value")
     if isinstance(parsed, int) and parsed.bit_length() > 64:  # where the release would answer, echoing it
-        raise _ToolError("numeric comparison values must fit in 64 bits")
-    texts = _texts(compiled)
+        raise ToolError("numeric comparison values must fit in 64 bits")
+    texts = state.texts
     column = _query_column(compiled, texts, s, field)
     if is_set_query:
         wanted = frozenset(parsed)  # type: ignore[arg-type]
@@ -413,13 +226,14 @@ def query_candidate_from_attribute(
     state.query_calls[s] += 1
     remaining = "null" if budget is None else str(budget - state.query_calls[s])
     if is_set_query:
-        shown = valid_text("[" + ", ".join(map(_dumps, parsed)) + "]")
+        shown = valid_text("[" + ", ".join(map(dumps, parsed)) + "]")
     else:
-        shown = str(parsed) if type(parsed) is int else _dumps(parsed)
-    return success(
+        shown = str(parsed) if type(parsed) is int else dumps(parsed)
+    return ok_reply(
         f'{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
         f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(matches)}], '
-        f'"remaining_budget": {remaining}}}'
+        f'"remaining_budget": {remaining}}}',
+        texts.query_charges[s],
     )
 
 
@@ -441,10 +255,10 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
             else:
                 value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise _ToolError("value must be a string list for `in` or `not_in` queries")
+            raise ToolError("value must be a string list for `in` or `not_in` queries")
         return value
     if isinstance(value, bool):
-        raise _ToolError("boolean values are not supported for attribute queries")
+        raise ToolError("boolean values are not supported for attribute queries")
     if isinstance(value, str):
         try:
             return float(value) if "." in value else int(value)
@@ -452,42 +266,42 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
             return value
     if isinstance(value, (int, float)):
         return value
-    raise _ToolError("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
+    raise ToolError("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
 
 
-def _query_column(compiled: CompiledInstance, texts: _Texts, s: int, field: str) -> tuple[tuple[Any, str], ...]:
+def _query_column(compiled: CompiledInstance, texts: InstanceTexts, s: int, field: str) -> tuple[tuple[Any, str], ...]:
     """(value of ``field``, serialised match object) per candidate of slot ``s``, in stored order (cached)."""
     found = texts.query_columns.get((s, field))
     if found is None:
         slot = compiled.slots[s]
         key = texts.field_json[field]
         found = tuple(
-            (compiled.items[i][field], f'{{"id": {texts.cell_json[i]}, {key}: {_dumps(compiled.items[i][field])}}}')
+            (compiled.items[i][field], f'{{"id": {texts.cell_json[i]}, {key}: {dumps(compiled.items[i][field])}}}')
             for i in slot.candidate_items
         )
         texts.query_columns[(s, field)] = found
     return found
 
 
-def get_item_info(state: EpisodeState, id: str) -> str:
+def get_item_info(state: EpisodeState, id: str) -> ToolReply:
     """Return full {title} information for one id.
 
     id: Item id as a string; only ids visible in the initial grid are accessible.
     """
     if not isinstance(id, str):
-        raise _ToolError("id must be a string")
+        raise ToolError("id must be a string")
     compiled = state.compiled
     if id not in compiled.visible_ids:
-        raise _ToolError(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
+        raise ToolError(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
     k = compiled.item_index[id]
-    texts = _texts(compiled)
+    texts = state.texts
     item_json = texts.item_json.get(k)
     if item_json is None:
-        item_json = texts.item_json[k] = _dumps(compiled.items[k])
-    return success(f'{{"id": {texts.cell_json[k]}, "item": {item_json}}}')
+        item_json = texts.item_json[k] = dumps(compiled.items[k])
+    return ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {item_json}}}')
 
 
-def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[str]) -> str:
+def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[str]) -> ToolReply:
     """Return selected attribute value(s) for a batch of {title} ids.
 
     ids: List of item ids as strings, up to the current task limit; only ids visible in the initial grid.
@@ -498,28 +312,28 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
         try:
             ids = json.loads(ids)
         except (ValueError, RecursionError):
-            raise _ToolError("ids string must be a valid JSON list") from None
+            raise ToolError("ids string must be a valid JSON list") from None
     if not isinstance(ids, list):
-        raise _ToolError("ids must be a list")
+        raise ToolError("ids must be a list")
     if not all(isinstance(i, str) for i in ids):
-        raise _ToolError("each element in ids must be a string")
+        raise ToolError("each element in ids must be a string")
     if len(ids) > config.max_query_ids:
-        raise _ToolError(f"ids can contain at most {config.max_query_ids} items")
+        raise ToolError(f"ids can contain at most {config.max_query_ids} items")
     fields = _parse_fields(field)
     if len(fields) > config.max_query_fields:
-        raise _ToolError(f"field can specify at most {config.max_query_fields} attributes")
+        raise ToolError(f"field can specify at most {config.max_query_fields} attributes")
     inaccessible = [i for i in ids if i not in compiled.visible_ids]
     if inaccessible:
-        raise _ToolError(
+        raise ToolError(
             f"ids contain inaccessible item(s): {echo(', '.join(inaccessible))}. You may only inspect ids from non-hidden slots."
         )
     unknown = [f for f in fields if f not in compiled.allowed_fields]
     if unknown:
-        raise _ToolError(
+        raise ToolError(
             f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(compiled.allowed_fields)}"
         )
     # serialised by hand from cached pieces; the same text as json.dumps of the published dict
-    texts = _texts(compiled)
+    texts = state.texts
     entries = []
     unique_fields = list(dict.fromkeys(fields))  # duplicates collapse in the payload, as dict keys did
     for item_id in dict.fromkeys(ids):
@@ -531,7 +345,7 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
             shown = "{" + ", ".join([pairs[f] for f in unique_fields]) + "}"
         entries.append(f"{texts.cell_json[k]}: {shown}")
     field_list = ", ".join([texts.field_json[f] for f in fields])
-    return success(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
+    return ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
 
 
 def _parse_fields(field: Any) -> list[str]:
@@ -548,16 +362,16 @@ def _parse_fields(field: Any) -> list[str]:
     elif isinstance(field, list):
         fields = field
     else:
-        raise _ToolError("field must be a string or a list of attribute names")
+        raise ToolError("field must be a string or a list of attribute names")
     if not all(isinstance(f, str) for f in fields):
-        raise _ToolError("each field must be a string")
+        raise ToolError("each field must be a string")
     fields = [f.strip() for f in fields if f.strip()]
     if not fields:
-        raise _ToolError("field must specify at least one attribute name")
+        raise ToolError("field must specify at least one attribute name")
     return fields
 
 
-def check_slot_constraints(state: EpisodeState, row: int, col: int) -> str:
+def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply:
     """Check whether a hidden slot satisfies its slot constraints.
 
     row: Row index as an integer.
@@ -566,153 +380,26 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> str:
     _s, slot = _hidden(state, row, col, "Slot constraint checks are only allowed for hidden slots.")
     item = state.grid[slot.cell]
     if item < 0:
-        raise _ToolError(f"Slot (row={slot.row}, col={slot.col}) has not been filled yet.")
+        raise ToolError(f"Slot (row={slot.row}, col={slot.col}) has not been filled yet.")
     valid = item in slot.valid_items
     head = f'{{"is_valid": {"true" if valid else "false"}, "row": {slot.row}, "col": {slot.col}'
     if not state.config.check_include_reason:
-        return success(head + "}")
-    reason = "null" if valid else _dumps(slot_violation_reason(slot.row, slot.col))
-    return success(f'{head}, "reason": {reason}}}')
+        return ok_reply(head + "}")
+    reason = "null" if valid else dumps(slot_violation_reason(slot.row, slot.col))
+    return ok_reply(f'{head}, "reason": {reason}}}')
 
 
-def check_global_constraints(state: EpisodeState) -> str:
+def check_global_constraints(state: EpisodeState) -> ToolReply:
     """Check whether the current {title} grid satisfies the global constraints."""
     if state.empty_cells:
-        raise _ToolError("The current grid must be fully filled before global constraints can be checked.")
+        raise ToolError("The current grid must be fully filled before global constraints can be checked.")
     budget = state.global_budget
     if budget is not None and state.global_calls >= budget:
-        raise _ToolError(f"Global constraint check budget exhausted. Used {state.global_calls}/{budget} calls.")
+        raise ToolError(f"Global constraint check budget exhausted. Used {state.global_calls}/{budget} calls.")
     state.global_calls += 1
     reason = state.global_violation()
     valid = "true" if reason is None else "false"
     if not state.config.check_include_reason:
-        return success(f'{{"is_valid": {valid}}}')
-    return success(f'{{"is_valid": {valid}, "reason": {"null" if reason is None else _dumps(reason)}}}')
-
-
-# --------------------------------------------------------------------------------------------
-# the tool set of a domain, dispatch and schemas
-
-COMMON_TOOLS: tuple[Callable[..., str], ...] = (
-    set_slot,
-    get_current_grid_state,
-    get_hidden_slot_query_budget,
-    get_global_check_budget,
-    get_slot_id,
-    done,
-)
-DOMAIN_TOOL_NAMES: dict[Callable[..., str], str] = {
-    query_candidate_from_attribute: "query_{noun}_candidate_from_attribute",
-    get_item_info: "get_{noun}_item_info",
-    get_item_attributes: "get_{noun}_item_attributes",
-    check_slot_constraints: "check_{noun}_slot_constraints",
-    check_global_constraints: "check_{noun}_global_constraints",
-}
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One tool bound to a domain: its public name, function, parameters and schema."""
-
-    name: str
-    function: Callable[..., str]
-    parameters: tuple[str, ...]
-    accepted: frozenset[str]  # the parameters, as a set
-    required: frozenset[str]
-    schema: dict[str, Any]
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    summary, _, rest = inspect.cleandoc(doc).partition("\n\n")
-    params = {}
-    for line in rest.splitlines():
-        name, sep, text = line.partition(": ")
-        if sep:
-            params[name.strip()] = text.strip()
-    return summary.strip(), params
-
-
-def _make_tool(name: str, function: Callable[..., str], domain: Domain) -> Tool:
-    signature = inspect.signature(function)
-    summary, docs = _parse_docstring((function.__doc__ or "").format(noun=domain.tool_noun, title=domain.tool_title))
-    parameters = [p for p in signature.parameters.values() if p.name != "state"]
-    properties: dict[str, Any] = {}
-    hints = inspect.get_annotations(function, eval_str=True)
-    for p in parameters:
-        schema = TypeAdapter(hints[p.name]).json_schema()
-        schema["description"] = docs[p.name]
-        if p.default is not inspect.Parameter.empty:
-            schema["default"] = p.default
-        properties[p.name] = schema
-    if "operator" in properties:
-        properties["operator"]["enum"] = list(OPERATORS)
-    required = [p.name for p in parameters if p.default is inspect.Parameter.empty]
-    schema = {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": summary,
-            "parameters": {"type": "object", "properties": properties, "required": required},
-        },
-    }
-    names = tuple(p.name for p in parameters)
-    return Tool(name, function, names, frozenset(names), frozenset(required), schema)
-
-
-class ToolSet:
-    """The 11 tools of one domain (6 common + 5 domain tools), by public name."""
-
-    def __init__(self, domain: Domain) -> None:
-        self.domain = domain
-        tools = [_make_tool(f.__name__, f, domain) for f in COMMON_TOOLS]
-        tools += [
-            _make_tool(pattern.format(noun=domain.tool_noun), f, domain) for f, pattern in DOMAIN_TOOL_NAMES.items()
-        ]
-        self.tools: dict[str, Tool] = {t.name: t for t in tools}
-        self.names: tuple[str, ...] = tuple(self.tools)
-        self.schemas: list[dict[str, Any]] = [t.schema for t in tools]
-        self._schemas_json = json.dumps(self.schemas)
-
-    def schema_copies(self) -> list[dict[str, Any]]:
-        """Fresh copies of :attr:`schemas` that the caller may change (faster than a deepcopy)."""
-        copies: list[dict[str, Any]] = json.loads(self._schemas_json)
-        return copies
-
-    def call(self, state: EpisodeState, name: Any, arguments: Any) -> str:
-        """Run one tool call and return the serialised envelope. Never raises for bad input:
-        unknown names, non-object or missing arguments and bad values become failed envelopes."""
-        tool = self.tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            return failure(f"Unknown tool, '{echo(name)}' for domain '{self.domain.name}'")
-        if type(arguments) is not dict:  # the common case skips the coercions below
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments) if arguments.strip() else {}
-                except (ValueError, RecursionError) as error:
-                    return failure(f"{INVALID}, arguments are not valid JSON ({echo(str(error))})")
-            if arguments is None:
-                arguments = {}
-            if not isinstance(arguments, Mapping):
-                return failure(f"{INVALID}, arguments must be a JSON object, got {type(arguments).__name__}")
-        if arguments.keys() <= tool.accepted:
-            kwargs = arguments
-        else:  # extra arguments are ignored, as the published tools' **kwargs did
-            kwargs = {p: arguments[p] for p in tool.parameters if p in arguments}
-        if not kwargs.keys() >= tool.required:
-            names = ", ".join(p for p in tool.parameters if p in tool.required and p not in kwargs)
-            return failure(f"{INVALID}, missing required argument(s): {names}")
-        try:
-            return tool.function(state, **kwargs)
-        except _ToolError as error:
-            return failure(f"{INVALID}, {error}")
-
-
-_TOOLSETS: dict[str, ToolSet] = {}
-
-
-def toolset(domain: Domain) -> ToolSet:
-    """The (immutable, shared) tool set of ``domain``."""
-    found = _TOOLSETS.get(domain.name)
-    if found is None:
-        found = _TOOLSETS[domain.name] = ToolSet(domain)
-    return found
+        return ok_reply(f'{{"is_valid": {valid}}}', GLOBAL_CHECK_CHARGE)
+    reason_json = "null" if reason is None else dumps(reason)
+    return ok_reply(f'{{"is_valid": {valid}, "reason": {reason_json}}}', GLOBAL_CHECK_CHARGE)
