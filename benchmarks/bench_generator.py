@@ -19,8 +19,8 @@ import numpy as np
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.generators import _kernels, certify, generate_dataset, generate_instance
-from ace_gym.generators.cli import PAPER_5X7
 from ace_gym.instance import resolve_dataset
+from ace_gym.presets import PAPER_5X7
 
 CONFIGS = [  # rows, cols, hidden slots, decoy budget, candidates per slot, target seconds
     (5, 5, 15, 19, 25, None),

@@ -1,7 +1,7 @@
-"""One generation attempt: truth, thresholds, slot rules, decoys, filters -> instance dict.
+"""One generation attempt: truth, thresholds, slot rules, decoys, filters -> a validated Instance.
 
 Follows docs/compatibility.md §2 (stages 1-2) with every random draw taken from the attempt's numpy Generator.
-An attempt either returns a complete instance dict in the published layout or raises
+An attempt either returns a complete :class:`~ace_gym.instance.Instance` in the published layout or raises
 :class:`AttemptFailed` with a reason; the caller retries with the next derived seed.
 
 Items are rows of an int64 matrix over the domain's attributes (categorical values as codes).
@@ -44,6 +44,7 @@ from ace_gym.constraints import SLOT_KINDS, Reading, combine, components, kind_o
 from ace_gym.domains import CategoricalAttribute, Domain, NumericAttribute, get_domain
 from ace_gym.generators.combinations import breaks_every_combination
 from ace_gym.generators.config import InstanceConfig
+from ace_gym.instance import Instance, InstanceMeta, Position, SlotEntry
 from ace_gym.prompts import render_task_instruction
 
 STAGE_LABELS = {0: "not_applicable", 1: "tier_1", 2: "tier_2", 3: "tier_3", 4: "hard_only"}
@@ -420,8 +421,9 @@ def _filters(rng: np.random.Generator, table: _DomainTable, rules: list[tuple[in
     return batch
 
 
-def build_instance_dict(config: InstanceConfig, rng: np.random.Generator) -> dict[str, object]:
-    """One attempt (docs/compatibility.md §2.3-2.5); the published instance layout minus the certificate."""
+def build_instance(config: InstanceConfig, rng: np.random.Generator) -> Instance:
+    """One attempt (docs/compatibility.md §2.3-2.5): a validated instance in the published layout,
+    without the certificate. Raises :class:`AttemptFailed` when the draws admit none."""
     table = _table(config.domain)
     scaffold = _scaffold(config, rng, table)
     components = scaffold.components
@@ -445,7 +447,17 @@ def build_instance_dict(config: InstanceConfig, rng: np.random.Generator) -> dic
         items.append(_filters(rng, table, scaffold.slot_rules[s], count))
         filters[s] = list(range(next_index, next_index + count))
         next_index += count
-    return _assemble(config, rng, table, scaffold, np.concatenate(items), decoys, filters, stages)
+    return _assemble(config, rng, table, scaffold, np.concatenate(items), _Roles(decoys, filters, stages))
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """What each hidden slot got beyond its truth: ``decoys[s]`` and ``filters[s]`` (pool rows) and
+    ``stages[s]``, the decoy stage (number, label) of a branch slot."""
+
+    decoys: dict[int, list[int]]
+    filters: dict[int, list[int]]
+    stages: dict[int, tuple[int, str]]
 
 
 def _assemble(
@@ -454,29 +466,50 @@ def _assemble(
     table: _DomainTable,
     scaffold: _Scaffold,
     pool: np.ndarray,
-    decoys: dict[int, list[int]],
-    filters: dict[int, list[int]],
-    stages: dict[int, tuple[int, str]],
-) -> dict[str, object]:
-    """Ids, names and the published key layout (docs/compatibility.md §1.3-1.4). ``pool`` rows are the items in
-    generation order (truth grid first); ``decoys``/``filters`` map hidden slots to pool rows."""
-    domain = table.domain
-    hidden, slot_rules, bounds = scaffold.hidden, scaffold.slot_rules, scaffold.bounds
-    branch, allocations = scaffold.branch, scaffold.allocations
-    size = pool.shape[0]
+    roles: _Roles,
+) -> Instance:
+    """Ids, names and the published layout (docs/compatibility.md §1.3-1.4). ``pool`` rows are the
+    items in generation order (truth grid first). The random draws happen in this order: ids,
+    name numbers, name phrases, the item-pool order, then each slot's candidate order."""
+    ids, records = _item_records(rng, table, pool)
+    item_pool = {ids[i]: records[i] for i in rng.permutation(len(ids)).tolist()}
+    slots, instruction_rules = _slot_entries(rng, table.domain, config, scaffold, ids, roles)
+    rows, cols, hidden = config.rows, config.cols, set(scaffold.hidden.tolist())
+    return Instance(
+        domain=table.domain.name,
+        meta=_meta(config, scaffold, roles),
+        global_constraints={"global": "global", **scaffold.bounds},
+        item_pool=item_pool,
+        truth_solution=[[ids[r * cols + c] for c in range(cols)] for r in range(rows)],
+        partial_solution=[
+            [None if r * cols + c in hidden else ids[r * cols + c] for c in range(cols)] for r in range(rows)
+        ],
+        hidden_slots=[Position(row=cell // cols, col=cell % cols) for cell in scaffold.hidden.tolist()],
+        slots=slots,
+        task_instruction=render_task_instruction(table.domain, rows, cols, scaffold.bounds, instruction_rules),
+        instance_id=config.instance_id,
+    )
+
+
+def _item_records(
+    rng: np.random.Generator, table: _DomainTable, pool: np.ndarray
+) -> tuple[list[str], list[dict[str, int | str]]]:
+    """Every pool item's id and item dict (id key, name, attributes in domain order). Ids are
+    distinct random numbers; names pair a phrase drawn from the item's name attribute with a
+    number from a random permutation, so neither reveals the generation order."""
+    domain, size = table.domain, pool.shape[0]
     width = 3
     numbers = rng.choice(max(20 * size, 10**width), size=size, replace=False) + 1
     ids = [f"{domain.id_prefix}{int(n):0{width}d}" for n in numbers]
     name_numbers = rng.permutation(size) + 100
     phrase_draws = np.asarray(rng.random(size))
     attributes = domain.attributes
+    named = attributes[table.name_attr] if table.name_attr >= 0 else None
     records = []
     for i in range(size):
         row = pool[i].tolist()
-        if table.name_attr >= 0:
-            attribute = attributes[table.name_attr]
-            assert isinstance(attribute, CategoricalAttribute)
-            phrases = domain.name_phrases[attribute.values[row[table.name_attr]]]
+        if isinstance(named, CategoricalAttribute):
+            phrases = domain.name_phrases[named.values[row[table.name_attr]]]
             phrase = phrases[int(phrase_draws[i] * len(phrases))]
         else:
             phrase = "Worker"
@@ -485,78 +518,73 @@ def _assemble(
             value = row[a]
             record[attribute.name] = value if isinstance(attribute, NumericAttribute) else attribute.values[value]
         records.append(record)
-    item_pool = {ids[i]: records[i] for i in rng.permutation(size).tolist()}
+    return ids, records
 
-    rows, cols = config.rows, config.cols
-    truth_grid = [[ids[r * cols + c] for c in range(cols)] for r in range(rows)]
-    hidden_set = set(hidden.tolist())
-    partial = [[None if r * cols + c in hidden_set else ids[r * cols + c] for c in range(cols)] for r in range(rows)]
-    rank_of = {s: rank for rank, s in enumerate(branch)}
+
+def _slot_entries(
+    rng: np.random.Generator,
+    domain: Domain,
+    config: InstanceConfig,
+    scaffold: _Scaffold,
+    ids: list[str],
+    roles: _Roles,
+) -> tuple[list[SlotEntry], list[tuple[int, int, list[tuple[str, str, int]]]]]:
+    """The hidden slots in row-major order, each with its candidates shuffled, and their rules as
+    the task instruction states them: ``(row, col, [(attribute, kind, value)])`` in domain order."""
+    rank_of = {s: rank for rank, s in enumerate(scaffold.branch)}
     slots = []
     instruction_rules: list[tuple[int, int, list[tuple[str, str, int]]]] = []
-    for s, cell in enumerate(hidden.tolist()):
-        r, c = divmod(cell, cols)
-        own_decoys = [ids[i] for i in decoys.get(s, [])]
-        own_filters = [ids[i] for i in filters[s]]
+    for s, cell in enumerate(scaffold.hidden.tolist()):
+        r, c = divmod(cell, config.cols)
+        own_decoys = [ids[i] for i in roles.decoys.get(s, [])]
+        own_filters = [ids[i] for i in roles.filters[s]]
         candidates = [ids[cell], *own_decoys, *own_filters]
         candidates = [candidates[i] for i in rng.permutation(len(candidates)).tolist()]
-        constraints: dict[str, object] = {
+        rules = scaffold.slot_rules[s]
+        constraints: dict[str, int | str | list[str]] = {
             "row": r,
             "col": c,
-            "active_rule_names": [domain.slot_rules[rule].name for rule, _ in slot_rules[s]],
+            "active_rule_names": [domain.slot_rules[rule].name for rule, _ in rules],
         }
-        constraints.update({domain.slot_rules[rule].name: value for rule, value in slot_rules[s]})
-        stage = stages.get(s)
+        constraints.update({domain.slot_rules[rule].name: value for rule, value in rules})
+        stage = roles.stages.get(s)
         slots.append(
-            {
-                "row": r,
-                "col": c,
-                "truth_id": ids[cell],
-                "is_hidden": True,
-                "slot_constraints": constraints,
-                "candidate_ids": candidates,
-                "decoy_ids": own_decoys,
-                "filter_candidate_ids": own_filters,
-                "is_branch_slot": s in rank_of,
-                "branch_rank": rank_of.get(s),
-                "allocated_budget": len(own_decoys),
-                "decoy_generation_final_stage": None if stage is None else stage[0],
-                "decoy_generation_final_stage_label": None if stage is None else stage[1],
-            }
-        )
-        in_domain_order = sorted(slot_rules[s])
-        instruction_rules.append(
-            (
-                r,
-                c,
-                [
-                    (domain.slot_rules[rule].attribute, domain.slot_rules[rule].kind, value)
-                    for rule, value in in_domain_order
-                ],
+            SlotEntry(
+                row=r,
+                col=c,
+                truth_id=ids[cell],
+                is_hidden=True,
+                slot_constraints=constraints,
+                candidate_ids=candidates,
+                decoy_ids=own_decoys,
+                filter_candidate_ids=own_filters,
+                is_branch_slot=s in rank_of,
+                branch_rank=rank_of.get(s),
+                allocated_budget=len(own_decoys),
+                decoy_generation_final_stage=None if stage is None else stage[0],
+                decoy_generation_final_stage_label=None if stage is None else stage[1],
             )
         )
-    instance_stage = max((stage for stage, _ in stages.values()), default=0)
-    meta = {
-        "rows": rows,
-        "cols": cols,
-        "hidden_slots": config.hidden_slots,
-        "branch_budget": config.decoy_budget,
-        "branch_slot_count": len(branch),
-        "branch_budget_allocations": allocations,
-        "candidates_per_slot": config.effective_candidates,
-        "requested_candidates_per_slot": config.candidates_per_slot,
-        "decoy_generation_final_stage": instance_stage,
-        "decoy_generation_final_stage_label": STAGE_LABELS[instance_stage],
-    }
-    return {
-        "domain": domain.name,
-        "meta": meta,
-        "global_constraints": {"global": "global", **bounds},
-        "item_pool": item_pool,
-        "truth_solution": truth_grid,
-        "partial_solution": partial,
-        "hidden_slots": [{"row": cell // cols, "col": cell % cols} for cell in hidden.tolist()],
-        "slots": slots,
-        "task_instruction": render_task_instruction(domain, rows, cols, bounds, instruction_rules),
-        "instance_id": config.instance_id,
-    }
+        stated: list[tuple[str, str, int]] = [
+            (domain.slot_rules[rule].attribute, domain.slot_rules[rule].kind, value) for rule, value in sorted(rules)
+        ]
+        instruction_rules.append((r, c, stated))
+    return slots, instruction_rules
+
+
+def _meta(config: InstanceConfig, scaffold: _Scaffold, roles: _Roles) -> InstanceMeta:
+    """The instance's generation metadata (docs/compatibility.md §1.3); the instance's stage is its
+    hardest branch slot's."""
+    instance_stage = max((stage for stage, _ in roles.stages.values()), default=0)
+    return InstanceMeta(
+        rows=config.rows,
+        cols=config.cols,
+        hidden_slots=config.hidden_slots,
+        branch_budget=config.decoy_budget,
+        branch_slot_count=len(scaffold.branch),
+        branch_budget_allocations=scaffold.allocations,
+        candidates_per_slot=config.effective_candidates,
+        requested_candidates_per_slot=config.candidates_per_slot,
+        decoy_generation_final_stage=instance_stage,
+        decoy_generation_final_stage_label=STAGE_LABELS[instance_stage],
+    )

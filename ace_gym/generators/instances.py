@@ -7,7 +7,7 @@ import time
 from collections import Counter
 
 from ace_gym.errors import integer, number
-from ace_gym.generators.builder import AttemptFailed, build_instance_dict
+from ace_gym.generators.builder import AttemptFailed, build_instance
 from ace_gym.generators.certificate import certify
 from ace_gym.generators.config import GenerationError, InstanceConfig
 from ace_gym.instance import Instance, check_instance
@@ -45,13 +45,12 @@ def generate_instance(
     reasons: Counter[str] = Counter()
     for attempt in range(max_attempts):
         try:
-            record = build_instance_dict(config, config.attempt_rng(attempt))
+            instance = build_instance(config, config.attempt_rng(attempt))
         except AttemptFailed as failed:
             reasons[failed.reason] += 1
             if time.perf_counter() - started > time_budget:
                 break
             continue
-        instance = Instance.model_validate(record)
         check_instance(instance, config.domain_spec, f"generator({config.describe()})")
         certificate = certify(instance)
         if not certificate.holds:  # the construction guarantees it: a failure is a bug
@@ -60,7 +59,9 @@ def generate_instance(
             )
         if attempt:
             logger.info("%s: attempt %d succeeded after %s", config.describe(), attempt, dict(reasons))
-        record["meta"]["certificate"] = certificate.as_dict()  # type: ignore[index]
-        record["meta"]["generator"] = {"seed": seed, "attempt": attempt}  # type: ignore[index]
-        return Instance.model_validate(record)
+        # extra meta keys, after the published ones (the model was validated when it was built)
+        meta = instance.meta.model_copy(
+            update={"certificate": certificate.as_dict(), "generator": {"seed": config.seed, "attempt": attempt}}
+        )
+        return instance.model_copy(update={"meta": meta})
     raise GenerationError(config, sum(reasons.values()), time.perf_counter() - started, reasons)
