@@ -398,3 +398,16 @@ def test_departure__schemas_have_an_operator_enum_and_a_fixed_order(domain: str)
         "in",
         "not_in",
     ]
+
+
+def test_score__is_what_the_last_step_reports_and_grid_is_a_copy() -> None:
+    env = AceEnv("pc_build", max_steps=2)
+    env.reset(options={"instance_index": 5})
+    slot = env.compiled.slots[0]
+    env.step({"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": slot.candidate_ids[0]}})
+    before = env.score()
+    grid = env.grid
+    grid[0][0] = "changed"
+    assert env.grid != grid
+    _, reward, _, truncated, info = env.step({"name": "get_current_grid_state", "arguments": {}})
+    assert truncated and (reward, info["reason"], info["grid"]) == tuple(before) == tuple(env.score())

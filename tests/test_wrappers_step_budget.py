@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from ace_gym.domains import DOMAIN_NAMES
@@ -108,3 +109,34 @@ def test_non_ace_env__is_a_config_error() -> None:
     with pytest.raises(ConfigError) as error:
         StepBudget(gym.make("CartPole-v1"), 5)
     assert error.value.field == "env"
+
+
+def test_under_chat_adapter__the_adapter_owns_the_turn_and_the_limit() -> None:
+    turns = [
+        '<tool_call>{"name": "get_global_check_budget", "arguments": {}}</tool_call>',
+        "thinking, no call",
+        '<tool_call>{"name": "get_current_grid_state", "arguments": {}}</tool_call>' * 2,
+        "after the limit",
+    ]
+    budget = StepBudget(ChatAdapter(AceEnv("meal")), 3, notice=True)
+    limited = ChatAdapter(AceEnv("meal"), max_turns=3, notice=True)
+    for env in (budget, limited):
+        env.reset(seed=1)
+    assert budget.get_wrapper_attr("turn") == 0
+    for turn in turns:
+        got, expected = budget.step(turn), limited.step(turn)
+        assert got[:4] == expected[:4] and got[4].keys() == expected[4].keys()
+    assert budget.get_wrapper_attr("turn") == 3  # the adapter counted; the fourth step was not run
+    assert budget.get_wrapper_attr("messages") == limited.messages
+
+
+def test_under_chat_adapter__a_second_limit_is_a_config_error() -> None:
+    with pytest.raises(ConfigError) as error:
+        StepBudget(ChatAdapter(AceEnv("course"), max_turns=4), 2)
+    assert error.value.field == "max_turns"
+
+
+@pytest.mark.parametrize("max_turns", [np.int64(2), np.int8(2)])
+def test_max_turns__numpy_integers_are_integers(max_turns: Any) -> None:
+    env = StepBudget(AceEnv("course"), max_turns)
+    assert env.max_turns == 2 and type(env.max_turns) is int

@@ -5,15 +5,49 @@ Stack them in this order (innermost first)::
     env = AceEnv("course")                     # one tool call per step
     env = ToolFailureInjection(env, rate=0.1)  # per tool call
     env = ChatAdapter(env)                     # one assistant turn per step, chat messages out
-    env = StepBudget(env, max_turns=50)        # counts assistant turns, scores on truncation
+    env = StepBudget(env, max_turns=50)        # a turn limit, scored on truncation
 
 For token-level rollouts, :class:`ace_gym.chat_template.ChatTokens` turns the adapter's
 ``info["messages"]`` into append-only prompt token ids with a Hugging Face chat template.
+
+## Writing a wrapper
+
+Every wrapper here follows one pattern; a new one (planning robustness, feedback rounds, a
+curriculum) is written the same way and ``tests/test_wrappers.py`` checks it:
+
+* **One concern, one owner per piece of state.** The core :class:`~ace_gym.envs.AceEnv` owns the
+  grid, the tool budgets and the score; :class:`ChatAdapter` owns the conversation and the turn
+  (it writes every message and counts turns, and runs a turn limit itself); a wrapper owns only
+  what it adds (its RNG, its counters). It never reads another object's ``_private`` state and
+  never edits another layer's data: it uses public methods, through ``env.unwrapped`` only
+  :meth:`~ace_gym.envs.AceEnv.score`, :attr:`~ace_gym.envs.AceEnv.grid` and
+  :meth:`~ace_gym.envs.AceEnv.budgets`, and ``env.get_wrapper_attr`` for a wrapper's public
+  method (as :class:`StepBudget` hands its limit to ``ChatAdapter.limit_turns``).
+* **Typed.** Subclass ``gym.Wrapper[WrapperObs, WrapperAct, Obs, Act]`` with the types it
+  returns and the types of the env it wraps (tool-call layers: ``str`` observations and
+  :data:`~ace_gym.envs.ace_env.ActionType` actions; chat layers: message lists and assistant
+  turns).
+* **Validated, then recorded.** ``__init__`` first calls
+  ``gym.utils.RecordConstructorArgs.__init__(self, **every argument but env)``, as Gymnasium's
+  ``TimeLimit`` does, then checks each argument with the validators of :mod:`ace_gym.errors`
+  (ConfigError naming the field), then ``gym.Wrapper.__init__(self, env)``. Arguments are plain
+  values, so ``env.spec`` (``spec.additional_wrappers``) rebuilds the whole stack with
+  ``gym.make(env.spec)`` and serialises to JSON.
+* **Never raises for an action.** A malformed action becomes an observation that explains it;
+  randomness comes from a generator seeded by ``reset(seed=...)``.
 """
 
 from ace_gym.wrappers.chat_adapter import ChatAdapter
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 from ace_gym.wrappers.failure_injection import FAILURE_ENVELOPES, ToolFailureInjection
-from ace_gym.wrappers.step_budget import StepBudget
+from ace_gym.wrappers.step_budget import StepBudget, TurnLimit
 
-__all__ = ["FAILURE_ENVELOPES", "AssistantTurn", "ChatAdapter", "ChatMessages", "StepBudget", "ToolFailureInjection"]
+__all__ = [
+    "FAILURE_ENVELOPES",
+    "AssistantTurn",
+    "ChatAdapter",
+    "ChatMessages",
+    "StepBudget",
+    "ToolFailureInjection",
+    "TurnLimit",
+]

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from ace_gym.errors import choice
+from ace_gym.envs import AceEnv
+from ace_gym.envs.ace_env import ActionType
+from ace_gym.errors import ConfigError, choice
 from ace_gym.parsing import FORMAT_EXAMPLES, TOOL_FORMATS, ParsedCall, ParsedTurn, parse_turn
 from ace_gym.spaces import arguments_json
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
+from ace_gym.wrappers.step_budget import TurnLimit
+
+Messages = list[dict[str, Any]]
+"""OpenAI-shaped chat messages: dicts with ``role`` and ``content`` (tool messages also carry
+``tool_call_id`` and ``name``)."""
+AssistantAction = str | Mapping[str, Any]
+"""One assistant turn: the model's text, or an assistant message dict."""
 
 #: tool-message content for a call whose arguments could not be decoded (the published wording)
 ARGUMENTS_FAILED = "Tool arguments parse failed (possibly truncated), skipping: {error}"
@@ -22,8 +31,8 @@ NOT_EXECUTED = "Not executed: the episode ended before this call."
 class ConversationView(Sequence[dict[str, Any]]):
     """The conversation as it stood after one step, without copying it.
 
-    A read-only sequence over the adapter's history, which only grows (a :class:`StepBudget`
-    notice edits the last message before the step returns), so building one costs the same at
+    A read-only sequence over the adapter's history, which only grows (a turn-limit notice
+    edits the turn's last message before the step returns), so building one costs the same at
     turn 10 and turn 10,000. ``list(view)`` copies it; a view equals a list of the same messages;
     pickled (say, by an async vector env) it carries a copy.
     """
@@ -63,8 +72,13 @@ class ConversationView(Sequence[dict[str, Any]]):
         return f"ConversationView({len(self)} messages)"
 
 
-class ChatAdapter(gym.Wrapper):
+class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.utils.RecordConstructorArgs):
     """Drive a tool-call env with chat turns, the way an LLM meets it in a training loop.
+
+    The adapter owns the conversation and the turn: it writes every message and counts the turns,
+    and no other layer edits either. ``max_turns`` (with ``notice``) limits the turns the way
+    :class:`StepBudget` does, which is what ``StepBudget`` over an adapter sets up
+    (:meth:`limit_turns`).
 
     ## Action
     One assistant turn: the model's text, or an OpenAI-style assistant message dict (``content``,
@@ -94,7 +108,10 @@ class ChatAdapter(gym.Wrapper):
 
     ## Reward, episode end
     The sum of the wrapped env's rewards over the turn's calls; terminated/truncated when a call
-    ended the episode, with that call's ``score``, ``reason`` and ``grid`` in ``info``.
+    ended the episode, with that call's ``score``, ``reason`` and ``grid`` in ``info``. With a
+    turn limit, the limit's last turn is truncated and scored as :class:`StepBudget` describes,
+    and ``info["turns_left"]`` counts down; ``notice=True`` appends ``"(N steps left)"`` to the
+    turn's last message, in the conversation.
 
     ## Information
     ``messages``: the whole conversation (the assistant turns as OpenAI messages with
@@ -104,23 +121,50 @@ class ChatAdapter(gym.Wrapper):
     At reset also everything the wrapped env returns (``tools`` holds the OpenAI schemas).
     """
 
-    def __init__(self, env: gym.Env, tool_format: str = "auto") -> None:
+    def __init__(
+        self,
+        env: gym.Env[str, ActionType],
+        tool_format: str = "auto",
+        *,
+        max_turns: int | None = None,
+        notice: bool = False,
+    ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, tool_format=tool_format, max_turns=max_turns, notice=notice)
         choice("tool_format", tool_format, TOOL_FORMATS)
-        super().__init__(env)
+        gym.Wrapper.__init__(self, env)  # type: ignore[misc]  # gymnasium types the wrapped env with this wrapper's types
         self.tool_format = tool_format
         self.action_space = AssistantTurn(getattr(env.action_space, "tool_names", ("done",)))
         self.observation_space = ChatMessages()
-        self._messages: list[dict[str, Any]] = []
+        self._messages: Messages = []
         self._turn = 0
+        self._limit: TurnLimit | None = None
+        if max_turns is not None:
+            self.limit_turns(max_turns, notice=notice)
+
+    def limit_turns(self, max_turns: int, *, notice: bool = False) -> None:
+        """Limit episodes to ``max_turns`` turns (see :class:`StepBudget`), from the next reset;
+        ConfigError when a limit is already set or no ace-gym env is below."""
+        if self._limit is not None:
+            raise ConfigError(
+                "max_turns", max_turns, f"this conversation is already limited to {self._limit.max_turns}"
+            )
+        if not isinstance(self.env.unwrapped, AceEnv):
+            raise ConfigError("env", self.env, "a turn limit scores the grid: the unwrapped env must be an AceEnv")
+        self._limit = TurnLimit(max_turns, notice, self.env.get_wrapper_attr("score"))
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def turn(self) -> int:
+        """Turns taken this episode (0 after reset)."""
+        return self._turn
+
+    @property
+    def messages(self) -> Messages:
         """A copy of the conversation so far."""
         return list(self._messages)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[Messages, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         self._messages = [
             {"role": "system", "content": info["system_prompt"]},
@@ -128,11 +172,17 @@ class ChatAdapter(gym.Wrapper):
         ]
         self._turn = 0
         info.update(turn=0, messages=ConversationView(self._messages))
-        return list(self._messages), info
+        if self._limit is None:
+            return list(self._messages), info
+        self._append_notice(self._limit.start(info))
+        observation = self._limit.last_observation = list(self._messages)
+        return observation, info
 
-    def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+    def step(self, action: AssistantAction) -> tuple[Messages, float, bool, bool, dict[str, Any]]:
         if not self._messages:
             raise ResetNeeded("Cannot call step() before reset()")
+        if self._limit is not None and self._limit.exhausted:
+            return self._limit.repeat()
         self._turn += 1
         parsed = parse_turn(action, self.tool_format)
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.content}
@@ -144,6 +194,7 @@ class ChatAdapter(gym.Wrapper):
         call_infos: list[dict[str, Any]] = []
         errors = list(parsed.errors)
         skipped = 0
+        content: Any  # gymnasium types the wrapped env's step as returning this wrapper's observation
         if parsed.calls:
             tool_calls = assistant["tool_calls"] = []
             for index, call in enumerate(parsed.calls):
@@ -177,15 +228,21 @@ class ChatAdapter(gym.Wrapper):
         if terminated or truncated:
             final = call_infos[-1]
             info.update({key: final[key] for key in ("score", "reason", "grid") if key in final})
+        if self._limit is not None:
+            final_score, notice = self._limit.end_turn(self._turn, terminated or truncated, info)
+            if final_score is not None:
+                reward, truncated = final_score, True
+            if notice is not None:
+                replies[-1] = self._append_notice(notice)
+            self._limit.last_observation = replies
         return replies, reward, terminated, truncated, info
 
-    def add_notice(self, text: str) -> dict[str, Any]:
-        """Append ``text`` to the last message of the conversation (an env message) and return the
-        updated message; used by :class:`StepBudget` to show the remaining budget."""
+    def _append_notice(self, text: str | None) -> dict[str, Any]:
+        """Append ``text`` (if any) to the newest message of the conversation; returns that message."""
         last = self._messages[-1]
-        updated = {**last, "content": f"{last['content']}\n\n{text}"}
-        self._messages[-1] = updated
-        return updated
+        if text is not None:
+            last = self._messages[-1] = {**last, "content": f"{last['content']}\n\n{text}"}
+        return last
 
     def _correction(self, parsed: ParsedTurn) -> str:
         shown_format = self.tool_format if self.tool_format != "auto" else parsed.format or "hermes"

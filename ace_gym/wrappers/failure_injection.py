@@ -10,7 +10,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from ace_gym.envs.ace_env import tool_label
+from ace_gym.envs.ace_env import ActionType, tool_label
 from ace_gym.errors import ConfigError, choice, probability
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import TOOL_CALL_FAILED, failure
@@ -25,7 +25,7 @@ RNG_KINDS = ("numpy", "python")
 _STREAM_TAG = 0xFA11  # separates this wrapper's stream from the env's own np_random for the same seed
 
 
-class ToolFailureInjection(gym.Wrapper):
+class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Fail each tool call with probability ``rate`` without running it.
 
     A failed call returns the envelope of a failure mode drawn from ``failure_modes``:
@@ -49,12 +49,13 @@ class ToolFailureInjection(gym.Wrapper):
 
     def __init__(
         self,
-        env: gym.Env,
+        env: gym.Env[str, ActionType],
         rate: float,
         *,
         failure_modes: Sequence[str] = ("failed",),
         rng: str = "numpy",
     ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, rate=rate, failure_modes=failure_modes, rng=rng)
         rate = probability("rate", rate)
         modes = tuple(failure_modes) if not isinstance(failure_modes, str) else (failure_modes,)
         unknown = [m for m in modes if m not in FAILURE_ENVELOPES]
@@ -63,7 +64,7 @@ class ToolFailureInjection(gym.Wrapper):
                 "failure_modes", failure_modes, f"must be a non-empty subset of {list(FAILURE_ENVELOPES)}"
             )
         choice("rng", rng, RNG_KINDS)
-        super().__init__(env)
+        gym.Wrapper.__init__(self, env)
         self.rate = rate
         self.failure_modes = modes
         self.rng_kind = rng
@@ -72,7 +73,7 @@ class ToolFailureInjection(gym.Wrapper):
         self._retried = 0
         self._failed_call: str | None = None
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         if seed is not None or self._draw is None:
             self._draw = self._seeded_draw(seed)
@@ -86,7 +87,7 @@ class ToolFailureInjection(gym.Wrapper):
             return random.Random(seed).random
         return (np.random.default_rng() if seed is None else np.random.default_rng([seed, _STREAM_TAG])).random
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: ActionType) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._draw is None:
             return self.env.step(action)  # not reset yet: let the env raise its own ResetNeeded
         if self._failed_call is not None:
