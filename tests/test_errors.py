@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -158,3 +159,65 @@ def test_choice__returns_the_value_or_lists_the_choices_with_a_suggestion() -> N
     for value in (["numpy"], None, 3):  # unhashable or not a str: refused, never a TypeError
         with pytest.raises(ConfigError, match=r"must be one of \['numpy', 'python'\]$"):
             choice("rng", value, ("numpy", "python"))
+
+
+# --------------------------------------------------------------------------------------------
+# the call sites: one rule everywhere (they used to disagree on numpy integers and bools)
+
+
+def _integer_sites() -> dict[str, Callable[[Any], object]]:
+    from ace_gym.envs import AceEnv
+    from ace_gym.envs.procedural import GeneratorSource
+    from ace_gym.generators import InstanceConfig
+    from ace_gym.longbench.samples import SampleConfig
+    from ace_gym.longbench.simulator import Behaviour
+    from ace_gym.server.app import ServerConfig
+    from ace_gym.wrappers import ChatAdapter, StepBudget
+
+    return {
+        "AceEnv.max_steps": lambda v: AceEnv("course", max_steps=v),
+        "AceEnv.extra_query_num": lambda v: AceEnv("course", extra_query_num=v),
+        "AceEnv.max_query_ids": lambda v: AceEnv("course", max_query_ids=v),
+        "StepBudget.max_turns": lambda v: StepBudget(AceEnv("course"), v),
+        "ChatAdapter.max_turns": lambda v: ChatAdapter(AceEnv("course"), max_turns=v),
+        "InstanceConfig.rows": lambda v: InstanceConfig("course", v, 5, 3, 2, 25, 0),
+        "GeneratorSource.hidden_slots": lambda v: GeneratorSource("course", hidden_slots=[v]),
+        "ServerConfig.max_sessions": lambda v: ServerConfig(max_sessions=v),
+        "Behaviour.relax_k": lambda v: Behaviour(relax_k=v),
+        "SampleConfig.table_seed": lambda v: SampleConfig(table_seed=v),
+    }
+
+
+def _number_sites() -> dict[str, Callable[[Any], object]]:
+    from ace_gym.envs import AceEnv
+    from ace_gym.envs.procedural import GeneratorSource
+    from ace_gym.server.app import ServerConfig
+    from ace_gym.wrappers import ToolFailureInjection
+
+    return {
+        "ToolFailureInjection.rate": lambda v: ToolFailureInjection(AceEnv("course"), v),
+        "AceEnv.global_check_alpha": lambda v: AceEnv("course", global_check_alpha=v),
+        "GeneratorSource.time_budget": lambda v: GeneratorSource(
+            "course", hidden_slots=3, decoy_budget=2, time_budget=v
+        ),
+        "ServerConfig.idle_timeout_s": lambda v: ServerConfig(idle_timeout_s=v),
+    }
+
+
+@pytest.mark.parametrize("site", list(_integer_sites()))
+def test_call_sites__integers_accept_numpy_integers_and_refuse_bools(site: str) -> None:
+    build = _integer_sites()[site]
+    build(np.int64(2))
+    with pytest.raises(ConfigError) as raised:
+        build(True)
+    assert site.endswith(raised.value.field.rsplit(".", 1)[-1])
+
+
+@pytest.mark.parametrize("site", list(_number_sites()))
+def test_call_sites__numbers_accept_numpy_reals_and_refuse_bools_and_nan(site: str) -> None:
+    build = _number_sites()[site]
+    build(np.float32(0.5))
+    for value in (True, float("nan")):
+        with pytest.raises(ConfigError) as raised:
+            build(value)
+        assert site.endswith(raised.value.field.rsplit(".", 1)[-1])
