@@ -4,6 +4,7 @@ ids make."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -99,11 +100,17 @@ class GeneratorSource:
         return Drawn(compiled, -1, {"instance_seed": seed})
 
 
+GENERATOR_ARGUMENTS: tuple[str, ...] = tuple(inspect.signature(GeneratorSource).parameters)[1:]
+"""The keyword arguments :class:`ProceduralAceEnv` passes to :class:`GeneratorSource` (all but ``domain``)."""
+
+
 class ProceduralAceEnv(AceEnv):
-    """:class:`AceEnv` on a :class:`GeneratorSource`: ``ProceduralAceEnv(domain, **generator
-    arguments, **env arguments)`` is ``AceEnv(domain, source=GeneratorSource(domain, **generator
-    arguments), **env arguments)``, and is what the ``ACE-<domain>-procedural-v0`` and
-    ``ACE-<domain>-procedural-10x10-v0`` ids make (their spec kwargs stay plain values).
+    """:class:`AceEnv` on a :class:`GeneratorSource`: ``ProceduralAceEnv(domain, **arguments)`` is
+    ``AceEnv(domain, source=GeneratorSource(domain, **generator arguments), **the rest)``, the
+    generator arguments being :data:`GENERATOR_ARGUMENTS` (``rows``, ``cols``, ``hidden_slots``,
+    ``decoy_budget``, ``candidates_per_slot``, ``time_budget``); it is what the
+    ``ACE-<domain>-procedural-v0`` and ``ACE-<domain>-procedural-10x10-v0`` ids make (their spec
+    kwargs stay plain values).
 
     Everything else (tools, observations, reward, episode end, info) is :class:`AceEnv`'s; the
     generator arguments, reset options and the ``instance_seed`` info key are
@@ -113,27 +120,9 @@ class ProceduralAceEnv(AceEnv):
     * v0: first release.
     """
 
-    def __init__(
-        self,
-        domain: str = "course",
-        *,
-        rows: int = 5,
-        cols: int = 7,
-        hidden_slots: int | Sequence[int] = PAPER_HIDDEN_SLOTS,
-        decoy_budget: int | Sequence[int] = PAPER_DECOY_BUDGETS,
-        candidates_per_slot: int = 25,
-        time_budget: float = 120.0,
-        **env_arguments: Any,
-    ) -> None:
-        if "dataset" in env_arguments:
-            raise ConfigError("dataset", env_arguments["dataset"], "a procedural env generates its instances")
-        source = GeneratorSource(
-            domain,
-            rows=rows,
-            cols=cols,
-            hidden_slots=hidden_slots,
-            decoy_budget=decoy_budget,
-            candidates_per_slot=candidates_per_slot,
-            time_budget=time_budget,
-        )
-        super().__init__(domain, source=source, **env_arguments)
+    def __init__(self, domain: str = "course", **arguments: Any) -> None:
+        for taken in ("dataset", "source"):
+            if taken in arguments:
+                raise ConfigError(taken, arguments[taken], "a procedural env generates its instances")
+        generator = {name: arguments.pop(name) for name in GENERATOR_ARGUMENTS if name in arguments}
+        super().__init__(domain, source=GeneratorSource(domain, **generator), **arguments)
