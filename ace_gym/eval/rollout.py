@@ -38,7 +38,7 @@ import numpy as np
 from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, integer, optional_integer
 from ace_gym.eval.loop import Episode, Turn, actor_of, jsonable, run_loop
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 
@@ -70,8 +70,7 @@ class EpisodeSpec:
     def __post_init__(self) -> None:
         if "max_steps" in self.env_kwargs:
             raise ConfigError("env_kwargs", dict(self.env_kwargs), "use max_turns, not max_steps")
-        if self.max_turns is not None and (type(self.max_turns) is not int or self.max_turns < 1):
-            raise ConfigError("max_turns", self.max_turns, "must be a positive integer or None")
+        object.__setattr__(self, "max_turns", optional_integer("max_turns", self.max_turns, minimum=1))
 
     def key(self, policy: str) -> str:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""
@@ -85,9 +84,7 @@ class EpisodeSpec:
     def group(self, size: int) -> list[EpisodeSpec]:
         """``size`` copies of this spec with trials 0..size-1: a GRPO-style group (same instance,
         seed and settings; members differ only in the policy's sampling)."""
-        if type(size) is not int or size < 1:
-            raise ConfigError("group size", size, "must be a positive integer")
-        return [dataclasses.replace(self, trial=trial) for trial in range(size)]
+        return [dataclasses.replace(self, trial=trial) for trial in range(integer("group size", size, minimum=1))]
 
     def reset_options(self) -> dict[str, Any]:
         if self.instance_id is not None:
