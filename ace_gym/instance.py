@@ -280,11 +280,6 @@ class CompiledInstance:
         """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
         return tuple(sorted(k for k in self.domain.item_keys if k != self.domain.id_key))
 
-    def slot_at(self, row: int, col: int) -> CompiledSlot | None:
-        """The hidden slot at (row, col), or None for a visible cell. Caller checks the range."""
-        s = self.cell_slot_list[row * self.cols + col]
-        return None if s < 0 else self.slots[s]
-
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:
     return dataset.compiled(index)
