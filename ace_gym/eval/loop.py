@@ -230,8 +230,10 @@ def completion_action(completion: Completion) -> str | dict[str, Any]:
     return message
 
 
-def actor_of(policy: Policy) -> Actor:
-    """The actor of a scripted policy or a chat engine; ConfigError for anything else."""
+def actor_of(policy: Policy | Actor) -> Actor:
+    """The actor of a scripted policy or a chat engine (an actor is its own); ConfigError for anything else."""
+    if isinstance(policy, Actor):
+        return policy
     if isinstance(policy, ScriptedPolicy):
         return ScriptedActor(policy)
     if isinstance(policy, ChatEngine):

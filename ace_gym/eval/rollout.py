@@ -39,7 +39,7 @@ from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
-from ace_gym.eval.loop import Episode, Turn, actor_of, jsonable, run_loop
+from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 
 DEFAULT_MAX_TURNS = 1000
@@ -109,13 +109,14 @@ class EpisodeSpec:
 
 def run_episodes(
     specs: Iterable[EpisodeSpec],
-    policy: Policy,
+    policy: Policy | Actor,
     *,
     batch_size: int = 32,
     name: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run every spec with ``policy``, ``batch_size`` episodes at a time; yield each finished
-    episode's record (see the module docstring). ``name`` overrides the policy name in keys."""
+    """Run every spec with ``policy`` (or an :class:`~ace_gym.eval.loop.Actor` of one's own),
+    ``batch_size`` episodes at a time; yield each finished episode's record (see the module
+    docstring). ``name`` overrides the policy name in keys."""
     label = name or policy_name(policy)
     return run_loop(specs, partial(_open, label=label), actor_of(policy), batch_size)
 
