@@ -138,7 +138,7 @@ def ace_record(
         "key": episode.key,
         "policy": episode.policy,
         "dataset": spec.dataset if spec else None,
-        "domain": spec.domain if spec else _domain_of(episode.tools),
+        "domain": spec.domain if spec else reset.get("domain"),
         "instance_id": reset.get("instance_id"),
         "instance_index": reset.get("instance_index"),
         "hidden_slots": reset.get("hidden_slots"),
@@ -160,13 +160,6 @@ def ace_record(
         "turns": episode.turns,
     }
 
-
-def _domain_of(tools: list[dict[str, Any]]) -> str | None:
-    for schema in tools:
-        name = schema.get("function", {}).get("name", "")
-        if name.startswith("query_") and name.endswith("_candidate_from_attribute"):
-            return str(name[len("query_") : -len("_candidate_from_attribute")])
-    return None
 
 
 def run_vector_episodes(
