@@ -17,6 +17,9 @@ while an eval writes to DIR. Both commands refuse an episode file with malformed
 (exit 5, naming them; the file is never modified) unless given ``--skip-malformed``, which
 leaves those lines out (listed in ``summary.json["skipped_lines"]``); eval then re-runs the
 episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
+
+``ace-gym eval --env ALB-QA-v0`` (AgentLongBench questions; options in :mod:`ace_gym.longbench.cli`)
+runs through the same code: lock, run identity, resume, malformed lines, report, exit codes.
 """
 
 from __future__ import annotations
