@@ -121,7 +121,7 @@ class Episode:
         self.usage["tool_calls"] += len(info.get("calls", ()))
         turn: dict[str, Any] = {
             "reward": float(reward),
-            "info": jsonable({k: v for k, v in info.items() if k not in INFO_DROPPED}),
+            "info": {str(k): jsonable(v) for k, v in info.items() if k not in INFO_DROPPED},
         }
         if completion is not None:
             turn.update(
