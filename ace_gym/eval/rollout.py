@@ -161,7 +161,6 @@ def ace_record(
     }
 
 
-
 def run_vector_episodes(
     envs: gym.vector.VectorEnv,
     policy: Policy,
