@@ -75,28 +75,40 @@ def encode_json(value: Any, *, indent: int | None = None) -> bytes:
 def record_problem(record: Any) -> str | None:
     """Why ``record`` cannot be summarised, or None: it must be a JSON object with string ``key``,
     ``policy`` and ``domain``; an ACE record integer ``hidden_slots`` and ``decoy_budget`` and a
-    ``score`` in [0, 1], an AgentLongBench record (it has ``question_type``) a ``score`` in [0, 1] or null; and, when present, a numeric ``tool_failure_rate`` and a ``usage`` object of numbers."""
+    ``score`` in [0, 1], an AgentLongBench record (it has ``question_type``) a ``score`` in [0, 1]
+    or null; and, when present, a numeric ``tool_failure_rate`` and a ``usage`` object of numbers."""
     if not isinstance(record, dict):
         return f"a JSON {type(record).__name__}, not an object"
     for name in RECORD_TEXT_FIELDS:
         if not isinstance(record.get(name), str):
             return f"{name!r} is missing or not a string"
-    score: Any = record.get("score")
-    if "question_type" in record:  # an AgentLongBench QA record: no grid; an unscorable answer has score None
-        if score is not None and not (_is_number(score) and 0.0 <= score <= 1.0):
-            return f"'score' is {score!r}, not null or a number in [0, 1]"
-    else:
-        for name in RECORD_INT_FIELDS:
-            if type(record.get(name)) is not int:
-                return f"{name!r} is missing or not an integer"
-        if not _is_number(score) or not 0.0 <= score <= 1.0:
-            return f"'score' is {score!r}, not a number in [0, 1]"
+    problem = _alb_problem(record) if "question_type" in record else _ace_problem(record)
+    if problem is not None:
+        return problem
     rate = record.get("tool_failure_rate")
     if rate is not None and not _is_number(rate):
         return f"'tool_failure_rate' is {rate!r}, not a number"
     usage = record.get("usage", {})
     if not isinstance(usage, dict) or not all(_is_number(v) for v in usage.values()):
         return "'usage' is not an object of numbers"
+    return None
+
+
+def _ace_problem(record: dict[str, Any]) -> str | None:
+    for name in RECORD_INT_FIELDS:
+        if type(record.get(name)) is not int:
+            return f"{name!r} is missing or not an integer"
+    score = record.get("score")
+    if not _is_number(score) or not 0.0 <= score <= 1.0:  # type: ignore[operator]
+        return f"'score' is {score!r}, not a number in [0, 1]"
+    return None
+
+
+def _alb_problem(record: dict[str, Any]) -> str | None:
+    """An AgentLongBench QA record has no grid; an unscorable answer has score None."""
+    score = record.get("score")
+    if score is not None and not (_is_number(score) and 0.0 <= score <= 1.0):
+        return f"'score' is {score!r}, not null or a number in [0, 1]"
     return None
 
 
