@@ -320,6 +320,14 @@ def test_eval__unknown_policy_or_domain_is_a_clear_error(tmp_path: Path, capsys:
     assert not (tmp_path / "a").exists()
 
 
+def test_eval__engine_options_for_a_scripted_policy_are_refused_not_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    assert run_cli("--policy", "solver", "--engine-option", "temperature=0", "--out", str(out), *MEAL) == EXIT_CONFIG
+    assert "apply to LLM policies only" in one_error_line(capsys) and not out.exists()
+
+
 def test_eval__llm_policy_is_built_by_make_engine_with_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

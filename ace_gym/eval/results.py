@@ -1,4 +1,4 @@
-"""Result files of an evaluation run: an append-only JSONL of episode records, and atomic files.
+"""Result files of an evaluation run: an append-only JSONL of episode records, and the JSON summary.
 
 ``episodes.jsonl`` survives being killed at any instant: each record is one line written with a
 single ``os.write`` on an ``O_APPEND`` descriptor and fsynced before the next episode counts as
@@ -24,11 +24,11 @@ import json
 import logging
 import math
 import os
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from ace_gym.atomic import write_atomic
 from ace_gym.errors import AceGymError
 
 logger = logging.getLogger(__name__)
@@ -75,28 +75,40 @@ def encode_json(value: Any, *, indent: int | None = None) -> bytes:
 def record_problem(record: Any) -> str | None:
     """Why ``record`` cannot be summarised, or None: it must be a JSON object with string ``key``,
     ``policy`` and ``domain``; an ACE record integer ``hidden_slots`` and ``decoy_budget`` and a
-    ``score`` in [0, 1], an AgentLongBench record (it has ``question_type``) a ``score`` in [0, 1] or null; and, when present, a numeric ``tool_failure_rate`` and a ``usage`` object of numbers."""
+    ``score`` in [0, 1], an AgentLongBench record (it has ``question_type``) a ``score`` in [0, 1]
+    or null; and, when present, a numeric ``tool_failure_rate`` and a ``usage`` object of numbers."""
     if not isinstance(record, dict):
         return f"a JSON {type(record).__name__}, not an object"
     for name in RECORD_TEXT_FIELDS:
         if not isinstance(record.get(name), str):
             return f"{name!r} is missing or not a string"
-    score: Any = record.get("score")
-    if "question_type" in record:  # an AgentLongBench QA record: no grid; an unscorable answer has score None
-        if score is not None and not (_is_number(score) and 0.0 <= score <= 1.0):
-            return f"'score' is {score!r}, not null or a number in [0, 1]"
-    else:
-        for name in RECORD_INT_FIELDS:
-            if type(record.get(name)) is not int:
-                return f"{name!r} is missing or not an integer"
-        if not _is_number(score) or not 0.0 <= score <= 1.0:
-            return f"'score' is {score!r}, not a number in [0, 1]"
+    problem = _alb_problem(record) if "question_type" in record else _ace_problem(record)
+    if problem is not None:
+        return problem
     rate = record.get("tool_failure_rate")
     if rate is not None and not _is_number(rate):
         return f"'tool_failure_rate' is {rate!r}, not a number"
     usage = record.get("usage", {})
     if not isinstance(usage, dict) or not all(_is_number(v) for v in usage.values()):
         return "'usage' is not an object of numbers"
+    return None
+
+
+def _ace_problem(record: dict[str, Any]) -> str | None:
+    for name in RECORD_INT_FIELDS:
+        if type(record.get(name)) is not int:
+            return f"{name!r} is missing or not an integer"
+    score = record.get("score")
+    if not _is_number(score) or not 0.0 <= score <= 1.0:  # type: ignore[operator]
+        return f"'score' is {score!r}, not a number in [0, 1]"
+    return None
+
+
+def _alb_problem(record: dict[str, Any]) -> str | None:
+    """An AgentLongBench QA record has no grid; an unscorable answer has score None."""
+    score = record.get("score")
+    if score is not None and not (_is_number(score) and 0.0 <= score <= 1.0):
+        return f"'score' is {score!r}, not null or a number in [0, 1]"
     return None
 
 
@@ -235,25 +247,7 @@ def _cut_torn_tail(path: Path) -> None:
             os.fsync(handle.fileno())
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
-    """Create or replace ``path`` with what ``write(binary_handle)`` writes, atomically: through a
-    uniquely named temp file in the same folder, fsynced, then ``os.replace`` (a reader never sees
-    a partial file; concurrent writers never share a temp file; a failure leaves the old file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def write_json_atomic(path: str | os.PathLike[str], value: Any) -> None:
-    """Write ``value`` as indented JSON to ``path`` atomically (:func:`write_atomic`, :func:`encode_json`)."""
+    """Write ``value`` as indented JSON to ``path`` atomically (:func:`~ace_gym.atomic.write_atomic`,
+    :func:`encode_json`)."""
     write_atomic(path, lambda handle: handle.write(encode_json(value, indent=2) + b"\n"))
