@@ -1,0 +1,49 @@
+"""Helpers shared by the planning tests: solver trajectories on bundled and tiny generated instances."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+
+from ace_gym.agents import ExactSolver
+from ace_gym.generators import generate_instance
+from ace_gym.instance import CompiledInstance, Instance
+from ace_gym.scoring import evaluate_grid
+
+Step = tuple[dict[str, Any], str]
+
+
+def solver_steps(env: gym.Env, observation: Any, info: dict[str, Any], seed: int = 0) -> tuple[list[Step], float]:
+    """Play the exact solver on a reset env; the executed (action, reply) pairs and the final reward."""
+    episode = ExactSolver().start(observation, info, seed)
+    steps: list[Step] = []
+    reply = observation
+    while True:
+        action = episode.act(reply)
+        reply, reward, terminated, truncated, _ = env.step(action)
+        steps.append((action, reply))
+        if terminated or truncated:
+            return steps, float(reward)
+
+
+@functools.cache
+def tiny_instance(domain: str, seed: int, hidden_slots: int = 3, decoy_budget: int = 3) -> Instance:
+    """A small certified instance: 2x3 grid, 5 candidates per hidden slot (125 completions at H=3)."""
+    return generate_instance(
+        domain, rows=2, cols=3, hidden_slots=hidden_slots, decoy_budget=decoy_budget, candidates_per_slot=4, seed=seed
+    )
+
+
+def valid_completions(compiled: CompiledInstance) -> Iterator[tuple[int, ...]]:
+    """Every assignment of candidates (any candidate, slot-valid or not) to the hidden cells that
+    scores 1 under the compiled instance's rules: the brute force the certificates are checked by."""
+    grid = list(compiled.initial_grid)
+    for choice in itertools.product(*(slot.candidate_items for slot in compiled.slots)):
+        for slot, item in zip(compiled.slots, choice, strict=True):
+            grid[slot.cell] = item
+        if evaluate_grid(compiled, grid)[0]:
+            yield choice
