@@ -34,7 +34,7 @@ from ace_gym.tools import OPERATORS, echo
 SET_OPERATORS = frozenset({"in", "not_in"})
 
 
-class _Fault(Exception):
+class Fault(Exception):
     """One flag that stops the judgement of a call (the tools would refuse it)."""
 
     def __init__(self, cause: str, detail: str) -> None:
@@ -47,27 +47,35 @@ def detect_errors(facts: TaskFacts, knowledge: Knowledge, action: Any) -> tuple[
 
     Never raises for any action: whatever the model sent is judged.
     """
+    try:
+        entry, arguments = resolve_call(facts, action)
+        if entry.name in facts.broken and entry.name in knowledge.failed_tools:
+            raise Fault("broken_retry", f"{entry.name} already failed persistently")
+        return tuple(_JUDGES[entry.kind](facts, knowledge, entry, arguments))
+    except Fault as fault:
+        return (fault.flag,)
+
+
+def resolve_call(facts: TaskFacts, action: Any) -> tuple[ToolEntry, dict[Any, Any]]:
+    """The offered tool an action calls and its arguments under the tool's original parameter
+    names; Fault when it is no call, names no offered tool or a distractor, or its arguments are
+    not an object or lack a required parameter."""
     name, raw = split_action(action)
     if not isinstance(name, str):
-        return (Flag("malformed_action", "the action is not a tool call"),)
+        raise Fault("malformed_action", "the action is not a tool call")
     entry = facts.tools.get(name)
     if entry is None:
-        return (Flag("unknown_tool", f"no tool is called {echo(name)}"),)
+        raise Fault("unknown_tool", f"no tool is called {echo(name)}")
     if entry.kind == "distractor":
-        return (Flag("distractor_tool", f"{name} does nothing for this task"),)
-    if name in facts.broken and name in knowledge.failed_tools:
-        return (Flag("broken_retry", f"{name} already failed persistently"),)
+        raise Fault("distractor_tool", f"{name} does nothing for this task")
     arguments = decode_arguments(raw)
     if arguments is None:
-        return (Flag("bad_arguments", "arguments are not a JSON object"),)
+        raise Fault("bad_arguments", "arguments are not a JSON object")
     arguments = {entry.renamed.get(key, key) if isinstance(key, str) else key: v for key, v in arguments.items()}
-    try:
-        missing = [p for p in entry.parameters if entry.renamed.get(p, p) not in arguments and p in entry.required]
-        if missing:
-            raise _Fault("missing_argument", f"missing required argument(s): {', '.join(missing)}")
-        return tuple(_JUDGES[entry.kind](facts, knowledge, entry, arguments))
-    except _Fault as fault:
-        return (fault.flag,)
+    missing = [p for p in entry.parameters if p in entry.required and entry.renamed.get(p, p) not in arguments]
+    if missing:
+        raise Fault("missing_argument", f"missing required argument(s): {', '.join(missing)}")
+    return entry, arguments
 
 
 # -- shared argument checks ----------------------------------------------------------------------
@@ -83,19 +91,19 @@ def _integer(value: Any) -> int | None:
     return None
 
 
-def _cell(facts: TaskFacts, arguments: Mapping[str, Any]) -> Cell:
+def cell_of(facts: TaskFacts, arguments: Mapping[str, Any]) -> Cell:
     row, col = _integer(arguments.get("row")), _integer(arguments.get("col"))
     if row is None or col is None:
-        raise _Fault("wrong_type", "row and col must be integers")
+        raise Fault("wrong_type", "row and col must be integers")
     if not (0 <= row < facts.rows and 0 <= col < facts.cols):
-        raise _Fault("cell_off_grid", f"cell ({row}, {col}) is off the {facts.rows}x{facts.cols} grid")
+        raise Fault("cell_off_grid", f"cell ({row}, {col}) is off the {facts.rows}x{facts.cols} grid")
     return row, col
 
 
-def _hidden_cell(facts: TaskFacts, arguments: Mapping[str, Any], what: str) -> Cell:
-    cell = _cell(facts, arguments)
+def hidden_cell(facts: TaskFacts, arguments: Mapping[str, Any], what: str) -> Cell:
+    cell = cell_of(facts, arguments)
     if cell not in facts.hidden:
-        raise _Fault("prefilled_cell", f"{what} on the pre-filled cell {cell}")
+        raise Fault("prefilled_cell", f"{what} on the pre-filled cell {cell}")
     return cell
 
 
@@ -112,37 +120,37 @@ def _item_ids(facts: TaskFacts, ids: list[Any]) -> None:
     """E6 for ids that exist nowhere, E3 for hidden candidates the item tools may not inspect."""
     unknown = [i for i in ids if i not in facts.item_ids]
     if unknown:
-        raise _Fault("unknown_item", f"no item is called {echo(', '.join(unknown))}")
+        raise Fault("unknown_item", f"no item is called {echo(', '.join(unknown))}")
     hidden = [i for i in ids if i not in facts.visible_ids]
     if hidden:
-        raise _Fault(
+        raise Fault(
             "data_access", f"{echo(', '.join(hidden))} are not pre-filled ids; the item tools may not inspect them"
         )
 
 
 def _field(facts: TaskFacts, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _Fault("wrong_type", "field must be a non-empty string")
+        raise Fault("wrong_type", "field must be a non-empty string")
     if value.strip() not in facts.fields:
-        raise _Fault("unknown_field", f"no attribute is called {echo(value)}")
+        raise Fault("unknown_field", f"no attribute is called {echo(value)}")
     return value.strip()
 
 
-def _condition(facts: TaskFacts, field: Any, operator: Any, value: Any) -> None:
+def check_condition(facts: TaskFacts, field: Any, operator: Any, value: Any) -> None:
     """The checks of one attribute condition (field, operator, value), in the query tool's order."""
     name = _field(facts, field)
     if not isinstance(operator, str) or operator not in OPERATORS:
-        raise _Fault("bad_operator", f"operator must be one of {', '.join(OPERATORS)}")
+        raise Fault("bad_operator", f"operator must be one of {', '.join(OPERATORS)}")
     numeric = name in facts.numeric_fields
     if numeric == (operator in SET_OPERATORS):
-        raise _Fault(
+        raise Fault(
             "bad_operator", f"{operator} does not apply to the {'numeric' if numeric else 'categorical'} field {name}"
         )
     if operator in SET_OPERATORS:
         if not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
-            raise _Fault("wrong_type", "in/not_in take a list of strings")
+            raise Fault("wrong_type", "in/not_in take a list of strings")
     elif not _is_number(value):
-        raise _Fault("wrong_type", "numeric comparisons take a number")
+        raise Fault("wrong_type", "numeric comparisons take a number")
 
 
 def _is_number(value: Any) -> bool:
@@ -162,16 +170,16 @@ def _is_number(value: Any) -> bool:
 
 
 def _set_slot(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
-    cell = _hidden_cell(facts, arguments, "set_slot")
+    cell = hidden_cell(facts, arguments, "set_slot")
     item = arguments.get("id")
     if item is None or item == "":
         if knowledge.grid.get(cell) is None:
-            raise _Fault("clear_empty", f"cell {cell} is already empty")
+            raise Fault("clear_empty", f"cell {cell} is already empty")
         return []
     if not isinstance(item, str):
-        raise _Fault("wrong_type", "id must be a string")
+        raise Fault("wrong_type", "id must be a string")
     if item not in facts.item_ids:
-        raise _Fault("unknown_item", f"no item is called {echo(item)}")
+        raise Fault("unknown_item", f"no item is called {echo(item)}")
     flags = []
     if facts.approval_required:
         flags.append(Flag("policy_breach", f"cell {cell} was set without the approval the task policy requires"))
@@ -183,33 +191,33 @@ def _set_slot(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, argument
 
 
 def _query(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
-    cell = _hidden_cell(facts, arguments, "a candidate query")
+    cell = hidden_cell(facts, arguments, "a candidate query")
     _within_query_budget(facts, knowledge, cell, 1)
-    _condition(facts, arguments.get("field"), arguments.get("operator"), arguments.get("value"))
+    check_condition(facts, arguments.get("field"), arguments.get("operator"), arguments.get("value"))
     return _repeat(knowledge, entry, arguments, state_free=True)
 
 
 def _multi_query(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
-    cell = _hidden_cell(facts, arguments, "a candidate query")
+    cell = hidden_cell(facts, arguments, "a candidate query")
     conditions = arguments.get("conditions")
     if not isinstance(conditions, list) or not conditions or not all(isinstance(c, Mapping) for c in conditions):
-        raise _Fault("wrong_type", "conditions must be a non-empty list of {field, operator, value} objects")
+        raise Fault("wrong_type", "conditions must be a non-empty list of {field, operator, value} objects")
     _within_query_budget(facts, knowledge, cell, len(conditions))
     for condition in conditions:
-        _condition(facts, condition.get("field"), condition.get("operator"), condition.get("value"))
+        check_condition(facts, condition.get("field"), condition.get("operator"), condition.get("value"))
     return _repeat(knowledge, entry, arguments, state_free=True)
 
 
 def _within_query_budget(facts: TaskFacts, knowledge: Knowledge, cell: Cell, charge: int) -> None:
     budget = facts.query_budgets.get(cell)
     if budget is not None and knowledge.query_calls.get(cell, 0) + charge > budget:
-        raise _Fault("budget_exceeded", f"the query budget of cell {cell} is spent")
+        raise Fault("budget_exceeded", f"the query budget of cell {cell} is spent")
 
 
 def _info(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
     item = arguments.get("id")
     if not isinstance(item, str):
-        raise _Fault("wrong_type", "id must be a string")
+        raise Fault("wrong_type", "id must be a string")
     _item_ids(facts, [item])
     return _repeat(knowledge, entry, arguments, state_free=True)
 
@@ -219,16 +227,16 @@ def _attributes(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, argume
     if isinstance(ids, str):
         ids = _json_list(ids)
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise _Fault("wrong_type", "ids must be a list of strings")
+        raise Fault("wrong_type", "ids must be a list of strings")
     if len(ids) > facts.max_query_ids:
-        raise _Fault("too_many", f"at most {facts.max_query_ids} ids per call")
+        raise Fault("too_many", f"at most {facts.max_query_ids} ids per call")
     fields = arguments.get("field")
     if isinstance(fields, str):
         fields = _json_list(fields) if fields.strip().startswith("[") else [fields]
     if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f.strip() for f in fields):
-        raise _Fault("wrong_type", "field must be an attribute name or a list of them")
+        raise Fault("wrong_type", "field must be an attribute name or a list of them")
     if len(fields) > facts.max_query_fields:
-        raise _Fault("too_many", f"at most {facts.max_query_fields} fields per call")
+        raise Fault("too_many", f"at most {facts.max_query_fields} fields per call")
     _item_ids(facts, ids)
     for name in fields:
         _field(facts, name)
@@ -244,29 +252,29 @@ def _json_list(text: str) -> Any:
 
 
 def _slot_check(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
-    cell = _hidden_cell(facts, arguments, "a slot check")
+    cell = hidden_cell(facts, arguments, "a slot check")
     if knowledge.grid.get(cell) is None:
-        raise _Fault("unfilled_check", f"cell {cell} is not filled yet")
+        raise Fault("unfilled_check", f"cell {cell} is not filled yet")
     return _repeat(knowledge, entry, arguments, state_free=False)
 
 
 def _global_check(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
     if knowledge.empty_cells:
-        raise _Fault("unfilled_check", f"{len(knowledge.empty_cells)} hidden cell(s) are still empty")
+        raise Fault("unfilled_check", f"{len(knowledge.empty_cells)} hidden cell(s) are still empty")
     if facts.global_budget is not None and knowledge.global_calls >= facts.global_budget:
-        raise _Fault("budget_exceeded", "the global-check budget is spent")
+        raise Fault("budget_exceeded", "the global-check budget is spent")
     return _repeat(knowledge, entry, {}, state_free=False)
 
 
 def _query_budget(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
-    cell = _cell(facts, arguments)
+    cell = cell_of(facts, arguments)
     if cell not in facts.hidden:
-        raise _Fault("not_hidden", f"cell {cell} is pre-filled and has no query budget")
+        raise Fault("not_hidden", f"cell {cell} is pre-filled and has no query budget")
     return _repeat(knowledge, entry, arguments, state_free=False)
 
 
 def _slot_id(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
-    _cell(facts, arguments)
+    cell_of(facts, arguments)
     return _repeat(knowledge, entry, arguments, state_free=False)
 
 
@@ -291,7 +299,7 @@ def _done(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: M
 def _refusal(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
     code = arguments.get("reason_code")
     if not isinstance(code, str) or code not in UNSOLVABLE_KINDS:
-        raise _Fault("wrong_type", f"reason_code must be one of {', '.join(UNSOLVABLE_KINDS)}")
+        raise Fault("wrong_type", f"reason_code must be one of {', '.join(UNSOLVABLE_KINDS)}")
     if facts.solvable:
         return [Flag("refused_solvable", "the task can be done")]
     if code != facts.unsolvable_kind:

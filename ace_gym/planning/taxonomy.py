@@ -70,6 +70,7 @@ CAUSES: dict[str, Cause] = {
         Cause("empty_slots", "E2"),
         Cause("unverified_done", "E2"),
         Cause("short_prediction", "E2"),
+        Cause("missing_done", "E2"),
         Cause("slot_rule_violation", "E3"),
         Cause("data_access", "E3"),
         Cause("policy_breach", "E3"),
