@@ -183,6 +183,7 @@ class AceEnv(gym.Env[str, ActionType]):
             max_query_fields=self.config.max_query_fields,
         )
         info = {
+            "domain": self.domain.name,
             "instance_id": compiled.instance_id,
             "instance_index": index,
             "rows": compiled.rows,

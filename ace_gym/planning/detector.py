@@ -27,8 +27,7 @@ from ace_gym.planning.knowledge import (
     decode_arguments,
     split_action,
 )
-from ace_gym.planning.taxonomy import Flag
-from ace_gym.planning.unsolvable import UNSOLVABLE_KINDS
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS, Flag
 from ace_gym.tools import OPERATORS, echo
 
 SET_OPERATORS = frozenset({"in", "not_in"})
@@ -318,14 +317,14 @@ _JUDGES: dict[str, Callable[[TaskFacts, Knowledge, ToolEntry, Mapping[str, Any]]
     "set_and_check": _set_slot,
     "query": _query,
     "multi_query": _multi_query,
-    "info": _info,
-    "attributes": _attributes,
+    "item_info": _info,
+    "item_attributes": _attributes,
     "slot_check": _slot_check,
     "global_check": _global_check,
-    "query_budget": _query_budget,
+    "slot_query_budget": _query_budget,
     "slot_id": _slot_id,
     "grid_state": _state_read,
-    "check_budget": _state_read,
+    "global_check_budget": _state_read,
     "done": _done,
     "refusal": _refusal,
     "approval": _answered_once,

@@ -29,13 +29,13 @@ Cell = tuple[int, int]
 _REAL_KINDS = {
     "set_slot": "set_slot",
     "get_current_grid_state": "grid_state",
-    "get_hidden_slot_query_budget": "query_budget",
-    "get_global_check_budget": "check_budget",
+    "get_hidden_slot_query_budget": "slot_query_budget",
+    "get_global_check_budget": "global_check_budget",
     "get_slot_id": "slot_id",
     "done": "done",
     "query_candidate_from_attribute": "query",
-    "get_item_info": "info",
-    "get_item_attributes": "attributes",
+    "get_item_info": "item_info",
+    "get_item_attributes": "item_attributes",
     "check_slot_constraints": "slot_check",
     "check_global_constraints": "global_check",
 }

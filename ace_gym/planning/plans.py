@@ -28,8 +28,7 @@ from typing import Any
 
 from ace_gym.planning.detector import Fault, check_condition, hidden_cell, resolve_call
 from ace_gym.planning.knowledge import Cell, TaskFacts
-from ace_gym.planning.taxonomy import Flag, grade
-from ace_gym.planning.unsolvable import UNSOLVABLE_KINDS
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS, Flag, grade
 
 REFERENCE = re.compile(r"\bstep\s*#?\s*(\d+)", re.IGNORECASE)
 _CELL_KINDS = frozenset({"set_slot", "set_and_check", "query", "multi_query", "slot_check"})
@@ -97,7 +96,9 @@ def _refusal(facts: TaskFacts, plan: Mapping[str, Any]) -> PlanGrade:
     if facts.solvable:
         return _graded([(-1, Flag("refused_solvable", "the task can be done"))], True, code)
     if code and code != facts.unsolvable_kind:
-        return _graded([(-1, Flag("wrong_reason_code", f"the task is infeasible, but not because of {code}"))], True, code)
+        return _graded(
+            [(-1, Flag("wrong_reason_code", f"the task is infeasible, but not because of {code}"))], True, code
+        )
     return _graded([], True, code)
 
 

@@ -16,6 +16,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 CODES: tuple[str, ...] = ("E1", "E2", "E3", "E4", "E5", "E6")
+UNSOLVABLE_KINDS: tuple[str, ...] = (
+    "conflicting_constraints",
+    "tool_outage",
+    "missing_tool",
+    "missing_information",
+    "missing_attachment",
+)
+"""APB's unsolvable kinds on ACE (:mod:`ace_gym.planning.unsolvable`), also the reason codes of
+the refusal tool."""
 STEP_NAMES: dict[str, str] = {
     "E1": "goal misalignment",
     "E2": "premature conclusion",

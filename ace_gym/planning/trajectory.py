@@ -76,5 +76,7 @@ def plan_from_steps(facts: TaskFacts, steps: Sequence[Step]) -> dict[str, Any]:
         if kind in ("set_slot", "set_and_check") and cell in last_query:
             arguments["id"] = f"the candidate chosen from the results of step {last_query[cell]}"  # type: ignore[index]
         chain.append({"name": name, "arguments": arguments, "reason": f"step {number} of the reference solution"})
-    return {"plan": "Query every hidden cell, gather the attributes the global rules need, search, fill, verify.",
-            "tool_chain": chain}
+    return {
+        "plan": "Query every hidden cell, gather the attributes the global rules need, search, fill, verify.",
+        "tool_chain": chain,
+    }

@@ -39,17 +39,9 @@ import numpy as np
 
 from ace_gym.constraints import SLOT_KINDS, Aggregate, aggregate, global_rule_text, slot_rule_mask
 from ace_gym.domains import get_domain
-from ace_gym.generators.certificate import certify
 from ace_gym.instance import CompiledInstance, Instance, active_slot_rules, stated_instruction
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 
-UNSOLVABLE_KINDS: tuple[str, ...] = (
-    "conflicting_constraints",
-    "tool_outage",
-    "missing_tool",
-    "missing_information",
-    "missing_attachment",
-)
-"""The kinds, which are also the ``reason_code`` values of the refusal tool."""
 REFUSAL_TOOL = "report_infeasible"
 APPROVAL_TOOL = "approve_assignment"
 ATTACHMENT_TOOL = "get_attachment"
@@ -258,6 +250,8 @@ def _missing_tool(instance: Instance, rng: np.random.Generator) -> UnsolvableVar
 
 def _ambiguity(variant_instance: Instance) -> dict[str, Any] | None:
     """The certificate that at least two completions satisfy every stated rule, or None."""
+    from ace_gym.generators.certificate import certify  # deferred: numba loads only when a variant is built
+
     found = certify(variant_instance)
     if not found.truth_valid or found.truth_unique is not False:
         return None

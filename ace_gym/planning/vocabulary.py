@@ -14,8 +14,9 @@ original such as ``query_v2`` or ``new_query`` (:func:`is_variant_name`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -213,3 +214,15 @@ def is_variant_name(original: str, candidate: str) -> bool:
 
 def _is_version(word: str) -> bool:
     return word.isdigit() or (word[0] == "v" and word[1:].isdigit())
+
+
+def tool_schema(name: str, description: str, properties: Mapping[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    """An OpenAI function schema, shaped like the env's own."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": dict(properties), "required": list(required)},
+        },
+    }

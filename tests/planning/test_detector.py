@@ -172,7 +172,7 @@ MUTATIONS: dict[str, Callable[[Scenario], Built]] = {
     "unverified_done": lambda s: _at(s, s.last("global_check"), _call("done")),
     # E3
     "slot_rule_violation": _observed_filter,
-    "data_access": lambda s: _at(s, 0, _call(s.name("info"), id=s.env.compiled.slots[0].candidate_ids[0])),
+    "data_access": lambda s: _at(s, 0, _call(s.name("item_info"), id=s.env.compiled.slots[0].candidate_ids[0])),
     "policy_breach": lambda s: _at(
         s, s.first("set_slot"), s.steps[s.first("set_slot")][0], dataclasses.replace(s.facts, approval_required=True)
     ),
@@ -195,7 +195,9 @@ MUTATIONS: dict[str, Callable[[Scenario], Built]] = {
     "cell_off_grid": lambda s: _set_at_first_set(s, row=s.facts.rows),
     "bad_operator": lambda s: _query_at_first_query(s, operator="~"),
     "too_many": lambda s: _at(
-        s, 0, _call(s.name("attributes"), ids=sorted(s.facts.visible_ids)[: s.facts.max_query_ids + 1], field="name")
+        s,
+        0,
+        _call(s.name("item_attributes"), ids=sorted(s.facts.visible_ids)[: s.facts.max_query_ids + 1], field="name"),
     ),
     "budget_exceeded": lambda s: _at(
         s, s.last("global_check"), _call(s.name("global_check")), dataclasses.replace(s.facts, global_budget=0)

@@ -9,10 +9,10 @@ import pytest
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.instance import resolve_dataset
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import (
     APPROVAL_POLICY,
     PHONE_LIMIT,
-    UNSOLVABLE_KINDS,
     check_certificate,
     compile_instance,
     make_variant,
