@@ -132,13 +132,13 @@ SETTINGS: dict[str, Setting] = {
 """Every setting, in stacking order (innermost first)."""
 
 
-def check_settings(names: Iterable[str]) -> tuple[str, ...]:
-    """``names`` validated and put in stacking order (duplicates dropped); ConfigError with a
-    "did you mean" for an unknown name."""
-    listed = list(names)
+def check_settings(names: Iterable[str], field: str = "settings") -> tuple[str, ...]:
+    """``names`` validated and put in stacking order (duplicates dropped); ConfigError naming
+    ``field`` with a "did you mean" for an unknown name."""
+    listed = [names] if isinstance(names, str) else list(names)
     for name in listed:
         if name not in SETTINGS:
-            raise ConfigError("wrappers", name, f"known settings: {', '.join(SETTINGS)}{did_you_mean(name, SETTINGS)}")
+            raise ConfigError(field, name, f"known settings: {', '.join(SETTINGS)}{did_you_mean(name, SETTINGS)}")
     return tuple(name for name in SETTINGS if name in listed)
 
 
