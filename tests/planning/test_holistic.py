@@ -114,7 +114,7 @@ def test_holistic_env__grades_the_plan_then_executes_it_with_adherence() -> None
     _, reward, terminated, _, step_info = env.step(json.dumps(plan_from_steps(facts, steps)))
     assert (reward, terminated, step_info["plan_correct"]) == (1.0, False, True)
     for action, _ in steps:
-        _, reward, terminated, truncated, step_info = env.step(action)
+        _, reward, terminated, _truncated, step_info = env.step(action)
     assert terminated and reward == 1.0 and step_info["plan_adherence"] == 1.0
     assert env.step({"name": "done"})[2] is True  # after the end: a note, never an exception
 

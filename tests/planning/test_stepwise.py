@@ -29,7 +29,7 @@ def test_cut_point__lands_after_a_result_an_assistant_call_follows() -> None:
 def test_solver_next_calls__score_one(position: str | float, horizon: int) -> None:
     env = StepWiseEnv(position=position, horizon=horizon)
     for seed in range(6):
-        observation, info = env.reset(seed=seed)
+        observation, _info = env.reset(seed=seed)
         assert observation[-2]["role"] == "tool" and observation[-3]["role"] == "assistant"
         assert observation[-1]["role"] == "user"
         reference = _reference(env, seed)
@@ -54,7 +54,7 @@ def _flags(env: StepWiseEnv, seed: int, prediction: Any) -> list[str]:
 
 def test_fault_classes__raise_their_flags() -> None:
     env = StepWiseEnv(domain="course", position="early", horizon=1)
-    observation, info = env.reset(seed=2)
+    observation, _info = env.reset(seed=2)
     reference = _reference(env, 2)[0]
     grid = json.loads(next(line for line in observation[1]["content"].splitlines() if line.startswith("[")))
     row, col = next((r, c) for r, cells in enumerate(grid) for c, item in enumerate(cells) if item is not None)
