@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ace_gym.agents.base import Script, ScriptedPolicy, ToolCallDict
+from ace_gym.agents.base import Script, ScriptedEpisode, ScriptedPolicy, ToolCallDict
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.agents.task_view import TaskView
 from ace_gym.planning.replies import is_persistent_failure
@@ -75,7 +75,7 @@ class RecoveryProbe(ScriptedPolicy):
                     reply = yield call
                 else:
                     if self.reaction == "alternative":
-                        yield {"name": "get_current_grid_state", "arguments": {}}
+                        yield {"name": view.tool("grid_state"), "arguments": {}}
                     if found is not None:
                         routes[call["name"]] = found
                         reply = yield _routed(call, routes)
@@ -127,9 +127,17 @@ class AlwaysRefuse(ScriptedPolicy):
     name: ClassVar[str] = "refuse"
     reason_code: ClassVar[str] = "conflicting_constraints"
 
+    def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
+        """Begin an episode; unlike other scripted policies it need not read the task text (a
+        task whose text withholds a bound is one it should refuse)."""
+        return ScriptedEpisode(self._refusal(info), {})
+
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
+        return self._refusal(info)
+
+    def _refusal(self, info: Mapping[str, Any]) -> Script:
         if any(schema["function"]["name"] == REFUSAL_TOOL for schema in info["tools"]):
             yield {"name": REFUSAL_TOOL, "arguments": {"reason_code": self.reason_code, "explanation": "refused"}}
 

@@ -202,7 +202,7 @@ class _Episode:
             "key": self.key,
             "policy": self.policy,
             "dataset": spec.dataset if spec else None,
-            "domain": spec.domain if spec else _domain_of(self.tools),
+            "domain": spec.domain if spec else reset.get("domain"),
             "instance_id": reset.get("instance_id"),
             "instance_index": reset.get("instance_index"),
             "hidden_slots": reset.get("hidden_slots"),
@@ -249,14 +249,6 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
-
-
-def _domain_of(tools: Sequence[Mapping[str, Any]]) -> str | None:
-    for schema in tools:
-        name = schema.get("function", {}).get("name", "")
-        if name.startswith("query_") and name.endswith("_candidate_from_attribute"):
-            return str(name[len("query_") : -len("_candidate_from_attribute")])
-    return None
 
 
 # ------------------------------------------------------------------------------------------

@@ -21,36 +21,20 @@ from typing import Any
 
 from ace_gym.instance import CompiledInstance
 from ace_gym.spaces import ToolCall, arguments_json
-from ace_gym.tools import COMMON_TOOLS, DOMAIN_TOOL_NAMES
+from ace_gym.tools import tool_names
 
 Cell = tuple[int, int]
 
-#: tool kinds of the env's own tools, by the tool function's name
-_REAL_KINDS = {
-    "set_slot": "set_slot",
-    "get_current_grid_state": "grid_state",
-    "get_hidden_slot_query_budget": "slot_query_budget",
-    "get_global_check_budget": "global_check_budget",
-    "get_slot_id": "slot_id",
-    "done": "done",
-    "query_candidate_from_attribute": "query",
-    "get_item_info": "item_info",
-    "get_item_attributes": "item_attributes",
-    "check_slot_constraints": "slot_check",
-    "check_global_constraints": "global_check",
-}
 SURFACE_KINDS = ("distractor", "refusal", "approval", "attachment", "multi_query", "set_and_check")
 """Kinds of the tools planning wrappers add (a replacement takes the kind of the tool it replaces)."""
 APB_INFO = "apb"
 """The ``info`` key under which planning wrappers record their perturbations, one sub-key each."""
 
 
-def real_tool_kinds(domain_noun: str) -> dict[str, str]:
-    """``{tool name: kind}`` of the env's own tools in a domain."""
-    kinds = {function.__name__: _REAL_KINDS[function.__name__] for function in COMMON_TOOLS}
-    for function, pattern in DOMAIN_TOOL_NAMES.items():
-        kinds[pattern.format(noun=domain_noun)] = _REAL_KINDS[function.__name__]
-    return kinds
+def real_tool_kinds(domain: str) -> dict[str, str]:
+    """``{tool name: kind}`` of the env's own tools in ``domain`` (a kind is the tool's key in the
+    tool table, :mod:`ace_gym.tools.names`)."""
+    return {name: key for key, name in tool_names(domain).items()}
 
 
 @dataclass(frozen=True)
@@ -99,7 +83,7 @@ def facts_from_reset(compiled: CompiledInstance, info: Mapping[str, Any]) -> Tas
     from the env's tool table and the planning wrappers' records under ``info["apb"]``; budgets
     from ``info["budgets"]``; solvability from ``info["apb"]["unsolvable"]`` when present.
     """
-    real = real_tool_kinds(compiled.domain.tool_noun)
+    real = real_tool_kinds(compiled.domain.name)
     apb: Mapping[str, Any] = info.get(APB_INFO, {})
     added: dict[str, str] = {name: "distractor" for name in apb.get("extraneous_tools", {}).get("names", ())}
     renamed: dict[str, dict[str, str]] = {}

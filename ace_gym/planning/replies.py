@@ -9,7 +9,14 @@ so that an agent can tell when retrying may help and when it cannot.
 
 from __future__ import annotations
 
-from ace_gym.tools import failure, success
+from ace_gym.tools import failure
+from ace_gym.tools.replies import ok_reply
+
+
+def success(data_json: str) -> str:
+    """A success envelope around already-serialised ``data``."""
+    return ok_reply(data_json).text
+
 
 BROKEN = "Service error"
 """Error type of a broken tool's persistent failure (``BrokenTool``)."""

@@ -13,7 +13,7 @@ from ace_gym.errors import ConfigError, flag
 from ace_gym.planning import replies
 from ace_gym.planning.knowledge import APB_INFO, decode_arguments, real_tool_kinds, split_action
 from ace_gym.planning.vocabulary import renamed_parameters, replacement_name
-from ace_gym.tools import INVALID, failure
+from ace_gym.tools import INVALID, TOOL_KEYS, failure, tool_name
 from ace_gym.wrappers.surface import answered, called_name, episode_rng, record, schema_names
 
 INFO_KEY = "broken_tool"
@@ -83,7 +83,7 @@ class BrokenTool(gym.Wrapper, gym.utils.RecordConstructorArgs):
         domain = get_domain(info["domain"])
         tools = list(info["tools"])
         names = schema_names(tools)
-        self._broken = self._target_name(domain.tool_noun, names)
+        self._broken = self._target_name(domain.name, names)
         original = tools[names.index(self._broken)]
         self._replacement = replacement_name(self._broken, domain, names, rng)
         parameters = original["function"]["parameters"]
@@ -102,7 +102,7 @@ class BrokenTool(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._kinds = {
             **dict.fromkeys(apb.get("extraneous_tools", {}).get("names", ()), "distractor"),
             **apb.get("unsolvable", {}).get("tools", {}),
-            **real_tool_kinds(domain.tool_noun),
+            **real_tool_kinds(domain.name),
         }
         self._failures = self._retries = self._category = 0
         self._ended = False
@@ -118,11 +118,10 @@ class BrokenTool(gym.Wrapper, gym.utils.RecordConstructorArgs):
         )
         return observation, info
 
-    def _target_name(self, noun: str, names: list[str]) -> str:
-        kinds = real_tool_kinds(noun)
+    def _target_name(self, domain: str, names: list[str]) -> str:
         wanted = AUTO_TARGET if self.target == "auto" else self.target
-        found = self.target if self.target in names else next((n for n, k in kinds.items() if k == wanted), None)
-        if found is None or found not in names:
+        found = tool_name(wanted, domain) if wanted in TOOL_KEYS else wanted  # type: ignore[arg-type]
+        if found not in names:
             raise ConfigError("target", self.target, f"is no tool this env offers; offered: {', '.join(names)}")
         return found
 

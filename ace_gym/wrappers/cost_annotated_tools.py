@@ -8,6 +8,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, choice, did_you_mean, flag, number
 from ace_gym.instance import Instance
@@ -21,7 +22,8 @@ from ace_gym.planning.cost import (
 )
 from ace_gym.planning.cost_solver import CostAwareSolver
 from ace_gym.planning.knowledge import decode_arguments, envelope_of, real_tool_kinds, split_action
-from ace_gym.tools import INVALID, failure, success
+from ace_gym.planning.replies import success
+from ace_gym.tools import INVALID, failure
 from ace_gym.wrappers.surface import called_name, record
 
 INFO_KEY = "cost"
@@ -83,8 +85,8 @@ class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        noun = info["domain"]
-        self._kinds = real_tool_kinds(noun)
+        self._kinds = real_tool_kinds(info["domain"])
+        noun = get_domain(info["domain"]).tool_noun
         tools = list(info["tools"])
         added = {}
         if self.composites:

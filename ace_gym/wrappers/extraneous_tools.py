@@ -12,8 +12,8 @@ from ace_gym.domains import get_domain
 from ace_gym.errors import choice, integer, number
 from ace_gym.planning import replies
 from ace_gym.planning.knowledge import call_key, decode_arguments, split_action
+from ace_gym.planning.replies import success
 from ace_gym.planning.vocabulary import Distractor, distractor_parameters, draw_distractors, tool_schema
-from ace_gym.tools import success
 from ace_gym.wrappers.surface import answered, called_name, episode_rng, record, schema_names
 
 STYLES = ("related", "unrelated")

@@ -10,7 +10,8 @@ import numpy as np
 
 from ace_gym.errors import ConfigError, did_you_mean, number, probability
 from ace_gym.planning import replies
-from ace_gym.planning.knowledge import decode_arguments, envelope_of, real_tool_kinds, split_action
+from ace_gym.planning.knowledge import decode_arguments, envelope_of, split_action
+from ace_gym.planning.replies import success
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import (
     APPROVAL_TOOL,
@@ -20,7 +21,8 @@ from ace_gym.planning.unsolvable import (
     make_variant,
 )
 from ace_gym.planning.vocabulary import tool_schema
-from ace_gym.tools import failure, success
+from ace_gym.tools import tool_name
+from ace_gym.tools.replies import unknown_tool
 from ace_gym.wrappers.surface import EPISODE_ENDED, answered, called_name, episode_rng, record
 
 INFO_KEY = "unsolvable"
@@ -141,13 +143,14 @@ class UnsolvableMix(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 if self._variant is not None:
                     break
         if self._variant is not None:
+            index = info["instance_index"]
             observation, info = self.env.reset(
                 seed=seed, options={**(options or {}), "instance": self._variant.instance}
             )
+            info["instance_index"] = index  # the instance the variant was made from
         self._domain = info["domain"]
-        kinds = real_tool_kinds(self._domain)
-        self._global_check = next(n for n, k in kinds.items() if k == "global_check")
-        self._slot_check = next(n for n, k in kinds.items() if k == "slot_check")
+        self._global_check = tool_name("global_check", self._domain)
+        self._slot_check = tool_name("slot_check", self._domain)
         self._state = "open"
         added = {REFUSAL_TOOL: "refusal"}
         tools = [*info["tools"], _refusal_schema()]
@@ -186,8 +189,7 @@ class UnsolvableMix(gym.Wrapper, gym.utils.RecordConstructorArgs):
         if name == REFUSAL_TOOL:
             return self._refusal(action)
         if variant is not None and name in variant.removed_tools:
-            reply = failure(f"Unknown tool, '{name}' for domain '{self._domain}'")
-            return reply, 0.0, False, False, answered(action, False)
+            return unknown_tool(name, self._domain).text, 0.0, False, False, answered(action, False)
         if variant is not None and variant.approval_required and name == APPROVAL_TOOL:
             return replies.outage(APPROVAL_TOOL), 0.0, False, False, answered(action, False)
         if variant is not None and variant.attachment_cells and name == ATTACHMENT_TOOL:

@@ -21,7 +21,7 @@ from ace_gym.planning.vocabulary import (
 @pytest.mark.parametrize("style", ["related", "unrelated"])
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_draw_distractors__distinct_names_that_never_clash_with_real_tools(domain: str, style: str) -> None:
-    real = list(real_tool_kinds(get_domain(domain).tool_noun))
+    real = list(real_tool_kinds(domain))
     for seed in range(20):
         drawn = draw_distractors(get_domain(domain), 10, style, real, np.random.default_rng(seed))
         names = [d.name for d in drawn]
@@ -41,7 +41,7 @@ def test_draw_distractors__asking_for_more_than_the_vocabulary_holds_is_refused(
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_replacement_name__a_synonym_for_every_word_never_a_variant(domain: str) -> None:
-    names = list(real_tool_kinds(get_domain(domain).tool_noun))
+    names = list(real_tool_kinds(domain))
     for original in names:
         for seed in range(10):
             name = replacement_name(original, get_domain(domain), names, np.random.default_rng(seed))
