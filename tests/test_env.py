@@ -17,6 +17,7 @@ from gymnasium.error import ResetNeeded
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
+from ace_gym.errors import ConfigError
 from ace_gym.registration import ENV_IDS
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import STOP
@@ -398,3 +399,16 @@ def test_departure__schemas_have_an_operator_enum_and_a_fixed_order(domain: str)
         "in",
         "not_in",
     ]
+
+
+def test_reset__instance_option_serves_that_instance_whatever_the_source() -> None:
+    env = AceEnv("meal", "5x7")
+    served = AceEnv("meal").dataset[H15_INDEX]
+    _, info = env.reset(seed=3, options={"instance": served})
+    assert (info["instance_id"], info["instance_index"]) == (served.instance_id, -1)
+    assert env.compiled.instance is served
+    fill_with_truth(env)
+    assert env.step({"name": "done", "arguments": {}})[1] == 1.0
+    for wrong in (served.model_dump(), AceEnv("course").dataset[0], None):
+        with pytest.raises(ConfigError, match="options\\['instance'\\]"):
+            env.reset(options={"instance": wrong})

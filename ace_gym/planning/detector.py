@@ -95,7 +95,7 @@ def cell_of(facts: TaskFacts, arguments: Mapping[str, Any]) -> Cell:
     if row is None or col is None:
         raise Fault("wrong_type", "row and col must be integers")
     if not (0 <= row < facts.rows and 0 <= col < facts.cols):
-        raise Fault("cell_off_grid", f"cell ({row}, {col}) is off the {facts.rows}x{facts.cols} grid")
+        raise Fault("cell_off_grid", f"cell ({echo(row)}, {echo(col)}) is off the {facts.rows}x{facts.cols} grid")
     return row, col
 
 

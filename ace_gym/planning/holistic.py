@@ -18,6 +18,7 @@ from ace_gym.planning.settings import apply_settings, check_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import REFUSAL_TOOL
 from ace_gym.spaces import ObjectSpace
+from ace_gym.tools import echo
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
 ENDED = {"role": "user", "content": "The episode has ended; call reset()."}
@@ -159,7 +160,7 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         }
         if graded.refused and REFUSAL_TOOL in self._facts.tools:
             plan = read_plan(action) or {}
-            report = {"reason_code": graded.reason_code, "explanation": str(plan.get("reason", ""))[:500]}
+            report = {"reason_code": graded.reason_code, "explanation": echo(plan.get("reason", ""))}
             info.update(self._env.step({"name": REFUSAL_TOOL, "arguments": report})[4])
         ends = graded.refused or not self.act_after_plan
         if ends:
@@ -176,5 +177,5 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         if terminated or truncated:
             info["plan_adherence"] = plan_adherence(self._plan.tool_names, self._executed)
             self._env = None
-        message = {"role": "tool", "tool_call_id": f"call_{self._calls}_0", "name": str(name), "content": str(reply)}
+        message = {"role": "tool", "tool_call_id": f"call_{self._calls}_0", "name": echo(name), "content": reply}
         return [message], float(reward), terminated, truncated, info

@@ -30,7 +30,7 @@ from ace_gym.planning.detector import Fault, check_condition, hidden_cell, resol
 from ace_gym.planning.knowledge import Cell, TaskFacts
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS, Flag, grade
 
-REFERENCE = re.compile(r"\bstep\s*#?\s*(\d+)", re.IGNORECASE)
+REFERENCE = re.compile(r"\bstep\s*#?\s*(\d{1,9})\b", re.IGNORECASE)
 _CELL_KINDS = frozenset({"set_slot", "set_and_check", "query", "multi_query", "slot_check"})
 
 
@@ -78,7 +78,7 @@ def grade_plan(facts: TaskFacts, action: Any) -> PlanGrade:
     flags: list[tuple[int, Flag]] = []
     if not facts.solvable:
         flags.append((-1, Flag("completed_unsolvable", "the task cannot be done; the plan should reject it")))
-    names = tuple(str(step.get("name")) for step in chain)
+    names = tuple(_name(step) for step in chain)
     _check_steps(facts, chain, flags)
     _check_structure(facts, chain, flags)
     return _graded(flags, tool_names=names)
@@ -176,12 +176,12 @@ def _check_conditions(facts: TaskFacts, kind: str, static: Mapping[str, Any]) ->
 
 
 def _check_structure(facts: TaskFacts, chain: Sequence[Mapping[str, Any]], flags: list[tuple[int, Flag]]) -> None:
-    kinds = [facts.tools[step["name"]].kind if step.get("name") in facts.tools else "" for step in chain]
+    kinds = [facts.tools[_name(step)].kind if _name(step) in facts.tools else "" for step in chain]
     set_cells = set()
     for step, kind in zip(chain, kinds, strict=True):
         arguments = step.get("arguments")
         if kind in ("set_slot", "set_and_check") and isinstance(arguments, Mapping):
-            set_cells.add((arguments.get("row"), arguments.get("col")))
+            set_cells.add((_plain_int(arguments.get("row")), _plain_int(arguments.get("col"))))
     unset = [cell for cell in facts.hidden if cell not in set_cells]
     if unset and facts.solvable:
         flags.append((-1, Flag("empty_slots", f"no set_slot for {len(unset)} hidden cell(s), e.g. {unset[0]}")))
@@ -190,6 +190,16 @@ def _check_structure(facts: TaskFacts, chain: Sequence[Mapping[str, Any]], flags
         flags.append((-1, Flag("missing_done", "done must come exactly once, as the last step")))
     elif facts.solvable and "global_check" not in kinds[: dones[0]] and facts.global_budget != 0:
         flags.append((dones[0], Flag("unverified_done", "no global check before done although checks are available")))
+
+
+def _name(step: Mapping[str, Any]) -> str:
+    """A step's tool name ("" when it is not a string)."""
+    name = step.get("name")
+    return name if isinstance(name, str) else ""
+
+
+def _plain_int(value: Any) -> int | None:
+    return value if type(value) is int else None
 
 
 def plan_adherence(planned: Sequence[str], executed: Sequence[str]) -> float:

@@ -180,9 +180,7 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
         grades = [grade(step) for step in flags]
         reference = [dict(action) for action, _ in task.reference]
         exact = len(predicted) == len(reference) and all(
-            call_key(str(p.get("name")), decode_arguments(p.get("arguments")) or {})
-            == call_key(r["name"], decode_arguments(r.get("arguments")) or {})
-            for p, r in zip(predicted, reference, strict=True)
+            _identity(p) == _identity(r) for p, r in zip(predicted, reference, strict=True)
         )
         reward = min(grades)
         info = {
@@ -251,6 +249,12 @@ def _solver_steps(env: gym.Env, observation: Any, info: dict[str, Any], seed: in
         steps.append((action, reply))
         if terminated or truncated:
             return steps
+
+
+def _identity(call: Mapping[str, Any]) -> str | None:
+    """A call's canonical identity (name and decoded arguments), None for a call without a name."""
+    name = call.get("name")
+    return call_key(name, decode_arguments(call.get("arguments")) or {}) if isinstance(name, str) else None
 
 
 def _ratio(position: str | float) -> float:

@@ -140,12 +140,20 @@ class BrokenTool(gym.Wrapper, gym.utils.RecordConstructorArgs):
                 False,
             )
             info = answered(action, False)
-        else:
-            forwarded = self._translated(action) if name == self._replacement else action
-            if isinstance(forwarded, str):  # the replacement's own argument check failed
-                observation, reward, terminated, truncated, info = forwarded, 0.0, False, False, answered(action, False)
+        elif name == self._replacement:
+            translated = self._translated(action)
+            if isinstance(translated, str):  # the replacement's own argument check failed
+                observation, reward, terminated, truncated, info = (
+                    translated,
+                    0.0,
+                    False,
+                    False,
+                    answered(action, False),
+                )
             else:
-                observation, reward, terminated, truncated, info = self.env.step(forwarded)
+                observation, reward, terminated, truncated, info = self.env.step(translated)
+        else:
+            observation, reward, terminated, truncated, info = self.env.step(action)
         if classify:
             self._category = self._category_of(name, bool(info.get("ok")))
         record(
