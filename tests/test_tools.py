@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ace_gym.domains import DOMAIN_NAMES, get_domain
+from ace_gym.domains import DOMAIN_NAMES, CategoricalAttribute, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.tools import STOP, toolset
 from tests.conftest import published_file
@@ -33,7 +33,8 @@ def _numeric_field(domain: str) -> str:
 
 
 def _categorical_field(domain: str) -> str:
-    return get_domain(domain).categorical_attributes[1]
+    """The domain's first categorical attribute."""
+    return next(a.name for a in get_domain(domain).attributes if isinstance(a, CategoricalAttribute))
 
 
 # -- attribute queries ----------------------------------------------------------------------

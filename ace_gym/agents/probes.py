@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ace_gym.agents.base import Script, ScriptedEpisode, ScriptedPolicy, ToolCallDict
+from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
 from ace_gym.agents.solver import ExactSolver
-from ace_gym.agents.task_view import TaskView
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict
 from ace_gym.planning.replies import is_persistent_failure
 from ace_gym.planning.unsolvable import REFUSAL_TOOL
 

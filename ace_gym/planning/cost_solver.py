@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any, ClassVar
 
-from ace_gym.agents.base import ToolCallDict
 from ace_gym.agents.solver import ExactSolver, Gathered, Values, list_all_query, visible_values
-from ace_gym.agents.task_view import TaskView, call, succeeded
+from ace_gym.agents.task_view import TaskView, ToolCallDict, call, succeeded
 from ace_gym.constraints import SLOT_KINDS
 from ace_gym.domains import GlobalRule
 from ace_gym.planning.cost import multi_query_name
