@@ -53,7 +53,7 @@ def register_envs() -> None:
         for variant, name in SETTING_VARIANTS.items():
             env_id = f"ACE-{domain}-{variant}-v0"
             setting = SETTINGS[name]
-            wrapper = WrapperSpec(setting.entry_point.rpartition(":")[2], setting.entry_point, dict(setting.defaults))
+            wrapper = WrapperSpec(setting.class_name, setting.entry_point, dict(setting.defaults))
             if env_id not in registry:
                 register(
                     id=env_id,

@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_gym.agents.base import Policy, ScriptedPolicy
+from ace_gym.agents.cost_solver import CostAwareSolver
 from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.llm import ENGINE_KINDS
 from ace_gym.agents.probes import PROBES
 from ace_gym.agents.random_policy import RandomPolicy
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.errors import ConfigError, did_you_mean
-from ace_gym.planning.cost_solver import CostAwareSolver
 
 SCRIPTED_POLICIES: dict[str, type[ScriptedPolicy]] = {
     policy.name: policy for policy in (ExactSolver, GreedyLocal, RandomPolicy, CostAwareSolver, *PROBES)

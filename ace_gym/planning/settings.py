@@ -37,6 +37,11 @@ class Setting:
     metrics: Callable[[Sequence[Mapping[str, Any]]], Metrics]
 
     @property
+    def class_name(self) -> str:
+        """The wrapper's class name (how a server session names it)."""
+        return self.entry_point.rpartition(":")[2]
+
+    @property
     def wrapper(self) -> Callable[..., gym.Env]:
         """The wrapper class (imported on first use: registering ids must not load every wrapper)."""
         module, _, attribute = self.entry_point.partition(":")
@@ -146,24 +151,26 @@ def apply_settings(
     env: gym.Env, names: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None
 ) -> gym.Env:
     """``env`` wrapped in the named settings, in stacking order; ``options[name]`` are keyword
-    arguments of that setting's wrapper (its defaults otherwise)."""
+    arguments of that setting's wrapper, over the setting's defaults."""
     options = options or {}
     for name in check_settings(names):
-        env = SETTINGS[name].wrapper(env, **dict(options.get(name, {})))
+        setting = SETTINGS[name]
+        env = setting.wrapper(env, **{**setting.defaults, **dict(options.get(name, {}))})
     return env
 
 
-def episode_apb(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The planning records (``info["apb"]``) of an episode's last call, from an evaluation record:
-    the last turn's info, or its last call's when the turn ran calls through a chat adapter."""
-    for turn in reversed(record.get("turns", ())):
+def episode_apb(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each setting's last planning record (``info["apb"][key]``) in an evaluation record, read
+    over every call in order (the calls a turn ran through a chat adapter included): a setting's
+    entry is its state after the last call it saw, even when an outer wrapper answered the last
+    call of the episode."""
+    found: dict[str, dict[str, Any]] = {}
+    for turn in record.get("turns", ()):
         info = turn.get("info", {})
-        for call in reversed(info.get("calls", ())):
-            if APB_INFO in call:
-                return dict(call[APB_INFO])
-        if APB_INFO in info:
-            return dict(info[APB_INFO])
-    return {}
+        for step in [*info.get("calls", ()), info]:
+            for key, values in step.get(APB_INFO, {}).items():
+                found.setdefault(key, {}).update(values)
+    return found
 
 
 def setting_metrics(names: Iterable[str], records: Sequence[Mapping[str, Any]]) -> dict[str, Metrics]:
@@ -176,6 +183,13 @@ def setting_metrics(names: Iterable[str], records: Sequence[Mapping[str, Any]]) 
             [a[setting.key] for a in apb if setting.key in a]
         )
     return found
+
+
+def summarize_settings(records: Sequence[Mapping[str, Any]]) -> dict[str, Metrics]:
+    """The metrics of every setting the records were run under (their ``settings`` field);
+    empty when none was."""
+    names = {name for record in records for name in record.get("settings", ())}
+    return setting_metrics(names, records) if names else {}
 
 
 def format_metrics(metrics: Mapping[str, Mapping[str, float]]) -> str:

@@ -79,7 +79,7 @@ class BrokenTool(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        rng = self._rng = episode_rng(seed, _STREAM_TAG, self._rng)
+        rng = self._rng = episode_rng(seed, _STREAM_TAG, self._rng, info["instance_id"])
         domain = get_domain(info["domain"])
         tools = list(info["tools"])
         names = schema_names(tools)

@@ -8,6 +8,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from ace_gym.agents.cost_solver import CostAwareSolver
 from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, choice, did_you_mean, flag, number
@@ -20,7 +21,6 @@ from ace_gym.planning.cost import (
     multi_query_schema,
     set_and_check_schema,
 )
-from ace_gym.planning.cost_solver import CostAwareSolver
 from ace_gym.planning.knowledge import decode_arguments, envelope_of, real_tool_kinds, split_action
 from ace_gym.planning.replies import success
 from ace_gym.tools import INVALID, failure
@@ -53,8 +53,9 @@ class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ## Information
     Every step: ``info["cost"]`` (the episode's accumulated cost) and ``info["call_cost"]``. At
     reset ``info["apb"]["cost"]``: ``costs`` (tool name -> cost), ``composites`` (name -> kind) and
-    ``reference`` (the cost of :class:`ace_gym.planning.cost_solver.CostAwareSolver` on this
-    instance with the same tools and costs, or -1.0 with ``reference=False``). The reference is a
+    ``reference`` (the cost of :class:`ace_gym.agents.cost_solver.CostAwareSolver` on this
+    instance with the same tools and costs, or -1.0 with ``reference=False``); on every step its
+    ``total`` and ``reference``, on the last also ``efficiency``. The reference is a
     deterministic solver with the agent's information only, not a proven optimum.
     """
 
@@ -119,13 +120,14 @@ class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._cost += cost
         info.update(cost=self._cost, call_cost=cost)
         reward = float(reward) - self.lam * cost if self.reward == "penalty" else 0.0
+        record(info, INFO_KEY, {"total": self._cost, "reference": self._reference_cost})
         if terminated or truncated:
             score = float(info.get("score") or 0.0)
             reference = self._reference_cost
             efficiency = score * reference / max(self._cost, reference) if reference > 0 else 0.0
             if self.reward == "efficiency":
                 reward = efficiency
-            record(info, INFO_KEY, {"total": self._cost, "reference": self._reference_cost, "efficiency": efficiency})
+            record(info, INFO_KEY, {"efficiency": efficiency})
         return observation, reward, terminated, truncated, info
 
     # -- composites: run as their atomic calls ------------------------------------------------

@@ -74,7 +74,7 @@ class ExtraneousTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        rng = self._rng = episode_rng(seed, _STREAM_TAG, self._rng)
+        rng = self._rng = episode_rng(seed, _STREAM_TAG, self._rng, info["instance_id"])
         domain = get_domain(info["domain"])
         tools = list(info["tools"])
         drawn = draw_distractors(domain, self.n, self.style, schema_names(tools), rng)

@@ -3,12 +3,13 @@
 Such a wrapper adds, removes or answers tools: it edits the reset ``info["tools"]`` (the OpenAI
 schemas the agent is shown), answers some calls itself without the env below seeing them, and
 records its perturbation under ``info["apb"][<its key>]`` so an episode can be replayed from its
-log. Each draws its randomness from its own generator, seeded from the ``reset`` seed and a tag
-of its own (independent of the env's instance choice), continued by a ``reset`` without a seed.
+log. Each draws its randomness from its own generator, seeded from the ``reset`` seed, a tag of
+its own and the episode's instance id (:func:`episode_rng`), continued by a ``reset`` without a seed.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,11 +22,14 @@ from ace_gym.tools import INVALID, failure
 EPISODE_ENDED = failure(f"{INVALID}, the episode has ended; call reset()")
 
 
-def episode_rng(seed: int | None, tag: int, current: np.random.Generator | None) -> np.random.Generator:
-    """The wrapper's generator for the next episode: fresh from ``(seed, tag)`` when ``reset``
-    gets a seed, else the current one continued (a fresh unseeded one before any)."""
+def episode_rng(
+    seed: int | None, tag: int, current: np.random.Generator | None, instance_id: str
+) -> np.random.Generator:
+    """The wrapper's generator for the next episode: fresh from ``(seed, tag, instance_id)`` when
+    ``reset`` gets a seed (so an evaluation that resets every instance with one seed still draws
+    per instance), else the current one continued (a fresh unseeded one before any)."""
     if seed is not None:
-        return np.random.default_rng([seed, tag])
+        return np.random.default_rng([seed, tag, zlib.crc32(instance_id.encode("utf-8", "replace"))])
     return current if current is not None else np.random.default_rng()
 
 

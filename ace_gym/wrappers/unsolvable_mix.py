@@ -107,8 +107,8 @@ class UnsolvableMix(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ## Information
     ``info["apb"]["unsolvable"]``: at reset ``unsolvable`` (bool), ``kind`` ("" when solvable),
     ``certificate``, ``removed_tools``, ``approval_required``, ``unverifiable_rule``,
-    ``attachment_cells`` and ``tools`` (added tool -> kind); on the last step also ``refused``,
-    ``reason_code`` ("" when none) and ``code_correct``.
+    ``attachment_cells`` and ``tools`` (added tool -> kind); on every step ``unsolvable`` and
+    ``kind``; on the last step also ``refused``, ``reason_code`` ("" when none) and ``code_correct``.
     """
 
     def __init__(
@@ -134,7 +134,7 @@ class UnsolvableMix(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        rng = self._rng = episode_rng(seed, _STREAM_TAG, self._rng)
+        rng = self._rng = episode_rng(seed, _STREAM_TAG, self._rng, info["instance_id"])
         self._variant = None
         if rng.random() < self.p_unsolvable:
             instance = self.env.get_wrapper_attr("compiled").instance
@@ -180,6 +180,12 @@ class UnsolvableMix(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self._step(action)
+        variant = self._variant
+        record(info, INFO_KEY, {"unsolvable": variant is not None, "kind": variant.kind if variant else ""})
+        return observation, reward, terminated, truncated, info
+
+    def _step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._state == "ended here":
             return EPISODE_ENDED, 0.0, True, False, answered(action, False)
         if self._state == "ended below":
