@@ -26,6 +26,16 @@ def test_check_env__passes_without_warnings(env_id: str) -> None:
         check_env(env.unwrapped, skip_render_check=False)
 
 
+@pytest.mark.parametrize("env_id", [i for i in REGISTERED_IDS if gym.spec(i).additional_wrappers])
+def test_check_env__the_registered_wrapper_stack_passes_too(env_id: str) -> None:
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*is different from the unwrapped version")  # it is: wrapped
+        check_env(env, skip_render_check=False)
+    assert gym.make(env.spec).spec == env.spec  # the stack rebuilds from its spec
+
+
 @pytest.mark.parametrize("env_id", REGISTERED_IDS)
 def test_make__spec_kwargs_are_plain_serialisable_values(env_id: str) -> None:
     spec = gym.spec(env_id)

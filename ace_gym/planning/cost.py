@@ -77,6 +77,20 @@ def set_and_check_schema() -> dict[str, Any]:
     )
 
 
+def plan_cost(costs: Mapping[str, float], per_id: float, chain: Any) -> float:
+    """What a plan's tool chain would cost: ``costs`` by tool name (as ``CostAnnotatedTools``
+    records them), ``per_id`` for each id an item-attributes step names."""
+    total = 0.0
+    for step in chain if isinstance(chain, list) else ():
+        name = step.get("name") if isinstance(step, Mapping) else None
+        if not isinstance(name, str) or name not in costs:
+            continue
+        arguments = decode_arguments(step.get("arguments")) or {}
+        ids = arguments.get("ids")
+        total += costs[name] + (per_id * len(ids) if isinstance(ids, list) else 0.0)
+    return total
+
+
 def call_cost(costs: Mapping[str, float], kind: str | None, arguments: Any) -> float:
     """What one call of a tool of ``kind`` costs (0 for tools without a cost)."""
     if kind is None or kind not in costs:

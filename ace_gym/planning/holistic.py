@@ -12,7 +12,8 @@ import gymnasium as gym
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import flag
-from ace_gym.planning.knowledge import TaskFacts, facts_from_reset, split_action
+from ace_gym.planning.cost import plan_cost
+from ace_gym.planning.knowledge import APB_INFO, TaskFacts, facts_from_reset, split_action
 from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence, read_plan
 from ace_gym.planning.settings import apply_settings, check_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
@@ -88,7 +89,8 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
 
     ## Information
     Plan step: ``plan_flags`` (step index, -1 for the whole plan, and the flag), ``plan_grade``,
-    ``plan_correct``, ``refused``, ``reason_code``, ``planned_tools``. Last acting step: the env's
+    ``plan_correct``, ``refused``, ``reason_code``, ``planned_tools``; with the ``cost`` setting
+    also ``plan_cost`` (what the chain would cost) and ``reference_cost`` (the cost-aware solver's). Last acting step: the env's
     final info plus ``plan_adherence`` (longest common subsequence of planned and executed tool
     names over the plan's length).
 
@@ -119,6 +121,7 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         self._executed: list[str] = []
         self._calls = 0
         self._started = False
+        self._costs: dict[str, Any] = {}
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -131,6 +134,7 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         self._executed = []
         self._calls = 0
         self._started = True
+        self._costs = info.get(APB_INFO, {}).get("cost", {})
         refusal = any(schema["function"]["name"] == REFUSAL_TOOL for schema in info["tools"])
         messages = [
             {"role": "system", "content": info["system_prompt"]},
@@ -158,6 +162,10 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
             "reason_code": graded.reason_code,
             "planned_tools": list(graded.tool_names),
         }
+        if self._costs:
+            chain = (read_plan(action) or {}).get("tool_chain")
+            info["plan_cost"] = plan_cost(self._costs["costs"], self._costs["per_id"], chain)
+            info["reference_cost"] = self._costs["reference"]
         if graded.refused and REFUSAL_TOOL in self._facts.tools:
             plan = read_plan(action) or {}
             report = {"reason_code": graded.reason_code, "explanation": echo(plan.get("reason", ""))}

@@ -52,7 +52,8 @@ class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     ## Information
     Every step: ``info["cost"]`` (the episode's accumulated cost) and ``info["call_cost"]``. At
-    reset ``info["apb"]["cost"]``: ``costs`` (tool name -> cost), ``composites`` (name -> kind) and
+    reset ``info["apb"]["cost"]``: ``costs`` (tool name -> cost), ``per_id`` (the item-attributes
+    tool's cost per id asked), ``composites`` (name -> kind) and
     ``reference`` (the cost of :class:`ace_gym.agents.cost_solver.CostAwareSolver` on this
     instance with the same tools and costs, or -1.0 with ``reference=False``); on every step its
     ``total`` and ``reference``, on the last also ``efficiency``. The reference is a
@@ -105,7 +106,12 @@ class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
             reference_cost(instance, info["budgets"], self.costs, self.composites) if self.reference else -1.0
         )
         named = {name: self.costs[kind] for name, kind in self._kinds.items()}
-        record(info, INFO_KEY, {"costs": named, "composites": added, "reference": self._reference_cost})
+        per_id = self.costs["item_attributes_per_id"]
+        record(
+            info,
+            INFO_KEY,
+            {"costs": named, "per_id": per_id, "composites": added, "reference": self._reference_cost},
+        )
         info["cost"] = 0.0
         return observation, info
 

@@ -48,7 +48,7 @@ class ExtraneousTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
 
     ## Information
     ``info["apb"]["extraneous_tools"]``: at reset ``names`` (in drawn order), ``style``,
-    ``behaviour``; on every step ``calls`` (distractor calls so far) and ``called`` (this step);
+    ``behaviour``, ``salt`` (what the outputs' hash starts from); on every step ``calls`` (distractor calls so far) and ``called`` (this step);
     on the last step ``strict_success``: solved (score 1.0) without touching a distractor.
 
     ## Arguments
@@ -84,7 +84,12 @@ class ExtraneousTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
         info["tools"] = [tools[i] for i in rng.permutation(len(tools)).tolist()]
         self._calls = 0
         self._ended = False
-        record(info, INFO_KEY, {"names": [d.name for d in drawn], "style": self.style, "behaviour": self.behaviour})
+        drawn_names = [d.name for d in drawn]
+        record(
+            info,
+            INFO_KEY,
+            {"names": drawn_names, "style": self.style, "behaviour": self.behaviour, "salt": self._salt},
+        )
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:

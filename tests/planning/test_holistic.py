@@ -124,3 +124,20 @@ def test_holistic_env__without_acting_ends_on_the_plan() -> None:
     env.reset(seed=0)
     _, reward, terminated, _, info = env.step({"plan": "nothing", "tool_chain": []})
     assert terminated and reward == 0.4 and [f["cause"] for f in info["plan_flags"]] == ["empty_slots", "missing_done"]
+
+
+def test_holistic_env__with_costs_reports_the_plan_cost_against_the_reference() -> None:
+    env = HolisticEnv(domain="course", settings=["cost"])
+    _, info = env.reset(seed=0)
+    core = AceEnv("course")
+    observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
+    steps, _ = solver_steps(core, observation, core_info)
+    plan = plan_from_steps(facts_from_reset(core.compiled, core_info), steps)
+    step_info = env.step(plan)[4]
+    costs = info["apb"]["cost"]["costs"]
+    expected = sum(
+        costs[s["name"]] + info["apb"]["cost"]["per_id"] * len(s["arguments"].get("ids", []))
+        for s in plan["tool_chain"]
+    )
+    assert step_info["plan_cost"] == pytest.approx(expected)
+    assert 0 < step_info["reference_cost"] <= step_info["plan_cost"]

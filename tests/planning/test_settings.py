@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
 from ace_gym.cli import EXIT_CONFIG, main
@@ -95,3 +96,25 @@ def test_eval__wrappers_put_each_settings_metrics_in_the_summary(tmp_path: Path,
 def test_eval__unknown_wrapper_is_a_config_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert _eval(tmp_path, "--policy", "solver", "--wrappers", "extranous") == EXIT_CONFIG
     assert "did you mean" in capsys.readouterr().err
+
+
+def test_every_setting__records_its_arguments_so_the_spec_rebuilds_the_stack() -> None:
+    options = {
+        "cost": {"lam": 0.5, "composites": False, "reference": False},
+        "extraneous": {"n": 3, "style": "unrelated", "behaviour": "error", "penalty": 0.1},
+        "unsolvable": {"p_unsolvable": 0.25, "kinds": ["missing_tool"], "rewards": {"refuse_solvable": -1.0}},
+        "broken": {"target": "global_check", "hint": True},
+        "refine": {"critic": "none", "mode": "generic"},
+    }
+    env = apply_settings(gym.make("ACE-travel-v0"), SETTINGS, options)
+    rebuilt = gym.make(env.spec)
+    assert rebuilt.spec == env.spec
+    assert [w.kwargs for w in rebuilt.spec.additional_wrappers][-5:] == [
+        {**{"costs": {}}, **options["cost"], "reward": "penalty"},
+        options["extraneous"],
+        options["unsolvable"],
+        options["broken"],
+        options["refine"],
+    ]
+    first, again = env.reset(seed=4), rebuilt.reset(seed=4)
+    assert first[0] == again[0] and first[1]["apb"] == again[1]["apb"]
