@@ -248,7 +248,7 @@ class Knowledge:
             self._placed(data)
         if kind in ("query", "multi_query"):
             cell = (data.get("row"), data.get("col"))
-            ids = {m["id"] for m in data.get("matches", ()) if isinstance(m, Mapping) and "id" in m}
+            ids = {m["id"] for m in data.get("matches", ()) if type(m) is dict and "id" in m}
             self.observed.setdefault(cell, set()).update(ids)  # type: ignore[arg-type]
             self.query_calls[cell] = self.query_calls.get(cell, 0) + (  # type: ignore[index]
                 len(arguments.get("conditions", ())) if kind == "multi_query" else 1
