@@ -29,6 +29,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.planning import ErrorTracker, facts_from_reset, make_variant
 from ace_gym.planning.settings import SETTINGS, apply_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
+from ace_gym.planning.trajectory import scripted_trajectory
 
 H15_INDEX = 34
 
@@ -36,14 +37,7 @@ H15_INDEX = 34
 def _trajectory(domain: str) -> list[dict[str, Any]]:
     env = AceEnv(domain)
     observation, info = env.reset(seed=0, options={"instance_index": H15_INDEX})
-    episode = ExactSolver().start(observation, info, 0)
-    actions = []
-    while True:
-        action = episode.act(observation)
-        actions.append(action)
-        observation, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return actions
+    return [dict(action) for action, _ in scripted_trajectory(env, ExactSolver(), observation, info)[0]]
 
 
 def _replay(make: Callable[[], gym.Env], trajectories: list[tuple[str, list[dict[str, Any]]]]) -> tuple[float, float]:

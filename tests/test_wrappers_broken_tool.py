@@ -16,25 +16,14 @@ from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.planning.knowledge import real_tool_kinds
 from ace_gym.planning.vocabulary import clashes, is_variant_name
+from ace_gym.tools import TOOL_KEYS
 from ace_gym.wrappers import BrokenTool, ExtraneousTools
 from ace_gym.wrappers.failure_injection import FAILURE_ENVELOPES
 from tests.core_helpers import H15_INDEX
 from tests.planning.helpers import solver_steps
 
 OPTIONS = {"instance_index": H15_INDEX}
-TARGETS = [
-    "set_slot",
-    "grid_state",
-    "slot_query_budget",
-    "global_check_budget",
-    "slot_id",
-    "done",
-    "query",
-    "item_info",
-    "item_attributes",
-    "slot_check",
-    "global_check",
-]
+TARGETS = TOOL_KEYS
 
 
 def _every_tool_used(domain: str) -> list[dict[str, Any]]:

@@ -9,11 +9,10 @@ query 1.5 instead of k x 1.0, set-and-check 0.4 instead of 0.1 + 0.5.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
-from ace_gym.planning.knowledge import decode_arguments
+from ace_gym.planning.knowledge import decode_arguments, json_argument
 from ace_gym.planning.vocabulary import tool_schema
 
 DEFAULT_COSTS: dict[str, float] = {
@@ -97,12 +96,6 @@ def call_cost(costs: Mapping[str, float], kind: str | None, arguments: Any) -> f
         return 0.0
     cost = costs[kind]
     if kind == "item_attributes":
-        decoded = decode_arguments(arguments) or {}
-        ids = decoded.get("ids")
-        if isinstance(ids, str):
-            try:
-                ids = json.loads(ids)
-            except (ValueError, RecursionError):
-                ids = None
+        ids = json_argument((decode_arguments(arguments) or {}).get("ids"))
         cost += costs["item_attributes_per_id"] * (len(ids) if isinstance(ids, list) else 0)
     return cost

@@ -13,7 +13,6 @@ observing each executed call. The causes and codes are listed in :mod:`ace_gym.p
 
 from __future__ import annotations
 
-import json
 import numbers
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -25,6 +24,7 @@ from ace_gym.planning.knowledge import (
     ToolEntry,
     call_key,
     decode_arguments,
+    json_argument,
     split_action,
 )
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS, Flag
@@ -224,14 +224,14 @@ def _info(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: M
 def _attributes(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
     ids = arguments.get("ids")
     if isinstance(ids, str):
-        ids = _json_list(ids)
+        ids = json_argument(ids)
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
         raise Fault("wrong_type", "ids must be a list of strings")
     if len(ids) > facts.max_query_ids:
         raise Fault("too_many", f"at most {facts.max_query_ids} ids per call")
     fields = arguments.get("field")
     if isinstance(fields, str):
-        fields = _json_list(fields) if fields.strip().startswith("[") else [fields]
+        fields = json_argument(fields) if fields.strip().startswith("[") else [fields]
     if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f.strip() for f in fields):
         raise Fault("wrong_type", "field must be an attribute name or a list of them")
     if len(fields) > facts.max_query_fields:
@@ -240,14 +240,6 @@ def _attributes(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, argume
     for name in fields:
         _field(facts, name)
     return _repeat(knowledge, entry, arguments, state_free=True)
-
-
-def _json_list(text: str) -> Any:
-    """The JSON value ``text`` holds, or None when it holds none."""
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
 
 
 def _slot_check(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:

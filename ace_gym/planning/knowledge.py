@@ -167,6 +167,17 @@ def decode_arguments(arguments: Any) -> dict[Any, Any] | None:
     return dict(arguments) if isinstance(arguments, Mapping) else None
 
 
+def json_argument(value: Any) -> Any:
+    """An argument a model may write as JSON text (a list of ids, of conditions): a string is
+    decoded (None when it is not JSON), anything else is returned as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        return None
+
+
 def call_key(name: str, arguments: Mapping[Any, Any]) -> str:
     """The identity of a call for "asked before" comparisons: canonical JSON of name and arguments."""
     return arguments_json([name, dict(arguments)], sort_keys=True)

@@ -18,7 +18,7 @@ from ace_gym.planning.holistic import ENDED
 from ace_gym.planning.knowledge import TaskFacts, call_key, decode_arguments, facts_from_reset, trace_knowledge
 from ace_gym.planning.settings import apply_settings, check_settings
 from ace_gym.planning.taxonomy import Flag, grade
-from ace_gym.planning.trajectory import POSITIONS, Step, cut_point, prefix_messages
+from ace_gym.planning.trajectory import POSITIONS, Step, cut_point, prefix_messages, scripted_trajectory
 from ace_gym.spaces import arguments_json
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 
@@ -148,7 +148,7 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
         episode_seed = int(self.np_random.integers(2**31))
         observation, info = env.reset(seed=episode_seed, options=options)
         facts = facts_from_reset(env.get_wrapper_attr("compiled"), info)
-        steps = _solver_steps(env, observation, info, episode_seed)
+        steps = scripted_trajectory(env, ExactSolver(), observation, info, episode_seed)[0]
         cut = cut_point(len(steps), self.ratio)
         if cut is None:  # the solver finished in one call: nothing to predict after a result
             raise ConfigError("instance", info["instance_id"], "its solver trajectory is too short to cut")
@@ -237,18 +237,6 @@ class _Task:
             short = Flag("short_prediction", f"{len(predicted)} of {horizon} calls predicted")
             flags.append((short,))
         return flags
-
-
-def _solver_steps(env: gym.Env, observation: Any, info: dict[str, Any], seed: int) -> list[Step]:
-    episode = ExactSolver().start(observation, info, seed)
-    steps: list[Step] = []
-    reply = observation
-    while True:
-        action = episode.act(reply)
-        reply, _, terminated, truncated, _ = env.step(action)
-        steps.append((action, reply))
-        if terminated or truncated:
-            return steps
 
 
 def _identity(call: Mapping[str, Any]) -> str | None:

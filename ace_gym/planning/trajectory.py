@@ -9,12 +9,31 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import gymnasium as gym
+
+from ace_gym.agents.base import ScriptedPolicy
 from ace_gym.planning.knowledge import TaskFacts, decode_arguments, split_action
 from ace_gym.spaces import arguments_json
 
 Step = tuple[Mapping[str, Any], str]
 POSITIONS: dict[str, float] = {"early": 0.25, "middle": 0.5, "late": 0.75}
 """APB's named cut positions, as ratios of the tool-result positions."""
+
+
+def scripted_trajectory(
+    env: gym.Env, policy: ScriptedPolicy, observation: Any, info: Mapping[str, Any], seed: int = 0
+) -> tuple[list[Step], float]:
+    """Play ``policy`` on an env just reset to ``(observation, info)`` until the episode ends:
+    the executed ``(action, reply)`` steps and the last reward."""
+    episode = policy.start(observation, info, seed)
+    steps: list[Step] = []
+    reply = observation
+    while True:
+        action = episode.act(reply)
+        reply, reward, terminated, truncated, _ = env.step(action)
+        steps.append((action, reply))
+        if terminated or truncated:
+            return steps, float(reward)
 
 
 def cut_point(step_count: int, ratio: float) -> int | None:

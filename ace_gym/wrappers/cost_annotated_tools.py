@@ -21,7 +21,7 @@ from ace_gym.planning.cost import (
     multi_query_schema,
     set_and_check_schema,
 )
-from ace_gym.planning.knowledge import decode_arguments, envelope_of, real_tool_kinds, split_action
+from ace_gym.planning.knowledge import decode_arguments, envelope_of, json_argument, real_tool_kinds, split_action
 from ace_gym.planning.replies import success
 from ace_gym.tools import INVALID, failure
 from ace_gym.wrappers.surface import called_name, record
@@ -157,12 +157,7 @@ class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
         return self.env.step({"name": name, "arguments": arguments})
 
     def _multi_query(self, arguments: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-        conditions = arguments.get("conditions")
-        if isinstance(conditions, str):
-            try:
-                conditions = json.loads(conditions)
-            except (ValueError, RecursionError):
-                conditions = None
+        conditions = json_argument(arguments.get("conditions"))
         if not isinstance(conditions, list) or not conditions or not all(isinstance(c, Mapping) for c in conditions):
             reply = failure(f"{INVALID}, conditions must be a non-empty list of {{field, operator, value}} objects")
             return reply, 0.0, False, False, {"tool": "multi_query", "ok": False}

@@ -12,22 +12,13 @@ import gymnasium as gym
 from ace_gym.agents import ExactSolver
 from ace_gym.generators import generate_instance
 from ace_gym.instance import CompiledInstance, Instance
+from ace_gym.planning.trajectory import Step, scripted_trajectory
 from ace_gym.scoring import evaluate_grid
-
-Step = tuple[dict[str, Any], str]
 
 
 def solver_steps(env: gym.Env, observation: Any, info: dict[str, Any], seed: int = 0) -> tuple[list[Step], float]:
     """Play the exact solver on a reset env; the executed (action, reply) pairs and the final reward."""
-    episode = ExactSolver().start(observation, info, seed)
-    steps: list[Step] = []
-    reply = observation
-    while True:
-        action = episode.act(reply)
-        reply, reward, terminated, truncated, _ = env.step(action)
-        steps.append((action, reply))
-        if terminated or truncated:
-            return steps, float(reward)
+    return scripted_trajectory(env, ExactSolver(), observation, info, seed)
 
 
 @functools.cache
