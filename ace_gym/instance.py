@@ -1039,14 +1039,21 @@ def _check_truth(instance: Instance, domain: Domain, slot_rules: list[SlotRules]
             raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {compiled.reason}")
 
 
-def _check_instruction(instance: Instance, domain: Domain, slot_rules: list[SlotRules], fail: Fail) -> None:
-    """``task_instruction`` is the text the constraints render to, line for line."""
+def stated_instruction(instance: Instance, domain: Domain, slot_rules: Sequence[SlotRules] | None = None) -> str:
+    """The task instruction ``instance``'s constraints render to (its global bounds and each slot's
+    active rules, or ``slot_rules`` per slot when given)."""
     bounds = {rule.name: instance.global_constraints[rule.name] for rule in domain.global_rules}
+    rules_of = slot_rules if slot_rules is not None else [active_slot_rules(slot, domain) for slot in instance.slots]
     stated = [
         (slot.row, slot.col, [(attribute, kind, bound) for _, attribute, kind, bound in rules])
-        for slot, rules in zip(instance.slots, slot_rules, strict=True)
+        for slot, rules in zip(instance.slots, rules_of, strict=True)
     ]
-    expected = render_task_instruction(domain, instance.meta.rows, instance.meta.cols, bounds, stated)  # type: ignore[arg-type]
+    return render_task_instruction(domain, instance.meta.rows, instance.meta.cols, bounds, stated)  # type: ignore[arg-type]
+
+
+def _check_instruction(instance: Instance, domain: Domain, slot_rules: list[SlotRules], fail: Fail) -> None:
+    """``task_instruction`` is the text the constraints render to, line for line."""
+    expected = stated_instruction(instance, domain, slot_rules)
     if instance.task_instruction == expected:
         return
     have, want = instance.task_instruction.split("\n"), expected.split("\n")

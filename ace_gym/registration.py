@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from gymnasium.envs.registration import register, registry
+from gymnasium.envs.registration import WrapperSpec, register, registry
 
 from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.planning.settings import SETTINGS
 from ace_gym.presets import PROCEDURAL_PRESETS
 
 ENV_IDS: tuple[str, ...] = tuple(f"ACE-{domain}-v0" for domain in DOMAIN_NAMES)
@@ -21,6 +22,19 @@ ALB_ENTRY_POINTS: dict[str, str] = {
 """AgentLongBench envs (``ace_gym.longbench``, imported only when one is made)."""
 
 
+PLANNING_ENTRY_POINTS: dict[str, str] = {
+    "ACE-StepWise-v0": "ace_gym.planning.stepwise:StepWiseEnv",
+    "ACE-Holistic-v0": "ace_gym.planning.holistic:HolisticEnv",
+}
+"""Planning probes (``ace_gym.planning``): one id each, the domain a keyword argument."""
+SETTING_VARIANTS: dict[str, str] = {"unsolvable": "unsolvable", "distractors": "extraneous", "broken": "broken"}
+"""Robustness variants: ``ACE-<domain>-<variant>-v0`` -> the planning setting wrapped around
+``ACE-<domain>-v0`` with its default arguments (:data:`ace_gym.planning.settings.SETTINGS`)."""
+SETTING_ENV_IDS: tuple[str, ...] = tuple(
+    f"ACE-{domain}-{variant}-v0" for domain in DOMAIN_NAMES for variant in SETTING_VARIANTS
+)
+
+
 def register_envs() -> None:
     """Register every ace-gym env id (idempotent)."""
     for domain, env_id in zip(DOMAIN_NAMES, ENV_IDS, strict=True):
@@ -35,7 +49,19 @@ def register_envs() -> None:
                     entry_point="ace_gym.envs.procedural:ProceduralAceEnv",
                     kwargs={"domain": domain, **preset},
                 )
-    for env_id, entry_point in ALB_ENTRY_POINTS.items():
+    for domain in DOMAIN_NAMES:
+        for variant, name in SETTING_VARIANTS.items():
+            env_id = f"ACE-{domain}-{variant}-v0"
+            setting = SETTINGS[name]
+            wrapper = WrapperSpec(setting.class_name, setting.entry_point, dict(setting.defaults))
+            if env_id not in registry:
+                register(
+                    id=env_id,
+                    entry_point="ace_gym.envs.ace_env:AceEnv",
+                    kwargs={"domain": domain},
+                    additional_wrappers=(wrapper,),
+                )
+    for env_id, entry_point in {**PLANNING_ENTRY_POINTS, **ALB_ENTRY_POINTS}.items():
         if env_id not in registry:
             register(id=env_id, entry_point=entry_point)
 

@@ -17,6 +17,7 @@ from gymnasium.error import ResetNeeded
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
+from ace_gym.errors import ConfigError
 from ace_gym.registration import ENV_IDS
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import STOP
@@ -411,3 +412,16 @@ def test_score__is_what_the_last_step_reports_and_grid_is_a_copy() -> None:
     assert env.grid != grid
     _, reward, _, truncated, info = env.step({"name": "get_current_grid_state", "arguments": {}})
     assert truncated and (reward, info["reason"], info["grid"]) == tuple(before) == tuple(env.score())
+
+
+def test_reset__instance_option_serves_that_instance_whatever_the_source() -> None:
+    env = AceEnv("meal", "5x7")
+    served = AceEnv("meal").dataset[H15_INDEX]
+    _, info = env.reset(seed=3, options={"instance": served})
+    assert (info["instance_id"], info["instance_index"]) == (served.instance_id, -1)
+    assert env.compiled.instance is served
+    fill_with_truth(env)
+    assert env.step({"name": "done", "arguments": {}})[1] == 1.0
+    for wrong in (served.model_dump(), AceEnv("course").dataset[0], None):
+        with pytest.raises(ConfigError, match="options\\['instance'\\]"):
+            env.reset(options={"instance": wrong})

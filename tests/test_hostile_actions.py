@@ -19,9 +19,21 @@ from hypothesis import strategies as st
 from ace_gym.constraints import aggregate
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
+from ace_gym.planning.settings import SETTINGS, apply_settings
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import toolset
-from ace_gym.wrappers import ChatAdapter, ChatMessages, StepBudget, ToolFailureInjection
+from ace_gym.wrappers import (
+    BrokenTool,
+    ChatAdapter,
+    ChatMessages,
+    CostAnnotatedTools,
+    ExtraneousTools,
+    Refine,
+    StepBudget,
+    ToolFailureInjection,
+    UnsolvableMix,
+)
 from tests.core_helpers import H15_INDEX, nested_dict, nested_list, truth_id
 
 MEGABYTE = "x" * 1_000_000
@@ -276,10 +288,28 @@ def _core() -> AceEnv:
     return AceEnv("course", max_steps=10**6)
 
 
+def _planning_stack() -> gym.Env:
+    """Every planning setting at once, over failure injection (the evaluation's stack)."""
+    options = {"unsolvable": {"p_unsolvable": 1.0}, "extraneous": {"behaviour": "misleading"}}
+    return apply_settings(ToolFailureInjection(_core(), 0.3), SETTINGS, options)
+
+
+PLANNING_LAYERS: dict[str, Any] = {
+    "ExtraneousTools": lambda: ExtraneousTools(_core(), n=4, behaviour="misleading", penalty=0.1),
+    "BrokenTool": lambda: BrokenTool(_core(), hint=True),
+    **{
+        f"UnsolvableMix({kind})": partial(lambda kind: UnsolvableMix(_core(), 1.0, kinds=[kind]), kind)
+        for kind in UNSOLVABLE_KINDS
+    },
+    "CostAnnotatedTools": lambda: CostAnnotatedTools(_core(), lam=0.1),
+    "Refine": lambda: Refine(_core()),
+    "every setting": _planning_stack,
+}
 TOOL_CALL_LAYERS: dict[str, Any] = {
     "ToolFailureInjection": lambda: ToolFailureInjection(_core(), 0.5),
     "StepBudget": lambda: StepBudget(_core(), 9, notice=True),
     "StepBudget(ToolFailureInjection)": lambda: StepBudget(ToolFailureInjection(_core(), 0.5), 9, notice=True),
+    **PLANNING_LAYERS,
 }
 CHAT_LAYERS: dict[str, Any] = {
     "ChatAdapter": lambda: ChatAdapter(_core()),
@@ -287,6 +317,7 @@ CHAT_LAYERS: dict[str, Any] = {
     "StepBudget(ChatAdapter(ToolFailureInjection))": lambda: StepBudget(
         ChatAdapter(ToolFailureInjection(_core(), 0.5)), 9, notice=True
     ),
+    "StepBudget(ChatAdapter(every setting))": lambda: StepBudget(ChatAdapter(_planning_stack()), 9, notice=True),
 }
 LAYERS = [(name, make, TOOL_CALL_REPRODUCERS) for name, make in TOOL_CALL_LAYERS.items()] + [
     (name, make, CHAT_REPRODUCERS) for name, make in CHAT_LAYERS.items()
@@ -354,6 +385,65 @@ def test_every_layer__reproducers_never_escape_and_info_keeps_one_type_per_key(m
     more_escapes, more_infos = _run_counting_escapes(env, actions, reset=False)  # past the end, and the budget
     assert escapes + more_escapes == []
     assert _unstable_keys(infos + more_infos) == {}
+
+
+HOSTILE_ARGUMENTS: list[Any] = [
+    None,
+    5,
+    "[" * 100_000,
+    '{"row": ' + "9" * 5000 + "}",
+    nested_list(),
+    nested_dict(),
+    {"row": 10**5000, "col": math.nan, "id": np.array([1, 2])},
+    {"conditions": nested_list(), "row": 0, "col": 0},
+    {"conditions": [{"field": nested_dict(), "operator": [], "value": math.inf}], "row": "0", "col": 1},
+    {"conditions": "[{]", "row": 0, "col": 0},
+    {"reason_code": nested_dict(), "explanation": MEGABYTE},
+    {"reason_code": "\ud800"},
+    {"ids": "[" * 100_000, "field": ["\ud800"], "query": MEGABYTE},
+]
+
+
+@pytest.mark.parametrize("make", list(PLANNING_LAYERS.values()), ids=list(PLANNING_LAYERS))
+def test_planning_layers__every_offered_tool_takes_hostile_arguments(make: Any) -> None:
+    env = make()
+    _, info = env.reset(seed=0, options={"instance_index": H15_INDEX})
+    names = [schema["function"]["name"] for schema in info["tools"]]
+    actions = [{"name": name, "arguments": arguments} for name in names for arguments in HOSTILE_ARGUMENTS]
+    escapes, infos = _run_counting_escapes(env, actions, reset=True)
+    assert escapes == []
+    assert _unstable_keys(infos) == {}
+
+
+PLAN_REPRODUCERS: list[Any] = [
+    {"plan": nested_list(), "tool_chain": nested_list()},
+    {"plan": "x", "tool_chain": [{"name": np.array([1]), "arguments": nested_dict()}]},
+    {
+        "plan": "x",
+        "tool_chain": [{"name": "set_slot", "arguments": {"row": 10**5000, "col": 0, "id": "step " + "9" * 5000}}],
+    },
+    {"plan": "x", "tool_chain": [{"name": "set_slot", "parameter_description": MEGABYTE}, "done"]},
+    {"status": "REJECT", "reason_code": nested_dict(), "reason": np.array([1])},
+    {"status": np.array(["REJECT"])},
+    '{"tool_chain": ' + "[" * 100_000,
+    [{"tool": "done", "arguments": "[" * 100_000}, nested_dict()],
+    [{"tool": nested_list(), "arguments": {}}] * 5,
+]
+
+
+@pytest.mark.parametrize("env_id", ["ACE-StepWise-v0", "ACE-Holistic-v0"])
+def test_planning_envs__hostile_actions_never_escape(env_id: str) -> None:
+    env = gym.make(env_id, disable_env_checker=True).unwrapped
+    escapes = []
+    for action in [*PLAN_REPRODUCERS, *CHAT_REPRODUCERS, *TOOL_CALL_REPRODUCERS]:
+        env.reset(seed=0)
+        for _ in range(2):  # the action, then again once the episode may have ended
+            try:
+                observation, reward, _, _, _ = env.step(action)
+                assert ChatMessages().contains(observation) and isinstance(reward, float)
+            except Exception as error:  # counted, not raised
+                escapes.append(f"{type(error).__name__}: {str(error)[:120]}")
+    assert escapes == []
 
 
 def _chat_actions() -> st.SearchStrategy[Any]:

@@ -12,7 +12,7 @@ from gymnasium.utils.env_checker import check_env
 import ace_gym
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
-from ace_gym.registration import ENV_IDS, register_envs, registered_env_ids
+from ace_gym.registration import ENV_IDS, PLANNING_ENTRY_POINTS, register_envs, registered_env_ids
 
 # every id any ace-gym module registered on import (procedural variants included)
 REGISTERED_IDS = registered_env_ids()
@@ -26,11 +26,21 @@ def test_check_env__passes_without_warnings(env_id: str) -> None:
         check_env(env.unwrapped, skip_render_check=False)
 
 
+@pytest.mark.parametrize("env_id", [i for i in REGISTERED_IDS if gym.spec(i).additional_wrappers])
+def test_check_env__the_registered_wrapper_stack_passes_too(env_id: str) -> None:
+    env = gym.make(env_id)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*is different from the unwrapped version")  # it is: wrapped
+        check_env(env, skip_render_check=False)
+    assert gym.make(env.spec).spec == env.spec  # the stack rebuilds from its spec
+
+
 @pytest.mark.parametrize("env_id", REGISTERED_IDS)
 def test_make__spec_kwargs_are_plain_serialisable_values(env_id: str) -> None:
     spec = gym.spec(env_id)
     assert json.loads(json.dumps(spec.kwargs)) == spec.kwargs
-    if env_id.startswith("ACE-"):  # the ALB- ids make AgentLongBench envs (tests/longbench)
+    if env_id.startswith("ACE-") and env_id not in PLANNING_ENTRY_POINTS:  # ALB- ids: tests/longbench
         assert isinstance(gym.make(env_id).unwrapped, AceEnv)
 
 

@@ -34,6 +34,9 @@ from ace_gym.domains import GlobalRule
 
 _EVERYTHING_NUMERIC = -(10**9)
 Values = dict[str, Any]  # attribute -> value of one item
+Gathered = tuple[dict[str, Values], list[dict[str, Values]], list[tuple[GlobalRule, int]]]
+"""What a solver knows before its search: visible items' values, each slot's slot-valid
+candidates with their values, and the global rules to satisfy."""
 
 
 def rule_can_bind(rule: GlobalRule, bound: int, cells: int) -> bool:
@@ -80,27 +83,49 @@ class ExactSolver(ScriptedPolicy):
     ) -> Script:
         cells = view.rows * view.cols
         rules = [(rule, bound) for rule, bound in view.global_rules() if rule_can_bind(rule, bound, cells)]
-        attributes = list(dict.fromkeys(rule.attribute for rule, _ in rules))
+        gathered = yield from self.gather(view, info, rules, notes)
+        if gathered is not None:
+            yield from settle(view, *gathered, notes)
 
+    def gather(
+        self, view: TaskView, info: Mapping[str, Any], rules: list[tuple[GlobalRule, int]], notes: dict[str, Any]
+    ) -> Generator[ToolCallDict, str, Gathered | None]:
+        """Steps 1-2: the slot-valid candidates with the attribute values ``rules`` need, the
+        visible items' values, and the rules still to reason about (none when every slot is
+        forced); None after a failed slot-rule query (said in ``notes``)."""
+        attributes = list(dict.fromkeys(rule.attribute for rule, _ in rules))
         candidates: list[dict[str, Values]] = []
         for slot in view.slots:
             valid = yield from slot_candidates(view, slot)
             if valid is None:
                 notes["error"] = f"slot-rule query failed on slot ({slot.row}, {slot.col})"
-                return
+                return None
             candidates.append(valid)
         if all(len(valid) == 1 for valid in candidates):
             rules = []  # every slot is forced by its own rules: nothing left to reason about
         visible: dict[str, Values] = {}
         if rules:
-            visible = yield from _visible_values(view, attributes)
+            visible = yield from visible_values(view, attributes)
             missing = yield from _complete_candidates(view, candidates, attributes)
             if missing:
                 notes["missing_queries"] = missing
-        known_rules, deferred = _split_by_knowledge(rules, visible, candidates)
-        if deferred:
-            notes["deferred_rules"] = [rule.name for rule, _ in deferred]
-        yield from _place_and_verify(view, search(view, visible, candidates, known_rules), bool(deferred), notes)
+        return visible, candidates, rules
+
+
+def settle(
+    view: TaskView,
+    visible: dict[str, Values],
+    candidates: list[dict[str, Values]],
+    rules: list[tuple[GlobalRule, int]],
+    notes: dict[str, Any],
+) -> Script:
+    """Steps 3-4: search completions of the rules whose values are all known, fill each in turn and
+    verify it with the global check while checks remain (rules with unknown values are left to the
+    check); what happened goes to ``notes``."""
+    known_rules, deferred = _split_by_knowledge(rules, visible, candidates)
+    if deferred:
+        notes["deferred_rules"] = [rule.name for rule, _ in deferred]
+    yield from _place_and_verify(view, search(view, visible, candidates, known_rules), bool(deferred), notes)
 
 
 def _complete_candidates(
@@ -176,7 +201,7 @@ def _place_and_verify(
     notes["completions_tried"] = tried
 
 
-def _visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
+def visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
     """Attribute values of every visible item, in batches of the tool's id and field limits."""
     ids = list(dict.fromkeys(view.visible_ids))
     values: dict[str, Values] = {item: {} for item in ids}

@@ -17,6 +17,7 @@ from typing import Any
 
 from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
 from ace_gym.domains import Domain, GlobalRule, get_domain
+from ace_gym.planning.replies import is_review
 from ace_gym.tools.names import ToolKey, tool_name
 
 TOOL_FAILED_MESSAGE = "Tool call failed"
@@ -134,17 +135,25 @@ def _global_check_budget(prompt: str, domain: Domain) -> int | None:
 
 def call(name: str, **arguments: Any) -> Generator[ToolCallDict, str, dict[str, Any]]:
     """Issue one tool call (``envelope = yield from call(...)``); re-issues it while the failure
-    injector fails it, up to :data:`MAX_RETRIES` times, and returns the decoded envelope."""
+    injector fails it, up to :data:`MAX_RETRIES` times, or while ``Refine`` holds it back for
+    review (resubmitted unchanged), and returns the decoded envelope."""
     envelope: dict[str, Any] = {}
     for _ in range(MAX_RETRIES + 1):
-        response = yield {"name": name, "arguments": arguments}
-        try:
-            envelope = json.loads(response)
-        except (TypeError, ValueError):
-            envelope = {"status": "failed", "messages": str(response), "data": {}}
+        envelope = _decoded((yield {"name": name, "arguments": arguments}))
+        while is_review(envelope.get("messages")):  # held back by Refine: submit it again
+            envelope = _decoded((yield {"name": name, "arguments": arguments}))
         if envelope.get("messages") != TOOL_FAILED_MESSAGE:
             break
     return envelope
+
+
+def _decoded(response: Any) -> dict[str, Any]:
+    """A reply as an envelope dict; a reply that is none becomes a failure carrying its text."""
+    try:
+        envelope = json.loads(response)
+    except (TypeError, ValueError):
+        envelope = None
+    return envelope if isinstance(envelope, dict) else {"status": "failed", "messages": str(response), "data": {}}
 
 
 def succeeded(envelope: Mapping[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from gymnasium.error import ResetNeeded
 from ace_gym.domains import get_domain
 from ace_gym.envs.sources import DatasetSource, InstanceSource
 from ace_gym.errors import ConfigError, choice, integer
-from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
+from ace_gym.instance import CompiledInstance, Dataset, Instance, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import evaluate_grid, grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
@@ -85,7 +85,8 @@ class AceEnv(gym.Env[str, ActionType]):
     ## Reset options
     Read by the source: for a dataset, ``{"instance_index": int}`` or ``{"instance_id": str}``;
     without them the instance is drawn from the reset seed (same seed, same instance, in any
-    process).
+    process). ``{"instance": Instance}`` serves that instance of the env's domain instead, whatever
+    the source (``instance_index`` -1): how wrappers serve a changed task (``UnsolvableMix``).
 
     ## Information
     Reset: ``domain``, ``instance_id``, ``instance_index`` (-1 when the source has no dataset),
@@ -180,7 +181,11 @@ class AceEnv(gym.Env[str, ActionType]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        compiled, index, source_info = self.source.draw(self.np_random, options or {})
+        options = options or {}
+        if "instance" in options:
+            compiled, index, source_info = _given_instance(options["instance"], self.domain.name), -1, {}
+        else:
+            compiled, index, source_info = self.source.draw(self.np_random, options)
         self._state = EpisodeState(compiled, self.config)
         self._steps = 0
         self._finished = False
@@ -307,6 +312,13 @@ def _instance_source(
     if source.domain.name != domain:
         raise ConfigError("source", source, f"serves domain {source.domain.name!r}, not {domain!r}")
     return source
+
+
+def _given_instance(instance: Any, domain: str) -> CompiledInstance:
+    """The compiled form of an ``instance`` reset option; ConfigError unless it is an Instance of ``domain``."""
+    if not isinstance(instance, Instance) or instance.domain != domain:
+        raise ConfigError("options['instance']", instance, f"must be an ace_gym Instance of domain {domain!r}")
+    return CompiledInstance(instance, get_domain(domain))
 
 
 def tool_label(name: Any) -> str:

@@ -42,10 +42,11 @@ from ace_gym.errors import ConfigError, integer
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
-from ace_gym.eval.summary import format_table, summarize
+from ace_gym.eval.summary import format_table, summarize, unique_records
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
 from ace_gym.longbench import cli as alb_cli
 from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
+from ace_gym.planning.settings import SETTINGS, check_settings, format_metrics, summarize_settings
 
 logger = logging.getLogger(__name__)
 _RESUME_HINT = "; finished episodes are saved: re-run the same command to resume"
@@ -109,6 +110,16 @@ def register(subparsers: Any) -> None:
     )
     _add_skip_malformed(evaluate)
     evaluate.add_argument("--env-url", default=None, help="play the episodes in an ace-gym serve server at this URL")
+    evaluate.add_argument(
+        "--wrappers",
+        nargs="+",
+        action=ListAction,
+        const=str,
+        default=[],
+        metavar="SETTING",
+        help=f"planning settings to wrap the env in ({', '.join(SETTINGS)}), e.g. unsolvable,broken,extraneous; "
+        "their metrics join the summary (docs/planning.md)",
+    )
     alb_cli.add_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
 
@@ -214,6 +225,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
                             tool_failure_rate=rate,
                             env_kwargs=_env_kwargs(args),
                             max_turns=args.max_turns,
+                            settings=check_settings(args.wrappers, "wrappers"),
                         )
                     )
     if not specs:
@@ -227,7 +239,12 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
     return {
         "policy": label,
         "dataset": str(path.resolve()) if path.exists() else args.dataset,
-        "settings": {**_env_kwargs(args), "max_turns": args.max_turns, "seed": args.seed},
+        "settings": {
+            **_env_kwargs(args),
+            "max_turns": args.max_turns,
+            "seed": args.seed,
+            **({"wrappers": list(check_settings(args.wrappers, "wrappers"))} if args.wrappers else {}),
+        },
         "ace_gym_version": __version__,
     }
 
@@ -251,7 +268,20 @@ class _Report:
     write_heatmaps: Callable[[dict[str, Any], Path], object]
 
 
-ACE_REPORT = _Report(summarize, format_table, write_heatmaps)
+def _summarize_ace(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The ACE summary, with the metrics of the planning settings the episodes ran under."""
+    records = unique_records(records)
+    summary = summarize(records)
+    found = summarize_settings(records)
+    return {**summary, "settings": found} if found else summary
+
+
+def _format_ace(summary: dict[str, Any]) -> str:
+    table = format_table(summary)
+    return f"{table}\n\nplanning settings:\n{format_metrics(summary['settings'])}" if summary.get("settings") else table
+
+
+ACE_REPORT = _Report(_summarize_ace, _format_ace, write_heatmaps)
 ALB_REPORT = _Report(summarize_alb, format_alb_table, write_alb_heatmaps)
 
 

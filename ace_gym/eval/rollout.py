@@ -14,7 +14,8 @@ going to ``engine.generate`` in one call per turn.
 
 A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, ``domain``,
 ``instance_id``, ``instance_index``, ``seed``, ``trial``, ``tool_failure_rate``, ``env_config``,
-``max_turns``), ``hidden_slots``, ``decoy_budget``, ``score`` (0.0/1.0), ``reason``, ``terminated``,
+``max_turns``, ``settings``: the planning settings, :mod:`ace_gym.planning.settings`),
+``hidden_slots``, ``decoy_budget``, ``score`` (0.0/1.0), ``reason``, ``terminated``,
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
 ``turns`` (per turn: ``reward``, the adapter's ``info`` and, when the engine reports them, token
 counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``finish_reason``), ``usage``
@@ -40,6 +41,7 @@ from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
 from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop
+from ace_gym.planning.settings import apply_settings, check_settings
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 
 DEFAULT_MAX_TURNS = 1000
@@ -66,19 +68,22 @@ class EpisodeSpec:
     tool_failure_rate: float = 0.0
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     max_turns: int | None = None
+    settings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if "max_steps" in self.env_kwargs:
             raise ConfigError("env_kwargs", dict(self.env_kwargs), "use max_turns, not max_steps")
         object.__setattr__(self, "max_turns", optional_integer("max_turns", self.max_turns, minimum=1))
+        object.__setattr__(self, "settings", check_settings(self.settings))
 
     def key(self, policy: str) -> str:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""
         instance = self.instance_id if self.instance_id is not None else f"#{self.instance_index}"
         config = json.dumps({**dict(self.env_kwargs), "max_turns": self.max_turns}, sort_keys=True)
+        settings = f"|settings={','.join(self.settings)}" if self.settings else ""
         return (
             f"{policy}|{self.dataset}|{self.domain}|{instance}|fail={self.tool_failure_rate:g}"
-            f"|trial={self.trial}|seed={self.seed}|{config}"
+            f"|trial={self.trial}|seed={self.seed}|{config}{settings}"
         )
 
     def group(self, size: int) -> list[EpisodeSpec]:
@@ -94,9 +99,11 @@ class EpisodeSpec:
         return {}
 
     def make_core_env(self) -> gym.Env:
-        """The core env for this spec, wrapped in failure injection when the rate is > 0."""
+        """The core env for this spec, wrapped in failure injection when the rate is > 0, then in
+        the planning settings (:mod:`ace_gym.planning.settings`)."""
         env: gym.Env = AceEnv(self.domain, self.dataset, **self.env_kwargs)
-        return ToolFailureInjection(env, self.tool_failure_rate) if self.tool_failure_rate > 0 else env
+        env = ToolFailureInjection(env, self.tool_failure_rate) if self.tool_failure_rate > 0 else env
+        return apply_settings(env, self.settings)
 
     def make_env(self) -> gym.Env:
         """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``."""
@@ -148,6 +155,7 @@ def ace_record(
         "tool_failure_rate": spec.tool_failure_rate if spec else None,
         "env_config": jsonable(reset.get("budgets", {})),
         "max_turns": spec.max_turns if spec else None,
+        "settings": list(spec.settings) if spec else [],
         "score": float(info.get("score") or 0.0),
         "reason": info.get("reason"),
         "terminated": bool(terminated),

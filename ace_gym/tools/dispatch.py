@@ -26,7 +26,7 @@ from ace_gym.tools.functions import (
     set_slot,
 )
 from ace_gym.tools.names import ToolKey, tool_names
-from ace_gym.tools.replies import INVALID, ToolError, ToolReply, echo, failed_reply
+from ace_gym.tools.replies import INVALID, ToolError, ToolReply, echo, failed_reply, unknown_tool
 from ace_gym.tools.state import EpisodeState
 
 TOOL_FUNCTIONS: dict[ToolKey, Callable[..., ToolReply]] = {
@@ -121,7 +121,7 @@ class ToolSet:
         arguments and bad values become failed replies."""
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
-            return failed_reply(f"Unknown tool, '{echo(name)}' for domain '{self.domain.name}'")
+            return unknown_tool(name, self.domain.name)
         if type(arguments) is not dict:  # the common case skips the coercions below
             if isinstance(arguments, str):
                 try:

@@ -62,6 +62,11 @@ def failed_reply(message: str) -> ToolReply:
     )
 
 
+def unknown_tool(name: object, domain: str) -> ToolReply:
+    """The reply to a call of a tool that ``domain`` does not have."""
+    return failed_reply(f"Unknown tool, '{echo(name)}' for domain '{domain}'")
+
+
 def failure(message: str) -> str:
     """The failed envelope text with the full message (``"<ErrorType>, <detail>"``)."""
     return '{"status": "failed", "messages": ' + dumps(message) + ', "data": {}}'

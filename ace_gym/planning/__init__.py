@@ -1,0 +1,39 @@
+"""Planning probes on ACE, after the Agent Planning Benchmark, graded exactly from the instance.
+
+* :func:`detect_errors` / :class:`ErrorTracker`: the E1-E6 error taxonomy on ACE actions, judged
+  from the task's facts and what the agent has observed (:mod:`~ace_gym.planning.taxonomy` lists
+  the causes; :func:`grade` is APB's rubric);
+* :func:`make_variant`: certified-unsolvable variants of an instance (:mod:`~ace_gym.planning.unsolvable`);
+* :func:`grade_plan`: the structural grade of a holistic plan; :func:`plan_adherence`;
+* the envs ``ACE-StepWise-v0`` (:mod:`~ace_gym.planning.stepwise`) and ``ACE-Holistic-v0``
+  (:mod:`~ace_gym.planning.holistic`), and the registry of robustness settings for evaluations
+  (:mod:`~ace_gym.planning.settings`), are imported where they are used.
+
+The wrappers (``ExtraneousTools``, ``BrokenTool``, ``UnsolvableMix``, ``CostAnnotatedTools``,
+``Refine``) live in :mod:`ace_gym.wrappers`. The definitions that are ours are in docs/planning.md.
+"""
+
+from ace_gym.planning.detector import ErrorTracker, detect_errors
+from ace_gym.planning.knowledge import Knowledge, TaskFacts, facts_from_reset
+from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence
+from ace_gym.planning.taxonomy import CAUSES, CODES, UNSOLVABLE_KINDS, Flag, grade
+from ace_gym.planning.unsolvable import UnsolvableVariant, check_certificate, make_variant
+
+__all__ = [
+    "CAUSES",
+    "CODES",
+    "UNSOLVABLE_KINDS",
+    "ErrorTracker",
+    "Flag",
+    "Knowledge",
+    "PlanGrade",
+    "TaskFacts",
+    "UnsolvableVariant",
+    "check_certificate",
+    "detect_errors",
+    "facts_from_reset",
+    "grade",
+    "grade_plan",
+    "make_variant",
+    "plan_adherence",
+]

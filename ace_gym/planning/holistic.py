@@ -1,0 +1,189 @@
+"""``ACE-Holistic-v0``: APB's holistic planning on ACE: a whole plan first, graded by its structure,
+then optionally carried out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from ace_gym.domains import DOMAIN_NAMES, get_domain
+from ace_gym.envs import AceEnv
+from ace_gym.errors import flag
+from ace_gym.planning.cost import plan_cost
+from ace_gym.planning.knowledge import APB_INFO, TaskFacts, facts_from_reset, split_action
+from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence, read_plan
+from ace_gym.planning.settings import apply_settings, check_settings
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
+from ace_gym.planning.unsolvable import REFUSAL_TOOL
+from ace_gym.spaces import ObjectSpace
+from ace_gym.tools import echo
+from ace_gym.wrappers.chat_spaces import ChatMessages
+
+ENDED = {"role": "user", "content": "The episode has ended; call reset()."}
+
+
+class PlanOrCallSpace(ObjectSpace):
+    """A plan (a JSON object, as text or a dict) or, after the plan, one tool call dict."""
+
+    def __init__(self, seed: Any = None) -> None:
+        super().__init__(dtype=object, seed=seed)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        rng = self.np_random
+        chain = [
+            {"name": "get_current_grid_state", "arguments": {}, "reason": "look"}
+            for _ in range(int(rng.integers(0, 3)))
+        ]
+        return json.dumps({"plan": "sampled", "tool_chain": [*chain, {"name": "done", "arguments": {}}]})
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, (str, Mapping))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PlanOrCallSpace)
+
+
+def plan_prompt(refusal_allowed: bool) -> str:
+    """The request for a whole plan, appended to the first user message."""
+    ending = (
+        'If the task cannot be completed as specified, answer {"status": "REJECT", "reason_code": one of '
+        f'{", ".join(UNSOLVABLE_KINDS)}, "reason": str}} instead.'
+        if refusal_allowed
+        else "Assume every tool works and the task can be completed."
+    )
+    return (
+        "Before acting, write your whole plan as one JSON object: "
+        '{"plan": str, "tool_chain": [{"name": str, "arguments": object, "reason": str}, ...]}, one entry per '
+        "tool call in order, ending with done. Write static values (rows, columns, fields, bounds) as they are; "
+        "write a value that comes from an earlier call's result as a string naming that step, e.g. \"the id chosen "
+        f'from step 3". {ending}'
+    )
+
+
+class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
+    """Plan an ACE task whole, without feedback; optionally carry the plan out.
+
+    ## Description
+    At reset an instance is drawn (``domain`` fixed, or drawn from the reset seed) on the env
+    stack of ``settings`` (e.g. ``["unsolvable"]`` for APB's holistic-unsolvable split,
+    ``["extraneous"]`` for distractors, ``["cost"]`` for costs). The first action is a plan,
+    graded by :func:`ace_gym.planning.grade_plan` (a linear chain cannot choose among candidates it
+    has not seen, so the *structure* is graded). A ``{"status": "REJECT", ...}`` plan is a refusal:
+    with the ``unsolvable`` setting it is reported through ``report_infeasible`` (the mix records
+    refusal recall and reason-code accuracy).
+
+    ## Observation
+    Chat messages: the system prompt and the first user message with the plan request
+    (:func:`plan_prompt`); after the plan a user message with its grade; in the acting phase a
+    tool message per call.
+
+    ## Action
+    The plan (JSON text or dict); with ``act_after_plan``, then one tool call per step.
+
+    ## Reward
+    The plan's grade on the plan step (the episode ends there unless ``act_after_plan`` and the
+    plan is not a refusal); then the env stack's rewards (the grid's score on the last step).
+
+    ## Information
+    Plan step: ``plan_flags`` (step index, -1 for the whole plan, and the flag), ``plan_grade``,
+    ``plan_correct``, ``refused``, ``reason_code``, ``planned_tools``; with the ``cost`` setting
+    also ``plan_cost`` (what the chain would cost) and ``reference_cost`` (the cost-aware solver's). Last acting step: the env's
+    final info plus ``plan_adherence`` (longest common subsequence of planned and executed tool
+    names over the plan's length).
+
+    ## Version History
+    * v0: first release.
+    """
+
+    metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
+
+    def __init__(
+        self,
+        domain: str | None = None,
+        dataset: str = "5x5",
+        act_after_plan: bool = False,
+        settings: Sequence[str] = (),
+        setting_options: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        self.domains = DOMAIN_NAMES if domain is None else (get_domain(domain).name,)
+        self.act_after_plan = flag("act_after_plan", act_after_plan)
+        self.settings = check_settings(settings)
+        options = {k: dict(v) for k, v in (setting_options or {}).items()}
+        self._envs = {name: apply_settings(AceEnv(name, dataset), self.settings, options) for name in self.domains}
+        self.observation_space = ChatMessages()
+        self.action_space = PlanOrCallSpace()
+        self._env: gym.Env | None = None
+        self._facts: TaskFacts | None = None
+        self._plan: PlanGrade | None = None
+        self._executed: list[str] = []
+        self._calls = 0
+        self._started = False
+        self._costs: dict[str, Any] = {}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        super().reset(seed=seed)
+        env = self._env = self._envs[self.domains[int(self.np_random.integers(len(self.domains)))]]
+        observation, info = env.reset(seed=int(self.np_random.integers(2**31)), options=options)
+        self._facts = facts_from_reset(env.get_wrapper_attr("compiled"), info)
+        self._plan = None
+        self._executed = []
+        self._calls = 0
+        self._started = True
+        self._costs = info.get(APB_INFO, {}).get("cost", {})
+        refusal = any(schema["function"]["name"] == REFUSAL_TOOL for schema in info["tools"])
+        messages = [
+            {"role": "system", "content": info["system_prompt"]},
+            {"role": "user", "content": f"{observation}\n\n{plan_prompt(refusal)}"},
+        ]
+        return messages, info
+
+    def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        if not self._started:
+            raise gym.error.ResetNeeded("Cannot call step() before reset()")
+        if self._env is None:
+            return [dict(ENDED)], 0.0, True, False, {}
+        if self._plan is None:
+            return self._planned(action)
+        return self._acted(action)
+
+    def _planned(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        assert self._env is not None and self._facts is not None
+        graded = self._plan = grade_plan(self._facts, action)
+        info: dict[str, Any] = {
+            "plan_flags": [{"step": index, **found.as_dict()} for index, found in graded.flags],
+            "plan_grade": graded.grade,
+            "plan_correct": graded.correct,
+            "refused": graded.refused,
+            "reason_code": graded.reason_code,
+            "planned_tools": list(graded.tool_names),
+        }
+        if self._costs:
+            chain = (read_plan(action) or {}).get("tool_chain")
+            info["plan_cost"] = plan_cost(self._costs["costs"], self._costs["per_id"], chain)
+            info["reference_cost"] = self._costs["reference"]
+        if graded.refused and REFUSAL_TOOL in self._facts.tools:
+            plan = read_plan(action) or {}
+            report = {"reason_code": graded.reason_code, "explanation": echo(plan.get("reason", ""))}
+            info.update(self._env.step({"name": REFUSAL_TOOL, "arguments": report})[4])
+        ends = graded.refused or not self.act_after_plan
+        if ends:
+            self._env = None
+        text = f"Plan graded {graded.grade:.1f}." + ("" if ends else " Now carry it out, one tool call per step.")
+        return [{"role": "user", "content": text}], graded.grade, ends, False, info
+
+    def _acted(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
+        assert self._env is not None and self._plan is not None
+        self._calls += 1
+        name = split_action(action)[0]
+        self._executed.append(name if isinstance(name, str) else "")
+        reply, reward, terminated, truncated, info = self._env.step(action)
+        if terminated or truncated:
+            info["plan_adherence"] = plan_adherence(self._plan.tool_names, self._executed)
+            self._env = None
+        message = {"role": "tool", "tool_call_id": f"call_{self._calls}_0", "name": echo(name), "content": reply}
+        return [message], float(reward), terminated, truncated, info

@@ -1,0 +1,60 @@
+"""What the planning wrappers answer, in one place: the wrappers build their replies here and
+scripted agents recognise them here.
+
+Every reply is an ACE envelope (``{"status", "messages", "data"}``). The persistent failure of a
+broken tool and the outage of a compliance tool are worded apart from the *transient* failures
+:class:`~ace_gym.wrappers.ToolFailureInjection` injects (``Tool call failed``, ``Timeout, ...``),
+so that an agent can tell when retrying may help and when it cannot.
+"""
+
+from __future__ import annotations
+
+from ace_gym.tools import failure
+from ace_gym.tools.replies import ok_reply
+
+
+def success(data_json: str) -> str:
+    """A success envelope around already-serialised ``data``."""
+    return ok_reply(data_json).text
+
+
+BROKEN = "Service error"
+"""Error type of a broken tool's persistent failure (``BrokenTool``)."""
+OUTAGE = "Outage"
+"""Error type of the compliance tool in outage (``UnsolvableMix``, tool_outage)."""
+UNAVAILABLE = "Unavailable"
+"""Error type of a distractor with ``behaviour="error"`` (``ExtraneousTools``)."""
+REVIEW = "Not executed"
+"""Error type of a proposal held back for review (``Refine``): send the call again to run it."""
+
+
+def broken(tool: str, replacement: str | None = None) -> str:
+    """The persistent failure of ``tool``; ``replacement`` named when given (a hint)."""
+    hint = f"; {replacement} does the same job" if replacement else ""
+    return failure(f"{BROKEN}, {tool} is out of service for the rest of this task and will not recover{hint}")
+
+
+def outage(tool: str) -> str:
+    return failure(f"{OUTAGE}, {tool} is unavailable: the approval service is down for the rest of this task")
+
+
+def unavailable(tool: str) -> str:
+    return failure(f"{UNAVAILABLE}, {tool} has no data for this task")
+
+
+def review(critique: str) -> str:
+    """A held-back proposal: the critique, then how to proceed."""
+    return failure(f"{REVIEW}, your proposed call was held back for review. {critique}")
+
+
+def is_persistent_failure(messages: object) -> bool:
+    """Whether an envelope's ``messages`` is a broken tool's failure or an outage."""
+    return isinstance(messages, str) and messages.startswith((f"{BROKEN}, ", f"{OUTAGE}, "))
+
+
+def is_review(messages: object) -> bool:
+    return isinstance(messages, str) and messages.startswith(f"{REVIEW}, ")
+
+
+def no_attachment() -> str:
+    return success('{"attachment": null, "message": "No file is attached to this task."}')

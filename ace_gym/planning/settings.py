@@ -1,0 +1,203 @@
+"""The planning-robustness settings by name: which wrapper each applies, in which order, and the
+metrics an evaluation reports for it.
+
+``ace-gym eval --wrappers unsolvable,broken,extraneous`` and the registered convenience ids read
+this table. Settings stack in one order whatever order they are named in: cost (innermost: it
+charges the calls that reach the env), extraneous, unsolvable, broken (it classifies the agent's
+next action, so it sits outside every wrapper that answers calls itself), refine (outermost: it
+judges calls against the whole tool surface). A setting's metrics read the planning record of
+each episode's last call (``info["apb"][key]``); see :func:`episode_apb`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+
+from ace_gym.errors import ConfigError, did_you_mean
+from ace_gym.planning.knowledge import APB_INFO
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
+
+Metrics = dict[str, float]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its wrapper (an entry point), its ``info["apb"]`` key, the keyword arguments
+    of the registered convenience ids (paper-like defaults) and its metrics."""
+
+    name: str
+    entry_point: str
+    key: str
+    defaults: Mapping[str, Any]
+    metrics: Callable[[Sequence[Mapping[str, Any]]], Metrics]
+
+    @property
+    def class_name(self) -> str:
+        """The wrapper's class name (how a server session names it)."""
+        return self.entry_point.rpartition(":")[2]
+
+    @property
+    def wrapper(self) -> Callable[..., gym.Env]:
+        """The wrapper class (imported on first use: registering ids must not load every wrapper)."""
+        module, _, attribute = self.entry_point.partition(":")
+        found: Callable[..., gym.Env] = getattr(importlib.import_module(module), attribute)
+        return found
+
+
+def _share(values: Iterable[bool]) -> float:
+    listed = list(values)
+    return sum(listed) / len(listed) if listed else 0.0
+
+
+def _mean(values: Iterable[float]) -> float:
+    listed = list(values)
+    return sum(listed) / len(listed) if listed else 0.0
+
+
+def _extraneous(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
+    return {
+        "distractor_use": _share(o.get("calls", 0) > 0 for o in outcomes),
+        "distractor_calls": _mean(float(o.get("calls", 0)) for o in outcomes),
+        "strict_success": _share(bool(o.get("strict_success")) for o in outcomes),
+    }
+
+
+def _broken(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
+    failed = [o for o in outcomes if o.get("failures", 0) > 0]
+    metrics = {"failed_episodes": _share(o.get("failures", 0) > 0 for o in outcomes)}
+    for category in range(1, 6):
+        metrics[f"category_{category}"] = _share(o.get("category") == category for o in failed)
+    metrics["correct"] = _share(o.get("category") in (1, 2) for o in failed)
+    metrics["retries"] = _mean(float(o.get("retries", 0)) for o in failed)
+    metrics["recovered"] = _share(bool(o.get("recovered")) for o in failed)
+    return metrics
+
+
+def _unsolvable(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
+    unsolvable = [o for o in outcomes if o.get("unsolvable")]
+    solvable = [o for o in outcomes if not o.get("unsolvable")]
+    refused = [o for o in unsolvable if o.get("refused")]
+    metrics = {
+        "unsolvable_share": _share(bool(o.get("unsolvable")) for o in outcomes),
+        "refusal_recall": _share(bool(o.get("refused")) for o in unsolvable),
+        "false_refusal_rate": _share(bool(o.get("refused")) for o in solvable),
+        "reason_code_accuracy": _share(bool(o.get("code_correct")) for o in refused),
+    }
+    for kind in UNSOLVABLE_KINDS:
+        of_kind = [o for o in unsolvable if o.get("kind") == kind]
+        if of_kind:
+            metrics[f"recall_{kind}"] = _share(bool(o.get("refused")) for o in of_kind)
+    return metrics
+
+
+def _cost(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
+    return {
+        "cost": _mean(float(o.get("total", 0.0)) for o in outcomes),
+        "reference_cost": _mean(float(o.get("reference", 0.0)) for o in outcomes),
+        "efficiency": _mean(float(o.get("efficiency", 0.0)) for o in outcomes),
+    }
+
+
+def _refine(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
+    proposals = sum(o.get("proposals", 0) for o in outcomes)
+    before = sum(o.get("correct_before", 0) for o in outcomes)
+    flagged = proposals - before
+    return {
+        "proposals": float(proposals),
+        "correct_before": before / proposals if proposals else 0.0,
+        "correct_after": sum(o.get("correct_after", 0) for o in outcomes) / proposals if proposals else 0.0,
+        "improvement_rate": sum(o.get("improved", 0) for o in outcomes) / flagged if flagged else 0.0,
+        "degradation_rate": sum(o.get("degraded", 0) for o in outcomes) / before if before else 0.0,
+    }
+
+
+SETTINGS: dict[str, Setting] = {
+    setting.name: setting
+    for setting in (
+        Setting("cost", "ace_gym.wrappers.cost_annotated_tools:CostAnnotatedTools", "cost", {}, _cost),
+        Setting(
+            "extraneous", "ace_gym.wrappers.extraneous_tools:ExtraneousTools", "extraneous_tools", {"n": 4}, _extraneous
+        ),
+        Setting(
+            "unsolvable",
+            "ace_gym.wrappers.unsolvable_mix:UnsolvableMix",
+            "unsolvable",
+            {"p_unsolvable": 0.5},
+            _unsolvable,
+        ),
+        Setting("broken", "ace_gym.wrappers.broken_tool:BrokenTool", "broken_tool", {"target": "auto"}, _broken),
+        Setting("refine", "ace_gym.wrappers.refine:Refine", "refine", {"critic": "rules", "mode": "metric"}, _refine),
+    )
+}
+"""Every setting, in stacking order (innermost first)."""
+
+
+def check_settings(names: Iterable[str], field: str = "settings") -> tuple[str, ...]:
+    """``names`` validated and put in stacking order (duplicates dropped); ConfigError naming
+    ``field`` with a "did you mean" for an unknown name."""
+    listed = [names] if isinstance(names, str) else list(names)
+    for name in listed:
+        if name not in SETTINGS:
+            raise ConfigError(field, name, f"known settings: {', '.join(SETTINGS)}{did_you_mean(name, SETTINGS)}")
+    return tuple(name for name in SETTINGS if name in listed)
+
+
+def apply_settings(
+    env: gym.Env, names: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None
+) -> gym.Env:
+    """``env`` wrapped in the named settings, in stacking order; ``options[name]`` are keyword
+    arguments of that setting's wrapper, over the setting's defaults."""
+    options = options or {}
+    for name in check_settings(names):
+        setting = SETTINGS[name]
+        env = setting.wrapper(env, **{**setting.defaults, **dict(options.get(name, {}))})
+    return env
+
+
+def episode_apb(record: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each setting's last planning record (``info["apb"][key]``) in an evaluation record, read
+    over every call in order (the calls a turn ran through a chat adapter included): a setting's
+    entry is its state after the last call it saw, even when an outer wrapper answered the last
+    call of the episode."""
+    found: dict[str, dict[str, Any]] = {}
+    for turn in record.get("turns", ()):
+        info = turn.get("info", {})
+        for step in [*info.get("calls", ()), info]:
+            for key, values in step.get(APB_INFO, {}).items():
+                found.setdefault(key, {}).update(values)
+    return found
+
+
+def setting_metrics(names: Iterable[str], records: Sequence[Mapping[str, Any]]) -> dict[str, Metrics]:
+    """Each named setting's metrics over the episode records (one policy's)."""
+    apb = [episode_apb(record) for record in records]
+    found = {}
+    for name in check_settings(names):
+        setting = SETTINGS[name]
+        found[name] = {"episodes": float(sum(setting.key in a for a in apb))} | setting.metrics(
+            [a[setting.key] for a in apb if setting.key in a]
+        )
+    return found
+
+
+def summarize_settings(records: Sequence[Mapping[str, Any]]) -> dict[str, Metrics]:
+    """The metrics of every setting the records were run under (their ``settings`` field);
+    empty when none was."""
+    names = {name for record in records for name in record.get("settings", ())}
+    return setting_metrics(names, records) if names else {}
+
+
+def format_metrics(metrics: Mapping[str, Mapping[str, float]]) -> str:
+    """One line per setting: ``<setting>  name value, ...``."""
+    return "\n".join(
+        f"{name:<12}"
+        + ", ".join(
+            f"{key} {value:.3f}" if key != "episodes" else f"episodes {value:.0f}" for key, value in found.items()
+        )
+        for name, found in metrics.items()
+    )

@@ -1,0 +1,371 @@
+"""Certified-unsolvable variants of ACE instances: the Agent Planning Benchmark's unsolvable kinds.
+
+:func:`make_variant` is a pure function of an :class:`~ace_gym.instance.Instance`, a kind and a
+numpy Generator. It returns an :class:`UnsolvableVariant`: the instance the env serves *as the
+agent can know it* (its rules and instruction text changed), the tool-surface changes the
+wrapper applies (:class:`~ace_gym.wrappers.UnsolvableMix`), and a certificate that
+:func:`check_certificate` re-derives from the variant's data alone:
+
+``conflicting_constraints``
+    either one hidden slot gets a slot rule no candidate meets (certificate: each candidate's value
+    against the bound), or one global rule gets a bound beyond what any completion reaches
+    (certificate: the bound arithmetic; the aggregate is a sum, a largest row sum or a largest
+    value of per-cell contributions, so the completion taking each slot's least contribution --
+    largest, for a lower bound -- is the extreme one). No valid completion.
+``tool_outage``
+    the instruction requires ``approve_assignment`` before every ``set_slot``, and that tool is in
+    outage: every completion breaches the policy (at least one hidden cell must be set).
+``missing_tool``
+    ``set_slot`` is removed: no action can fill the empty cells.
+``missing_information``
+    the bound of one global rule is replaced by "the limit we agreed on the phone" (the served
+    instance holds a bound no grid reaches, so checks cover the stated rules only); certified only
+    when at least two completions satisfy every stated rule (:func:`ace_gym.generators.certify`
+    finds the truth valid but not unique).
+``missing_attachment``
+    the slot rules of some hidden cells are said to be in an attached sheet that
+    ``get_attachment`` does not return; certified the same way.
+
+A kind that cannot be built on an instance (say, ambiguity needs decoys) gives None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ace_gym.constraints import SLOT_KINDS, Aggregate, aggregate, global_rule_text, slot_rule_mask
+from ace_gym.domains import get_domain
+from ace_gym.instance import CompiledInstance, Instance, active_slot_rules, stated_instruction
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
+
+REFUSAL_TOOL = "report_infeasible"
+APPROVAL_TOOL = "approve_assignment"
+ATTACHMENT_TOOL = "get_attachment"
+REMOVED_TOOL = "set_slot"
+PHONE_LIMIT = "X is the limit we agreed on the phone"
+APPROVAL_POLICY = (
+    "Compliance policy: every `set_slot` call must first be approved with `approve_assignment` (same row, col "
+    "and id); setting a slot without that approval breaches this policy."
+)
+ATTACHMENT_RULE = "(1) the rules of this slot are in the attached sheet (`get_attachment`)."
+_SENTINEL = 987654321
+_MONOTONE = (Aggregate.TOTAL, Aggregate.LARGEST_ROW_TOTAL, Aggregate.LARGEST)  # non-decreasing per cell
+
+
+@dataclass(frozen=True)
+class UnsolvableVariant:
+    """An unsolvable version of an instance (see the module docstring).
+
+    ``instance`` is what the env serves; ``removed_tools`` are hidden from the agent,
+    ``approval_required`` puts ``set_slot`` under the outage policy, ``unverifiable_rule`` is the
+    global rule whose bound was withheld and ``attachment_cells`` the cells whose rules were.
+    """
+
+    kind: str
+    instance: Instance
+    certificate: dict[str, Any]
+    removed_tools: tuple[str, ...] = ()
+    approval_required: bool = False
+    unverifiable_rule: str | None = None
+    attachment_cells: tuple[tuple[int, int], ...] = field(default_factory=tuple)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON form of the perturbation, for ``info``: kind, certificate, surface changes."""
+        return {
+            "kind": self.kind,
+            "certificate": self.certificate,
+            "removed_tools": list(self.removed_tools),
+            "approval_required": self.approval_required,
+            "unverifiable_rule": self.unverifiable_rule or "",
+            "attachment_cells": [list(cell) for cell in self.attachment_cells],
+        }
+
+
+def make_variant(instance: Instance, kind: str, rng: np.random.Generator) -> UnsolvableVariant | None:
+    """The ``kind`` variant of ``instance`` drawn with ``rng``, or None when the kind cannot be
+    built on it. ValueError for an unknown kind."""
+    if kind not in _BUILDERS:
+        raise ValueError(f"unknown unsolvable kind {kind!r}; known: {', '.join(UNSOLVABLE_KINDS)}")
+    return _BUILDERS[kind](instance, rng)
+
+
+def compile_instance(instance: Instance) -> CompiledInstance:
+    return CompiledInstance(instance, get_domain(instance.domain))
+
+
+def _changed(instance: Instance, kind: str, update: Callable[[dict[str, Any]], None]) -> Instance:
+    """A copy of ``instance`` with ``update`` applied to its JSON form, its instruction re-rendered
+    from the changed constraints, and ``meta["unsolvable"]`` naming the kind (a generator's
+    uniqueness certificate no longer holds and is dropped)."""
+    data = instance.model_dump()
+    update(data)
+    data["meta"].pop("certificate", None)
+    data["meta"]["unsolvable"] = {"kind": kind}
+    changed = Instance.model_validate(data)
+    domain = get_domain(instance.domain)
+    return changed.model_copy(update={"task_instruction": stated_instruction(changed, domain)})
+
+
+# -- conflicting constraints ----------------------------------------------------------------------
+
+
+def _conflicting(instance: Instance, rng: np.random.Generator) -> UnsolvableVariant | None:
+    compiled = compile_instance(instance)
+    options: list[Callable[[], UnsolvableVariant]] = [
+        *(_slot_conflict(instance, compiled, s, rule) for s, rule in _slot_conflict_options(compiled)),
+        *(_global_conflict(instance, compiled, k) for k in _global_conflict_options(compiled)),
+    ]
+    if not options:
+        return None
+    return options[int(rng.integers(len(options)))]()
+
+
+def _slot_conflict_options(compiled: CompiledInstance) -> list[tuple[int, Any]]:
+    """(slot, rule) pairs whose tightest impossible bound is a natural number."""
+    return [
+        (s, rule)
+        for s, slot in enumerate(compiled.slots)
+        for rule in compiled.domain.slot_rules
+        if _impossible_slot_bound(compiled, slot.candidates, rule.attribute, rule.kind) >= 0
+    ]
+
+
+def _impossible_slot_bound(compiled: CompiledInstance, candidates: np.ndarray, attribute: str, kind: str) -> int:
+    """A bound of a ``kind`` rule on ``attribute`` that none of ``candidates`` meets."""
+    values = compiled.numeric[attribute][candidates]
+    return int(values.min()) - 1 if SLOT_KINDS[kind].upper else int(values.max()) + 1
+
+
+def _slot_conflict(
+    instance: Instance, compiled: CompiledInstance, s: int, rule: Any
+) -> Callable[[], UnsolvableVariant]:
+    def build() -> UnsolvableVariant:
+        slot = compiled.slots[s]
+        bound = _impossible_slot_bound(compiled, slot.candidates, rule.attribute, rule.kind)
+
+        def update(data: dict[str, Any]) -> None:
+            constraints = data["slots"][s]["slot_constraints"]
+            constraints[rule.name] = bound
+            if rule.name not in constraints["active_rule_names"]:
+                constraints["active_rule_names"].append(rule.name)
+
+        values = compiled.numeric[rule.attribute][slot.candidates].tolist()
+        certificate = {
+            "construction": "slot_rule",
+            "row": slot.row,
+            "col": slot.col,
+            "rule": rule.name,
+            "attribute": rule.attribute,
+            "relation": SLOT_KINDS[rule.kind].relation,
+            "bound": bound,
+            "candidate_values": dict(zip(slot.candidate_ids, values, strict=True)),
+        }
+        return UnsolvableVariant(
+            "conflicting_constraints", _changed(instance, "conflicting_constraints", update), certificate
+        )
+
+    return build
+
+
+def _global_conflict_options(compiled: CompiledInstance) -> list[int]:
+    """Global rules (by index) with a monotone aggregate whose impossible bound is a natural number."""
+    return [
+        k
+        for k, rule in enumerate(compiled.global_rules)
+        if rule.kind.aggregate in _MONOTONE and _extreme(compiled, k)[1] + (-1 if rule.kind.upper else 1) >= 0
+    ]
+
+
+def _extreme(compiled: CompiledInstance, k: int) -> tuple[np.ndarray, int]:
+    """The completion taking each slot's least contribution to rule ``k`` (largest, for a lower
+    bound), and the rule's aggregate on it: the least (largest) any completion reaches."""
+    rule = compiled.global_rules[k]
+    grid = compiled.initial.copy()
+    pick = np.argmin if rule.kind.upper else np.argmax
+    for slot in compiled.slots:
+        grid[slot.cell] = slot.candidates[int(pick(rule.contribution[slot.candidates]))]
+    return grid, aggregate(rule, grid, compiled.cols)
+
+
+def _global_conflict(instance: Instance, compiled: CompiledInstance, k: int) -> Callable[[], UnsolvableVariant]:
+    def build() -> UnsolvableVariant:
+        rule = compiled.global_rules[k]
+        grid, extreme = _extreme(compiled, k)
+        bound = extreme - 1 if rule.kind.upper else extreme + 1
+
+        def update(data: dict[str, Any]) -> None:
+            data["global_constraints"][rule.name] = bound
+
+        certificate = {
+            "construction": "global_bound",
+            "rule": rule.name,
+            "upper": rule.kind.upper,
+            "bound": bound,
+            "extreme_value": extreme,
+            "extreme_choice": {
+                f"{slot.row},{slot.col}": compiled.item_ids[int(grid[slot.cell])] for slot in compiled.slots
+            },
+        }
+        return UnsolvableVariant(
+            "conflicting_constraints", _changed(instance, "conflicting_constraints", update), certificate
+        )
+
+    return build
+
+
+# -- tool outage and missing tool ------------------------------------------------------------------
+
+
+def _tool_outage(instance: Instance, rng: np.random.Generator) -> UnsolvableVariant:
+    changed = _changed(instance, "tool_outage", lambda data: None)
+    lines = changed.task_instruction.split("\n")
+    at = lines.index("Each cell must use exactly one candidate id from that slot.") + 1
+    text = "\n".join([*lines[:at], APPROVAL_POLICY, *lines[at:]])
+    certificate = {
+        "construction": "approval_policy",
+        "tool": APPROVAL_TOOL,
+        "empty_cells": len(instance.slots),
+    }
+    return UnsolvableVariant(
+        "tool_outage", changed.model_copy(update={"task_instruction": text}), certificate, approval_required=True
+    )
+
+
+def _missing_tool(instance: Instance, rng: np.random.Generator) -> UnsolvableVariant:
+    certificate = {"construction": "removed_tool", "tool": REMOVED_TOOL, "empty_cells": len(instance.slots)}
+    return UnsolvableVariant(
+        "missing_tool",
+        _changed(instance, "missing_tool", lambda data: None),
+        certificate,
+        removed_tools=(REMOVED_TOOL,),
+    )
+
+
+# -- missing information and missing attachment ----------------------------------------------------
+
+
+def _ambiguity(variant_instance: Instance) -> dict[str, Any] | None:
+    """The certificate that at least two completions satisfy every stated rule, or None."""
+    from ace_gym.generators.certificate import certify  # deferred: numba loads only when a variant is built
+
+    found = certify(variant_instance)
+    if not found.truth_valid or found.truth_unique is not False:
+        return None
+    return {
+        "checker": "ace_gym.generators.certify",
+        "truth_valid": True,
+        "truth_unique": False,
+        "witness": found.problems[-1],
+    }
+
+
+def _missing_information(instance: Instance, rng: np.random.Generator) -> UnsolvableVariant | None:
+    compiled = compile_instance(instance)
+    domain = compiled.domain
+    for k in rng.permutation(len(compiled.global_rules)).tolist():
+        rule, declared = compiled.global_rules[k], domain.global_rules[k]
+        if int(rule.contribution.min(initial=0)) < 0:
+            continue
+        relaxed = (
+            rule.kind.largest_aggregate(int(rule.contribution.max(initial=0)), compiled.rows, compiled.cols)
+            if rule.kind.upper
+            else 0
+        )
+
+        def update(data: dict[str, Any], name: str = rule.name, relaxed: int = relaxed) -> None:
+            data["global_constraints"][name] = relaxed
+
+        changed = _changed(instance, "missing_information", update)
+        ambiguity = _ambiguity(changed)
+        if ambiguity is None:
+            continue
+        stated = global_rule_text(declared, relaxed, domain)
+        withheld = global_rule_text(declared, _SENTINEL, domain).replace(str(_SENTINEL), "X") + f", where {PHONE_LIMIT}"
+        text = changed.task_instruction.replace(f" {stated}.", f" {withheld}.", 1)
+        certificate = {"construction": "withheld_bound", "rule": rule.name, "served_bound": relaxed, **ambiguity}
+        return UnsolvableVariant(
+            "missing_information",
+            changed.model_copy(update={"task_instruction": text}),
+            certificate,
+            unverifiable_rule=rule.name,
+        )
+    return None
+
+
+def _missing_attachment(instance: Instance, rng: np.random.Generator) -> UnsolvableVariant | None:
+    domain = get_domain(instance.domain)
+    ruled = [s for s, slot in enumerate(instance.slots) if active_slot_rules(slot, domain)]
+    hidden: list[int] = []
+    for s in rng.permutation(ruled).tolist() if ruled else ():
+        hidden.append(int(s))
+        changed = _changed(instance, "missing_attachment", lambda data, cut=tuple(hidden): _drop_slot_rules(data, cut))
+        ambiguity = _ambiguity(changed)
+        if ambiguity is None:
+            continue
+        cells = tuple(sorted((instance.slots[i].row, instance.slots[i].col) for i in hidden))
+        text = changed.task_instruction
+        for row, col in cells:  # a slot without rules renders as its header line alone
+            text = text.replace(f"For slot ({row}, {col}):\n", f"For slot ({row}, {col}):\n{ATTACHMENT_RULE}\n", 1)
+        certificate = {
+            "construction": "withheld_slot_rules",
+            "cells": [list(cell) for cell in cells],
+            **ambiguity,
+        }
+        return UnsolvableVariant(
+            "missing_attachment",
+            changed.model_copy(update={"task_instruction": text}),
+            certificate,
+            attachment_cells=cells,
+        )
+    return None
+
+
+def _drop_slot_rules(data: dict[str, Any], slots: Sequence[int]) -> None:
+    for s in slots:
+        constraints = data["slots"][s]["slot_constraints"]
+        for name in constraints.pop("active_rule_names"):
+            constraints.pop(name, None)
+        constraints["active_rule_names"] = []
+
+
+_BUILDERS: dict[str, Callable[[Instance, np.random.Generator], UnsolvableVariant | None]] = {
+    "conflicting_constraints": _conflicting,
+    "tool_outage": _tool_outage,
+    "missing_tool": _missing_tool,
+    "missing_information": _missing_information,
+    "missing_attachment": _missing_attachment,
+}
+
+
+# -- checking a certificate ------------------------------------------------------------------------
+
+
+def check_certificate(variant: UnsolvableVariant) -> bool:
+    """Re-derive the variant's certificate from its served instance alone (see the module
+    docstring for what each kind claims)."""
+    certificate, instance = variant.certificate, variant.instance
+    construction = certificate.get("construction")
+    if construction == "slot_rule":
+        compiled = compile_instance(instance)
+        slot = next(s for s in compiled.slots if (s.row, s.col) == (certificate["row"], certificate["col"]))
+        kind = next(rule.kind for rule in compiled.domain.slot_rules if rule.name == certificate["rule"])
+        values = compiled.numeric[certificate["attribute"]][slot.candidates]
+        return not slot.valid_items and not slot_rule_mask(values, kind, certificate["bound"]).any()
+    if construction == "global_bound":
+        compiled = compile_instance(instance)
+        k = next(k for k, rule in enumerate(compiled.global_rules) if rule.name == certificate["rule"])
+        rule = compiled.global_rules[k]
+        extreme = _extreme(compiled, k)[1]
+        beyond = extreme > rule.bound if rule.kind.upper else extreme < rule.bound
+        return rule.kind.aggregate in _MONOTONE and beyond and extreme == certificate["extreme_value"]
+    if construction in ("approval_policy", "removed_tool"):
+        return len(instance.slots) >= 1 and (
+            construction == "removed_tool" or APPROVAL_POLICY in instance.task_instruction
+        )
+    if construction in ("withheld_bound", "withheld_slot_rules"):
+        return _ambiguity(instance) is not None
+    return False

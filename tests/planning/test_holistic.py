@@ -1,0 +1,143 @@
+"""Holistic plans: a solver-derived plan grades 1.0; each structural fault gets its flag; plan
+adherence measures the execution against the plan; ACE-Holistic-v0 wires it together."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.envs import AceEnv
+from ace_gym.planning.holistic import HolisticEnv
+from ace_gym.planning.knowledge import TaskFacts, facts_from_reset
+from ace_gym.planning.plans import grade_plan, plan_adherence
+from ace_gym.planning.trajectory import plan_from_steps
+from tests.core_helpers import H15_INDEX
+from tests.planning.helpers import solver_steps
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_solver_plans__grade_one_on_every_bundled_instance(domain: str) -> None:
+    env = AceEnv(domain)
+    for index in range(len(env.dataset)):
+        observation, info = env.reset(seed=0, options={"instance_index": index})
+        facts = facts_from_reset(env.compiled, info)
+        steps, _ = solver_steps(env, observation, info)
+        graded = grade_plan(facts, plan_from_steps(facts, steps))
+        assert (graded.grade, graded.flags) == (1.0, ())
+
+
+def _scenario() -> tuple[TaskFacts, dict[str, Any]]:
+    env = AceEnv("course")
+    observation, info = env.reset(seed=0, options={"instance_index": H15_INDEX})
+    facts = facts_from_reset(env.compiled, info)
+    return facts, plan_from_steps(facts, solver_steps(env, observation, info)[0])
+
+
+def _causes(facts: TaskFacts, plan: Any) -> list[str]:
+    return [flag.cause for _, flag in grade_plan(facts, plan).flags]
+
+
+def test_structural_faults__raise_their_flags() -> None:
+    facts, plan = _scenario()
+    chain = plan["tool_chain"]
+    first_set = next(i for i, step in enumerate(chain) if step["name"] == "set_slot")
+    visible = next((r, c) for r in range(facts.rows) for c in range(facts.cols) if (r, c) not in facts.hidden)
+
+    def changed(edit: Any) -> dict[str, Any]:
+        mutated = copy.deepcopy(plan)
+        edit(mutated["tool_chain"])
+        return mutated
+
+    def rename(tools: list[dict[str, Any]]) -> None:
+        tools[0]["name"] = "teleport"
+
+    def drop_argument(tools: list[dict[str, Any]]) -> None:
+        del tools[0]["arguments"]["field"]
+
+    def prefilled(tools: list[dict[str, Any]]) -> None:
+        tools[0]["arguments"].update(row=visible[0], col=visible[1])
+
+    def early_set(tools: list[dict[str, Any]]) -> None:
+        tools.insert(0, {**tools[first_set], "arguments": {**tools[first_set]["arguments"], "id": "any"}})
+
+    def forward(tools: list[dict[str, Any]]) -> None:
+        tools[first_set]["arguments"]["id"] = f"the id from step {first_set + 5}"
+
+    def no_done(tools: list[dict[str, Any]]) -> None:
+        tools.pop()
+
+    def no_check(tools: list[dict[str, Any]]) -> None:
+        tools[:] = [t for t in tools if not t["name"].startswith("check_")]
+
+    def skip_cell(tools: list[dict[str, Any]]) -> None:
+        tools.pop(first_set)
+
+    def bad_operator(tools: list[dict[str, Any]]) -> None:
+        tools[0]["arguments"]["operator"] = "~"
+
+    expected = {
+        rename: ["unknown_tool"],
+        drop_argument: ["missing_argument"],
+        prefilled: ["prefilled_cell"],
+        early_set: ["unqueried_slot"],
+        forward: ["forward_reference"],
+        no_done: ["missing_done"],
+        no_check: ["unverified_done"],
+        skip_cell: ["empty_slots"],
+        bad_operator: ["bad_operator"],
+    }
+    assert {edit.__name__: _causes(facts, changed(edit)) for edit in expected} == {
+        edit.__name__: causes for edit, causes in expected.items()
+    }
+    assert _causes(facts, {"status": "REJECT", "reason": "no"}) == ["refused_solvable"]
+    assert _causes(facts, "not json") == ["bad_arguments"]
+    assert _causes(facts, {"plan": "x", "tool_chain": "done"}) == ["bad_arguments"]
+
+
+def test_plan_adherence__is_the_lcs_of_tool_names_over_the_plan_length() -> None:
+    assert plan_adherence(["a", "b", "c"], ["a", "b", "c"]) == 1.0
+    assert plan_adherence(["a", "b", "c"], ["x", "a", "c"]) == pytest.approx(2 / 3)
+    assert plan_adherence(["a", "b"], []) == 0.0 and plan_adherence([], ["a"]) == 1.0
+
+
+def test_holistic_env__grades_the_plan_then_executes_it_with_adherence() -> None:
+    env = HolisticEnv(domain="workforce", act_after_plan=True)
+    _, info = env.reset(seed=3)
+    core = AceEnv("workforce")
+    observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
+    steps, _ = solver_steps(core, observation, core_info)
+    facts = facts_from_reset(core.compiled, core_info)
+    _, reward, terminated, _, step_info = env.step(json.dumps(plan_from_steps(facts, steps)))
+    assert (reward, terminated, step_info["plan_correct"]) == (1.0, False, True)
+    for action, _ in steps:
+        _, reward, terminated, _truncated, step_info = env.step(action)
+    assert terminated and reward == 1.0 and step_info["plan_adherence"] == 1.0
+    assert env.step({"name": "done"})[2] is True  # after the end: a note, never an exception
+
+
+def test_holistic_env__without_acting_ends_on_the_plan() -> None:
+    env = HolisticEnv(domain="meal")
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step({"plan": "nothing", "tool_chain": []})
+    assert terminated and reward == 0.4 and [f["cause"] for f in info["plan_flags"]] == ["empty_slots", "missing_done"]
+
+
+def test_holistic_env__with_costs_reports_the_plan_cost_against_the_reference() -> None:
+    env = HolisticEnv(domain="course", settings=["cost"])
+    _, info = env.reset(seed=0)
+    core = AceEnv("course")
+    observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
+    steps, _ = solver_steps(core, observation, core_info)
+    plan = plan_from_steps(facts_from_reset(core.compiled, core_info), steps)
+    step_info = env.step(plan)[4]
+    costs = info["apb"]["cost"]["costs"]
+    expected = sum(
+        costs[s["name"]] + info["apb"]["cost"]["per_id"] * len(s["arguments"].get("ids", []))
+        for s in plan["tool_chain"]
+    )
+    assert step_info["plan_cost"] == pytest.approx(expected)
+    assert 0 < step_info["reference_cost"] <= step_info["plan_cost"]

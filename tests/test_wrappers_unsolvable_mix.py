@@ -1,0 +1,178 @@
+"""UnsolvableMix: the observed share of unsolvable tasks, each kind's tool surface, the reward
+matrix, and the refusal metrics of always-refusing and never-refusing policies."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+from ace_gym.agents.probes import AlwaysRefuse
+from ace_gym.agents.solver import ExactSolver
+from ace_gym.envs import AceEnv
+from ace_gym.errors import ConfigError
+from ace_gym.planning.settings import setting_metrics
+from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
+from ace_gym.planning.unsolvable import APPROVAL_TOOL, ATTACHMENT_TOOL, REFUSAL_TOOL
+from ace_gym.wrappers import UnsolvableMix
+
+EPISODES = 40
+
+
+def _play(env: gym.Env, policy: Any, seed: int) -> tuple[float, dict[str, Any], dict[str, Any]]:
+    observation, reset_info = env.reset(seed=seed)
+    episode = policy.start(observation, reset_info, seed)
+    while True:
+        observation, reward, terminated, truncated, info = env.step(episode.act(observation))
+        if terminated or truncated:
+            return float(reward), reset_info, info
+
+
+def _names(info: dict[str, Any]) -> list[str]:
+    return [schema["function"]["name"] for schema in info["tools"]]
+
+
+def test_observed_share_of_unsolvable_tasks__matches_p() -> None:
+    env = UnsolvableMix(AceEnv("course"), p_unsolvable=0.3)
+    drawn = [env.reset(seed=seed)[1]["apb"]["unsolvable"]["unsolvable"] for seed in range(200)]
+    assert abs(sum(drawn) / len(drawn) - 0.3) < 0.1  # 3 standard errors
+    kinds = {env.reset(seed=seed)[1]["apb"]["unsolvable"]["kind"] for seed in range(60)}
+    assert kinds >= set(UNSOLVABLE_KINDS)
+
+
+def test_always_refuse__recall_one_false_refusal_one_and_the_matrix_rewards() -> None:
+    env = UnsolvableMix(AceEnv("meal"), p_unsolvable=0.5)
+    records, expected_right = [], 0
+    for seed in range(EPISODES):
+        reward, reset_info, info = _play(env, AlwaysRefuse(), seed)
+        kind = reset_info["apb"]["unsolvable"]["kind"]
+        expected = 0.0 if not kind else 1.0 if kind == AlwaysRefuse.reason_code else 0.5
+        assert reward == info["score"] == expected
+        expected_right += kind == AlwaysRefuse.reason_code
+        records.append({"turns": [{"info": info}]})
+    metrics = setting_metrics(["unsolvable"], records)["unsolvable"]
+    unsolvable = metrics["unsolvable_share"] * EPISODES
+    assert 0 < unsolvable < EPISODES
+    assert metrics["refusal_recall"] == 1.0 and metrics["false_refusal_rate"] == 1.0
+    assert metrics["reason_code_accuracy"] == pytest.approx(expected_right / unsolvable)
+
+
+def test_never_refuse__recall_zero_and_solvable_tasks_solved() -> None:
+    env = UnsolvableMix(AceEnv("travel"), p_unsolvable=0.5)
+    records = []
+    for seed in range(EPISODES):
+        reward, reset_info, info = _play(env, ExactSolver(), seed)
+        unsolvable = reset_info["apb"]["unsolvable"]["unsolvable"]
+        assert reward == (0.0 if unsolvable else 1.0)
+        records.append({"turns": [{"info": info}]})
+    metrics = setting_metrics(["unsolvable"], records)["unsolvable"]
+    assert metrics["refusal_recall"] == 0.0 and metrics["false_refusal_rate"] == 0.0
+    assert 0 < metrics["unsolvable_share"] < 1
+
+
+def _episode_of_kind(kind: str, domain: str = "course") -> tuple[UnsolvableMix, dict[str, Any]]:
+    env = UnsolvableMix(AceEnv(domain), p_unsolvable=1.0, kinds=[kind])
+    for seed in range(50):
+        _, info = env.reset(seed=seed)
+        if info["apb"]["unsolvable"]["kind"] == kind:
+            return env, info
+    raise AssertionError(f"no {kind} variant drawn")
+
+
+def test_tool_outage__adds_an_approval_tool_in_outage_and_states_the_policy() -> None:
+    env, info = _episode_of_kind("tool_outage")
+    assert APPROVAL_TOOL in _names(info) and APPROVAL_TOOL in info["system_prompt"]
+    slot = env.unwrapped.compiled.slots[0]
+    arguments = {"row": slot.row, "col": slot.col, "id": slot.candidate_ids[0]}
+    replies = {env.step({"name": APPROVAL_TOOL, "arguments": arguments})[0] for _ in range(3)}
+    (reply,) = replies
+    assert json.loads(reply)["messages"].startswith("Outage, ")
+
+
+def test_missing_tool__removes_set_slot_and_answers_it_as_unknown() -> None:
+    env, info = _episode_of_kind("missing_tool")
+    assert "set_slot" not in _names(info)
+    slot = env.unwrapped.compiled.slots[0]
+    reply = env.step(
+        {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": slot.candidate_ids[0]}}
+    )[0]
+    assert reply == env.unwrapped.step({"name": "no_such_tool", "arguments": {}})[0].replace("no_such_tool", "set_slot")
+    assert env.unwrapped.state.grid[slot.cell] == -1
+
+
+def _fill(env: UnsolvableMix) -> None:
+    compiled = env.unwrapped.compiled
+    for slot in compiled.slots:
+        truth = compiled.item_ids[int(compiled.truth[slot.cell])]
+        env.step({"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": truth}})
+
+
+def test_missing_information__the_global_check_cannot_confirm_the_grid() -> None:
+    env, info = _episode_of_kind("missing_information")
+    assert "agreed on the phone" in info["system_prompt"]
+    _fill(env)
+    data = json.loads(env.step({"name": "check_course_global_constraints", "arguments": {}})[0])["data"]
+    assert data["is_valid"] is None and "not on file" in data["unverifiable"]
+
+
+def test_missing_attachment__no_file_and_slot_checks_cannot_confirm() -> None:
+    env, info = _episode_of_kind("missing_attachment")
+    assert ATTACHMENT_TOOL in _names(info)
+    assert json.loads(env.step({"name": ATTACHMENT_TOOL, "arguments": {}})[0])["data"]["attachment"] is None
+    _fill(env)
+    row, col = info["apb"]["unsolvable"]["attachment_cells"][0]
+    data = json.loads(env.step({"name": "check_course_slot_constraints", "arguments": {"row": row, "col": col}})[0])
+    assert data["data"]["is_valid"] is None
+
+
+def test_done_on_an_unsolvable_task__earns_the_completion_entry_of_the_matrix() -> None:
+    env, _ = _episode_of_kind("tool_outage")
+    env.rewards["complete_unsolvable"] = -1.0
+    _fill(env)
+    _, reward, terminated, _, info = env.step({"name": "done", "arguments": {}})
+    assert terminated and reward == info["score"] == -1.0 and info["grid_score"] == 1.0
+    assert info["apb"]["unsolvable"]["refused"] is False
+
+
+def test_p_zero__is_a_no_op_on_base_rewards_but_offers_the_refusal_tool() -> None:
+    bare, wrapped = AceEnv("shopping"), UnsolvableMix(AceEnv("shopping"), p_unsolvable=0.0)
+    for seed in range(5):
+        reward, _, info = _play(bare, ExactSolver(), seed)
+        wrapped_reward, reset_info, wrapped_info = _play(wrapped, ExactSolver(), seed)
+        assert (wrapped_reward, wrapped_info["grid"]) == (reward, info["grid"])
+        assert _names(reset_info) == [*_names(bare.reset(seed=seed)[1]), REFUSAL_TOOL]
+
+
+def test_perturbation__is_a_function_of_the_seed_and_recorded_in_info() -> None:
+    first = UnsolvableMix(AceEnv("workforce"), p_unsolvable=1.0).reset(seed=12)
+    again = UnsolvableMix(AceEnv("workforce"), p_unsolvable=1.0).reset(seed=12)
+    assert first == again
+    record = first[1]["apb"]["unsolvable"]
+    assert record["unsolvable"] and record["kind"] in UNSOLVABLE_KINDS and record["certificate"]
+
+
+def test_refusal__ends_the_episode_and_later_calls_are_refused() -> None:
+    env = UnsolvableMix(AceEnv("course"), p_unsolvable=0.0)
+    env.reset(seed=0)
+    _, reward, terminated, _, info = env.step({"name": REFUSAL_TOOL, "arguments": {"reason_code": "nonsense"}})
+    assert terminated and reward == 0.0 and info["apb"]["unsolvable"]["reason_code"] == ""
+    observation, _, terminated, _, _ = env.step({"name": "done", "arguments": {}})
+    assert terminated and "episode has ended" in observation
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"p_unsolvable": 1.5}, "p_unsolvable"),
+        ({"kinds": []}, "kinds"),
+        ({"kinds": ["missing_tol"]}, "kinds"),
+        ({"rewards": {"refuse_right": 1.0}}, "rewards"),
+        ({"rewards": {"refuse_right_code": float("nan")}}, "rewards['refuse_right_code']"),
+    ],
+)
+def test_constructor__rejects_bad_arguments(kwargs: dict[str, Any], field: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        UnsolvableMix(AceEnv("course"), **kwargs)
+    assert raised.value.field == field
