@@ -16,7 +16,16 @@ from gymnasium.envs.registration import EnvSpec
 
 import ace_gym.wrappers
 from ace_gym.envs import AceEnv
-from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
+from ace_gym.wrappers import (
+    BrokenTool,
+    ChatAdapter,
+    CostAnnotatedTools,
+    ExtraneousTools,
+    Refine,
+    StepBudget,
+    ToolFailureInjection,
+    UnsolvableMix,
+)
 
 WRAPPER_CLASSES = [
     obj
@@ -50,6 +59,21 @@ STACKS: dict[str, tuple[Callable[[gym.Env], gym.Env], list[Any]]] = {
     "ChatAdapter(max_turns)": (lambda env: ChatAdapter(env, max_turns=4, notice=True), TURNS),
     "StepBudget(ChatAdapter(ToolFailureInjection))": (
         lambda env: StepBudget(ChatAdapter(ToolFailureInjection(env, 0.3, rng="python")), 6, notice=True),
+        TURNS,
+    ),
+    "planning settings (APB)": (
+        lambda env: ChatAdapter(
+            Refine(
+                BrokenTool(
+                    UnsolvableMix(
+                        ExtraneousTools(CostAnnotatedTools(env, lam=0.1), n=2, behaviour="misleading"),
+                        p_unsolvable=0.5,
+                    ),
+                    target="global_check",
+                ),
+                critic="rules",
+            )
+        ),
         TURNS,
     ),
 }
@@ -101,7 +125,8 @@ def test_wrapper__records_its_constructor_arguments_and_types_its_generics(wrapp
     source = inspect.getsource(wrapper.__init__)
     assert source.index("RecordConstructorArgs.__init__") < source.index("Wrapper.__init__")  # recorded first
     parameters = [p for p in inspect.signature(wrapper.__init__).parameters if p not in ("self", "env")]
-    assert f"RecordConstructorArgs.__init__(self, {', '.join(f'{p}={p}' for p in parameters)})" in source
+    recorded = f"RecordConstructorArgs.__init__(self,{','.join(f'{p}={p}' for p in parameters)})"
+    assert recorded in "".join(source.split())  # every argument, as given (whatever the line breaks)
     bases = [b for b in getattr(wrapper, "__orig_bases__", ()) if getattr(b, "__origin__", None) is gym.Wrapper]
     assert bases and len(bases[0].__args__) == 4  # gym.Wrapper[WrapperObs, WrapperAct, Obs, Act]
 

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from ace_gym.domains import get_domain
+from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import ConfigError, flag
 from ace_gym.planning import replies
 from ace_gym.planning.knowledge import APB_INFO, decode_arguments, real_tool_kinds, split_action
@@ -33,7 +34,7 @@ _STREAM_TAG = 0xB20C
 _ENDING_KINDS = ("done", "refusal")
 
 
-class BrokenTool(gym.Wrapper, gym.utils.RecordConstructorArgs):
+class BrokenTool(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Break one tool for the whole episode and offer a working replacement under another name.
 
     ## Tools

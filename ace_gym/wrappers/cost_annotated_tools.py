@@ -11,6 +11,7 @@ import gymnasium as gym
 from ace_gym.agents.cost_solver import CostAwareSolver
 from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
+from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import ConfigError, choice, did_you_mean, flag, number
 from ace_gym.instance import Instance
 from ace_gym.planning.cost import (
@@ -30,7 +31,7 @@ INFO_KEY = "cost"
 REWARDS = ("penalty", "efficiency")
 
 
-class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
+class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Give every tool a cost, add cheaper composite tools, and optionally reward frugality.
 
     ## Tools
@@ -69,6 +70,9 @@ class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
         reward: str = "penalty",
         reference: bool = True,
     ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(
+            self, costs=costs, composites=composites, lam=lam, reward=reward, reference=reference
+        )
         table = _costs(costs)
         composites = flag("composites", composites)
         lam = float(number("lam", lam, minimum=0, finite=True))
@@ -76,9 +80,6 @@ class CostAnnotatedTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
         reference = flag("reference", reference)
         if reward == "efficiency" and not reference:
             raise ConfigError("reference", reference, "the efficiency reward needs the reference cost")
-        gym.utils.RecordConstructorArgs.__init__(
-            self, costs=dict(costs or {}), composites=composites, lam=lam, reward=reward, reference=reference
-        )
         gym.Wrapper.__init__(self, env)
         self.costs, self.composites, self.lam, self.reward, self.reference = table, composites, lam, reward, reference
         self._kinds: dict[str, str] = {}

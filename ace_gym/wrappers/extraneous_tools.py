@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from ace_gym.domains import get_domain
+from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import choice, integer, number
 from ace_gym.planning import replies
 from ace_gym.planning.knowledge import call_key, decode_arguments, split_action
@@ -25,7 +26,7 @@ _TRENDS = ("rising", "stable", "falling")
 _CONFIDENCE = ("low", "medium", "high")
 
 
-class ExtraneousTools(gym.Wrapper, gym.utils.RecordConstructorArgs):
+class ExtraneousTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Add ``n`` distractor tools to the tool list, shuffled in with the real ones.
 
     ## Tools

@@ -6,6 +6,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
+from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import choice
 from ace_gym.planning import replies
 from ace_gym.planning.detector import ErrorTracker
@@ -40,7 +41,7 @@ def critique(flags: tuple[Flag, ...] | None, mode: str) -> str:
     return " ".join(parts)
 
 
-class Refine(gym.Wrapper, gym.utils.RecordConstructorArgs):
+class Refine(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Hold every proposed call back for one critique, then execute the agent's next call.
 
     ## Steps

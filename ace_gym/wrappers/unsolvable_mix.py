@@ -8,6 +8,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import ConfigError, did_you_mean, number, probability
 from ace_gym.planning import replies
 from ace_gym.planning.knowledge import decode_arguments, envelope_of, split_action
@@ -79,7 +80,7 @@ def _attachment_schema() -> dict[str, Any]:
     return tool_schema(ATTACHMENT_TOOL, "Return the file attached to this task.", {}, [])
 
 
-class UnsolvableMix(gym.Wrapper, gym.utils.RecordConstructorArgs):
+class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Serve a certified-unsolvable variant of the task with probability ``p_unsolvable``, and
     offer ``report_infeasible(reason_code, explanation)`` in every episode.
 
@@ -118,12 +119,10 @@ class UnsolvableMix(gym.Wrapper, gym.utils.RecordConstructorArgs):
         kinds: Sequence[str] = UNSOLVABLE_KINDS,
         rewards: Mapping[str, float] | None = None,
     ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, p_unsolvable=p_unsolvable, kinds=kinds, rewards=rewards)
         p_unsolvable = probability("p_unsolvable", p_unsolvable)
         kinds = _kinds(kinds)
         matrix = _rewards(rewards)
-        gym.utils.RecordConstructorArgs.__init__(
-            self, p_unsolvable=p_unsolvable, kinds=list(kinds), rewards=dict(rewards or {})
-        )
         gym.Wrapper.__init__(self, env)
         self.p_unsolvable, self.kinds, self.rewards = p_unsolvable, kinds, matrix
         self._rng: np.random.Generator | None = None

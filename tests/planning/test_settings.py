@@ -110,7 +110,7 @@ def test_every_setting__records_its_arguments_so_the_spec_rebuilds_the_stack() -
     rebuilt = gym.make(env.spec)
     assert rebuilt.spec == env.spec
     assert [w.kwargs for w in rebuilt.spec.additional_wrappers][-5:] == [
-        {**{"costs": {}}, **options["cost"], "reward": "penalty"},
+        {"costs": None, **options["cost"], "reward": "penalty"},
         options["extraneous"],
         options["unsolvable"],
         options["broken"],
