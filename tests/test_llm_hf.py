@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ace_gym.agents.base import ChatEngine  # noqa: E402
+from ace_gym.agents.base import ChatEngine, TokenChatEngine  # noqa: E402
 from ace_gym.agents.llm import make_engine  # noqa: E402
 from ace_gym.agents.llm.hf_engine import HFChatEngine  # noqa: E402
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
@@ -35,7 +35,33 @@ def _start(domain: str, index: int = 0) -> tuple[list[dict], list[dict]]:
 
 
 def test_hf_engine__is_a_chat_engine(greedy: HFChatEngine) -> None:
-    assert isinstance(greedy, ChatEngine)
+    assert isinstance(greedy, ChatEngine) and isinstance(greedy, TokenChatEngine)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_hf_engine__logprobs_are_the_generated_tokens_log_probabilities_at_the_temperature(
+    tiny_model: Path, temperature: float
+) -> None:
+    engine = HFChatEngine(tiny_model, max_new_tokens=6, temperature=temperature, seed=3)
+    conversation, tools = _start("meal")
+    (completion,) = engine.generate([conversation], [tools])
+    ids = completion.completion_token_ids
+    assert completion.logprobs is not None and len(completion.logprobs) == len(ids)
+    sequence = torch.tensor([completion.prompt_token_ids + ids])
+    with torch.no_grad():
+        logits = engine.model(sequence).logits[0, len(completion.prompt_token_ids) - 1 : -1]
+    expected = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(1, torch.tensor([ids]).T).squeeze(1)
+    assert completion.logprobs == pytest.approx(expected.tolist(), abs=1e-4)
+    assert (
+        HFChatEngine(tiny_model, max_new_tokens=2, logprobs=False).generate([conversation], [tools])[0].logprobs is None
+    )
+
+
+def test_hf_engine__generate_ids_equals_generate_on_the_rendered_prompt(greedy: HFChatEngine) -> None:
+    conversation, tools = _start("pc_build")
+    (from_messages,) = greedy.generate([conversation], [tools])
+    (from_ids,) = greedy.generate_ids([from_messages.prompt_token_ids])
+    assert from_ids == from_messages
 
 
 def test_hf_engine__batched_left_padded_generation_equals_one_by_one(greedy: HFChatEngine) -> None:
@@ -130,12 +156,10 @@ def test_hf_engine__episodes_through_the_adapter_and_collector_are_well_formed(t
 def test_hf_engine__a_conversation_the_chat_template_refuses_fails_alone(tiny_model: Path) -> None:
     from transformers import AutoTokenizer
 
-    from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE
-
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     tokenizer.chat_template = (
         "{% if messages[-1].content == 'boom' %}{{ raise_exception('one tool call per turn only') }}{% endif %}"
-        + CHAT_TEMPLATE
+        + tokenizer.chat_template
     )
     engine = HFChatEngine(str(tiny_model), tokenizer, max_new_tokens=3, temperature=0)
     refused, fine = engine.generate(
