@@ -70,7 +70,7 @@ class AceToolEnvironment:
         self._score = None
         self._episode = {
             "domain": self.domain,
-            "group": json.dumps([self.domain, info["instance_id"], seed]),
+            "group": json.dumps([self.dataset, self.domain, info["instance_id"], seed]),
             "tool_calls": 0,
             "injected_failures": 0,
             "retried_failed_calls": 0,
@@ -84,9 +84,10 @@ class AceToolEnvironment:
 
     @property
     def episode(self) -> dict[str, Any]:
-        """``domain``, ``group`` (same instance and seed), ``score``, ``tool_calls``,
-        ``injected_failures``, ``retried_failed_calls`` of the current episode."""
-        return {**self._episode, "score": self.get_reward()}
+        """The current episode for :func:`~ace_gym.integrations.trainer_callback.summary_metrics`:
+        ``domain``, ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
+        ``done`` or a budget), ``tool_calls``, ``injected_failures``, ``retried_failed_calls``."""
+        return {**self._episode, "score": self.get_reward(), "finished": self._score is not None}
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         observation, _, terminated, truncated, info = self._env.step({"name": name, "arguments": arguments})
@@ -162,9 +163,7 @@ def environment_factory(
     ``environment`` column (see :func:`train_dataset`) picks the class, and only that domain's
     tools are shown to the model. The settings apply to every domain (see :func:`environment_class`)."""
     return {
-        domain: environment_class(
-            domain, dataset=dataset, env_kwargs=env_kwargs, tool_failure_rate=tool_failure_rate
-        )
+        domain: environment_class(domain, dataset=dataset, env_kwargs=env_kwargs, tool_failure_rate=tool_failure_rate)
         for domain in domains
     }
 
@@ -187,3 +186,47 @@ def train_dataset(specs: Sequence[EpisodeSpec]) -> Any:
         for column in INSTANCE_COLUMNS:
             rows[column].append(getattr(spec, column))
     return Dataset.from_dict(rows)
+
+
+class AceMetrics:
+    """A TRL reward function that scores nothing (None for every completion, so it never moves
+    the reward) and logs :func:`~ace_gym.integrations.trainer_callback.summary_metrics` of the
+    batch through TRL's ``log_metric``: ``ace/score``, ``ace/score/<domain>``,
+    ``ace/parse_error_rate``, ``ace/recovery_rate``, ``ace/pass@k``, ``ace/avg@k`` over the GRPO
+    groups of the batch, ...
+
+    Under ``environment_factory`` it reads each rollout's environment (``episode``) and counts
+    turns in the completion's messages: an assistant message without a tool call before the
+    episode finished is a turn TRL could not read as a call. Under :func:`rollout_func` it reads
+    the ``ace_episode`` summaries the rollout returns.
+    """
+
+    __name__ = "ace_metrics"  # TRL names reward columns after this
+
+    def __call__(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        log_metric: Callable[[str, float], None] | None = None,
+        environments: Sequence[Any] | None = None,
+        ace_episode: Sequence[Mapping[str, Any]] | None = None,
+        **_: Any,
+    ) -> list[float | None]:
+        from ace_gym.integrations.trainer_callback import summary_metrics
+
+        if environments is not None:
+            summaries = [
+                _turn_counts(env.episode, messages) for env, messages in zip(environments, completions, strict=True)
+            ]
+        else:
+            summaries = list(ace_episode or ())
+        if log_metric is not None:
+            for name, value in summary_metrics(summaries).items():
+                log_metric(name, value)
+        return [None] * len(prompts)
+
+
+def _turn_counts(episode: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    assistant = [m for m in messages if m.get("role") == "assistant"]
+    unread = bool(assistant) and not assistant[-1].get("tool_calls") and not episode["finished"]
+    return {**episode, "turns": len(assistant), "parse_error_turns": int(unread)}
