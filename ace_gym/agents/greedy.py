@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ace_gym.agents.base import Script, ScriptedPolicy
+from ace_gym.agents.base import ScriptedPolicy
 from ace_gym.agents.solver import slot_candidates
-from ace_gym.agents.task_view import TaskView, call, succeeded
+from ace_gym.agents.task_view import Script, TaskView, call, succeeded
 
 
 class GreedyLocal(ScriptedPolicy):
