@@ -17,7 +17,11 @@ A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, 
 ``max_turns``), ``hidden_slots``, ``decoy_budget``, ``score`` (0.0/1.0), ``reason``, ``terminated``,
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
 ``turns`` (per turn: ``reward``, the adapter's ``info`` and, when the engine reports them, token
-counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``finish_reason``), ``usage``
+counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``logprobs`` / ``finish_reason``),
+``tokens`` (an engine that generates from token ids, vLLM or transformers, plays token-exact:
+``prompt_ids``, ``response_ids``, ``assistant_mask``, ``logprobs``, ``turn_starts`` as
+:meth:`~ace_gym.chat_template.ChatTokens.trajectory` lays them out, the prompt of turn t being
+``prompt_ids + response_ids[:turn_starts[t]]``; None for other policies), ``usage``
 (:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports). Members of a GRPO-style
 group share instance and seed and differ in ``trial``.
 """
@@ -39,7 +43,7 @@ from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
-from ace_gym.eval.loop import Episode, Turn, actor_of, jsonable, run_loop
+from ace_gym.eval.loop import Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 
 DEFAULT_MAX_TURNS = 1000
@@ -160,6 +164,7 @@ def ace_record(
         "messages": episode.messages,
         "tools": episode.tools,
         "turns": episode.turns,
+        "tokens": token_trajectory(episode),
     }
 
 

@@ -178,7 +178,7 @@ def train_dataset(specs: Sequence[EpisodeSpec]) -> Any:
 
     rows: dict[str, list[Any]] = {"prompt": [], "environment": [], **{column: [] for column in INSTANCE_COLUMNS}}
     for spec in specs:
-        env = spec.make_chat_env()
+        env = spec.make_env()
         messages, _ = env.reset(seed=spec.seed, options=spec.reset_options())
         env.close()
         rows["prompt"].append([{"role": m["role"], "content": m["content"]} for m in messages])
