@@ -3,6 +3,7 @@ with the tiny local model (steered to call tools, see ``tests/steering.py``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from pathlib import Path
@@ -21,7 +22,13 @@ from ace_gym.domains import DOMAIN_NAMES  # noqa: E402
 from ace_gym.envs import AceEnv  # noqa: E402
 from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
-from ace_gym.integrations.trl import AceMetrics, environment_factory, train_dataset  # noqa: E402
+from ace_gym.integrations.trl import (  # noqa: E402
+    AceMetrics,
+    environment_factory,
+    episode_score,
+    rollout_func,
+    train_dataset,
+)
 from ace_gym.wrappers import ChatAdapter  # noqa: E402
 
 
@@ -255,3 +262,100 @@ def test_grpo__trains_every_turn_through_environment_factory_on_two_domains(
     rewards = [entry["rewards/AceCourseEnvironment/mean"] for entry in logged]
     assert all(0.0 <= r <= 1.0 for r in rewards)
     assert any(not torch.equal(before[name], p) for name, p in model.named_parameters()), "no update"
+
+
+@pytest.mark.slow
+def test_grpo__trains_every_turn_through_rollout_func_on_two_domains(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trl import GRPOConfig, GRPOTrainer
+
+    from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    model = SteeredLlama.from_pretrained(tiny_model)
+    specs = [EpisodeSpec(domain, instance_index=0, seed=7, max_turns=4) for domain in ("course", "meal")]
+    model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
+    config = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=256,
+        learning_rate=0.05,
+        shuffle_dataset=False,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=train_dataset(specs),
+        rollout_func=rollout_func(specs),
+        reward_funcs=[episode_score, AceMetrics()],
+    )
+    batches = _captured_batches(trainer)
+    before = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
+    trainer.train()
+
+    assert_multi_turn_masked(batches, tokenizer, steps=2)
+    logged = [entry for entry in trainer.state.log_history if "ace/score" in entry]
+    assert len(logged) == 2 and {"ace/score/course", "ace/score/meal", "ace/pass@2", "ace/avg@2"} <= set(logged[0])
+    assert all(entry["ace/parse_error_rate"] == 0.0 for entry in logged)
+    assert any(not torch.equal(before[name], p) for name, p in model.named_parameters()), "no update"
+
+
+def test_rollout_func__refuses_two_specs_that_open_alike_but_play_differently() -> None:
+    same = EpisodeSpec("course", instance_index=0, seed=1)
+    rollout_func([same, dataclasses.replace(same, trial=3)])  # GRPO members of one row: fine
+    with pytest.raises(ConfigError, match="same conversation"):
+        rollout_func([same, dataclasses.replace(same, tool_failure_rate=0.5)])
+
+
+def _trainer_stub(tokenizer: Any, **fields: Any) -> Any:
+    from types import SimpleNamespace
+
+    defaults = {"processing_class": tokenizer, "chat_template": None, "chat_template_kwargs": {}, "use_vllm": False}
+    return SimpleNamespace(**{**defaults, **fields})
+
+
+def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(tiny_model: Path) -> None:
+    from types import SimpleNamespace
+
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    reply = [*tokenizer.encode("ok"), tokenizer.eos_token_id]
+    calls = []
+
+    def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
+        calls.append((prompts, images, num_generations))
+        return prompts, [reply, reply[:1]], [[[-0.5]] * len(reply), [[-1.5]]], None
+
+    trainer = _trainer_stub(
+        tokenizer,
+        use_vllm=True,
+        vllm_generation=SimpleNamespace(generate=generate),
+        eos_token_ids=[tokenizer.eos_token_id],
+    )
+    done, cut = TrainerEngine(trainer).generate_ids([[1, 2], [3]])
+    assert calls == [([[1, 2], [3]], None, 1)]  # one generation per prompt: each episode has its own history
+    assert (done.text, done.completion_token_ids, done.finish_reason) == ("ok", reply, "stop")
+    assert done.logprobs == [-0.5] * len(reply) and (cut.finish_reason, cut.logprobs) == ("length", [-1.5])
+
+
+def test_trainer_engine__renders_with_a_prefix_preserving_template(tiny_model: Path) -> None:
+    from trl.chat_template_utils import qwen3_chat_template, qwen3_training_chat_template
+
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    assert "chat_template" not in TrainerEngine(_trainer_stub(tokenizer)).chat_template_kwargs  # Qwen2.5: as is
+    tokenizer.chat_template = qwen3_chat_template  # rewrites earlier turns: TRL's training variant instead
+    engine = TrainerEngine(_trainer_stub(tokenizer, chat_template_kwargs={"enable_thinking": False}))
+    assert engine.chat_template_kwargs == {"enable_thinking": False, "chat_template": qwen3_training_chat_template}

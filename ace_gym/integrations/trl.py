@@ -14,15 +14,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+
+from ace_gym.agents.base import Completion
+from ace_gym.agents.llm.hf_engine import HFChatEngine
+from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.scoring import evaluate_grid
 from ace_gym.tools import Tool, toolset
 from ace_gym.wrappers import ToolFailureInjection
@@ -178,14 +184,156 @@ def train_dataset(specs: Sequence[EpisodeSpec]) -> Any:
 
     rows: dict[str, list[Any]] = {"prompt": [], "environment": [], **{column: [] for column in INSTANCE_COLUMNS}}
     for spec in specs:
-        env = spec.make_env()
-        messages, _ = env.reset(seed=spec.seed, options=spec.reset_options())
-        env.close()
-        rows["prompt"].append([{"role": m["role"], "content": m["content"]} for m in messages])
+        rows["prompt"].append(_opening(spec))
         rows["environment"].append(spec.domain)
         for column in INSTANCE_COLUMNS:
             rows[column].append(getattr(spec, column))
     return Dataset.from_dict(rows)
+
+
+class TrainerEngine:
+    """TRL's own generation as a :class:`~ace_gym.agents.base.TokenChatEngine` for ace-gym's
+    collector: the trainer's vLLM (server or colocated, ``trainer.vllm_generation``) when it uses
+    vLLM, else the model being trained through transformers' ``generate`` (unwrapped by the
+    trainer's accelerator; use vLLM with sharded models), with the trainer's sampling settings
+    (``temperature``, ``top_p``, ``max_completion_length`` per turn, ``generation_kwargs``). Logprobs
+    are vLLM's sampled-token logprobs or the model's at the sampling temperature.
+
+    Conversations are rendered with the trainer's training template when it has one, else with
+    TRL's prefix-preserving training variant of the tokenizer's template when that template is not
+    prefix-preserving (ids must only grow from turn to turn), else with the tokenizer's own.
+    """
+
+    def __init__(self, trainer: Any) -> None:
+        from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
+
+        self.trainer = trainer
+        self.tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        template = trainer.chat_template
+        if template is None and not is_chat_template_prefix_preserving(self.tokenizer):
+            template = get_training_chat_template(self.tokenizer)
+        self.chat_template_kwargs: dict[str, Any] = dict(trainer.chat_template_kwargs or {})
+        if template is not None:
+            self.chat_template_kwargs["chat_template"] = template
+
+    def generate_ids(self, prompts: Sequence[list[int]]) -> list[Completion]:
+        trainer = self.trainer
+        if not trainer.use_vllm:
+            return self._transformers().generate_ids(prompts)
+        _, completion_ids, logprobs, _ = trainer.vllm_generation.generate(
+            prompts=[list(p) for p in prompts], images=None, num_generations=1
+        )
+        stops = set(trainer.eos_token_ids)
+        return [
+            Completion(
+                text=self.tokenizer.decode(ids, skip_special_tokens=True),
+                prompt_tokens=len(prompt),
+                completion_tokens=len(ids),
+                prompt_token_ids=list(prompt),
+                completion_token_ids=list(ids),
+                finish_reason="stop" if ids and ids[-1] in stops else "length",
+                logprobs=[float(top[0]) for top in token_logprobs],
+            )
+            for prompt, ids, token_logprobs in zip(prompts, completion_ids, logprobs, strict=True)
+        ]
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        """Render and generate (the collector's way for an episode whose turns the template refused)."""
+        prompts = render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs)
+        fixed = {i: completion_without_generation(p, None) for i, p in enumerate(prompts) if isinstance(p, str)}
+        generated = iter(self.generate_ids([p for p in prompts if isinstance(p, list)]))
+        return [fixed[i] if i in fixed else next(generated) for i in range(len(prompts))]  # type: ignore[misc]
+
+    def _transformers(self) -> HFChatEngine:
+        trainer = self.trainer
+        args = trainer.args
+        extra = {key: value for key, value in (args.generation_kwargs or {}).items() if key not in ("max_tokens", "n")}
+        extra.update(
+            {
+                key: getattr(trainer, key)
+                for key in ("top_k", "min_p", "repetition_penalty")
+                if getattr(trainer, key, None)
+            }
+        )
+        return HFChatEngine(
+            trainer.accelerator.unwrap_model(trainer.model),
+            self.tokenizer,
+            max_new_tokens=trainer.max_completion_length,
+            temperature=trainer.temperature,
+            top_p=trainer.top_p if trainer.top_p is not None else 1.0,
+            seed=int(np.random.SeedSequence([args.seed, trainer.state.global_step]).generate_state(1)[0]),
+            chat_template_kwargs=self.chat_template_kwargs,
+            generation_kwargs=extra,
+        )
+
+
+def rollout_func(
+    specs: Sequence[EpisodeSpec], *, batch_size: int = 64
+) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
+    """A ``GRPOTrainer(rollout_func=...)`` that plays ACE episodes with ace-gym's collector
+    (:func:`~ace_gym.eval.run_episodes`: its multi-format parser, corrective messages, budgets and
+    failure injection, as each spec sets them) against TRL's generation (:class:`TrainerEngine`),
+    token-exact, ``batch_size`` episodes at a time.
+
+    Each prompt is a :func:`train_dataset` row's ``prompt``; it names the spec whose opening it is
+    (ConfigError up front when two specs open with the same conversation but are played
+    differently). For every prompt the function returns ``prompt_ids``, ``completion_ids`` (every
+    assistant turn and the env's replies between them, up to the end of the last turn, at most
+    ``max_completion_length`` ids), ``logprobs`` (0.0 on env ids), ``env_mask`` (1 on the model's
+    ids, 0 on the env's: only the model's are trained) and ``ace_episode``
+    (:func:`~ace_gym.integrations.trainer_callback.episode_summary`) for the reward functions: pass
+    :func:`episode_score` as a reward and :class:`AceMetrics` for the metrics.
+    """
+    by_opening: dict[str, EpisodeSpec] = {}
+    for spec in specs:
+        key = _opening_key(_opening(spec))
+        known = by_opening.setdefault(key, spec)
+        if dataclasses.replace(known, trial=0) != dataclasses.replace(spec, trial=0):
+            raise ConfigError("specs", spec, f"opens with the same conversation as {known}; give one spec per opening")
+
+    def rollout(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        from ace_gym.integrations.trainer_callback import episode_summary
+
+        batch = [dataclasses.replace(by_opening[_opening_key(prompt)], trial=k) for k, prompt in enumerate(prompts)]
+        records = {r["trial"]: r for r in run_episodes(batch, TrainerEngine(trainer), batch_size=batch_size)}
+        out: dict[str, list[Any]] = {
+            key: [] for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "ace_episode")
+        }
+        for k in range(len(prompts)):
+            record = records[k]
+            tokens = record["tokens"]
+            if tokens is None:
+                raise ConfigError(
+                    "chat template", record["key"], "refused a turn of this episode: no token-exact rollout"
+                )
+            last = tokens["turn_starts"][-1] + len(record["turns"][-1].get("completion_token_ids", ()))
+            end = min(last, trainer.max_completion_length)
+            out["prompt_ids"].append(tokens["prompt_ids"])
+            out["completion_ids"].append(tokens["response_ids"][:end])
+            out["logprobs"].append(tokens["logprobs"][:end])
+            out["env_mask"].append(tokens["assistant_mask"][:end])
+            out["ace_episode"].append(episode_summary(record))
+        return out
+
+    return rollout
+
+
+def episode_score(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[float]:
+    """The reward of :func:`rollout_func` episodes: each episode's score (1.0 solved, else 0.0)."""
+    return [float(episode["score"]) for episode in ace_episode]
+
+
+def _opening(spec: EpisodeSpec) -> list[dict[str, Any]]:
+    env = spec.make_env()
+    messages, _ = env.reset(seed=spec.seed, options=spec.reset_options())
+    env.close()
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def _opening_key(messages: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps([[m["role"], m["content"]] for m in messages])
 
 
 class AceMetrics:
