@@ -109,6 +109,21 @@ class EpisodeSpec:
         """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``."""
         return StepBudget(ChatAdapter(self.make_core_env()), self.max_turns or DEFAULT_MAX_TURNS)
 
+    def to_json(self) -> str:
+        """The spec as JSON text (:meth:`from_json` reads it back): how a trainer's dataset row
+        names the episode it plays."""
+        return json.dumps({**dataclasses.asdict(self), "env_kwargs": dict(self.env_kwargs)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> EpisodeSpec:
+        """The spec :meth:`to_json` wrote; ConfigError for text that is no such spec."""
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, ValueError) as error:
+            if isinstance(error, ConfigError):
+                raise
+            raise ConfigError("episode", text[:200], f"is not an EpisodeSpec as JSON ({error})") from None
+
     def policy_seed(self) -> int:
         """The seed of a scripted policy's own draws: a function of ``seed`` and ``trial``."""
         return int(np.random.SeedSequence([self.seed, self.trial]).generate_state(1)[0])
