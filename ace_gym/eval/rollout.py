@@ -109,6 +109,14 @@ class EpisodeSpec:
         """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``."""
         return StepBudget(ChatAdapter(self.make_core_env()), self.max_turns or DEFAULT_MAX_TURNS)
 
+    def opening(self) -> list[dict[str, str]]:
+        """The episode's opening ``[system, user]`` messages (``role`` and ``content``), as
+        :meth:`make_env` starts it: what a trainer's dataset row shows as the prompt."""
+        env = self.make_env()
+        messages, _ = env.reset(seed=self.seed, options=self.reset_options())
+        env.close()
+        return [{"role": m["role"], "content": m["content"]} for m in messages]
+
     def to_json(self) -> str:
         """The spec as JSON text (:meth:`from_json` reads it back): how a trainer's dataset row
         names the episode it plays."""

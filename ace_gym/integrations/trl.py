@@ -184,7 +184,7 @@ def train_dataset(specs: Sequence[EpisodeSpec]) -> Any:
 
     rows: dict[str, list[Any]] = {"prompt": [], "environment": [], **{column: [] for column in INSTANCE_COLUMNS}}
     for spec in specs:
-        rows["prompt"].append(_opening(spec))
+        rows["prompt"].append(spec.opening())
         rows["environment"].append(spec.domain)
         for column in INSTANCE_COLUMNS:
             rows[column].append(getattr(spec, column))
@@ -288,7 +288,7 @@ def rollout_func(
     """
     by_opening: dict[str, EpisodeSpec] = {}
     for spec in specs:
-        key = _opening_key(_opening(spec))
+        key = _opening_key(spec.opening())
         known = by_opening.setdefault(key, spec)
         if dataclasses.replace(known, trial=0) != dataclasses.replace(spec, trial=0):
             raise ConfigError("specs", spec, f"opens with the same conversation as {known}; give one spec per opening")
@@ -323,13 +323,6 @@ def rollout_func(
 def episode_score(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[float]:
     """The reward of :func:`rollout_func` episodes: each episode's score (1.0 solved, else 0.0)."""
     return [float(episode["score"]) for episode in ace_episode]
-
-
-def _opening(spec: EpisodeSpec) -> list[dict[str, Any]]:
-    env = spec.make_env()
-    messages, _ = env.reset(seed=spec.seed, options=spec.reset_options())
-    env.close()
-    return [{"role": m["role"], "content": m["content"]} for m in messages]
 
 
 def _opening_key(messages: Sequence[Mapping[str, Any]]) -> str:
