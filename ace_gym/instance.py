@@ -280,11 +280,6 @@ class CompiledInstance:
         """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
         return tuple(sorted(k for k in self.domain.item_keys if k != self.domain.id_key))
 
-    def slot_at(self, row: int, col: int) -> CompiledSlot | None:
-        """The hidden slot at (row, col), or None for a visible cell. Caller checks the range."""
-        s = self.cell_slot_list[row * self.cols + col]
-        return None if s < 0 else self.slots[s]
-
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:
     return dataset.compiled(index)
@@ -713,33 +708,38 @@ def check_dataset(model: DatasetFile, source: str) -> None:
     seen: set[str] = set()
     for k, instance in enumerate(model.instances):
         where = f"$.instances[{k}]"
-        for name in ("rows", "cols"):
-            if getattr(instance.meta, name) != getattr(model, name):
-                raise DatasetError(
-                    source,
-                    f"{where}.meta.{name}",
-                    f"is {getattr(instance.meta, name)} but the file declares {model.rows}x{model.cols}",
-                )
-        for name, listed in (("hidden_slots", model.hidden_slots), ("branch_budget", model.branch_budget)):
-            if getattr(instance.meta, name) not in listed:
-                raise DatasetError(
-                    source,
-                    f"{where}.meta.{name}",
-                    f"is {getattr(instance.meta, name)} but the file header lists {name} {_shown(listed)}",
-                )
-        if instance.meta.requested_candidates_per_slot != model.candidates_per_slot:
-            raise DatasetError(
-                source,
-                f"{where}.meta.requested_candidates_per_slot",
-                f"is {instance.meta.requested_candidates_per_slot} but the file header has candidates_per_slot "
-                f"{model.candidates_per_slot}",
-            )
+        _check_against_header(instance, model, source, where)
         if instance.instance_id in seen:
             raise DatasetError(source, f"{where}.instance_id", f"duplicate instance id {_shown(instance.instance_id)}")
         seen.add(instance.instance_id)
         if instance.domain != model.domain:
             raise DatasetError(source, f"{where}.domain", f"{_shown(instance.domain)} in a {model.domain!r} file")
         check_instance(instance, DOMAINS[model.domain], source, where)
+
+
+def _check_against_header(instance: Instance, model: DatasetFile, source: str, where: str) -> None:
+    """The instance's grid size, hidden-slot count, decoy budget and K as the file header declares them."""
+    for name in ("rows", "cols"):
+        if getattr(instance.meta, name) != getattr(model, name):
+            raise DatasetError(
+                source,
+                f"{where}.meta.{name}",
+                f"is {getattr(instance.meta, name)} but the file declares {model.rows}x{model.cols}",
+            )
+    for name, listed in (("hidden_slots", model.hidden_slots), ("branch_budget", model.branch_budget)):
+        if getattr(instance.meta, name) not in listed:
+            raise DatasetError(
+                source,
+                f"{where}.meta.{name}",
+                f"is {getattr(instance.meta, name)} but the file header lists {name} {_shown(listed)}",
+            )
+    if instance.meta.requested_candidates_per_slot != model.candidates_per_slot:
+        raise DatasetError(
+            source,
+            f"{where}.meta.requested_candidates_per_slot",
+            f"is {instance.meta.requested_candidates_per_slot} but the file header has candidates_per_slot "
+            f"{model.candidates_per_slot}",
+        )
 
 
 def check_instance(instance: Instance, domain: Domain, source: str, where: str = "$") -> None:
@@ -749,32 +749,11 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
     def fail(path: str, problem: str) -> DatasetError:
         return DatasetError(source, where + path, problem)
 
-    rows, cols = instance.meta.rows, instance.meta.cols
-    if rows <= 0 or cols <= 0:
-        raise fail(".meta", f"grid size must be positive, got {rows}x{cols}")
-    for name in ("truth_solution", "partial_solution"):
-        grid = getattr(instance, name)
-        if len(grid) != rows or any(len(row) != cols for row in grid):
-            raise fail(f".{name}", f"must be a {rows}x{cols} grid")
+    _check_shape(instance, fail)
     ranges = accepted_ranges(domain)
     _check_items(instance, domain, ranges, fail)
     _check_global_thresholds(instance, domain, ranges, fail)
-    for r, row in enumerate(instance.truth_solution):
-        for c, item_id in enumerate(row):
-            if item_id not in instance.item_pool:
-                raise fail(f".truth_solution[{r}][{c}]", f"id {_shown(item_id)} is not in item_pool")
-            shown = instance.partial_solution[r][c]
-            if shown is not None and shown != item_id:
-                raise fail(f".partial_solution[{r}][{c}]", f"is {_shown(shown)} but the truth is {_shown(item_id)}")
-    hidden = [(r, c) for r in range(rows) for c in range(cols) if instance.partial_solution[r][c] is None]
-    if [(p.row, p.col) for p in instance.hidden_slots] != hidden:
-        raise fail(".hidden_slots", "must list the null cells of partial_solution in row-major order")
-    if [(s.row, s.col) for s in instance.slots] != hidden:
-        raise fail(".slots", "must hold one entry per hidden cell, in hidden_slots order")
-    if instance.meta.hidden_slots != len(hidden):
-        raise fail(
-            ".meta.hidden_slots", f"is {instance.meta.hidden_slots} but the instance has {len(hidden)} hidden cells"
-        )
+    _check_cells(instance, fail)
     for s, slot in enumerate(instance.slots):
         _check_slot(instance, slot, domain, ranges, _under(fail, f".slots[{s}]"))
     _check_branches(instance, fail)
@@ -794,6 +773,38 @@ def _under(fail: Fail, prefix: str) -> Fail:
         return fail(prefix + path, problem)
 
     return fail_under
+
+
+def _check_shape(instance: Instance, fail: Fail) -> None:
+    """A positive grid size, and truth and partial grids of that size."""
+    rows, cols = instance.meta.rows, instance.meta.cols
+    if rows <= 0 or cols <= 0:
+        raise fail(".meta", f"grid size must be positive, got {rows}x{cols}")
+    for name in ("truth_solution", "partial_solution"):
+        grid = getattr(instance, name)
+        if len(grid) != rows or any(len(row) != cols for row in grid):
+            raise fail(f".{name}", f"must be a {rows}x{cols} grid")
+
+
+def _check_cells(instance: Instance, fail: Fail) -> None:
+    """Truth ids from the pool, visible cells showing the truth, and the hidden cells (the null
+    cells of the partial grid) listed in row-major order by ``hidden_slots``, ``slots`` and meta."""
+    for r, row in enumerate(instance.truth_solution):
+        for c, item_id in enumerate(row):
+            if item_id not in instance.item_pool:
+                raise fail(f".truth_solution[{r}][{c}]", f"id {_shown(item_id)} is not in item_pool")
+            shown = instance.partial_solution[r][c]
+            if shown is not None and shown != item_id:
+                raise fail(f".partial_solution[{r}][{c}]", f"is {_shown(shown)} but the truth is {_shown(item_id)}")
+    hidden = [(r, c) for r, row in enumerate(instance.partial_solution) for c, shown in enumerate(row) if shown is None]
+    if [(p.row, p.col) for p in instance.hidden_slots] != hidden:
+        raise fail(".hidden_slots", "must list the null cells of partial_solution in row-major order")
+    if [(s.row, s.col) for s in instance.slots] != hidden:
+        raise fail(".slots", "must hold one entry per hidden cell, in hidden_slots order")
+    if instance.meta.hidden_slots != len(hidden):
+        raise fail(
+            ".meta.hidden_slots", f"is {instance.meta.hidden_slots} but the instance has {len(hidden)} hidden cells"
+        )
 
 
 def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail) -> None:
@@ -888,6 +899,18 @@ def _check_slot(
     instance: Instance, slot: SlotEntry, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail
 ) -> None:
     """One hidden slot: its truth and candidate partition, its active rules and their bounds."""
+    _check_candidates(instance, slot, fail)
+    if slot.allocated_budget != len(slot.decoy_ids):
+        raise fail(".allocated_budget", f"is {slot.allocated_budget} but the slot has {len(slot.decoy_ids)} decoys")
+    if slot.is_branch_slot != bool(slot.decoy_ids):
+        raise fail(".is_branch_slot", "must be true exactly when the slot has decoys")
+    active = _active_rule_names(slot, domain, fail)
+    _check_slot_bounds(slot, domain, active, ranges, fail)
+
+
+def _check_candidates(instance: Instance, slot: SlotEntry, fail: Fail) -> None:
+    """The truth among K distinct candidates from the pool, and every candidate other than the
+    truth labelled exactly once, as a decoy or a filter candidate."""
     if slot.truth_id != instance.truth_solution[slot.row][slot.col]:
         raise fail(".truth_id", "differs from truth_solution at this cell")
     candidates = set(slot.candidate_ids)
@@ -917,10 +940,10 @@ def _check_slot(
             ".filter_candidate_ids",
             "the truth, decoy_ids and filter_candidate_ids must list every candidate id exactly once",
         )
-    if slot.allocated_budget != len(slot.decoy_ids):
-        raise fail(".allocated_budget", f"is {slot.allocated_budget} but the slot has {len(slot.decoy_ids)} decoys")
-    if slot.is_branch_slot != bool(slot.decoy_ids):
-        raise fail(".is_branch_slot", "must be true exactly when the slot has decoys")
+
+
+def _active_rule_names(slot: SlotEntry, domain: Domain, fail: Fail) -> list[str]:
+    """``slot_constraints.active_rule_names``: a non-empty list of distinct slot rules of the domain."""
     active = slot.slot_constraints.get("active_rule_names")
     if not isinstance(active, list) or not active:
         raise fail(".slot_constraints.active_rule_names", "must be a non-empty list of rule names")
@@ -933,6 +956,14 @@ def _check_slot(
             )
         if name in active[:k]:
             raise fail(".slot_constraints.active_rule_names", f"lists {name!r} twice")
+    return active
+
+
+def _check_slot_bounds(
+    slot: SlotEntry, domain: Domain, active: list[str], ranges: dict[str, tuple[int, int]], fail: Fail
+) -> None:
+    """An integer bound within the attribute's range for each active rule; besides them only the
+    slot's own ``row`` and ``col``."""
     for rule in domain.slot_rules:
         if rule.name not in active:
             continue

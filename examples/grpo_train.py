@@ -27,13 +27,15 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from ace_gym.agents.llm.hf_engine import HFChatEngine
 from ace_gym.agents.llm.messages import for_chat_template
-from ace_gym.eval import EpisodeSpec
+from ace_gym.eval import EpisodeSpec, run_episodes
+from ace_gym.eval.loop import EngineActor, Episode, Turn
 
 
 def episode_prompts(specs: list[EpisodeSpec], tokenizer: Any) -> Any:
@@ -78,39 +80,38 @@ class AceRolloutReward:
     ) -> list[float]:
         from ace_gym.integrations.trainer_callback import parse_error_turn
 
-        specs = [
-            EpisodeSpec(d, instance_index=i, seed=s, max_turns=self.max_turns)
-            for d, i, s in zip(domain, instance_index, seed, strict=True)
-        ]
-        envs = [spec.make_env() for spec in specs]
-        tools = [
-            env.reset(seed=spec.seed, options=spec.reset_options())[1]["tools"]
-            for env, spec in zip(envs, specs, strict=True)
+        specs = [  # trial k: one episode key per completion, even for completions of one prompt
+            EpisodeSpec(d, instance_index=i, seed=s, trial=k, max_turns=self.max_turns)
+            for k, (d, i, s) in enumerate(zip(domain, instance_index, seed, strict=True))
         ]
         engine = HFChatEngine(
             self.model, self.tokenizer, max_new_tokens=self.max_new_tokens, seed=int(self.rng.integers(2**31))
         )
-        actions: list[Any] = list(completions)
-        scores = [0.0] * len(envs)
-        readable: list[list[bool]] = [[] for _ in envs]
-        active = list(range(len(envs)))
-        while active:
-            still_active = []
-            for k, action in zip(active, actions, strict=True):
-                _, _, terminated, truncated, info = envs[k].step(action)
-                readable[k].append(not parse_error_turn({"info": info}))
-                if terminated or truncated:
-                    scores[k] = float(bool(info.get("score", False)))
-                else:
-                    still_active.append(k)
-            active = still_active
-            if active:
-                conversations = [envs[k].get_wrapper_attr("messages") for k in active]
-                completions_now = engine.generate(conversations, [tools[k] for k in active])
-                actions = [completion.text for completion in completions_now]
-        for env in envs:
-            env.close()
-        return [score + self.format_weight * float(np.mean(ok)) for score, ok in zip(scores, readable, strict=True)]
+        actor = CompletionThenEngine(completions, engine)
+        records = {r["key"]: r for r in run_episodes(specs, actor, batch_size=len(specs), name="grpo")}
+        rewards = []
+        for spec in specs:
+            record = records[spec.key("grpo")]
+            readable = [not parse_error_turn(turn) for turn in record["turns"]]
+            rewards.append(float(bool(record["score"])) + self.format_weight * float(np.mean(readable)))
+        return rewards
+
+
+class CompletionThenEngine(EngineActor):
+    """Plays the trainer's completion as episode k's first turn (episodes open in spec order),
+    then lets the engine write the later turns as text."""
+
+    def __init__(self, completions: list[str], engine: HFChatEngine) -> None:
+        super().__init__(engine, action_of=lambda completion: completion.text)
+        self.first_turns = iter(completions)
+
+    def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:
+        episode.agent = next(self.first_turns)
+
+    def act(self, episodes: Sequence[Episode]) -> list[Turn]:
+        later = [episode for episode in episodes if episode.usage["turns"] > 0]
+        generated = iter(super().act(later) if later else [])
+        return [next(generated) if episode.usage["turns"] > 0 else Turn(episode.agent) for episode in episodes]
 
 
 def main() -> None:

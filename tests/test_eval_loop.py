@@ -59,8 +59,9 @@ def test_run_loop__refills_the_batch_as_episodes_end_and_yields_in_finishing_ord
 
 
 def test_run_loop__refuses_a_bad_batch_size() -> None:
-    with pytest.raises(ConfigError):
-        list(run_loop([1], _open, EchoActor(), batch_size=0))
+    for bad in (0, True, 2.0):
+        with pytest.raises(ConfigError):
+            run_loop([1], _open, EchoActor(), batch_size=bad)  # type: ignore[arg-type]
 
 
 def test_engine_actor__charges_each_episode_the_whole_generate_call_and_checks_the_count() -> None:

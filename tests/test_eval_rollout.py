@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from ace_gym.agents import ChatEngine, Completion, ExactSolver
@@ -14,6 +15,7 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes, run_vector_episodes
+from ace_gym.tools import tool_names
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
 RECORD_KEYS = {
@@ -41,7 +43,9 @@ class SolverChatEngine:
         self.batch_sizes.append(len(conversations))
         completions = []
         for conversation, schemas in zip(conversations, tools, strict=True):
-            info = {"system_prompt": conversation[0]["content"], "tools": schemas}
+            names = {schema["function"]["name"] for schema in schemas}
+            domain = next(d for d in DOMAIN_NAMES if set(tool_names(d).values()) == names)
+            info = {"domain": domain, "system_prompt": conversation[0]["content"], "tools": schemas}
             episode = ExactSolver().start(conversation[1]["content"], info, seed=0)
             action = episode.act(conversation[1]["content"])
             for message in conversation[2:]:
@@ -188,6 +192,16 @@ def test_run_episodes__rejects_a_non_policy_and_bad_batch_size() -> None:
         list(run_episodes([EpisodeSpec("course")], object()))  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
         list(run_episodes([EpisodeSpec("course")], ExactSolver(), batch_size=0))
+
+
+def test_episode_spec__takes_numpy_integers_as_plain_ones_and_refuses_bools() -> None:
+    spec = EpisodeSpec("course", instance_index=3, max_turns=np.int64(5))
+    assert type(spec.max_turns) is int and spec.key("p") == EpisodeSpec("course", instance_index=3, max_turns=5).key(
+        "p"
+    )
+    assert len(spec.group(np.int32(3))) == 3
+    with pytest.raises(ConfigError):
+        EpisodeSpec("course", max_turns=True)  # type: ignore[arg-type]
 
 
 def test_episode_spec__key_separates_every_setting() -> None:

@@ -2,13 +2,14 @@
 
 Two kinds of policy meet an ACE env:
 
-* :class:`ScriptedPolicy` (solver, greedy, random) acts on the core :class:`~ace_gym.envs.AceEnv`
-  with tool-call dicts ``{"name": str, "arguments": dict}``. An episode is a Python generator
-  (:data:`Script`) that yields tool calls and receives each call's response envelope.
+* :class:`ScriptedPolicy` (solver, greedy, random) makes one tool call per turn, a dict
+  ``{"name": str, "arguments": dict}`` as the core :class:`~ace_gym.envs.AceEnv` takes it. An
+  episode is a Python generator (:data:`~ace_gym.agents.task_view.Script`) that yields tool calls
+  and receives each call's response envelope; the rollout loop sends each call to the chat
+  adapter as a native tool call.
 * :class:`ChatEngine` (vLLM, transformers, OpenAI-compatible servers; ``ace_gym.agents.llm``)
-  turns a batch of chat conversations into one :class:`Completion` each; the collector wraps the
-  env in the text-action adapter and sends every active episode's conversation in one call per
-  turn, so a batched engine sees full batches.
+  turns a batch of chat conversations into one :class:`Completion` each; the rollout loop sends
+  every active episode's conversation in one call per turn, so a batched engine sees full batches.
 """
 
 from __future__ import annotations

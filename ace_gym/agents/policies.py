@@ -26,7 +26,7 @@ POLICY_SPECS = f"{'|'.join(SCRIPTED_POLICIES)}|vllm:MODEL_PATH|hf:MODEL_PATH|ope
 """The policy specs, as a command line's help shows them."""
 
 
-def policy_name(policy: Policy) -> str:
+def policy_name(policy: object) -> str:
     """How a policy object is named in records when no label is given: its ``name`` attribute,
     else its class name."""
     return str(getattr(policy, "name", None) or type(policy).__name__)

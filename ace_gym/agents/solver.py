@@ -91,63 +91,89 @@ class ExactSolver(ScriptedPolicy):
             candidates.append(valid)
         if all(len(valid) == 1 for valid in candidates):
             rules = []  # every slot is forced by its own rules: nothing left to reason about
-        visible: dict[str, Values] = (yield from _visible_values(view, attributes)) if rules else {}
-        missing: list[dict[str, Any]] = []
-        for slot, valid in zip(view.slots, candidates, strict=True) if rules else ():
-            unknown = [a for a in attributes if any(a not in known for known in valid.values())]
-            for position, attribute in enumerate(unknown):
-                envelope = yield from call(
-                    view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, attribute)
-                )
-                if not succeeded(envelope):
-                    missing.append({"row": slot.row, "col": slot.col, "fields": unknown[position:]})
-                    break
-                for match in envelope["data"]["matches"]:
-                    if match["id"] in valid:
-                        valid[match["id"]][attribute] = match[attribute]
-        if missing:
-            notes["missing_queries"] = missing
-
-        known_rules: list[tuple[GlobalRule, int]] = []
-        deferred: list[tuple[GlobalRule, int]] = []
-        for rule, bound in rules:
-            complete = all(rule.attribute in v for v in visible.values()) and all(
-                rule.attribute in known for slot in candidates for known in slot.values()
-            )
-            (known_rules if complete else deferred).append((rule, bound))
+        visible: dict[str, Values] = {}
+        if rules:
+            visible = yield from _visible_values(view, attributes)
+            missing = yield from _complete_candidates(view, candidates, attributes)
+            if missing:
+                notes["missing_queries"] = missing
+        known_rules, deferred = _split_by_knowledge(rules, visible, candidates)
         if deferred:
             notes["deferred_rules"] = [rule.name for rule, _ in deferred]
+        yield from _place_and_verify(view, search(view, visible, candidates, known_rules), bool(deferred), notes)
 
-        checks_left = view.global_check_budget
-        placed: dict[tuple[int, int], str] = {}
-        tried = 0
-        for assignment in search(view, visible, candidates, known_rules):
-            tried += 1
-            for slot, item in zip(view.slots, assignment, strict=True):
-                if placed.get(slot.cell) != item:
-                    envelope = yield from call("set_slot", row=slot.row, col=slot.col, id=item)
-                    if not succeeded(envelope):
-                        notes["error"] = f"set_slot failed on slot ({slot.row}, {slot.col}): {envelope.get('messages')}"
-                        return
-                    placed[slot.cell] = item
-            if checks_left == 0:
-                notes["verified"] = False
-                if deferred:
-                    notes["exhausted"] = "global checks"
-                break
-            envelope = yield from call(view.tool("global_check"))
+
+def _complete_candidates(
+    view: TaskView, candidates: list[dict[str, Values]], attributes: list[str]
+) -> Generator[ToolCallDict, str, list[dict[str, Any]]]:
+    """Query every slot's candidates for the ``attributes`` not yet known, filling ``candidates``
+    in place; returns the queries it had no budget for (``{"row", "col", "fields"}`` per slot)."""
+    missing: list[dict[str, Any]] = []
+    for slot, valid in zip(view.slots, candidates, strict=True):
+        unknown = [a for a in attributes if any(a not in known for known in valid.values())]
+        for position, attribute in enumerate(unknown):
+            envelope = yield from call(
+                view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, attribute)
+            )
             if not succeeded(envelope):
-                notes["verified"] = False
+                missing.append({"row": slot.row, "col": slot.col, "fields": unknown[position:]})
+                break
+            for match in envelope["data"]["matches"]:
+                if match["id"] in valid:
+                    valid[match["id"]][attribute] = match[attribute]
+    return missing
+
+
+def _split_by_knowledge(
+    rules: list[tuple[GlobalRule, int]], visible: Mapping[str, Values], candidates: list[dict[str, Values]]
+) -> tuple[list[tuple[GlobalRule, int]], list[tuple[GlobalRule, int]]]:
+    """(rules whose attribute is known for every visible item and candidate, the other rules)."""
+    known: list[tuple[GlobalRule, int]] = []
+    deferred: list[tuple[GlobalRule, int]] = []
+    for rule, bound in rules:
+        complete = all(rule.attribute in v for v in visible.values()) and all(
+            rule.attribute in values for slot in candidates for values in slot.values()
+        )
+        (known if complete else deferred).append((rule, bound))
+    return known, deferred
+
+
+def _place_and_verify(
+    view: TaskView, completions: Iterator[tuple[str, ...]], deferred: bool, notes: dict[str, Any]
+) -> Script:
+    """Set each completion in turn (only the cells that change) and ask the global check, until
+    one passes or the checks run out; records ``verified``, ``exhausted`` and
+    ``completions_tried`` (or ``error`` when a set fails) in ``notes``."""
+    checks_left = view.global_check_budget
+    placed: dict[tuple[int, int], str] = {}
+    tried = 0
+    for assignment in completions:
+        tried += 1
+        for slot, item in zip(view.slots, assignment, strict=True):
+            if placed.get(slot.cell) != item:
+                envelope = yield from call("set_slot", row=slot.row, col=slot.col, id=item)
+                if not succeeded(envelope):
+                    notes["error"] = f"set_slot failed on slot ({slot.row}, {slot.col}): {envelope.get('messages')}"
+                    return
+                placed[slot.cell] = item
+        if checks_left == 0:
+            notes["verified"] = False
+            if deferred:
                 notes["exhausted"] = "global checks"
-                break
-            if checks_left is not None:
-                checks_left -= 1
-            if envelope["data"]["is_valid"]:
-                notes["verified"] = True
-                break
-        else:
-            notes["exhausted"] = "candidates"
-        notes["completions_tried"] = tried
+            break
+        envelope = yield from call(view.tool("global_check"))
+        if not succeeded(envelope):
+            notes["verified"] = False
+            notes["exhausted"] = "global checks"
+            break
+        if checks_left is not None:
+            checks_left -= 1
+        if envelope["data"]["is_valid"]:
+            notes["verified"] = True
+            break
+    else:
+        notes["exhausted"] = "candidates"
+    notes["completions_tried"] = tried
 
 
 def _visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
@@ -158,7 +184,7 @@ def _visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCall
         batch = ids[start : start + view.max_query_ids]
         for field_start in range(0, len(attributes), view.max_query_fields):
             fields = attributes[field_start : field_start + view.max_query_fields]
-            envelope = yield from call(view.tool("attributes"), ids=batch, field=fields)
+            envelope = yield from call(view.tool("item_attributes"), ids=batch, field=fields)
             if not succeeded(envelope):
                 continue
             for item, found in envelope["data"]["items"].items():
@@ -179,107 +205,128 @@ def search(
     over its limit; row-sum limits prune per row with the least the row can still add; item caps
     filter candidates up front.
     """
-    slot_rows = [slot.row for slot in view.slots]
-    by_aggregate: dict[Aggregate, list[tuple[int, GlobalRule, int]]] = {how: [] for how in Aggregate}
-    for k, (rule, bound) in enumerate(rules):
-        by_aggregate[kind_of(rule).aggregate].append((k, rule, bound))
-    sums, repeats = by_aggregate[Aggregate.TOTAL], by_aggregate[Aggregate.MOST_FREQUENT]
-    row_sums, caps = by_aggregate[Aggregate.LARGEST_ROW_TOTAL], by_aggregate[Aggregate.LARGEST]
-    upper = {k: kind_of(rule).upper for k, rule, _ in sums}
-    readers = {rule.name: contribution_reader(rule) for rule, _ in rules}
+    yield from _Search(view, visible, candidates, rules).completions()
 
-    def contribution(rule: GlobalRule, values: Values) -> Any:
-        return readers[rule.name](values[rule.attribute])
 
-    options: list[list[str]] = []
-    for slot_candidates_ in candidates:
-        ids = [
-            item
-            for item, values in slot_candidates_.items()
-            if all(contribution(rule, values) <= bound for _, rule, bound in caps)
+class _Search:
+    """The state of one :func:`search`: the rules by aggregate, each slot's options, the running
+    totals of the partial assignment, and the least / most the unassigned slots can still add."""
+
+    def __init__(
+        self,
+        view: TaskView,
+        visible: Mapping[str, Values],
+        candidates: list[dict[str, Values]],
+        rules: list[tuple[GlobalRule, int]],
+    ) -> None:
+        self.view, self.visible, self.candidates = view, visible, candidates
+        self.slot_rows = [slot.row for slot in view.slots]
+        by_aggregate: dict[Aggregate, list[tuple[int, GlobalRule, int]]] = {how: [] for how in Aggregate}
+        for k, (rule, bound) in enumerate(rules):
+            by_aggregate[kind_of(rule).aggregate].append((k, rule, bound))
+        self.sums, self.repeats = by_aggregate[Aggregate.TOTAL], by_aggregate[Aggregate.MOST_FREQUENT]
+        self.row_sums, caps = by_aggregate[Aggregate.LARGEST_ROW_TOTAL], by_aggregate[Aggregate.LARGEST]
+        self.upper = {k: kind_of(rule).upper for k, rule, _ in self.sums}
+        self.readers = {rule.name: contribution_reader(rule) for rule, _ in rules}
+        self.options = [
+            [
+                item
+                for item, values in slot.items()
+                if all(self.contribution(rule, values) <= bound for _, rule, bound in caps)
+            ]
+            for slot in candidates
         ]
-        options.append(ids)
-    if any(not ids for ids in options):
-        return
-    order = sorted(range(len(options)), key=lambda s: len(options[s]))
+        self.order = sorted(range(len(self.options)), key=lambda s: len(self.options[s]))
+        self.chosen: list[str] = [""] * len(self.options)
 
-    def value(slot: int, item: str, rule: GlobalRule) -> Any:
-        return contribution(rule, candidates[slot][item])
+    def contribution(self, rule: GlobalRule, values: Values) -> Any:
+        return self.readers[rule.name](values[rule.attribute])
 
-    # totals of the visible cells
-    sum_totals = {k: sum(contribution(rule, visible[i]) for i in view.visible_ids) for k, rule, _ in sums}
-    repeat_counts: dict[int, dict[Any, int]] = {}
-    for k, rule, _ in repeats:
-        counts: dict[Any, int] = {}
-        for item in view.visible_ids:
-            counts[visible[item][rule.attribute]] = counts.get(visible[item][rule.attribute], 0) + 1
-        repeat_counts[k] = counts
-    row_totals = {
-        k: [
-            sum(contribution(rule, visible[item]) for item in view.grid[r] if item is not None)
-            for r in range(view.rows)
-        ]
-        for k, rule, _ in row_sums
-    }
-    if any(max(counts.values(), default=0) > bound for (k, _, bound) in repeats for counts in [repeat_counts[k]]):
-        return
+    def value(self, slot: int, item: str, rule: GlobalRule) -> Any:
+        return self.contribution(rule, self.candidates[slot][item])
 
-    # least / most the slots from depth d on can add, per sum rule and per row-sum rule
-    depth_count = len(order)
-    rest_min = {k: [0] * (depth_count + 1) for k, _, _ in sums}
-    rest_max = {k: [0] * (depth_count + 1) for k, _, _ in sums}
-    rest_row_min = {k: [[0] * view.rows for _ in range(depth_count + 1)] for k, _, _ in row_sums}
-    for depth in range(depth_count - 1, -1, -1):
-        s = order[depth]
-        for k, rule, _ in sums:
-            contributions = [value(s, item, rule) for item in options[s]]
-            rest_min[k][depth] = rest_min[k][depth + 1] + min(contributions)
-            rest_max[k][depth] = rest_max[k][depth + 1] + max(contributions)
-        for k, rule, _ in row_sums:
-            row_min = list(rest_row_min[k][depth + 1])
-            row_min[slot_rows[s]] += min(value(s, item, rule) for item in options[s])
-            rest_row_min[k][depth] = row_min
+    def _total_visible(self) -> None:
+        """The running totals start from the visible cells."""
+        view, visible = self.view, self.visible
+        self.sum_totals = {
+            k: sum(self.contribution(rule, visible[i]) for i in view.visible_ids) for k, rule, _ in self.sums
+        }
+        self.repeat_counts: dict[int, dict[Any, int]] = {}
+        for k, rule, _ in self.repeats:
+            counts: dict[Any, int] = {}
+            for item in view.visible_ids:
+                counts[visible[item][rule.attribute]] = counts.get(visible[item][rule.attribute], 0) + 1
+            self.repeat_counts[k] = counts
+        self.row_totals = {
+            k: [
+                sum(self.contribution(rule, visible[item]) for item in view.grid[r] if item is not None)
+                for r in range(view.rows)
+            ]
+            for k, rule, _ in self.row_sums
+        }
 
-    def feasible(depth: int) -> bool:
-        for k, _, bound in sums:
-            if upper[k] and sum_totals[k] + rest_min[k][depth] > bound:
+    def _bound_the_rest(self) -> None:
+        """Least / most the slots from depth d on can add, per sum rule and per row-sum rule (rows)."""
+        depth_count = len(self.order)
+        self.rest_min = {k: [0] * (depth_count + 1) for k, _, _ in self.sums}
+        self.rest_max = {k: [0] * (depth_count + 1) for k, _, _ in self.sums}
+        self.rest_row_min = {k: [[0] * self.view.rows for _ in range(depth_count + 1)] for k, _, _ in self.row_sums}
+        for depth in range(depth_count - 1, -1, -1):
+            s = self.order[depth]
+            for k, rule, _ in self.sums:
+                contributions = [self.value(s, item, rule) for item in self.options[s]]
+                self.rest_min[k][depth] = self.rest_min[k][depth + 1] + min(contributions)
+                self.rest_max[k][depth] = self.rest_max[k][depth + 1] + max(contributions)
+            for k, rule, _ in self.row_sums:
+                row_min = list(self.rest_row_min[k][depth + 1])
+                row_min[self.slot_rows[s]] += min(self.value(s, item, rule) for item in self.options[s])
+                self.rest_row_min[k][depth] = row_min
+
+    def completions(self) -> Iterator[tuple[str, ...]]:
+        if any(not ids for ids in self.options):
+            return
+        self._total_visible()
+        if any(max(self.repeat_counts[k].values(), default=0) > bound for k, _, bound in self.repeats):
+            return
+        self._bound_the_rest()
+        yield from self._descend(0)
+
+    def _feasible(self, depth: int) -> bool:
+        for k, _, bound in self.sums:
+            if self.upper[k] and self.sum_totals[k] + self.rest_min[k][depth] > bound:
                 return False
-            if not upper[k] and sum_totals[k] + rest_max[k][depth] < bound:
+            if not self.upper[k] and self.sum_totals[k] + self.rest_max[k][depth] < bound:
                 return False
-        for k, _, bound in row_sums:
-            rows_min = rest_row_min[k][depth]
-            if any(total + least > bound for total, least in zip(row_totals[k], rows_min, strict=True)):
+        for k, _, bound in self.row_sums:
+            rows_min = self.rest_row_min[k][depth]
+            if any(total + least > bound for total, least in zip(self.row_totals[k], rows_min, strict=True)):
                 return False
         return True
 
-    chosen: list[str] = [""] * len(options)
-
-    def descend(depth: int) -> Iterator[tuple[str, ...]]:
-        if not feasible(depth):
+    def _descend(self, depth: int) -> Iterator[tuple[str, ...]]:
+        if not self._feasible(depth):
             return
-        if depth == depth_count:
-            yield tuple(chosen)
+        if depth == len(self.order):
+            yield tuple(self.chosen)
             return
-        s = order[depth]
-        row = slot_rows[s]
-        for item in options[s]:
-            over = False
-            for k, rule, _ in sums:
-                sum_totals[k] += value(s, item, rule)
-            for k, rule, bound in repeats:
-                key = candidates[s][item][rule.attribute]
-                repeat_counts[k][key] = repeat_counts[k].get(key, 0) + 1
-                over = over or repeat_counts[k][key] > bound
-            for k, rule, _ in row_sums:
-                row_totals[k][row] += value(s, item, rule)
-            if not over:
-                chosen[s] = item
-                yield from descend(depth + 1)
-            for k, rule, _ in sums:
-                sum_totals[k] -= value(s, item, rule)
-            for k, rule, _ in repeats:
-                repeat_counts[k][candidates[s][item][rule.attribute]] -= 1
-            for k, rule, _ in row_sums:
-                row_totals[k][row] -= value(s, item, rule)
+        s = self.order[depth]
+        for item in self.options[s]:
+            if self._place(s, item, 1):
+                self.chosen[s] = item
+                yield from self._descend(depth + 1)
+            self._place(s, item, -1)
 
-    yield from descend(0)
+    def _place(self, s: int, item: str, sign: int) -> bool:
+        """Add (``sign`` 1) or remove (-1) ``item`` in slot ``s`` to the running totals; on adding,
+        whether every repeat limit still holds."""
+        row = self.slot_rows[s]
+        within = True
+        for k, rule, _ in self.sums:
+            self.sum_totals[k] += sign * self.value(s, item, rule)
+        for k, rule, bound in self.repeats:
+            key = self.candidates[s][item][rule.attribute]
+            self.repeat_counts[k][key] = self.repeat_counts[k].get(key, 0) + sign
+            within = within and self.repeat_counts[k][key] <= bound
+        for k, rule, _ in self.row_sums:
+            self.row_totals[k][row] += sign * self.value(s, item, rule)
+        return within

@@ -115,11 +115,6 @@ class Domain:
         return tuple(a.name for a in self.attributes if isinstance(a, NumericAttribute))
 
     @property
-    def categorical_attributes(self) -> tuple[str, ...]:
-        """String attributes, ``name`` included (it is queryable like a category)."""
-        return ("name", *tuple(a.name for a in self.attributes if isinstance(a, CategoricalAttribute)))
-
-    @property
     def item_keys(self) -> tuple[str, ...]:
         """Keys of an item dict in stored order: id key, name, then the attributes."""
         return (self.id_key, "name", *tuple(a.name for a in self.attributes))

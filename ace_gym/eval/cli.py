@@ -17,6 +17,9 @@ while an eval writes to DIR. Both commands refuse an episode file with malformed
 (exit 5, naming them; the file is never modified) unless given ``--skip-malformed``, which
 leaves those lines out (listed in ``summary.json["skipped_lines"]``); eval then re-runs the
 episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
+
+``ace-gym eval --env ALB-QA-v0`` (AgentLongBench questions; options in :mod:`ace_gym.longbench.cli`)
+runs through the same code: lock, run identity, resume, malformed lines, report, exit codes.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from typing import Any
 from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, Policy, ScriptedPolicy, make_policy, policy_label
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, integer
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
@@ -176,8 +179,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
     """Every episode the command selects, in (domain, instance, rate, trial) order. ConfigError
     when a hidden-slot or decoy-budget value is in none of the datasets, or nothing is selected
     (the message names the values the datasets hold)."""
-    if args.trials < 1:
-        raise ConfigError("trials", args.trials, "must be a positive integer")
+    integer("trials", args.trials, minimum=1)
     sources = dataset_sources(args.dataset, resolve_domains(args.domains))
     instances = [instance for _, dataset in sources.values() for instance in dataset]
     held = {

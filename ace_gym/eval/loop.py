@@ -33,7 +33,7 @@ import numpy as np
 from ace_gym.agents.base import ChatEngine, Completion, Policy, ScriptedEpisode, ScriptedPolicy, TokenChatEngine
 from ace_gym.agents.task_view import ToolCallDict
 from ace_gym.chat_template import ChatTokens
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, integer
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +42,9 @@ INFO_DROPPED = ("messages", "system_prompt", "tools")
 
 RecordBuilder = Callable[["Episode", bool, bool, Mapping[str, Any]], dict[str, Any]]
 """Builds a finished episode's record from the episode, ``terminated``, ``truncated`` and the last info."""
+
+EpisodeOpener = Callable[[Any], tuple["Episode", Any, dict[str, Any]]]
+"""Builds and resets the episode of an item; returns it with its reset ``(observation, info)``."""
 
 
 class Turn(NamedTuple):
@@ -298,8 +301,10 @@ def completion_action(completion: Completion) -> str | dict[str, Any]:
     return message
 
 
-def actor_of(policy: Policy) -> Actor:
-    """The actor of a scripted policy or a chat engine; ConfigError for anything else."""
+def actor_of(policy: Policy | Actor) -> Actor:
+    """The actor of a scripted policy or a chat engine (an actor is its own); ConfigError for anything else."""
+    if isinstance(policy, Actor):
+        return policy
     if isinstance(policy, ScriptedPolicy):
         return ScriptedActor(policy)
     if isinstance(policy, TokenChatEngine):
@@ -309,25 +314,27 @@ def actor_of(policy: Policy) -> Actor:
     raise ConfigError("policy", policy, "must be a ScriptedPolicy or a ChatEngine (has generate())")
 
 
-def check_batch_size(batch_size: int) -> None:
-    if type(batch_size) is not int or batch_size < 1:
-        raise ConfigError("batch_size", batch_size, "must be a positive integer")
-
-
 def run_loop(
     items: Iterable[Any],
-    open_episode: Callable[[Any], tuple[Episode, Any, dict[str, Any]]],
+    open_episode: EpisodeOpener,
     actor: Actor,
     batch_size: int,
 ) -> Iterator[dict[str, Any]]:
     """Play one episode per item, ``batch_size`` at a time, refilling as episodes end; yields
     each finished episode's record, in finishing order.
 
-    ``open_episode(item)`` builds and resets the item's episode and returns it with its reset
-    ``(observation, info)``.
+    ``open_episode`` opens an item's episode (:data:`EpisodeOpener`). ConfigError, at once, for a
+    ``batch_size`` that is not a positive integer.
     """
-    check_batch_size(batch_size)
-    pending = iter(items)
+    return _refilling(iter(items), open_episode, actor, integer("batch_size", batch_size, minimum=1))
+
+
+def _refilling(
+    pending: Iterator[Any],
+    open_episode: EpisodeOpener,
+    actor: Actor,
+    batch_size: int,
+) -> Iterator[dict[str, Any]]:
     active: list[Episode] = []
     while True:
         while len(active) < batch_size:

@@ -42,8 +42,8 @@ import numpy as np
 from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError
-from ace_gym.eval.loop import Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
+from ace_gym.errors import ConfigError, integer, optional_integer
+from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 
 DEFAULT_MAX_TURNS = 1000
@@ -74,8 +74,7 @@ class EpisodeSpec:
     def __post_init__(self) -> None:
         if "max_steps" in self.env_kwargs:
             raise ConfigError("env_kwargs", dict(self.env_kwargs), "use max_turns, not max_steps")
-        if self.max_turns is not None and (type(self.max_turns) is not int or self.max_turns < 1):
-            raise ConfigError("max_turns", self.max_turns, "must be a positive integer or None")
+        object.__setattr__(self, "max_turns", optional_integer("max_turns", self.max_turns, minimum=1))
 
     def key(self, policy: str) -> str:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""
@@ -89,9 +88,7 @@ class EpisodeSpec:
     def group(self, size: int) -> list[EpisodeSpec]:
         """``size`` copies of this spec with trials 0..size-1: a GRPO-style group (same instance,
         seed and settings; members differ only in the policy's sampling)."""
-        if type(size) is not int or size < 1:
-            raise ConfigError("group size", size, "must be a positive integer")
-        return [dataclasses.replace(self, trial=trial) for trial in range(size)]
+        return [dataclasses.replace(self, trial=trial) for trial in range(integer("group size", size, minimum=1))]
 
     def reset_options(self) -> dict[str, Any]:
         if self.instance_id is not None:
@@ -139,13 +136,14 @@ class EpisodeSpec:
 
 def run_episodes(
     specs: Iterable[EpisodeSpec],
-    policy: Policy,
+    policy: Policy | Actor,
     *,
     batch_size: int = 32,
     name: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run every spec with ``policy``, ``batch_size`` episodes at a time; yield each finished
-    episode's record (see the module docstring). ``name`` overrides the policy name in keys."""
+    """Run every spec with ``policy`` (or an :class:`~ace_gym.eval.loop.Actor` of one's own),
+    ``batch_size`` episodes at a time; yield each finished episode's record (see the module
+    docstring). ``name`` overrides the policy name in keys."""
     label = name or policy_name(policy)
     return run_loop(specs, partial(_open, label=label), actor_of(policy), batch_size)
 
@@ -167,7 +165,7 @@ def ace_record(
         "key": episode.key,
         "policy": episode.policy,
         "dataset": spec.dataset if spec else None,
-        "domain": spec.domain if spec else _domain_of(episode.tools),
+        "domain": spec.domain if spec else reset.get("domain"),
         "instance_id": reset.get("instance_id"),
         "instance_index": reset.get("instance_index"),
         "hidden_slots": reset.get("hidden_slots"),
@@ -190,13 +188,6 @@ def ace_record(
         "tokens": token_trajectory(episode),
     }
 
-
-def _domain_of(tools: list[dict[str, Any]]) -> str | None:
-    for schema in tools:
-        name = schema.get("function", {}).get("name", "")
-        if name.startswith("query_") and name.endswith("_candidate_from_attribute"):
-            return str(name[len("query_") : -len("_candidate_from_attribute")])
-    return None
 
 
 def run_vector_episodes(

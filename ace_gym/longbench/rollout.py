@@ -24,7 +24,7 @@ from typing import Any
 
 from ace_gym.agents.base import ChatEngine, Completion
 from ace_gym.agents.policies import policy_name
-from ace_gym.errors import ConfigError
+from ace_gym.errors import integer
 from ace_gym.eval.loop import EngineActor, Episode, run_loop
 from ace_gym.longbench.official import OfficialRow, setting_dir
 from ace_gym.longbench.qa_env import ALBQAEnv
@@ -58,8 +58,7 @@ def qa_specs(
     seed: int = 0,
 ) -> list[QASpec]:
     """``samples`` specs per (bucket, question type), seeds ``seed, seed+1, ...`` within a cell."""
-    if type(samples) is not int or samples < 1:
-        raise ConfigError("samples", samples, "must be a positive integer")
+    samples = integer("samples", samples, minimum=1)
     return [
         QASpec({**dict(env_kwargs), "target_tokens": bucket}, seed + index, question_type)
         for bucket in buckets

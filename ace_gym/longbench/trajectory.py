@@ -49,9 +49,6 @@ class Trajectory:
     tokens: int = 0
     next_round_tokens: int | None = None
 
-    def round_tokens(self, k: int) -> int:
-        return sum(self.message_tokens[self.starts[k] : self.starts[k + 1]])
-
     def tool_message(self, k: int) -> int | None:
         """Index of round k's tool result message (None in a game's first round)."""
         return self.starts[k] + 1 if self.rounds[k].query is not None else None
