@@ -90,6 +90,11 @@ class ChatTokens:
         """The prompt ids for the next generation (a copy)."""
         return list(self._token_ids)
 
+    @property
+    def message_count(self) -> int:
+        """How many messages have been tokenised (a rollout compares it with its conversation)."""
+        return len(self._messages)
+
     def reset(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         """Start a rollout from its initial messages; returns the prompt ids."""
         self._messages = [template_message(m) for m in messages]

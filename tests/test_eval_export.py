@@ -48,7 +48,7 @@ def assert_row_holds_record(row: dict[str, Any], record: dict[str, Any]) -> None
     assert len(row["messages"]) == len(record["messages"])
     for exported, original in zip(row["messages"], record["messages"], strict=True):
         assert {k: v for k, v in exported.items() if v is not None} == original  # nothing lost, nothing added
-    tokens = record.get("tokens", {})
+    tokens = record.get("tokens") or {}
     for name in TOKENS:
         assert row[name] == tokens.get(name)
 

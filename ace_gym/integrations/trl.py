@@ -29,7 +29,6 @@ from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
-from ace_gym.scoring import evaluate_grid
 from ace_gym.tools import Tool, toolset
 from ace_gym.wrappers import ToolFailureInjection
 
@@ -84,9 +83,7 @@ class AceToolEnvironment:
         return None if "prompt" in row else f"{info['system_prompt']}\n\n{observation}"
 
     def get_reward(self) -> float:
-        if self._score is None:
-            return float(evaluate_grid(self._core.compiled, self._core.state.grid)[0])
-        return self._score
+        return self._core.score().score if self._score is None else self._score
 
     @property
     def episode(self) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
 from ace_gym.errors import ConfigError
 from ace_gym.eval.rollout import EpisodeSpec
-from ace_gym.scoring import evaluate_grid
 
 AGENT_NAME = "ace_gym"
 
@@ -55,8 +54,7 @@ class AceAgentLoop(AgentLoopBase):
             if terminated or truncated:
                 score = float(step["score"])
             elif len(tokens.token_ids) - len(tokens.segments[0].token_ids) >= budget:
-                core = env.unwrapped
-                score = float(evaluate_grid(core.compiled, core.state.grid)[0])
+                score = env.unwrapped.score().score
         env.close()
         trajectory = tokens.trajectory(through_last_turn=True)
         if trajectory is None:
