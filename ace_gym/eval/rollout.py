@@ -189,7 +189,6 @@ def ace_record(
     }
 
 
-
 def run_vector_episodes(
     envs: gym.vector.VectorEnv,
     policy: Policy,
