@@ -176,8 +176,8 @@ def test_ace_metrics_reward__logs_batch_metrics_and_scores_nothing() -> None:
         prompts=[[], []], completions=completions, log_metric=logged.__setitem__, environments=environments
     )
     assert rewards == [None, None]
-    assert logged["ace/score"] == 0.0 and logged["ace/parse_error_rate"] == 0.5
-    assert logged["ace/pass@2"] == 0.0 and logged["ace/episodes"] == 2.0
+    assert logged["ace/train/score"] == 0.0 and logged["ace/train/parse_error_rate"] == 0.5
+    assert logged["ace/train/pass@2"] == 0.0 and logged["ace/train/episodes"] == 2.0
 
 
 def _captured_batches(trainer: Any) -> list[dict[str, Any]]:
@@ -257,8 +257,9 @@ def test_grpo__trains_every_turn_through_environment_factory_on_two_domains(
     trainer.train()
 
     assert_multi_turn_masked(batches, tokenizer, steps=2)
-    logged = [entry for entry in trainer.state.log_history if "ace/score" in entry]
-    assert len(logged) == 2 and {"ace/score/course", "ace/score/meal", "ace/pass@2", "ace/avg@2"} <= set(logged[0])
+    logged = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
+    expected = {"ace/train/score/course", "ace/train/score/meal", "ace/train/pass@2", "ace/train/avg@2"}
+    assert len(logged) == 2 and expected <= set(logged[0])
     rewards = [entry["rewards/AceCourseEnvironment/mean"] for entry in logged]
     assert all(0.0 <= r <= 1.0 for r in rewards)
     assert any(not torch.equal(before[name], p) for name, p in model.named_parameters()), "no update"
@@ -304,9 +305,10 @@ def test_grpo__trains_every_turn_through_rollout_func_on_two_domains(
     trainer.train()
 
     assert_multi_turn_masked(batches, tokenizer, steps=2)
-    logged = [entry for entry in trainer.state.log_history if "ace/score" in entry]
-    assert len(logged) == 2 and {"ace/score/course", "ace/score/meal", "ace/pass@2", "ace/avg@2"} <= set(logged[0])
-    assert all(entry["ace/parse_error_rate"] == 0.0 for entry in logged)
+    logged = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
+    expected = {"ace/train/score/course", "ace/train/score/meal", "ace/train/pass@2", "ace/train/avg@2"}
+    assert len(logged) == 2 and expected <= set(logged[0])
+    assert all(entry["ace/train/parse_error_rate"] == 0.0 for entry in logged)
     assert any(not torch.equal(before[name], p) for name, p in model.named_parameters()), "no update"
 
 

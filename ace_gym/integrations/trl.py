@@ -328,10 +328,11 @@ def _opening_key(messages: Sequence[Mapping[str, Any]]) -> str:
 
 class AceMetrics:
     """A TRL reward function that scores nothing (None for every completion, so it never moves
-    the reward) and logs :func:`~ace_gym.integrations.trainer_callback.summary_metrics` of the
-    batch through TRL's ``log_metric``: ``ace/score``, ``ace/score/<domain>``,
-    ``ace/parse_error_rate``, ``ace/recovery_rate``, ``ace/pass@k``, ``ace/avg@k`` over the GRPO
-    groups of the batch, ...
+    the reward) and logs :func:`~ace_gym.integrations.trainer_callback.summary_metrics` of each
+    training batch through TRL's ``log_metric``, under ``prefix`` (default ``ace/train``, apart
+    from the validation callback's ``ace``): ``ace/train/score``, ``ace/train/score/<domain>``,
+    ``ace/train/parse_error_rate``, ``ace/train/recovery_rate``, ``ace/train/pass@k`` and
+    ``ace/train/avg@k`` over the batch's GRPO groups, ...
 
     Under ``environment_factory`` it reads each rollout's environment (``episode``) and counts
     turns in the completion's messages: an assistant message without a tool call before the
@@ -340,6 +341,9 @@ class AceMetrics:
     """
 
     __name__ = "ace_metrics"  # TRL names reward columns after this
+
+    def __init__(self, prefix: str = "ace/train") -> None:
+        self.prefix = prefix
 
     def __call__(
         self,
@@ -359,7 +363,7 @@ class AceMetrics:
         else:
             summaries = list(ace_episode or ())
         if log_metric is not None:
-            for name, value in summary_metrics(summaries).items():
+            for name, value in summary_metrics(summaries, self.prefix).items():
                 log_metric(name, value)
         return [None] * len(prompts)
 
