@@ -218,57 +218,12 @@ def assert_multi_turn_masked(batches: list[dict[str, Any]], tokenizer: Any, step
 
 
 @pytest.mark.slow
-def test_grpo__trains_every_turn_through_environment_factory_on_two_domains(
-    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("path", ["environment_factory", "rollout_func"])
+def test_grpo__trains_every_turn_on_two_domains(
+    path: str, tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trl import GRPOConfig, GRPOTrainer
-
-    from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
-
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
-    model = SteeredLlama.from_pretrained(tiny_model)
-    specs = [EpisodeSpec(domain, instance_index=0, seed=7) for domain in ("course", "meal")]
-    model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
-    config = GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=2,
-        per_device_train_batch_size=4,  # both domains in every batch: two groups of two
-        num_generations=2,
-        max_completion_length=256,
-        learning_rate=0.05,
-        shuffle_dataset=False,
-        logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        args=config,
-        train_dataset=train_dataset(specs),
-        environment_factory=environment_factory(["course", "meal"]),
-        reward_funcs=[AceMetrics()],
-    )
-    batches = _captured_batches(trainer)
-    before = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
-    trainer.train()
-
-    assert_multi_turn_masked(batches, tokenizer, steps=2)
-    logged = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
-    expected = {"ace/train/score/course", "ace/train/score/meal", "ace/train/pass@2", "ace/train/avg@2"}
-    assert len(logged) == 2 and expected <= set(logged[0])
-    rewards = [entry["rewards/AceCourseEnvironment/mean"] for entry in logged]
-    assert all(0.0 <= r <= 1.0 for r in rewards)
-    assert any(not torch.equal(before[name], p) for name, p in model.named_parameters()), "no update"
-
-
-@pytest.mark.slow
-def test_grpo__trains_every_turn_through_rollout_func_on_two_domains(
-    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    """Two GRPO steps, each batch two groups of two (one per domain), the model steered to set the
+    hidden slot (to its truth or a wrong candidate: rewards differ within a group) then call done."""
     from trl import GRPOConfig, GRPOTrainer
 
     from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
@@ -278,6 +233,11 @@ def test_grpo__trains_every_turn_through_rollout_func_on_two_domains(
     model = SteeredLlama.from_pretrained(tiny_model)
     specs = [EpisodeSpec(domain, instance_index=0, seed=7, max_turns=4) for domain in ("course", "meal")]
     model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
+    if path == "environment_factory":
+        multi_turn: dict[str, Any] = {"environment_factory": environment_factory(["course", "meal"])}
+        rewards: list[Any] = [AceMetrics()]  # the reward is each environment's get_reward
+    else:
+        multi_turn, rewards = {"rollout_func": rollout_func(specs)}, [episode_score, AceMetrics()]
     config = GRPOConfig(
         output_dir=str(tmp_path),
         max_steps=2,
@@ -297,8 +257,8 @@ def test_grpo__trains_every_turn_through_rollout_func_on_two_domains(
         processing_class=tokenizer,
         args=config,
         train_dataset=train_dataset(specs),
-        rollout_func=rollout_func(specs),
-        reward_funcs=[episode_score, AceMetrics()],
+        reward_funcs=rewards,
+        **multi_turn,
     )
     batches = _captured_batches(trainer)
     before = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
@@ -308,7 +268,7 @@ def test_grpo__trains_every_turn_through_rollout_func_on_two_domains(
     logged = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
     expected = {"ace/train/score/course", "ace/train/score/meal", "ace/train/pass@2", "ace/train/avg@2"}
     assert len(logged) == 2 and expected <= set(logged[0])
-    assert all(entry["ace/train/parse_error_rate"] == 0.0 for entry in logged)
+    assert all(entry["ace/train/parse_error_rate"] == 0.0 and 0 <= entry["reward"] <= 1 for entry in logged)
     assert any(not torch.equal(before[name], p) for name, p in model.named_parameters()), "no update"
 
 
