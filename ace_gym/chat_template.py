@@ -26,10 +26,12 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True, slots=True)
 class Segment:
     """Token ids added in one go: ``"prompt"`` (the initial messages and generation prompt),
-    ``"assistant"`` (one model turn) or ``"env"`` (the replies and the next generation prompt)."""
+    ``"assistant"`` (one model turn, with the model's ``logprobs`` when known) or ``"env"`` (the
+    replies and the next generation prompt)."""
 
     kind: str
     token_ids: list[int]
+    logprobs: list[float] | None = None
 
 
 def template_message(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -63,7 +65,8 @@ class ChatTokens:
     that new text. ``sync(messages)`` does the same from a whole conversation, e.g. a
     :class:`~ace_gym.wrappers.ChatAdapter` ``info["messages"]``. ``token_ids`` is always the
     prompt for the next generation; ``segments`` holds the per-turn ids and
-    ``assistant_mask()`` marks the model's tokens (for a training loss).
+    ``assistant_mask()`` marks the model's tokens (for a training loss) and ``trajectory()``
+    gives the whole rollout in the prompt/response layout trainers take.
 
     When ``generated_ids`` are given, the template's closing text after the end-of-turn token
     (say the ``"\\n"`` after ``<|im_end|>``) is added to the env segment, so the ids are what the
@@ -87,6 +90,11 @@ class ChatTokens:
         """The prompt ids for the next generation (a copy)."""
         return list(self._token_ids)
 
+    @property
+    def message_count(self) -> int:
+        """How many messages have been tokenised (a rollout compares it with its conversation)."""
+        return len(self._messages)
+
     def reset(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         """Start a rollout from its initial messages; returns the prompt ids."""
         self._messages = [template_message(m) for m in messages]
@@ -102,9 +110,13 @@ class ChatTokens:
         assistant: Mapping[str, Any],
         replies: Sequence[Mapping[str, Any]],
         generated_ids: Sequence[int] | None = None,
+        logprobs: Sequence[float] | None = None,
     ) -> list[int]:
         """Append one assistant turn and the env's replies; returns the ids appended after the
-        assistant's (the env text and the next generation prompt)."""
+        assistant's (the env text and the next generation prompt). ``logprobs`` are the model's
+        log-probabilities of ``generated_ids`` (one each; ValueError otherwise)."""
+        if logprobs is not None and (generated_ids is None or len(logprobs) != len(generated_ids)):
+            raise ValueError("logprobs need the generated ids, one log-probability per id")
         with_assistant = [*self._messages, template_message(assistant)]
         messages = with_assistant + [template_message(m) for m in replies]
         assistant_render = self._render(with_assistant, generation_prompt=False)
@@ -121,22 +133,67 @@ class ChatTokens:
             assistant_ids = list(generated_ids)
             env_text = self._closing_text(assistant_text, assistant_ids) + env_text
         env_ids = self._encode(env_text)
-        self.segments += [Segment("assistant", assistant_ids), Segment("env", env_ids)]
+        turn_logprobs = None if logprobs is None else [float(x) for x in logprobs]
+        self.segments += [Segment("assistant", assistant_ids, turn_logprobs), Segment("env", env_ids)]
         self._token_ids += assistant_ids
         self._token_ids += env_ids
         return env_ids
 
-    def sync(self, messages: Sequence[Mapping[str, Any]], generated_ids: Sequence[int] | None = None) -> list[int]:
+    def sync(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        generated_ids: Sequence[int] | None = None,
+        logprobs: Sequence[float] | None = None,
+    ) -> list[int]:
         """Catch up with a conversation that grew by one assistant turn and its replies (the
         messages already seen are assumed unchanged); returns the appended env ids."""
         new = messages[len(self._messages) :]
         if not new or new[0].get("role") != "assistant":
             raise ValueError("sync expects the conversation to have grown by an assistant message and its replies")
-        return self.add_turn(new[0], new[1:], generated_ids)
+        return self.add_turn(new[0], new[1:], generated_ids, logprobs)
 
     def assistant_mask(self) -> list[int]:
         """1 for every token the model generated, 0 for prompt and env tokens."""
         return [int(s.kind == "assistant") for s in self.segments for _ in s.token_ids]
+
+    def trajectory(self, *, through_last_turn: bool = False) -> dict[str, Any] | None:
+        """The rollout as trainers take it: ``prompt_ids`` (the opening prompt), ``response_ids``
+        (every later id: the model's own and the env's), ``assistant_mask`` (1 = the model's),
+        ``logprobs`` (the model's per id, 0.0 on env ids; None unless every turn had them) and
+        ``turn_starts`` (where each assistant turn begins in ``response_ids``).
+
+        ``through_last_turn`` stops after the last assistant turn (the final replies and the
+        generation prompt after them train nothing). None once the template proved not
+        prefix-stable: the ids of earlier turns were then re-tokenised, not kept.
+        """
+        if not self.prefix_stable:
+            return None
+        segments = self.segments[1:]
+        if through_last_turn:
+            last = max((k for k, s in enumerate(segments) if s.kind == "assistant"), default=-1)
+            segments = segments[: last + 1]
+        response: list[int] = []
+        mask: list[int] = []
+        logprobs: list[float] | None = []
+        starts: list[int] = []
+        for segment in segments:
+            assistant = segment.kind == "assistant"
+            if assistant:
+                starts.append(len(response))
+            response += segment.token_ids
+            mask += [int(assistant)] * len(segment.token_ids)
+            if logprobs is not None and assistant and segment.logprobs is None:
+                logprobs = None
+            elif logprobs is not None:
+                logprobs += segment.logprobs if assistant else [0.0] * len(segment.token_ids)  # type: ignore[operator]
+        prompt = self.segments[0].token_ids if self.segments else []
+        return {
+            "prompt_ids": list(prompt),
+            "response_ids": response,
+            "assistant_mask": mask,
+            "logprobs": logprobs,
+            "turn_starts": starts,
+        }
 
     def verify(self) -> bool:
         """Whether ``token_ids`` equals a fresh tokenisation of the whole rendered conversation."""

@@ -26,7 +26,12 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import AceGymError, ConfigError, did_you_mean
 from ace_gym.eval.results import FileInUseError, MalformedRecordsError
 
-COMMAND_MODULES: tuple[str, ...] = ("ace_gym.generators.cli", "ace_gym.eval.cli", "ace_gym.server.cli")
+COMMAND_MODULES: tuple[str, ...] = (
+    "ace_gym.generators.cli",
+    "ace_gym.eval.cli",
+    "ace_gym.eval.export",
+    "ace_gym.server.cli",
+)
 EXIT_OK = 0
 EXIT_CONFIG = 2
 EXIT_IN_USE = 3

@@ -1,24 +1,23 @@
-"""GRPO on ACE with TRL: the reward of a completion is the score of an ACE episode it starts.
+"""GRPO on ACE with TRL's environment_factory: the model calls ACE tools, every turn is trained.
 
-Each training prompt is the opening of an ACE episode (system prompt + partial grid, with the
-domain's tool schemas rendered by the model's chat template). GRPO samples a group of
-completions per prompt; the reward function plays each completion as the first assistant turn of
-that same episode (same instance, same seed) through the text-action adapter, lets the live
-policy play the remaining turns (up to ``--max-turns``), and returns the episode's score (0/1)
-plus a small format term: ``--format-weight`` x the share of turns the adapter could read. The
-gradient flows through the first turn only (the later turns are sampled under no_grad);
-multi-turn credit assignment is left to the trainer of your choice.
+Each training row opens an ACE episode (system prompt + partial grid; ``train_dataset``); TRL
+renders the domain's tool schemas with the model's chat template, samples a group of
+completions, parses each tool call the model writes, runs it on that rollout's environment
+(``environment_factory``: one class per domain whose methods are the ACE tools) and generates
+again after the tool results, until the model stops calling tools. The whole multi-turn
+completion is trained, tool results masked out; the reward is the episode's score
+(``get_reward``). ``AceMetrics`` logs ``ace/score``, per-domain scores, parse errors, the
+injected-failure recovery rate and pass@k / avg@k over the GRPO groups at every step, and an
+``AceEvalCallback`` scores the live model on a fixed validation slice every ``--eval-every``
+steps.
 
-An ``AceEvalCallback`` scores the live model on a fixed validation slice every ``--eval-every``
-steps and logs ``ace/score`` and friends next to the GRPO metrics.
-
-Run it as written (builds a tiny random Llama locally, three CPU steps, about half a minute)::
+Run it as written (builds a tiny random Llama locally, two CPU steps, under a minute)::
 
     python examples/grpo_train.py
 
-With a real model: ``python examples/grpo_train.py --model Qwen/Qwen2.5-0.5B-Instruct
---max-steps 500 --max-turns 30 --max-completion-length 512`` (needs ``pip install
-"ace-gym[train]"``).
+With a real model: ``python examples/grpo_train.py --model Qwen/Qwen3-0.6B --max-steps 500
+--max-completion-length 4096 --max-turns 40`` (needs ``pip install "ace-gym[train]"``: trl >= 1.8,
+transformers >= 5.2; the model's chat template must be one TRL parses tool calls for, e.g. Qwen).
 """
 
 from __future__ import annotations
@@ -27,103 +26,18 @@ import argparse
 import json
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
-
-from ace_gym.agents.llm.hf_engine import HFChatEngine
-from ace_gym.agents.llm.messages import for_chat_template
-from ace_gym.eval import EpisodeSpec, run_episodes
-from ace_gym.eval.loop import EngineActor, Episode, Turn
-
-
-def episode_prompts(specs: list[EpisodeSpec], tokenizer: Any) -> Any:
-    """One row per episode (a ``datasets.Dataset``): the rendered opening prompt and what
-    identifies the episode."""
-    from datasets import Dataset
-
-    rows: dict[str, list[Any]] = {"prompt": [], "domain": [], "instance_index": [], "seed": []}
-    for spec in specs:
-        messages, info = spec.make_env().reset(seed=spec.seed, options=spec.reset_options())
-        prompt = tokenizer.apply_chat_template(
-            for_chat_template(messages), tools=info["tools"], add_generation_prompt=True, tokenize=False
-        )
-        rows["prompt"].append(prompt)
-        rows["domain"].append(spec.domain)
-        rows["instance_index"].append(spec.instance_index)
-        rows["seed"].append(spec.seed)
-    return Dataset.from_dict(rows)
-
-
-class AceRolloutReward:
-    """Reward function: finish the episode each completion starts, return score + format term."""
-
-    __name__ = "ace_rollout"  # TRL logs rewards under the function's name
-
-    def __init__(self, tokenizer: Any, max_turns: int, format_weight: float, max_new_tokens: int, seed: int) -> None:
-        self.tokenizer = tokenizer
-        self.max_turns = max_turns
-        self.format_weight = format_weight
-        self.max_new_tokens = max_new_tokens
-        self.rng = np.random.default_rng(seed)
-        self.model: Any = None  # the live policy, set once the trainer exists
-
-    def __call__(
-        self,
-        prompts: list[str],
-        completions: list[str],
-        domain: list[str],
-        instance_index: list[int],
-        seed: list[int],
-        **_: Any,
-    ) -> list[float]:
-        from ace_gym.integrations.trainer_callback import parse_error_turn
-
-        specs = [  # trial k: one episode key per completion, even for completions of one prompt
-            EpisodeSpec(d, instance_index=i, seed=s, trial=k, max_turns=self.max_turns)
-            for k, (d, i, s) in enumerate(zip(domain, instance_index, seed, strict=True))
-        ]
-        engine = HFChatEngine(
-            self.model, self.tokenizer, max_new_tokens=self.max_new_tokens, seed=int(self.rng.integers(2**31))
-        )
-        actor = CompletionThenEngine(completions, engine)
-        records = {r["key"]: r for r in run_episodes(specs, actor, batch_size=len(specs), name="grpo")}
-        rewards = []
-        for spec in specs:
-            record = records[spec.key("grpo")]
-            readable = [not parse_error_turn(turn) for turn in record["turns"]]
-            rewards.append(float(bool(record["score"])) + self.format_weight * float(np.mean(readable)))
-        return rewards
-
-
-class CompletionThenEngine(EngineActor):
-    """Plays the trainer's completion as episode k's first turn (episodes open in spec order),
-    then lets the engine write the later turns as text."""
-
-    def __init__(self, completions: list[str], engine: HFChatEngine) -> None:
-        super().__init__(engine, action_of=lambda completion: completion.text)
-        self.first_turns = iter(completions)
-
-    def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:
-        episode.agent = next(self.first_turns)
-
-    def act(self, episodes: Sequence[Episode]) -> list[Turn]:
-        later = [episode for episode in episodes if episode.usage["turns"] > 0]
-        generated = iter(super().act(later) if later else [])
-        return [next(generated) if episode.usage["turns"] > 0 else Turn(episode.agent) for episode in episodes]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", help="model path or name (default: build a tiny random Llama locally)")
     parser.add_argument("--domains", default="course,meal", help="comma list of ACE domains")
-    parser.add_argument("--episodes-per-domain", type=int, default=4)
-    parser.add_argument("--max-steps", type=int, default=3)
-    parser.add_argument("--num-generations", type=int, default=4)
-    parser.add_argument("--max-completion-length", type=int, default=24)
-    parser.add_argument("--max-turns", type=int, default=2)
-    parser.add_argument("--format-weight", type=float, default=0.1)
+    parser.add_argument("--episodes-per-domain", type=int, default=2)
+    parser.add_argument("--max-steps", type=int, default=2)
+    parser.add_argument("--num-generations", type=int, default=2)
+    parser.add_argument("--max-completion-length", type=int, default=32)
+    parser.add_argument("--max-turns", type=int, default=8, help="tool-calling rounds per rollout")
+    parser.add_argument("--tool-failure-rate", type=float, default=0.0)
     parser.add_argument("--eval-every", type=int, default=2)
     parser.add_argument("--output-dir", default=None)
     parser.add_argument("--seed", type=int, default=0)
@@ -135,22 +49,21 @@ def main() -> None:
 
         from ace_gym.agents.llm.tiny_model import build_tiny_model
         from ace_gym.integrations.trainer_callback import AceEvalCallback, validation_specs
+        from ace_gym.integrations.trl import AceMetrics, environment_factory, train_dataset
     except ImportError as error:
         sys.exit(f"grpo_train.py: {error.name} is missing; install it with pip install 'ace-gym[train]'")
 
     workdir = tempfile.mkdtemp(prefix="ace-grpo-")
     model_path = args.model or str(build_tiny_model(f"{workdir}/tiny-model", seed=args.seed))
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
-    model = AutoModelForCausalLM.from_pretrained(model_path, dtype="auto")
     domains = args.domains.split(",")
-    specs = validation_specs(domains, args.episodes_per_domain, seed=args.seed, max_turns=args.max_turns)
-    reward = AceRolloutReward(tokenizer, args.max_turns, args.format_weight, args.max_completion_length, args.seed)
+    specs = validation_specs(domains, args.episodes_per_domain, seed=args.seed)
     config = GRPOConfig(
         output_dir=args.output_dir or f"{workdir}/out",
         max_steps=args.max_steps,
-        per_device_train_batch_size=args.num_generations,
+        per_device_train_batch_size=args.num_generations * len(domains),
         num_generations=args.num_generations,
         max_completion_length=args.max_completion_length,
+        max_tool_calling_iterations=args.max_turns,
         learning_rate=1e-5,
         logging_steps=1,
         report_to=[],
@@ -159,13 +72,13 @@ def main() -> None:
         use_cpu=not torch.cuda.is_available(),
     )
     trainer = GRPOTrainer(
-        model=model,
-        reward_funcs=reward,
+        model=AutoModelForCausalLM.from_pretrained(model_path, dtype="auto"),
+        processing_class=AutoTokenizer.from_pretrained(model_path),
         args=config,
-        train_dataset=episode_prompts(specs, tokenizer),
-        processing_class=tokenizer,
+        train_dataset=train_dataset(specs),
+        environment_factory=environment_factory(domains, tool_failure_rate=args.tool_failure_rate),
+        reward_funcs=[AceMetrics()],  # logs; the reward is each environment's get_reward
     )
-    reward.model = trainer.model
     trainer.add_callback(
         AceEvalCallback(
             trainer,

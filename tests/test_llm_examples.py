@@ -58,18 +58,39 @@ def test_collect_rollouts_example__writes_one_record_per_episode(tmp_path: Path)
     assert "3 episodes in" in stdout
 
 
+def _logged(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith('{"')]  # the script's JSON lines
+
+
 @pytest.mark.slow
-def test_grpo_example__trains_with_ace_rollout_rewards_and_logs_validation(tmp_path: Path) -> None:
+def test_grpo_example__trains_through_environment_factory_and_logs_ace_metrics(tmp_path: Path) -> None:
     pytest.importorskip("trl")
     stdout = _run(
         "grpo_train.py",
-        *("--max-steps", "1", "--eval-every", "1", "--num-generations", "2", "--domains", "course"),
-        *("--episodes-per-domain", "2", "--max-turns", "1", "--max-completion-length", "8"),
-        *("--output-dir", str(tmp_path / "out")),
+        *("--max-steps", "2", "--eval-every", "2", "--num-generations", "2", "--domains", "course,meal"),
+        *("--episodes-per-domain", "1", "--max-completion-length", "8", "--output-dir", str(tmp_path / "out")),
     )
-    logged = [json.loads(line) for line in stdout.splitlines() if line.startswith('{"')]  # the script's JSON lines
-    assert any("rewards/ace_rollout/mean" in entry for entry in logged)
-    assert any(entry.get("ace/score/course") == 0.0 for entry in logged)
+    by_step: dict[int, dict] = {}
+    for entry in _logged(stdout):  # a step's metrics may be split over the trainer's and the callback's log
+        by_step.setdefault(entry["step"], {}).update(entry)
+    assert sorted(by_step) == [1, 2]
+    for logged in by_step.values():
+        assert "rewards/AceCourseEnvironment/mean" in logged and "loss" in logged
+        assert {"ace/train/score/course", "ace/train/score/meal", "ace/train/pass@2"} <= set(logged)
+    assert by_step[2]["ace/score/course"] == 0.0  # the validation callback
+
+
+@pytest.mark.slow
+def test_grpo_rollout_func_example__trains_through_the_collector_and_logs_ace_metrics(tmp_path: Path) -> None:
+    pytest.importorskip("trl")
+    stdout = _run(
+        "grpo_rollout_func.py",
+        *("--max-steps", "2", "--num-generations", "2", "--domains", "course,meal", "--episodes-per-domain", "1"),
+        *("--max-turns", "2", "--max-completion-length", "24", "--output-dir", str(tmp_path / "out")),
+    )
+    steps = [entry for entry in _logged(stdout) if "loss" in entry]
+    assert len(steps) == 2 and all("rewards/episode_score/mean" in entry for entry in steps)
+    assert all(entry["ace/train/turns"] == 2.0 for entry in steps)  # every episode played both turns
 
 
 @pytest.mark.slow

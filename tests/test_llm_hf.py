@@ -9,12 +9,14 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ace_gym.agents.base import ChatEngine  # noqa: E402
+from ace_gym.agents.base import ChatEngine, TokenChatEngine  # noqa: E402
 from ace_gym.agents.llm import make_engine  # noqa: E402
 from ace_gym.agents.llm.hf_engine import HFChatEngine  # noqa: E402
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
 from ace_gym.envs import AceEnv  # noqa: E402
 from ace_gym.eval import EpisodeSpec, run_episodes  # noqa: E402
+from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done  # noqa: E402
+from tests.token_records import assert_token_exact  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +37,32 @@ def _start(domain: str, index: int = 0) -> tuple[list[dict], list[dict]]:
 
 
 def test_hf_engine__is_a_chat_engine(greedy: HFChatEngine) -> None:
-    assert isinstance(greedy, ChatEngine)
+    assert isinstance(greedy, ChatEngine) and isinstance(greedy, TokenChatEngine)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_hf_engine__logprobs_are_the_generated_tokens_log_probabilities_at_the_temperature(
+    greedy: HFChatEngine, temperature: float
+) -> None:
+    engine = HFChatEngine(greedy.model, greedy.tokenizer, max_new_tokens=6, temperature=temperature, seed=3)
+    conversation, tools = _start("meal")
+    (completion,) = engine.generate([conversation], [tools])
+    ids = completion.completion_token_ids
+    assert completion.logprobs is not None and len(completion.logprobs) == len(ids)
+    sequence = torch.tensor([completion.prompt_token_ids + ids])
+    with torch.no_grad():
+        logits = engine.model(sequence).logits[0, len(completion.prompt_token_ids) - 1 : -1]
+    expected = torch.log_softmax(logits / (temperature or 1.0), dim=-1).gather(1, torch.tensor([ids]).T).squeeze(1)
+    assert completion.logprobs == pytest.approx(expected.tolist(), abs=1e-4)
+    quiet = HFChatEngine(greedy.model, greedy.tokenizer, max_new_tokens=2, logprobs=False)
+    assert quiet.generate([conversation], [tools])[0].logprobs is None
+
+
+def test_hf_engine__generate_ids_equals_generate_on_the_rendered_prompt(greedy: HFChatEngine) -> None:
+    conversation, tools = _start("pc_build")
+    (from_messages,) = greedy.generate([conversation], [tools])
+    (from_ids,) = greedy.generate_ids([from_messages.prompt_token_ids])
+    assert from_ids == from_messages
 
 
 def test_hf_engine__batched_left_padded_generation_equals_one_by_one(greedy: HFChatEngine) -> None:
@@ -127,15 +154,54 @@ def test_hf_engine__episodes_through_the_adapter_and_collector_are_well_formed(t
                 assert replies[-1]["role"] == "user" and "tool call" in replies[-1]["content"]
 
 
-def test_hf_engine__a_conversation_the_chat_template_refuses_fails_alone(tiny_model: Path) -> None:
+def test_hf_engine__records_are_token_exact_and_decode_to_their_messages(tiny_model: Path) -> None:
+    """Sampled noise: every turn is unreadable and gets a corrective message."""
+    engine = HFChatEngine(tiny_model, max_new_tokens=10, temperature=1.0, seed=5)
+    specs = [EpisodeSpec(domain, instance_index=1, seed=2, max_turns=3) for domain in ("course", "travel")]
+    records = list(run_episodes(specs, engine, batch_size=2))
+    for record in records:
+        assert len(record["turns"]) == 3
+        assert_token_exact(record, engine.tokenizer)
+
+
+def test_hf_engine__tool_calling_episodes_are_recorded_token_exact(tiny_model: Path) -> None:
+    """The model steered to call tools (set a slot, then done): tool replies between the turns."""
     from transformers import AutoTokenizer
 
-    from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    model = SteeredLlama.from_pretrained(tiny_model)
+    specs = [EpisodeSpec(domain, instance_index=0, seed=3, max_turns=4) for domain in ("meal", "workforce")]
+    model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
+    engine = HFChatEngine(model, tokenizer, max_new_tokens=64, temperature=1.0, seed=0)
+    for record in run_episodes(specs, engine, batch_size=2):
+        assert record["terminated"] and len(record["turns"]) == 2
+        assert [m["role"] for m in record["messages"]] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+        assert_token_exact(record, tokenizer)
+
+
+def test_hf_engine__an_episode_the_template_stops_rendering_goes_on_without_tokens(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.chat_template = (
+        "{% if messages | selectattr('role', 'equalto', 'tool') | list %}{{ raise_exception('no tools here') }}"
+        "{% endif %}" + tokenizer.chat_template
+    )
+    model = SteeredLlama.from_pretrained(tiny_model)
+    specs = [EpisodeSpec("meal", instance_index=0, seed=3, max_turns=3)]
+    model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
+    (record,) = run_episodes(specs, HFChatEngine(model, tokenizer, max_new_tokens=64, seed=0))
+    assert record["tokens"] is None  # the second turn could not be rendered: no token trajectory
+    assert len(record["turns"]) == 3 and record["turns"][1]["finish_reason"] == "error"
+
+
+def test_hf_engine__a_conversation_the_chat_template_refuses_fails_alone(tiny_model: Path) -> None:
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     tokenizer.chat_template = (
         "{% if messages[-1].content == 'boom' %}{{ raise_exception('one tool call per turn only') }}{% endif %}"
-        + CHAT_TEMPLATE
+        + tokenizer.chat_template
     )
     engine = HFChatEngine(str(tiny_model), tokenizer, max_new_tokens=3, temperature=0)
     refused, fine = engine.generate(

@@ -146,6 +146,31 @@ def test_openai_engine__returns_native_tool_calls_reasoning_and_usage(serve: Cal
     assert request["messages"] == CONVERSATION and request["tools"] == TOOLS
 
 
+def test_openai_engine__returns_logprobs_and_the_token_ids_a_vllm_server_adds(
+    serve: Callable[..., ChatServer],
+) -> None:
+    def answer(body: dict[str, Any]) -> Reply:
+        response = chat_response("ab")
+        if body.get("logprobs"):
+            content = [
+                {"token": t, "logprob": lp, "bytes": None, "top_logprobs": []} for t, lp in (("a", -0.5), ("b", -1.25))
+            ]
+            response["choices"][0]["logprobs"] = {"content": content}
+        if body.get("return_token_ids"):  # what vllm serve adds on request
+            response["prompt_token_ids"] = [1, 2, 3]
+            response["choices"][0]["token_ids"] = [7, 8]
+        return 200, response
+
+    server = serve(answer)
+    with engine_for(server, sampling={"logprobs": True, "extra_body": {"return_token_ids": True}}) as engine:
+        (completion,) = engine.generate([CONVERSATION], [TOOLS])
+    assert completion.logprobs == [-0.5, -1.25]
+    assert (completion.prompt_token_ids, completion.completion_token_ids) == ([1, 2, 3], [7, 8])
+    with engine_for(server) as engine:  # not asked for: none reported
+        (plain,) = engine.generate([CONVERSATION], [TOOLS])
+    assert (plain.logprobs, plain.prompt_token_ids, plain.completion_token_ids) == (None, None, None)
+
+
 def test_openai_engine__sends_history_with_string_arguments_and_no_reasoning_key(
     serve: Callable[..., ChatServer],
 ) -> None:
@@ -255,7 +280,8 @@ def test_openai_engine__plays_episodes_against_a_real_vllm_server(tmp_path: Path
         try:
             _wait_until_healthy(f"http://127.0.0.1:{port}/health", server, tmp_path / "server.log")
             specs = [EpisodeSpec(domain, instance_index=0, seed=0, max_turns=2) for domain in ("course", "meal")]
-            engine = OpenAIChatEngine("tiny", base_url=f"http://127.0.0.1:{port}/v1", sampling={"max_tokens": 8})
+            sampling = {"max_tokens": 8, "logprobs": True, "extra_body": {"return_token_ids": True}}
+            engine = OpenAIChatEngine("tiny", base_url=f"http://127.0.0.1:{port}/v1", sampling=sampling)
             with engine:
                 records = list(run_episodes(specs, engine, batch_size=2))
         finally:
@@ -269,6 +295,8 @@ def test_openai_engine__plays_episodes_against_a_real_vllm_server(tmp_path: Path
         for turn in record["turns"]:
             assert turn["finish_reason"] in ("stop", "length", "tool_calls"), turn
             assert turn["prompt_tokens"] > 1000 and 1 <= turn["completion_tokens"] <= 8
+            assert len(turn["logprobs"]) == len(turn["completion_token_ids"]) == turn["completion_tokens"]
+            assert turn["prompt_token_ids"] and all(lp <= 0 for lp in turn["logprobs"])
 
 
 def _wait_until_healthy(url: str, server: subprocess.Popen, log: Path, timeout_s: float = 600.0) -> None:

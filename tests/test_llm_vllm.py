@@ -49,7 +49,7 @@ def run_script(model_dir: str, out_path: str) -> None:
     meal, meal_tools = _start("meal")
     too_long = [*course, {"role": "user", "content": "\n".join([course[0]["content"]] * 4)}]
     completions = engine.generate([course, too_long, meal], [course_tools, course_tools, meal_tools])
-    specs = [EpisodeSpec(domain, instance_index=1, seed=2, max_turns=2) for domain in ("travel", "workforce")]
+    specs = [EpisodeSpec(domain, instance_index=1, seed=2, max_turns=3) for domain in ("travel", "workforce")]
     records = list(run_episodes(specs, engine, batch_size=2))
     result = {
         "completions": [asdict(c) for c in completions],
@@ -64,9 +64,12 @@ def run_script(model_dir: str, out_path: str) -> None:
 
 
 @pytest.mark.slow
-def test_vllm_engine__generates_batches_and_plays_episodes_through_the_collector(tmp_path: Path) -> None:
+def test_vllm_engine__generates_batches_and_plays_token_exact_episodes_through_the_collector(tmp_path: Path) -> None:
     pytest.importorskip("vllm")
+    from transformers import AutoTokenizer
+
     from ace_gym.agents.llm.tiny_model import build_tiny_model
+    from tests.token_records import assert_token_exact
 
     model_dir = build_tiny_model(tmp_path / "tiny")
     out_path = tmp_path / "result.json"
@@ -89,17 +92,21 @@ def test_vllm_engine__generates_batches_and_plays_episodes_through_the_collector
         assert completion["completion_tokens"] == len(completion["completion_token_ids"]) <= 8
         assert completion["finish_reason"] in ("stop", "length")
         assert completion["finish_reason"] == "stop" or completion["completion_tokens"] == 8
+        assert len(completion["logprobs"]) == completion["completion_tokens"]
+        assert all(lp <= 0 for lp in completion["logprobs"])
     assert too_long["prompt_tokens"] >= MAX_MODEL_LEN
     assert (too_long["text"], too_long["finish_reason"], too_long["completion_tokens"]) == ("", "length", 0)
 
     records = result["records"]
     assert sorted(r["domain"] for r in records) == ["travel", "workforce"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
     for record in records:
         assert record["score"] == 0 and record["truncated"]
-        assert record["usage"]["turns"] == len(record["turns"]) == 2
+        assert record["usage"]["turns"] == len(record["turns"]) == 3
         for turn in record["turns"]:
             assert turn["prompt_tokens"] == len(turn["prompt_token_ids"]) > 0
             assert turn["completion_tokens"] == len(turn["completion_token_ids"]) > 0
+        assert_token_exact(record, tokenizer)
 
 
 if __name__ == "__main__":

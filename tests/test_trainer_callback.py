@@ -15,6 +15,8 @@ from ace_gym.integrations.trainer_callback import (  # noqa: E402
     AceEvalCallback,
     ace_metrics,
     parse_error_turn,
+    pass_at_k,
+    summary_metrics,
     validation_specs,
 )
 
@@ -31,21 +33,53 @@ def test_parse_error_turn__counts_turns_the_adapter_had_to_correct() -> None:
     assert not parse_error_turn(_turn(calls=1, skipped=1))
 
 
-def test_ace_metrics__means_per_domain_turns_and_parse_error_rate() -> None:
-    records = [
-        {"domain": "course", "score": 1, "turns": [_turn(calls=1), _turn(calls=1)]},
-        {"domain": "course", "score": 0, "turns": [_turn()]},
-        {"domain": "meal", "score": 0, "turns": [_turn(parse_errors=("x",)), _turn(calls=1), _turn()]},
+def _record(domain: str, score: float, turns: list[dict], instance: str = "i0", seed: int = 0) -> dict:
+    return {"dataset": "5x5", "domain": domain, "instance_id": instance, "seed": seed, "score": score, "turns": turns}
+
+
+def test_ace_metrics__means_per_domain_turns_parse_errors_and_groups() -> None:
+    records = [  # two GRPO groups of two: course i0 (one solved), meal i0 (none solved)
+        _record("course", 1, [_turn(calls=1), _turn(calls=1)]),
+        _record("course", 0, [_turn()]),
+        _record("meal", 0, [_turn(parse_errors=("x",)), _turn(calls=1), _turn()]),
+        _record("meal", 0, [_turn(calls=1), _turn(calls=1)]),
     ]
     assert ace_metrics(records) == {
-        "ace/score": pytest.approx(1 / 3),
+        "ace/score": pytest.approx(1 / 4),
         "ace/turns": pytest.approx(2.0),
-        "ace/parse_error_rate": pytest.approx(3 / 6),
-        "ace/episodes": 3.0,
+        "ace/parse_error_rate": pytest.approx(3 / 8),
+        "ace/pass@2": pytest.approx(0.5),
+        "ace/avg@2": pytest.approx(0.25),
+        "ace/episodes": 4.0,
         "ace/score/course": 0.5,
         "ace/score/meal": 0.0,
     }
     assert ace_metrics([]) == {}
+
+
+def test_ace_metrics__recovery_rate_is_the_share_of_injected_failures_retried_at_once() -> None:
+    def failing_turn(injected: int, retried: int) -> dict:
+        call = {"failure_injected": True, "injected_failures": injected, "retried_failed_calls": retried}
+        return {"info": {"calls": [call], "parse_errors": [], "skipped_calls": 0}}
+
+    records = [  # the counts are running totals: the last call's count is the episode's
+        _record("course", 0, [failing_turn(1, 0), failing_turn(2, 1), failing_turn(2, 2)]),
+        _record("course", 0, [failing_turn(1, 0)], instance="i1"),
+    ]
+    assert ace_metrics(records)["ace/recovery_rate"] == pytest.approx(2 / 3)
+    assert "ace/recovery_rate" not in ace_metrics([_record("course", 1, [_turn(calls=1)])])
+
+
+def test_pass_at_k__is_the_unbiased_estimate_over_a_group() -> None:
+    assert pass_at_k([1, 0, 0, 0], 1) == pytest.approx(0.25)
+    assert pass_at_k([1, 0, 0, 0], 2) == pytest.approx(1 - 3 / 6)
+    assert pass_at_k([1, 1, 0], 2) == 1.0 and pass_at_k([0, 0], 2) == 0.0
+    summaries = [
+        {"domain": "meal", "group": g, "score": s, "turns": 1, "parse_error_turns": 0}
+        for g, s in (("a", 1), ("a", 0), ("a", 0), ("b", 0), ("b", 0))
+    ]
+    metrics = summary_metrics(summaries)
+    assert metrics["ace/pass@2"] == pytest.approx((pass_at_k([1, 0, 0], 2) + 0.0) / 2)
 
 
 def test_validation_specs__are_a_fixed_seeded_slice_of_distinct_instances() -> None:

@@ -32,7 +32,9 @@ class Completion:
     ``tool_calls`` holds OpenAI-shaped calls (``{"id", "type": "function", "function": {"name",
     "arguments"}}``) when an OpenAI-compatible server already parsed them; ``reasoning`` is the
     server-separated reasoning text, if any. Token counts and ids are what the engine reports
-    (0 / None when it reports nothing).
+    (0 / None when it reports nothing). ``logprobs`` holds one log-probability per id of
+    ``completion_token_ids`` (or per generated token when the engine reports no ids), as the engine
+    reports them (None when it reports none; see each engine for the distribution they refer to).
     """
 
     text: str
@@ -43,6 +45,7 @@ class Completion:
     prompt_token_ids: list[int] | None = None
     completion_token_ids: list[int] | None = None
     finish_reason: str | None = None
+    logprobs: list[float] | None = None
 
 
 @runtime_checkable
@@ -58,6 +61,23 @@ class ChatEngine(Protocol):
     def generate(
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
     ) -> list[Completion]: ...
+
+
+@runtime_checkable
+class TokenChatEngine(ChatEngine, Protocol):
+    """A :class:`ChatEngine` that also generates from prompt token ids (vLLM, transformers).
+
+    ``tokenizer`` (a Hugging Face tokenizer with a chat template) and ``chat_template_kwargs``
+    render conversations; ``generate_ids`` takes one prompt as token ids per episode and returns
+    one :class:`Completion` each, in order, with ``completion_token_ids``. A rollout that keeps its
+    prompts as append-only ids (:class:`~ace_gym.chat_template.ChatTokens`) uses it, so the ids the
+    model saw are exactly the ids recorded, turn after turn.
+    """
+
+    tokenizer: Any
+    chat_template_kwargs: dict[str, Any]
+
+    def generate_ids(self, prompts: Sequence[list[int]]) -> list[Completion]: ...
 
 
 class ScriptedEpisode:

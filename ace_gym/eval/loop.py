@@ -22,6 +22,7 @@ call the episode took part in, since a batch is generated at once).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -29,9 +30,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ace_gym.agents.base import ChatEngine, Completion, Policy, ScriptedEpisode, ScriptedPolicy
+from ace_gym.agents.base import ChatEngine, Completion, Policy, ScriptedEpisode, ScriptedPolicy, TokenChatEngine
 from ace_gym.agents.task_view import ToolCallDict
+from ace_gym.chat_template import ChatTokens
 from ace_gym.errors import ConfigError, integer
+
+logger = logging.getLogger(__name__)
 
 INFO_DROPPED = ("messages", "system_prompt", "tools")
 """Info entries stored once per record (the conversation, the tool schemas), not per turn."""
@@ -133,6 +137,8 @@ class Episode:
                 turn["prompt_token_ids"] = list(completion.prompt_token_ids)
             if completion.completion_token_ids is not None:
                 turn["completion_token_ids"] = list(completion.completion_token_ids)
+            if completion.logprobs is not None:
+                turn["logprobs"] = list(completion.logprobs)
             self.usage["prompt_tokens"] += completion.prompt_tokens
             self.usage["completion_tokens"] += completion.completion_tokens
             self.last_completion = completion
@@ -217,6 +223,71 @@ class EngineActor(Actor):
         return [Turn(self.action_of(completion), completion) for completion in completions]
 
 
+class TokenEngineActor(EngineActor):
+    """A :class:`~ace_gym.agents.base.TokenChatEngine` (vLLM, transformers), token-exact: each
+    episode keeps its prompt as append-only ids (:class:`~ace_gym.chat_template.ChatTokens`, with
+    the engine's tokenizer and template options), grown by the ids the model generated and the
+    env's rendered replies, and ``generate_ids`` gets those ids. The model thus sees, turn after
+    turn, exactly the ids its record holds (:func:`token_trajectory`), never a re-tokenisation.
+
+    An episode whose conversation the chat template refuses (templates raise on shapes they do
+    not support) goes on through ``generate`` on its messages, and has no token trajectory.
+    """
+
+    def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:
+        from jinja2 import TemplateError  # the engine's tokenizer renders with jinja2 (the hf extra)
+
+        tokens = ChatTokens(self.engine.tokenizer, info.get("tools"), **self.engine.chat_template_kwargs)  # type: ignore[attr-defined]
+        try:
+            tokens.reset(observation)
+        except TemplateError as error:
+            logger.warning("chat template refused an episode's opening: %s", error)
+            return
+        episode.agent = tokens
+
+    def act(self, episodes: Sequence[Episode]) -> list[Turn]:
+        began = time.perf_counter()
+        exact = [episode for episode in episodes if _synced_tokens(episode) is not None]
+        rest = [episode for episode in episodes if episode.agent is None]
+        completions = dict(
+            zip(map(id, exact), self.engine.generate_ids([e.agent.token_ids for e in exact]), strict=True)
+        )  # type: ignore[attr-defined]
+        if rest:
+            generated = self.engine.generate([e.messages for e in rest], [e.tools for e in rest])
+            completions.update(zip(map(id, rest), generated, strict=True))
+        elapsed = time.perf_counter() - began
+        for episode in episodes:
+            episode.usage["generation_s"] += elapsed
+        return [Turn(self.action_of(completions[id(e)]), completions[id(e)]) for e in episodes]
+
+
+def _synced_tokens(episode: Episode) -> ChatTokens | None:
+    """The episode's ChatTokens, caught up with the turn it played last (its completion's ids and
+    logprobs, the adapter's replies); None (and dropped) when the template refuses the turn."""
+    from jinja2 import TemplateError
+
+    tokens = episode.agent
+    if not isinstance(tokens, ChatTokens):
+        return None
+    if len(episode.messages) > tokens.message_count and episode.last_completion is not None:
+        completion = episode.last_completion
+        try:
+            tokens.sync(episode.messages, completion.completion_token_ids, completion.logprobs)
+        except TemplateError as error:
+            logger.warning("chat template refused a turn; the episode goes on without token ids: %s", error)
+            episode.agent = None
+            return None
+    return tokens
+
+
+def token_trajectory(episode: Episode) -> dict[str, Any] | None:
+    """A finished episode's tokens (:meth:`~ace_gym.chat_template.ChatTokens.trajectory`: prompt
+    ids, response ids, assistant mask, logprobs, turn starts), the last turn's replies included;
+    None when it was not played token-exact."""
+    tokens = _synced_tokens(episode)
+    return None if tokens is None else tokens.trajectory()
+
+
 def completion_action(completion: Completion) -> str | dict[str, Any]:
     """The adapter action of a completion: its text, or an assistant message when the engine
     parsed tool calls or separated reasoning."""
@@ -236,6 +307,8 @@ def actor_of(policy: Policy | Actor) -> Actor:
         return policy
     if isinstance(policy, ScriptedPolicy):
         return ScriptedActor(policy)
+    if isinstance(policy, TokenChatEngine):
+        return TokenEngineActor(policy)
     if isinstance(policy, ChatEngine):
         return EngineActor(policy)
     raise ConfigError("policy", policy, "must be a ScriptedPolicy or a ChatEngine (has generate())")

@@ -18,7 +18,11 @@ A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, 
 ``hidden_slots``, ``decoy_budget``, ``score`` (0.0/1.0), ``reason``, ``terminated``,
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
 ``turns`` (per turn: ``reward``, the adapter's ``info`` and, when the engine reports them, token
-counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``finish_reason``), ``usage``
+counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``logprobs`` / ``finish_reason``),
+``tokens`` (an engine that generates from token ids, vLLM or transformers, plays token-exact:
+``prompt_ids``, ``response_ids``, ``assistant_mask``, ``logprobs``, ``turn_starts`` as
+:meth:`~ace_gym.chat_template.ChatTokens.trajectory` lays them out, the prompt of turn t being
+``prompt_ids + response_ids[:turn_starts[t]]``; None for other policies), ``usage``
 (:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports). Members of a GRPO-style
 group share instance and seed and differ in ``trial``.
 """
@@ -40,7 +44,7 @@ from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
-from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop
+from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.planning.settings import apply_settings, check_settings
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 
@@ -109,6 +113,29 @@ class EpisodeSpec:
         """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``."""
         return StepBudget(ChatAdapter(self.make_core_env()), self.max_turns or DEFAULT_MAX_TURNS)
 
+    def opening(self) -> list[dict[str, str]]:
+        """The episode's opening ``[system, user]`` messages (``role`` and ``content``), as
+        :meth:`make_env` starts it: what a trainer's dataset row shows as the prompt."""
+        env = self.make_env()
+        messages, _ = env.reset(seed=self.seed, options=self.reset_options())
+        env.close()
+        return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+    def to_json(self) -> str:
+        """The spec as JSON text (:meth:`from_json` reads it back): how a trainer's dataset row
+        names the episode it plays."""
+        return json.dumps({**dataclasses.asdict(self), "env_kwargs": dict(self.env_kwargs)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> EpisodeSpec:
+        """The spec :meth:`to_json` wrote; ConfigError for text that is no such spec."""
+        try:
+            return cls(**json.loads(text))
+        except (TypeError, ValueError) as error:
+            if isinstance(error, ConfigError):
+                raise
+            raise ConfigError("episode", text[:200], f"is not an EpisodeSpec as JSON ({error})") from None
+
     def policy_seed(self) -> int:
         """The seed of a scripted policy's own draws: a function of ``seed`` and ``trial``."""
         return int(np.random.SeedSequence([self.seed, self.trial]).generate_state(1)[0])
@@ -166,6 +193,7 @@ def ace_record(
         "messages": episode.messages,
         "tools": episode.tools,
         "turns": episode.turns,
+        "tokens": token_trajectory(episode),
     }
 
 

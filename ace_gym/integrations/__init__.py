@@ -1,2 +1,4 @@
-"""Bridges to training frameworks; each module imports its framework, so import the module you use
-(``ace_gym.integrations.trainer_callback`` needs the ``hf`` extra)."""
+"""Bridges to training frameworks; each module imports its framework, so import the module you use:
+``trl`` (TRL's ``environment_factory`` and ``rollout_func``), ``skyrl``, ``openrlhf`` (an
+``agent_func`` file), ``verl`` (an agent loop) and ``trainer_callback`` (validation during any
+``transformers.Trainer`` run; the ``hf`` extra)."""

@@ -4,11 +4,13 @@ Usage (any ``transformers.Trainer``, including TRL's)::
 
     trainer = GRPOTrainer(...)
     trainer.add_callback(AceEvalCallback(trainer, every_steps=50, domains=("course", "meal")))
-    trainer.train()   # logs ace/score, ace/score/<domain>, ace/turns, ace/parse_error_rate
+    trainer.train()   # logs ace/score, ace/score/<domain>, ace/parse_error_rate, ace/pass@k... (summary_metrics)
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -30,28 +32,74 @@ def parse_error_turn(turn: Mapping[str, Any]) -> bool:
     return bool(info.get("parse_errors")) or not (info.get("calls") or info.get("skipped_calls"))
 
 
-def ace_metrics(records: Iterable[Mapping[str, Any]], prefix: str = "ace") -> dict[str, float]:
-    """Validation metrics of episode records (``run_episodes`` output).
+def episode_summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """What :func:`summary_metrics` reads of a rollout record: ``domain``, ``group`` (the GRPO
+    group: same dataset, domain, instance and seed), ``score``, ``turns``, ``parse_error_turns``
+    (:func:`parse_error_turn`), ``injected_failures`` and ``retried_failed_calls`` (counted by
+    :class:`~ace_gym.wrappers.ToolFailureInjection`)."""
+    turns = record["turns"]
+    counts: dict[str, int] = {"injected_failures": 0, "retried_failed_calls": 0}
+    for turn in turns:
+        for call in turn.get("info", {}).get("calls", ()):
+            counts.update({key: int(call[key]) for key in counts if key in call})  # running counts
+    return {
+        "domain": record["domain"],
+        "group": json.dumps([record.get(key) for key in ("dataset", "domain", "instance_id", "seed")]),
+        "score": float(record["score"]),
+        "turns": len(turns),
+        "parse_error_turns": sum(parse_error_turn(turn) for turn in turns),
+        **counts,
+    }
 
-    ``<prefix>/score``: mean score; ``<prefix>/score/<domain>``: mean score per domain;
-    ``<prefix>/turns``: mean assistant turns per episode; ``<prefix>/parse_error_rate``: share of
-    turns the adapter could not read (:func:`parse_error_turn`); ``<prefix>/episodes``: count.
+
+def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace") -> dict[str, float]:
+    """Training metrics of episode summaries (:func:`episode_summary`), only those defined:
+
+    ``<prefix>/score`` and ``<prefix>/score/<domain>``: mean scores; ``<prefix>/turns``: mean
+    assistant turns; ``<prefix>/parse_error_rate``: share of turns that could not be read;
+    ``<prefix>/recovery_rate``: share of injected tool failures whose very next call retried the
+    same call (only when failures were injected); ``<prefix>/pass@k`` and ``<prefix>/avg@k`` over
+    groups (episodes sharing ``group``), k the smallest group's size: the unbiased estimate of the
+    chance that at least one of k samples solves the instance (Chen et al., 2021), and the mean
+    score, both averaged over groups; ``<prefix>/episodes``.
     """
-    records = list(records)
-    if not records:
+    summaries = list(summaries)
+    if not summaries:
         return {}
     by_domain: dict[str, list[float]] = defaultdict(list)
-    for record in records:
-        by_domain[record["domain"]].append(float(record["score"]))
-    turns = [turn for record in records for turn in record["turns"]]
+    by_group: dict[str, list[float]] = defaultdict(list)
+    for summary in summaries:
+        by_domain[summary["domain"]].append(float(summary["score"]))
+        by_group[summary["group"]].append(float(summary["score"]))
+    turns = sum(int(s["turns"]) for s in summaries)
+    injected = sum(int(s.get("injected_failures", 0)) for s in summaries)
+    k = min(len(scores) for scores in by_group.values())
     metrics = {
-        f"{prefix}/score": float(np.mean([float(r["score"]) for r in records])),
-        f"{prefix}/turns": float(np.mean([len(r["turns"]) for r in records])),
-        f"{prefix}/parse_error_rate": float(np.mean([parse_error_turn(t) for t in turns])) if turns else 0.0,
-        f"{prefix}/episodes": float(len(records)),
+        f"{prefix}/score": float(np.mean([float(s["score"]) for s in summaries])),
+        f"{prefix}/turns": turns / len(summaries),
+        f"{prefix}/parse_error_rate": sum(int(s["parse_error_turns"]) for s in summaries) / turns if turns else 0.0,
+        f"{prefix}/pass@{k}": float(np.mean([pass_at_k(scores, k) for scores in by_group.values()])),
+        f"{prefix}/avg@{k}": float(np.mean([np.mean(scores) for scores in by_group.values()])),
+        f"{prefix}/episodes": float(len(summaries)),
     }
+    if injected:
+        metrics[f"{prefix}/recovery_rate"] = sum(int(s.get("retried_failed_calls", 0)) for s in summaries) / injected
     metrics.update({f"{prefix}/score/{domain}": float(np.mean(scores)) for domain, scores in sorted(by_domain.items())})
     return metrics
+
+
+def pass_at_k(scores: Sequence[float], k: int) -> float:
+    """The unbiased estimate of pass@k from ``n = len(scores)`` samples with ``c`` successes
+    (score 1): ``1 - C(n - c, k) / C(n, k)``."""
+    n, solved = len(scores), sum(score >= 1.0 for score in scores)
+    if n - solved < k:
+        return 1.0
+    return 1.0 - math.comb(n - solved, k) / math.comb(n, k)
+
+
+def ace_metrics(records: Iterable[Mapping[str, Any]], prefix: str = "ace") -> dict[str, float]:
+    """:func:`summary_metrics` of rollout records (``run_episodes`` output)."""
+    return summary_metrics((episode_summary(record) for record in records), prefix)
 
 
 def validation_specs(
@@ -88,14 +136,16 @@ def validation_specs(
 
 class AceEvalCallback(TrainerCallback):
     """Every ``every_steps`` optimizer steps, play a fixed slice of ACE episodes with the live
-    model and log :func:`ace_metrics` through ``trainer.log`` (so every reporting integration
+    model and log :func:`ace_metrics` (:func:`summary_metrics`) through ``trainer.log`` (so every reporting integration
     and ``state.log_history`` receive them).
 
     The model is the one the Trainer hands to callbacks (no copy, no reload), wrapped in an
     :class:`~ace_gym.agents.llm.hf_engine.HFChatEngine` built anew for each evaluation with the same
     ``seed``, so evaluations differ only by the weights. ``engine_options`` go to the engine
     (default greedy decoding, ``max_new_tokens=512``). The slice is :func:`validation_specs`
-    (``domains``, ``episodes_per_domain``, ``dataset``, ``seed``, ``max_turns``, ``env_kwargs``).
+    (``domains``, ``episodes_per_domain``, ``dataset``, ``seed``, ``max_turns``, ``env_kwargs``),
+    each episode played ``group_size`` times (pass@k and avg@k over those groups; sample, i.e.
+    give ``engine_options={"temperature": ...}``, for k > 1 to mean anything).
     Under data parallelism every process runs the slice (a sharded model needs all of them) and
     the Trainer logs from the main process. ``metrics_history`` keeps ``(step, metrics)`` pairs.
     """
@@ -112,14 +162,16 @@ class AceEvalCallback(TrainerCallback):
         max_turns: int = 30,
         env_kwargs: Mapping[str, Any] | None = None,
         batch_size: int = 32,
+        group_size: int = 1,
         engine_options: Mapping[str, Any] | None = None,
     ) -> None:
         every_steps = integer("every_steps", every_steps, minimum=1)
         self.trainer = trainer
         self.every_steps = every_steps
-        self.specs = validation_specs(
+        slice_specs = validation_specs(
             domains, episodes_per_domain, dataset=dataset, seed=seed, max_turns=max_turns, env_kwargs=env_kwargs
         )
+        self.specs = [member for spec in slice_specs for member in spec.group(group_size)]
         self.seed = seed
         self.batch_size = batch_size
         self.engine_options = {"temperature": 0.0, "max_new_tokens": 512, **dict(engine_options or {})}

@@ -30,7 +30,13 @@ class HFChatEngine:
 
     Usage: ``prompt_tokens`` / ``completion_tokens`` are token counts; ``completion_token_ids``
     include the end-of-turn token when one was generated (``finish_reason`` "stop", else
-    "length"). A conversation whose prompt leaves no room for ``max_new_tokens`` within
+    "length"). ``logprobs`` (with ``logprobs=True``, the default) are the log-probabilities of the
+    generated ids under the model's distribution at the sampling temperature (softmax of
+    ``logits / temperature``, before top-p truncation; of the raw logits when greedy), the
+    convention trainers such as TRL use; the step logits are kept until the batch ends
+    (batch x vocabulary x new tokens floats), so turn it off for long generations with large
+    vocabularies. ``generate_ids`` generates from prompt token ids (see
+    :class:`~ace_gym.agents.base.TokenChatEngine`). A conversation whose prompt leaves no room for ``max_new_tokens`` within
     ``max_context`` (default: the model's ``max_position_embeddings``) is not generated: it
     returns empty text with ``finish_reason="length"``; one the chat template refuses (templates
     raise on shapes they do not support) returns the error as text with ``finish_reason="error"``.
@@ -47,6 +53,7 @@ class HFChatEngine:
         batch_size: int = 8,
         seed: int = 0,
         max_context: int | None = None,
+        logprobs: bool = True,
         dtype: str = "auto",
         chat_template_kwargs: Mapping[str, Any] | None = None,
         generation_kwargs: Mapping[str, Any] | None = None,
@@ -73,6 +80,7 @@ class HFChatEngine:
         self.top_p = top_p
         self.batch_size = batch_size
         self.max_context = max_context or getattr(model.config, "max_position_embeddings", None)
+        self.logprobs = logprobs
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.generation_kwargs = dict(generation_kwargs or {})
         self._rng = np.random.default_rng(seed)
@@ -89,7 +97,13 @@ class HFChatEngine:
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
     ) -> list[Completion]:
         """One completion per conversation, in order (see the class docstring for the contract)."""
-        prompts = render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs)
+        return self._complete(render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs))
+
+    def generate_ids(self, prompts: Sequence[list[int]]) -> list[Completion]:
+        """One completion per prompt given as token ids, in order (same contract as :meth:`generate`)."""
+        return self._complete([list(prompt) for prompt in prompts])
+
+    def _complete(self, prompts: Sequence[list[int] | str]) -> list[Completion]:
         limit = None if self.max_context is None else self.max_context - self.max_new_tokens
         completions = [completion_without_generation(prompt, limit) for prompt in prompts]
         runnable = [i for i, completion in enumerate(completions) if completion is None]
@@ -128,14 +142,18 @@ class HFChatEngine:
                     pad_token_id=self._pad_id,
                     eos_token_id=sorted(self._stop_ids),
                     use_cache=True,
+                    return_dict_in_generate=True,
+                    output_logits=self.logprobs,
                     **sampling,
                     **self.generation_kwargs,
                 )
         finally:
             self.model.train(was_training)
+        new_tokens = output.sequences[:, width:]
+        token_logprobs = self._token_logprobs(output.logits, new_tokens) if self.logprobs else None
         completions = []
         for row, ids in enumerate(prompts):
-            new_ids = output[row, width:].tolist()
+            new_ids = new_tokens[row].tolist()
             stop = next((k for k, token in enumerate(new_ids) if token in self._stop_ids), None)
             generated = new_ids if stop is None else new_ids[: stop + 1]
             text_ids = generated if stop is None else generated[:-1]
@@ -147,6 +165,18 @@ class HFChatEngine:
                     prompt_token_ids=ids,
                     completion_token_ids=generated,
                     finish_reason="length" if stop is None else "stop",
+                    logprobs=None if token_logprobs is None else token_logprobs[row][: len(generated)],
                 )
             )
         return completions
+
+    def _token_logprobs(self, step_logits: Sequence[Any], new_tokens: Any) -> list[list[float]]:
+        """Per row, the log-probability of each generated token (``step_logits[k]`` scores step k)."""
+        import torch
+
+        scale = self.temperature if self.temperature > 0 else 1.0
+        columns = [
+            torch.log_softmax(logits.float() / scale, dim=-1).gather(1, new_tokens[:, k : k + 1]).squeeze(1)
+            for k, logits in enumerate(step_logits)
+        ]
+        return torch.stack(columns, dim=1).tolist()

@@ -36,8 +36,11 @@ class OpenAIChatEngine:
     raise :class:`~ace_gym.errors.ConfigError`.
 
     The completion holds the message ``content`` as ``text``, native ``tool_calls`` (OpenAI shape),
-    the server-separated reasoning (``reasoning_content`` or ``reasoning``) and the ``usage``
-    token counts the server reports; token ids are not part of the protocol and stay None.
+    the server-separated reasoning (``reasoning_content`` or ``reasoning``), the ``usage``
+    token counts the server reports, and ``logprobs`` when asked for (``sampling={"logprobs":
+    True}``: one per generated token, ``choices[0].logprobs.content[*].logprob``). Token ids are
+    not part of the protocol: they stay None unless the server adds them (``vllm serve`` does with
+    ``extra_body={"return_token_ids": True}``: ``prompt_token_ids`` and the choice's ``token_ids``).
 
     ``vllm serve`` answers requests that carry ``tools`` only when started with
     ``--enable-auto-tool-choice --tool-call-parser NAME`` (else every request is a 400 and every
@@ -133,11 +136,17 @@ def _completion_of(response: Any) -> Completion:
     extra = message.model_extra or {}
     reasoning = extra.get("reasoning_content") or extra.get("reasoning")
     usage = response.usage
+    token_logprobs = choice.logprobs.content if choice.logprobs is not None else None
+    prompt_ids = (response.model_extra or {}).get("prompt_token_ids")
+    completion_ids = (choice.model_extra or {}).get("token_ids")
     return Completion(
         text=message.content or "",
         tool_calls=[call.model_dump(exclude_none=True) for call in message.tool_calls] if message.tool_calls else None,
         reasoning=reasoning,
         prompt_tokens=usage.prompt_tokens if usage else 0,
         completion_tokens=usage.completion_tokens if usage else 0,
+        prompt_token_ids=list(prompt_ids) if prompt_ids is not None else None,
+        completion_token_ids=list(completion_ids) if completion_ids is not None else None,
         finish_reason=choice.finish_reason,
+        logprobs=[float(item.logprob) for item in token_logprobs] if token_logprobs is not None else None,
     )

@@ -1,10 +1,11 @@
 """A tiny random Llama with a small ACE-trained tokenizer, built locally (no downloads).
 
-For tests, examples and benchmarks of the LLM engines: the model is untrained, so it produces
-noise and scores 0, but it exercises every code path a real model does (chat template with
-tools, batched generation, token ids, vLLM loading). The tokenizer is a byte-level BPE trained
-on the ACE prompts and tool schemas of every domain, so any text encodes and an ACE prompt is a
-few thousand tokens. The chat template is ChatML with Hermes-style ``<tool_call>`` blocks.
+For tests, examples and benchmarks of the LLM engines and trainers: the model is untrained, so it
+produces noise and scores 0, but it exercises every code path a real model does (chat template
+with tools, batched generation, token ids and logprobs, vLLM loading, TRL's tool-calling loop).
+The tokenizer is a byte-level BPE trained on the ACE prompts and tool schemas of every domain
+rendered by the chat template, so any text encodes and an ACE prompt is a few thousand tokens.
+The chat template is Qwen2.5's (:data:`CHAT_TEMPLATE_FILE`).
 
 Requires ``transformers``, ``tokenizers`` and ``torch`` (the ``hf`` extra).
 """
@@ -15,34 +16,21 @@ import json
 import os
 from pathlib import Path
 
-CHAT_TEMPLATE = (
-    "{% if messages[0].role == 'system' %}{% set system = messages[0].content %}"
-    "{% set rest = messages[1:] %}{% else %}{% set system = '' %}{% set rest = messages %}{% endif %}"
-    "<|im_start|>system\n{{ system }}"
-    "{% if tools %}\n\n# Tools\n<tools>\n{% for tool in tools %}\n{{ tool | tojson }}{% endfor %}\n</tools>\n"
-    'Call a tool with <tool_call>{"name": NAME, "arguments": {...}}</tool_call>.{% endif %}'
-    "<|im_end|>\n"
-    "{% for message in rest %}"
-    "{% if message.role == 'assistant' %}<|im_start|>assistant\n"
-    "{% if message.reasoning_content %}<think>{{ message.reasoning_content }}</think>{% endif %}"
-    "{{ message.content or '' }}"
-    "{% for call in message.tool_calls or [] %}"
-    '<tool_call>{"name": "{{ call.function.name }}", "arguments": {{ call.function.arguments | tojson }}}</tool_call>'
-    "{% endfor %}<|im_end|>\n"
-    "{% else %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endif %}"
-    "{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-"""ChatML with tools in the system turn and Hermes ``<tool_call>`` blocks (what the adapter parses)."""
+CHAT_TEMPLATE_FILE = Path(__file__).with_name("qwen2_5_chat_template.jinja")
+"""Qwen2.5's chat template, byte for byte (Apache-2.0, Alibaba Cloud): tools in the system turn,
+Hermes ``<tool_call>`` blocks, tool replies as ``<tool_response>`` in a user turn. Trainers recognise
+it by its exact text (TRL parses tool calls and runs ``environment_factory`` only for templates it
+knows), and it is prefix-stable, so :class:`~ace_gym.chat_template.ChatTokens` never re-tokenises."""
 
 SPECIAL_TOKENS = ("<|pad|>", "<|im_start|>", "<|im_end|>")
 """Control tokens (dropped when decoding with ``skip_special_tokens``)."""
-MARKUP_TOKENS = ("<tool_call>", "</tool_call>", "<think>", "</think>")
+MARKUP_TOKENS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<think>", "</think>")
 """Single tokens kept in decoded text, as in Qwen-style tokenizers (the adapter parses them)."""
 
 
 def _tokenizer_corpus() -> list[str]:
-    """ACE text of every domain (system prompt, first user message, tool schemas, a tool call)."""
+    """ACE text of every domain (system prompt, first user message, tool schemas, a tool call) and
+    the chat template's own text."""
     from ace_gym.domains import DOMAIN_NAMES
     from ace_gym.envs import AceEnv
 
@@ -52,8 +40,8 @@ def _tokenizer_corpus() -> list[str]:
         for index in range(3):
             observation, info = env.reset(options={"instance_index": index})
             corpus += [info["system_prompt"], observation, json.dumps(info["tools"])]
-        corpus.append('<tool_call>{"name": "set_slot", "arguments": {"row": 1, "col": 2, "item_id": "C1"}}</tool_call>')
-    return corpus
+        corpus.append('<tool_call>\n{"name": "set_slot", "arguments": {"row": 1, "col": 2, "id": "C1"}}\n</tool_call>')
+    return [*corpus, CHAT_TEMPLATE_FILE.read_text(encoding="utf-8")]
 
 
 def build_tiny_model(
@@ -94,7 +82,7 @@ def build_tiny_model(
         padding_side="left",
     )
     tokenizer.add_tokens(list(MARKUP_TOKENS))
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = CHAT_TEMPLATE_FILE.read_text(encoding="utf-8")
 
     config = LlamaConfig(
         vocab_size=len(tokenizer),

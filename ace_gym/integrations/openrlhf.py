@@ -1,0 +1,88 @@
+"""OpenRLHF (``pip install "ace-gym[openrlhf]"``): this module is an ``agent_func`` file.
+
+Train with ``--train.agent_func_path $(python -c "import ace_gym.integrations.openrlhf as m;
+print(m.__file__)")`` on rows from :func:`write_dataset` (``--data.label_key label``). OpenRLHF's
+``MultiTurnAgentExecutor`` calls the async ``reset``/``step`` of :class:`AgentInstance` per episode
+and keeps the token ids itself; the instance plays the episode through the adapter stack and
+renders each turn's replies with the chat template, continuing exactly after the model's
+end-of-turn token (:class:`~ace_gym.chat_template.ChatTokens`), so the ids stay append-only.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
+
+from ace_gym.atomic import AtomicFile
+from ace_gym.chat_template import ChatTokens
+from ace_gym.eval.rollout import EpisodeSpec
+
+
+class AgentInstance(AgentInstanceBase):
+    """One ACE episode: ``label`` is the JSON of its :class:`~ace_gym.eval.EpisodeSpec`. ``reset``
+    returns the opening rendered by ``tokenizer``'s chat template (with the tools); ``step``
+    returns the turn's reward (the score on the last turn), the rendered replies and the next
+    generation prompt as ``environment_feedback`` (nothing once ``done``) and ``extra_logs``."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        self.spec = EpisodeSpec.from_json(states["label"])
+        self.env = self.spec.make_env()
+        messages, info = self.env.reset(seed=self.spec.seed, options=self.spec.reset_options())
+        self.tokens = ChatTokens(self.tokenizer, info["tools"])
+        return {"observation": self.tokenizer.decode(self.tokens.reset(messages))}
+
+    async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        action = states["action_text"]
+        _, reward, terminated, truncated, info = self.env.step(action)
+        done = bool(terminated or truncated)
+        # OpenRLHF's text leaves out the end-of-turn token the model stopped on (a turn cut by the
+        # length limit is always the last one): the replies continue after it
+        generated = [*self.tokenizer.encode(action, add_special_tokens=False), self.tokenizer.eos_token_id]
+        feedback = self.tokens.sync(info["messages"], generated)
+        score = float(info.get("score") or 0.0)
+        if done:
+            self.env.close()
+        return {
+            "rewards": torch.tensor(float(reward)),
+            "scores": torch.tensor(score),
+            "environment_feedback": "" if done else self.tokenizer.decode(feedback),
+            "done": done,
+            "extra_logs": {"score": torch.tensor(score), "parse_errors": torch.tensor(len(info["parse_errors"]))},
+        }
+
+
+class AgentExecutor(MultiTurnAgentExecutor):
+    """OpenRLHF's multi-turn executor over :class:`AgentInstance` (given the run's tokenizer)."""
+
+    def __init__(self) -> None:
+        super().__init__(AgentInstance)
+
+    async def execute(
+        self,
+        prompt: Any,
+        label: Any,
+        sampling_params: Any,
+        max_length: int,
+        hf_tokenizer: Any,
+        llm_engine: Any,
+        images: Any = None,
+    ) -> dict[str, Any]:
+        self.agent_instance_cls = functools.partial(AgentInstance, hf_tokenizer)  # type: ignore[assignment]
+        return await super().execute(prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, images)
+
+
+def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str]) -> None:
+    """A JSONL file for OpenRLHF, one row per spec: ``prompt`` (the opening messages, which
+    ``reset`` renders again itself) and ``label`` (the spec as JSON); written atomically."""
+    with AtomicFile(path, text=True) as target:
+        for spec in specs:
+            target.handle.write(json.dumps({"prompt": spec.opening(), "label": spec.to_json()}) + "\n")

@@ -1,0 +1,374 @@
+"""TRL's multi-turn training paths on ACE envs (``pip install "ace-gym[train]"``: trl >= 1.8).
+
+* :func:`environment_factory` -> ``GRPOTrainer(environment_factory=...)``: one class per domain
+  whose public methods are the domain's 11 tools (signatures and Google docstrings generated from
+  ace-gym's tool table, so the schemas TRL renders are ``info["tools"]``); TRL parses the calls
+  with the model's chat template and runs them; ``get_reward`` is the episode score. With
+  :func:`train_dataset` for the rows (``prompt``, ``environment`` and the instance columns that
+  ``reset`` reads).
+* :func:`rollout_func` -> ``GRPOTrainer(rollout_func=...)``: ace-gym's own collector plays the
+  episodes (its multi-format parser and corrective messages included) against TRL's generation,
+  token-exact, every assistant turn trained and every env token masked.
+* :class:`AceMetrics`: a reward function that scores nothing and logs ``ace/...`` metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ace_gym.agents.base import Completion
+from ace_gym.agents.llm.hf_engine import HFChatEngine
+from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
+from ace_gym.domains import DOMAIN_NAMES, get_domain
+from ace_gym.envs import AceEnv
+from ace_gym.errors import ConfigError
+from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.tools import Tool, toolset
+from ace_gym.wrappers import ToolFailureInjection
+
+RETURNS = 'The tool\'s reply: a JSON object with "status", "messages" and "data".'
+"""The ``Returns:`` section of every generated tool method."""
+INSTANCE_COLUMNS = ("dataset", "instance_index", "instance_id", "seed")
+"""The columns of :func:`train_dataset` that ``reset`` reads (with ``environment``, the domain)."""
+
+
+class AceToolEnvironment:
+    """One ACE episode at a time for TRL: the base of the per-domain classes of
+    :func:`environment_factory` (``domain``, ``dataset``, ``env_kwargs`` and ``tool_failure_rate``
+    are class attributes there; the public methods are the tools).
+
+    ``reset(**row)`` starts the episode of a :func:`train_dataset` row (``instance_index`` or
+    ``instance_id``, and ``seed``, which also seeds failure injection). It returns None when the
+    row has a ``prompt`` (the opening conversation is already there), else the system prompt and
+    the first user message as one text (TRL appends it to the row's user message). Each tool call
+    is one step of ``ToolFailureInjection(AceEnv(domain, dataset, **env_kwargs), rate)``, so
+    budgets (``max_steps``, query and check budgets) and injected failures apply; a call after the
+    episode ended gets the env's failed envelope. ``get_reward()`` is the score of the finished
+    episode, or of the grid as it stands when the model stopped calling tools (as a turn limit
+    scores it). ``episode`` summarises the episode for :class:`AceMetrics`.
+    """
+
+    domain: ClassVar[str]
+    dataset: ClassVar[str]
+    env_kwargs: ClassVar[Mapping[str, Any]]
+    tool_failure_rate: ClassVar[float]
+
+    def __init__(self) -> None:
+        core = AceEnv(self.domain, self.dataset, **dict(self.env_kwargs))
+        self._core = core
+        self._env = ToolFailureInjection(core, self.tool_failure_rate) if self.tool_failure_rate > 0 else core
+        self._score: float | None = None
+        self._episode: dict[str, Any] = {}
+
+    def reset(self, **row: Any) -> str | None:
+        if row.get("dataset", self.dataset) != self.dataset:
+            raise ConfigError("dataset", row["dataset"], f"this environment plays {self.dataset!r}")
+        options = {key: row[key] for key in ("instance_id", "instance_index") if row.get(key) is not None}
+        seed = row.get("seed")
+        observation, info = self._env.reset(seed=None if seed is None else int(seed), options=options)
+        self._score = None
+        self._episode = {
+            "domain": self.domain,
+            "group": json.dumps([self.dataset, self.domain, info["instance_id"], seed]),
+            "tool_calls": 0,
+            "injected_failures": 0,
+            "retried_failed_calls": 0,
+        }
+        return None if "prompt" in row else f"{info['system_prompt']}\n\n{observation}"
+
+    def get_reward(self) -> float:
+        return self._core.score().score if self._score is None else self._score
+
+    @property
+    def episode(self) -> dict[str, Any]:
+        """The current episode for :func:`~ace_gym.integrations.trainer_callback.summary_metrics`:
+        ``domain``, ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
+        ``done`` or a budget), ``tool_calls``, ``injected_failures``, ``retried_failed_calls``."""
+        return {**self._episode, "score": self.get_reward(), "finished": self._score is not None}
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        observation, _, terminated, truncated, info = self._env.step({"name": name, "arguments": arguments})
+        self._episode["tool_calls"] += 1
+        for key in ("injected_failures", "retried_failed_calls"):
+            self._episode[key] = info.get(key, self._episode[key])
+        if (terminated or truncated) and "score" in info and self._score is None:
+            self._score = float(info["score"])
+        return str(observation)
+
+
+def tool_method(tool: Tool) -> Callable[..., str]:
+    """A method that calls ``tool`` on the environment, with the tool's name, parameters, type
+    hints and a Google docstring built from its schema (what ``transformers.get_json_schema``
+    reads). It takes any keyword arguments, so a call with missing or extra ones reaches the env,
+    which answers with an error envelope rather than an exception."""
+    function = tool.schema["function"]
+    properties = function["parameters"]["properties"]
+
+    def method(self: AceToolEnvironment, **arguments: Any) -> str:
+        return self._call(tool.name, arguments)
+
+    hints = inspect.get_annotations(tool.function, eval_str=True)
+    original = inspect.signature(tool.function).parameters
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    parameters += [original[name].replace(kind=inspect.Parameter.KEYWORD_ONLY) for name in tool.parameters]
+    lines = [function["description"]]
+    if tool.parameters:
+        lines += ["", "Args:"]
+        for name in tool.parameters:
+            choices = properties[name].get("enum")
+            suffix = f" (choices: {json.dumps(choices)})" if choices else ""
+            lines.append(f"    {name}: {properties[name]['description']}{suffix}")
+    lines += ["", "Returns:", f"    {RETURNS}"]
+    method.__name__ = method.__qualname__ = tool.name
+    method.__doc__ = "\n".join(lines)
+    method.__annotations__ = {name: hints[name] for name in tool.parameters}
+    method.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    return method
+
+
+def environment_class(
+    domain: str, *, dataset: str = "5x5", env_kwargs: Mapping[str, Any] | None = None, tool_failure_rate: float = 0.0
+) -> type[AceToolEnvironment]:
+    """The :class:`AceToolEnvironment` subclass of ``domain`` with one method per tool.
+
+    Arguments are checked here (ConfigError): the domain and dataset exist, ``env_kwargs`` are
+    :class:`~ace_gym.envs.AceEnv` keyword arguments, the failure rate is a probability.
+    """
+    spec = get_domain(domain)
+    kwargs = dict(env_kwargs or {})
+    ToolFailureInjection(AceEnv(domain, dataset, **kwargs), tool_failure_rate)  # validates everything once
+    attributes: dict[str, Any] = {
+        "domain": domain,
+        "dataset": dataset,
+        "env_kwargs": kwargs,
+        "tool_failure_rate": float(tool_failure_rate),
+        "__doc__": f"ACE {domain} for TRL's environment_factory (see AceToolEnvironment).",
+        "__module__": __name__,
+    }
+    attributes.update({tool.name: tool_method(tool) for tool in toolset(spec).tools.values()})
+    return type(f"Ace{domain.title().replace('_', '')}Environment", (AceToolEnvironment,), attributes)
+
+
+def environment_factory(
+    domains: Iterable[str] = DOMAIN_NAMES,
+    *,
+    dataset: str = "5x5",
+    env_kwargs: Mapping[str, Any] | None = None,
+    tool_failure_rate: float = 0.0,
+) -> dict[str, type[AceToolEnvironment]]:
+    """``{domain: environment class}`` for ``GRPOTrainer(environment_factory=...)``: each row's
+    ``environment`` column (see :func:`train_dataset`) picks the class, and only that domain's
+    tools are shown to the model. The settings apply to every domain (see :func:`environment_class`)."""
+    return {
+        domain: environment_class(domain, dataset=dataset, env_kwargs=env_kwargs, tool_failure_rate=tool_failure_rate)
+        for domain in domains
+    }
+
+
+def train_dataset(specs: Sequence[EpisodeSpec]) -> Any:
+    """A ``datasets.Dataset`` with one row per spec: ``prompt`` (the opening ``[system, user]``
+    messages, exactly as :class:`~ace_gym.wrappers.ChatAdapter` starts the episode),
+    ``environment`` (the domain) and :data:`INSTANCE_COLUMNS`. Every spec is played with the
+    settings of the factory or rollout function it is used with; the spec's own ``env_kwargs`` and
+    failure rate only shape the prompt (the budgets the system prompt states)."""
+    from datasets import Dataset
+
+    rows: dict[str, list[Any]] = {"prompt": [], "environment": [], **{column: [] for column in INSTANCE_COLUMNS}}
+    for spec in specs:
+        rows["prompt"].append(spec.opening())
+        rows["environment"].append(spec.domain)
+        for column in INSTANCE_COLUMNS:
+            rows[column].append(getattr(spec, column))
+    return Dataset.from_dict(rows)
+
+
+class TrainerEngine:
+    """TRL's own generation as a :class:`~ace_gym.agents.base.TokenChatEngine` for ace-gym's
+    collector: the trainer's vLLM (server or colocated, ``trainer.vllm_generation``) when it uses
+    vLLM, else the model being trained through transformers' ``generate`` (unwrapped by the
+    trainer's accelerator; use vLLM with sharded models), with the trainer's sampling settings
+    (``temperature``, ``top_p``, ``max_completion_length`` per turn, ``generation_kwargs``). Logprobs
+    are vLLM's sampled-token logprobs or the model's at the sampling temperature.
+
+    Conversations are rendered with the trainer's training template when it has one, else with
+    TRL's prefix-preserving training variant of the tokenizer's template when that template is not
+    prefix-preserving (ids must only grow from turn to turn), else with the tokenizer's own.
+    """
+
+    def __init__(self, trainer: Any) -> None:
+        from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
+
+        self.trainer = trainer
+        self.tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        template = trainer.chat_template
+        if template is None and not is_chat_template_prefix_preserving(self.tokenizer):
+            template = get_training_chat_template(self.tokenizer)
+        self.chat_template_kwargs: dict[str, Any] = dict(trainer.chat_template_kwargs or {})
+        if template is not None:
+            self.chat_template_kwargs["chat_template"] = template
+
+    def generate_ids(self, prompts: Sequence[list[int]]) -> list[Completion]:
+        trainer = self.trainer
+        if not trainer.use_vllm:
+            return self._transformers().generate_ids(prompts)
+        _, completion_ids, logprobs, _ = trainer.vllm_generation.generate(
+            prompts=[list(p) for p in prompts], images=None, num_generations=1
+        )
+        stops = set(trainer.eos_token_ids)
+        return [
+            Completion(
+                text=self.tokenizer.decode(ids, skip_special_tokens=True),
+                prompt_tokens=len(prompt),
+                completion_tokens=len(ids),
+                prompt_token_ids=list(prompt),
+                completion_token_ids=list(ids),
+                finish_reason="stop" if ids and ids[-1] in stops else "length",
+                logprobs=[float(top[0]) for top in token_logprobs],
+            )
+            for prompt, ids, token_logprobs in zip(prompts, completion_ids, logprobs, strict=True)
+        ]
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        """Render and generate (the collector's way for an episode whose turns the template refused)."""
+        prompts = render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs)
+        fixed = {i: completion_without_generation(p, None) for i, p in enumerate(prompts) if isinstance(p, str)}
+        generated = iter(self.generate_ids([p for p in prompts if isinstance(p, list)]))
+        return [fixed[i] if i in fixed else next(generated) for i in range(len(prompts))]  # type: ignore[misc]
+
+    def _transformers(self) -> HFChatEngine:
+        trainer = self.trainer
+        args = trainer.args
+        extra = {key: value for key, value in (args.generation_kwargs or {}).items() if key not in ("max_tokens", "n")}
+        extra.update(
+            {
+                key: getattr(trainer, key)
+                for key in ("top_k", "min_p", "repetition_penalty")
+                if getattr(trainer, key, None)
+            }
+        )
+        return HFChatEngine(
+            trainer.accelerator.unwrap_model(trainer.model),
+            self.tokenizer,
+            max_new_tokens=trainer.max_completion_length,
+            temperature=trainer.temperature,
+            top_p=trainer.top_p if trainer.top_p is not None else 1.0,
+            seed=int(np.random.SeedSequence([args.seed, trainer.state.global_step]).generate_state(1)[0]),
+            chat_template_kwargs=self.chat_template_kwargs,
+            generation_kwargs=extra,
+        )
+
+
+def rollout_func(
+    specs: Sequence[EpisodeSpec], *, batch_size: int = 64
+) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
+    """A ``GRPOTrainer(rollout_func=...)`` that plays ACE episodes with ace-gym's collector
+    (:func:`~ace_gym.eval.run_episodes`: its multi-format parser, corrective messages, budgets and
+    failure injection, as each spec sets them) against TRL's generation (:class:`TrainerEngine`),
+    token-exact, ``batch_size`` episodes at a time.
+
+    Each prompt is a :func:`train_dataset` row's ``prompt``; it names the spec whose opening it is
+    (ConfigError up front when two specs open with the same conversation but are played
+    differently). For every prompt the function returns ``prompt_ids``, ``completion_ids`` (every
+    assistant turn and the env's replies between them, up to the end of the last turn, at most
+    ``max_completion_length`` ids), ``logprobs`` (0.0 on env ids), ``env_mask`` (1 on the model's
+    ids, 0 on the env's: only the model's are trained) and ``ace_episode``
+    (:func:`~ace_gym.integrations.trainer_callback.episode_summary`) for the reward functions: pass
+    :func:`episode_score` as a reward and :class:`AceMetrics` for the metrics.
+    """
+    by_opening: dict[str, EpisodeSpec] = {}
+    for spec in specs:
+        key = _opening_key(spec.opening())
+        known = by_opening.setdefault(key, spec)
+        if dataclasses.replace(known, trial=0) != dataclasses.replace(spec, trial=0):
+            raise ConfigError("specs", spec, f"opens with the same conversation as {known}; give one spec per opening")
+
+    def rollout(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
+        from ace_gym.integrations.trainer_callback import episode_summary
+
+        batch = [dataclasses.replace(by_opening[_opening_key(prompt)], trial=k) for k, prompt in enumerate(prompts)]
+        records = {r["trial"]: r for r in run_episodes(batch, TrainerEngine(trainer), batch_size=batch_size)}
+        out: dict[str, list[Any]] = {
+            key: [] for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "ace_episode")
+        }
+        for k in range(len(prompts)):
+            record = records[k]
+            tokens = record["tokens"]
+            if tokens is None:
+                raise ConfigError(
+                    "chat template", record["key"], "refused a turn of this episode: no token-exact rollout"
+                )
+            last = tokens["turn_starts"][-1] + len(record["turns"][-1].get("completion_token_ids", ()))
+            end = min(last, trainer.max_completion_length)
+            out["prompt_ids"].append(tokens["prompt_ids"])
+            out["completion_ids"].append(tokens["response_ids"][:end])
+            out["logprobs"].append(tokens["logprobs"][:end])
+            out["env_mask"].append(tokens["assistant_mask"][:end])
+            out["ace_episode"].append(episode_summary(record))
+        return out
+
+    return rollout
+
+
+def episode_score(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[float]:
+    """The reward of :func:`rollout_func` episodes: each episode's score (1.0 solved, else 0.0)."""
+    return [float(episode["score"]) for episode in ace_episode]
+
+
+def _opening_key(messages: Sequence[Mapping[str, Any]]) -> str:
+    return json.dumps([[m["role"], m["content"]] for m in messages])
+
+
+class AceMetrics:
+    """A TRL reward function that scores nothing (None for every completion, so it never moves
+    the reward) and logs :func:`~ace_gym.integrations.trainer_callback.summary_metrics` of each
+    training batch through TRL's ``log_metric``, under ``prefix`` (default ``ace/train``, apart
+    from the validation callback's ``ace``): ``ace/train/score``, ``ace/train/score/<domain>``,
+    ``ace/train/parse_error_rate``, ``ace/train/recovery_rate``, ``ace/train/pass@k`` and
+    ``ace/train/avg@k`` over the batch's GRPO groups, ...
+
+    Under ``environment_factory`` it reads each rollout's environment (``episode``) and counts
+    turns in the completion's messages: an assistant message without a tool call before the
+    episode finished is a turn TRL could not read as a call. Under :func:`rollout_func` it reads
+    the ``ace_episode`` summaries the rollout returns.
+    """
+
+    __name__ = "ace_metrics"  # TRL names reward columns after this
+
+    def __init__(self, prefix: str = "ace/train") -> None:
+        self.prefix = prefix
+
+    def __call__(
+        self,
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        log_metric: Callable[[str, float], None] | None = None,
+        environments: Sequence[Any] | None = None,
+        ace_episode: Sequence[Mapping[str, Any]] | None = None,
+        **_: Any,
+    ) -> list[float | None]:
+        from ace_gym.integrations.trainer_callback import summary_metrics
+
+        if environments is not None:
+            summaries = [
+                _turn_counts(env.episode, messages) for env, messages in zip(environments, completions, strict=True)
+            ]
+        else:
+            summaries = list(ace_episode or ())
+        if log_metric is not None:
+            for name, value in summary_metrics(summaries, self.prefix).items():
+                log_metric(name, value)
+        return [None] * len(prompts)
+
+
+def _turn_counts(episode: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    assistant = [m for m in messages if m.get("role") == "assistant"]
+    unread = bool(assistant) and not assistant[-1].get("tool_calls") and not episode["finished"]
+    return {**episode, "turns": len(assistant), "parse_error_turns": int(unread)}

@@ -1,0 +1,92 @@
+"""verl (``pip install "ace-gym[verl]"``): ACE episodes as a verl agent loop.
+
+Importing this module registers :class:`AceAgentLoop` under ``agent_name="ace_gym"``; dataset rows
+(:func:`write_dataset`) carry that name and the episode in ``extra_info``. Point verl at it with
+``actor_rollout_ref.rollout.agent.agent_loop_config_path`` (or import the module in your entry
+point) and ``actor_rollout_ref.rollout.mode=async``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+from uuid import uuid4
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from ace_gym.atomic import AtomicFile
+from ace_gym.chat_template import ChatTokens
+from ace_gym.errors import ConfigError
+from ace_gym.eval.rollout import EpisodeSpec
+
+AGENT_NAME = "ace_gym"
+
+
+@register(AGENT_NAME)
+class AceAgentLoop(AgentLoopBase):
+    """One ACE episode through the adapter stack against verl's server manager, token-exact.
+
+    ``extra_info["ace_episode"]`` is the JSON of its :class:`~ace_gym.eval.EpisodeSpec`. The
+    prompt is rendered by the chat template with the tools; each turn the server gets the
+    append-only ids (:class:`~ace_gym.chat_template.ChatTokens`), the decoded text goes to the
+    env, and the replies are rendered after the generated ids. The episode ends when the env ends
+    it or the response reaches ``rollout.response_length`` (then the grid as it stands is
+    scored). Returns the prompt ids, the response up to the end of the last turn (at most
+    ``response_length`` ids), its mask (1 = generated) and logprobs (0.0 on env ids), the score.
+    """
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        spec = EpisodeSpec.from_json(kwargs["extra_info"]["ace_episode"])
+        budget = int(self.rollout_config.response_length)
+        env = spec.make_env()
+        messages, info = env.reset(seed=spec.seed, options=spec.reset_options())
+        tokens = ChatTokens(self.tokenizer, info["tools"], **dict(self.apply_chat_template_kwargs))
+        tokens.reset(messages)
+        request_id, score = uuid4().hex, None
+        while score is None:
+            output = await self.server_manager.generate(
+                request_id, prompt_ids=tokens.token_ids, sampling_params=sampling_params
+            )
+            text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+            _, _, terminated, truncated, step = env.step(text)
+            tokens.sync(step["messages"], output.token_ids, output.log_probs)
+            if terminated or truncated:
+                score = float(step["score"])
+            elif len(tokens.token_ids) - len(tokens.segments[0].token_ids) >= budget:
+                score = env.unwrapped.score().score
+        env.close()
+        trajectory = tokens.trajectory(through_last_turn=True)
+        if trajectory is None:
+            raise ConfigError(
+                "chat template", self.tokenizer.name_or_path, "rewrites earlier turns: no token-exact rollout"
+            )
+        logprobs = trajectory["logprobs"]
+        return AgentLoopOutput(
+            prompt_ids=trajectory["prompt_ids"],
+            response_ids=trajectory["response_ids"][:budget],
+            response_mask=trajectory["assistant_mask"][:budget],
+            response_logprobs=None if logprobs is None else logprobs[:budget],
+            reward_score=score,
+            num_turns=len(step["messages"]),
+            metrics=AgentLoopMetrics(),
+            extra_fields={"ace_score": score, "ace_turns": len(trajectory["turn_starts"])},
+        )
+
+
+def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str]) -> None:
+    """One Parquet row per spec for verl's ``RLHFDataset``: ``prompt`` (the opening messages),
+    ``data_source``, ``agent_name`` (``"ace_gym"``) and ``extra_info.ace_episode``; atomically."""
+    from datasets import Dataset
+
+    rows = [
+        {
+            "prompt": spec.opening(),
+            "data_source": f"ace_gym/{spec.dataset}/{spec.domain}",
+            "agent_name": AGENT_NAME,
+            "extra_info": {"ace_episode": spec.to_json()},
+        }
+        for spec in specs
+    ]
+    with AtomicFile(path) as target:
+        Dataset.from_list(rows).to_parquet(target.handle)

@@ -1,0 +1,108 @@
+"""``ace-gym export``: a run's episode records as a Hugging Face dataset (Parquet or save_to_disk)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+datasets = pytest.importorskip("datasets")
+
+from ace_gym.agents import ExactSolver  # noqa: E402
+from ace_gym.cli import main  # noqa: E402
+from ace_gym.eval import EpisodeSpec, run_episodes  # noqa: E402
+from ace_gym.eval.export import export_row, features  # noqa: E402
+from ace_gym.eval.results import EPISODES_FILE  # noqa: E402
+
+TOKENS = {
+    "prompt_ids": [1, 2, 3],
+    "response_ids": [4, 5, 6, 7],
+    "assistant_mask": [1, 1, 0, 0],
+    "logprobs": [-0.5, -0.25, 0.0, 0.0],
+    "turn_starts": [0],
+}
+
+
+@pytest.fixture(scope="module")
+def records() -> list[dict[str, Any]]:
+    specs = [EpisodeSpec("course", instance_index=0, seed=1), EpisodeSpec("meal", instance_index=0, seed=2, trial=1)]
+    found = list(run_episodes(specs, ExactSolver(), batch_size=2))
+    found[1]["tokens"] = TOKENS  # as a token-exact run stores them
+    return found
+
+
+def write_run(folder: Path, records: list[dict[str, Any]], extra_lines: tuple[str, ...] = ()) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(record) for record in records] + list(extra_lines)
+    (folder / EPISODES_FILE).write_text("".join(f"{line}\n" for line in lines))
+    return folder
+
+
+def assert_row_holds_record(row: dict[str, Any], record: dict[str, Any]) -> None:
+    for name in ("key", "policy", "domain", "instance_id", "seed", "trial", "score", "terminated"):
+        assert row[name] == record[name]
+    assert row["rewards"] == [turn["reward"] for turn in record["turns"]]
+    assert json.loads(row["tools"]) == record["tools"]
+    assert len(row["messages"]) == len(record["messages"])
+    for exported, original in zip(row["messages"], record["messages"], strict=True):
+        assert {k: v for k, v in exported.items() if v is not None} == original  # nothing lost, nothing added
+    tokens = record.get("tokens") or {}
+    for name in TOKENS:
+        assert row[name] == tokens.get(name)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "hf"])
+def test_export__writes_one_row_per_episode_with_messages_tools_rewards_and_tokens(
+    records: list[dict[str, Any]], tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run", records)
+    assert main(["export", str(run), "--format", fmt]) == 0
+    if fmt == "parquet":
+        dataset = datasets.Dataset.from_parquet(str(run / "episodes.parquet"))
+    else:
+        dataset = datasets.load_from_disk(str(run / "episodes_hf"))
+    assert dataset.features == features()
+    assert dataset.num_rows == 2
+    for row, record in zip(dataset, records, strict=True):
+        assert_row_holds_record(row, record)
+    assert capsys.readouterr().out.strip().startswith("2 episodes ->")
+
+
+def test_export__an_hf_folder_is_replaced_whole_and_no_scratch_is_left(
+    records: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    run = write_run(tmp_path / "run", records)
+    out = tmp_path / "data" / "ace"
+    assert main(["export", str(run), "--format", "hf", "--out", str(out)]) == 0
+    write_run(run, records[:1])
+    assert main(["export", str(run), "--format", "hf", "--out", str(out)]) == 0
+    assert datasets.load_from_disk(str(out)).num_rows == 1
+    assert sorted(p.name for p in out.parent.iterdir()) == ["ace"]
+
+
+def test_export__a_malformed_line_stops_before_anything_is_written_unless_skipped(
+    records: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run", records, extra_lines=('{"not": "a record"}',))
+    assert main(["export", str(run)]) == 5
+    assert "malformed" in capsys.readouterr().err
+    assert sorted(p.name for p in run.iterdir()) == [EPISODES_FILE]
+    assert main(["export", str(run), "--skip-malformed"]) == 0
+    assert datasets.Dataset.from_parquet(str(run / "episodes.parquet")).num_rows == 2
+
+
+def test_export__refuses_a_folder_without_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(tmp_path)]) == 2
+    write_run(tmp_path, [])
+    assert main(["export", str(tmp_path)]) == 2
+    assert "no episode records" in capsys.readouterr().err
+
+
+def test_export_row__normalises_tool_call_arguments_to_json_strings() -> None:
+    message = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "done", "arguments": {}}}]}
+    row = export_row({"messages": [message], "turns": [{"reward": 1.0}]})
+    (call,) = row["messages"][0]["tool_calls"]
+    assert call == {"id": None, "type": "function", "function": {"name": "done", "arguments": "{}"}}
+    assert row["rewards"] == [1.0] and row["prompt_ids"] is None

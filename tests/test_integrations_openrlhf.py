@@ -1,0 +1,81 @@
+"""The OpenRLHF agent_func through OpenRLHF's own MultiTurnAgentExecutor loop (engine faked: no GPU)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytest.importorskip("openrlhf.utils.agent")
+transformers = pytest.importorskip("transformers")
+
+import ace_gym.integrations.openrlhf as agent_func  # noqa: E402
+from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
+from ace_gym.chat_template import template_message  # noqa: E402
+from ace_gym.eval import EpisodeSpec  # noqa: E402
+from tests.solver_text import SolverText  # noqa: E402
+
+SPECS = [EpisodeSpec("meal", instance_index=9, seed=4, max_turns=200), EpisodeSpec("shopping", instance_index=2)]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return transformers.AutoTokenizer.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny")))
+
+
+class SolverEngine:
+    """Stands in for OpenRLHF's vLLM engine: answers each prompt (token ids) with the solver's
+    next call as ids, reading the last tool reply from the decoded prompt."""
+
+    def __init__(self, tokenizer: Any, spec: EpisodeSpec) -> None:
+        self.tokenizer, self.solver, self.texts = tokenizer, SolverText(spec), []
+
+    async def generate(self, token_ids: list[int], sampling_params: Any, **kwargs: Any) -> Any:
+        text = self.solver.next_text_after(self.tokenizer.decode(token_ids))
+        self.texts.append(text)
+        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
+        logprobs = [{token: SimpleNamespace(logprob=-0.1)} for token in ids]
+        return SimpleNamespace(
+            outputs=[SimpleNamespace(token_ids=ids, text=text, finish_reason="stop", logprobs=logprobs)]
+        )
+
+
+def test_agent_func__is_loadable_the_way_openrlhf_loads_it() -> None:
+    spec = importlib.util.spec_from_file_location("agent_module", agent_func.__file__)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    from openrlhf.utils.agent import AgentExecutorBase
+
+    assert issubclass(module.AgentExecutor, AgentExecutorBase)
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_openrlhf_executor__plays_a_full_solver_episode_token_exact_and_scores_one(
+    tokenizer: Any, tmp_path: Path, index: int
+) -> None:
+    agent_func.write_dataset(SPECS, tmp_path / "train.jsonl")
+    row = json.loads((tmp_path / "train.jsonl").read_text().splitlines()[index])
+    engine = SolverEngine(tokenizer, SPECS[index])
+    params = SimpleNamespace(max_tokens=None, logprobs=1)
+    result = asyncio.run(
+        agent_func.AgentExecutor().execute(row["prompt"], row["label"], params, 10**6, tokenizer, engine)
+    )
+    assert result["reward"] == 1.0 and float(result["scores"]) == 1.0 and not result["truncated"]
+    assert float(result["extra_logs"]["score"]) == 1.0
+    tokens = result["observation_tokens"]
+    ranges = result["action_ranges"]
+    assert [tokenizer.decode(tokens[a:b], skip_special_tokens=True) for a, b in ranges] == engine.texts
+    assert len(result["rollout_log_probs"]) == ranges[-1][1] == len(tokens)  # nothing after the last turn
+    # the ids OpenRLHF assembled are the chat template's rendering of the whole conversation
+    env = SPECS[index].make_env()
+    _, info = env.reset(seed=SPECS[index].seed, options=SPECS[index].reset_options())
+    for text in engine.texts:
+        env.step(text)
+    conversation = [template_message(m) for m in env.get_wrapper_attr("messages")][:-1]  # up to the last turn
+    rendered = tokenizer.apply_chat_template(conversation, tools=info["tools"], tokenize=False)
+    assert tokenizer.decode(tokens) == rendered.removesuffix("\n")

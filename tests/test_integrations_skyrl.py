@@ -1,0 +1,74 @@
+"""The SkyRL adapter through skyrl-gym's own registry and BaseTextEnv interface."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+skyrl_gym = pytest.importorskip("skyrl_gym")
+datasets = pytest.importorskip("datasets")
+
+from skyrl_gym.envs.base_text_env import BaseTextEnv  # noqa: E402
+
+from ace_gym.eval import EpisodeSpec  # noqa: E402
+from ace_gym.integrations.skyrl import ENV_CLASS, register, write_dataset  # noqa: E402
+from tests.solver_text import SolverText  # noqa: E402
+
+SPECS = [
+    EpisodeSpec("course", instance_index=9, seed=4, max_turns=200),
+    EpisodeSpec("travel", instance_index=3, seed=1),
+]
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
+    path = tmp_path_factory.mktemp("skyrl") / "train.parquet"
+    write_dataset(SPECS, path)
+    register()
+    register()  # idempotent
+    return list(datasets.Dataset.from_parquet(str(path)))
+
+
+def make(row: dict) -> BaseTextEnv:
+    """What SkyRL's generator does with a dataset row: the other columns are the env's extras."""
+    extras = {key: value for key, value in row.items() if key not in ("prompt", "env_class")}
+    return skyrl_gym.make(row["env_class"], env_config={}, extras=extras)
+
+
+def test_write_dataset__rows_name_the_env_class_and_the_episode(rows: list[dict]) -> None:
+    assert [row["env_class"] for row in rows] == [ENV_CLASS, ENV_CLASS]
+    assert [json.loads(row["extra_info"]["ace_episode"])["domain"] for row in rows] == ["course", "travel"]
+    system, user = rows[0]["prompt"]
+    assert system["role"] == "system" and "<tools>" in system["content"] and '"name": "set_slot"' in system["content"]
+    assert user["role"] == "user" and "null" in user["content"]
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_skyrl_env__plays_a_full_solver_episode_and_scores_one(rows: list[dict], index: int) -> None:
+    env = make(rows[index])
+    assert isinstance(env, BaseTextEnv)
+    prompt, _ = env.init(rows[index]["prompt"])
+    assert prompt == rows[index]["prompt"]
+    solver = SolverText(SPECS[index])
+    output = env.step(solver.next_text())
+    rewards = [output["reward"]]
+    while not output["done"]:
+        (reply,) = output["observations"]
+        assert reply["role"] == "tool"
+        output = env.step(solver.next_text(reply["content"]))
+        rewards.append(output["reward"])
+    assert output["observations"] == [] and output["metadata"]["score"] == 1.0
+    assert rewards[-1] == 1.0 and sum(rewards) == 1.0
+    assert env.get_metrics() == {"score": 1.0, "turns": len(rewards)}
+    env.close()
+
+
+def test_skyrl_env__an_unreadable_turn_gets_a_corrective_message(rows: list[dict]) -> None:
+    env = make(rows[1])
+    env.init(rows[1]["prompt"])
+    output = env.step("I think the answer is obvious.")
+    (correction,) = output["observations"]
+    assert correction["role"] == "user" and "tool call" in correction["content"]
+    assert (output["reward"], output["done"]) == (0.0, False)
+    assert output["metadata"]["parse_errors"] == []

@@ -1,0 +1,323 @@
+"""TRL's multi-turn paths on ACE: environment_factory classes, datasets, metrics, and GRPO training
+with the tiny local model (steered to call tools, see ``tests/steering.py``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("trl")
+transformers = pytest.importorskip("transformers")
+
+from transformers.utils import get_json_schema  # noqa: E402
+
+from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE_FILE, build_tiny_model  # noqa: E402
+from ace_gym.domains import DOMAIN_NAMES  # noqa: E402
+from ace_gym.envs import AceEnv  # noqa: E402
+from ace_gym.errors import ConfigError  # noqa: E402
+from ace_gym.eval import EpisodeSpec  # noqa: E402
+from ace_gym.integrations.trl import (  # noqa: E402
+    AceMetrics,
+    environment_factory,
+    episode_score,
+    rollout_func,
+    train_dataset,
+)
+from ace_gym.wrappers import ChatAdapter  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def test_tiny_model__speaks_a_chat_template_trl_recognises(tiny_model: Path) -> None:
+    from trl.chat_template_utils import (
+        add_response_schema,
+        is_chat_template_prefix_preserving,
+        parse_response,
+        qwen2_5_chat_template,
+        supports_tool_calling,
+    )
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    assert tokenizer.chat_template == CHAT_TEMPLATE_FILE.read_text(encoding="utf-8") == qwen2_5_chat_template
+    assert supports_tool_calling(tokenizer) and is_chat_template_prefix_preserving(tokenizer)
+    add_response_schema(tokenizer)  # raises for templates TRL does not know
+    ids = tokenizer.encode('<tool_call>\n{"name": "done", "arguments": {}}\n</tool_call><|im_end|>')
+    prefix = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True)
+    assert parse_response(tokenizer, ids, prefix=prefix)["tool_calls"][0]["function"]["name"] == "done"
+
+
+def transformers_dialect(schema: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI tool schema as ``transformers.get_json_schema`` writes the same information: an
+    optional parameter is ``"nullable"`` rather than ``anyOf [T, null]``, defaults are not
+    written, and an empty ``required`` list is left out."""
+    function = json.loads(json.dumps(schema["function"]))
+    parameters = function["parameters"]
+    for name, prop in parameters["properties"].items():
+        prop.pop("default", None)
+        options = prop.get("anyOf", [])
+        if {"type": "null"} in options and len(options) == 2:
+            (kept,) = [option for option in options if option != {"type": "null"}]
+            parameters["properties"][name] = {**kept, "nullable": True, "description": prop["description"]}
+    if not parameters["required"]:
+        del parameters["required"]
+    return {"type": "function", "function": function}
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_environment_factory__tool_methods_carry_the_env_tool_schemas(domain: str) -> None:
+    environment = environment_factory([domain])[domain]()
+    _, info = AceEnv(domain).reset(seed=0)
+    tools = {name: getattr(environment, name) for name in (t["function"]["name"] for t in info["tools"])}
+    for schema in info["tools"]:
+        assert get_json_schema(tools[schema["function"]["name"]]) == transformers_dialect(schema)
+    public = {name for name, _ in inspect.getmembers(type(environment), inspect.isfunction) if name[0] != "_"}
+    assert public == set(tools) | {"reset", "get_reward"}  # what TRL exposes: every tool and nothing else
+
+
+def _course_row(**extra: Any) -> dict[str, Any]:
+    row = train_dataset([EpisodeSpec("course", instance_index=0, seed=5)])[0]
+    return {**row, **extra}
+
+
+def test_environment__plays_an_episode_through_its_tool_methods_and_scores_it() -> None:
+    environment = environment_factory(["course"])["course"]()
+    assert environment.reset(**_course_row()) is None  # the row's prompt already holds the opening
+    assert json.loads(environment.get_current_grid_state())["status"] == "success"
+    missing = json.loads(environment.set_slot(row=2))  # a bad call is an error envelope, not an exception
+    assert missing["status"] == "failed" and "col" in missing["messages"]
+    assert environment.get_reward() == 0.0 and not environment.episode["finished"]
+    env = AceEnv("course")
+    env.reset(options={"instance_index": 0})
+    (slot,) = env.compiled.slots
+    truth = env.compiled.item_ids[next(iter(slot.valid_items))]
+    assert json.loads(environment.set_slot(row=slot.row, col=slot.col, id=truth))["status"] == "success"
+    assert json.loads(environment.done())["messages"] == "###STOP###"
+    assert environment.get_reward() == 1.0
+    assert environment.episode | {"group": None} == {
+        "domain": "course",
+        "group": None,
+        "score": 1.0,
+        "finished": True,
+        "tool_calls": 4,
+        "injected_failures": 0,
+        "retried_failed_calls": 0,
+    }
+    assert json.loads(environment.done())["status"] == "failed"  # the episode has ended
+    environment.reset(**_course_row())  # reused by TRL across batches: a fresh episode
+    assert environment.get_reward() == 0.0 and environment.episode["tool_calls"] == 0
+
+
+def test_environment__budgets_and_failure_injection_apply() -> None:
+    limited = environment_factory(["meal"], env_kwargs={"max_steps": 2})["meal"]()
+    limited.reset(instance_index=0, seed=0)
+    limited.get_current_grid_state()
+    limited.get_current_grid_state()  # the second call hits max_steps: the episode is scored
+    assert limited.episode["finished"] and limited.get_reward() == 0.0
+    failing = environment_factory(["meal"], tool_failure_rate=1.0)["meal"]()
+    failing.reset(instance_index=0, seed=0)
+    assert json.loads(failing.get_current_grid_state())["messages"] == "Tool call failed"
+    failing.get_current_grid_state()  # retried at once
+    assert (failing.episode["injected_failures"], failing.episode["retried_failed_calls"]) == (2, 1)
+
+
+def test_environment__without_a_prompt_reset_returns_the_opening_text() -> None:
+    environment = environment_factory(["travel"])["travel"]()
+    text = environment.reset(instance_index=3, seed=1)
+    observation, info = AceEnv("travel").reset(seed=1, options={"instance_index": 3})
+    assert text == f"{info['system_prompt']}\n\n{observation}"
+
+
+def test_environment_factory__refuses_bad_settings_up_front() -> None:
+    with pytest.raises(ConfigError, match="rate"):
+        environment_factory(["course"], tool_failure_rate=2.0)
+    with pytest.raises(ConfigError, match="domain"):
+        environment_factory(["cooking"])
+    environment = environment_factory(["course"])["course"]()
+    with pytest.raises(ConfigError, match="dataset"):
+        environment.reset(**_course_row(dataset="5x7"))
+
+
+def test_train_dataset__rows_hold_the_adapter_opening_and_the_instance_columns() -> None:
+    specs = [EpisodeSpec("course", instance_index=2, seed=4), EpisodeSpec("meal", instance_id="meal_r5_c5_h1_b0")]
+    dataset = train_dataset(specs)
+    assert dataset.column_names == ["prompt", "environment", "dataset", "instance_index", "instance_id", "seed"]
+    for row, spec in zip(dataset, specs, strict=True):
+        messages, _ = ChatAdapter(AceEnv(spec.domain)).reset(seed=spec.seed, options=spec.reset_options())
+        assert row["prompt"] == messages
+        assert (row["environment"], row["instance_index"], row["instance_id"], row["seed"]) == (
+            spec.domain,
+            spec.instance_index,
+            spec.instance_id,
+            spec.seed,
+        )
+
+
+def test_ace_metrics_reward__logs_batch_metrics_and_scores_nothing() -> None:
+    factory = environment_factory(["course"])
+    environments = [factory["course"]() for _ in range(2)]
+    for environment in environments:
+        environment.reset(**_course_row())
+    environments[0].done()
+    logged: dict[str, float] = {}
+    completions = [
+        [{"role": "assistant", "content": "", "tool_calls": [{}]}, {"role": "tool", "content": "{}"}],
+        [{"role": "assistant", "content": "I give up"}],  # no call while the episode runs: unread
+    ]
+    rewards = AceMetrics()(
+        prompts=[[], []], completions=completions, log_metric=logged.__setitem__, environments=environments
+    )
+    assert rewards == [None, None]
+    assert logged["ace/train/score"] == 0.0 and logged["ace/train/parse_error_rate"] == 0.5
+    assert logged["ace/train/pass@2"] == 0.0 and logged["ace/train/episodes"] == 2.0
+
+
+def _captured_batches(trainer: Any) -> list[dict[str, Any]]:
+    """Spy on the trainer's own batch builder: what it trains on, untouched."""
+    batches: list[dict[str, Any]] = []
+    build = trainer._generate_and_score_completions
+
+    def spy(inputs: Any) -> dict[str, Any]:
+        batches.append(build(inputs))
+        return batches[-1]
+
+    trainer._generate_and_score_completions = spy
+    return batches
+
+
+def assert_multi_turn_masked(batches: list[dict[str, Any]], tokenizer: Any, steps: int) -> None:
+    """Every trained completion holds >= 2 assistant turns (tool calls, mask 1) with tool results
+    between them (mask 0), and the env tokens are exactly the masked ones."""
+    assert len(batches) == steps
+    for batch in batches:
+        for ids, completion_mask, env_mask in zip(
+            batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
+        ):
+            kept = completion_mask.bool()
+            ids, env_mask = ids[kept].tolist(), env_mask[kept].tolist()
+            runs: list[tuple[int, list[int]]] = []
+            for token, mask in zip(ids, env_mask, strict=True):
+                if runs and runs[-1][0] == mask:
+                    runs[-1][1].append(token)
+                else:
+                    runs.append((mask, [token]))
+            assistant = [tokenizer.decode(run) for mask, run in runs if mask == 1]
+            env = [tokenizer.decode(run) for mask, run in runs if mask == 0]
+            assert runs[0][0] == 1 and len(assistant) >= 2 and len(env) >= 1
+            assert all("<tool_call>" in text for text in assistant[:2])
+            assert all("<tool_response>" in text and "<tool_call>" not in text for text in env)
+            assert all("<tool_response>" not in text for text in assistant)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", ["environment_factory", "rollout_func"])
+def test_grpo__trains_every_turn_on_two_domains(
+    path: str, tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two GRPO steps, each batch two groups of two (one per domain), the model steered to set the
+    hidden slot (to its truth or a wrong candidate: rewards differ within a group) then call done."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    model = SteeredLlama.from_pretrained(tiny_model)
+    specs = [EpisodeSpec(domain, instance_index=0, seed=7, max_turns=4) for domain in ("course", "meal")]
+    model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
+    if path == "environment_factory":
+        multi_turn: dict[str, Any] = {"environment_factory": environment_factory(["course", "meal"])}
+        rewards: list[Any] = [AceMetrics()]  # the reward is each environment's get_reward
+    else:
+        multi_turn, rewards = {"rollout_func": rollout_func(specs)}, [episode_score, AceMetrics()]
+    config = GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=256,
+        learning_rate=0.05,
+        shuffle_dataset=False,
+        logging_steps=1,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=train_dataset(specs),
+        reward_funcs=rewards,
+        **multi_turn,
+    )
+    batches = _captured_batches(trainer)
+    before = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
+    trainer.train()
+
+    assert_multi_turn_masked(batches, tokenizer, steps=2)
+    logged = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
+    expected = {"ace/train/score/course", "ace/train/score/meal", "ace/train/pass@2", "ace/train/avg@2"}
+    assert len(logged) == 2 and expected <= set(logged[0])
+    assert all(entry["ace/train/parse_error_rate"] == 0.0 and 0 <= entry["reward"] <= 1 for entry in logged)
+    assert any(not torch.equal(before[name], p) for name, p in model.named_parameters()), "no update"
+
+
+def test_rollout_func__refuses_two_specs_that_open_alike_but_play_differently() -> None:
+    same = EpisodeSpec("course", instance_index=0, seed=1)
+    rollout_func([same, dataclasses.replace(same, trial=3)])  # GRPO members of one row: fine
+    with pytest.raises(ConfigError, match="same conversation"):
+        rollout_func([same, dataclasses.replace(same, tool_failure_rate=0.5)])
+
+
+def _trainer_stub(tokenizer: Any, **fields: Any) -> Any:
+    from types import SimpleNamespace
+
+    defaults = {"processing_class": tokenizer, "chat_template": None, "chat_template_kwargs": {}, "use_vllm": False}
+    return SimpleNamespace(**{**defaults, **fields})
+
+
+def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(tiny_model: Path) -> None:
+    from types import SimpleNamespace
+
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    reply = [*tokenizer.encode("ok"), tokenizer.eos_token_id]
+    calls = []
+
+    def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
+        calls.append((prompts, images, num_generations))
+        return prompts, [reply, reply[:1]], [[[-0.5]] * len(reply), [[-1.5]]], None
+
+    trainer = _trainer_stub(
+        tokenizer,
+        use_vllm=True,
+        vllm_generation=SimpleNamespace(generate=generate),
+        eos_token_ids=[tokenizer.eos_token_id],
+    )
+    done, cut = TrainerEngine(trainer).generate_ids([[1, 2], [3]])
+    assert calls == [([[1, 2], [3]], None, 1)]  # one generation per prompt: each episode has its own history
+    assert (done.text, done.completion_token_ids, done.finish_reason) == ("ok", reply, "stop")
+    assert done.logprobs == [-0.5] * len(reply) and (cut.finish_reason, cut.logprobs) == ("length", [-1.5])
+
+
+def test_trainer_engine__renders_with_a_prefix_preserving_template(tiny_model: Path) -> None:
+    from trl.chat_template_utils import qwen3_chat_template, qwen3_training_chat_template
+
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    assert "chat_template" not in TrainerEngine(_trainer_stub(tokenizer)).chat_template_kwargs  # Qwen2.5: as is
+    tokenizer.chat_template = qwen3_chat_template  # rewrites earlier turns: TRL's training variant instead
+    engine = TrainerEngine(_trainer_stub(tokenizer, chat_template_kwargs={"enable_thinking": False}))
+    assert engine.chat_template_kwargs == {"enable_thinking": False, "chat_template": qwen3_training_chat_template}

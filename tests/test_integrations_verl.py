@@ -1,0 +1,104 @@
+"""The verl agent loop, built the way verl's AgentLoopWorker builds it (registry + hydra), against
+a fake server manager: verl's rollout servers (vLLM/SGLang async engines) do not run on a CPU
+machine, so the server is the one part replaced."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+transformers = pytest.importorskip("transformers")
+datasets = pytest.importorskip("datasets")
+
+import hydra  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry  # noqa: E402
+from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
+from verl.workers.rollout.replica import TokenOutput  # noqa: E402
+
+from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
+from ace_gym.eval import EpisodeSpec  # noqa: E402
+from ace_gym.integrations.verl import AGENT_NAME, AceAgentLoop, write_dataset  # noqa: E402
+from tests.solver_text import SolverText  # noqa: E402
+
+SPECS = [EpisodeSpec("pc_build", instance_index=9, seed=4), EpisodeSpec("workforce", instance_index=1, seed=2)]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return transformers.AutoTokenizer.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny")))
+
+
+class SolverServer:
+    """A server manager whose 'model' is the exact solver writing Hermes calls (logprob -0.25 each)."""
+
+    def __init__(self, tokenizer: Any, spec: EpisodeSpec) -> None:
+        self.tokenizer, self.solver, self.texts, self.requests = tokenizer, SolverText(spec), [], set()
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **_: Any) -> TokenOutput:
+        self.requests.add(request_id)
+        text = self.solver.next_text_after(self.tokenizer.decode(prompt_ids))
+        self.texts.append(text)
+        ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
+        return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
+
+
+def agent_loop(tokenizer: Any, server: SolverServer, response_length: int) -> AceAgentLoop:
+    """As verl's AgentLoopWorker instantiates a registered agent loop."""
+    config = OmegaConf.create(
+        {"actor_rollout_ref": {"rollout": {"prompt_length": 16384, "response_length": response_length}}, "data": {}}
+    )
+    return hydra.utils.instantiate(
+        config=_agent_loop_registry[AGENT_NAME],
+        trainer_config=DictConfigWrap(config=config),
+        server_manager=server,
+        tokenizer=tokenizer,
+        processor=None,
+        dataset_cls=RLHFDataset,
+        data_config=DictConfigWrap(config.data),
+        tools=ToolListWrap([]),
+    )
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_verl_agent_loop__plays_a_full_solver_episode_token_exact_and_scores_one(tokenizer: Any, index: int) -> None:
+    server = SolverServer(tokenizer, SPECS[index])
+    loop = agent_loop(tokenizer, server, response_length=10**6)
+    assert isinstance(loop, AceAgentLoop)
+    output = asyncio.run(loop.run({"temperature": 1.0}, extra_info={"ace_episode": SPECS[index].to_json()}))
+    assert output.reward_score == 1.0 and output.extra_fields["ace_score"] == 1.0
+    assert len(server.requests) == 1  # one sticky session for the whole episode
+    response, mask = output.response_ids, output.response_mask
+    assert len(response) == len(mask) == len(output.response_logprobs)
+    runs: list[tuple[int, list[int]]] = []
+    for token, generated in zip(response, mask, strict=True):
+        if runs and runs[-1][0] == generated:
+            runs[-1][1].append(token)
+        else:
+            runs.append((generated, [token]))
+    generated_runs = [tokenizer.decode(ids, skip_special_tokens=True) for kept, ids in runs if kept]
+    assert generated_runs == server.texts and runs[-1][0] == 1  # ends with the last turn
+    assert all("<tool_response>" in tokenizer.decode(ids) for kept, ids in runs if not kept)
+    assert {lp for lp, kept in zip(output.response_logprobs, mask, strict=True) if not kept} == {0.0}
+    assert tokenizer.decode(output.prompt_ids).endswith("<|im_start|>assistant\n")
+
+
+def test_verl_agent_loop__stops_at_the_response_budget_and_scores_the_grid(tokenizer: Any) -> None:
+    server = SolverServer(tokenizer, SPECS[0])
+    output = asyncio.run(
+        agent_loop(tokenizer, server, response_length=300).run({}, extra_info={"ace_episode": SPECS[0].to_json()})
+    )
+    assert len(output.response_ids) <= 300 and output.reward_score == 0.0  # stopped long before done
+    assert 1 < len(server.texts) < 20
+
+
+def test_write_dataset__rows_name_the_agent_loop_and_the_episode(tmp_path: Path) -> None:
+    write_dataset(SPECS, tmp_path / "train.parquet")
+    rows = list(datasets.Dataset.from_parquet(str(tmp_path / "train.parquet")))
+    assert [row["agent_name"] for row in rows] == [AGENT_NAME] * 2
+    assert [EpisodeSpec.from_json(row["extra_info"]["ace_episode"]) for row in rows] == SPECS
+    assert [row["prompt"] for row in rows] == [spec.opening() for spec in SPECS]
