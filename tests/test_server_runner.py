@@ -31,8 +31,11 @@ def fresh(method: str, url: str, **kwargs: object) -> httpx.Response:
 @pytest.mark.slow
 def test_workers__http_sessions_are_reached_from_any_connection() -> None:
     with serve_process("--workers", "3") as (url, _):
-        session_ids = [fresh("POST", f"{url}/reset", json={"seed": i}).json()["session_id"] for i in range(12)]
-        assert len({s.split("-")[0] for s in session_ids}) > 1  # sessions live in several workers
+        session_ids: list[str] = []
+        deadline = time.monotonic() + 60  # the first worker serves before the others have started
+        while len(session_ids) < 12 or len({s.split("-")[0] for s in session_ids}) < 2:
+            assert time.monotonic() < deadline, "every session opened in one worker"
+            session_ids.append(fresh("POST", f"{url}/reset", json={"seed": len(session_ids)}).json()["session_id"])
         for session_id in session_ids:
             for _ in range(3):
                 reply = fresh("POST", f"{url}/step", json={"session_id": session_id, "action": QUERY})
