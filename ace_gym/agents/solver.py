@@ -63,6 +63,23 @@ def slot_candidates(view: TaskView, slot: SlotView) -> Generator[ToolCallDict, s
     return valid
 
 
+def learn_values(
+    view: TaskView, slot: SlotView, valid: dict[str, Values], attributes: list[str]
+) -> Generator[ToolCallDict, str, list[str]]:
+    """Query ``slot`` once per attribute of ``attributes`` that some of its candidates ``valid``
+    lack, recording each candidate's value into ``valid``. Returns the attributes left unknown
+    when a query failed (empty when all are known)."""
+    unknown = [a for a in attributes if any(a not in known for known in valid.values())]
+    for position, attribute in enumerate(unknown):
+        envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, attribute))
+        if not succeeded(envelope):
+            return unknown[position:]
+        for match in envelope["data"]["matches"]:
+            if match["id"] in valid:
+                valid[match["id"]][attribute] = match[attribute]
+    return []
+
+
 def list_all_query(view: TaskView, attribute: str) -> dict[str, Any]:
     """Query arguments matching every candidate while returning ``attribute``."""
     if attribute in view.domain.numeric_attributes:
@@ -91,20 +108,12 @@ class ExactSolver(ScriptedPolicy):
             candidates.append(valid)
         if all(len(valid) == 1 for valid in candidates):
             rules = []  # every slot is forced by its own rules: nothing left to reason about
-        visible: dict[str, Values] = (yield from _visible_values(view, attributes)) if rules else {}
+        visible: dict[str, Values] = (yield from visible_values(view, attributes)) if rules else {}
         missing: list[dict[str, Any]] = []
         for slot, valid in zip(view.slots, candidates, strict=True) if rules else ():
-            unknown = [a for a in attributes if any(a not in known for known in valid.values())]
-            for position, attribute in enumerate(unknown):
-                envelope = yield from call(
-                    view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, attribute)
-                )
-                if not succeeded(envelope):
-                    missing.append({"row": slot.row, "col": slot.col, "fields": unknown[position:]})
-                    break
-                for match in envelope["data"]["matches"]:
-                    if match["id"] in valid:
-                        valid[match["id"]][attribute] = match[attribute]
+            left = yield from learn_values(view, slot, valid, attributes)
+            if left:
+                missing.append({"row": slot.row, "col": slot.col, "fields": left})
         if missing:
             notes["missing_queries"] = missing
 
@@ -150,7 +159,7 @@ class ExactSolver(ScriptedPolicy):
         notes["completions_tried"] = tried
 
 
-def _visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
+def visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
     """Attribute values of every visible item, in batches of the tool's id and field limits."""
     ids = list(dict.fromkeys(view.visible_ids))
     values: dict[str, Values] = {item: {} for item in ids}

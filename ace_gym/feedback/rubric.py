@@ -54,8 +54,7 @@ class GlobalItem:
     @property
     def shortfall(self) -> int:
         """How far the aggregate must move to meet the bound (0 when met)."""
-        gap = self.measured - self.rule.bound if self.rule.kind.upper else self.rule.bound - self.measured
-        return max(0, gap)
+        return self.rule.shortfall(self.measured)
 
 
 @dataclass(frozen=True)
