@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import math
+import numbers
+from collections.abc import Iterable, Sequence
+
+import numpy as np
 
 
 class AceGymError(Exception):
@@ -37,3 +41,115 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ' (did you mean X?)' for the closest choice, or '' when nothing is close."""
     close = difflib.get_close_matches(str(name), list(choices), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# --------------------------------------------------------------------------------------------
+# argument validators: the one rule for every configuration value ace-gym accepts
+#
+# An integer is a Python or numpy integer, never a bool (``True`` is an int to Python, but a flag
+# passed where a count belongs is a mistake). A number is an integer or a Python/numpy real, never
+# a bool and never NaN. Each validator returns a plain Python value (numpy scalars from a sweep
+# come back as int/float) or raises ConfigError naming the field, the value and what it must be.
+
+
+def integer(
+    field: str, value: object, *, minimum: int | None = None, maximum: int | None = None, note: str = ""
+) -> int:
+    """``value`` as an int if it is a Python or numpy integer (not a bool) in ``[minimum, maximum]``
+    (either end may be left open); ConfigError naming ``field`` otherwise. ``note`` ends the message."""
+    if _is_integer(value) and _within(int(value), minimum, maximum):  # type: ignore[call-overload]
+        return int(value)  # type: ignore[call-overload]
+    raise ConfigError(field, value, _expected("an integer", minimum, maximum, None, note))
+
+
+def optional_integer(
+    field: str, value: object, *, minimum: int | None = None, maximum: int | None = None
+) -> int | None:
+    """None, or ``value`` checked by :func:`integer`."""
+    if value is None:
+        return None
+    return integer(field, value, minimum=minimum, maximum=maximum, note="or None")
+
+
+def integers(field: str, value: object, *, minimum: int | None = None, maximum: int | None = None) -> tuple[int, ...]:
+    """An integer or a non-empty sequence of integers, each checked as by :func:`integer`, as a tuple."""
+    listed = [value] if _is_integer(value) else value
+    if isinstance(listed, (Sequence, np.ndarray)) and not isinstance(listed, (str, bytes)) and len(listed) > 0:
+        if all(_is_integer(item) and _within(int(item), minimum, maximum) for item in listed):
+            return tuple(int(item) for item in listed)
+    raise ConfigError(field, value, _expected("an integer or a non-empty list of integers", minimum, maximum, None, ""))
+
+
+def number(
+    field: str,
+    value: object,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    above: float | None = None,
+    finite: bool = False,
+    note: str = "",
+) -> int | float:
+    """``value`` as a plain int (for an integer) or float if it is a real number, not a bool nor
+    NaN, with ``minimum <= value <= maximum`` and ``value > above`` (each optional; ``finite``
+    also refuses infinities); ConfigError naming ``field`` otherwise."""
+    kind = "a finite number" if finite else "a number"
+    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Real):
+        plain = int(value) if isinstance(value, numbers.Integral) else float(value)
+        if (
+            not math.isnan(plain)
+            and not (finite and math.isinf(plain))
+            and _within(plain, minimum, maximum)
+            and (above is None or plain > above)
+        ):
+            return plain
+    raise ConfigError(field, value, _expected(kind, minimum, maximum, above, note))
+
+
+def probability(field: str, value: object) -> float:
+    """``value`` as a float if it is a number in ``[0, 1]`` (as :func:`number`); ConfigError otherwise."""
+    return float(number(field, value, minimum=0, maximum=1, note="(a probability)"))
+
+
+def flag(field: str, value: object) -> bool:
+    """``value`` as a bool if it is a Python or numpy bool (not 0/1, not a string); ConfigError otherwise."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ConfigError(field, value, "must be true or false")
+
+
+def choice(field: str, value: object, choices: Iterable[str]) -> str:
+    """``value`` if it is one of the strings ``choices``; ConfigError listing them, with a
+    "did you mean" for a near miss, otherwise."""
+    options = list(choices)
+    if isinstance(value, str) and value in options:
+        return value
+    hint = did_you_mean(value, options) if isinstance(value, str) else ""
+    raise ConfigError(field, value, f"must be one of {options}{hint}")
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _within(value: float, minimum: float | None, maximum: float | None) -> bool:
+    return (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+
+
+def _expected(kind: str, minimum: float | None, maximum: float | None, above: float | None, note: str) -> str:
+    """``must be <kind> <range>[ <note>]``, e.g. ``must be an integer in [0, 9]``."""
+    conditions = []
+    if minimum is not None and maximum is not None:
+        conditions.append(f"in [{_shown(minimum)}, {_shown(maximum)}]")
+    elif minimum is not None:
+        conditions.append(f">= {_shown(minimum)}")
+    elif maximum is not None:
+        conditions.append(f"<= {_shown(maximum)}")
+    if above is not None:
+        conditions.append(f"> {_shown(above)}")
+    text = " ".join([f"must be {kind}", " and ".join(conditions)]).rstrip()
+    return f"{text} {note}" if note else text
+
+
+def _shown(bound: float) -> str:
+    return str(bound) if isinstance(bound, int) else f"{bound:g}"
