@@ -1,4 +1,4 @@
-"""Agents that play ACE envs: scripted baselines (exact solver, greedy-local, random) and the
+"""Agents that play ACE envs: scripted baselines (exact solver, greedy-local, greedy-local with a revise step, random) and the
 interfaces LLM policies implement (``ace_gym.agents.llm``)."""
 
 from __future__ import annotations
@@ -15,16 +15,17 @@ from ace_gym.agents.base import (
 )
 from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.random_policy import RandomPolicy
+from ace_gym.agents.revise import GreedyRevise
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.errors import ConfigError, did_you_mean
 
 SCRIPTED_POLICIES: dict[str, type[ScriptedPolicy]] = {
-    policy.name: policy for policy in (ExactSolver, GreedyLocal, RandomPolicy)
+    policy.name: policy for policy in (ExactSolver, GreedyLocal, GreedyRevise, RandomPolicy)
 }
 
 
 def make_scripted_policy(name: str) -> ScriptedPolicy:
-    """The scripted policy called ``name`` (``solver``, ``greedy``, ``random``)."""
+    """The scripted policy called ``name`` (``solver``, ``greedy``, ``greedy-revise``, ``random``)."""
     if name not in SCRIPTED_POLICIES:
         raise ConfigError(
             "policy",
@@ -41,6 +42,7 @@ __all__ = [
     "Completion",
     "ExactSolver",
     "GreedyLocal",
+    "GreedyRevise",
     "Policy",
     "RandomPolicy",
     "Script",

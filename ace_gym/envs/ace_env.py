@@ -250,6 +250,22 @@ class AceEnv(gym.Env[str, ActionType]):
     # -- accessors for wrappers, solvers and tests --------------------------------------------
 
     @property
+    def grid(self) -> list[list[str | None]]:
+        """A copy of the current grid of item ids (None = empty); ResetNeeded before ``reset``."""
+        state = self._require_state()
+        return grid_of_ids(state.compiled, state.grid)
+
+    def resume(self, message: str) -> str:
+        """Reopen the episode that just ended (a ``done``, or ``max_steps``) for another attempt:
+        the grid and the budgets stay as they are, the ``max_steps`` count starts again. Returns
+        ``message`` (the feedback) as the observation the agent sees next. A running episode is
+        left as it is; ResetNeeded before ``reset``."""
+        self._require_state()
+        self._finished = False
+        self._steps = 0
+        return message
+
+    @property
     def state(self) -> EpisodeState:
         """The current episode's mutable state (grid, budgets); ResetNeeded before ``reset``."""
         return self._require_state()

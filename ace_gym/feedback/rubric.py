@@ -123,6 +123,11 @@ def grade(
     return Rubric(tuple(slot_items), tuple(GlobalItem(rule, aggregate(rule, cells, compiled.cols)) for rule in rules))
 
 
+def cells_of(compiled: CompiledInstance, id_grid: Sequence[Sequence[str | None]]) -> list[int]:
+    """An id grid (rows of item ids, None = empty) as the flat grid of item indices :func:`grade` takes."""
+    return [-1 if item is None else compiled.item_index[item] for row in id_grid for item in row]
+
+
 def graded_rules(compiled: CompiledInstance, lower_bounds: bool = True) -> tuple[CompiledGlobalRule, ...]:
     """The global rules a rubric grades: all of them, or the upper-bound ones only."""
     return tuple(rule for rule in compiled.global_rules if lower_bounds or not rule.is_lower_bound)

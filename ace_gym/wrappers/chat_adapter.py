@@ -180,6 +180,14 @@ class ChatAdapter(gym.Wrapper):
             info.update({key: final[key] for key in ("score", "reason", "grid") if key in final})
         return replies, reward, terminated, truncated, info
 
+    def resume(self, message: str) -> list[dict[str, Any]]:
+        """Reopen the episode that just ended for another attempt (see ``AceEnv.resume``), with
+        ``message`` as a user message; returns ``[that message]``, the next observation."""
+        self.env.get_wrapper_attr("resume")(message)
+        reply = {"role": "user", "content": message}
+        self._messages.append(reply)
+        return [reply]
+
     def add_notice(self, text: str) -> dict[str, Any]:
         """Append ``text`` to the last message of the conversation (an env message) and return the
         updated message; used by :class:`StepBudget` to show the remaining budget."""

@@ -78,6 +78,17 @@ class StepBudget(gym.Wrapper):
         self._last_observation = observation
         return observation, float(reward), terminated, truncated, info
 
+    def resume(self, message: str) -> Any:
+        """Reopen the episode that just ended for another attempt (see ``AceEnv.resume``) with a
+        fresh budget of ``max_turns``; returns the wrapped env's next observation (``message``)."""
+        observation = self.env.get_wrapper_attr("resume")(message)
+        self._turns = 0
+        self._exhausted = False
+        if self.notice:
+            observation = self._with_notice(observation, self.max_turns)
+        self._last_observation = observation
+        return observation
+
     def _with_notice(self, observation: Any, turns_left: int) -> Any:
         text = steps_left_notice(turns_left)
         if isinstance(observation, str):
