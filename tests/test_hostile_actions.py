@@ -21,7 +21,7 @@ from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import toolset
-from ace_gym.wrappers import ChatAdapter, ChatMessages, StepBudget, ToolFailureInjection
+from ace_gym.wrappers import ChatAdapter, ChatMessages, FeedbackRounds, StepBudget, ToolFailureInjection
 from tests.core_helpers import H15_INDEX, nested_dict, nested_list, truth_id
 
 MEGABYTE = "x" * 1_000_000
@@ -280,12 +280,18 @@ TOOL_CALL_LAYERS: dict[str, Any] = {
     "ToolFailureInjection": lambda: ToolFailureInjection(_core(), 0.5),
     "StepBudget": lambda: StepBudget(_core(), 9, notice=True),
     "StepBudget(ToolFailureInjection)": lambda: StepBudget(ToolFailureInjection(_core(), 0.5), 9, notice=True),
+    "FeedbackRounds(ToolFailureInjection)": lambda: FeedbackRounds(
+        ToolFailureInjection(_core(), 0.5), max_attempts=3, threshold=1.0, feedback="directive"
+    ),
 }
 CHAT_LAYERS: dict[str, Any] = {
     "ChatAdapter": lambda: ChatAdapter(_core()),
     "ChatAdapter(ToolFailureInjection)": lambda: ChatAdapter(ToolFailureInjection(_core(), 0.5)),
     "StepBudget(ChatAdapter(ToolFailureInjection))": lambda: StepBudget(
         ChatAdapter(ToolFailureInjection(_core(), 0.5)), 9, notice=True
+    ),
+    "FeedbackRounds(StepBudget(ChatAdapter(ToolFailureInjection)))": lambda: FeedbackRounds(
+        StepBudget(ChatAdapter(ToolFailureInjection(_core(), 0.5)), 9, notice=True), max_attempts=3, threshold=1.0
     ),
 }
 LAYERS = [(name, make, TOOL_CALL_REPRODUCERS) for name, make in TOOL_CALL_LAYERS.items()] + [
@@ -408,6 +414,12 @@ VECTOR_WRAPPERS = {
         partial(ToolFailureInjection, rate=0.5),
         ChatAdapter,
         partial(StepBudget, max_turns=9, notice=True),
+    ],
+    "FeedbackRounds(StepBudget(ChatAdapter(ToolFailureInjection)))": [
+        partial(ToolFailureInjection, rate=0.5),
+        ChatAdapter,
+        partial(StepBudget, max_turns=9, notice=True),
+        partial(FeedbackRounds, max_attempts=3, threshold=1.0),
     ],
 }
 

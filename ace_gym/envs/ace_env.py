@@ -258,12 +258,12 @@ class AceEnv(gym.Env[str, ActionType]):
     def resume(self, message: str) -> str:
         """Reopen the episode that just ended (a ``done``, or ``max_steps``) for another attempt:
         the grid and the budgets stay as they are, the ``max_steps`` count starts again. Returns
-        ``message`` (the feedback) as the observation the agent sees next. A running episode is
-        left as it is; ResetNeeded before ``reset``."""
+        the observation the agent sees next: a failed envelope whose ``messages`` is ``message``
+        (the feedback on the submission). ResetNeeded before ``reset``."""
         self._require_state()
         self._finished = False
         self._steps = 0
-        return message
+        return failure(message)
 
     @property
     def state(self) -> EpisodeState:

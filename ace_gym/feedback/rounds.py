@@ -17,6 +17,7 @@ from ace_gym.errors import ConfigError, choice, integer, number
 from ace_gym.feedback.rubric import Rubric
 from ace_gym.feedback.simulator import TemplateFeedback, UserSimulator
 from ace_gym.feedback.texts import FEEDBACK_STYLES, Submission, mentions_a_cell
+from ace_gym.tools import valid_text
 
 FinalReward = Literal["final", "pass_discount"]
 FINAL_REWARDS: tuple[FinalReward, ...] = ("final", "pass_discount")
@@ -89,9 +90,9 @@ class Rounds:
         if not isinstance(text, str) or not text.strip() or mentions_a_cell(text, item_ids):
             text = TemplateFeedback("diagnostic").feedback(submission)
             self.feedback_source = "template (the simulator's text was empty or pointed at a cell)"
-        self.feedback = text
+        self.feedback = valid_text(text)  # an LLM's lone surrogates would break a tokenizer
         self.attempt += 1
-        return Verdict(False, False, text)
+        return Verdict(False, False, self.feedback)
 
     @property
     def attempts_used(self) -> int:
