@@ -5,7 +5,8 @@ A *task* is what one pass/fail decision is made on: an episode under
 episode (one attempt, threshold 1.0). :func:`tasks_of` reads a record's tasks as :class:`Attempts`:
 
 * ``record["feedback_rounds"]`` (the wrapper's last ``info["feedback_rounds"]``): one task;
-* ``record["scenario"]["stages"]`` (the scenario env's last ``info["scenario"]``): one task per stage;
+* ``record["scenario"]["stages_log"]`` (the scenario env's last ``info["scenario"]``): one task per
+  stage opened (a stage never submitted counts as one failed attempt scored 0);
 * otherwise one attempt scored ``record["score"]``.
 
 Each of those mappings holds ``scores`` (the rubric score of every attempt made, in [0, 1]),
@@ -96,8 +97,12 @@ def tasks_of(record: Mapping[str, Any]) -> list[Attempts]:
     if "feedback_rounds" in record:
         return [Attempts.from_mapping(record["feedback_rounds"])]
     if "scenario" in record:
-        return [Attempts.from_mapping(stage) for stage in record["scenario"]["stages"]]
+        return [_stage_attempts(stage) for stage in record["scenario"]["stages_log"]]
     return [Attempts((float(record["score"]),), 1, 1.0)]
+
+
+def _stage_attempts(stage: Mapping[str, Any]) -> Attempts:
+    return Attempts.from_mapping(stage if stage["scores"] else {**stage, "scores": [0.0]})
 
 
 def all_tasks(records: Iterable[Mapping[str, Any]]) -> list[Attempts]:
@@ -243,8 +248,8 @@ def stage_summary(records: Sequence[Mapping[str, Any]], which: Which = "final") 
     ``pass@1`` ... ``pass@K``. Records without a scenario are ignored."""
     by_stage: dict[int, list[Attempts]] = {}
     for record in records:
-        for position, stage in enumerate(record.get("scenario", {}).get("stages", ()), start=1):
-            by_stage.setdefault(position, []).append(Attempts.from_mapping(stage))
+        for position, stage in enumerate(record.get("scenario", {}).get("stages_log", ()), start=1):
+            by_stage.setdefault(position, []).append(_stage_attempts(stage))
     out = []
     for position, tasks in sorted(by_stage.items()):
         k_max = min(task.max_attempts for task in tasks)

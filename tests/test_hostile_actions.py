@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ace_gym.constraints import aggregate
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
+from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import toolset
 from ace_gym.wrappers import ChatAdapter, ChatMessages, FeedbackRounds, StepBudget, ToolFailureInjection
@@ -280,6 +281,7 @@ TOOL_CALL_LAYERS: dict[str, Any] = {
     "ToolFailureInjection": lambda: ToolFailureInjection(_core(), 0.5),
     "StepBudget": lambda: StepBudget(_core(), 9, notice=True),
     "StepBudget(ToolFailureInjection)": lambda: StepBudget(ToolFailureInjection(_core(), 0.5), 9, notice=True),
+    "ScenarioEnv": lambda: ScenarioEnv("course", max_steps=10**6, max_attempts=2),
     "FeedbackRounds(ToolFailureInjection)": lambda: FeedbackRounds(
         ToolFailureInjection(_core(), 0.5), max_attempts=3, threshold=1.0, feedback="directive"
     ),
@@ -292,6 +294,9 @@ CHAT_LAYERS: dict[str, Any] = {
     ),
     "FeedbackRounds(StepBudget(ChatAdapter(ToolFailureInjection)))": lambda: FeedbackRounds(
         StepBudget(ChatAdapter(ToolFailureInjection(_core(), 0.5)), 9, notice=True), max_attempts=3, threshold=1.0
+    ),
+    "StepBudget(ChatAdapter(ScenarioEnv))": lambda: StepBudget(
+        ChatAdapter(ScenarioEnv("course", max_steps=10**6)), 9, notice=True
     ),
 }
 LAYERS = [(name, make, TOOL_CALL_REPRODUCERS) for name, make in TOOL_CALL_LAYERS.items()] + [

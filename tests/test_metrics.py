@@ -113,8 +113,10 @@ def test_attempts__rejects_impossible_logs(scores: tuple[float, ...], max_attemp
 def test_tasks_of__reads_plain_feedback_round_and_scenario_records() -> None:
     assert tasks_of({"score": 1.0}) == [Attempts((1.0,), 1, 1.0)]
     assert tasks_of(_record([0.2, 0.7])) == [Attempts((0.2, 0.7), 2, 0.6)]
-    scenario = {"scenario": {"stages": [{"scores": [1.0], "max_attempts": 2, "threshold": 1.0}] * 3}}
+    scenario = {"scenario": {"stages_log": [{"scores": [1.0], "max_attempts": 2, "threshold": 1.0}] * 3}}
     assert len(tasks_of(scenario)) == 3
+    unreached = {"scenario": {"stages_log": [{"scores": [], "max_attempts": 2, "threshold": 1.0}]}}
+    assert tasks_of(unreached) == [Attempts((0.0,), 2, 1.0)]  # opened, never submitted: a failure
 
 
 def test_scenario_views__per_stage_and_per_scenario_pass() -> None:
@@ -122,8 +124,8 @@ def test_scenario_views__per_stage_and_per_scenario_pass() -> None:
         return {"scores": list(scores), "max_attempts": 2, "threshold": 1.0}
 
     records = [
-        {"scenario": {"stages": [stage(1.0), stage(0.5, 1.0)]}},
-        {"scenario": {"stages": [stage(1.0), stage(0.5, 0.5)]}},
+        {"scenario": {"stages_log": [stage(1.0), stage(0.5, 1.0)]}},
+        {"scenario": {"stages_log": [stage(1.0), stage(0.5, 0.5)]}},
     ]
     stages = stage_summary(records)
     assert [s["pass@1"] for s in stages] == [1.0, 0.0]

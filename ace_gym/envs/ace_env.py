@@ -174,14 +174,7 @@ class AceEnv(gym.Env[str, ActionType]):
         self._steps = 0
         self._finished = False
         instance = compiled.instance
-        system_prompt = render_system_prompt(
-            self.domain,
-            instance.task_instruction,
-            query_budget_limited=self.config.extra_query_num != -1,
-            global_check_budget=self._state.global_budget,
-            max_query_ids=self.config.max_query_ids,
-            max_query_fields=self.config.max_query_fields,
-        )
+        system_prompt = self._system_prompt(instance.task_instruction)
         info = {
             "instance_id": compiled.instance_id,
             "instance_index": index,
@@ -195,6 +188,17 @@ class AceEnv(gym.Env[str, ActionType]):
             "budgets": self.budgets(),
         }
         return render_user_message(self.domain, instance.partial_solution), info
+
+    def _system_prompt(self, task_instruction: str) -> str:
+        """The episode's system prompt around ``task_instruction`` (budgets as configured)."""
+        return render_system_prompt(
+            self.domain,
+            task_instruction,
+            query_budget_limited=self.config.extra_query_num != -1,
+            global_check_budget=self._require_state().global_budget,
+            max_query_ids=self.config.max_query_ids,
+            max_query_fields=self.config.max_query_fields,
+        )
 
     def budgets(self) -> dict[str, Any]:
         """The configured budgets and their values on the current instance (None = unlimited)."""
@@ -260,10 +264,14 @@ class AceEnv(gym.Env[str, ActionType]):
         the grid and the budgets stay as they are, the ``max_steps`` count starts again. Returns
         the observation the agent sees next: a failed envelope whose ``messages`` is ``message``
         (the feedback on the submission). ResetNeeded before ``reset``."""
+        self._reopen()
+        return failure(message)
+
+    def _reopen(self) -> None:
+        """Let a finished episode go on with the grid and budgets as they are and a fresh step count."""
         self._require_state()
         self._finished = False
         self._steps = 0
-        return failure(message)
 
     @property
     def state(self) -> EpisodeState:

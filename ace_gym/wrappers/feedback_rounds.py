@@ -7,6 +7,7 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 
 from ace_gym.envs import AceEnv
+from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.errors import ConfigError
 from ace_gym.feedback.rounds import Rounds
 from ace_gym.feedback.rubric import cells_of, grade, item_names
@@ -68,6 +69,8 @@ class FeedbackRounds(gym.Wrapper, gym.utils.RecordConstructorArgs):
         core = env.unwrapped
         if not isinstance(core, AceEnv):
             raise ConfigError("env", env, "FeedbackRounds wraps an ACE stack (its unwrapped env must be an AceEnv)")
+        if isinstance(core, ScenarioEnv):
+            raise ConfigError("env", env, "a scenario runs its own feedback rounds per stage: set max_attempts on it")
         super().__init__(env)
         self.rounds = rounds
         self._resume = env.get_wrapper_attr("resume")
