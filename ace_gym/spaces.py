@@ -11,6 +11,7 @@ import tempfile
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import ModuleType
 from typing import Any, overload
 
@@ -23,6 +24,8 @@ from gymnasium.vector.utils import (
     read_from_shared_memory,
     write_to_shared_memory,
 )
+
+from ace_gym.atomic import write_atomic
 
 _PRINTABLE = tuple(chr(c) for c in range(32, 127))
 #: what a vector env hands an env in place of an action no env process could receive
@@ -196,11 +199,10 @@ class ObservationFiles:
         return os.path.join(self.directory, f"{index}.pickle")
 
     def write(self, index: int, observation: Any) -> None:
-        path = self._path(index)
-        temporary = f"{path}.{os.getpid()}.tmp"
-        with open(temporary, "wb") as handle:
-            pickle.dump(observation, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(temporary, path)
+        # a hand-off between live processes: no fsync needed
+        write_atomic(
+            self._path(index), partial(pickle.dump, observation, protocol=pickle.HIGHEST_PROTOCOL), durable=False
+        )
 
     def read(self, index: int) -> Any:
         """Env ``index``'s latest observation; None before its first reset."""

@@ -1,8 +1,8 @@
-"""Collect LLM rollouts from a Gymnasium vector env of chat-adapted ACE envs, one JSON line each.
+"""Collect rollouts from a Gymnasium vector env of chat-adapted ACE envs, one JSON line each.
 
 ``gym.make_vec`` builds N copies of an ACE env wrapped in the text-action adapter and a turn
-budget; every step, the conversations of all N envs go to the chat engine in one batched call,
-and finished envs reset themselves (next-step autoreset) with a fresh instance from their own
+budget; every step, the conversations of all N envs go to the policy in one batched call (one
+``generate`` call of a chat engine), and finished envs reset themselves (next-step autoreset) with a fresh instance from their own
 seeded stream. Each JSONL record holds the messages, tool calls, per-turn rewards and info, token
 ids (when the engine reports them), usage, score, seed and instance id — what an RL trainer
 consumes.
@@ -11,8 +11,9 @@ Run it as written (a tiny random Llama built locally, transformers engine on CPU
 
     python examples/collect_rollouts.py
 
-Other engines: ``--engine vllm:/path/to/model`` (needs an ``if __name__ == "__main__"`` script,
-which this is) or ``--engine openai:MODEL@http://127.0.0.1:8000/v1`` against ``vllm serve``.
+Other policies (:func:`ace_gym.agents.make_policy`): ``--policy vllm:/path/to/model`` (needs an
+``if __name__ == "__main__"`` script, which this is), ``--policy openai:MODEL@http://127.0.0.1:8000/v1``
+against ``vllm serve``, or a scripted baseline such as ``--policy solver``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ import gymnasium as gym
 import numpy as np
 
 import ace_gym  # noqa: F401  (registers the ACE-* env ids)
-from ace_gym.agents.llm import make_engine
+from ace_gym.agents import POLICY_SPECS, make_policy
+from ace_gym.errors import ConfigError
 from ace_gym.eval import run_vector_episodes
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
@@ -41,7 +43,7 @@ def _plain(value: object) -> object:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--engine", help="KIND:TARGET for make_engine (default: hf: on a tiny local model)")
+    parser.add_argument("--policy", help=f"{POLICY_SPECS} (default: hf: on a tiny local model)")
     parser.add_argument("--env-id", default="ACE-course-v0")
     parser.add_argument("--num-envs", type=int, default=4)
     parser.add_argument("--episodes", type=int, default=6)
@@ -54,16 +56,17 @@ def main() -> None:
 
     workdir = tempfile.mkdtemp(prefix="ace-rollouts-")
     try:  # the engines import their optional back end (transformers, vllm, openai) when built
-        if args.engine:
-            engine = make_engine(args.engine)
+        if args.policy:
+            policy = make_policy(args.policy)
         else:
             from ace_gym.agents.llm.tiny_model import build_tiny_model
 
             model = build_tiny_model(f"{workdir}/tiny-model", seed=args.seed)
-            engine = make_engine(f"hf:{model}", max_new_tokens=args.max_new_tokens, seed=args.seed)
+            policy = make_policy(f"hf:{model}", max_new_tokens=args.max_new_tokens, seed=args.seed)
     except ImportError as error:
-        extra = (args.engine or "hf:").partition(":")[0]
-        sys.exit(f"collect_rollouts.py: {error.name} is missing; install it with pip install 'ace-gym[{extra}]'")
+        sys.exit(f"collect_rollouts.py: {error.name} is missing; install it with pip install 'ace-gym[hf]'")
+    except ConfigError as error:  # among them: an engine whose back end is not installed
+        sys.exit(f"collect_rollouts.py: {error}")
     envs = gym.make_vec(
         args.env_id,
         num_envs=args.num_envs,
@@ -74,7 +77,7 @@ def main() -> None:
     out = args.out or f"{workdir}/rollouts.jsonl"
     try:
         with open(out, "w", encoding="utf-8", errors="backslashreplace") as handle:  # lone surrogates: \udXXX
-            for record in run_vector_episodes(envs, engine, num_episodes=args.episodes, seed=args.seed):
+            for record in run_vector_episodes(envs, policy, num_episodes=args.episodes, seed=args.seed):
                 # vector envs batch info values into numpy arrays: numpy scalars may reach the record
                 handle.write(json.dumps(record, ensure_ascii=False, default=_plain) + "\n")
                 usage = record["usage"]

@@ -43,7 +43,7 @@ def episode_prompts(specs: list[EpisodeSpec], tokenizer: Any) -> Any:
 
     rows: dict[str, list[Any]] = {"prompt": [], "domain": [], "instance_index": [], "seed": []}
     for spec in specs:
-        messages, info = spec.make_chat_env().reset(seed=spec.seed, options=spec.reset_options())
+        messages, info = spec.make_env().reset(seed=spec.seed, options=spec.reset_options())
         prompt = tokenizer.apply_chat_template(
             for_chat_template(messages), tools=info["tools"], add_generation_prompt=True, tokenize=False
         )
@@ -82,7 +82,7 @@ class AceRolloutReward:
             EpisodeSpec(d, instance_index=i, seed=s, max_turns=self.max_turns)
             for d, i, s in zip(domain, instance_index, seed, strict=True)
         ]
-        envs = [spec.make_chat_env() for spec in specs]
+        envs = [spec.make_env() for spec in specs]
         tools = [
             env.reset(seed=spec.seed, options=spec.reset_options())[1]["tools"]
             for env, spec in zip(envs, specs, strict=True)

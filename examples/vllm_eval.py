@@ -12,7 +12,8 @@ With a real model on a GPU::
 
 Results land in ``--out`` in the ``ace-gym eval`` layout (``episodes.jsonl``, ``summary.json``),
 so ``ace-gym report DIR`` rebuilds the table and heatmaps; re-running skips finished episodes.
-The same evaluation from the shell: ``ace-gym eval --policy vllm:MODEL --out DIR``.
+The same evaluation from the shell: ``ace-gym eval --policy vllm:MODEL --engine-option KEY=VALUE ...
+--out DIR``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import argparse
 import sys
 import tempfile
 
-from ace_gym.agents.llm import make_engine
+from ace_gym.agents import make_policy, policy_label
 from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.errors import ConfigError
 from ace_gym.eval import run_episodes
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.summary import format_table, summarize
@@ -49,18 +51,18 @@ def main() -> None:
         llm_options = (
             {"dtype": "float32", "enforce_eager": True, "gpu_memory_utilization": 0.2} if not args.model else {}
         )
-        engine = make_engine(
-            f"vllm:{model}",
-            sampling={"max_tokens": args.max_tokens, "temperature": args.temperature},
-            seed=args.seed,
-            **llm_options,
-        )
+        policy_spec = f"vllm:{model}"
+        sampling = {"max_tokens": args.max_tokens, "temperature": args.temperature}
+        engine_options = {"sampling": sampling, "seed": args.seed, **llm_options}
+        engine = make_policy(policy_spec, **engine_options)
     except ImportError as error:
         sys.exit(f"vllm_eval.py: {error.name} is missing; install it with pip install 'ace-gym[vllm,hf]'")
+    except ConfigError as error:  # among them: vllm not installed
+        sys.exit(f"vllm_eval.py: {error}")
     domains = list(DOMAIN_NAMES) if args.domains == "all" else args.domains.split(",")
     specs = validation_specs(domains, args.episodes_per_domain, seed=args.seed, max_turns=args.max_turns)
     out = args.out or f"{workdir}/results"
-    policy = f"vllm:{model}"
+    policy = policy_label(policy_spec, engine_options)  # as ace-gym eval names it: either one resumes the other
     with EpisodeLog(f"{out}/{EPISODES_FILE}") as log:
         todo = [spec for spec in specs if spec.key(policy) not in log.keys]
         for record in run_episodes(todo, engine, batch_size=len(todo) or 1, name=policy):

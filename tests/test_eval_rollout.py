@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from ace_gym.agents import ChatEngine, Completion, ExactSolver
@@ -14,7 +15,7 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes, run_vector_episodes
-from ace_gym.wrappers import ChatAdapter
+from ace_gym.wrappers import ChatAdapter, StepBudget
 
 RECORD_KEYS = {
     "key", "policy", "dataset", "domain", "instance_id", "instance_index", "hidden_slots", "decoy_budget", "seed",
@@ -127,8 +128,26 @@ def test_run_episodes__solver_survives_injected_tool_failures(domain: str) -> No
     specs = [EpisodeSpec(domain, instance_index=i, tool_failure_rate=0.2, seed=i) for i in (3, 17, 33)]
     records = list(run_episodes(specs, ExactSolver(), batch_size=3))
     assert [r["score"] for r in records] == [1, 1, 1]
-    injected = sum(t["info"].get("failure_injected", False) for r in records for t in r["turns"])
+    calls = [call for r in records for t in r["turns"] for call in t["info"]["calls"]]
+    injected = sum(call.get("failure_injected", False) for call in calls)
     assert injected > 0
+
+
+def test_run_episodes__scripted_and_chat_policies_get_one_record_shape() -> None:
+    """A scripted policy acts through the adapter like an engine: same messages, call ids and turn info."""
+    spec = EpisodeSpec("meal", instance_index=9, seed=4, tool_failure_rate=0.2)
+    (scripted,) = run_episodes([spec], ExactSolver())
+    (chat,) = run_episodes([spec], SolverChatEngine())
+    assert scripted["score"] == chat["score"] == 1.0 and scripted["usage"]["turns"] == chat["usage"]["turns"]
+    tool_messages = [m for m in scripted["messages"] if m["role"] == "tool"]
+    assert tool_messages == [m for m in chat["messages"] if m["role"] == "tool"]
+    assistant = [m for m in scripted["messages"] if m["role"] == "assistant"]
+    assert all(m["content"] == "" and len(m["tool_calls"]) == 1 for m in assistant)
+    assert [m["tool_calls"][0]["id"] for m in assistant] == [f"call_{turn}_0" for turn in range(1, len(assistant) + 1)]
+    infos = [{**t["info"], "tool_format": None} for t in scripted["turns"]]
+    assert infos == [{**t["info"], "tool_format": None} for t in chat["turns"]]  # native calls vs Hermes text
+    assert {t["info"]["tool_format"] for t in scripted["turns"]} == {"openai"}
+    assert set(scripted["usage"]) == set(chat["usage"]) and scripted["env_config"] == chat["env_config"]
 
 
 def test_run_episodes__chat_engine_gets_all_active_conversations_in_one_call() -> None:
@@ -172,6 +191,16 @@ def test_run_episodes__rejects_a_non_policy_and_bad_batch_size() -> None:
         list(run_episodes([EpisodeSpec("course")], ExactSolver(), batch_size=0))
 
 
+def test_episode_spec__takes_numpy_integers_as_plain_ones_and_refuses_bools() -> None:
+    spec = EpisodeSpec("course", instance_index=3, max_turns=np.int64(5))
+    assert type(spec.max_turns) is int and spec.key("p") == EpisodeSpec("course", instance_index=3, max_turns=5).key(
+        "p"
+    )
+    assert len(spec.group(np.int32(3))) == 3
+    with pytest.raises(ConfigError):
+        EpisodeSpec("course", max_turns=True)  # type: ignore[arg-type]
+
+
 def test_episode_spec__key_separates_every_setting() -> None:
     base = EpisodeSpec("course", instance_id="course_r5_c5_h1_b0")
     variants = [
@@ -213,6 +242,18 @@ def test_run_vector_episodes__collects_autoreset_episodes_from_make_vec(mode: st
         roles = [m["role"] for m in record["messages"]]
         assert roles[:2] == ["system", "user"] and roles.count("assistant") == record["usage"]["turns"]
         assert all(roles[i + 1] == "tool" for i, role in enumerate(roles) if role == "assistant")
+
+
+def test_run_vector_episodes__plays_a_scripted_policy_like_run_episodes() -> None:
+    envs = gym.vector.SyncVectorEnv([lambda: StepBudget(ChatAdapter(AceEnv("course")), 200) for _ in range(2)])
+    records = list(run_vector_episodes(envs, ExactSolver(), num_episodes=3, seed=5))
+    assert len(records) == 3 and all(r["score"] == 1.0 and r["policy"] == "solver" for r in records)
+    (alone,) = run_episodes(
+        [EpisodeSpec("course", instance_id=records[0]["instance_id"], max_turns=200)], ExactSolver()
+    )
+    assert [m for m in alone["messages"] if m["role"] != "system"] == [
+        m for m in records[0]["messages"] if m["role"] != "system"
+    ]
 
 
 def test_run_vector_episodes__same_seed_same_instances() -> None:

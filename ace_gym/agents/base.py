@@ -14,22 +14,13 @@ Two kinds of policy meet an ACE env:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ace_gym.agents.task_view import TaskView
-
-ToolCallDict = dict[str, Any]
-"""One tool call as the core env takes it: ``{"name": str, "arguments": dict}``."""
-
-Script = Generator[ToolCallDict, str, None]
-"""A scripted episode: yields tool calls, is sent each call's response envelope (a JSON string)."""
-
-DONE: ToolCallDict = {"name": "done", "arguments": {}}
+from ace_gym.agents.task_view import DONE, Script, TaskTextError, TaskView, ToolCallDict, read_task
 
 
 @dataclass
@@ -73,24 +64,23 @@ class ScriptedEpisode:
 
     ``act(observation)`` returns the next tool call: the first call ignores ``observation`` (the
     script already got the reset observation), later ones pass the previous call's response to
-    the script. Once the script returns, every further call is ``done``. ``notes`` is the
+    the script. Once the script returns (or without a script: ``None``), every call is ``done``. ``notes`` is the
     policy's account of the episode (e.g. what a finite budget kept it from doing); the collector
     stores it in the episode record.
     """
 
-    def __init__(self, script: Script, notes: dict[str, Any]) -> None:
+    def __init__(self, script: Script | None, notes: dict[str, Any]) -> None:
         self._script = script
         self._started = False
-        self._finished = False
         self.notes = notes
 
     def act(self, observation: str) -> ToolCallDict:
-        if self._finished:
+        if self._script is None:
             return dict(DONE)
         try:
             call = self._script.send(observation) if self._started else next(self._script)
         except StopIteration:
-            self._finished = True
+            self._script = None
             return dict(DONE)
         self._started = True
         return call
@@ -107,14 +97,12 @@ class ScriptedPolicy(ABC):
 
     def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
         """Begin an episode from the env's reset ``(observation, info)``; ``seed`` seeds any randomness."""
-        from ace_gym.agents.task_view import TaskTextError, read_task  # task_view imports this module
-
         notes: dict[str, Any] = {}
         try:
             view = read_task(observation, info)
         except TaskTextError as error:  # texts this policy cannot read: no calls, said in the notes
             notes["error"] = str(error)
-            return ScriptedEpisode(_no_calls(), notes)
+            return ScriptedEpisode(None, notes)
         return ScriptedEpisode(self.script(view, info, np.random.default_rng(seed), notes), notes)
 
     def act_batch(self, episodes: Sequence[ScriptedEpisode], observations: Sequence[str]) -> list[ToolCallDict]:
@@ -126,11 +114,6 @@ class ScriptedPolicy(ABC):
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
         """The episode as a generator of tool calls (see :data:`Script`); may record into ``notes``."""
-
-
-def _no_calls() -> Script:
-    return
-    yield  # a generator that ends at once
 
 
 Policy = ScriptedPolicy | ChatEngine

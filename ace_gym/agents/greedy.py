@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ace_gym.agents.base import Script, ScriptedPolicy, ToolCallDict
+from ace_gym.agents.base import ScriptedPolicy
 from ace_gym.agents.solver import Values, slot_candidates
-from ace_gym.agents.task_view import TaskView, call, succeeded
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict, call, succeeded
 
 Filled = list[tuple[str | None, dict[str, Values]]]
 """Per hidden slot (in ``view.slots`` order): the id set there (None if none) and its slot-valid

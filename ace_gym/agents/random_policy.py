@@ -13,8 +13,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ace_gym.agents.base import Script, ScriptedPolicy, ToolCallDict
-from ace_gym.agents.task_view import TaskView, call, succeeded
+from ace_gym.agents.base import ScriptedPolicy
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict, call, succeeded
 from ace_gym.domains import CategoricalAttribute, NumericAttribute
 
 

@@ -25,10 +25,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ace_gym.agents.base import Script, ToolCallDict
 from ace_gym.agents.greedy import Filled, GreedyLocal, greedy_fill
 from ace_gym.agents.solver import Values, learn_values, visible_values
-from ace_gym.agents.task_view import TaskView, call, succeeded
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict, call, succeeded
 from ace_gym.constraints import CompiledGlobalRule, aggregate, compile_global_rule, global_rule_text
 from ace_gym.domains import GlobalRule
 from ace_gym.instance import item_columns

@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ace_gym.agents.base import Script, ScriptedPolicy, ToolCallDict
-from ace_gym.agents.task_view import SlotView, TaskView, call, succeeded
+from ace_gym.agents.base import ScriptedPolicy
+from ace_gym.agents.task_view import Script, SlotView, TaskView, ToolCallDict, call, succeeded
 from ace_gym.constraints import SLOT_KINDS, Aggregate, contribution_reader, kind_of
 from ace_gym.domains import GlobalRule
 

@@ -15,7 +15,6 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ace_gym.agents.base import ToolCallDict
 from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
 from ace_gym.domains import Domain, GlobalRule, get_domain
 
@@ -23,6 +22,15 @@ TOOL_FAILED_MESSAGE = "Tool call failed"
 MAX_RETRIES = 8
 _BOUND_SENTINEL = 987654321
 _QUERY_TOOL = re.compile(r"^query_(\w+)_candidate_from_attribute$")
+
+ToolCallDict = dict[str, Any]
+"""One tool call as the core env takes it: ``{"name": str, "arguments": dict}``."""
+
+Script = Generator[ToolCallDict, str, None]
+"""A scripted episode: yields tool calls (:func:`call`), is sent each call's response envelope (a JSON string)."""
+
+DONE: ToolCallDict = {"name": "done", "arguments": {}}
+"""The call that ends an episode."""
 
 
 class TaskTextError(ValueError):

@@ -26,23 +26,25 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ace_gym import __version__
-from ace_gym.agents import SCRIPTED_POLICIES, ChatEngine, ScriptedPolicy, make_scripted_policy
+from ace_gym.agents import POLICY_SPECS, Policy, ScriptedPolicy, make_policy, policy_label
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
-from ace_gym.errors import ConfigError, did_you_mean
+from ace_gym.errors import ConfigError, integer
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
 from ace_gym.longbench import cli as alb_cli
+from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
 
 logger = logging.getLogger(__name__)
-LLM_PREFIXES = ("vllm", "hf", "openai")
 _RESUME_HINT = "; finished episodes are saved: re-run the same command to resume"
 _REPORT_HINT = "; episodes.jsonl is untouched: re-run the same command"
 
@@ -59,7 +61,7 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument(
         "--policy",
         required=True,
-        help=f"{'|'.join(SCRIPTED_POLICIES)}|vllm:MODEL_PATH|hf:MODEL_PATH|openai:MODEL@URL",
+        help=POLICY_SPECS,
     )
     evaluate.add_argument(
         "--dataset",
@@ -174,8 +176,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
     """Every episode the command selects, in (domain, instance, rate, trial) order. ConfigError
     when a hidden-slot or decoy-budget value is in none of the datasets, or nothing is selected
     (the message names the values the datasets hold)."""
-    if args.trials < 1:
-        raise ConfigError("trials", args.trials, "must be a positive integer")
+    integer("trials", args.trials, minimum=1)
     sources = dataset_sources(args.dataset, resolve_domains(args.domains))
     instances = [instance for _, dataset in sources.values() for instance in dataset]
     held = {
@@ -218,7 +219,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
 
 
 def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
-    """What makes an output directory one run: policy, dataset, settings and ace-gym version."""
+    """What makes an output directory one ACE run: policy, dataset, settings and ace-gym version."""
     path = Path(args.dataset)
     return {
         "policy": label,
@@ -226,41 +227,6 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
         "settings": {**_env_kwargs(args), "max_turns": args.max_turns, "seed": args.seed},
         "ace_gym_version": __version__,
     }
-
-
-def policy_label(spec: str, options: Iterable[str]) -> tuple[str, dict[str, Any]]:
-    """Validate a ``--policy`` value; returns its label in episode keys (LLM options included,
-    since they change results) and the parsed engine options."""
-    if spec in SCRIPTED_POLICIES:
-        return spec, {}
-    if spec.partition(":")[0] not in LLM_PREFIXES or ":" not in spec:
-        raise ConfigError(
-            "policy",
-            spec,
-            f"expected {', '.join(SCRIPTED_POLICIES)} or vllm:PATH, hf:PATH, openai:MODEL@URL"
-            f"{did_you_mean(spec, SCRIPTED_POLICIES)}",
-        )
-    engine_options = dict(_option(text) for text in options)
-    label = spec if not engine_options else f"{spec} {json.dumps(engine_options, sort_keys=True)}"
-    return label, engine_options
-
-
-def make_policy(spec: str, engine_options: dict[str, Any]) -> ScriptedPolicy | ChatEngine:
-    """Build the policy of a validated ``--policy`` value (loads the model of an LLM policy)."""
-    if spec in SCRIPTED_POLICIES:
-        return make_scripted_policy(spec)
-    prefix = spec.partition(":")[0]
-    try:  # the engines import their back end (vllm, transformers, openai) when built
-        from ace_gym.agents.llm import make_engine
-
-        return make_engine(spec, **engine_options)
-    except ImportError as error:
-        raise ConfigError(
-            "policy",
-            spec,
-            f"LLM policies need ace_gym.agents.llm and its optional dependencies ({error}); "
-            f"install e.g. pip install 'ace-gym[{prefix}]'",
-        ) from None
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -273,45 +239,100 @@ def _option(text: str) -> tuple[str, Any]:
         return key, value
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    if args.env is not None:
-        return alb_cli.run_eval(args)
+@dataclass(frozen=True)
+class _Report:
+    """How a kind of run is summarised: summary, printed table, heatmaps."""
+
+    summarize: Callable[[Iterable[dict[str, Any]]], dict[str, Any]]
+    format_table: Callable[[dict[str, Any]], str]
+    write_heatmaps: Callable[[dict[str, Any], Path], object]
+
+
+ACE_REPORT = _Report(summarize, format_table, write_heatmaps)
+ALB_REPORT = _Report(summarize_alb, format_alb_table, write_alb_heatmaps)
+
+
+@dataclass(frozen=True)
+class _Evaluation:
+    """What one ``eval`` command runs: every selected item (an ACE episode spec, an AgentLongBench
+    question spec or official row), the key of an item, the rollout that plays items (``rollout(items, policy, batch_size=, name=)``), the
+    run identity, the check of a directory without one, and the report."""
+
+    items: list[Any]
+    key: Callable[[Any], str]
+    rollout: Callable[..., Iterator[dict[str, Any]]]
+    run: dict[str, Any]
+    refuse_mixing: Callable[[Path], None]
+    report: _Report
+    default_batch_size: Callable[[Policy], int]
+
+
+def _ace_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
     specs = build_specs(args)
     if args.env_url:
         from ace_gym.server.episodes import remote_specs
 
-        specs = remote_specs(specs, args.env_url)
-    label, engine_options = policy_label(args.policy, args.engine_option)
+        specs = [*remote_specs(specs, args.env_url)]
+    return _Evaluation(
+        items=list(specs),
+        key=lambda spec: spec.key(label),
+        rollout=run_episodes,
+        run=run_identity(args, label),
+        refuse_mixing=partial(_refuse_mixing, label=label, specs=specs),
+        report=ACE_REPORT,
+        default_batch_size=lambda policy: 1 if isinstance(policy, ScriptedPolicy) else 32,
+    )
+
+
+def _alb_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
+    items, key, rollout = alb_cli.selection(args, label)
+    return _Evaluation(
+        items=items,
+        key=key,
+        rollout=rollout,
+        run=alb_cli.run_identity(args, label),
+        refuse_mixing=partial(alb_cli.refuse_mixing, label=label),
+        report=ALB_REPORT,
+        default_batch_size=lambda policy: 8,
+    )
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    engine_options = dict(_option(text) for text in args.engine_option)
+    label = policy_label(args.policy, engine_options)
+    evaluation = _alb_evaluation(args, label) if args.env is not None else _ace_evaluation(args, label)
     out = output_directory(args.out)
-    run = run_identity(args, label)
     with EpisodeLog(out / EPISODES_FILE, skip_malformed=args.skip_malformed) as log:
         if _stored_run(out) is None:  # a new run (or one from before runs had an identity)
-            _refuse_mixing(log.path, label, specs)
-            write_json_atomic(out / SUMMARY_FILE, _summary(out, run, args.skip_malformed))  # records the identity
+            evaluation.refuse_mixing(log.path)
+            summary = _summary(out, evaluation.run, evaluation.report, args.skip_malformed)
+            write_json_atomic(out / SUMMARY_FILE, summary)  # records the identity
         else:
-            _refuse_other_run(out, run)
-        pending = [spec for spec in specs if spec.key(label) not in log.keys]
-        skipped = len(specs) - len(pending)
+            _refuse_other_run(out, evaluation.run)
+        pending = [item for item in evaluation.items if evaluation.key(item) not in log.keys]
+        skipped = len(evaluation.items) - len(pending)
         if skipped:
-            print(f"resuming: {skipped} of {len(specs)} episodes already in {log.path}", file=sys.stderr)
+            print(f"resuming: {skipped} of {len(evaluation.items)} episodes already in {log.path}", file=sys.stderr)
         if pending:  # a finished run only rebuilds its report: no model is loaded
-            _run_pending(args, pending, make_policy(args.policy, engine_options), label, log, skipped)
-        return _write_report(out, run, args.skip_malformed)
+            policy = make_policy(args.policy, **engine_options)
+            _run_pending(args, evaluation, pending, policy, label, log, skipped)
+        return _write_report(out, evaluation.run, args.skip_malformed)
 
 
 def _run_pending(
     args: argparse.Namespace,
-    pending: list[EpisodeSpec],
-    policy: ScriptedPolicy | ChatEngine,
+    evaluation: _Evaluation,
+    pending: list[Any],
+    policy: Policy,
     label: str,
     log: EpisodeLog,
     skipped: int,
 ) -> None:
-    batch_size = args.batch_size or (1 if isinstance(policy, ScriptedPolicy) else 32)
+    batch_size = args.batch_size or evaluation.default_batch_size(policy)
     solved = 0.0
     with progress_bar(len(pending) + skipped, "eval", "ep", not args.no_progress, initial=skipped) as bar:
         try:
-            for done, record in enumerate(run_episodes(pending, policy, batch_size=batch_size, name=label), 1):
+            for done, record in enumerate(evaluation.rollout(pending, policy, batch_size=batch_size, name=label), 1):
                 log.append(record)
                 solved += float(record["score"] or 0.0)
                 bar.set_postfix_str(f"score {solved / done:.3f}", refresh=False)
@@ -372,10 +393,19 @@ def run_report(args: argparse.Namespace) -> int:
     return _write_report(args.dir, _stored_run(args.dir), args.skip_malformed)
 
 
-def _summary(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> dict[str, Any]:
+def _report_of(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> _Report:
+    """The report of the run in ``out``: by its identity, else by its first record."""
+    if run is not None:
+        return ALB_REPORT if run.get("env") is not None else ACE_REPORT
+    skipped: list[int] | None = [] if skip_malformed else None
+    first = next(iter(read_records(out / EPISODES_FILE, skipped=skipped)), None)
+    return ALB_REPORT if first is not None and is_alb_record(first) else ACE_REPORT
+
+
+def _summary(out: Path, run: dict[str, Any] | None, report: _Report, skip_malformed: bool) -> dict[str, Any]:
     """The summary of ``out/episodes.jsonl``, with the run identity and any skipped line numbers."""
     skipped: list[int] | None = [] if skip_malformed else None
-    summary = {"run": run, **summarize(read_records(out / EPISODES_FILE, skipped=skipped))}
+    summary = {"run": run, **report.summarize(read_records(out / EPISODES_FILE, skipped=skipped))}
     if run is not None and summary["policy"] is None:  # no episode yet
         summary["policy"] = run["policy"]
     if skipped:
@@ -385,17 +415,16 @@ def _summary(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> dic
 
 def _write_report(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> int:
     """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``."""
-    if alb_cli.is_alb_run(out):
-        return alb_cli.write_report(out)
-    summary = _summary(out, run, skip_malformed)
+    report = _report_of(out, run, skip_malformed)
+    summary = _summary(out, run, report, skip_malformed)
     if not summary["episodes"]:
         raise ConfigError("dir", str(out), f"{EPISODES_FILE} holds no episode records")
     write_json_atomic(out / SUMMARY_FILE, summary)
     if matplotlib_available():
-        write_heatmaps(summary, out)
+        report.write_heatmaps(summary, out)
     else:
         print("matplotlib is not installed: no heatmaps (pip install 'ace-gym[plot]')", file=sys.stderr)
-    print(format_table(summary))
+    print(report.format_table(summary))
     if summary.get("skipped_lines"):
         print(f"left out malformed lines {summary['skipped_lines']} of {EPISODES_FILE}", file=sys.stderr)
     print(f"\nresults: {os.fspath(out)}")

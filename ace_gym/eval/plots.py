@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ace_gym.eval.results import write_atomic
+from ace_gym.atomic import write_atomic
 from ace_gym.eval.summary import dataset_label, score_grid
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Result files of an evaluation run: an append-only JSONL of episode records, and atomic files.
+"""Result files of an evaluation run: an append-only JSONL of episode records, and the JSON summary.
 
 ``episodes.jsonl`` survives being killed at any instant: each record is one line written with a
 single ``os.write`` on an ``O_APPEND`` descriptor and fsynced before the next episode counts as
@@ -24,11 +24,11 @@ import json
 import logging
 import math
 import os
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from ace_gym.atomic import write_atomic
 from ace_gym.errors import AceGymError
 
 logger = logging.getLogger(__name__)
@@ -235,25 +235,7 @@ def _cut_torn_tail(path: Path) -> None:
             os.fsync(handle.fileno())
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
-    """Create or replace ``path`` with what ``write(binary_handle)`` writes, atomically: through a
-    uniquely named temp file in the same folder, fsynced, then ``os.replace`` (a reader never sees
-    a partial file; concurrent writers never share a temp file; a failure leaves the old file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o644)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def write_json_atomic(path: str | os.PathLike[str], value: Any) -> None:
-    """Write ``value`` as indented JSON to ``path`` atomically (:func:`write_atomic`, :func:`encode_json`)."""
+    """Write ``value`` as indented JSON to ``path`` atomically (:func:`~ace_gym.atomic.write_atomic`,
+    :func:`encode_json`)."""
     write_atomic(path, lambda handle: handle.write(encode_json(value, indent=2) + b"\n"))

@@ -2,7 +2,7 @@
 
 Instances are ordered ``for h in hidden_slots: for b in decoy_budgets`` and each is a pure
 function of its own (domain, size, h, b, K, seed), so the file is byte-identical whatever the
-number of workers or the backend. Files are written atomically (temporary file, then ``os.replace``); a path
+number of workers or the backend. Files are written atomically (:mod:`ace_gym.atomic`); a path
 ending in ``.gz`` is gzip-compressed with a zero timestamp.
 """
 
@@ -11,12 +11,12 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from ace_gym.atomic import write_atomic
 from ace_gym.errors import ConfigError
 from ace_gym.generators.config import InstanceConfig
 from ace_gym.generators.instances import generate_instance
@@ -139,14 +139,5 @@ def write_dataset(dataset: dict[str, Any], path: str | os.PathLike[str]) -> Path
     data = json.dumps(dataset, indent=2).encode()
     if target.suffix == ".gz":
         data = gzip.compress(data, mtime=0)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(temporary, 0o644)  # mkstemp creates 0600; a dataset is meant to be shared
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomic(target, lambda handle: handle.write(data))
     return target

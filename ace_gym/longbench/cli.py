@@ -1,26 +1,32 @@
-"""``ace-gym eval --env ALB-QA-v0``: AgentLongBench questions for an LLM policy, resumably.
+"""``ace-gym eval --env ALB-QA-v0``: what AgentLongBench adds to the ``eval`` command.
 
 Generated samples (settings x buckets x question types x ``--samples`` seeds) or, with
 ``--official DIR``, the rows of a local copy of the official dataset, answered by a
-``vllm:``/``hf:``/``openai:`` policy. Writes the same result files as the ACE evaluation:
-``DIR/episodes.jsonl`` (one record per question, appended atomically; re-running resumes),
-``DIR/summary.json``, ``DIR/heatmap_<setting>.png`` (buckets x question types), and prints the
-accuracy table (question type x bucket per setting). ``ace-gym report DIR`` rebuilds them.
+``vllm:``/``hf:``/``openai:`` policy. This module holds the options, the selection, the run
+identity and the check of directories without one; :mod:`ace_gym.eval.cli` runs the evaluation
+exactly as for ACE (lock, resume, run identity, malformed lines, exit codes) and writes the same
+files: ``DIR/episodes.jsonl`` (one record per question), ``DIR/summary.json``,
+``DIR/heatmap_<setting>.png`` (buckets x question types) and the accuracy table (question type x
+bucket per setting). ``ace-gym report DIR`` rebuilds them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
+from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from ace_gym.errors import AceGymError, ConfigError
-
-if TYPE_CHECKING:
-    from ace_gym.agents.base import ChatEngine
+from ace_gym import __version__
+from ace_gym.agents import is_engine_spec
+from ace_gym.errors import ConfigError
+from ace_gym.eval.results import read_records
+from ace_gym.longbench.official import load_official
+from ace_gym.longbench.question_types import resolve_question_types
+from ace_gym.longbench.report import is_alb_record
+from ace_gym.longbench.rollout import QASpec, official_key, qa_specs, run_official_rows, run_qa_episodes
 
 ENV_CHOICES = ("ALB-QA-v0",)
 
@@ -46,16 +52,10 @@ def _list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def build_specs(args: argparse.Namespace) -> list[Any]:
+def build_specs(args: argparse.Namespace) -> list[QASpec]:
     """The QA specs the command selects, in (setting, bucket, question type, seed) order."""
-    from ace_gym.longbench.question_types import resolve_question_types
-    from ace_gym.longbench.rollout import qa_specs
-
     types = resolve_question_types(args.question_types)[0]
-    try:
-        behaviour = json.loads(args.behaviour) if args.behaviour else None
-    except ValueError:
-        raise ConfigError("behaviour", args.behaviour, "must be a JSON object") from None
+    behaviour = _behaviour(args)
     buckets: list[int | str] = [int(b) if b.isdigit() else b for b in _list(args.buckets)]
     specs = []
     for knowledge in _list(args.knowledge):
@@ -74,80 +74,53 @@ def build_specs(args: argparse.Namespace) -> list[Any]:
     return specs
 
 
-def run_eval(args: argparse.Namespace) -> int:
-    """The ``eval`` handler for ``--env ALB-QA-v0`` (exit code)."""
-    from ace_gym.cli import progress_bar
-    from ace_gym.eval import cli as eval_cli
-    from ace_gym.eval.results import EPISODES_FILE, EpisodeLog, read_records
-    from ace_gym.longbench.official import load_official
-    from ace_gym.longbench.rollout import official_key, run_official_rows, run_qa_episodes
+def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
+    """What makes an output directory one AgentLongBench run: policy, env, the settings that
+    change every answer (table, tokenizer, investigator behaviour, official copy, seed, kept
+    context) and ace-gym version. Settings, buckets, question types and samples may grow."""
+    official = args.official.resolve() if args.official is not None else None
+    return {
+        "policy": label,
+        "env": args.env,
+        "settings": {
+            "table": args.table,
+            "table_seed": args.table_seed,
+            "tokenizer": args.tokenizer,
+            "behaviour": _behaviour(args),
+            "official": None if official is None else str(official),
+            "keep_context": args.keep_context,
+            "seed": args.seed,
+        },
+        "ace_gym_version": __version__,
+    }
 
+
+def _behaviour(args: argparse.Namespace) -> Any:
     try:
-        if args.policy.partition(":")[0] not in eval_cli.LLM_PREFIXES:
-            raise ConfigError(
-                "policy", args.policy, "ALB-QA-v0 needs an LLM policy: vllm:PATH, hf:PATH or openai:MODEL@URL"
-            )
-        label, engine_options = eval_cli.policy_label(args.policy, args.engine_option)
-        out: Path = args.out
-        with EpisodeLog(out / EPISODES_FILE) as log:
-            for record in read_records(log.path):
-                if record.get("policy") != label or "question_type" not in record:
-                    raise ConfigError("out", str(out), f"holds episodes of another run ({record.get('policy')})")
-            if args.official is not None:
-                rows = list(load_official(args.official))
-                items: list[Any] = [row for row in rows if official_key(label, row) not in log.keys]
-                total = len(rows)
-            else:
-                specs = build_specs(args)
-                items = [spec for spec in specs if spec.key(label) not in log.keys]
-                total = len(specs)
-            if len(items) < total:
-                print(f"resuming: {total - len(items)} of {total} questions already in {log.path}", file=sys.stderr)
-            if items:  # a finished run only rebuilds its report: no model is loaded
-                engine = cast("ChatEngine", eval_cli.make_policy(args.policy, engine_options))
-                run = run_official_rows if args.official is not None else run_qa_episodes
-                done = total - len(items)
-                try:
-                    with progress_bar(total, "eval", "q", not args.no_progress, initial=done) as bar:
-                        for record in run(
-                            items, engine, batch_size=args.batch_size or 8, name=label, keep_context=args.keep_context
-                        ):
-                            log.append(record)
-                            bar.update()
-                finally:
-                    close = getattr(engine, "close", None)
-                    if callable(close):
-                        close()
-    except AceGymError as error:
-        print(f"ace-gym eval: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: finished questions are saved; re-run the same command to resume", file=sys.stderr)
-        return 130
-    return write_report(out)
+        return json.loads(args.behaviour) if args.behaviour else None
+    except ValueError:
+        raise ConfigError("behaviour", args.behaviour, "must be a JSON object") from None
 
 
-def is_alb_run(out: Path) -> bool:
-    """Whether ``out/episodes.jsonl`` holds AgentLongBench records (judged by its first record)."""
-    from ace_gym.eval.results import EPISODES_FILE, read_records
-    from ace_gym.longbench.report import is_alb_record
+def selection(
+    args: argparse.Namespace, label: str
+) -> tuple[list[Any], Callable[[Any], str], Callable[..., Iterator[dict[str, Any]]]]:
+    """What the command answers: (items, the key of an item, the rollout that answers them, called
+    as ``rollout(items, engine, batch_size=..., name=label)``), for the rows of ``--official`` or the
+    generated QA specs. ConfigError unless the policy is an LLM."""
+    if not is_engine_spec(args.policy):
+        raise ConfigError(
+            "policy", args.policy, f"{args.env} needs an LLM policy: vllm:PATH, hf:PATH or openai:MODEL@URL"
+        )
+    if args.official is not None:
+        rows = list(load_official(args.official))
+        return rows, partial(official_key, label), partial(run_official_rows, keep_context=args.keep_context)
+    specs = build_specs(args)
+    return specs, lambda spec: spec.key(label), partial(run_qa_episodes, keep_context=args.keep_context)
 
-    first = next(iter(read_records(out / EPISODES_FILE)), None)
-    return first is not None and is_alb_record(first)
 
-
-def write_report(out: Path) -> int:
-    """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``."""
-    from ace_gym.eval.plots import matplotlib_available
-    from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, read_records, write_json_atomic
-    from ace_gym.longbench.report import format_alb_table, summarize_alb, write_alb_heatmaps
-
-    summary = summarize_alb(read_records(out / EPISODES_FILE))
-    write_json_atomic(out / SUMMARY_FILE, summary)
-    if matplotlib_available():
-        write_alb_heatmaps(summary, out)
-    else:
-        print("matplotlib is not installed: no heatmaps (pip install 'ace-gym[plot]')", file=sys.stderr)
-    print(format_alb_table(summary))
-    print(f"\nresults: {os.fspath(out)}")
-    return 0
+def refuse_mixing(path: Path, label: str) -> None:
+    """For a directory without a recorded run identity: its records must be this policy's answers."""
+    for record in read_records(path, skipped=[]):
+        if record.get("policy") != label or not is_alb_record(record):
+            raise ConfigError("out", str(path.parent), f"holds episodes of another run ({record.get('policy')})")

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ace_gym.atomic import AtomicFile
 from ace_gym.errors import DatasetError
 from ace_gym.longbench.prompts import qa_prompt
 from ace_gym.longbench.question_types import CATEGORIES, QUESTION_TYPES, SLUGS
@@ -72,37 +72,33 @@ class OfficialExporter:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
-        self._open: dict[Path, tuple[Any, str]] = {}
+        self._open: dict[Path, AtomicFile] = {}
         self.paths: list[Path] = []
 
     def add(self, sample: Sample, sample_id: int | str | None = None) -> Path:
         """Append ``sample`` (id: ``sample_id``, default its seed) and return its file."""
         path = sample_path(self.root, sample)
         if path not in self._open:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            self._open[path] = (os.fdopen(descriptor, "w", encoding="utf-8"), temporary)
-        handle = self._open[path][0]
+            self._open[path] = AtomicFile(path, text=True)
         row = sample_row(sample, sample.seed if sample_id is None else sample_id)
-        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self._open[path].handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         return path
 
     def close(self) -> list[Path]:
         """Move every written file into place; returns their paths."""
-        for path, (handle, temporary) in self._open.items():
-            handle.flush()
-            os.fsync(handle.fileno())
-            handle.close()
-            os.chmod(temporary, 0o644)
-            os.replace(temporary, path)
-            self.paths.append(path)
+        try:
+            for path, target in self._open.items():
+                target.commit()
+                self.paths.append(path)
+        except BaseException:
+            self.discard()
+            raise
         self._open.clear()
         return self.paths
 
     def discard(self) -> None:
-        for handle, temporary in self._open.values():
-            handle.close()
-            Path(temporary).unlink(missing_ok=True)
+        for target in self._open.values():
+            target.discard()
         self._open.clear()
 
     def __enter__(self) -> OfficialExporter:

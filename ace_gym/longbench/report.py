@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ace_gym.atomic import write_atomic
 from ace_gym.errors import ConfigError
 from ace_gym.eval.summary import unique_records
 from ace_gym.longbench.question_types import QUESTION_TYPES
@@ -123,8 +125,6 @@ def write_alb_heatmaps(summary: Mapping[str, Any], out_dir: str | os.PathLike[st
         figure.colorbar(image, ax=axes, label="score")
         figure.tight_layout()
         path = Path(out_dir) / f"heatmap_{setting}.png"
-        temporary = path.with_name(f".{path.name}.tmp")
-        figure.savefig(temporary, format="png")
-        os.replace(temporary, path)  # a reader never sees half a PNG
+        write_atomic(path, partial(figure.savefig, format="png"))  # a reader never sees half a PNG
         paths.append(path)
     return paths

@@ -17,14 +17,15 @@ None when the gold does not parse), ``reward``, ``terminated``, ``truncated``, `
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ace_gym.agents.base import ChatEngine, Completion
-from ace_gym.errors import ConfigError
-from ace_gym.eval.rollout import policy_name
+from ace_gym.agents.policies import policy_name
+from ace_gym.errors import integer
+from ace_gym.eval.loop import EngineActor, Episode, run_loop
 from ace_gym.longbench.official import OfficialRow, setting_dir
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.scoring import parse_prediction
@@ -57,75 +58,13 @@ def qa_specs(
     seed: int = 0,
 ) -> list[QASpec]:
     """``samples`` specs per (bucket, question type), seeds ``seed, seed+1, ...`` within a cell."""
-    if type(samples) is not int or samples < 1:
-        raise ConfigError("samples", samples, "must be a positive integer")
+    samples = integer("samples", samples, minimum=1)
     return [
         QASpec({**dict(env_kwargs), "target_tokens": bucket}, seed + index, question_type)
         for bucket in buckets
         for question_type in question_types
         for index in range(samples)
     ]
-
-
-@dataclass
-class _Pending:
-    """A question sent to the engine: its conversation, when it started, the env time spent so
-    far, and how to turn the engine's completion into the record."""
-
-    conversation: list[dict[str, Any]]
-    started: float
-    env_s: float
-    finish: Callable[[Completion], dict[str, Any]]
-
-
-def _generate(engine: ChatEngine, batch: Sequence[_Pending]) -> Iterator[dict[str, Any]]:
-    began = time.perf_counter()
-    completions = engine.generate([p.conversation for p in batch], [[] for _ in batch])
-    elapsed = time.perf_counter() - began
-    if len(completions) != len(batch):
-        raise RuntimeError(f"engine returned {len(completions)} completions for {len(batch)} conversations")
-    for pending, completion in zip(batch, completions, strict=True):
-        record = pending.finish(completion)
-        record["usage"].update(
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-            generation_s=elapsed,
-            time_s=time.perf_counter() - pending.started,
-        )
-        record["usage"]["env_s"] += pending.env_s
-        yield record
-
-
-def _batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    if type(size) is not int or size < 1:
-        raise ConfigError("batch_size", size, "must be a positive integer")
-    batch: list[Any] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
-def _usage() -> dict[str, Any]:
-    return {
-        "turns": 1,
-        "tool_calls": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "time_s": 0.0,
-        "env_s": 0.0,
-        "generation_s": 0.0,
-    }
-
-
-def _answer_message(completion: Completion) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": completion.text or ""}
-    if completion.reasoning is not None:
-        message["reasoning_content"] = completion.reasoning
-    return message
 
 
 def run_qa_episodes(
@@ -140,66 +79,49 @@ def run_qa_episodes(
     record per spec, in order (see the module docstring). Envs are built once per configuration
     and batch slot, then reused."""
     label = name or policy_name(engine)
-    pools: dict[str, list[ALBQAEnv]] = {}
+    pools: dict[str, list[ALBQAEnv]] = {}  # idle envs by configuration
 
-    def start(spec: QASpec, env: ALBQAEnv) -> _Pending:
-        began = time.perf_counter()
+    def open_episode(spec: QASpec) -> tuple[Episode, Any, dict[str, Any]]:
+        config = json.dumps(dict(spec.env_kwargs), sort_keys=True)
+        idle = pools.setdefault(config, [])
+        env = idle.pop() if idle else ALBQAEnv(**dict(spec.env_kwargs))
+        fields = {"seed": spec.seed, "trial": spec.trial, "env_config": dict(spec.env_kwargs)}
+        build = partial(_record, keep_context=keep_context, fields=fields)
+        episode = Episode(spec.key(label), label, env, build, release=idle.append)
         options = {"question_type": spec.question_type} if spec.question_type is not None else None
-        observation, info = env.reset(seed=spec.seed, options=options)
-        env_s = time.perf_counter() - began
+        return episode, *episode.reset(seed=spec.seed, options=options)
 
-        def finish(completion: Completion) -> dict[str, Any]:
-            stepped = time.perf_counter()
-            _, reward, terminated, truncated, step_info = env.step(completion.text or "")
-            record = _record(
-                label,
-                spec.key(label),
-                info,
-                step_info,
-                completion,
-                observation,
-                keep_context,
-                reward=float(reward),
-                seed=spec.seed,
-                trial=spec.trial,
-                env_config=dict(spec.env_kwargs),
-                terminated=terminated,
-                truncated=truncated,
-            )
-            record["usage"]["env_s"] += time.perf_counter() - stepped
-            return record
+    return run_loop(specs, open_episode, EngineActor(engine, _answer_text), batch_size)
 
-        return _Pending(observation, began, env_s, finish)
 
-    for batch in _batched(specs, batch_size):
-        used: dict[str, int] = {}
-        pending = []
-        for spec in batch:
-            config = json.dumps(dict(spec.env_kwargs), sort_keys=True)
-            pool = pools.setdefault(config, [])
-            slot = used[config] = used.get(config, -1) + 1
-            if slot == len(pool):  # one env per concurrent episode of a configuration
-                pool.append(ALBQAEnv(**dict(spec.env_kwargs)))
-            pending.append(start(spec, pool[slot]))
-        yield from _generate(engine, pending)
+def _answer_text(completion: Completion) -> str:
+    return completion.text or ""
+
+
+def _answer_message(completion: Completion) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": completion.text or ""}
+    if completion.reasoning is not None:
+        message["reasoning_content"] = completion.reasoning
+    return message
 
 
 def _record(
-    label: str,
-    key: str,
-    info: Mapping[str, Any],
+    episode: Episode,
+    terminated: bool,
+    truncated: bool,
     step_info: Mapping[str, Any],
-    completion: Completion,
-    conversation: list[dict[str, Any]],
+    *,
     keep_context: bool,
-    **fields: Any,
+    fields: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """A record (module docstring) from a sample's info, the step's info and the completion; it
-    keeps the whole ``conversation`` or, without ``keep_context``, its first and last message."""
+    """A record (module docstring) from a question's reset info, its step's info and the answer;
+    it keeps the whole conversation or, without ``keep_context``, its first and last message."""
+    info, completion, conversation = episode.reset_info, episode.last_completion, episode.messages
+    assert completion is not None  # an answered question had one turn, from an engine
     kept = conversation if keep_context else [conversation[0], conversation[-1]]
     return {
-        "key": key,
-        "policy": label,
+        "key": episode.key,
+        "policy": episode.policy,
         "env_id": ENV_ID,
         "domain": setting_dir(info["knowledge"], info["format"]),
         "question_type": info["question_type"],
@@ -216,16 +138,48 @@ def _record(
         "acl_sum": info.get("acl_sum"),
         "acl_span": info.get("acl_span"),
         "evidence_depth": info.get("evidence_depth"),
-        "usage": _usage(),
+        "usage": episode.usage,
         "messages": [*kept, _answer_message(completion)],
         "context_omitted": not keep_context,
+        "reward": float(episode.turns[-1]["reward"]),
         **fields,
+        "terminated": bool(terminated),
+        "truncated": bool(truncated),
     }
 
 
 def official_key(policy: str, row: OfficialRow) -> str:
     """The identity of an official row's answer under ``policy``."""
     return f"{policy}|official|{row.source}|{row.id}"
+
+
+class _OfficialRowEnv:
+    """An official row as a one-question episode: reset shows its prompt, step scores the answer."""
+
+    def __init__(self, row: OfficialRow) -> None:
+        self.row = row
+
+    def reset(self, **_: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        row = self.row
+        info = {
+            "knowledge": row.knowledge,
+            "format": row.fmt,
+            "question_type": row.question_type,
+            "bucket": row.length,
+            "tokens": None,
+            "target_tokens": None,
+            "gt": row.answer,
+        }
+        return row.prompt(), info
+
+    def step(self, text: str) -> tuple[None, float, bool, bool, dict[str, Any]]:
+        row = self.row
+        score = row.score(text)
+        info = {"score": score, "prediction": parse_prediction(row.question_type, row.fmt, text)}
+        return None, score or 0.0, True, False, info
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 def run_official_rows(
@@ -240,40 +194,10 @@ def run_official_rows(
     (``env_id`` "official", ``bucket`` the length directory, ``seed`` None, ``tokens`` None)."""
     label = name or policy_name(engine)
 
-    def start(row: OfficialRow) -> _Pending:
-        conversation = row.prompt()
+    def open_episode(row: OfficialRow) -> tuple[Episode, Any, dict[str, Any]]:
+        fields = {"env_id": "official", "seed": None, "trial": 0, "env_config": {"source": row.source, "id": row.id}}
+        build = partial(_record, keep_context=keep_context, fields=fields)
+        episode = Episode(official_key(label, row), label, _OfficialRowEnv(row), build)
+        return episode, *episode.reset()
 
-        def finish(completion: Completion) -> dict[str, Any]:
-            text = completion.text or ""
-            score = row.score(text)
-            info = {
-                "knowledge": row.knowledge,
-                "format": row.fmt,
-                "question_type": row.question_type,
-                "bucket": row.length,
-                "tokens": None,
-                "target_tokens": None,
-                "gt": row.answer,
-            }
-            step_info = {"score": score, "prediction": parse_prediction(row.question_type, row.fmt, text)}
-            return _record(
-                label,
-                official_key(label, row),
-                info,
-                step_info,
-                completion,
-                conversation,
-                keep_context,
-                reward=score or 0.0,
-                env_id="official",
-                seed=None,
-                trial=0,
-                env_config={"source": row.source, "id": row.id},
-                terminated=True,
-                truncated=False,
-            )
-
-        return _Pending(conversation, time.perf_counter(), 0.0, finish)
-
-    for batch in _batched(rows, batch_size):
-        yield from _generate(engine, [start(row) for row in batch])
+    return run_loop(rows, open_episode, EngineActor(engine, _answer_text), batch_size)

@@ -19,19 +19,17 @@ class RemoteEpisodeSpec(EpisodeSpec):
     """An :class:`~ace_gym.eval.rollout.EpisodeSpec` whose envs run in the server at ``env_url``.
 
     The server builds the same stack the local spec builds (the ``ACE-<domain>-v0`` env, failure
-    injection, and for chat engines the adapter and the turn budget), so records and keys are the
-    local ones. The dataset must be one the server can read (bundled, or inside its ``--data-dir``).
+    injection, the adapter and the turn budget), so records and keys are the local ones. The dataset must be one the server can read (bundled, or inside its ``--data-dir``).
     """
 
     env_url: str = ""
 
-    def make_core_env(self, max_steps: int | None = None) -> gym.Env:
-        kwargs: dict[str, Any] = {"dataset": self.dataset, **self.env_kwargs}
-        if max_steps is not None:
-            kwargs["max_steps"] = max_steps
-        return RemoteEnv(self.env_url, self._env_id(), wrappers=self._failure_wrappers(), **kwargs)
+    def make_core_env(self) -> gym.Env:
+        return RemoteEnv(
+            self.env_url, self._env_id(), wrappers=self._failure_wrappers(), dataset=self.dataset, **self.env_kwargs
+        )
 
-    def make_chat_env(self) -> gym.Env:
+    def make_env(self) -> gym.Env:
         wrappers = [
             *self._failure_wrappers(),
             ("ChatAdapter", {}),

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ace_gym.cli import build_parser, main
-from ace_gym.eval.results import read_records
+from ace_gym.cli import EXIT_CONFIG, EXIT_IN_USE, EXIT_MALFORMED, build_parser, main
+from ace_gym.eval.results import EpisodeLog, read_records
 from ace_gym.longbench.cli import build_specs
 from tests.longbench.answers import OracleEngine
 
@@ -50,17 +50,57 @@ def test_eval_env__writes_records_summary_heatmaps_and_table_then_resumes(
     assert main(argv) == 0 and made == ["openai:m@http://localhost:1"]  # finished: no model loaded again
     assert (out / "episodes.jsonl").read_bytes() == first
     assert "resuming: 32 of 32" in capsys.readouterr().err
-    (out / "summary.json").unlink()
+    assert summary["run"]["env"] == "ALB-QA-v0" and summary["run"]["policy"] == "openai:m@http://localhost:1"
+    for produced in out.glob("heatmap_*"):
+        produced.unlink()
     assert main(["report", str(out)]) == 0 and json.loads((out / "summary.json").read_text()) == summary
+    assert sorted(p.name for p in out.glob("*.png")) == ["heatmap_kf-c.png", "heatmap_ki-c.png"]
 
 
-def test_eval_env__refuses_scripted_policies_and_mixed_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_eval_env__refuses_scripted_policies_and_mixed_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
     out = tmp_path / "run"
-    assert main(["eval", "--no-progress", "--policy", "solver", "--out", str(out), *ARGS]) == 2
+    assert main(["eval", "--no-progress", "--policy", "solver", "--out", str(out), *ARGS]) == EXIT_CONFIG
+    assert "needs an LLM policy" in capsys.readouterr().err
     (out).mkdir(exist_ok=True)
-    (out / "episodes.jsonl").write_text(json.dumps({"key": "k", "policy": "other", "question_type": "x"}) + "\n")
+    (out / "episodes.jsonl").write_text(
+        json.dumps({"key": "k", "policy": "other", "question_type": "x", "domain": "d"}) + "\n"
+    )
     _install_engine(monkeypatch, lambda: None)
-    assert main(["eval", "--no-progress", "--policy", "hf:/m", "--out", str(out), *ARGS]) == 2
+    assert main(["eval", "--no-progress", "--policy", "hf:/m", "--out", str(out), *ARGS]) == EXIT_CONFIG
+    assert "holds episodes of another run (other)" in capsys.readouterr().err
+
+
+def test_eval_env__guards_the_run_like_the_ace_eval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """Lock (exit 3), run identity (exit 2 naming what differs), malformed lines (exit 5 unless
+    skipped), more buckets added to the same run."""
+    out = tmp_path / "run"
+    small = ["--env", "ALB-QA-v0", "--buckets", "6000", "--question-types", "count_frequency_tool", "--samples", "1"]
+    argv = ["eval", "--no-progress", "--policy", "openai:m@http://localhost:1", "--out", str(out), *small]
+    grown = [*argv[:-6], "--buckets", "6000,12000", *argv[-4:]]
+    specs = build_specs(build_parser().parse_args(grown))
+    _install_engine(monkeypatch, lambda: OracleEngine(specs))
+    with EpisodeLog(out / "episodes.jsonl"):
+        assert main(argv) == EXIT_IN_USE
+    assert "in use by pid" in capsys.readouterr().err
+    assert main(argv) == 0 and len(list(read_records(out / "episodes.jsonl"))) == 1
+    assert main([*argv, "--table-seed", "1"]) == EXIT_CONFIG
+    assert "holds another run: table_seed 0 (this eval: 1)" in capsys.readouterr().err
+    assert main([*argv, "--policy", "hf:/m"]) == EXIT_CONFIG
+    assert "holds another run: policy 'openai:m@http://localhost:1' (this eval: 'hf:/m')" in capsys.readouterr().err
+    assert main(grown) == 0 and len(list(read_records(out / "episodes.jsonl"))) == 2
+
+    with (out / "episodes.jsonl").open("ab") as handle:
+        handle.write(b"not json\n")
+    capsys.readouterr()
+    assert main(grown) == EXIT_MALFORMED
+    assert "line 3: not JSON" in capsys.readouterr().err
+    assert main(["report", str(out)]) == EXIT_MALFORMED
+    assert main([*grown, "--skip-malformed"]) == 0
+    assert json.loads((out / "summary.json").read_text())["skipped_lines"] == [3]
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import numpy as np
 
 from ace_gym.agents.base import Completion
 from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, integer, number
 
 
 class HFChatEngine:
@@ -53,11 +53,9 @@ class HFChatEngine:
     ) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        for field, value in (("max_new_tokens", max_new_tokens), ("batch_size", batch_size)):
-            if type(value) is not int or value < 1:
-                raise ConfigError(field, value, "must be a positive integer")
-        if temperature < 0:
-            raise ConfigError("temperature", temperature, "must be >= 0 (0 = greedy)")
+        max_new_tokens = integer("max_new_tokens", max_new_tokens, minimum=1)
+        batch_size = integer("batch_size", batch_size, minimum=1)
+        temperature = number("temperature", temperature, minimum=0, note="(0 = greedy)")
         if isinstance(model, (str, os.PathLike)):
             if tokenizer is None:
                 tokenizer = model

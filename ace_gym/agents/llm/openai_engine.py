@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from ace_gym.agents.base import Completion
 from ace_gym.agents.llm.messages import for_openai
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, integer
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -57,10 +57,8 @@ class OpenAIChatEngine:
     ) -> None:
         from openai import AsyncOpenAI
 
-        if type(max_concurrency) is not int or max_concurrency < 1:
-            raise ConfigError("max_concurrency", max_concurrency, "must be a positive integer")
-        if type(max_retries) is not int or max_retries < 0:
-            raise ConfigError("max_retries", max_retries, "must be a non-negative integer")
+        max_concurrency = integer("max_concurrency", max_concurrency, minimum=1)
+        max_retries = integer("max_retries", max_retries, minimum=0)
         self.model = model
         self.sampling = dict(sampling or {})
         self.max_concurrency = max_concurrency
