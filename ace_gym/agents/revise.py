@@ -43,6 +43,7 @@ class GreedyRevise(GreedyLocal):
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
         filled = yield from greedy_fill(view, notes)
+        _remember(view, filled)
         suspects: list[tuple[GlobalRule, int]] = []
         revisions: list[dict[str, Any]] = notes.setdefault("revisions", [])
         while True:
@@ -52,7 +53,15 @@ class GreedyRevise(GreedyLocal):
             named = named_rules(view, str(envelope.get("messages", ""))) or view.global_rules()
             suspects += [rule for rule in named if rule not in suspects]
             changed = yield from _revise(view, filled, suspects)
+            _remember(view, filled)
             revisions.append({"named_rules": [rule.name for rule, _ in named], "changed_slots": changed})
+
+
+def _remember(view: TaskView, filled: Filled) -> None:
+    """Keep what is known of the items set, for a scenario's later stages (``view.known``)."""
+    for chosen, valid in filled:
+        if chosen is not None:
+            view.known[chosen] = valid[chosen]
 
 
 def named_rules(view: TaskView, feedback: str) -> list[tuple[GlobalRule, int]]:

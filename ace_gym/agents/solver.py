@@ -96,7 +96,11 @@ class ExactSolver(ScriptedPolicy):
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
         cells = view.rows * view.cols
-        rules = [(rule, bound) for rule, bound in view.global_rules() if rule_can_bind(rule, bound, cells)]
+        rules = [
+            (rule, bound)
+            for rule, bound in view.global_rules()
+            if rule_can_bind(rule, bound, cells) and (view.completes_the_grid or kind_of(rule).upper)
+        ]
         attributes = list(dict.fromkeys(rule.attribute for rule, _ in rules))
 
         candidates: list[dict[str, Values]] = []
@@ -132,13 +136,14 @@ class ExactSolver(ScriptedPolicy):
         tried = 0
         for assignment in search(view, visible, candidates, known_rules):
             tried += 1
-            for slot, item in zip(view.slots, assignment, strict=True):
+            for position, (slot, item) in enumerate(zip(view.slots, assignment, strict=True)):
                 if placed.get(slot.cell) != item:
                     envelope = yield from call("set_slot", row=slot.row, col=slot.col, id=item)
                     if not succeeded(envelope):
                         notes["error"] = f"set_slot failed on slot ({slot.row}, {slot.col}): {envelope.get('messages')}"
                         return
                     placed[slot.cell] = item
+                    view.known[item] = candidates[position][item]
             if checks_left == 0:
                 notes["verified"] = False
                 if deferred:
@@ -160,9 +165,10 @@ class ExactSolver(ScriptedPolicy):
 
 
 def visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
-    """Attribute values of every visible item, in batches of the tool's id and field limits."""
-    ids = list(dict.fromkeys(view.visible_ids))
-    values: dict[str, Values] = {item: {} for item in ids}
+    """Attribute values of every visible item, in batches of the tool's id and field limits; items
+    whose values the agent already knows (``view.known``) are not asked about again."""
+    values: dict[str, Values] = {item: dict(view.known.get(item, {})) for item in dict.fromkeys(view.visible_ids)}
+    ids = [item for item, known in values.items() if any(a not in known for a in attributes)]
     for start in range(0, len(ids), view.max_query_ids):
         batch = ids[start : start + view.max_query_ids]
         for field_start in range(0, len(attributes), view.max_query_fields):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
@@ -21,6 +21,7 @@ from ace_gym.domains import Domain, GlobalRule, get_domain
 TOOL_FAILED_MESSAGE = "Tool call failed"
 MAX_RETRIES = 8
 _BOUND_SENTINEL = 987654321
+_SLOT_HEADER = re.compile(r"^For slot \((\d+), (\d+)\):$", re.MULTILINE)
 _QUERY_TOOL = re.compile(r"^query_(\w+)_candidate_from_attribute$")
 
 ToolCallDict = dict[str, Any]
@@ -56,7 +57,9 @@ class TaskView:
 
     ``global_bounds`` maps each of the domain's global rules (in rule order) to its threshold;
     ``global_check_budget`` is None when unlimited; ``max_query_ids``/``max_query_fields`` are the
-    batch limits of the item-attributes tool.
+    batch limits of the item-attributes tool. ``known`` holds attribute values the agent learnt
+    earlier in the episode (item id -> values): a scenario's later stage shows the items set in
+    earlier stages in its grid, and the item tools answer only for the items visible at reset.
     """
 
     domain: Domain
@@ -66,6 +69,13 @@ class TaskView:
     global_check_budget: int | None
     max_query_ids: int
     max_query_fields: int
+    known: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+
+    @property
+    def completes_the_grid(self) -> bool:
+        """Whether filling :attr:`slots` fills every empty cell (not so in a scenario's early stages,
+        where lower-bound rules are not checked yet)."""
+        return sum(item is None for row in self.grid for item in row) == len(self.slots)
 
     @property
     def rows(self) -> int:
@@ -103,8 +113,12 @@ def domain_from_tools(tools: Sequence[Mapping[str, Any]]) -> Domain:
     raise TaskTextError("no query_<domain>_candidate_from_attribute tool among the env's tools")
 
 
-def read_task(observation: str, info: Mapping[str, Any]) -> TaskView:
-    """Read the task from a core env's reset ``observation`` and ``info`` (system prompt, tools)."""
+def read_task(observation: str, info: Mapping[str, Any], known: dict[str, dict[str, Any]] | None = None) -> TaskView:
+    """Read the task from a core env's reset ``observation`` and ``info`` (system prompt, tools).
+
+    The hidden slots to fill are the empty cells the task policy names (``For slot (r, c):``):
+    every empty cell in an ACE task, the current stage's in a staged scenario. ``known``: values
+    learnt earlier in the episode (see :class:`TaskView`)."""
     domain = domain_from_tools(info["tools"])
     prompt: str = info["system_prompt"]
     grid_line = next((line for line in observation.splitlines() if line.startswith("[")), None)
@@ -129,15 +143,17 @@ def read_task(observation: str, info: Mapping[str, Any]) -> TaskView:
             raise TaskTextError(f"unknown slot-rule attribute {attribute!r}")
         kind = next(k.name for k in SLOT_KINDS.values() if k.relation == relation)
         rules.setdefault((int(row), int(col)), []).append((attribute_of[attribute], kind, int(bound)))
+    named = {(int(row), int(col)) for row, col in _SLOT_HEADER.findall(prompt)}
     slots = tuple(
         SlotView(r, c, tuple(rules.get((r, c), ())))
         for r, row_items in enumerate(grid)
         for c, item in enumerate(row_items)
-        if item is None
+        if item is None and (r, c) in named
     )
     limits = re.search(r"for up to (\d+) selected attributes for up to (\d+) such ids", prompt)
     max_fields, max_ids = (int(limits.group(1)), int(limits.group(2))) if limits else (5, 5)
-    return TaskView(domain, grid, bounds, slots, _global_check_budget(prompt, domain), max_ids, max_fields)
+    budget = _global_check_budget(prompt, domain)
+    return TaskView(domain, grid, bounds, slots, budget, max_ids, max_fields, {} if known is None else known)
 
 
 def _global_check_budget(prompt: str, domain: Domain) -> int | None:
