@@ -115,6 +115,7 @@ def test_feedback_rounds__a_chat_stack_gets_feedback_as_a_user_message_and_a_fre
     assert message["role"] == "user" and message["content"].startswith(info["feedback_rounds"]["feedback"])
     assert message["content"].endswith("(3 steps left)")
     assert [m["role"] for m in env.get_wrapper_attr("messages")][-4:] == ["assistant", "tool", "tool", "user"]
+    assert list(info["messages"])[-1] == message  # the step's conversation ends with the feedback
     for _ in range(2):
         assert env.step("no call")[2:4] == (False, False)
     _, reward, terminated, truncated, info = env.step("still no call")  # the budget submits attempt 2

@@ -62,12 +62,12 @@ class ScenarioEnv(AceEnv):
     :class:`~ace_gym.wrappers.FeedbackRounds`; the rest as :class:`AceEnv`.
 
     ## Information
-    Reset and every step: ``scenario`` = ``{"stage"`` (1-based), ``"stages"``, ``"stage_slots"``
-    (positions of the current stage's slots), ``"stage_sizes"``, ``"stages_log"``: one
-    :meth:`Rounds.info <ace_gym.feedback.rounds.Rounds.info>` per stage opened so far (the
-    metrics read ``scores``, ``max_attempts``, ``threshold``), ``"passed"`` (every closed stage
-    accepted), ``"finished"}``. The final step also carries the core env's ``score``, ``reason``,
-    ``grid`` (ACE's verdict on the whole grid).
+    Every step: ``scenario`` = ``{"stage"`` (1-based), ``"stages"``, ``"stage_slots"`` (positions
+    of the current stage's slots), ``"passed"`` (every closed stage accepted), ``"finished"}``; at
+    reset and on every step that submitted, in full (:meth:`scenario_log`): also ``"stage_sizes"``
+    and ``"stages_log"``, one :meth:`Rounds.info <ace_gym.feedback.rounds.Rounds.info>` per stage
+    opened so far (the metrics read ``scores``, ``max_attempts``, ``threshold``). The final step
+    also carries the core env's ``score``, ``reason``, ``grid`` (ACE's verdict on the whole grid).
 
     ## Version History
     * v0: first release.
@@ -104,13 +104,13 @@ class ScenarioEnv(AceEnv):
         self._logs = []
         self._open(0)
         info["system_prompt"] = self._system_prompt(stage_instruction(compiled, self._stages[0]))
-        info["scenario"] = self._info()
+        info["scenario"] = self.scenario_log()
         return f"{observation}\n\n{_opening_note(compiled, self._stages[0])}", info
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, _, terminated, truncated, info = super().step(action)
         if (self.rounds.finished and self._stage == len(self._stages) - 1) or not (terminated or truncated):
-            info["scenario"] = self._info()
+            info["scenario"] = self._progress()
             return observation, 0.0, terminated, truncated, info
         stage = self._stages[self._stage]
         verdict = self.rounds.submit(grade_stage(self.compiled, self.state.grid, stage), self._hidden_ids)
@@ -127,7 +127,7 @@ class ScenarioEnv(AceEnv):
         if not (terminated or truncated):
             for key in FINAL_KEYS:
                 info.pop(key, None)
-        info["scenario"] = self._info()
+        info["scenario"] = self.scenario_log()
         return observation, reward, terminated, truncated, info
 
     # -- stages --------------------------------------------------------------------------------
@@ -143,6 +143,17 @@ class ScenarioEnv(AceEnv):
         self.rounds.begin(item_names(compiled, stage.slots, graded_rules(compiled, stage.final)))
         self._logs.append(self.rounds.info())
 
+    def scenario_log(self) -> dict[str, Any]:
+        """Where the scenario stands, in full: the step's ``info["scenario"]`` (see Information)
+        with ``stage_sizes`` and one :meth:`Rounds.info <ace_gym.feedback.rounds.Rounds.info>` per
+        stage opened so far (``stages_log``); ResetNeeded before ``reset``."""
+        self._require_state()
+        return {
+            **self._progress(),
+            "stage_sizes": [len(stage.slots) for stage in self._stages],
+            "stages_log": [dict(log) for log in self._logs],
+        }
+
     def _next_stage_envelope(self, accepted: bool) -> str:
         compiled, stage = self.compiled, self._stages[self._stage]
         verdict = "was accepted" if accepted else "was not accepted"
@@ -156,15 +167,13 @@ class ScenarioEnv(AceEnv):
         data = {"stage": stage.index + 1, "stages": stage.count, "accepted": accepted}
         return json.dumps({"status": "success", "messages": text, "data": data}, ensure_ascii=False)
 
-    def _info(self) -> dict[str, Any]:
+    def _progress(self) -> dict[str, Any]:
         compiled, stage = self.compiled, self._stages[self._stage]
         closed = self._logs if self.rounds.finished else self._logs[:-1]
         return {
             "stage": stage.index + 1,
             "stages": stage.count,
             "stage_slots": [[compiled.slots[s].row, compiled.slots[s].col] for s in stage.slots],
-            "stage_sizes": [len(s.slots) for s in self._stages],
-            "stages_log": [dict(log) for log in self._logs],
             "passed": all(log["passed"] for log in closed),
             "finished": self.rounds.finished and stage.final,
         }

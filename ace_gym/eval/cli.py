@@ -36,6 +36,7 @@ from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, Policy, ScriptedPolicy, make_policy, policy_label
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, integer
+from ace_gym.eval import agency
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
@@ -106,6 +107,7 @@ def register(subparsers: Any) -> None:
     )
     _add_skip_malformed(evaluate)
     evaluate.add_argument("--env-url", default=None, help="play the episodes in an ace-gym serve server at this URL")
+    agency.add_arguments(evaluate)
     alb_cli.add_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
 
@@ -191,6 +193,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
         missing = sorted(set(values or ()) - set(held[name]))
         if missing:
             raise ConfigError(name, values, f"{', '.join(map(str, missing))} selects no episode: {holds}")
+    protocol = agency.spec_settings(args)
     specs = []
     for domain, (source, dataset) in sources.items():
         for index, instance in enumerate(dataset):
@@ -211,6 +214,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
                             tool_failure_rate=rate,
                             env_kwargs=_env_kwargs(args),
                             max_turns=args.max_turns,
+                            **protocol,
                         )
                     )
     if not specs:
@@ -224,7 +228,12 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
     return {
         "policy": label,
         "dataset": str(path.resolve()) if path.exists() else args.dataset,
-        "settings": {**_env_kwargs(args), "max_turns": args.max_turns, "seed": args.seed},
+        "settings": {
+            **_env_kwargs(args),
+            "max_turns": args.max_turns,
+            "seed": args.seed,
+            **{name: value for name, value in agency.spec_settings(args).items() if value is not None},
+        },
         "ace_gym_version": __version__,
     }
 

@@ -18,7 +18,8 @@ A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, 
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
 ``turns`` (per turn: ``reward``, the adapter's ``info`` and, when the engine reports them, token
 counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``finish_reason``), ``usage``
-(:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports). Members of a GRPO-style
+(:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports), and under AgencyBench's
+protocol ``feedback_rounds`` / ``scenario`` (:func:`ace_gym.eval.agency.protocol_fields`). Members of a GRPO-style
 group share instance and seed and differ in ``trial``.
 """
 
@@ -38,9 +39,11 @@ import numpy as np
 from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
+from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
+from ace_gym.eval.agency import protocol_fields
 from ace_gym.eval.loop import Episode, Turn, actor_of, jsonable, run_loop
-from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
+from ace_gym.wrappers import ChatAdapter, FeedbackRounds, StepBudget, ToolFailureInjection
 
 DEFAULT_MAX_TURNS = 1000
 """Turn limit of episodes without one (the published loop's ``max_steps``)."""
@@ -54,7 +57,11 @@ class EpisodeSpec:
     draws it from ``seed``). ``env_kwargs`` are :class:`~ace_gym.envs.AceEnv` keyword arguments
     (budgets: ``extra_query_num``, ``global_check_alpha``, ``check_include_reason``,
     ``max_query_ids``, ``max_query_fields``). ``max_turns`` bounds policy turns (assistant
-    messages: one tool call each for a scripted policy).
+    messages: one tool call each for a scripted policy). AgencyBench's protocol
+    (docs/feedback_rounds.md): ``scenario``, keyword arguments of
+    :class:`~ace_gym.envs.scenario.ScenarioEnv` (``stages``, ``max_attempts``, ``threshold``,
+    ``feedback``), plays the instance in stages; ``feedback_rounds``, keyword arguments of
+    :class:`~ace_gym.wrappers.FeedbackRounds`, wraps the episode in feedback rounds.
     """
 
     domain: str
@@ -66,6 +73,8 @@ class EpisodeSpec:
     tool_failure_rate: float = 0.0
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     max_turns: int | None = None
+    scenario: Mapping[str, Any] | None = None
+    feedback_rounds: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if "max_steps" in self.env_kwargs:
@@ -75,7 +84,8 @@ class EpisodeSpec:
     def key(self, policy: str) -> str:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""
         instance = self.instance_id if self.instance_id is not None else f"#{self.instance_index}"
-        config = json.dumps({**dict(self.env_kwargs), "max_turns": self.max_turns}, sort_keys=True)
+        protocol = {name: dict(value) for name, value in self.protocol().items() if value is not None}
+        config = json.dumps({**dict(self.env_kwargs), "max_turns": self.max_turns, **protocol}, sort_keys=True)
         return (
             f"{policy}|{self.dataset}|{self.domain}|{instance}|fail={self.tool_failure_rate:g}"
             f"|trial={self.trial}|seed={self.seed}|{config}"
@@ -93,14 +103,25 @@ class EpisodeSpec:
             return {"instance_index": self.instance_index}
         return {}
 
+    def protocol(self) -> dict[str, Mapping[str, Any] | None]:
+        """AgencyBench's settings of this spec (``scenario``, ``feedback_rounds``), None when unused."""
+        return {"scenario": self.scenario, "feedback_rounds": self.feedback_rounds}
+
     def make_core_env(self) -> gym.Env:
-        """The core env for this spec, wrapped in failure injection when the rate is > 0."""
-        env: gym.Env = AceEnv(self.domain, self.dataset, **self.env_kwargs)
+        """The core env for this spec (a scenario when ``scenario`` is set), wrapped in failure
+        injection when the rate is > 0."""
+        env: gym.Env = (
+            AceEnv(self.domain, self.dataset, **self.env_kwargs)
+            if self.scenario is None
+            else ScenarioEnv(self.domain, self.dataset, **self.scenario, **self.env_kwargs)
+        )
         return ToolFailureInjection(env, self.tool_failure_rate) if self.tool_failure_rate > 0 else env
 
     def make_env(self) -> gym.Env:
-        """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``."""
-        return StepBudget(ChatAdapter(self.make_core_env()), self.max_turns or DEFAULT_MAX_TURNS)
+        """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``, inside
+        ``FeedbackRounds`` when ``feedback_rounds`` is set."""
+        env: gym.Env = StepBudget(ChatAdapter(self.make_core_env()), self.max_turns or DEFAULT_MAX_TURNS)
+        return env if self.feedback_rounds is None else FeedbackRounds(env, **self.feedback_rounds)
 
     def policy_seed(self) -> int:
         """The seed of a scripted policy's own draws: a function of ``seed`` and ``trial``."""
@@ -154,6 +175,7 @@ def ace_record(
         "grid": info.get("grid"),
         "usage": episode.usage,
         "notes": jsonable(episode.notes),
+        **protocol_fields(episode.env, info),
         "messages": episode.messages,
         "tools": episode.tools,
         "turns": episode.turns,

@@ -107,21 +107,25 @@ class Rounds:
             return self.scores[-1] if self.scores else 0.0
         return self.gamma ** (len(self.scores) - 1) if self.passed else 0.0
 
-    def info(self) -> dict[str, Any]:
+    def info(self, full: bool = True) -> dict[str, Any]:
         """The task's log: ``attempt``, ``max_attempts``, ``threshold``, ``scores`` (per attempt),
-        ``rubric_items`` and ``rubrics`` (per attempt, whether each item was met), ``feedback``
-        (the latest, None once finished) and its ``feedback_source``, ``passed``, ``finished``,
-        ``attempts_used``. The metrics of :mod:`ace_gym.metrics` read it."""
-        return {
+        ``passed``, ``finished``, ``attempts_used``; ``full`` adds ``rubric_items`` and ``rubrics``
+        (per attempt, whether each item was met), ``feedback`` (the latest, None once finished)
+        and its ``feedback_source``. The metrics of :mod:`ace_gym.metrics` read it."""
+        log: dict[str, Any] = {
             "attempt": self.attempt,
             "max_attempts": self.max_attempts,
             "threshold": self.threshold,
             "scores": list(self.scores),
-            "rubric_items": list(self.item_names),
-            "rubrics": [list(outcome) for outcome in self.outcomes],
-            "feedback": self.feedback,
-            "feedback_source": self.feedback_source,
             "passed": self.passed,
             "finished": self.finished,
             "attempts_used": self.attempts_used,
         }
+        if full:
+            log.update(
+                rubric_items=list(self.item_names),
+                rubrics=[list(outcome) for outcome in self.outcomes],
+                feedback=self.feedback,
+                feedback_source=self.feedback_source,
+            )
+        return log

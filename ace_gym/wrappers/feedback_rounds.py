@@ -39,9 +39,10 @@ class FeedbackRounds(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ## Information
     Every step (and reset): ``feedback_rounds`` = the log of :meth:`Rounds.info
     <ace_gym.feedback.rounds.Rounds.info>`: ``attempt``, ``max_attempts``, ``threshold``,
-    ``scores`` and ``rubrics`` per attempt (``rubric_items`` names the items, cells included:
-    for evaluators, never shown to the agent), ``feedback``, ``feedback_source``, ``passed``,
-    ``finished``, ``attempts_used``. The wrapped env's ``score`` (ACE's 0/1) stays as it reports it.
+    ``scores`` per attempt, ``passed``, ``finished``, ``attempts_used``; on a step that submitted,
+    also ``rubrics`` per attempt (``rubric_items`` names the items, cells included: for
+    evaluators, never shown to the agent), ``feedback`` and ``feedback_source``. The wrapped
+    env's ``score`` (ACE's 0/1) stays as it reports it.
 
     ``step`` never raises for an action. Wrap the outermost layer of an ACE stack (an
     ``ACE-Scenario`` env runs its own rounds per stage and is refused). docs/feedback_rounds.md.
@@ -83,7 +84,7 @@ class FeedbackRounds(gym.Wrapper, gym.utils.RecordConstructorArgs):
         self._hidden_ids = frozenset(item for slot in compiled.slots for item in slot.candidate_ids)
         self.rounds.begin(item_names(compiled, range(compiled.hidden_count), compiled.global_rules))
         self._started = True
-        info["feedback_rounds"] = self.rounds.info()
+        info["feedback_rounds"] = self.rounds.info(full=False)
         return observation, info
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -91,14 +92,17 @@ class FeedbackRounds(gym.Wrapper, gym.utils.RecordConstructorArgs):
             return self.env.step(action)  # the env's own ResetNeeded
         observation, _, terminated, truncated, info = self.env.step(action)
         if self.rounds.finished or not (terminated or truncated):  # between submissions, or after the end
-            info["feedback_rounds"] = self.rounds.info()
+            info["feedback_rounds"] = self.rounds.info(full=False)
             return observation, 0.0, terminated, truncated, info
         core = self._core()
         verdict = self.rounds.submit(grade(core.compiled, cells_of(core.compiled, core.grid)), self._hidden_ids)
         info["feedback_rounds"] = self.rounds.info()
         if verdict.finished:
             return observation, self.rounds.reward(), terminated, truncated, info
-        return self._resume(verdict.feedback), 0.0, False, False, info
+        observation = self._resume(verdict.feedback)
+        if "messages" in info:  # a chat stack: the conversation now ends with the feedback
+            info["messages"] = self.env.get_wrapper_attr("messages")
+        return observation, 0.0, False, False, info
 
     def _core(self) -> AceEnv:
         core = self.env.unwrapped
