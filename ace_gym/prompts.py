@@ -6,6 +6,7 @@ import json
 
 from ace_gym.constraints import global_rule_text, slot_rule_text
 from ace_gym.domains import Domain
+from ace_gym.tools.names import tool_names
 
 
 def render_task_instruction(
@@ -71,8 +72,8 @@ def render_system_prompt(
     max_query_fields: int,
 ) -> str:
     """The system message (docs/compatibility.md §4.1); ``global_check_budget`` None means unlimited."""
-    d = domain.tool_noun
-    check_tool = f"check_{d}_global_constraints"
+    names = tool_names(domain)
+    check_tool = names["global_check"]
     if global_check_budget is None:
         check_line = f"`{check_tool}` has no call-count limit in this task."
     elif global_check_budget == 0:
@@ -80,32 +81,32 @@ def render_system_prompt(
     else:
         check_line = (
             f"`{check_tool}` may be called at most {global_check_budget} time(s) in this "
-            "task. Use `get_global_check_budget` to query the remaining global-check count."
+            f"task. Use `{names['global_check_budget']}` to query the remaining global-check count."
         )
     usage = [
         "Use the available tools instead of pretending to know hidden slot values.",
         "You may inspect and fill hidden slots in any order.",
-        "Use `set_slot` to fill or clear any hidden slot directly by row and col.",
+        f"Use `{names['set_slot']}` to fill or clear any hidden slot directly by row and col.",
         "Each hidden slot has multiple options. Your choice for each slot must satisfy the "
         "corresponding slot constraints, and the completed grid must satisfy the global "
-        f"constraints. Use `check_{d}_slot_constraints` when needed for any filled hidden slot, "
+        f"constraints. Use `{names['slot_check']}` when needed for any filled hidden slot, "
         f"and use `{check_tool}` only after all slots are filled.",
-        f"Use `query_{d}_candidate_from_attribute` when you want to filter one hidden slot's "
+        f"Use `{names['query']}` when you want to filter one hidden slot's "
         "candidates by one attribute condition. Item info tools (single-item info and "
-        f"`get_{d}_item_attributes`) can only query non-hidden item ids\u2014i.e., ids that are "
+        f"`{names['item_attributes']}`) can only query non-hidden item ids\u2014i.e., ids that are "
         "already visible in pre-filled slots. Use the single-item info tool for one such id; use "
-        f"`get_{d}_item_attributes` for up to {max_query_fields} selected attributes for up to "
+        f"`{names['item_attributes']}` for up to {max_query_fields} selected attributes for up to "
         f"{max_query_ids} such ids at once.",
     ]
     if query_budget_limited:
         usage.append(
-            "Use `get_hidden_slot_query_budget` with row and col to query the remaining "
+            f"Use `{names['slot_query_budget']}` with row and col to query the remaining "
             "attribute-query count for a specific hidden slot (e.g. before deciding whether to make "
             "more attribute queries for that slot)."
         )
     usage += [
-        "When the grid is complete and you are satisfied with the result, call `done`.",
-        "Your final action must be a single call to `done` with no other tool calls in that message.",
+        f"When the grid is complete and you are satisfied with the result, call `{names['done']}`.",
+        f"Your final action must be a single call to `{names['done']}` with no other tool calls in that message.",
         check_line,
     ]
     instructions = [
@@ -131,9 +132,10 @@ def render_system_prompt(
 
 def render_user_message(domain: Domain, partial_solution: list[list[str | None]]) -> str:
     """The first user message (docs/compatibility.md §4.1)."""
+    names = tool_names(domain)
     return (
         "Here is the current partial solution grid.\nEach `null` value is a missing slot that still "
         f"needs a valid item id.\n\n{json.dumps(partial_solution, ensure_ascii=False)}\n\nYou may work on any hidden slot "
-        f"directly.\nUse `query_{domain.tool_noun}_candidate_from_attribute` to filter a hidden "
-        "slot's candidates by one attribute condition. Use `set_slot` to fill or clear any hidden slot."
+        f"directly.\nUse `{names['query']}` to filter a hidden slot's candidates by one attribute "
+        f"condition. Use `{names['set_slot']}` to fill or clear any hidden slot."
     )

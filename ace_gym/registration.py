@@ -5,31 +5,14 @@ from __future__ import annotations
 from gymnasium.envs.registration import register, registry
 
 from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.presets import PROCEDURAL_PRESETS
 
 ENV_IDS: tuple[str, ...] = tuple(f"ACE-{domain}-v0" for domain in DOMAIN_NAMES)
 
-PROCEDURAL_PRESETS: dict[str, dict[str, object]] = {
-    # the paper's 5x7 grid: H and B drawn per reset from its benchmark values
-    "procedural": {
-        "rows": 5,
-        "cols": 7,
-        "hidden_slots": [1, 5, 7, 11, 15, 21],
-        "decoy_budget": [0, 2, 4, 8, 10, 15, 19, 21, 25],
-        "candidates_per_slot": 25,
-    },
-    # long-horizon training: 20-60 hidden cells on a 10x10 grid, up to 100 decoys
-    "procedural-10x10": {
-        "rows": 10,
-        "cols": 10,
-        "hidden_slots": [20, 30, 40, 50, 60],
-        "decoy_budget": [0, 10, 25, 50, 75, 100],
-        "candidates_per_slot": 25,
-    },
-}
-"""Procedural variants: ``ACE-<domain>-<variant>-v0`` -> ProceduralAceEnv keyword arguments."""
 PROCEDURAL_ENV_IDS: tuple[str, ...] = tuple(
     f"ACE-{domain}-{variant}-v0" for domain in DOMAIN_NAMES for variant in PROCEDURAL_PRESETS
 )
+"""``ACE-<domain>-<variant>-v0`` for every procedural variant of :data:`ace_gym.presets.PROCEDURAL_PRESETS`."""
 
 SCENARIO_ENV_IDS: dict[str, dict[str, str]] = {
     "ACE-Scenario-v0": {},

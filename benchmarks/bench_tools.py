@@ -6,7 +6,7 @@ What it measures, all single-threaded in this process (load times in fresh subpr
 
 1. the docs/compatibility.md §5.2 call table: the same calls on the same instances (index 0 = H1 and 34 = H15 of
    each 5x5 file, grid pre-filled with the truth, unlimited budgets), best of R runs of N calls,
-   through the raw dispatcher ``toolset(domain).call(state, name, args)`` (which returns the
+   through the raw dispatcher ``toolset(domain).call(state, name, args)`` (whose reply carries the
    serialised envelope, like the reference measurement that included ``json.dumps``);
 2. the trace mix: every call of ``parity_traces_5x5.jsonl`` (injected failures skipped) replayed
    from a fresh episode state, once through the raw dispatcher and once through ``env.step``;
@@ -42,7 +42,7 @@ from typing import Any
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.instance import CompiledInstance, resolve_dataset
-from ace_gym.tools import TOOL_CALL_FAILED, EpisodeState, ToolConfig, toolset
+from ace_gym.tools import TOOL_CALL_FAILED, TOOL_NAMES, EpisodeState, ToolConfig, tool_key, tool_names, toolset
 
 DEFAULT_TRACES = Path(__file__).resolve().parents[1] / "tests" / "data" / "parity_traces_5x5.jsonl.gz"
 
@@ -92,33 +92,33 @@ def _best_us(functions: list[Callable[[], Any]], number: int, runs: int) -> list
 
 
 def _spec_table_calls(domain: str, compiled: CompiledInstance) -> dict[str, tuple[str, dict[str, Any]]]:
-    noun = get_domain(domain).tool_noun
+    names = tool_names(domain)
     slot = compiled.slots[0]
     visible = sorted(compiled.visible_ids)[:5]
     numeric = get_domain(domain).numeric_attributes
     return {
         "query numeric >= 0 (25 matches)": (
-            f"query_{noun}_candidate_from_attribute",
+            names["query"],
             {"row": slot.row, "col": slot.col, "field": numeric[0], "operator": ">=", "value": 0},
         ),
         "query name not_in [] (25 matches)": (
-            f"query_{noun}_candidate_from_attribute",
+            names["query"],
             {"row": slot.row, "col": slot.col, "field": "name", "operator": "not_in", "value": []},
         ),
-        "item_info (visible id)": (f"get_{noun}_item_info", {"id": visible[0]}),
+        "item_info (visible id)": (names["item_info"], {"id": visible[0]}),
         "item_attributes (5 ids x 3 fields)": (
-            f"get_{noun}_item_attributes",
+            names["item_attributes"],
             {"ids": visible, "field": ["name", *numeric[:2]]},
         ),
-        "slot check": (f"check_{noun}_slot_constraints", {"row": slot.row, "col": slot.col}),
-        "global check": (f"check_{noun}_global_constraints", {}),
+        "slot check": (names["slot_check"], {"row": slot.row, "col": slot.col}),
+        "global check": (names["global_check"], {}),
         "set_slot (valid id)": (
-            "set_slot",
+            names["set_slot"],
             {"row": slot.row, "col": slot.col, "id": compiled.item_ids[int(compiled.truth[slot.cell])]},
         ),
-        "set_slot (bad id, 25-id list)": ("set_slot", {"row": slot.row, "col": slot.col, "id": "NOPE"}),
-        "get_current_grid_state": ("get_current_grid_state", {}),
-        "get_slot_id": ("get_slot_id", {"row": slot.row, "col": slot.col}),
+        "set_slot (bad id, 25-id list)": (names["set_slot"], {"row": slot.row, "col": slot.col, "id": "NOPE"}),
+        "get_current_grid_state": (names["grid_state"], {}),
+        "get_slot_id": (names["slot_id"], {"row": slot.row, "col": slot.col}),
     }
 
 
@@ -143,7 +143,7 @@ def bench_spec_table(number: int, runs: int) -> tuple[dict[str, dict[str, float]
             for row, (name, arguments) in _spec_table_calls(domain, compiled).items():
                 key = f"global check {label}" if row == "global check" else row
                 run = functools.partial(tools.call, state, name, arguments)
-                dump = functools.partial(_dumps_published, json.loads(run()))
+                dump = functools.partial(_dumps_published, json.loads(run().text))
                 ours[key][f"{domain} {label}"], floor[key][f"{domain} {label}"] = _best_us([run, dump], number, runs)
     return ours, floor
 
@@ -190,7 +190,7 @@ def bench_trace_mix(traces: list[dict[str, Any]], repeats: int) -> dict[str, Any
     envelopes = []
     for tools, compiled, config, calls in prepared:
         state = EpisodeState(compiled, config)
-        envelopes += [json.loads(tools.call(state, name, arguments)) for name, arguments in calls]
+        envelopes += [json.loads(tools.call(state, name, arguments).text) for name, arguments in calls]
     envs = [
         (AceEnv(trace["domain"], **_trace_config(trace)), trace["instance_index"], _trace_calls(trace))
         for trace in traces
@@ -238,11 +238,12 @@ def bench_trace_mix(traces: list[dict[str, Any]], repeats: int) -> dict[str, Any
 
 
 def _tool_kind(name: str) -> str:
-    """Tool name with the domain removed (query_D_candidate_from_attribute, ...)."""
+    """The tool's name pattern with ``D`` for the domain (query_D_candidate_from_attribute, ...),
+    whichever domain's tool it names; the name itself when it names no tool."""
     for domain in DOMAIN_NAMES:
-        noun = get_domain(domain).tool_noun
-        if f"_{noun}_" in name:
-            return name.replace(f"_{noun}_", "_D_")
+        key = tool_key(name, domain)
+        if key is not None:
+            return TOOL_NAMES[key].format(noun="D")
     return name
 
 
@@ -352,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     print("published code is not available here, so those numbers were not re-measured in this run.\n")
 
     table, floor = bench_spec_table(args.number, args.runs)
-    print("1) §5.2 call table: µs/call via toolset(domain).call(state, name, args) -> envelope str,")
+    print("1) §5.2 call table: µs/call via toolset(domain).call(state, name, args) -> reply (envelope text),")
     print("   best of runs, median over the 12 instances (H1, H15 of each domain); 'floor' = json.dumps of the same")
     print("   envelope dict, measured now (the published pipeline does at least that per call)")
     print(

@@ -7,6 +7,7 @@ from typing import Any
 
 from ace_gym.envs import AceEnv
 from ace_gym.instance import CompiledInstance
+from ace_gym.tools import ToolKey, tool_name
 
 H1_INDEX = 0  # H=1, B=0 in every published 5x5 file
 H15_INDEX = 34  # H=15, B=19
@@ -33,16 +34,9 @@ def failed_with(envelope: dict[str, Any], detail: str) -> bool:
     return envelope == {"status": "failed", "messages": INVALID + detail, "data": {}}
 
 
-def tool(env: AceEnv, kind: str) -> str:
-    """The domain tool name of ``kind`` (query, item_info, item_attributes, slot, global)."""
-    noun = env.domain.tool_noun
-    return {
-        "query": f"query_{noun}_candidate_from_attribute",
-        "item_info": f"get_{noun}_item_info",
-        "item_attributes": f"get_{noun}_item_attributes",
-        "slot": f"check_{noun}_slot_constraints",
-        "global": f"check_{noun}_global_constraints",
-    }[kind]
+def tool(env: AceEnv, key: ToolKey) -> str:
+    """The name of tool ``key`` in the env's domain."""
+    return tool_name(key, env.domain)
 
 
 def fill_with_truth(env: AceEnv) -> None:

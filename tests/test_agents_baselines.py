@@ -10,6 +10,7 @@ from ace_gym.agents import DONE, GreedyLocal, RandomPolicy, ScriptedEpisode, Scr
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.eval import EpisodeSpec, run_episodes
+from ace_gym.tools import tool_names
 
 BUNDLED_INSTANCES = 35
 
@@ -33,8 +34,9 @@ def test_greedy__never_reasons_globally(domain: str) -> None:
     records = list(run_episodes([EpisodeSpec(domain, instance_index=i) for i in range(0, 35, 5)], GreedyLocal()))
     for record in records:
         called = {m["name"] for m in record["messages"] if m["role"] == "tool"}
-        assert f"check_{domain}_global_constraints" not in called
-        assert called <= {f"query_{domain}_candidate_from_attribute", "set_slot", "done"}
+        names = tool_names(domain)
+        assert names["global_check"] not in called
+        assert called <= {names["query"], names["set_slot"], names["done"]}
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)

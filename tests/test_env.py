@@ -24,6 +24,7 @@ from tests.core_helpers import H1_INDEX, H15_INDEX, call, fill_with_truth, make_
 
 ROOT = Path(__file__).resolve().parents[1]
 RESET_INFO_KEYS = {
+    "domain",
     "instance_id",
     "instance_index",
     "rows",
@@ -151,6 +152,7 @@ def test_reset__info_carries_instance_budgets_prompt_and_tools(domain: str) -> N
     observation, info = env.reset(options={"instance_index": 9})
     assert set(info) == RESET_INFO_KEYS
     compiled = env.compiled
+    assert info["domain"] == domain
     assert info["instance_id"] == compiled.instance.instance_id == f"{domain}_r5_c5_h5_b4"
     assert (info["rows"], info["cols"], info["hidden_slots"], info["decoy_budget"]) == (5, 5, 5, 4)
     assert info["hidden_positions"] == [(p.row, p.col) for p in compiled.instance.hidden_slots]
@@ -166,7 +168,7 @@ def test_reset__info_carries_instance_budgets_prompt_and_tools(domain: str) -> N
 def test_reset__starts_a_fresh_episode() -> None:
     env = make_env("pc_build", H15_INDEX, global_check_alpha=1)
     fill_with_truth(env)
-    call(env, tool(env, "global"))
+    call(env, tool(env, "global_check"))
     env.step({"name": "done", "arguments": {}})
     env.reset(options={"instance_index": H15_INDEX})
     assert env.state.grid == list(env.compiled.initial_grid)
@@ -350,7 +352,7 @@ def test_departure__deep_nesting_and_huge_integers_in_json_text_get_answers(doma
 def test_departure__row_or_col_of_infinity_is_not_an_integer(domain: str, infinity: float) -> None:
     env = make_env(domain, H1_INDEX)
     slot = env.compiled.slots[0]
-    for name in ("set_slot", "get_slot_id", "get_hidden_slot_query_budget", tool(env, "slot")):
+    for name in ("set_slot", "get_slot_id", "get_hidden_slot_query_budget", tool(env, "slot_check")):
         for arguments in ({"row": infinity, "col": slot.col}, {"row": slot.row, "col": infinity}):
             message = _failed(env, {"name": name, "arguments": {**arguments, "id": truth_id(env.compiled, 0)}})
             assert message == "Invalid tool arguments, row and col must be integers", (name, arguments)

@@ -15,6 +15,7 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes, run_vector_episodes
+from ace_gym.tools import tool_names
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
 RECORD_KEYS = {
@@ -42,7 +43,9 @@ class SolverChatEngine:
         self.batch_sizes.append(len(conversations))
         completions = []
         for conversation, schemas in zip(conversations, tools, strict=True):
-            info = {"system_prompt": conversation[0]["content"], "tools": schemas}
+            names = {schema["function"]["name"] for schema in schemas}
+            domain = next(d for d in DOMAIN_NAMES if set(tool_names(d).values()) == names)
+            info = {"domain": domain, "system_prompt": conversation[0]["content"], "tools": schemas}
             episode = ExactSolver().start(conversation[1]["content"], info, seed=0)
             action = episode.act(conversation[1]["content"])
             for message in conversation[2:]:

@@ -11,16 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
-from ace_gym.envs.procedural import ProceduralAceEnv
+from ace_gym.envs.procedural import GeneratorSource, ProceduralAceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.generators import generate_dataset, generate_instance
-from ace_gym.generators.cli import PAPER_5X7
 from ace_gym.generators.config import MAX_POOL_ITEMS, MAX_ROWS
+from ace_gym.presets import PAPER_5X7
 from ace_gym.registration import PROCEDURAL_ENV_IDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,6 +115,21 @@ def test_reset__every_generated_grid_has_its_own_instance_id() -> None:
     assert wider.reset(options=pinned)[1]["instance_id"] != env.reset(options=pinned)[1]["instance_id"]
 
 
+def test_generator_source__any_ace_env_serves_it_as_the_procedural_id_does() -> None:
+    made = gym.make("ACE-meal-procedural-v0", hidden_slots=[3, 6], decoy_budget=[np.int64(2), 4])
+    source = GeneratorSource("meal", hidden_slots=[3, 6], decoy_budget=[2, 4])
+    plain = AceEnv("meal", source=source)
+    assert type(plain) is AceEnv and plain.dataset is None
+    for seed in range(3):
+        assert plain.reset(seed=seed) == made.reset(seed=seed)
+
+
+def test_procedural_env__is_ace_env_on_a_generator_source_with_no_override() -> None:
+    assert {name for name in vars(ProceduralAceEnv) if not name.startswith("__")} == set()
+    env = ProceduralAceEnv("course", hidden_slots=5, decoy_budget=4)
+    assert isinstance(env.source, GeneratorSource) and env.source.hidden_slot_choices == (5,)
+
+
 def test_reset__dataset_options_raise_config_error() -> None:
     env = ProceduralAceEnv("travel", hidden_slots=3, decoy_budget=2)
     with pytest.raises(ConfigError, match="instance_seed"):
@@ -140,6 +156,8 @@ def test_procedural_env__truth_scores_one_and_a_decoy_scores_zero(domain: str) -
         ({"rows": 0}, "rows"),
         ({"dataset": "5x5"}, "dataset"),
         ({"time_budget": 0}, "time_budget"),
+        ({"time_budget": True}, "time_budget"),  # a bool is no number of seconds
+        ({"hidden_slots": [5, True]}, "hidden_slots"),
         ({"domain": "curse"}, "domain"),
     ],
 )
@@ -171,7 +189,7 @@ def test_make__largest_allowed_decoy_budget_is_accepted() -> None:
     largest = (MAX_POOL_ITEMS - 35) // 5 - 1
     assert gym.make(
         "ACE-course-procedural-v0", hidden_slots=5, decoy_budget=largest
-    ).unwrapped.decoy_budget_choices == (largest,)
+    ).unwrapped.source.decoy_budget_choices == (largest,)
     with pytest.raises(ConfigError):
         gym.make("ACE-course-procedural-v0", hidden_slots=5, decoy_budget=largest + 1)
 

@@ -424,7 +424,7 @@ def test_check_slot_constraints__reports_validity_with_optional_reason(domain: s
     env = make_env(domain, H15_INDEX, check_include_reason=True)
     compiled = env.compiled
     entry, slot = compiled.instance.slots[0], compiled.slots[0]
-    name = tool(env, "slot")
+    name = tool(env, "slot_check")
     assert failed_with(
         call(env, name, row=slot.row, col=slot.col), f"Slot (row={slot.row}, col={slot.col}) has not been filled yet."
     )
@@ -450,7 +450,7 @@ def test_check_slot_constraints__reports_validity_with_optional_reason(domain: s
 def test_check_global_constraints__incomplete_grid_is_refused_and_not_charged(domain: str) -> None:
     env = make_env(domain, H15_INDEX, global_check_alpha=1)
     detail = "The current grid must be fully filled before global constraints can be checked."
-    assert failed_with(call(env, tool(env, "global")), detail)
+    assert failed_with(call(env, tool(env, "global_check")), detail)
     assert call(env, "get_global_check_budget")["data"] == {
         "remaining_global_checks": 15,
         "global_check_budget": 15,
@@ -461,7 +461,7 @@ def test_check_global_constraints__incomplete_grid_is_refused_and_not_charged(do
 def test_check_global_constraints__decoy_gives_the_rule_sentence_and_filter_the_slot(domain: str) -> None:
     env = make_env(domain, H15_INDEX, check_include_reason=True)
     fill_with_truth(env)
-    compiled, name = env.compiled, tool(env, "global")
+    compiled, name = env.compiled, tool(env, "global_check")
     assert call(env, name)["data"] == {"is_valid": True, "reason": None}
     entry = next(e for e in compiled.instance.slots if e.decoy_ids)
     call(env, "set_slot", row=entry.row, col=entry.col, id=entry.decoy_ids[0])
@@ -509,15 +509,19 @@ def test_budgets__global_check_budget_is_floor_alpha_times_hidden(domain: str, a
 def test_budgets__half_alpha_with_one_hidden_slot_disables_global_checks(domain: str) -> None:
     env = make_env(domain, H1_INDEX, global_check_alpha=0.5)
     fill_with_truth(env)
-    assert failed_with(call(env, tool(env, "global")), "Global constraint check budget exhausted. Used 0/0 calls.")
+    assert failed_with(
+        call(env, tool(env, "global_check")), "Global constraint check budget exhausted. Used 0/0 calls."
+    )
 
 
 def test_budgets__global_checks_are_charged_until_exhausted(domain: str) -> None:
     env = make_env(domain, 7, global_check_alpha=0.4)  # H=5 -> floor(2.0) = 2
     fill_with_truth(env)
     for _ in range(2):
-        assert call(env, tool(env, "global"))["data"] == {"is_valid": True}
-    assert failed_with(call(env, tool(env, "global")), "Global constraint check budget exhausted. Used 2/2 calls.")
+        assert call(env, tool(env, "global_check"))["data"] == {"is_valid": True}
+    assert failed_with(
+        call(env, tool(env, "global_check")), "Global constraint check budget exhausted. Used 2/2 calls."
+    )
     assert call(env, "get_global_check_budget")["data"]["remaining_global_checks"] == 0
 
 

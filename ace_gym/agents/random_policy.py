@@ -69,9 +69,9 @@ def _arguments(
             size = int(rng.integers(0, len(categories.values) + 1))
             value = [str(v) for v in rng.choice(categories.values, size=size, replace=False)]
         return {**cell, "field": attribute.name, "operator": operator, "value": value}
-    if name == view.tool("info"):
+    if name == view.tool("item_info"):
         return {"id": _pick(rng, visible)}
-    if name == view.tool("attributes"):
+    if name == view.tool("item_attributes"):
         ids = [str(i) for i in rng.choice(visible, size=min(len(visible), view.max_query_ids), replace=False)]
         fields = [a.name for a in domain.attributes][: view.max_query_fields]
         return {"ids": ids, "field": fields}

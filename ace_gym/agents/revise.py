@@ -47,7 +47,7 @@ class GreedyRevise(GreedyLocal):
         suspects: list[tuple[GlobalRule, int]] = []
         revisions: list[dict[str, Any]] = notes.setdefault("revisions", [])
         while True:
-            envelope = yield from call("done")
+            envelope = yield from call(view.tool("done"))
             if succeeded(envelope):
                 return  # the episode ended (no feedback rounds around this env)
             named = named_rules(view, str(envelope.get("messages", ""))) or view.global_rules()
@@ -82,7 +82,7 @@ def _revise(view: TaskView, filled: Filled, rules: list[tuple[GlobalRule, int]])
     changed = 0
     for position, item in choices.items():
         slot = view.slots[position]
-        envelope = yield from call("set_slot", row=slot.row, col=slot.col, id=item)
+        envelope = yield from call(view.tool("set_slot"), row=slot.row, col=slot.col, id=item)
         if succeeded(envelope):
             filled[position] = (item, filled[position][1])
             changed += 1

@@ -173,7 +173,7 @@ def visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallD
         batch = ids[start : start + view.max_query_ids]
         for field_start in range(0, len(attributes), view.max_query_fields):
             fields = attributes[field_start : field_start + view.max_query_fields]
-            envelope = yield from call(view.tool("attributes"), ids=batch, field=fields)
+            envelope = yield from call(view.tool("item_attributes"), ids=batch, field=fields)
             if not succeeded(envelope):
                 continue
             for item, found in envelope["data"]["items"].items():

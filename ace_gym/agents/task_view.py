@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
 from ace_gym.domains import Domain, GlobalRule, get_domain
+from ace_gym.tools.names import ToolKey, tool_name
 
 TOOL_FAILED_MESSAGE = "Tool call failed"
 MAX_RETRIES = 8
 _BOUND_SENTINEL = 987654321
 _SLOT_HEADER = re.compile(r"^For slot \((\d+), (\d+)\):$", re.MULTILINE)
-_QUERY_TOOL = re.compile(r"^query_(\w+)_candidate_from_attribute$")
 
 ToolCallDict = dict[str, Any]
 """One tool call as the core env takes it: ``{"name": str, "arguments": dict}``."""
@@ -89,37 +89,21 @@ class TaskView:
     def visible_ids(self) -> list[str]:
         return [item for row in self.grid for item in row if item is not None]
 
-    def tool(self, kind: str) -> str:
-        """Tool name of a domain tool kind: ``query`` / ``info`` / ``attributes`` / ``slot_check`` / ``global_check``."""
-        noun = self.domain.tool_noun
-        return {
-            "query": f"query_{noun}_candidate_from_attribute",
-            "info": f"get_{noun}_item_info",
-            "attributes": f"get_{noun}_item_attributes",
-            "slot_check": f"check_{noun}_slot_constraints",
-            "global_check": f"check_{noun}_global_constraints",
-        }[kind]
+    def tool(self, key: ToolKey) -> str:
+        """The name of tool ``key`` (see :data:`ace_gym.tools.names.TOOL_NAMES`) in this domain."""
+        return tool_name(key, self.domain)
 
     def global_rules(self) -> list[tuple[GlobalRule, int]]:
         return [(rule, self.global_bounds[rule.name]) for rule in self.domain.global_rules]
 
 
-def domain_from_tools(tools: Sequence[Mapping[str, Any]]) -> Domain:
-    """The domain an env serves, read from its tool names (``query_<domain>_candidate_from_attribute``)."""
-    for schema in tools:
-        found = _QUERY_TOOL.match(schema.get("function", {}).get("name", ""))
-        if found:
-            return get_domain(found.group(1))
-    raise TaskTextError("no query_<domain>_candidate_from_attribute tool among the env's tools")
-
-
 def read_task(observation: str, info: Mapping[str, Any], known: dict[str, dict[str, Any]] | None = None) -> TaskView:
-    """Read the task from a core env's reset ``observation`` and ``info`` (system prompt, tools).
+    """Read the task from a core env's reset ``observation`` and ``info`` (domain, system prompt).
 
     The hidden slots to fill are the empty cells the task policy names (``For slot (r, c):``):
     every empty cell in an ACE task, the current stage's in a staged scenario. ``known``: values
     learnt earlier in the episode (see :class:`TaskView`)."""
-    domain = domain_from_tools(info["tools"])
+    domain = get_domain(info["domain"])
     prompt: str = info["system_prompt"]
     grid_line = next((line for line in observation.splitlines() if line.startswith("[")), None)
     if grid_line is None:
@@ -157,7 +141,7 @@ def read_task(observation: str, info: Mapping[str, Any], known: dict[str, dict[s
 
 
 def _global_check_budget(prompt: str, domain: Domain) -> int | None:
-    tool = f"`check_{domain.tool_noun}_global_constraints`"
+    tool = f"`{tool_name('global_check', domain)}`"
     if f"{tool} is disabled" in prompt:
         return 0
     found = re.search(re.escape(tool) + r" may be called at most (\d+) time", prompt)

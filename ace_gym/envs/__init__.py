@@ -1,26 +1,39 @@
-"""Gymnasium environments: :class:`AceEnv` (published and file datasets) and
-:class:`ProceduralAceEnv` (generated instances).
+"""Gymnasium environments: :class:`AceEnv`, one class for published files, bundled data and
+generated instances, which it draws from an injected :class:`InstanceSource`
+(:class:`DatasetSource`, :class:`GeneratorSource`); :class:`ProceduralAceEnv` is ``AceEnv`` on a
+``GeneratorSource``.
 
-``ProceduralAceEnv`` is imported on first access, so that ``import ace_gym`` does not load the
-generator's numba kernels.
+``GeneratorSource`` and ``ProceduralAceEnv`` are imported on first access, so that
+``import ace_gym`` does not load the generator's numba kernels.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from ace_gym.envs.ace_env import AceEnv
+from ace_gym.envs.ace_env import AceEnv, FinalScore
+from ace_gym.envs.sources import DatasetSource, Drawn, InstanceSource
 
 if TYPE_CHECKING:
-    from ace_gym.envs.procedural import ProceduralAceEnv
+    from ace_gym.envs.procedural import GeneratorSource, ProceduralAceEnv
 
-__all__ = ["AceEnv", "ProceduralAceEnv"]
+__all__ = [
+    "AceEnv",
+    "DatasetSource",
+    "Drawn",
+    "FinalScore",
+    "GeneratorSource",
+    "InstanceSource",
+    "ProceduralAceEnv",
+]
+_LAZY = frozenset({"GeneratorSource", "ProceduralAceEnv"})
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ProceduralAceEnv":
-        from ace_gym.envs.procedural import ProceduralAceEnv
+    if name in _LAZY:
+        from ace_gym.envs import procedural
 
-        globals()[name] = ProceduralAceEnv  # later lookups skip this hook
-        return ProceduralAceEnv
+        found = getattr(procedural, name)
+        globals()[name] = found  # later lookups skip this hook
+        return found
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

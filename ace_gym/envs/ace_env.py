@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
-import numbers
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
 from ace_gym.domains import get_domain
-from ace_gym.errors import ConfigError
+from ace_gym.envs.sources import DatasetSource, InstanceSource
+from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import evaluate_grid, grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
-from ace_gym.tools import INVALID, STOP, EpisodeState, ToolConfig, echo, failure, integer_option, toolset
+from ace_gym.tools import INVALID, EpisodeState, ToolConfig, echo, failure, toolset
 
 ActionType = Mapping[str, Any] | ToolCall
+IdGrid = list[list[str | None]]
+"""A grid of item ids, row by row (None = empty cell), as the published format writes it."""
+
+
+class FinalScore(NamedTuple):
+    """The score of a grid as an episode's last step reports it: ``score`` (1.0 or 0.0, the
+    reward), ``reason`` (the first failure, or None) and ``grid`` (the id grid scored)."""
+
+    score: float
+    reason: str | None
+    grid: IdGrid
 
 
 class AceEnv(gym.Env[str, ActionType]):
@@ -59,22 +70,28 @@ class AceEnv(gym.Env[str, ActionType]):
     same final scoring. Stepping a finished episode returns a failed envelope until ``reset``.
 
     ## Arguments
-    ``domain``; ``dataset`` ("5x5", the bundled published benchmark, "5x7", or a path to any file in
-    the published format, ``.json`` or ``.json.gz``, of at most 256 MiB of JSON:
-    ``ace_gym.instance.MAX_DATASET_BYTES``). The file is validated here: ConfigError if the path is
-    no regular file, DatasetError naming the JSON path for a broken or inconsistent file (the rules
-    are in ``ace_gym.instance``). Budgets named as in the published benchmark:
+    ``domain``; where the instances come from, one of: ``dataset`` ("5x5", the bundled published
+    benchmark, the default; "5x7"; or a path to any file in the published format, ``.json`` or
+    ``.json.gz``, of at most 256 MiB of JSON: ``ace_gym.instance.MAX_DATASET_BYTES``), validated
+    here (ConfigError if the path is no regular file, DatasetError naming the JSON path for a
+    broken or inconsistent file; the rules are in ``ace_gym.instance``); or ``source``, any
+    :class:`~ace_gym.envs.sources.InstanceSource` of the same domain
+    (:class:`~ace_gym.envs.procedural.GeneratorSource` generates certified instances, see
+    ``ACE-<domain>-procedural-v0``). Budgets named as in the published benchmark:
     ``extra_query_num`` (-1 = unlimited per-slot attribute queries, else active rules + H + this),
     ``global_check_alpha`` (-1 = unlimited global checks, else floor(alpha * H)),
     ``check_include_reason``, ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000).
 
     ## Reset options
-    ``{"instance_index": int}`` or ``{"instance_id": str}``; without them the instance is drawn
-    from the reset seed (same seed, same instance, in any process).
+    Read by the source: for a dataset, ``{"instance_index": int}`` or ``{"instance_id": str}``;
+    without them the instance is drawn from the reset seed (same seed, same instance, in any
+    process).
 
     ## Information
-    Reset: ``instance_id``, ``instance_index``, ``rows``, ``cols``, ``hidden_slots`` (H),
-    ``hidden_positions``, ``decoy_budget`` (B), ``system_prompt``, ``tools``, ``budgets``.
+    Reset: ``domain``, ``instance_id``, ``instance_index`` (-1 when the source has no dataset),
+    ``rows``, ``cols``, ``hidden_slots`` (H), ``hidden_positions``, ``decoy_budget`` (B),
+    ``system_prompt``, ``tools``, ``budgets``, then the source's own keys (a generator source:
+    ``instance_seed``).
     Step: ``tool`` (the name called, always a str: see :func:`tool_label`), ``ok`` (envelope
     status is success), ``step``. Last step also ``score`` (float, 1.0 or 0.0, as the reward),
     ``reason`` (first failure, or None) and ``grid`` (the final id grid).
@@ -113,6 +130,12 @@ class AceEnv(gym.Env[str, ActionType]):
       ``reset`` (the release's loop runs the rest of the message's calls), and ``max_steps``
       counts tool calls (the release counts model completions; see ``StepBudget``).
 
+    ## Methods for wrappers and agents
+    :meth:`score` (the current grid scored as a last step would score it), :attr:`grid` (a copy
+    of the current id grid), :meth:`budgets`, :meth:`resume` (reopen an ended episode for another
+    attempt, for :class:`~ace_gym.wrappers.FeedbackRounds`), :attr:`compiled` and :attr:`state`
+    (the current instance and episode state; solvers and tests read them, wrappers use the others).
+
     ## Version History
     * v0: first release, parity with the published ACE-Bench tools on its 5x5 data.
     """
@@ -122,8 +145,9 @@ class AceEnv(gym.Env[str, ActionType]):
     def __init__(
         self,
         domain: str = "course",
-        dataset: str | os.PathLike[str] = "5x5",
+        dataset: str | os.PathLike[str] | None = None,
         *,
+        source: InstanceSource | None = None,
         extra_query_num: int = -1,
         global_check_alpha: float | None = -1,
         check_include_reason: bool = False,
@@ -136,12 +160,11 @@ class AceEnv(gym.Env[str, ActionType]):
         self.config = ToolConfig(
             extra_query_num, global_check_alpha, check_include_reason, max_query_ids, max_query_fields
         )
-        max_steps = integer_option("max_steps", max_steps, 1)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ConfigError("render_mode", render_mode, "supported: 'ansi' or None")
-        self.max_steps = max_steps
-        self.render_mode = render_mode
-        self.dataset: Dataset = resolve_dataset(dataset, self.domain.name) if dataset is not None else None  # type: ignore[assignment]
+        self.max_steps = integer("max_steps", max_steps, minimum=1)
+        self.render_mode = (
+            None if render_mode is None else choice("render_mode", render_mode, self.metadata["render_modes"])
+        )
+        self.source = _instance_source(self.domain.name, dataset, source)
         self.tools = toolset(self.domain)
         self.observation_space = UnicodeText()
         self.action_space = ToolCallSpace(self.tools.names)
@@ -149,33 +172,23 @@ class AceEnv(gym.Env[str, ActionType]):
         self._steps = 0
         self._finished = False
 
-    # -- instance choice: subclasses (procedural envs) override this -------------------------
-
-    def _select_instance(self, options: Mapping[str, Any]) -> tuple[CompiledInstance, int]:
-        """Pick the episode's instance from ``options`` or from ``self.np_random``."""
-        dataset = self.dataset
-        if "instance_id" in options:
-            index = dataset.index_of(options["instance_id"])
-        elif "instance_index" in options:
-            index = options["instance_index"]
-            if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not 0 <= int(index) < len(dataset):
-                raise ConfigError("instance_index", index, f"must be an integer in [0, {len(dataset)})")
-            index = int(index)
-        else:
-            index = int(self.np_random.integers(len(dataset)))
-        return dataset.compiled(index), index
+    @property
+    def dataset(self) -> Dataset | None:
+        """The dataset the instances come from, or None when the source is not a dataset."""
+        return self.source.dataset if isinstance(self.source, DatasetSource) else None
 
     # -- gymnasium API -----------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        compiled, index = self._select_instance(options or {})
+        compiled, index, source_info = self.source.draw(self.np_random, options or {})
         self._state = EpisodeState(compiled, self.config)
         self._steps = 0
         self._finished = False
         instance = compiled.instance
         system_prompt = self._system_prompt(instance.task_instruction)
         info = {
+            "domain": self.domain.name,
             "instance_id": compiled.instance_id,
             "instance_index": index,
             "rows": compiled.rows,
@@ -186,6 +199,7 @@ class AceEnv(gym.Env[str, ActionType]):
             "system_prompt": system_prompt,
             "tools": self.tools.schema_copies(),
             "budgets": self.budgets(),
+            **source_info,
         }
         return render_user_message(self.domain, instance.partial_solution), info
 
@@ -228,20 +242,19 @@ class AceEnv(gym.Env[str, ActionType]):
                 {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps},
             )
         name, arguments = _unpack(action)
-        if name is None:
-            observation = failure(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')
-        else:
-            observation = self.tools.call(state, name, arguments)
         self._steps += 1
-        terminated = observation == STOP
+        if name is None:
+            observation, ok, terminated = _NOT_A_CALL, False, False
+        else:
+            observation, ok, terminated, _ = self.tools.call(state, name, arguments)
         truncated = not terminated and self._steps >= self.max_steps
-        info: dict[str, Any] = {"tool": tool_label(name), "ok": observation[12:19] == "success", "step": self._steps}
+        info: dict[str, Any] = {"tool": tool_label(name), "ok": ok, "step": self._steps}
         reward = 0.0
         if terminated or truncated:
             self._finished = True
-            score, reason = evaluate_grid(state.compiled, state.grid)
-            reward = float(score)
-            info.update(score=reward, reason=reason, grid=grid_of_ids(state.compiled, state.grid))
+            final = self.score()
+            reward = final.score
+            info.update(final._asdict())
         return observation, reward, terminated, truncated, info
 
     def render(self) -> str | None:
@@ -251,10 +264,17 @@ class AceEnv(gym.Env[str, ActionType]):
         width = max(len(i or "") for row in grid for i in row) + 1
         return "\n".join(" ".join((i or ".").rjust(width) for i in row) for row in grid) + "\n"
 
-    # -- accessors for wrappers, solvers and tests --------------------------------------------
+    # -- public methods for wrappers, solvers and tests -----------------------------------
+
+    def score(self) -> FinalScore:
+        """The current grid scored exactly as the episode's last step scores it (a wrapper that
+        ends an episode early reports this); ResetNeeded before ``reset``."""
+        state = self._require_state()
+        valid, reason = evaluate_grid(state.compiled, state.grid)
+        return FinalScore(float(valid), reason, grid_of_ids(state.compiled, state.grid))
 
     @property
-    def grid(self) -> list[list[str | None]]:
+    def grid(self) -> IdGrid:
         """A copy of the current grid of item ids (None = empty); ResetNeeded before ``reset``."""
         state = self._require_state()
         return grid_of_ids(state.compiled, state.grid)
@@ -287,6 +307,25 @@ class AceEnv(gym.Env[str, ActionType]):
         if self._state is None:
             raise ResetNeeded("Cannot call this before reset()")
         return self._state
+
+
+_NOT_A_CALL = failure(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')
+
+
+def _instance_source(
+    domain: str, dataset: str | os.PathLike[str] | None, source: InstanceSource | None
+) -> InstanceSource:
+    """The env's instance source: ``source``, or a :class:`DatasetSource` over ``dataset`` ("5x5"
+    when neither is given); ConfigError for both, a non-source or a source of another domain."""
+    if source is None:
+        return DatasetSource(resolve_dataset("5x5" if dataset is None else dataset, domain))
+    if dataset is not None:
+        raise ConfigError("dataset", dataset, "give a dataset or a source, not both")
+    if not isinstance(source, InstanceSource):
+        raise ConfigError("source", source, "must be an InstanceSource (an object with domain and draw())")
+    if source.domain.name != domain:
+        raise ConfigError("source", source, f"serves domain {source.domain.name!r}, not {domain!r}")
+    return source
 
 
 def tool_label(name: Any) -> str:

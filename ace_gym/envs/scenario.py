@@ -15,6 +15,7 @@ from ace_gym.feedback.stages import Stage, grade_stage, split_stages
 from ace_gym.instance import CompiledInstance
 from ace_gym.prompts import render_task_instruction
 from ace_gym.scoring import grid_of_ids
+from ace_gym.tools.names import TOOL_NAMES
 
 FINAL_KEYS = ("score", "reason", "grid")
 """What the core env reports when a ``done`` ends its episode; dropped when only a stage ends."""
@@ -76,7 +77,7 @@ class ScenarioEnv(AceEnv):
     def __init__(
         self,
         domain: str = "course",
-        dataset: str | os.PathLike[str] = "5x5",
+        dataset: str | os.PathLike[str] | None = None,
         *,
         stages: int = 5,
         max_attempts: int = 2,
@@ -159,7 +160,7 @@ class ScenarioEnv(AceEnv):
         verdict = "was accepted" if accepted else "was not accepted"
         text = (
             f"Stage {stage.index} of {stage.count} {verdict}; its slots are now fixed. "
-            f"Stage {stage.index + 1} of {stage.count}: fill these hidden slots now, then call `done`.\n\n"
+            f"Stage {stage.index + 1} of {stage.count}: fill these hidden slots now, then call `{TOOL_NAMES['done']}`.\n\n"
             f"{_slot_blocks(compiled, stage)}\n\n"
             f"The current grid:\n{json.dumps(grid_of_ids(compiled, self.state.grid), ensure_ascii=False)}\n\n"
             f"{_later_note(stage)}"
@@ -208,5 +209,5 @@ def _opening_note(compiled: CompiledInstance, stage: Stage) -> str:
     cells = ", ".join(f"({compiled.slots[s].row}, {compiled.slots[s].col})" for s in stage.slots)
     return (
         f"This task comes in {stage.count} stages. Stage 1 of {stage.count}: fill the hidden slots {cells} "
-        f"(their constraints are in the task policy), then call `done`. {_later_note(stage)}"
+        f"(their constraints are in the task policy), then call `{TOOL_NAMES['done']}`. {_later_note(stage)}"
     )

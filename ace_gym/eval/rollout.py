@@ -158,7 +158,7 @@ def ace_record(
         "key": episode.key,
         "policy": episode.policy,
         "dataset": spec.dataset if spec else None,
-        "domain": spec.domain if spec else _domain_of(episode.tools),
+        "domain": spec.domain if spec else reset.get("domain"),
         "instance_id": reset.get("instance_id"),
         "instance_index": reset.get("instance_index"),
         "hidden_slots": reset.get("hidden_slots"),
@@ -180,14 +180,6 @@ def ace_record(
         "tools": episode.tools,
         "turns": episode.turns,
     }
-
-
-def _domain_of(tools: list[dict[str, Any]]) -> str | None:
-    for schema in tools:
-        name = schema.get("function", {}).get("name", "")
-        if name.startswith("query_") and name.endswith("_candidate_from_attribute"):
-            return str(name[len("query_") : -len("_candidate_from_attribute")])
-    return None
 
 
 def run_vector_episodes(

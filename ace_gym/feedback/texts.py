@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ace_gym.feedback.rubric import GlobalItem, Rubric, SlotState
+from ace_gym.tools.names import TOOL_NAMES
 
 FeedbackStyle = Literal["names", "diagnostic", "directive"]
 FEEDBACK_STYLES: tuple[FeedbackStyle, ...] = ("names", "diagnostic", "directive")
@@ -81,7 +82,9 @@ def feedback_text(submission: Submission, style: FeedbackStyle) -> str:
         if slot_line:
             lines.append("- fill every empty hidden slot and make every filled one meet its own slot constraints.")
         lines += [f"- {_rule_directive(item)}" for item in rubric.unmet_rules]
-        lines.append("Revise the hidden slots involved, then call `done` to resubmit; the grid stays as you left it.")
+        lines.append(
+            f"Revise the hidden slots involved, then call `{TOOL_NAMES['done']}` to resubmit; the grid stays as you left it."
+        )
     return "\n".join(lines)
 
 

@@ -8,16 +8,7 @@ from typing import Any
 
 from ace_gym.cli import add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.generators.dataset import BACKENDS, dataset_file_name, generate_dataset
-
-PAPER_5X7 = {
-    "rows": 5,
-    "cols": 7,
-    "hidden_slots": [1, 5, 7, 11, 15, 21],
-    "decoy_budgets": [0, 2, 4, 8, 10, 15, 19, 21, 25],
-    "candidates_per_slot": 25,
-    "seed": 42,
-}
-"""The paper's 5x7 configuration, the bundled ``dataset="5x7"``."""
+from ace_gym.presets import PAPER_5X7
 
 
 def register(subparsers: Any) -> None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ace_gym.domains import Domain, get_domain
-from ace_gym.errors import AceGymError, ConfigError
+from ace_gym.errors import AceGymError, ConfigError, integer
 
 
 class GenerationError(AceGymError, RuntimeError):
@@ -39,14 +39,6 @@ MAX_POOL_ITEMS = 50_000
 """The largest item pool: rows x cols grid items plus (effective candidates - 1) per hidden slot."""
 
 
-def _check_int(field: str, value: object, minimum: int) -> int:
-    if type(value) is not int and not isinstance(value, np.integer):
-        raise ConfigError(field, value, "must be an integer")
-    if int(value) < minimum:  # type: ignore[call-overload]
-        raise ConfigError(field, value, f"must be >= {minimum}")
-    return int(value)  # type: ignore[call-overload]
-
-
 @dataclass(frozen=True)
 class InstanceConfig:
     """The inputs an instance is a pure function of (docs/compatibility.md §2; seed included).
@@ -69,10 +61,9 @@ class InstanceConfig:
 
     def __post_init__(self) -> None:
         get_domain(self.domain)
-        for field, minimum in (("rows", 1), ("cols", 1), ("hidden_slots", 1), ("decoy_budget", 0)):
-            object.__setattr__(self, field, _check_int(field, getattr(self, field), minimum))
-        object.__setattr__(self, "candidates_per_slot", _check_int("candidates_per_slot", self.candidates_per_slot, 1))
-        object.__setattr__(self, "seed", _check_int("seed", self.seed, 0))
+        minima = {"rows": 1, "cols": 1, "hidden_slots": 1, "decoy_budget": 0, "candidates_per_slot": 1, "seed": 0}
+        for field, minimum in minima.items():
+            object.__setattr__(self, field, integer(field, getattr(self, field), minimum=minimum))
         cells = self.rows * self.cols
         if cells > MAX_CELLS:
             raise ConfigError("rows*cols", cells, f"grids above {MAX_CELLS} cells are not supported")

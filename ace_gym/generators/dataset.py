@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym.atomic import write_atomic
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, choice, integer, integers
 from ace_gym.generators.config import InstanceConfig
 from ace_gym.generators.instances import generate_instance
 
@@ -43,9 +43,7 @@ def dataset_file_name(
 
 
 def _values(field: str, values: Sequence[int] | int) -> list[int]:
-    listed = [values] if isinstance(values, int) else list(values)
-    if not listed:
-        raise ConfigError(field, values, "must hold at least one value")
+    listed = list(integers(field, values))
     if len(set(listed)) != len(listed):
         raise ConfigError(field, values, "holds duplicates (instance ids would collide)")
     return listed
@@ -81,10 +79,8 @@ def generate_dataset(
     """
     hidden_values = _values("hidden_slots", hidden_slots)
     budget_values = _values("decoy_budgets", decoy_budgets)
-    if type(workers) is not int or workers < 1:
-        raise ConfigError("workers", workers, "must be a positive integer")
-    if backend not in BACKENDS:
-        raise ConfigError("backend", backend, f"must be one of {list(BACKENDS)}")
+    integer("workers", workers, minimum=1)
+    choice("backend", backend, BACKENDS)
     jobs = []
     for h in hidden_values:
         for b in budget_values:

@@ -6,7 +6,7 @@ import logging
 import time
 from collections import Counter
 
-from ace_gym.errors import ConfigError
+from ace_gym.errors import integer, number
 from ace_gym.generators.builder import AttemptFailed, build_instance_dict
 from ace_gym.generators.certificate import certify
 from ace_gym.generators.config import GenerationError, InstanceConfig
@@ -39,10 +39,8 @@ def generate_instance(
     ``max_attempts`` attempts or ``time_budget`` seconds (it lists the failure reasons).
     """
     config = InstanceConfig(domain, rows, cols, hidden_slots, decoy_budget, candidates_per_slot, seed)
-    if isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)) or time_budget < 0:
-        raise ConfigError("time_budget", time_budget, "must be a non-negative number of seconds")
-    if type(max_attempts) is not int or max_attempts < 1:
-        raise ConfigError("max_attempts", max_attempts, "must be a positive integer")
+    number("time_budget", time_budget, minimum=0, note="(seconds)")
+    integer("max_attempts", max_attempts, minimum=1)
     started = time.perf_counter()
     reasons: Counter[str] = Counter()
     for attempt in range(max_attempts):

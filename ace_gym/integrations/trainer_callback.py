@@ -18,7 +18,7 @@ from transformers import TrainerCallback
 
 from ace_gym.agents.llm.hf_engine import HFChatEngine
 from ace_gym.domains import DOMAIN_NAMES, get_domain
-from ace_gym.errors import ConfigError
+from ace_gym.errors import integer
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.instance import resolve_dataset
 
@@ -65,8 +65,7 @@ def validation_specs(
 ) -> list[EpisodeSpec]:
     """A fixed, seeded slice of ACE episodes: per domain, ``episodes_per_domain`` distinct
     instances drawn without replacement from ``numpy.random.default_rng((seed, domain index))``."""
-    if type(episodes_per_domain) is not int or episodes_per_domain < 1:
-        raise ConfigError("episodes_per_domain", episodes_per_domain, "must be a positive integer")
+    episodes_per_domain = integer("episodes_per_domain", episodes_per_domain, minimum=1)
     specs = []
     for domain in domains:
         get_domain(domain)  # raises ConfigError with a suggestion for an unknown name
@@ -115,8 +114,7 @@ class AceEvalCallback(TrainerCallback):
         batch_size: int = 32,
         engine_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if type(every_steps) is not int or every_steps < 1:
-            raise ConfigError("every_steps", every_steps, "must be a positive integer")
+        every_steps = integer("every_steps", every_steps, minimum=1)
         self.trainer = trainer
         self.every_steps = every_steps
         self.specs = validation_specs(

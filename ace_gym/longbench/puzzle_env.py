@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from ace_gym.errors import ConfigError
+from ace_gym.errors import choice, integer, number, optional_integer
 from ace_gym.longbench.engine import (
     Fact,
     QueryError,
@@ -105,25 +105,14 @@ class ALBPuzzleEnv(gym.Env[list[dict[str, Any]], Any]):
         tokenizer: str | Tokenizer | None = None,
         behaviour: Mapping[str, Any] | None = None,
     ) -> None:
-        if reward not in REWARDS:
-            raise ConfigError("reward", reward, f"must be one of {', '.join(REWARDS)}")
-        for name, value in (("prefill_tokens", prefill_tokens), ("max_rounds", max_rounds)):
-            if type(value) is not int or value < (0 if name == "prefill_tokens" else 1):
-                raise ConfigError(
-                    name,
-                    value,
-                    "must be a non-negative integer" if name == "prefill_tokens" else "must be a positive integer",
-                )
-        for name, limit in (("max_turns", max_turns), ("max_tokens", max_tokens)):
-            if limit is not None and (type(limit) is not int or limit < 1):
-                raise ConfigError(name, limit, "must be a positive integer or None")
-        for name, number in (
-            ("round_cost", round_cost),
-            ("consistency_bonus", consistency_bonus),
-            ("inconsistency_penalty", inconsistency_penalty),
-        ):
-            if isinstance(number, bool) or not isinstance(number, (int, float)) or not np.isfinite(number):
-                raise ConfigError(name, number, "must be a finite number")
+        choice("reward", reward, REWARDS)
+        prefill_tokens = integer("prefill_tokens", prefill_tokens, minimum=0)
+        max_rounds = integer("max_rounds", max_rounds, minimum=1)
+        max_turns = optional_integer("max_turns", max_turns, minimum=1)
+        max_tokens = optional_integer("max_tokens", max_tokens, minimum=1)
+        round_cost = number("round_cost", round_cost, finite=True)
+        consistency_bonus = number("consistency_bonus", consistency_bonus, finite=True)
+        inconsistency_penalty = number("inconsistency_penalty", inconsistency_penalty, finite=True)
         self.config: SampleConfig = config_from_options(
             {"table": table, "table_seed": table_seed, "knowledge": knowledge, "fmt": fmt, "behaviour": behaviour}
         )

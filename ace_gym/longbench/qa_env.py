@@ -8,7 +8,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from ace_gym.errors import ConfigError
+from ace_gym.errors import choice, flag
 from ace_gym.longbench.question_types import NUMBER_TYPES, resolve_question_types
 from ace_gym.longbench.render import transcript
 from ace_gym.longbench.samples import Sample, build_sample, choose_question_type, config_from_options
@@ -90,12 +90,9 @@ class ALBQAEnv(gym.Env[Any, str]):
         require_answer_tag: bool = True,
         reward: str = "official",
     ) -> None:
-        if render not in RENDERS:
-            raise ConfigError("render", render, f"must be one of {', '.join(RENDERS)}")
-        if reward not in REWARDS:
-            raise ConfigError("reward", reward, f"must be one of {', '.join(REWARDS)}")
-        if not isinstance(require_answer_tag, bool):
-            raise ConfigError("require_answer_tag", require_answer_tag, "must be true or false")
+        choice("render", render, RENDERS)
+        choice("reward", reward, REWARDS)
+        require_answer_tag = flag("require_answer_tag", require_answer_tag)
         self.config = config_from_options(
             {
                 "table": table,

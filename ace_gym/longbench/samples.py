@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, choice, integer, probability
 from ace_gym.longbench.prompts import game_prompt, qa_prompt
 from ace_gym.longbench.question_types import INTERSECTION, QUESTION_TYPES
 from ace_gym.longbench.questions import Question, ask
@@ -61,24 +61,14 @@ class SampleConfig:
     evidence_position: float | None = None
 
     def __post_init__(self) -> None:
-        if self.knowledge not in KNOWLEDGE:
-            raise ConfigError("knowledge", self.knowledge, f"must be one of {', '.join(KNOWLEDGE)}")
-        if self.fmt not in FORMATS:
-            raise ConfigError("fmt", self.fmt, f"must be one of {', '.join(FORMATS)}")
+        choice("knowledge", self.knowledge, KNOWLEDGE)
+        choice("fmt", self.fmt, FORMATS)
         resolve_target_tokens(self.target_tokens)
+        set_field = object.__setattr__
         for name in ("table_seed", "question_reserve", "min_list", "max_answer_items"):
-            value = getattr(self, name)
-            if type(value) is not int or value < (0 if name == "table_seed" else 1):
-                raise ConfigError(
-                    name,
-                    value,
-                    "must be a non-negative integer" if name == "table_seed" else "must be a positive integer",
-                )
-        position = self.evidence_position
-        if position is not None and (
-            isinstance(position, bool) or not isinstance(position, (int, float)) or not 0 <= position <= 1
-        ):
-            raise ConfigError("evidence_position", position, "must be None or a number in [0, 1]")
+            set_field(self, name, integer(name, getattr(self, name), minimum=0 if name == "table_seed" else 1))
+        if self.evidence_position is not None:
+            set_field(self, "evidence_position", probability("evidence_position", self.evidence_position))
 
     @property
     def tokens(self) -> int:
@@ -171,8 +161,7 @@ def build_sample(
 ) -> Sample:
     """The sample of ``question_type`` for ``seed`` (see the module docstring). Raises
     ConfigError when no feasible sample is found in :data:`MAX_ATTEMPTS` draws (budget too small)."""
-    if question_type not in QUESTION_TYPES:
-        raise ConfigError("question_type", question_type, f"must be one of {', '.join(QUESTION_TYPES)}")
+    choice("question_type", question_type, QUESTION_TYPES)
     table = table if table is not None else config.resolve_table()[0]
     behaviour = config.behaviour
     if question_type == INTERSECTION and config.fmt == "concise":

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ace_gym.errors import ConfigError, did_you_mean
+from ace_gym.errors import ConfigError, did_you_mean, flag, integer, optional_integer, probability
 from ace_gym.longbench.engine import (
     Condition,
     Fact,
@@ -66,22 +66,14 @@ class Behaviour:
     avoid_target: bool = False
 
     def __post_init__(self) -> None:
+        set_field = object.__setattr__
         for name in ("history_window", "max_mask_sections", "relax_k"):
-            value = getattr(self, name)
-            if type(value) is not int or value < (0 if name == "history_window" else 1):
-                raise ConfigError(
-                    f"behaviour.{name}",
-                    value,
-                    "must be a non-negative integer" if name == "history_window" else "must be a positive integer",
-                )
+            minimum = 0 if name == "history_window" else 1
+            set_field(self, name, integer(f"behaviour.{name}", getattr(self, name), minimum=minimum))
         for name in ("forget_history_prob", "mask_prob", "epsilon"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-                raise ConfigError(f"behaviour.{name}", value, "must be a probability in [0, 1]")
-        if self.max_rounds is not None and (type(self.max_rounds) is not int or self.max_rounds < 1):
-            raise ConfigError("behaviour.max_rounds", self.max_rounds, "must be a positive integer or None")
-        if not isinstance(self.avoid_target, bool):
-            raise ConfigError("behaviour.avoid_target", self.avoid_target, "must be true or false")
+            set_field(self, name, probability(f"behaviour.{name}", getattr(self, name)))
+        set_field(self, "max_rounds", optional_integer("behaviour.max_rounds", self.max_rounds, minimum=1))
+        set_field(self, "avoid_target", flag("behaviour.avoid_target", self.avoid_target))
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any] | Behaviour | None) -> Behaviour:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ace_gym.errors import ConfigError, did_you_mean
+from ace_gym.errors import ConfigError, did_you_mean, integer
 
 BUCKETS: dict[str, int] = {
     "32k": 32_768,
@@ -104,8 +104,7 @@ def resolve_target_tokens(value: int | str) -> tuple[int, str]:
             if value.lower() == label.lower():
                 return tokens, label
         raise ConfigError("target_tokens", value, f"known buckets: {', '.join(BUCKETS)}{did_you_mean(value, BUCKETS)}")
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError("target_tokens", value, "must be a positive integer or a bucket label such as '32k'")
+    value = integer("target_tokens", value, minimum=1, note="or a bucket label such as '32k'")
     for label, tokens in BUCKETS.items():
         if tokens == value:
             return value, label

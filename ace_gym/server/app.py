@@ -30,7 +30,7 @@ from pydantic import BaseModel
 from starlette.websockets import WebSocketDisconnect
 
 import ace_gym
-from ace_gym.errors import ConfigError
+from ace_gym.errors import integer, number
 from ace_gym.server.factory import EnvFactory
 from ace_gym.server.protocol import (
     MESSAGE_TYPES,
@@ -74,14 +74,12 @@ class ServerConfig:
     runtime_dir: str | None = None
 
     def __post_init__(self) -> None:
-        if type(self.max_sessions) is not int or self.max_sessions < 1:
-            raise ConfigError("max_sessions", self.max_sessions, "must be a positive integer")
-        if not isinstance(self.idle_timeout_s, (int, float)) or not self.idle_timeout_s > 0:
-            raise ConfigError("idle_timeout_s", self.idle_timeout_s, "must be a positive number of seconds")
-        if type(self.max_body_bytes) is not int or self.max_body_bytes < 1024:
-            raise ConfigError("max_body_bytes", self.max_body_bytes, "must be an integer >= 1024")
-        if type(self.workers) is not int or self.workers < 1 or not 0 <= self.worker < self.workers:
-            raise ConfigError("workers", (self.worker, self.workers), "need 0 <= worker < workers")
+        set_field = object.__setattr__
+        set_field(self, "max_sessions", integer("max_sessions", self.max_sessions, minimum=1))
+        set_field(self, "idle_timeout_s", number("idle_timeout_s", self.idle_timeout_s, above=0, note="(seconds)"))
+        set_field(self, "max_body_bytes", integer("max_body_bytes", self.max_body_bytes, minimum=1024))
+        set_field(self, "workers", integer("workers", self.workers, minimum=1))
+        set_field(self, "worker", integer("worker", self.worker, minimum=0, maximum=self.workers - 1))
 
 
 def worker_socket(runtime_dir: str | Path, worker: int) -> Path:

@@ -8,7 +8,7 @@ from typing import Any, overload
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from ace_gym.errors import ConfigError
+from ace_gym.errors import choice
 from ace_gym.parsing import FORMAT_EXAMPLES, TOOL_FORMATS, ParsedCall, ParsedTurn, parse_turn
 from ace_gym.spaces import arguments_json
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
@@ -105,8 +105,7 @@ class ChatAdapter(gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env, tool_format: str = "auto") -> None:
-        if tool_format not in TOOL_FORMATS:
-            raise ConfigError("tool_format", tool_format, f"must be one of {list(TOOL_FORMATS)}")
+        choice("tool_format", tool_format, TOOL_FORMATS)
         super().__init__(env)
         self.tool_format = tool_format
         self.action_space = AssistantTurn(getattr(env.action_space, "tool_names", ("done",)))

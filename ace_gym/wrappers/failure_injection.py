@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 
 from ace_gym.envs.ace_env import tool_label
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, choice, probability
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import TOOL_CALL_FAILED, failure
 
@@ -55,18 +55,16 @@ class ToolFailureInjection(gym.Wrapper):
         failure_modes: Sequence[str] = ("failed",),
         rng: str = "numpy",
     ) -> None:
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
-            raise ConfigError("rate", rate, "must be a probability in [0, 1]")
+        rate = probability("rate", rate)
         modes = tuple(failure_modes) if not isinstance(failure_modes, str) else (failure_modes,)
         unknown = [m for m in modes if m not in FAILURE_ENVELOPES]
         if not modes or unknown:
             raise ConfigError(
                 "failure_modes", failure_modes, f"must be a non-empty subset of {list(FAILURE_ENVELOPES)}"
             )
-        if rng not in RNG_KINDS:
-            raise ConfigError("rng", rng, f"must be one of {list(RNG_KINDS)}")
+        choice("rng", rng, RNG_KINDS)
         super().__init__(env)
-        self.rate = float(rate)
+        self.rate = rate
         self.failure_modes = modes
         self.rng_kind = rng
         self._draw: Any = None

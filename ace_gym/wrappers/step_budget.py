@@ -7,7 +7,7 @@ from typing import Any, cast
 import gymnasium as gym
 
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, flag, integer
 from ace_gym.scoring import evaluate_grid, grid_of_ids
 
 
@@ -37,8 +37,8 @@ class StepBudget(gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env, max_turns: int, *, notice: bool = False) -> None:
-        if type(max_turns) is not int or max_turns < 1:
-            raise ConfigError("max_turns", max_turns, "must be a positive integer")
+        max_turns = integer("max_turns", max_turns, minimum=1)
+        notice = flag("notice", notice)
         if not isinstance(env.unwrapped, AceEnv):
             raise ConfigError("env", env, "StepBudget wraps an ace-gym env (its unwrapped env must be an AceEnv)")
         super().__init__(env)

@@ -1,0 +1,156 @@
+"""The tool set of a domain: the table binding each tool key to its function, the OpenAI schemas
+generated from the functions' signatures and docstrings, and the dispatcher."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from ace_gym.domains import Domain
+from ace_gym.tools.functions import (
+    check_global_constraints,
+    check_slot_constraints,
+    done,
+    get_current_grid_state,
+    get_global_check_budget,
+    get_hidden_slot_query_budget,
+    get_item_attributes,
+    get_item_info,
+    get_slot_id,
+    query_candidate_from_attribute,
+    set_slot,
+)
+from ace_gym.tools.names import ToolKey, tool_names
+from ace_gym.tools.replies import INVALID, ToolError, ToolReply, echo, failed_reply
+from ace_gym.tools.state import EpisodeState
+
+TOOL_FUNCTIONS: dict[ToolKey, Callable[..., ToolReply]] = {
+    "set_slot": set_slot,
+    "grid_state": get_current_grid_state,
+    "slot_query_budget": get_hidden_slot_query_budget,
+    "global_check_budget": get_global_check_budget,
+    "slot_id": get_slot_id,
+    "done": done,
+    "query": query_candidate_from_attribute,
+    "item_info": get_item_info,
+    "item_attributes": get_item_attributes,
+    "slot_check": check_slot_constraints,
+    "global_check": check_global_constraints,
+}
+"""The function of every tool key (names: :data:`ace_gym.tools.names.TOOL_NAMES`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One tool bound to a domain: its key, public name, function, parameters and schema."""
+
+    key: ToolKey
+    name: str
+    function: Callable[..., ToolReply]
+    parameters: tuple[str, ...]
+    accepted: frozenset[str]  # the parameters, as a set
+    required: frozenset[str]
+    schema: dict[str, Any]
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    summary, _, rest = inspect.cleandoc(doc).partition("\n\n")
+    params = {}
+    for line in rest.splitlines():
+        name, sep, text = line.partition(": ")
+        if sep:
+            params[name.strip()] = text.strip()
+    return summary.strip(), params
+
+
+def _parameter_schema(annotation: Any, description: str, default: Any) -> dict[str, Any]:
+    """The JSON schema of one parameter: its type's schema, then the description and default, then
+    any ``enum`` the type implies (a Literal), in that key order."""
+    schema = TypeAdapter(annotation).json_schema()
+    enum = schema.pop("enum", None)
+    schema["description"] = description
+    if default is not inspect.Parameter.empty:
+        schema["default"] = default
+    if enum is not None:
+        schema["enum"] = enum
+    return schema
+
+
+def _make_tool(key: ToolKey, name: str, function: Callable[..., ToolReply], domain: Domain) -> Tool:
+    signature = inspect.signature(function)
+    summary, docs = _parse_docstring((function.__doc__ or "").format(title=domain.tool_title))
+    parameters = [p for p in signature.parameters.values() if p.name != "state"]
+    hints = inspect.get_annotations(function, eval_str=True)
+    properties = {p.name: _parameter_schema(hints[p.name], docs[p.name], p.default) for p in parameters}
+    required = [p.name for p in parameters if p.default is inspect.Parameter.empty]
+    schema = {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": summary,
+            "parameters": {"type": "object", "properties": properties, "required": required},
+        },
+    }
+    names = tuple(p.name for p in parameters)
+    return Tool(key, name, function, names, frozenset(names), frozenset(required), schema)
+
+
+class ToolSet:
+    """The 11 tools of one domain (6 common + 5 domain tools), by public name."""
+
+    def __init__(self, domain: Domain) -> None:
+        self.domain = domain
+        tools = [_make_tool(key, name, TOOL_FUNCTIONS[key], domain) for key, name in tool_names(domain).items()]
+        self.tools: dict[str, Tool] = {t.name: t for t in tools}
+        self.names: tuple[str, ...] = tuple(self.tools)
+        self.schemas: list[dict[str, Any]] = [t.schema for t in tools]
+        self._schemas_json = json.dumps(self.schemas)
+
+    def schema_copies(self) -> list[dict[str, Any]]:
+        """Fresh copies of :attr:`schemas` that the caller may change (faster than a deepcopy)."""
+        copies: list[dict[str, Any]] = json.loads(self._schemas_json)
+        return copies
+
+    def call(self, state: EpisodeState, name: Any, arguments: Any) -> ToolReply:
+        """Run one tool call. Never raises for bad input: unknown names, non-object or missing
+        arguments and bad values become failed replies."""
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return failed_reply(f"Unknown tool, '{echo(name)}' for domain '{self.domain.name}'")
+        if type(arguments) is not dict:  # the common case skips the coercions below
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments) if arguments.strip() else {}
+                except (ValueError, RecursionError) as error:
+                    return failed_reply(f"{INVALID}, arguments are not valid JSON ({echo(str(error))})")
+            if arguments is None:
+                arguments = {}
+            if not isinstance(arguments, Mapping):
+                return failed_reply(f"{INVALID}, arguments must be a JSON object, got {type(arguments).__name__}")
+        kwargs = arguments
+        if kwargs.keys() != tool.accepted:  # the common case (every parameter given) skips both checks
+            if not kwargs.keys() <= tool.accepted:  # extra arguments are ignored, as the published **kwargs did
+                kwargs = {p: arguments[p] for p in tool.parameters if p in arguments}
+            if not kwargs.keys() >= tool.required:
+                names = ", ".join(p for p in tool.parameters if p in tool.required and p not in kwargs)
+                return failed_reply(f"{INVALID}, missing required argument(s): {names}")
+        try:
+            return tool.function(state, **kwargs)
+        except ToolError as error:
+            return failed_reply(f"{INVALID}, {error}")
+
+
+_TOOLSETS: dict[str, ToolSet] = {}
+
+
+def toolset(domain: Domain) -> ToolSet:
+    """The (immutable, shared) tool set of ``domain``."""
+    found = _TOOLSETS.get(domain.name)
+    if found is None:
+        found = _TOOLSETS[domain.name] = ToolSet(domain)
+    return found

@@ -1,0 +1,414 @@
+"""The eleven ACE tools (docs/compatibility.md §3): one function per tool, with its argument coercion.
+
+Every tool takes the mutable :class:`~ace_gym.tools.state.EpisodeState` first and the model's
+arguments as keywords, and returns a :class:`~ace_gym.tools.replies.ToolReply` whose text is the
+envelope exactly as the published benchmark serialises it. A bad argument raises
+:class:`~ace_gym.tools.replies.ToolError`, which the tool set turns into the published failure.
+Checks run in the published order with the published messages; the deliberate departures are
+listed in the "Departures from the published release" section of :class:`ace_gym.envs.AceEnv`.
+The docstrings are the schemas' descriptions (``{title}`` is filled in per domain) and the
+annotations their types.
+"""
+
+from __future__ import annotations
+
+import json
+import operator as op
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from ace_gym.constraints import slot_violation_reason
+from ace_gym.tools.replies import (
+    GLOBAL_CHECK_CHARGE,
+    STOP_REPLY,
+    InstanceTexts,
+    ToolError,
+    ToolReply,
+    dumps,
+    echo,
+    ok_reply,
+    safe_repr,
+    valid_text,
+)
+from ace_gym.tools.state import EpisodeState
+
+if TYPE_CHECKING:
+    from ace_gym.instance import CompiledInstance, CompiledSlot
+
+Operator = Literal[">", ">=", "=", "<", "<=", "in", "not_in"]
+"""The query operators; the schema's ``enum`` for ``operator`` comes from this type."""
+OPERATORS: dict[Operator, Callable[[Any, Any], bool]] = {
+    ">": op.gt,
+    ">=": op.ge,
+    "=": op.eq,
+    "<": op.lt,
+    "<=": op.le,
+    "in": op.contains,
+    "not_in": op.contains,
+}
+_OPERATOR_LIST = ", ".join(OPERATORS)
+_OPERATOR_JSON = {name: dumps(name) for name in OPERATORS}
+
+
+# --------------------------------------------------------------------------------------------
+# argument coercion
+
+
+def _invalid_slot(row: int, col: int) -> ToolError:
+    return ToolError(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
+
+
+def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int]:
+    """Convert and range-check a cell; returns (row, col, hidden slot index or -1)."""
+    if type(row) is int and type(col) is int:  # the common case skips the conversions
+        r, c = row, col
+    else:
+        try:
+            r, c = int(row), int(col)
+        except (TypeError, ValueError, OverflowError):
+            raise ToolError("row and col must be integers") from None
+    compiled = state.compiled
+    if not (0 <= r < compiled.rows and 0 <= c < compiled.cols):
+        raise _invalid_slot(r, c)
+    return r, c, compiled.cell_slot_list[r * compiled.cols + c]
+
+
+def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot]:
+    r, c, s = _cell(state, row, col)
+    if s < 0:
+        raise ToolError(visible_message)
+    _check_revealed(state, s, r, c)
+    return s, state.compiled.slots[s]
+
+
+def _check_revealed(state: EpisodeState, s: int, row: int, col: int) -> None:
+    if state.revealed is not None and s not in state.revealed:
+        raise ToolError(f"Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.")
+
+
+# --------------------------------------------------------------------------------------------
+# common tools
+
+
+def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> ToolReply:
+    """Fill or clear a specific slot.
+
+    row: Row index as an integer.
+    col: Column index as an integer.
+    id: Item id as a string. Pass null or an empty string to clear the slot.
+    """
+    r, c, s = _cell(state, row, col)
+    if s < 0:
+        raise ToolError(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
+    _check_revealed(state, s, r, c)
+    if state.writable is not None and s not in state.writable:
+        raise ToolError(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
+    slot = state.compiled.slots[s]
+    if id is None or (isinstance(id, str) and not id):
+        if state.grid[slot.cell] < 0:
+            raise ToolError(f"Slot (row={r}, col={c}) is already empty.")
+        state.place(s, -1)
+        return ok_reply(f'{{"row": {r}, "col": {c}, "id": null, "message": "Hidden slot cleared."}}')
+    item_id = id if isinstance(id, str) else safe_repr(id)
+    item = slot.item_of_id.get(item_id)
+    if item is None:
+        raise ToolError(
+            f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
+        )
+    state.place(s, item)
+    shown = state.texts.cell_json[item]
+    return ok_reply(f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot updated."}}')
+
+
+def get_current_grid_state(state: EpisodeState) -> ToolReply:
+    """Return the full current grid state."""
+    cell_json = state.texts.cell_json
+    cols = state.compiled.cols
+    cells = [cell_json[i] for i in state.grid]
+    rows = ["[" + ", ".join(cells[k : k + cols]) + "]" for k in range(0, len(cells), cols)]
+    return ok_reply('{"slots": [' + ", ".join(rows) + "]}")
+
+
+def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> ToolReply:
+    """Get the remaining attribute-query budget for one hidden slot.
+
+    row: Row index as an integer.
+    col: Column index as an integer.
+    """
+    s, slot = _hidden(state, row, col, "Hidden-slot query budget is only available for hidden slots.")
+    budget, calls = state.query_budgets[s], state.query_calls[s]
+    if budget is None:
+        rest = (
+            f'"unlimited": true, "query_budget": "unlimited", "query_calls": {calls}, "remaining_queries": "unlimited"'
+        )
+    else:
+        rest = (
+            f'"unlimited": false, "query_budget": {budget}, "query_calls": {calls}, '
+            f'"remaining_queries": {max(0, budget - calls)}'
+        )
+    return ok_reply(f'{{"row": {slot.row}, "col": {slot.col}, {rest}}}')
+
+
+def get_global_check_budget(state: EpisodeState) -> ToolReply:
+    """Get the remaining global-check budget."""
+    budget, calls = state.global_budget, state.global_calls
+    if budget is None:
+        return ok_reply(
+            f'{{"remaining_global_checks": null, "global_check_budget": null, "global_check_calls": {calls}}}'
+        )
+    return ok_reply(
+        f'{{"remaining_global_checks": {max(0, budget - calls)}, "global_check_budget": {budget}, '
+        f'"global_check_calls": {calls}}}'
+    )
+
+
+def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
+    """Get the item id currently stored in a slot.
+
+    row: Row index as an integer.
+    col: Column index as an integer.
+    """
+    r, c, _ = _cell(state, row, col)
+    shown = state.texts.cell_json[state.grid[r * state.compiled.cols + c]]
+    return ok_reply(f'{{"row": {r}, "col": {c}, "id": {shown}}}')
+
+
+def done(state: EpisodeState) -> ToolReply:
+    """Call this function when you are done with the task."""
+    return STOP_REPLY
+
+
+# --------------------------------------------------------------------------------------------
+# domain tools (``{title}`` is filled in per domain)
+
+
+def query_candidate_from_attribute(
+    state: EpisodeState, row: int, col: int, field: str, operator: Operator, value: str | int | float | list[str]
+) -> ToolReply:
+    """Filter current-slot {title} candidates by one attribute condition.
+
+    row: Row index as an integer.
+    col: Column index as an integer.
+    field: One attribute name to filter on.
+    operator: For numeric fields use one of `>`, `>=`, `=`, `<`, `<=`; for categorical fields use `in` or `not_in`.
+    value: One numeric comparison value, or a string list for `in`/`not_in`.
+    """
+    s, slot = _hidden(state, row, col, "Attribute candidate queries are only allowed for hidden slots.")
+    budget = state.query_budgets[s]
+    if budget is not None and state.query_calls[s] >= budget:
+        raise ToolError(
+            f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
+        )
+    if not isinstance(field, str) or not field.strip():
+        raise ToolError("field must be a non-empty string")
+    field = field.strip()
+    compiled = state.compiled
+    if field not in compiled.allowed_fields:
+        raise ToolError(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
+    try:
+        compare = OPERATORS.get(operator)  # type: ignore[call-overload]
+    except TypeError:  # unhashable operator: the published release raised here
+        compare = None
+    if compare is None:
+        raise ToolError(f"operator must be one of: {_OPERATOR_LIST}")
+    is_set_query = operator in ("in", "not_in")
+    parsed = _parse_query_value(value, is_set_query)
+    numeric = field in compiled.numeric
+    if numeric and is_set_query:
+        raise ToolError("numeric fields only support: >, >=, =, <, <=")
+    if not numeric and not is_set_query:
+        raise ToolError("categorical fields only support: in, not_in")
+    if numeric and isinstance(parsed, str):
+        raise ToolError("numeric comparisons require a numeric value")
+    if isinstance(parsed, int) and parsed.bit_length() > 64:  # where the release would answer, echoing it
+        raise ToolError("numeric comparison values must fit in 64 bits")
+    texts = state.texts
+    column = _query_column(compiled, texts, s, field)
+    if is_set_query:
+        wanted = frozenset(parsed)  # type: ignore[arg-type]
+        if operator == "in":
+            matches = [f for v, f in column if v in wanted]
+        else:
+            matches = [f for v, f in column if v not in wanted]
+    else:
+        matches = [f for v, f in column if compare(v, parsed)]
+    state.query_calls[s] += 1
+    remaining = "null" if budget is None else str(budget - state.query_calls[s])
+    if is_set_query:
+        shown = valid_text("[" + ", ".join(map(dumps, parsed)) + "]")
+    else:
+        shown = str(parsed) if type(parsed) is int else dumps(parsed)
+    return ok_reply(
+        f'{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
+        f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(matches)}], '
+        f'"remaining_budget": {remaining}}}',
+        texts.query_charges[s],
+    )
+
+
+def _parse_query_value(value: Any, is_set_query: bool) -> Any:
+    """The query value as the published release reads it: a list of strings for ``in``/``not_in``;
+    else a number, or a string that is not one (refused later, after the field-kind checks).
+
+    A set-query string is stripped (``str.strip``: every Unicode whitespace) before it is tested
+    for a leading ``[`` and JSON-decoded; one that does not decode is kept whole, unstripped.
+    """
+    if is_set_query:
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("["):
+                try:
+                    value = json.loads(stripped)
+                except (ValueError, RecursionError):  # the release raises for the last two
+                    value = [value]
+            else:
+                value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ToolError("value must be a string list for `in` or `not_in` queries")
+        return value
+    if isinstance(value, bool):
+        raise ToolError("boolean values are not supported for attribute queries")
+    if isinstance(value, str):
+        try:
+            return float(value) if "." in value else int(value)
+        except ValueError:
+            return value
+    if isinstance(value, (int, float)):
+        return value
+    raise ToolError("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
+
+
+def _query_column(compiled: CompiledInstance, texts: InstanceTexts, s: int, field: str) -> tuple[tuple[Any, str], ...]:
+    """(value of ``field``, serialised match object) per candidate of slot ``s``, in stored order (cached)."""
+    found = texts.query_columns.get((s, field))
+    if found is None:
+        slot = compiled.slots[s]
+        key = texts.field_json[field]
+        found = tuple(
+            (compiled.items[i][field], f'{{"id": {texts.cell_json[i]}, {key}: {dumps(compiled.items[i][field])}}}')
+            for i in slot.candidate_items
+        )
+        texts.query_columns[(s, field)] = found
+    return found
+
+
+def get_item_info(state: EpisodeState, id: str) -> ToolReply:
+    """Return full {title} information for one id.
+
+    id: Item id as a string; only ids visible in the initial grid are accessible.
+    """
+    if not isinstance(id, str):
+        raise ToolError("id must be a string")
+    compiled = state.compiled
+    if id not in compiled.visible_ids:
+        raise ToolError(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
+    k = compiled.item_index[id]
+    texts = state.texts
+    item_json = texts.item_json.get(k)
+    if item_json is None:
+        item_json = texts.item_json[k] = dumps(compiled.items[k])
+    return ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {item_json}}}')
+
+
+def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[str]) -> ToolReply:
+    """Return selected attribute value(s) for a batch of {title} ids.
+
+    ids: List of item ids as strings, up to the current task limit; only ids visible in the initial grid.
+    field: Attribute name(s) to retrieve. A string for one attribute, or a list within the current task limit.
+    """
+    config, compiled = state.config, state.compiled
+    if isinstance(ids, str):
+        try:
+            ids = json.loads(ids)
+        except (ValueError, RecursionError):
+            raise ToolError("ids string must be a valid JSON list") from None
+    if not isinstance(ids, list):
+        raise ToolError("ids must be a list")
+    if not all(isinstance(i, str) for i in ids):
+        raise ToolError("each element in ids must be a string")
+    if len(ids) > config.max_query_ids:
+        raise ToolError(f"ids can contain at most {config.max_query_ids} items")
+    fields = _parse_fields(field)
+    if len(fields) > config.max_query_fields:
+        raise ToolError(f"field can specify at most {config.max_query_fields} attributes")
+    inaccessible = [i for i in ids if i not in compiled.visible_ids]
+    if inaccessible:
+        raise ToolError(
+            f"ids contain inaccessible item(s): {echo(', '.join(inaccessible))}. You may only inspect ids from non-hidden slots."
+        )
+    unknown = [f for f in fields if f not in compiled.allowed_fields]
+    if unknown:
+        raise ToolError(
+            f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(compiled.allowed_fields)}"
+        )
+    # serialised by hand from cached pieces; the same text as json.dumps of the published dict
+    texts = state.texts
+    entries = []
+    unique_fields = list(dict.fromkeys(fields))  # duplicates collapse in the payload, as dict keys did
+    for item_id in dict.fromkeys(ids):
+        k = compiled.item_index[item_id]
+        values, pairs = texts.attributes(compiled, k)
+        if len(fields) == 1:
+            shown = values[fields[0]]
+        else:
+            shown = "{" + ", ".join([pairs[f] for f in unique_fields]) + "}"
+        entries.append(f"{texts.cell_json[k]}: {shown}")
+    field_list = ", ".join([texts.field_json[f] for f in fields])
+    return ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
+
+
+def _parse_fields(field: Any) -> list[str]:
+    if isinstance(field, str):
+        stripped = field.strip()
+        fields: Any = [stripped] if stripped else []
+        if stripped.startswith("["):
+            try:
+                decoded = json.loads(stripped)
+            except (ValueError, RecursionError):
+                decoded = None
+            if isinstance(decoded, list):
+                fields = decoded
+    elif isinstance(field, list):
+        fields = field
+    else:
+        raise ToolError("field must be a string or a list of attribute names")
+    if not all(isinstance(f, str) for f in fields):
+        raise ToolError("each field must be a string")
+    fields = [f.strip() for f in fields if f.strip()]
+    if not fields:
+        raise ToolError("field must specify at least one attribute name")
+    return fields
+
+
+def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply:
+    """Check whether a hidden slot satisfies its slot constraints.
+
+    row: Row index as an integer.
+    col: Column index as an integer.
+    """
+    _s, slot = _hidden(state, row, col, "Slot constraint checks are only allowed for hidden slots.")
+    item = state.grid[slot.cell]
+    if item < 0:
+        raise ToolError(f"Slot (row={slot.row}, col={slot.col}) has not been filled yet.")
+    valid = item in slot.valid_items
+    head = f'{{"is_valid": {"true" if valid else "false"}, "row": {slot.row}, "col": {slot.col}'
+    if not state.config.check_include_reason:
+        return ok_reply(head + "}")
+    reason = "null" if valid else dumps(slot_violation_reason(slot.row, slot.col))
+    return ok_reply(f'{head}, "reason": {reason}}}')
+
+
+def check_global_constraints(state: EpisodeState) -> ToolReply:
+    """Check whether the current {title} grid satisfies the global constraints."""
+    if state.empty_cells:
+        raise ToolError("The current grid must be fully filled before global constraints can be checked.")
+    budget = state.global_budget
+    if budget is not None and state.global_calls >= budget:
+        raise ToolError(f"Global constraint check budget exhausted. Used {state.global_calls}/{budget} calls.")
+    state.global_calls += 1
+    reason = state.global_violation()
+    valid = "true" if reason is None else "false"
+    if not state.config.check_include_reason:
+        return ok_reply(f'{{"is_valid": {valid}}}', GLOBAL_CHECK_CHARGE)
+    reason_json = "null" if reason is None else dumps(reason)
+    return ok_reply(f'{{"is_valid": {valid}, "reason": {reason_json}}}', GLOBAL_CHECK_CHARGE)

@@ -1,0 +1,149 @@
+"""What a tool call returns: the typed :class:`ToolReply` around the envelope text, the envelope
+builders, and the per-instance cache of serialised pieces replies are assembled from.
+
+The envelope text is exactly what the published benchmark sends the model:
+``json.dumps({"status", "messages", "data"}, ensure_ascii=False)``. The reply carries beside it
+the facts the tool layer knows and the env must not re-derive from the text: whether the call
+succeeded, whether it ends the episode, and which budget it charged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+if TYPE_CHECKING:
+    from ace_gym.instance import CompiledInstance
+
+ECHO_LIMIT = 200
+_SUCCESS = '{"status": "success", "messages": "Successfully executed tool", "data": '
+STOP = '{"status": "success", "messages": "###STOP###", "data": {}}'
+TOOL_CALL_FAILED = '{"status": "failed", "messages": "Tool call failed", "data": {}}'
+INVALID = "Invalid tool arguments"
+
+
+class Charge(NamedTuple):
+    """A budget one call used: ``"query"`` (the attribute-query budget of the hidden slot at
+    ``cell`` = (row, col)) or ``"global_check"`` (the episode's global-check budget, ``cell`` None)."""
+
+    budget: Literal["query", "global_check"]
+    cell: tuple[int, int] | None = None
+
+
+GLOBAL_CHECK_CHARGE = Charge("global_check")
+
+
+class ToolReply(NamedTuple):
+    """One tool call's result: the envelope ``text`` the model sees; ``ok``, its status is
+    success; ``ends_episode``, the call was a successful ``done``; ``charged``, the budget it
+    used (None for calls that use none, and for every failed call)."""
+
+    text: str
+    ok: bool
+    ends_episode: bool = False
+    charged: Charge | None = None
+
+
+_new_reply = tuple.__new__  # ToolReply(...) without the keyword-handling __new__: replies are built per call
+
+
+def ok_reply(data_json: str, charged: Charge | None = None) -> ToolReply:
+    """A success reply around already-serialised ``data``."""
+    return _new_reply(ToolReply, (_SUCCESS + data_json + "}", True, False, charged))
+
+
+def failed_reply(message: str) -> ToolReply:
+    """A failed reply with the full message (``"<ErrorType>, <detail>"``): :func:`failure`'s text."""
+    return _new_reply(
+        ToolReply, ('{"status": "failed", "messages": ' + dumps(message) + ', "data": {}}', False, False, None)
+    )
+
+
+def failure(message: str) -> str:
+    """The failed envelope text with the full message (``"<ErrorType>, <detail>"``)."""
+    return '{"status": "failed", "messages": ' + dumps(message) + ', "data": {}}'
+
+
+STOP_REPLY = ToolReply(STOP, ok=True, ends_episode=True)
+
+
+class ToolError(Exception):
+    """Raised inside a tool to reply ``Invalid tool arguments, <detail>``; never leaves the tool set."""
+
+
+# ``json.dumps(value, ensure_ascii=False)`` builds a new encoder on every call (it only caches the
+# default one); the bound method of one encoder gives the same text several times faster.
+dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def echo(text: object) -> str:
+    """A model-supplied value for an error message, clipped to :data:`ECHO_LIMIT` characters."""
+    text = text if isinstance(text, str) else safe_repr(text)
+    return valid_text(text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}...[{len(text)} chars]")
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD, so that it encodes as UTF-8.
+
+    JSON arguments may spell a lone surrogate as an escape (``"\\ud800"``); echoed back raw it
+    would make the observation unencodable for a tokenizer.
+    """
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def safe_repr(value: object) -> str:
+    """``str(value)``, or a short description when that is huge (an integer beyond 64 bits) or fails."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"<{value.bit_length()}-bit integer>"
+    try:
+        return str(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__}>"
+
+
+class InstanceTexts:
+    """Serialised pieces of one compiled instance, built on first use and shared read-only by
+    every episode on it (see :func:`texts_of`).
+
+    ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
+    cell (-1 = empty) indexes it directly; ``item_json`` holds full item dicts as JSON,
+    ``attribute_json`` their fields one by one, ``query_columns`` the per-(slot, field)
+    candidate values and match objects of the query tool (all filled lazily), and
+    ``query_charges[s]`` the :class:`Charge` of a query on hidden slot ``s``.
+    """
+
+    __slots__ = ("attribute_json", "cell_json", "field_json", "item_json", "query_charges", "query_columns")
+
+    def __init__(self, compiled: CompiledInstance) -> None:
+        self.cell_json: tuple[str, ...] = (*(dumps(i) for i in compiled.item_ids), "null")
+        self.field_json: dict[str, str] = {field: dumps(field) for field in compiled.allowed_fields}
+        self.item_json: dict[int, str] = {}
+        self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
+        self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
+        self.query_charges: tuple[Charge, ...] = tuple(Charge("query", (s.row, s.col)) for s in compiled.slots)
+
+    def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
+        """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""
+        found = self.attribute_json.get(item)
+        if found is None:
+            values = {f: dumps(v) for f, v in compiled.items[item].items()}
+            pairs = {f: f"{dumps(f)}: {v}" for f, v in values.items()}
+            found = self.attribute_json[item] = (values, pairs)
+        return found
+
+
+_TEXTS: weakref.WeakKeyDictionary[CompiledInstance, InstanceTexts] = weakref.WeakKeyDictionary()
+
+
+def texts_of(compiled: CompiledInstance) -> InstanceTexts:
+    """The shared :class:`InstanceTexts` of ``compiled`` (built on first use, dropped with it)."""
+    found = _TEXTS.get(compiled)
+    if found is None:
+        found = _TEXTS.setdefault(compiled, InstanceTexts(compiled))
+    return found
