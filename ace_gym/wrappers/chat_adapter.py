@@ -118,6 +118,11 @@ class ChatAdapter(gym.Wrapper):
         """A copy of the conversation so far."""
         return list(self._messages)
 
+    @property
+    def conversation(self) -> ConversationView:
+        """The conversation so far as a read-only view, as ``info["messages"]`` holds it (no copy)."""
+        return ConversationView(self._messages)
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:

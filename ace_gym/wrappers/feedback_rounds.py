@@ -101,7 +101,7 @@ class FeedbackRounds(gym.Wrapper, gym.utils.RecordConstructorArgs):
             return observation, self.rounds.reward(), terminated, truncated, info
         observation = self._resume(verdict.feedback)
         if "messages" in info:  # a chat stack: the conversation now ends with the feedback
-            info["messages"] = self.env.get_wrapper_attr("messages")
+            info["messages"] = self.env.get_wrapper_attr("conversation")
         return observation, 0.0, False, False, info
 
     def _core(self) -> AceEnv:
