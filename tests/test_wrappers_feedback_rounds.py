@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import pytest
+from gymnasium.utils.env_checker import check_env
 
 from ace_gym.agents import ExactSolver, GreedyLocal, GreedyRevise, RandomPolicy, ScriptedPolicy
 from ace_gym.agents.base import Completion
@@ -172,6 +174,14 @@ def test_feedback_rounds__one_attempt_at_the_exact_threshold_is_a_no_op_on_the_b
 def test_feedback_rounds__rejects_bad_arguments(arguments: dict[str, Any], field: str) -> None:
     with pytest.raises(ConfigError, match=field):
         FeedbackRounds(AceEnv("course"), **arguments)
+
+
+@pytest.mark.parametrize("final_reward", ["final", "pass_discount"])
+def test_feedback_rounds__passes_the_env_checker(final_reward: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.filterwarnings("ignore", message=".*different from the unwrapped version")
+        check_env(FeedbackRounds(AceEnv("pc_build"), threshold=1.0, final_reward=final_reward), skip_render_check=True)
 
 
 def test_feedback_rounds__refuses_an_env_that_is_not_an_ace_stack() -> None:
