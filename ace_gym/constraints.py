@@ -414,6 +414,10 @@ class CompiledGlobalRule:
             return value <= self.bound
         return not complete or value >= self.bound
 
+    def shortfall(self, value: int) -> int:
+        """How far an aggregate ``value`` is from meeting the bound on a complete grid (0 when met)."""
+        return max(0, value - self.bound if self.kind.upper else self.bound - value)
+
 
 def global_rule_text(rule: GlobalRule, bound: int, domain: Domain) -> str:
     """The instruction / failure sentence of a global rule (docs/compatibility.md §1.6)."""

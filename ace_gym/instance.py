@@ -57,7 +57,7 @@ import stat
 import threading
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from importlib import resources
 from itertools import zip_longest
@@ -291,14 +291,15 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 
 def item_columns(
-    items: Sequence[dict[str, int | str]], domain: Domain
+    items: Sequence[Mapping[str, Any]], domain: Domain, names: Sequence[str] | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, tuple[str, ...]]]]:
     """Read-only attribute columns over ``items``: ``numeric[attr]`` int64 values and
     ``categorical[attr]`` ``(codes, vocabulary)``, the vocabulary being the sorted union of the
-    domain's declared values and any others present."""
+    domain's declared values and any others present. ``names`` limits the columns to those
+    attributes (the items need only hold them); None means every attribute of the domain."""
     numeric: dict[str, np.ndarray] = {}
     categorical: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
-    for attribute in domain.attributes:
+    for attribute in domain.attributes if names is None else [domain.attribute(name) for name in names]:
         column = [item[attribute.name] for item in items]
         if isinstance(attribute, NumericAttribute):
             numeric[attribute.name] = _frozen(np.asarray(column, dtype=np.int64))

@@ -15,6 +15,13 @@ PROCEDURAL_ENV_IDS: tuple[str, ...] = tuple(
 )
 """``ACE-<domain>-<variant>-v0`` for every procedural variant of :data:`ace_gym.presets.PROCEDURAL_PRESETS`."""
 
+SCENARIO_ENV_IDS: dict[str, dict[str, str]] = {
+    "ACE-Scenario-v0": {},
+    **{f"ACE-{domain}-scenario-v0": {"domain": domain} for domain in DOMAIN_NAMES},
+}
+"""AgencyBench-style staged scenarios (:class:`ace_gym.envs.scenario.ScenarioEnv`) -> kwargs;
+``ACE-Scenario-v0`` takes ``domain=`` (course by default)."""
+
 ALB_ENTRY_POINTS: dict[str, str] = {
     "ALB-QA-v0": "ace_gym.longbench.qa_env:ALBQAEnv",
     "ALB-Puzzle-v0": "ace_gym.longbench.puzzle_env:ALBPuzzleEnv",
@@ -61,6 +68,9 @@ def register_envs() -> None:
                     kwargs={"domain": domain},
                     additional_wrappers=(wrapper,),
                 )
+    for env_id, kwargs in SCENARIO_ENV_IDS.items():
+        if env_id not in registry:
+            register(id=env_id, entry_point="ace_gym.envs.scenario:ScenarioEnv", kwargs=kwargs)
     for env_id, entry_point in {**PLANNING_ENTRY_POINTS, **ALB_ENTRY_POINTS}.items():
         if env_id not in registry:
             register(id=env_id, entry_point=entry_point)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ace_gym.constraints import aggregate
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
+from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.planning.settings import SETTINGS, apply_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.spaces import ToolCall
@@ -29,6 +30,7 @@ from ace_gym.wrappers import (
     ChatMessages,
     CostAnnotatedTools,
     ExtraneousTools,
+    FeedbackRounds,
     Refine,
     StepBudget,
     ToolFailureInjection,
@@ -310,6 +312,10 @@ TOOL_CALL_LAYERS: dict[str, Any] = {
     "StepBudget": lambda: StepBudget(_core(), 9, notice=True),
     "StepBudget(ToolFailureInjection)": lambda: StepBudget(ToolFailureInjection(_core(), 0.5), 9, notice=True),
     **PLANNING_LAYERS,
+    "ScenarioEnv": lambda: ScenarioEnv("course", max_steps=10**6, max_attempts=2),
+    "FeedbackRounds(ToolFailureInjection)": lambda: FeedbackRounds(
+        ToolFailureInjection(_core(), 0.5), max_attempts=3, threshold=1.0, feedback="directive"
+    ),
 }
 CHAT_LAYERS: dict[str, Any] = {
     "ChatAdapter": lambda: ChatAdapter(_core()),
@@ -318,6 +324,12 @@ CHAT_LAYERS: dict[str, Any] = {
         ChatAdapter(ToolFailureInjection(_core(), 0.5)), 9, notice=True
     ),
     "StepBudget(ChatAdapter(every setting))": lambda: StepBudget(ChatAdapter(_planning_stack()), 9, notice=True),
+    "FeedbackRounds(StepBudget(ChatAdapter(ToolFailureInjection)))": lambda: FeedbackRounds(
+        StepBudget(ChatAdapter(ToolFailureInjection(_core(), 0.5)), 9, notice=True), max_attempts=3, threshold=1.0
+    ),
+    "StepBudget(ChatAdapter(ScenarioEnv))": lambda: StepBudget(
+        ChatAdapter(ScenarioEnv("course", max_steps=10**6)), 9, notice=True
+    ),
 }
 LAYERS = [(name, make, TOOL_CALL_REPRODUCERS) for name, make in TOOL_CALL_LAYERS.items()] + [
     (name, make, CHAT_REPRODUCERS) for name, make in CHAT_LAYERS.items()
@@ -498,6 +510,12 @@ VECTOR_WRAPPERS = {
         partial(ToolFailureInjection, rate=0.5),
         ChatAdapter,
         partial(StepBudget, max_turns=9, notice=True),
+    ],
+    "FeedbackRounds(StepBudget(ChatAdapter(ToolFailureInjection)))": [
+        partial(ToolFailureInjection, rate=0.5),
+        ChatAdapter,
+        partial(StepBudget, max_turns=9, notice=True),
+        partial(FeedbackRounds, max_attempts=3, threshold=1.0),
     ],
 }
 

@@ -1,6 +1,6 @@
-"""Agents that play ACE envs: scripted baselines (exact solver, greedy-local, random), the
-interfaces LLM policies implement (``ace_gym.agents.llm``), and policies by name
-(:func:`make_policy`)."""
+"""Agents that play ACE envs: scripted baselines (exact solver, greedy-local, greedy-local with a
+revise step, random), the interfaces LLM policies implement (``ace_gym.agents.llm``), and
+policies by name (:func:`make_policy`)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from ace_gym.agents.policies import (
     policy_name,
 )
 from ace_gym.agents.random_policy import RandomPolicy
+from ace_gym.agents.revise import GreedyRevise
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.agents.task_view import DONE, Script, ToolCallDict
 
@@ -28,6 +29,7 @@ __all__ = [
     "Completion",
     "ExactSolver",
     "GreedyLocal",
+    "GreedyRevise",
     "Policy",
     "RandomPolicy",
     "Script",

@@ -14,9 +14,11 @@ Two kinds of policy meet an ACE env:
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -85,26 +87,38 @@ class ScriptedEpisode:
 
     ``act(observation)`` returns the next tool call: the first call ignores ``observation`` (the
     script already got the reset observation), later ones pass the previous call's response to
-    the script. Once the script returns (or without a script: ``None``), every call is ``done``. ``notes`` is the
-    policy's account of the episode (e.g. what a finite budget kept it from doing); the collector
-    stores it in the episode record.
+    the script. Once the script returns (or without a script: ``None``), every call is ``done``,
+    unless ``next_task`` turns a response into a new script: a reply that opens a new task (a
+    scenario's next stage) starts one. ``notes`` is the policy's account of the episode (e.g.
+    what a finite budget kept it from doing); the collector stores it in the episode record.
     """
 
-    def __init__(self, script: Script | None, notes: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        script: Script | None,
+        notes: dict[str, Any],
+        next_task: Callable[[str], Script | None] | None = None,
+    ) -> None:
         self._script = script
         self._started = False
+        self._next_task = next_task
         self.notes = notes
 
     def act(self, observation: str) -> ToolCallDict:
-        if self._script is None:
-            return dict(DONE)
-        try:
-            call = self._script.send(observation) if self._started else next(self._script)
-        except StopIteration:
-            self._script = None
-            return dict(DONE)
-        self._started = True
-        return call
+        restarted = False
+        while True:
+            if self._script is None:
+                if restarted or self._next_task is None:
+                    return dict(DONE)
+                self._script, self._started, restarted = self._next_task(observation), False, True
+                continue
+            try:
+                call = self._script.send(observation) if self._started else next(self._script)
+            except StopIteration:
+                self._script = None
+                continue
+            self._started = True
+            return call
 
 
 class ScriptedPolicy(ABC):
@@ -124,7 +138,27 @@ class ScriptedPolicy(ABC):
         except TaskTextError as error:  # texts this policy cannot read: no calls, said in the notes
             notes["error"] = str(error)
             return ScriptedEpisode(None, notes)
-        return ScriptedEpisode(self.script(view, info, np.random.default_rng(seed), notes), notes)
+        rng = np.random.default_rng(seed)
+        next_task = partial(self._next_task, info, rng, notes, view.known)
+        return ScriptedEpisode(self.script(view, info, rng, notes), notes, next_task)
+
+    def _next_task(
+        self,
+        info: Mapping[str, Any],
+        rng: np.random.Generator,
+        notes: dict[str, Any],
+        known: dict[str, dict[str, Any]],
+        reply: str,
+    ) -> Script | None:
+        """The script of the task a tool ``reply`` opens (a success envelope whose message holds a
+        grid and names new hidden slots, as a scenario's next stage does), or None."""
+        try:
+            envelope = json.loads(reply)
+            text = envelope["messages"] if envelope["status"] == "success" else ""
+            view = read_task(text, {**info, "system_prompt": f"{info['system_prompt']}\n{text}"}, known)
+        except (ValueError, TypeError, KeyError):  # TaskTextError is a ValueError
+            return None
+        return self.script(view, info, rng, notes) if view.slots else None
 
     def act_batch(self, episodes: Sequence[ScriptedEpisode], observations: Sequence[str]) -> list[ToolCallDict]:
         """The batched entry point: the next call of every episode, given its last observation."""

@@ -8,14 +8,18 @@ calls the global check. Deterministic: the candidate order is fixed per instance
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ace_gym.agents.base import ScriptedPolicy
-from ace_gym.agents.solver import slot_candidates
-from ace_gym.agents.task_view import Script, TaskView, call, succeeded
+from ace_gym.agents.solver import Values, slot_candidates
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict, call, succeeded
+
+Filled = list[tuple[str | None, dict[str, Values]]]
+"""Per hidden slot (in ``view.slots`` order): the id set there (None if none) and its slot-valid
+candidates with the values their queries returned."""
 
 
 class GreedyLocal(ScriptedPolicy):
@@ -27,14 +31,24 @@ class GreedyLocal(ScriptedPolicy):
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
-        unfilled = []
-        for slot in view.slots:
-            valid = yield from slot_candidates(view, slot)
-            if not valid:
-                unfilled.append([slot.row, slot.col])
-                continue
-            envelope = yield from call("set_slot", row=slot.row, col=slot.col, id=next(iter(valid)))
-            if not succeeded(envelope):
-                unfilled.append([slot.row, slot.col])
-        if unfilled:
-            notes["unfilled"] = unfilled
+        yield from greedy_fill(view, notes)
+
+
+def greedy_fill(view: TaskView, notes: dict[str, Any]) -> Generator[ToolCallDict, str, Filled]:
+    """Greedy-local's calls (see the module docstring); returns what it set and learnt per slot."""
+    filled: Filled = []
+    unfilled = []
+    for slot in view.slots:
+        valid = yield from slot_candidates(view, slot)
+        if not valid:
+            unfilled.append([slot.row, slot.col])
+            filled.append((None, valid or {}))
+            continue
+        chosen = next(iter(valid))
+        envelope = yield from call("set_slot", row=slot.row, col=slot.col, id=chosen)
+        if not succeeded(envelope):
+            unfilled.append([slot.row, slot.col])
+        filled.append((chosen if succeeded(envelope) else None, valid))
+    if unfilled:
+        notes["unfilled"] = unfilled
+    return filled

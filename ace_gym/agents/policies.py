@@ -1,6 +1,6 @@
 """Policies by name: the one way the command line, the examples and the integrations name a policy.
 
-A policy spec is a scripted policy's name (``solver``, ``greedy``, ``random``; the planning
+A policy spec is a scripted policy's name (``solver``, ``greedy``, ``greedy-revise``, ``random``; the planning
 settings' ``cost-solver``, ``refuse`` and ``probe-retry|replace|alternative|refuse``, see
 :mod:`ace_gym.agents.probes`) or an LLM engine
 ``KIND:TARGET`` (``vllm:MODEL_PATH``, ``hf:MODEL_PATH``, ``openai:MODEL@URL``; see
@@ -20,11 +20,12 @@ from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.llm import ENGINE_KINDS
 from ace_gym.agents.probes import PROBES
 from ace_gym.agents.random_policy import RandomPolicy
+from ace_gym.agents.revise import GreedyRevise
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.errors import ConfigError, did_you_mean
 
 SCRIPTED_POLICIES: dict[str, type[ScriptedPolicy]] = {
-    policy.name: policy for policy in (ExactSolver, GreedyLocal, RandomPolicy, CostAwareSolver, *PROBES)
+    policy.name: policy for policy in (ExactSolver, GreedyLocal, GreedyRevise, RandomPolicy, CostAwareSolver, *PROBES)
 }
 POLICY_SPECS = f"{'|'.join(SCRIPTED_POLICIES)}|vllm:MODEL_PATH|hf:MODEL_PATH|openai:MODEL@URL"
 """The policy specs, as a command line's help shows them."""

@@ -66,6 +66,23 @@ def slot_candidates(view: TaskView, slot: SlotView) -> Generator[ToolCallDict, s
     return valid
 
 
+def learn_values(
+    view: TaskView, slot: SlotView, valid: dict[str, Values], attributes: list[str]
+) -> Generator[ToolCallDict, str, list[str]]:
+    """Query ``slot`` once per attribute of ``attributes`` that some of its candidates ``valid``
+    lack, recording each candidate's value into ``valid``. Returns the attributes left unknown
+    when a query failed (empty when all are known)."""
+    unknown = [a for a in attributes if any(a not in known for known in valid.values())]
+    for position, attribute in enumerate(unknown):
+        envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, attribute))
+        if not succeeded(envelope):
+            return unknown[position:]
+        for match in envelope["data"]["matches"]:
+            if match["id"] in valid:
+                valid[match["id"]][attribute] = match[attribute]
+    return []
+
+
 def list_all_query(view: TaskView, attribute: str) -> dict[str, Any]:
     """Query arguments matching every candidate while returning ``attribute``."""
     if attribute in view.domain.numeric_attributes:
@@ -82,7 +99,11 @@ class ExactSolver(ScriptedPolicy):
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
         cells = view.rows * view.cols
-        rules = [(rule, bound) for rule, bound in view.global_rules() if rule_can_bind(rule, bound, cells)]
+        rules = [
+            (rule, bound)
+            for rule, bound in view.global_rules()
+            if rule_can_bind(rule, bound, cells) and (view.completes_the_grid or kind_of(rule).upper)
+        ]  # a stage that leaves cells open is held to upper bounds only (a scenario's stages)
         gathered = yield from self.gather(view, info, rules, notes)
         if gathered is not None:
             yield from settle(view, *gathered, notes)
@@ -125,7 +146,8 @@ def settle(
     known_rules, deferred = _split_by_knowledge(rules, visible, candidates)
     if deferred:
         notes["deferred_rules"] = [rule.name for rule, _ in deferred]
-    yield from _place_and_verify(view, search(view, visible, candidates, known_rules), bool(deferred), notes)
+    completions = search(view, visible, candidates, known_rules)
+    yield from _place_and_verify(view, candidates, completions, bool(deferred), notes)
 
 
 def _complete_candidates(
@@ -135,17 +157,9 @@ def _complete_candidates(
     in place; returns the queries it had no budget for (``{"row", "col", "fields"}`` per slot)."""
     missing: list[dict[str, Any]] = []
     for slot, valid in zip(view.slots, candidates, strict=True):
-        unknown = [a for a in attributes if any(a not in known for known in valid.values())]
-        for position, attribute in enumerate(unknown):
-            envelope = yield from call(
-                view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, attribute)
-            )
-            if not succeeded(envelope):
-                missing.append({"row": slot.row, "col": slot.col, "fields": unknown[position:]})
-                break
-            for match in envelope["data"]["matches"]:
-                if match["id"] in valid:
-                    valid[match["id"]][attribute] = match[attribute]
+        left = yield from learn_values(view, slot, valid, attributes)
+        if left:
+            missing.append({"row": slot.row, "col": slot.col, "fields": left})
     return missing
 
 
@@ -164,23 +178,28 @@ def _split_by_knowledge(
 
 
 def _place_and_verify(
-    view: TaskView, completions: Iterator[tuple[str, ...]], deferred: bool, notes: dict[str, Any]
+    view: TaskView,
+    candidates: list[dict[str, Values]],
+    completions: Iterator[tuple[str, ...]],
+    deferred: bool,
+    notes: dict[str, Any],
 ) -> Script:
-    """Set each completion in turn (only the cells that change) and ask the global check, until
-    one passes or the checks run out; records ``verified``, ``exhausted`` and
+    """Set each completion in turn (only the cells that change; a placed item's values join
+    ``view.known``) and ask the global check, until one passes or the checks run out; records ``verified``, ``exhausted`` and
     ``completions_tried`` (or ``error`` when a set fails) in ``notes``."""
     checks_left = view.global_check_budget
     placed: dict[tuple[int, int], str] = {}
     tried = 0
     for assignment in completions:
         tried += 1
-        for slot, item in zip(view.slots, assignment, strict=True):
+        for position, (slot, item) in enumerate(zip(view.slots, assignment, strict=True)):
             if placed.get(slot.cell) != item:
                 envelope = yield from call("set_slot", row=slot.row, col=slot.col, id=item)
                 if not succeeded(envelope):
                     notes["error"] = f"set_slot failed on slot ({slot.row}, {slot.col}): {envelope.get('messages')}"
                     return
                 placed[slot.cell] = item
+                view.known[item] = candidates[position][item]
         if checks_left == 0:
             notes["verified"] = False
             if deferred:
@@ -202,9 +221,10 @@ def _place_and_verify(
 
 
 def visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
-    """Attribute values of every visible item, in batches of the tool's id and field limits."""
-    ids = list(dict.fromkeys(view.visible_ids))
-    values: dict[str, Values] = {item: {} for item in ids}
+    """Attribute values of every visible item, in batches of the tool's id and field limits; items
+    whose values the agent already knows (``view.known``) are not asked about again."""
+    values: dict[str, Values] = {item: dict(view.known.get(item, {})) for item in dict.fromkeys(view.visible_ids)}
+    ids = [item for item, known in values.items() if any(a not in known for a in attributes)]
     for start in range(0, len(ids), view.max_query_ids):
         batch = ids[start : start + view.max_query_ids]
         for field_start in range(0, len(attributes), view.max_query_fields):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
@@ -23,6 +23,7 @@ from ace_gym.tools.names import ToolKey, tool_name
 TOOL_FAILED_MESSAGE = "Tool call failed"
 MAX_RETRIES = 8
 _BOUND_SENTINEL = 987654321
+_SLOT_HEADER = re.compile(r"^For slot \((\d+), (\d+)\):$", re.MULTILINE)
 
 ToolCallDict = dict[str, Any]
 """One tool call as the core env takes it: ``{"name": str, "arguments": dict}``."""
@@ -57,7 +58,9 @@ class TaskView:
 
     ``global_bounds`` maps each of the domain's global rules (in rule order) to its threshold;
     ``global_check_budget`` is None when unlimited; ``max_query_ids``/``max_query_fields`` are the
-    batch limits of the item-attributes tool.
+    batch limits of the item-attributes tool. ``known`` holds attribute values the agent learnt
+    earlier in the episode (item id -> values): a scenario's later stage shows the items set in
+    earlier stages in its grid, and the item tools answer only for the items visible at reset.
     """
 
     domain: Domain
@@ -67,6 +70,13 @@ class TaskView:
     global_check_budget: int | None
     max_query_ids: int
     max_query_fields: int
+    known: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+
+    @property
+    def completes_the_grid(self) -> bool:
+        """Whether filling :attr:`slots` fills every empty cell (not so in a scenario's early stages,
+        where lower-bound rules are not checked yet)."""
+        return sum(item is None for row in self.grid for item in row) == len(self.slots)
 
     @property
     def rows(self) -> int:
@@ -88,8 +98,12 @@ class TaskView:
         return [(rule, self.global_bounds[rule.name]) for rule in self.domain.global_rules]
 
 
-def read_task(observation: str, info: Mapping[str, Any]) -> TaskView:
-    """Read the task from a core env's reset ``observation`` and ``info`` (domain, system prompt)."""
+def read_task(observation: str, info: Mapping[str, Any], known: dict[str, dict[str, Any]] | None = None) -> TaskView:
+    """Read the task from a core env's reset ``observation`` and ``info`` (domain, system prompt).
+
+    The hidden slots to fill are the empty cells the task policy names (``For slot (r, c):``):
+    every empty cell in an ACE task, the current stage's in a staged scenario. ``known``: values
+    learnt earlier in the episode (see :class:`TaskView`)."""
     domain = get_domain(info["domain"])
     prompt: str = info["system_prompt"]
     grid_line = next((line for line in observation.splitlines() if line.startswith("[")), None)
@@ -114,15 +128,17 @@ def read_task(observation: str, info: Mapping[str, Any]) -> TaskView:
             raise TaskTextError(f"unknown slot-rule attribute {attribute!r}")
         kind = next(k.name for k in SLOT_KINDS.values() if k.relation == relation)
         rules.setdefault((int(row), int(col)), []).append((attribute_of[attribute], kind, int(bound)))
+    named = {(int(row), int(col)) for row, col in _SLOT_HEADER.findall(prompt)}
     slots = tuple(
         SlotView(r, c, tuple(rules.get((r, c), ())))
         for r, row_items in enumerate(grid)
         for c, item in enumerate(row_items)
-        if item is None
+        if item is None and (r, c) in named
     )
     limits = re.search(r"for up to (\d+) selected attributes for up to (\d+) such ids", prompt)
     max_fields, max_ids = (int(limits.group(1)), int(limits.group(2))) if limits else (5, 5)
-    return TaskView(domain, grid, bounds, slots, _global_check_budget(prompt, domain), max_ids, max_fields)
+    budget = _global_check_budget(prompt, domain)
+    return TaskView(domain, grid, bounds, slots, budget, max_ids, max_fields, {} if known is None else known)
 
 
 def _global_check_budget(prompt: str, domain: Domain) -> int | None:

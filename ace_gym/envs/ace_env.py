@@ -133,8 +133,9 @@ class AceEnv(gym.Env[str, ActionType]):
 
     ## Methods for wrappers and agents
     :meth:`score` (the current grid scored as a last step would score it), :attr:`grid` (a copy
-    of the current id grid), :meth:`budgets`, :attr:`compiled` and :attr:`state` (the current
-    instance and episode state; solvers and tests read them, wrappers use the first three).
+    of the current id grid), :meth:`budgets`, :meth:`resume` (reopen an ended episode for another
+    attempt, for :class:`~ace_gym.wrappers.FeedbackRounds`), :attr:`compiled` and :attr:`state`
+    (the current instance and episode state; solvers and tests read them, wrappers use the others).
 
     ## Version History
     * v0: first release, parity with the published ACE-Bench tools on its 5x5 data.
@@ -190,14 +191,7 @@ class AceEnv(gym.Env[str, ActionType]):
         self._steps = 0
         self._finished = False
         instance = compiled.instance
-        system_prompt = render_system_prompt(
-            self.domain,
-            instance.task_instruction,
-            query_budget_limited=self.config.extra_query_num != -1,
-            global_check_budget=self._state.global_budget,
-            max_query_ids=self.config.max_query_ids,
-            max_query_fields=self.config.max_query_fields,
-        )
+        system_prompt = self._system_prompt(instance.task_instruction)
         info = {
             "domain": self.domain.name,
             "instance_id": compiled.instance_id,
@@ -213,6 +207,17 @@ class AceEnv(gym.Env[str, ActionType]):
             **source_info,
         }
         return render_user_message(self.domain, instance.partial_solution), info
+
+    def _system_prompt(self, task_instruction: str) -> str:
+        """The episode's system prompt around ``task_instruction`` (budgets as configured)."""
+        return render_system_prompt(
+            self.domain,
+            task_instruction,
+            query_budget_limited=self.config.extra_query_num != -1,
+            global_check_budget=self._require_state().global_budget,
+            max_query_ids=self.config.max_query_ids,
+            max_query_fields=self.config.max_query_fields,
+        )
 
     def budgets(self) -> dict[str, Any]:
         """The configured budgets and their values on the current instance (None = unlimited)."""
@@ -278,6 +283,20 @@ class AceEnv(gym.Env[str, ActionType]):
         """A copy of the current grid of item ids (None = empty); ResetNeeded before ``reset``."""
         state = self._require_state()
         return grid_of_ids(state.compiled, state.grid)
+
+    def resume(self, message: str) -> str:
+        """Reopen the episode that just ended (a ``done``, or ``max_steps``) for another attempt:
+        the grid and the budgets stay as they are, the ``max_steps`` count starts again. Returns
+        the observation the agent sees next: a failed envelope whose ``messages`` is ``message``
+        (the feedback on the submission). ResetNeeded before ``reset``."""
+        self._reopen()
+        return failure(message)
+
+    def _reopen(self) -> None:
+        """Let a finished episode go on with the grid and budgets as they are and a fresh step count."""
+        self._require_state()
+        self._finished = False
+        self._steps = 0
 
     @property
     def state(self) -> EpisodeState:

@@ -39,6 +39,7 @@ from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, Policy, ScriptedPolicy, make_policy, policy_label
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, integer
+from ace_gym.eval import agency
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
@@ -120,6 +121,7 @@ def register(subparsers: Any) -> None:
         help=f"planning settings to wrap the env in ({', '.join(SETTINGS)}), e.g. unsolvable,broken,extraneous; "
         "their metrics join the summary (docs/planning.md)",
     )
+    agency.add_arguments(evaluate)
     alb_cli.add_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
 
@@ -205,6 +207,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
         missing = sorted(set(values or ()) - set(held[name]))
         if missing:
             raise ConfigError(name, values, f"{', '.join(map(str, missing))} selects no episode: {holds}")
+    protocol = agency.spec_settings(args)
     specs = []
     for domain, (source, dataset) in sources.items():
         for index, instance in enumerate(dataset):
@@ -226,6 +229,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
                             env_kwargs=_env_kwargs(args),
                             max_turns=args.max_turns,
                             settings=check_settings(args.wrappers, "wrappers"),
+                            **protocol,
                         )
                     )
     if not specs:
@@ -244,6 +248,7 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
             "max_turns": args.max_turns,
             "seed": args.seed,
             **({"wrappers": list(check_settings(args.wrappers, "wrappers"))} if args.wrappers else {}),
+            **{name: value for name, value in agency.spec_settings(args).items() if value is not None},
         },
         "ace_gym_version": __version__,
     }

@@ -23,7 +23,8 @@ counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``logprobs`` / ``fi
 ``prompt_ids``, ``response_ids``, ``assistant_mask``, ``logprobs``, ``turn_starts`` as
 :meth:`~ace_gym.chat_template.ChatTokens.trajectory` lays them out, the prompt of turn t being
 ``prompt_ids + response_ids[:turn_starts[t]]``; None for other policies), ``usage``
-(:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports). Members of a GRPO-style
+(:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports), and under AgencyBench's
+protocol ``feedback_rounds`` / ``scenario`` (:func:`ace_gym.eval.agency.protocol_fields`). Members of a GRPO-style
 group share instance and seed and differ in ``trial``.
 """
 
@@ -43,10 +44,12 @@ import numpy as np
 from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
+from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
+from ace_gym.eval.agency import protocol_fields
 from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.planning.settings import apply_settings, check_settings
-from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
+from ace_gym.wrappers import ChatAdapter, FeedbackRounds, StepBudget, ToolFailureInjection
 
 DEFAULT_MAX_TURNS = 1000
 """Turn limit of episodes without one (the published loop's ``max_steps``)."""
@@ -60,7 +63,11 @@ class EpisodeSpec:
     draws it from ``seed``). ``env_kwargs`` are :class:`~ace_gym.envs.AceEnv` keyword arguments
     (budgets: ``extra_query_num``, ``global_check_alpha``, ``check_include_reason``,
     ``max_query_ids``, ``max_query_fields``). ``max_turns`` bounds policy turns (assistant
-    messages: one tool call each for a scripted policy).
+    messages: one tool call each for a scripted policy). AgencyBench's protocol
+    (docs/feedback_rounds.md): ``scenario``, keyword arguments of
+    :class:`~ace_gym.envs.scenario.ScenarioEnv` (``stages``, ``max_attempts``, ``threshold``,
+    ``feedback``), plays the instance in stages; ``feedback_rounds``, keyword arguments of
+    :class:`~ace_gym.wrappers.FeedbackRounds`, wraps the episode in feedback rounds.
     """
 
     domain: str
@@ -73,6 +80,8 @@ class EpisodeSpec:
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     max_turns: int | None = None
     settings: tuple[str, ...] = ()
+    scenario: Mapping[str, Any] | None = None
+    feedback_rounds: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if "max_steps" in self.env_kwargs:
@@ -83,7 +92,8 @@ class EpisodeSpec:
     def key(self, policy: str) -> str:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""
         instance = self.instance_id if self.instance_id is not None else f"#{self.instance_index}"
-        config = json.dumps({**dict(self.env_kwargs), "max_turns": self.max_turns}, sort_keys=True)
+        protocol = {name: dict(value) for name, value in self.protocol().items() if value is not None}
+        config = json.dumps({**dict(self.env_kwargs), "max_turns": self.max_turns, **protocol}, sort_keys=True)
         settings = f"|settings={','.join(self.settings)}" if self.settings else ""
         return (
             f"{policy}|{self.dataset}|{self.domain}|{instance}|fail={self.tool_failure_rate:g}"
@@ -102,16 +112,26 @@ class EpisodeSpec:
             return {"instance_index": self.instance_index}
         return {}
 
+    def protocol(self) -> dict[str, Mapping[str, Any] | None]:
+        """AgencyBench's settings of this spec (``scenario``, ``feedback_rounds``), None when unused."""
+        return {"scenario": self.scenario, "feedback_rounds": self.feedback_rounds}
+
     def make_core_env(self) -> gym.Env:
-        """The core env for this spec, wrapped in failure injection when the rate is > 0, then in
-        the planning settings (:mod:`ace_gym.planning.settings`)."""
-        env: gym.Env = AceEnv(self.domain, self.dataset, **self.env_kwargs)
+        """The core env for this spec (a scenario when ``scenario`` is set), wrapped in failure
+        injection when the rate is > 0, then in the planning settings (:mod:`ace_gym.planning.settings`)."""
+        env: gym.Env = (
+            AceEnv(self.domain, self.dataset, **self.env_kwargs)
+            if self.scenario is None
+            else ScenarioEnv(self.domain, self.dataset, **self.scenario, **self.env_kwargs)
+        )
         env = ToolFailureInjection(env, self.tool_failure_rate) if self.tool_failure_rate > 0 else env
         return apply_settings(env, self.settings)
 
     def make_env(self) -> gym.Env:
-        """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``."""
-        return StepBudget(ChatAdapter(self.make_core_env()), self.max_turns or DEFAULT_MAX_TURNS)
+        """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``, inside
+        ``FeedbackRounds`` when ``feedback_rounds`` is set."""
+        env: gym.Env = StepBudget(ChatAdapter(self.make_core_env()), self.max_turns or DEFAULT_MAX_TURNS)
+        return env if self.feedback_rounds is None else FeedbackRounds(env, **self.feedback_rounds)
 
     def opening(self) -> list[dict[str, str]]:
         """The episode's opening ``[system, user]`` messages (``role`` and ``content``), as
@@ -190,6 +210,7 @@ def ace_record(
         "grid": info.get("grid"),
         "usage": episode.usage,
         "notes": jsonable(episode.notes),
+        **protocol_fields(episode.env, info),
         "messages": episode.messages,
         "tools": episode.tools,
         "turns": episode.turns,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym.errors import ConfigError
+from ace_gym.eval import agency
 
 USAGE_FIELDS = ("steps", "tool_calls", "time_s", "tokens")
 TABLE_LEGEND = (
@@ -101,7 +102,8 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     "cells_by_failure_rate": {rate: [cells of that rate's episodes]}}`` where stats are
     ``episodes``, ``score``, ``score_se``, ``steps``, ``tool_calls``, ``time_s``, ``tokens`` and
     ``datasets`` lists the dataset each domain's episodes came from (no records: policy None,
-    empty views). Raises ConfigError when the records come from more than one policy.
+    empty views); under AgencyBench's protocol, :func:`ace_gym.eval.agency.add_metrics` adds its
+    metrics. Raises ConfigError when the records come from more than one policy.
     """
     records = unique_records(records)
     policies = sorted({str(r.get("policy")) for r in records})
@@ -132,7 +134,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     rates: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         rates.setdefault(_rate(record), []).append(record)
-    return {
+    summary = {
         "policy": policies[0] if policies else None,
         "episodes": len(records),
         "overall": overall,
@@ -141,6 +143,8 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "cells": cells,
         "cells_by_failure_rate": {rate: _cells(group) for rate, group in sorted(rates.items())},
     }
+    agency.add_metrics(summary, records)
+    return summary
 
 
 def _score_text(stats: Mapping[str, Any]) -> str:
@@ -175,6 +179,9 @@ def format_table(summary: Mapping[str, Any]) -> str:
         )
     lines.append("")
     lines.extend(TABLE_LEGEND)
+    protocol_table = agency.format_table(summary)
+    if protocol_table is not None:
+        lines += ["", protocol_table]
     return "\n".join(lines)
 
 

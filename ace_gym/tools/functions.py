@@ -74,10 +74,16 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int]:
 
 
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot]:
-    _, _, s = _cell(state, row, col)
+    r, c, s = _cell(state, row, col)
     if s < 0:
         raise ToolError(visible_message)
+    _check_revealed(state, s, r, c)
     return s, state.compiled.slots[s]
+
+
+def _check_revealed(state: EpisodeState, s: int, row: int, col: int) -> None:
+    if state.revealed is not None and s not in state.revealed:
+        raise ToolError(f"Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,6 +100,9 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     r, c, s = _cell(state, row, col)
     if s < 0:
         raise ToolError(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
+    _check_revealed(state, s, r, c)
+    if state.writable is not None and s not in state.writable:
+        raise ToolError(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
     slot = state.compiled.slots[s]
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:

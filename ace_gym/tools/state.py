@@ -83,13 +83,19 @@ class EpisodeState:
         "invalid_slots",
         "query_budgets",
         "query_calls",
+        "revealed",
         "texts",
         "totals",
+        "writable",
     )
 
     def __init__(self, compiled: CompiledInstance, config: ToolConfig) -> None:
         self.compiled = compiled
         self.config = config
+        # the hidden slots the tools may touch (None = all): a staged scenario reveals slots stage
+        # by stage and fixes a stage's slots once it closes
+        self.revealed: frozenset[int] | None = None
+        self.writable: frozenset[int] | None = None
         self.texts: InstanceTexts = texts_of(compiled)
         self.grid: list[int] = list(compiled.initial_grid)
         self.empty_cells = compiled.hidden_count

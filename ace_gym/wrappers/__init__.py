@@ -6,6 +6,7 @@ Stack them in this order (innermost first)::
     env = ToolFailureInjection(env, rate=0.1)  # per tool call
     env = ChatAdapter(env)                     # one assistant turn per step, chat messages out
     env = StepBudget(env, max_turns=50)        # a turn limit, scored on truncation
+    env = FeedbackRounds(env, max_attempts=2)  # optional: AgencyBench's feedback rounds
 
 Planning wrappers change the tool surface (APB's settings; stack them innermost first as
 :mod:`ace_gym.planning.settings` does, below the adapter)::
@@ -48,6 +49,7 @@ from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 from ace_gym.wrappers.cost_annotated_tools import CostAnnotatedTools
 from ace_gym.wrappers.extraneous_tools import ExtraneousTools
 from ace_gym.wrappers.failure_injection import FAILURE_ENVELOPES, ToolFailureInjection
+from ace_gym.wrappers.feedback_rounds import FeedbackRounds
 from ace_gym.wrappers.refine import Refine
 from ace_gym.wrappers.step_budget import StepBudget, TurnLimit
 from ace_gym.wrappers.unsolvable_mix import UnsolvableMix
@@ -60,6 +62,7 @@ __all__ = [
     "ChatMessages",
     "CostAnnotatedTools",
     "ExtraneousTools",
+    "FeedbackRounds",
     "Refine",
     "StepBudget",
     "ToolFailureInjection",

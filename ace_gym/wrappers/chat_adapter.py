@@ -137,6 +137,7 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
         self.observation_space = ChatMessages()
         self._messages: Messages = []
         self._turn = 0
+        self._attempt_start = 0  # the turn an attempt resumed after (see resume)
         self._limit: TurnLimit | None = None
         if max_turns is not None:
             self.limit_turns(max_turns, notice=notice)
@@ -162,6 +163,11 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
         """A copy of the conversation so far."""
         return list(self._messages)
 
+    @property
+    def conversation(self) -> ConversationView:
+        """The conversation so far as a read-only view, as ``info["messages"]`` holds it (no copy)."""
+        return ConversationView(self._messages)
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Messages, dict[str, Any]]:
@@ -170,7 +176,7 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
             {"role": "system", "content": info["system_prompt"]},
             {"role": "user", "content": observation},
         ]
-        self._turn = 0
+        self._turn = self._attempt_start = 0
         info.update(turn=0, messages=ConversationView(self._messages))
         if self._limit is None:
             return list(self._messages), info
@@ -229,13 +235,25 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
             final = call_infos[-1]
             info.update({key: final[key] for key in ("score", "reason", "grid") if key in final})
         if self._limit is not None:
-            final_score, notice = self._limit.end_turn(self._turn, terminated or truncated, info)
+            final_score, notice = self._limit.end_turn(self._turn - self._attempt_start, terminated or truncated, info)
             if final_score is not None:
                 reward, truncated = final_score, True
             if notice is not None:
                 replies[-1] = self._append_notice(notice)
             self._limit.last_observation = replies
         return replies, reward, terminated, truncated, info
+
+    def resume(self, message: str) -> Messages:
+        """Reopen the episode that just ended for another attempt (see ``AceEnv.resume``), with
+        ``message`` as a user message; returns ``[that message]``, the next observation. A turn
+        limit starts again (turns keep counting, so call ids stay unique)."""
+        self.env.get_wrapper_attr("resume")(message)
+        self._messages.append({"role": "user", "content": message})
+        self._attempt_start = self._turn
+        if self._limit is None:
+            return [self._messages[-1]]
+        observation = self._limit.last_observation = [self._append_notice(self._limit.start({}))]
+        return observation
 
     def _append_notice(self, text: str | None) -> dict[str, Any]:
         """Append ``text`` (if any) to the newest message of the conversation; returns that message."""

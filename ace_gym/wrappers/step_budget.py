@@ -128,6 +128,16 @@ class StepBudget(gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.Reco
         limit.last_observation = observation
         return observation, float(reward), terminated, truncated, info
 
+    def resume(self, message: str) -> ObsType:
+        """Reopen the episode that just ended for another attempt (see ``AceEnv.resume``) with a
+        fresh budget of ``max_turns``; returns the wrapped env's next observation (``message``)."""
+        observation = self.env.get_wrapper_attr("resume")(message)
+        if self._limit is None:  # the conversation below restarts its own limit
+            return observation
+        self._turns = 0
+        observation = self._limit.last_observation = _with_notice(observation, self._limit.start({}))
+        return observation
+
 
 def _with_notice(observation: Any, notice: str | None) -> Any:
     """A text observation with ``notice`` appended (other observations are left as they are)."""
