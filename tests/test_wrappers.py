@@ -33,7 +33,7 @@ WRAPPER_CLASSES = [
     if inspect.isclass(obj := getattr(ace_gym.wrappers, name)) and issubclass(obj, gym.Wrapper)
 ]
 WRAPPER_MODULES = sorted((Path(ace_gym.wrappers.__file__).parent).glob("*.py"))
-CORE_API_FOR_WRAPPERS = {"score", "grid", "budgets"}
+CORE_API_FOR_WRAPPERS = {"score", "grid", "budgets", "compiled"}
 """AceEnv's public methods a wrapper may use through ``env.unwrapped`` (or ``get_wrapper_attr``)."""
 NAMED_TUPLE_API = {"_asdict", "_replace", "_fields", "_make"}
 
@@ -125,8 +125,8 @@ def test_wrapper__records_its_constructor_arguments_and_types_its_generics(wrapp
     source = inspect.getsource(wrapper.__init__)
     assert source.index("RecordConstructorArgs.__init__") < source.index("Wrapper.__init__")  # recorded first
     parameters = [p for p in inspect.signature(wrapper.__init__).parameters if p not in ("self", "env")]
-    recorded = f"RecordConstructorArgs.__init__(self,{','.join(f'{p}={p}' for p in parameters)})"
-    assert recorded in "".join(source.split())  # every argument, as given (whatever the line breaks)
+    recorded = f"RecordConstructorArgs.__init__(self,{','.join(f'{p}={p}' for p in parameters)}"
+    assert recorded in "".join(source.split())  # every argument as given, in order (line breaks aside)
     bases = [b for b in getattr(wrapper, "__orig_bases__", ()) if getattr(b, "__origin__", None) is gym.Wrapper]
     assert bases and len(bases[0].__args__) == 4  # gym.Wrapper[WrapperObs, WrapperAct, Obs, Act]
 

@@ -26,9 +26,9 @@ curriculum) is written the same way and ``tests/test_wrappers.py`` checks it:
   (it writes every message and counts turns, and runs a turn limit itself); a wrapper owns only
   what it adds (its RNG, its counters). It never reads another object's ``_private`` state and
   never edits another layer's data: it uses public methods, through ``env.unwrapped`` only
-  :meth:`~ace_gym.envs.AceEnv.score`, :attr:`~ace_gym.envs.AceEnv.grid` and
-  :meth:`~ace_gym.envs.AceEnv.budgets`, and ``env.get_wrapper_attr`` for a wrapper's public
-  method (as :class:`StepBudget` hands its limit to ``ChatAdapter.limit_turns``).
+  :meth:`~ace_gym.envs.AceEnv.score`, :attr:`~ace_gym.envs.AceEnv.grid`,
+  :meth:`~ace_gym.envs.AceEnv.budgets` and the read-only :attr:`~ace_gym.envs.AceEnv.compiled`,
+  and ``env.get_wrapper_attr`` for a wrapper's public method (as :class:`StepBudget` hands its limit to ``ChatAdapter.limit_turns``).
 * **Typed.** Subclass ``gym.Wrapper[WrapperObs, WrapperAct, Obs, Act]`` with the types it
   returns and the types of the env it wraps (tool-call layers: ``str`` observations and
   :data:`~ace_gym.envs.ace_env.ActionType` actions; chat layers: message lists and assistant

@@ -14,7 +14,7 @@ from ace_gym.feedback.rubric import cells_of, grade, item_names
 from ace_gym.feedback.simulator import UserSimulator
 
 
-class FeedbackRounds(gym.Wrapper, gym.utils.RecordConstructorArgs):
+class FeedbackRounds(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructorArgs):
     """Up to ``max_attempts`` submissions per episode, with feedback on each that falls short.
 
     ## Submission
@@ -59,12 +59,12 @@ class FeedbackRounds(gym.Wrapper, gym.utils.RecordConstructorArgs):
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self,
-            _disable_deepcopy=True,  # a simulator may hold an LLM engine
             max_attempts=max_attempts,
             threshold=threshold,
             feedback=feedback,
             final_reward=final_reward,
             gamma=gamma,
+            _disable_deepcopy=True,  # a simulator may hold an LLM engine
         )
         rounds = Rounds(max_attempts, threshold, feedback, final_reward, gamma)
         core = env.unwrapped
@@ -72,7 +72,7 @@ class FeedbackRounds(gym.Wrapper, gym.utils.RecordConstructorArgs):
             raise ConfigError("env", env, "FeedbackRounds wraps an ACE stack (its unwrapped env must be an AceEnv)")
         if isinstance(core, ScenarioEnv):
             raise ConfigError("env", env, "a scenario runs its own feedback rounds per stage: set max_attempts on it")
-        super().__init__(env)
+        gym.Wrapper.__init__(self, env)
         self.rounds = rounds
         self._resume = env.get_wrapper_attr("resume")
         self._hidden_ids: frozenset[str] = frozenset()
