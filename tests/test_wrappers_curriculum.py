@@ -164,6 +164,20 @@ def test_shared_vector__sync_and_async_play_the_same_levels_and_keep_one_state()
     assert len(set(_levels(sync))) > 1
 
 
+def test_make_vec__async_with_the_curriculum_as_its_outer_wrapper_plays_as_a_sync_vector_env() -> None:
+    wrappers = [
+        ChatAdapter,
+        partial(StepBudget, max_turns=200),
+        partial(Curriculum, levels=LADDER, window=4, shared=True),
+    ]
+    envs = gym.make_vec("ACE-course-procedural-v0", 3, "async", wrappers=wrappers, candidates_per_slot=6, **GRID)
+    try:
+        records = list(run_vector_episodes(envs, make_policy("greedy"), num_episodes=60, seed=0))
+    finally:
+        envs.close()
+    assert _played(records) == _played(_vector("sync", 3, 60, seed=0, shared=True)[0])
+
+
 def test_shared_vector_of_one__plays_the_levels_of_a_single_env() -> None:
     records, _ = _vector("sync", 1, 30, seed=3, shared=True)
     assert _played(records) == _played(_single("greedy", 30, seed=3))
