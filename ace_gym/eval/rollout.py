@@ -15,7 +15,8 @@ going to ``engine.generate`` in one call per turn.
 A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, ``domain``,
 ``instance_id``, ``instance_index``, ``seed``, ``trial``, ``tool_failure_rate``, ``env_config``,
 ``max_turns``, ``settings``: the planning settings, :mod:`ace_gym.planning.settings`),
-``hidden_slots``, ``decoy_budget``, ``score`` (0.0/1.0), ``reason``, ``terminated``,
+``hidden_slots``, ``decoy_budget``, ``curriculum_level`` (the ladder index a
+:class:`~ace_gym.wrappers.Curriculum` chose, else None), ``score`` (0.0/1.0), ``reason``, ``terminated``,
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
 ``turns`` (per turn: ``reward``, the adapter's ``info`` and, when the engine reports them, token
 counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``logprobs`` / ``finish_reason``),
