@@ -4,8 +4,11 @@ and restore, and the same levels in a single env and in sync and async vector en
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -196,3 +199,12 @@ def test_reset__refuses_an_env_that_does_not_play_the_level() -> None:
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")  # the wrapper is what is checked
 def test_check_env__passes_on_a_curriculum_over_a_procedural_env() -> None:
     check_env(Curriculum(_procedural(), levels=LADDER, window=1), skip_render_check=True)
+
+
+def test_bench_curriculum__prints_the_trajectories_and_agrees_across_env_kinds() -> None:
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_curriculum.py"
+    command = [sys.executable, str(script), "--episodes", "24", "--window", "4"]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "solver: final level 4; trajectory 0x4 1x4 2x4 3x4 4x8" in completed.stdout
+    assert "random: final level 0; trajectory 0x24" in completed.stdout
