@@ -171,7 +171,7 @@ class CurriculumState:
         state = cls(
             data.get("levels", ()),
             schedule=schedule or data.get("schedule", ""),
-            target_success=data.get("target_success"),  # type: ignore[arg-type]  (checked by __init__)
+            target_success=data.get("target_success"),  # type: ignore[arg-type]  # checked by __init__
             floor=data.get("floor"),  # type: ignore[arg-type]
             window=data.get("window"),  # type: ignore[arg-type]
         )

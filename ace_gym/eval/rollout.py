@@ -279,7 +279,7 @@ def run_vector_episodes(
                 finished += 1
                 outcome = info.get("curriculum_outcome")
                 if outcome is not None and not outcome["reported"]:
-                    envs.call("report", outcome)
+                    envs.call("report", outcome)  # type: ignore[attr-defined]  # Sync/AsyncVectorEnv, make_vec
                 yield episode.finish(bool(terminations[i]), bool(truncations[i]), info)
         if finished >= num_episodes:
             return

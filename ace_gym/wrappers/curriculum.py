@@ -8,14 +8,11 @@ from typing import Any, SupportsFloat, TypeVar
 
 import gymnasium as gym
 
-from ace_gym.curriculum import CurriculumState, ScheduleFunction
+from ace_gym.curriculum import CurriculumState, Level, ScheduleFunction
 from ace_gym.errors import ConfigError, flag
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
-
-CHOSEN_OPTIONS = ("hidden_slots", "decoy_budget")
-"""The reset options the curriculum sets (read by :class:`~ace_gym.envs.procedural.GeneratorSource`)."""
 
 
 class Curriculum(gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.RecordConstructorArgs):
@@ -81,21 +78,20 @@ class Curriculum(gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.Reco
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsType, dict[str, Any]]:
-        options = dict(options or {})
-        for key in CHOSEN_OPTIONS:
+        options = options or {}
+        for key in Level._fields:  # the reset options GeneratorSource reads
             if key in options:
                 raise ConfigError(f"options[{key!r}]", options[key], "the curriculum chooses the level")
         domain = self.env.get_wrapper_attr("domain").name
         position = self.state.position(domain)
-        level = self.state.levels[position]
-        options.update(level._asdict())
-        observation, info = self.env.reset(seed=seed, options=options)
-        if (info.get("hidden_slots"), info.get("decoy_budget")) != level:
+        chosen = self.state.levels[position]._asdict()
+        observation, info = self.env.reset(seed=seed, options={**options, **chosen})
+        if any(info.get(key) != value for key, value in chosen.items()):
             raise ConfigError(
                 "env", self.env, "a curriculum needs a procedural env (its source reads the level's options)"
             )
         self._playing = (domain, position)
-        info["curriculum"] = {"level": position, **level._asdict()}
+        info["curriculum"] = {"level": position, **chosen}
         return observation, info
 
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
