@@ -58,8 +58,9 @@ class AceToolEnvironment:
 
     ``reset(**row)`` starts the episode of a :func:`train_dataset` row (``instance_index`` or
     ``instance_id``, and ``seed``, which also seeds failure injection). It returns None when the
-    row has a ``prompt`` (the opening conversation is already there; never under a curriculum), else the system prompt and
-    the first user message as one text (TRL appends it to the row's user message). Each tool call
+    row has a ``prompt`` (the opening conversation is already there; never under a curriculum),
+    else the system prompt and the first user message as one text (TRL appends it to the row's
+    user message). Each tool call
     is one step of ``ToolFailureInjection(AceEnv(domain, dataset, **env_kwargs), rate)``, so
     budgets (``max_steps``, query and check budgets) and injected failures apply; a call after the
     episode ended gets the env's failed envelope. ``get_reward()`` is the score of the finished
