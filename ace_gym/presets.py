@@ -43,3 +43,12 @@ PROCEDURAL_PRESETS: dict[str, dict[str, int | list[int]]] = {
 }
 """Procedural variants: ``ACE-<domain>-<variant>-v0`` -> keyword arguments of the procedural env
 (plain JSON values, so that every spec serialises)."""
+
+CURRICULUM_LADDERS: dict[str, tuple[tuple[int, int], ...]] = {
+    # the paper's 5x7 values, easiest first: the horizon (H) grows first, then the decoys (B)
+    "procedural": ((1, 0), (5, 0), (7, 2), (11, 4), (15, 8), (15, 10), (21, 15), (21, 19), (21, 25)),
+    # long horizons on 10x10: H and B grow together up to the preset's largest values
+    "procedural-10x10": ((20, 0), (20, 10), (30, 25), (40, 50), (50, 75), (60, 100)),
+}
+"""The default curriculum ladder of each procedural variant: ``(hidden_slots, decoy_budget)``
+levels, easiest first, each drawn from that variant's own values (docs/curriculum.md)."""

@@ -14,14 +14,14 @@ from ace_gym.agents import ChatEngine, Completion, ExactSolver
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
-from ace_gym.eval import EpisodeSpec, run_episodes, run_vector_episodes
+from ace_gym.eval import EpisodeSpec, run_env_episodes, run_episodes, run_vector_episodes
 from ace_gym.tools import tool_names
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
 RECORD_KEYS = {
     "key", "policy", "dataset", "domain", "instance_id", "instance_index", "hidden_slots", "decoy_budget", "seed",
     "trial", "tool_failure_rate", "env_config", "max_turns", "settings", "score", "reason", "terminated", "truncated",
-    "grid", "usage", "notes", "messages", "tools", "turns", "tokens",
+    "grid", "usage", "notes", "messages", "tools", "turns", "tokens", "curriculum_level",
 }  # fmt: skip
 
 
@@ -266,6 +266,19 @@ def test_run_vector_episodes__same_seed_same_instances() -> None:
         return sorted(r["instance_id"] for r in records)
 
     assert instances() == instances()
+
+
+def test_run_env_episodes__one_env_seeded_s_plus_i_plays_the_instances_of_vector_sub_env_i() -> None:
+    envs = gym.vector.SyncVectorEnv([lambda: ChatAdapter(AceEnv("travel")) for _ in range(2)])
+    vector = {r["instance_id"] for r in run_vector_episodes(envs, SolverChatEngine(), num_episodes=6, seed=9)}
+    singles = [
+        list(run_env_episodes(ChatAdapter(AceEnv("travel")), SolverChatEngine(), num_episodes=6, seed=seed))
+        for seed in (9, 10)
+    ]
+    assert vector <= {r["instance_id"] for records in singles for r in records}
+    assert {singles[0][0]["instance_id"], singles[1][0]["instance_id"]} <= vector  # both sub-envs' first episodes
+    assert [r["key"] for r in singles[0]] == [f"solver-chat|env|{n}" for n in range(6)]
+    assert all(r["score"] == 1.0 for records in singles for r in records)  # the env stays open between episodes
 
 
 def test_run_vector_episodes__refuses_other_autoreset_modes() -> None:

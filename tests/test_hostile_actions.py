@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from ace_gym.constraints import aggregate
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
+from ace_gym.envs.procedural import ProceduralAceEnv
 from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.planning.settings import SETTINGS, apply_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
@@ -29,6 +30,7 @@ from ace_gym.wrappers import (
     ChatAdapter,
     ChatMessages,
     CostAnnotatedTools,
+    Curriculum,
     ExtraneousTools,
     FeedbackRounds,
     Refine,
@@ -343,10 +345,13 @@ def _assert_observation(env: gym.Env, observation: Any) -> None:
         _assert_envelope(observation.rsplit("\n\n(", 1)[0] if observation.endswith(" left)") else observation)
 
 
-def _run_counting_escapes(env: gym.Env, actions: list[Any], reset: bool) -> tuple[list[str], list[dict[str, Any]]]:
-    """Step every action (resetting after an episode ends when ``reset``); the exceptions that
-    escaped ``step()``, and every info returned."""
-    escapes, infos = [], [env.reset(seed=0, options={"instance_index": H15_INDEX})[1]]
+def _run_counting_escapes(
+    env: gym.Env, actions: list[Any], reset: bool, options: dict[str, Any] | None = None
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Step every action (resetting with ``options``, by default the H=15 instance's, after an
+    episode ends when ``reset``); the exceptions that escaped ``step()``, and every info returned."""
+    options = {"instance_index": H15_INDEX} if options is None else options
+    escapes, infos = [], [env.reset(seed=0, options=options)[1]]
     for action in actions:
         try:
             observation, reward, terminated, truncated, info = env.step(action)
@@ -357,7 +362,7 @@ def _run_counting_escapes(env: gym.Env, actions: list[Any], reset: bool) -> tupl
             continue
         infos.append(info)
         if reset and (terminated or truncated):
-            infos.append(env.reset(seed=0, options={"instance_index": H15_INDEX})[1])
+            infos.append(env.reset(seed=0, options=options)[1])
     return escapes, infos
 
 
@@ -397,6 +402,23 @@ def test_every_layer__reproducers_never_escape_and_info_keeps_one_type_per_key(m
     more_escapes, more_infos = _run_counting_escapes(env, actions, reset=False)  # past the end, and the budget
     assert escapes + more_escapes == []
     assert _unstable_keys(infos + more_infos) == {}
+
+
+def _curriculum_stack() -> gym.Env:
+    """A curriculum over failure injection on a small procedural grid; window 1, so the level
+    moves between episodes."""
+    core = ProceduralAceEnv("course", rows=3, cols=4, hidden_slots=[2], decoy_budget=[1], max_steps=10**6)
+    chat = StepBudget(ChatAdapter(ToolFailureInjection(core, 0.5)), 9, notice=True)
+    return Curriculum(chat, levels=[[2, 1], [3, 0]], window=1)
+
+
+def test_curriculum_layer__reproducers_never_escape_and_info_keeps_one_type_per_key() -> None:
+    env = _curriculum_stack()
+    escapes, infos = _run_counting_escapes(env, CHAT_REPRODUCERS * 2, reset=True, options={})
+    more_escapes, more_infos = _run_counting_escapes(env, CHAT_REPRODUCERS, reset=False, options={})
+    assert escapes + more_escapes == []
+    assert _unstable_keys(infos + more_infos) == {}
+    assert any("curriculum_outcome" in info for info in infos)
 
 
 HOSTILE_ARGUMENTS: list[Any] = [

@@ -18,12 +18,15 @@ transformers = pytest.importorskip("transformers")
 from transformers.utils import get_json_schema  # noqa: E402
 
 from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE_FILE, build_tiny_model  # noqa: E402
+from ace_gym.curriculum import CurriculumState  # noqa: E402
 from ace_gym.domains import DOMAIN_NAMES  # noqa: E402
 from ace_gym.envs import AceEnv  # noqa: E402
 from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
 from ace_gym.integrations.trl import (  # noqa: E402
     AceMetrics,
+    CurriculumOutcomes,
+    curriculum_dataset,
     environment_factory,
     episode_score,
     rollout_func,
@@ -159,6 +162,42 @@ def test_train_dataset__rows_hold_the_adapter_opening_and_the_instance_columns()
             spec.instance_id,
             spec.seed,
         )
+
+
+SMALL_GRID = {"rows": 3, "cols": 4, "candidates_per_slot": 6}
+
+
+def test_curriculum_dataset__rows_take_the_domains_in_turn_with_seeds_of_their_index() -> None:
+    rows = curriculum_dataset(["course", "meal"], 3, seed=2)
+    assert rows["environment"] == ["course", "meal", "course"]
+    assert len(set(rows["seed"])) == 3 and rows["seed"] == curriculum_dataset(["course", "meal"], 3, seed=2)["seed"]
+    assert rows["prompt"] == [[{"role": "user", "content": ""}]] * 3
+
+
+def test_curriculum_environment__each_row_plays_the_level_the_shared_state_holds_at_its_reset() -> None:
+    state = CurriculumState([[2, 0], [3, 1]], schedule="linear", window=2)
+    factory = environment_factory(["course", "meal"], curriculum=state, grid=SMALL_GRID)
+    rows = curriculum_dataset(["course"], 2, seed=0)
+    group = [factory["course"]() for _ in range(2)]  # a GRPO group: same row, reset together
+    texts = [environment.reset(**rows[0]) for environment in group]
+    assert texts[0] == texts[1] and "partial solution grid" in str(texts[0])  # the opening, for the empty prompt
+    assert [environment.episode["curriculum_level"] for environment in group] == [0, 0]
+    assert group[0].get_current_grid_state() == group[1].get_current_grid_state()  # one instance
+    group[0].done()
+    assert CurriculumOutcomes(state)(prompts=[[], []], environments=group) == [None, None]
+    assert state.position("course") == 1 and state.position("meal") == 0  # two outcomes: up one (linear)
+    later = factory["course"]()
+    later.reset(**rows[1])
+    assert later.episode["curriculum_level"] == 1
+    grid = json.loads(later.get_current_grid_state())["data"]["slots"]
+    assert sum(cell is None for row in grid for cell in row) == 3  # level 1 hides 3 cells
+
+
+def test_curriculum_environment__refuses_a_grid_that_cannot_hold_the_ladder() -> None:
+    with pytest.raises(ConfigError, match="hidden_slots"):
+        environment_factory(["course"], curriculum=CurriculumState([[2, 0], [13, 0]]), grid=SMALL_GRID)
+    with pytest.raises(ConfigError, match="grid"):
+        environment_factory(["course"], curriculum=CurriculumState([[2, 0]]), grid={"seed": 1})
 
 
 def test_ace_metrics_reward__logs_batch_metrics_and_scores_nothing() -> None:

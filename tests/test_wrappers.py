@@ -20,6 +20,7 @@ from ace_gym.wrappers import (
     BrokenTool,
     ChatAdapter,
     CostAnnotatedTools,
+    Curriculum,
     ExtraneousTools,
     Refine,
     StepBudget,
@@ -73,6 +74,17 @@ STACKS: dict[str, tuple[Callable[[gym.Env], gym.Env], list[Any]]] = {
                 ),
                 critic="rules",
             )
+        ),
+        TURNS,
+    ),
+    # a curriculum needs a procedural env: it brings its own (a small grid, one level per episode)
+    "Curriculum(StepBudget(ChatAdapter(procedural)))": (
+        lambda env: Curriculum(
+            StepBudget(
+                ChatAdapter(gym.make("ACE-travel-procedural-v0", rows=3, cols=4, hidden_slots=[2], decoy_budget=[1])), 6
+            ),
+            levels=[[2, 1], [3, 2]],
+            window=1,
         ),
         TURNS,
     ),

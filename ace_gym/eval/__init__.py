@@ -2,6 +2,6 @@
 summaries, heatmaps and the ``ace-gym eval`` / ``ace-gym report`` commands."""
 
 from ace_gym.eval.loop import completion_action
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes, run_vector_episodes
+from ace_gym.eval.rollout import EpisodeSpec, run_env_episodes, run_episodes, run_vector_episodes
 
-__all__ = ["EpisodeSpec", "completion_action", "run_episodes", "run_vector_episodes"]
+__all__ = ["EpisodeSpec", "completion_action", "run_env_episodes", "run_episodes", "run_vector_episodes"]

@@ -15,7 +15,8 @@ going to ``engine.generate`` in one call per turn.
 A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, ``domain``,
 ``instance_id``, ``instance_index``, ``seed``, ``trial``, ``tool_failure_rate``, ``env_config``,
 ``max_turns``, ``settings``: the planning settings, :mod:`ace_gym.planning.settings`),
-``hidden_slots``, ``decoy_budget``, ``score`` (0.0/1.0), ``reason``, ``terminated``,
+``hidden_slots``, ``decoy_budget``, ``curriculum_level`` (the ladder index a
+:class:`~ace_gym.wrappers.Curriculum` chose, else None), ``score`` (0.0/1.0), ``reason``, ``terminated``,
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
 ``turns`` (per turn: ``reward``, the adapter's ``info`` and, when the engine reports them, token
 counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``logprobs`` / ``finish_reason``),
@@ -197,6 +198,7 @@ def ace_record(
         "instance_index": reset.get("instance_index"),
         "hidden_slots": reset.get("hidden_slots"),
         "decoy_budget": reset.get("decoy_budget"),
+        "curriculum_level": reset.get("curriculum", {}).get("level"),
         "seed": spec.seed if spec else None,
         "trial": spec.trial if spec else 0,
         "tool_failure_rate": spec.tool_failure_rate if spec else None,
@@ -234,6 +236,10 @@ def run_vector_episodes(
     chat engine). Episodes get keys ``"<policy>|vector|<n>"`` in start order; ``seed`` seeds the
     first reset (env i gets ``seed + i``), later instances come from each env's own seeded
     stream; episode n of a scripted policy draws from a seed of ``(seed, n)``.
+
+    An episode of a shared :class:`~ace_gym.wrappers.Curriculum` that ends leaves its outcome to
+    the collector (``info["curriculum_outcome"]``, not yet reported): it goes to every sub-env
+    (``envs.call("report", outcome)``, in env order) before the next step resets any of them.
     """
     mode = envs.metadata.get("autoreset_mode")
     if mode is not None and getattr(mode, "name", str(mode)) != "NEXT_STEP":
@@ -271,6 +277,9 @@ def run_vector_episodes(
                 episodes[i] = None
                 resetting[i] = True
                 finished += 1
+                outcome = info.get("curriculum_outcome")
+                if outcome is not None and not outcome["reported"]:
+                    envs.call("report", outcome)  # type: ignore[attr-defined]  # Sync/AsyncVectorEnv, make_vec
                 yield episode.finish(bool(terminations[i]), bool(truncations[i]), info)
         if finished >= num_episodes:
             return
@@ -284,6 +293,38 @@ def run_vector_episodes(
         elapsed = (time.perf_counter() - began) / max(1, len(running))
         for episode in running.values():
             episode.usage["env_s"] += elapsed
+
+
+def run_env_episodes(
+    env: gym.Env,
+    policy: Policy,
+    *,
+    num_episodes: int,
+    seed: int | None = None,
+    name: str | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Collect ``num_episodes`` episodes one after another from one chat-adapted ACE env (a
+    training loop's single env): the first reset is seeded with ``seed``, later instances come
+    from the env's own seeded stream, as a vector env's autoreset draws them, so this env seeded
+    ``s + i`` plays the episodes of sub-env ``i`` of a vector env seeded ``s``. Keys
+    ``"<policy>|env|<n>"``; episode n of a scripted policy draws from a seed of ``(seed, n)``;
+    the env stays open."""
+    label = name or policy_name(policy)
+
+    def open_episode(number: int) -> tuple[Episode, Any, dict[str, Any]]:
+        policy_seed = int(np.random.SeedSequence([seed or 0, number]).generate_state(1)[0])
+        episode = Episode(
+            f"{label}|env|{number}", label, env, partial(ace_record, None), policy_seed=policy_seed, release=_keep_open
+        )
+        observation, info = episode.reset(seed=seed if number == 0 else None)
+        return episode, observation, info
+
+    count = integer("num_episodes", num_episodes, minimum=0)
+    return run_loop(range(count), open_episode, actor_of(policy), batch_size=1)
+
+
+def _keep_open(env: gym.Env) -> None:
+    """An episode of :func:`run_env_episodes` leaves the env open for the next one."""
 
 
 def _item(infos: Mapping[str, Any], i: int) -> dict[str, Any]:

@@ -10,6 +10,10 @@
   episodes (its multi-format parser and corrective messages included) against TRL's generation,
   token-exact, every assistant turn trained and every env token masked.
 * :class:`AceMetrics`: a reward function that scores nothing and logs ``ace/...`` metrics.
+* A curriculum (docs/curriculum.md): ``environment_factory(curriculum=state)`` plays procedural
+  instances at the level ``state`` chooses when each row is reset, :func:`curriculum_dataset`
+  gives the rows, and :class:`CurriculumOutcomes` (a reward function that scores nothing)
+  reports each batch's outcomes to ``state``.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ import numpy as np
 from ace_gym.agents.base import Completion
 from ace_gym.agents.llm.hf_engine import HFChatEngine
 from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
+from ace_gym.curriculum import CurriculumState
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, integer
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.presets import PROCEDURAL_PRESETS
 from ace_gym.tools import Tool, toolset
 from ace_gym.wrappers import ToolFailureInjection
 
@@ -36,6 +42,13 @@ RETURNS = 'The tool\'s reply: a JSON object with "status", "messages" and "data"
 """The ``Returns:`` section of every generated tool method."""
 INSTANCE_COLUMNS = ("dataset", "instance_index", "instance_id", "seed")
 """The columns of :func:`train_dataset` that ``reset`` reads (with ``environment``, the domain)."""
+GRID_ARGUMENTS = ("rows", "cols", "candidates_per_slot", "time_budget")
+"""The :class:`~ace_gym.envs.procedural.GeneratorSource` arguments a curriculum's ``grid`` may set
+(the levels set ``hidden_slots`` and ``decoy_budget``)."""
+DEFAULT_GRID: dict[str, Any] = {
+    key: PROCEDURAL_PRESETS["procedural"][key] for key in ("rows", "cols", "candidates_per_slot")
+}
+"""The grid of a curriculum's instances unless ``grid`` says otherwise: the 5x7 procedural preset's."""
 
 
 class AceToolEnvironment:
@@ -45,22 +58,30 @@ class AceToolEnvironment:
 
     ``reset(**row)`` starts the episode of a :func:`train_dataset` row (``instance_index`` or
     ``instance_id``, and ``seed``, which also seeds failure injection). It returns None when the
-    row has a ``prompt`` (the opening conversation is already there), else the system prompt and
-    the first user message as one text (TRL appends it to the row's user message). Each tool call
+    row has a ``prompt`` (the opening conversation is already there; never under a curriculum),
+    else the system prompt and the first user message as one text (TRL appends it to the row's
+    user message). Each tool call
     is one step of ``ToolFailureInjection(AceEnv(domain, dataset, **env_kwargs), rate)``, so
     budgets (``max_steps``, query and check budgets) and injected failures apply; a call after the
     episode ended gets the env's failed envelope. ``get_reward()`` is the score of the finished
     episode, or of the grid as it stands when the model stopped calling tools (as a turn limit
     scores it). ``episode`` summarises the episode for :class:`AceMetrics`.
+
+    With a ``curriculum`` (a :class:`~ace_gym.curriculum.CurriculumState` shared by every
+    environment of the factory) the instances are generated on ``grid`` (GeneratorSource
+    arguments): ``reset`` plays the level the curriculum holds for the domain at that moment, the
+    row's ``seed`` drawing the instance, and ``episode`` carries ``curriculum_level``.
     """
 
     domain: ClassVar[str]
     dataset: ClassVar[str]
     env_kwargs: ClassVar[Mapping[str, Any]]
     tool_failure_rate: ClassVar[float]
+    curriculum: ClassVar[CurriculumState | None] = None
+    grid: ClassVar[Mapping[str, Any]] = DEFAULT_GRID
 
     def __init__(self) -> None:
-        core = AceEnv(self.domain, self.dataset, **dict(self.env_kwargs))
+        core = _core_env(self.domain, self.dataset, self.env_kwargs, self.curriculum, self.grid)
         self._core = core
         self._env = ToolFailureInjection(core, self.tool_failure_rate) if self.tool_failure_rate > 0 else core
         self._score: float | None = None
@@ -69,7 +90,12 @@ class AceToolEnvironment:
     def reset(self, **row: Any) -> str | None:
         if row.get("dataset", self.dataset) != self.dataset:
             raise ConfigError("dataset", row["dataset"], f"this environment plays {self.dataset!r}")
-        options = {key: row[key] for key in ("instance_id", "instance_index") if row.get(key) is not None}
+        options: dict[str, Any] = {
+            key: row[key] for key in ("instance_id", "instance_index") if row.get(key) is not None
+        }
+        if self.curriculum is not None:
+            position = self.curriculum.position(self.domain)
+            options.update(self.curriculum.levels[position]._asdict())
         seed = row.get("seed")
         observation, info = self._env.reset(seed=None if seed is None else int(seed), options=options)
         self._score = None
@@ -80,7 +106,10 @@ class AceToolEnvironment:
             "injected_failures": 0,
             "retried_failed_calls": 0,
         }
-        return None if "prompt" in row else f"{info['system_prompt']}\n\n{observation}"
+        if self.curriculum is not None:
+            self._episode["curriculum_level"] = position
+        opened = "prompt" in row and self.curriculum is None  # a curriculum's rows cannot know their instance
+        return None if opened else f"{info['system_prompt']}\n\n{observation}"
 
     def get_reward(self) -> float:
         return self._core.score().score if self._score is None else self._score
@@ -100,6 +129,32 @@ class AceToolEnvironment:
         if (terminated or truncated) and "score" in info and self._score is None:
             self._score = float(info["score"])
         return str(observation)
+
+
+def _core_env(
+    domain: str,
+    dataset: str,
+    env_kwargs: Mapping[str, Any],
+    curriculum: CurriculumState | None,
+    grid: Mapping[str, Any],
+) -> AceEnv:
+    """The env an :class:`AceToolEnvironment` plays: the dataset's, or with a curriculum a
+    generator of every level of its ladder on ``grid`` (ConfigError for a level the grid cannot hold)."""
+    if curriculum is None:
+        return AceEnv(domain, dataset, **dict(env_kwargs))
+    from ace_gym.envs.procedural import GeneratorSource
+
+    for key in grid:
+        if key not in GRID_ARGUMENTS:
+            raise ConfigError("grid", dict(grid), f"{key!r} is no grid argument; use {list(GRID_ARGUMENTS)}")
+    levels = curriculum.levels
+    source = GeneratorSource(
+        domain,
+        **grid,
+        hidden_slots=[level.hidden_slots for level in levels],
+        decoy_budget=[level.decoy_budget for level in levels],
+    )
+    return AceEnv(domain, source=source, **dict(env_kwargs))
 
 
 def tool_method(tool: Tool) -> Callable[..., str]:
@@ -133,21 +188,32 @@ def tool_method(tool: Tool) -> Callable[..., str]:
 
 
 def environment_class(
-    domain: str, *, dataset: str = "5x5", env_kwargs: Mapping[str, Any] | None = None, tool_failure_rate: float = 0.0
+    domain: str,
+    *,
+    dataset: str = "5x5",
+    env_kwargs: Mapping[str, Any] | None = None,
+    tool_failure_rate: float = 0.0,
+    curriculum: CurriculumState | None = None,
+    grid: Mapping[str, Any] | None = None,
 ) -> type[AceToolEnvironment]:
     """The :class:`AceToolEnvironment` subclass of ``domain`` with one method per tool.
 
     Arguments are checked here (ConfigError): the domain and dataset exist, ``env_kwargs`` are
-    :class:`~ace_gym.envs.AceEnv` keyword arguments, the failure rate is a probability.
+    :class:`~ace_gym.envs.AceEnv` keyword arguments, the failure rate is a probability; with a
+    ``curriculum``, ``grid`` (:data:`GRID_ARGUMENTS`, default :data:`DEFAULT_GRID`) holds every
+    level of its ladder.
     """
     spec = get_domain(domain)
     kwargs = dict(env_kwargs or {})
-    ToolFailureInjection(AceEnv(domain, dataset, **kwargs), tool_failure_rate)  # validates everything once
+    grid = dict(DEFAULT_GRID if grid is None else grid)
+    ToolFailureInjection(_core_env(domain, dataset, kwargs, curriculum, grid), tool_failure_rate)  # validates once
     attributes: dict[str, Any] = {
         "domain": domain,
         "dataset": dataset,
         "env_kwargs": kwargs,
         "tool_failure_rate": float(tool_failure_rate),
+        "curriculum": curriculum,
+        "grid": grid,
         "__doc__": f"ACE {domain} for TRL's environment_factory (see AceToolEnvironment).",
         "__module__": __name__,
     }
@@ -161,12 +227,22 @@ def environment_factory(
     dataset: str = "5x5",
     env_kwargs: Mapping[str, Any] | None = None,
     tool_failure_rate: float = 0.0,
+    curriculum: CurriculumState | None = None,
+    grid: Mapping[str, Any] | None = None,
 ) -> dict[str, type[AceToolEnvironment]]:
     """``{domain: environment class}`` for ``GRPOTrainer(environment_factory=...)``: each row's
-    ``environment`` column (see :func:`train_dataset`) picks the class, and only that domain's
-    tools are shown to the model. The settings apply to every domain (see :func:`environment_class`)."""
+    ``environment`` column (see :func:`train_dataset`, :func:`curriculum_dataset`) picks the
+    class, and only that domain's tools are shown to the model. The settings apply to every
+    domain (see :func:`environment_class`); a ``curriculum`` is shared by all of them."""
     return {
-        domain: environment_class(domain, dataset=dataset, env_kwargs=env_kwargs, tool_failure_rate=tool_failure_rate)
+        domain: environment_class(
+            domain,
+            dataset=dataset,
+            env_kwargs=env_kwargs,
+            tool_failure_rate=tool_failure_rate,
+            curriculum=curriculum,
+            grid=grid,
+        )
         for domain in domains
     }
 
@@ -186,6 +262,47 @@ def train_dataset(specs: Sequence[EpisodeSpec]) -> Any:
         for column in INSTANCE_COLUMNS:
             rows[column].append(getattr(spec, column))
     return Dataset.from_dict(rows)
+
+
+def curriculum_dataset(domains: Sequence[str], size: int, *, seed: int = 0) -> Any:
+    """A ``datasets.Dataset`` of ``size`` rows for a curriculum's ``environment_factory``:
+    ``environment`` (the domains in turn), ``seed`` (row i's instance seed, from ``(seed, i)``) and
+    ``prompt``, an empty user message that ``reset`` fills with the opening of the instance it
+    generates (the level is chosen when the row is reset, not here)."""
+    from datasets import Dataset
+
+    for domain in domains:
+        get_domain(domain)
+    count = integer("size", size, minimum=1)
+    names = list(domains) or list(DOMAIN_NAMES)
+    return Dataset.from_dict(
+        {
+            "prompt": [[{"role": "user", "content": ""}]] * count,
+            "environment": [names[i % len(names)] for i in range(count)],
+            "seed": [int(np.random.SeedSequence([seed, i]).generate_state(1)[0]) for i in range(count)],
+        }
+    )
+
+
+class CurriculumOutcomes:
+    """A TRL reward function that scores nothing (None for every completion) and reports each
+    rollout's outcome to ``curriculum``: the environment's episode, at the level it was reset
+    with, succeeds when its reward is 1.0. Pass it with ``environment_factory(curriculum=...)``;
+    TRL calls it once per batch after every rollout ended, so the next batch's resets see the
+    moved state, and members of a GRPO group (reset together) share their level and instance."""
+
+    __name__ = "ace_curriculum"  # TRL names reward columns after this
+
+    def __init__(self, curriculum: CurriculumState) -> None:
+        self.curriculum = curriculum
+
+    def __call__(
+        self, prompts: Sequence[Any], environments: Sequence[AceToolEnvironment] | None = None, **_: Any
+    ) -> list[float | None]:
+        for environment in environments or ():
+            episode = environment.episode
+            self.curriculum.report(episode["domain"], episode["curriculum_level"], episode["score"] >= 1.0)
+        return [None] * len(prompts)
 
 
 class TrainerEngine:

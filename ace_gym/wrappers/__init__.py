@@ -7,6 +7,7 @@ Stack them in this order (innermost first)::
     env = ChatAdapter(env)                     # one assistant turn per step, chat messages out
     env = StepBudget(env, max_turns=50)        # a turn limit, scored on truncation
     env = FeedbackRounds(env, max_attempts=2)  # optional: AgencyBench's feedback rounds
+    env = Curriculum(env, window=64)           # optional, outermost: levels of a procedural env
 
 Planning wrappers change the tool surface (APB's settings; stack them innermost first as
 :mod:`ace_gym.planning.settings` does, below the adapter)::
@@ -47,6 +48,7 @@ from ace_gym.wrappers.broken_tool import BrokenTool
 from ace_gym.wrappers.chat_adapter import ChatAdapter
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 from ace_gym.wrappers.cost_annotated_tools import CostAnnotatedTools
+from ace_gym.wrappers.curriculum import Curriculum
 from ace_gym.wrappers.extraneous_tools import ExtraneousTools
 from ace_gym.wrappers.failure_injection import FAILURE_ENVELOPES, ToolFailureInjection
 from ace_gym.wrappers.feedback_rounds import FeedbackRounds
@@ -61,6 +63,7 @@ __all__ = [
     "ChatAdapter",
     "ChatMessages",
     "CostAnnotatedTools",
+    "Curriculum",
     "ExtraneousTools",
     "FeedbackRounds",
     "Refine",
