@@ -40,7 +40,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 
+from ace_gym import __version__
 from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
@@ -48,6 +50,7 @@ from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
 from ace_gym.eval.agency import protocol_fields
 from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
+from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import apply_settings, check_settings
 from ace_gym.wrappers import ChatAdapter, FeedbackRounds, StepBudget, ToolFailureInjection
 
@@ -118,12 +121,18 @@ class EpisodeSpec:
 
     def make_core_env(self) -> gym.Env:
         """The core env for this spec (a scenario when ``scenario`` is set), wrapped in failure
-        injection when the rate is > 0, then in the planning settings (:mod:`ace_gym.planning.settings`)."""
-        env: gym.Env = (
-            AceEnv(self.domain, self.dataset, **self.env_kwargs)
-            if self.scenario is None
-            else ScenarioEnv(self.domain, self.dataset, **self.scenario, **self.env_kwargs)
-        )
+        injection when the rate is > 0, then in the planning settings (:mod:`ace_gym.planning.settings`).
+        The core env carries the spec of its registered id with this spec's keyword arguments, so
+        ``env.spec`` of any stack built on it names the whole stack (``gym.make(env.spec)`` rebuilds it)."""
+        kwargs = {"domain": self.domain, "dataset": self.dataset, **self.env_kwargs}
+        env: gym.Env
+        if self.scenario is None:
+            env = AceEnv(**kwargs)
+            env.spec = EnvSpec(f"ACE-{self.domain}-v0", "ace_gym.envs.ace_env:AceEnv", kwargs=kwargs)
+        else:
+            kwargs.update(self.scenario)
+            env = ScenarioEnv(**kwargs)
+            env.spec = EnvSpec(f"ACE-{self.domain}-scenario-v0", "ace_gym.envs.scenario:ScenarioEnv", kwargs=kwargs)
         env = ToolFailureInjection(env, self.tool_failure_rate) if self.tool_failure_rate > 0 else env
         return apply_settings(env, self.settings)
 
@@ -215,6 +224,22 @@ def ace_record(
         "tools": episode.tools,
         "turns": episode.turns,
         "tokens": token_trajectory(episode),
+        "replay": replay_fields(spec, episode.env),
+    }
+
+
+def replay_fields(spec: EpisodeSpec | None, env: gym.Env | None) -> dict[str, Any] | None:
+    """What a replay of the episode needs (docs/replay.md): ``spec`` (the :class:`EpisodeSpec` as
+    JSON values), ``env_spec`` (the env stack as ``env.spec`` names it: id, keyword arguments,
+    wrappers), ``version`` (of ace_gym) and ``dataset_sha256`` (:func:`~ace_gym.instance.dataset_sha256`).
+    None for an episode of a vector env, which has no spec of its own."""
+    if spec is None or env is None:
+        return None
+    return {
+        "spec": json.loads(spec.to_json()),
+        "env_spec": json.loads(env.spec.to_json()) if env.spec is not None else None,
+        "version": __version__,
+        "dataset_sha256": dataset_sha256(spec.dataset, spec.domain),
     }
 
 
@@ -266,7 +291,7 @@ def run_vector_episodes(
             episode = episodes[i]
             if episode is None or i not in turns:
                 continue
-            episode.record_step(float(rewards[i]), info, turns[i].completion)
+            episode.record_step(float(rewards[i]), info, turns[i])
             if terminations[i] or truncations[i]:
                 episodes[i] = None
                 resetting[i] = True
