@@ -22,6 +22,7 @@ RECORD_KEYS = {
     "key", "policy", "dataset", "domain", "instance_id", "instance_index", "hidden_slots", "decoy_budget", "seed",
     "trial", "tool_failure_rate", "env_config", "max_turns", "settings", "score", "reason", "terminated", "truncated",
     "grid", "usage", "notes", "messages", "tools", "turns", "tokens", "replay",
+    "failures",
 }  # fmt: skip
 
 
