@@ -167,11 +167,13 @@ def is_transient_failure(reply: Any) -> bool:
     return str(envelope.get("messages", "")).startswith(TRANSIENT_FAILURES)
 
 
-class RetryTransientFailures(ScriptedPolicy):
-    """The exact solver, each call sent again unchanged while its reply is a transient failure (up
-    to :data:`MAX_TRANSIENT_RETRIES` times); the solver sees only the final reply."""
+class TransientFailureProbe(ScriptedPolicy):
+    """The exact solver plus one fixed reaction to a transient failure (:func:`is_transient_failure`):
+    send the call again unchanged until its reply is none (``retries``; up to
+    :data:`MAX_TRANSIENT_RETRIES` times, the solver seeing only the final reply), or give up and
+    call ``done`` (``notes["gave_up"]`` names the failed call's tool)."""
 
-    name: ClassVar[str] = "probe-retry-failures"
+    retries: ClassVar[bool]
 
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
@@ -181,6 +183,9 @@ class RetryTransientFailures(ScriptedPolicy):
             call = next(solver)
             while True:
                 reply = yield call
+                if is_transient_failure(reply) and not self.retries:
+                    notes["gave_up"] = call["name"]
+                    return  # every later call is done
                 for _ in range(MAX_TRANSIENT_RETRIES):
                     if not is_transient_failure(reply):
                         break
@@ -190,26 +195,14 @@ class RetryTransientFailures(ScriptedPolicy):
             return
 
 
-class NeverRetry(ScriptedPolicy):
-    """The exact solver until the first transient failure; then ``done`` (``notes["gave_up"]``
-    names the failed call's tool)."""
+class RetryTransientFailures(TransientFailureProbe):
+    name: ClassVar[str] = "probe-retry-failures"
+    retries: ClassVar[bool] = True
 
+
+class NeverRetry(TransientFailureProbe):
     name: ClassVar[str] = "probe-no-retry"
-
-    def script(
-        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
-    ) -> Script:
-        solver = ExactSolver().script(view, info, rng, notes)
-        try:
-            call = next(solver)
-            while True:
-                reply = yield call
-                if is_transient_failure(reply):
-                    notes["gave_up"] = call["name"]
-                    return  # every later call is done
-                call = solver.send(reply)
-        except StopIteration:
-            return
+    retries: ClassVar[bool] = False
 
 
 PROBES: tuple[type[ScriptedPolicy], ...] = (
