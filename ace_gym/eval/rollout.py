@@ -244,12 +244,20 @@ def replay_fields(spec: EpisodeSpec | None, env: gym.Env | None) -> dict[str, An
     """What a replay of the episode needs (docs/replay.md): ``spec`` (the :class:`EpisodeSpec` as
     JSON values), ``env_spec`` (the env stack as ``env.spec`` names it: id, keyword arguments,
     wrappers), ``version`` (of ace_gym) and ``dataset_sha256`` (:func:`~ace_gym.instance.dataset_sha256`).
-    None for an episode of a vector env, which has no spec of its own."""
+    None for an episode of a vector env, which has no spec of its own. A subclass's spec (one that
+    plays in a server, say) is recorded as the plain spec it extends, and an env without a spec of
+    its own (a remote env) as the stack that spec builds, so replays run locally."""
     if spec is None or env is None:
         return None
+    local = EpisodeSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(EpisodeSpec)})
+    stack = env.spec
+    if stack is None:
+        built = local.make_env()
+        stack = built.spec
+        built.close()
     return {
-        "spec": json.loads(spec.to_json()),
-        "env_spec": json.loads(env.spec.to_json()) if env.spec is not None else None,
+        "spec": json.loads(local.to_json()),
+        "env_spec": None if stack is None else json.loads(stack.to_json()),
         "version": __version__,
         "dataset_sha256": dataset_sha256(spec.dataset, spec.domain),
     }
