@@ -5,7 +5,8 @@ for every command: :func:`add_common_flags`), the progress bar, and the exit cod
 Exit codes (also in ``ace-gym --help``): 0 success; 2 a bad argument, configuration or dataset,
 or an output directory that holds another run; 3 the output is in use by another run; 4 the
 results could not be read or written (not a directory, no permission, disk full); 5 the episode
-file holds malformed lines; 130 interrupted (Ctrl-C). Each failure prints one line on stderr;
+file holds malformed lines; 6 ``ace-gym replay`` found an episode that did not replay identically
+(docs/replay.md); 130 interrupted (Ctrl-C). Each failure prints one line on stderr;
 nothing already written is lost.
 """
 
@@ -30,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ace_gym.generators.cli",
     "ace_gym.eval.cli",
     "ace_gym.eval.export",
+    "ace_gym.eval.replay",
     "ace_gym.server.cli",
 )
 EXIT_OK = 0
@@ -37,11 +39,12 @@ EXIT_CONFIG = 2
 EXIT_IN_USE = 3
 EXIT_IO = 4
 EXIT_MALFORMED = 5
+EXIT_REPLAY_MISMATCH = 6
 EXIT_INTERRUPTED = 130
 EXIT_CODES_HELP = (
     "exit codes: 0 success; 2 bad argument, configuration or dataset, or an output directory "
     "holding another run; 3 output in use by another run; 4 results could not be read or written "
-    "(not a directory, no permission, disk full); 5 malformed lines in episodes.jsonl; 130 interrupted"
+    "(not a directory, no permission, disk full); 5 malformed lines in episodes.jsonl; 6 a replay differs from its record; 130 interrupted"
 )
 
 

@@ -51,6 +51,7 @@ slot rule) is not checked at load: :func:`ace_gym.generators.certify` checks it.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import stat
@@ -58,7 +59,7 @@ import threading
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from functools import cached_property
+from functools import cached_property, lru_cache
 from importlib import resources
 from itertools import zip_longest
 from pathlib import Path
@@ -420,6 +421,24 @@ def resolve_dataset(dataset: str | os.PathLike[str], domain: str) -> Dataset:
     if loaded.domain.name != domain:
         raise ConfigError("dataset", str(dataset), f"holds domain {loaded.domain.name!r}, not {domain!r}")
     return loaded
+
+
+def dataset_sha256(dataset: str | os.PathLike[str], domain: str) -> str:
+    """SHA-256 (hex) of the bytes of the file ``dataset`` names for ``domain`` (resolved as
+    :func:`resolve_dataset` does; a ``.gz`` file's bytes as stored): what a replay checks to know
+    it plays the same instances. Hashed once per file version and process."""
+    path = Path(resolve_dataset(dataset, domain).source)
+    status = path.stat()
+    return _file_sha256(str(path), status.st_mtime_ns, status.st_size)
+
+
+@lru_cache(maxsize=64)
+def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(_READ_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:

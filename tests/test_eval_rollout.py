@@ -21,7 +21,8 @@ from ace_gym.wrappers import ChatAdapter, StepBudget
 RECORD_KEYS = {
     "key", "policy", "dataset", "domain", "instance_id", "instance_index", "hidden_slots", "decoy_budget", "seed",
     "trial", "tool_failure_rate", "env_config", "max_turns", "settings", "score", "reason", "terminated", "truncated",
-    "grid", "usage", "notes", "messages", "tools", "turns", "tokens", "curriculum_level",
+    "grid", "usage", "notes", "messages", "tools", "turns", "tokens", "curriculum_level", "replay",
+    "failures",
 }  # fmt: skip
 
 

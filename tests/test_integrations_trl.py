@@ -111,8 +111,9 @@ def test_environment__plays_an_episode_through_its_tool_methods_and_scores_it() 
         "score": 1.0,
         "finished": True,
         "tool_calls": 4,
+        "tool_failure_rate": 0.0,
         "injected_failures": 0,
-        "retried_failed_calls": 0,
+        "recovered_failures": 0,
     }
     assert json.loads(environment.done())["status"] == "failed"  # the episode has ended
     environment.reset(**_course_row())  # reused by TRL across batches: a fresh episode
@@ -128,8 +129,9 @@ def test_environment__budgets_and_failure_injection_apply() -> None:
     failing = environment_factory(["meal"], tool_failure_rate=1.0)["meal"]()
     failing.reset(instance_index=0, seed=0)
     assert json.loads(failing.get_current_grid_state())["messages"] == "Tool call failed"
-    failing.get_current_grid_state()  # retried at once
-    assert (failing.episode["injected_failures"], failing.episode["retried_failed_calls"]) == (2, 1)
+    failing.get_current_grid_state()  # retried, and failed again: nothing recovered
+    assert (failing.episode["injected_failures"], failing.episode["recovered_failures"]) == (2, 0)
+    assert failing.episode["tool_failure_rate"] == 1.0
 
 
 def test_environment__without_a_prompt_reset_returns_the_opening_text() -> None:

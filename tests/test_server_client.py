@@ -18,6 +18,7 @@ from gymnasium.utils.env_checker import check_env
 
 from ace_gym.agents import make_scripted_policy
 from ace_gym.cli import main
+from ace_gym.eval.replay import replay_record
 from ace_gym.eval.results import read_records
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.server.app import ServerConfig
@@ -92,6 +93,16 @@ def test_run_episodes__scripted_records_against_a_server_equal_the_local_ones(ur
     remote = [comparable(r) for r in run_episodes(remote_specs(_specs(), url), make_scripted_policy("solver"))]
     assert remote == local
     assert [r["score"] for r in remote] == [1, 1]
+
+
+def test_run_episodes__failure_modes_reach_the_server_and_remote_records_replay_locally(url: str) -> None:
+    options = {"failure_modes": ["timeout", "rate_limit"], "tool_rates": {"done": 0.0}}
+    specs = [EpisodeSpec("meal", instance_index=0, seed=1, tool_failure_rate=0.5, failure_injection=options)]
+    policy = make_scripted_policy("probe-retry-failures")
+    local = [comparable(r) for r in run_episodes(specs, policy)]
+    remote = [comparable(r) for r in run_episodes(remote_specs(specs, url), policy)]
+    assert remote == local and {f["mode"] for f in remote[0]["failures"]} == {"timeout", "rate_limit"}
+    assert replay_record(remote[0]) is None
 
 
 def test_run_episodes__chat_engine_records_against_a_server_equal_the_local_ones(url: str) -> None:

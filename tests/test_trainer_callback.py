@@ -57,17 +57,31 @@ def test_ace_metrics__means_per_domain_turns_parse_errors_and_groups() -> None:
     assert ace_metrics([]) == {}
 
 
-def test_ace_metrics__recovery_rate_is_the_share_of_injected_failures_retried_at_once() -> None:
-    def failing_turn(injected: int, retried: int) -> dict:
-        call = {"failure_injected": True, "injected_failures": injected, "retried_failed_calls": retried}
+def test_ace_metrics__recovery_rate_and_turns_to_recover_pooled_and_per_failure_rate() -> None:
+    def turn(**call: object) -> dict:
         return {"info": {"calls": [call], "parse_errors": [], "skipped_calls": 0}}
 
-    records = [  # the counts are running totals: the last call's count is the episode's
-        _record("course", 0, [failing_turn(1, 0), failing_turn(2, 1), failing_turn(2, 2)]),
-        _record("course", 0, [failing_turn(1, 0)], instance="i1"),
+    def failed(failure_id: int) -> dict:
+        return turn(failure_injected=True, failure_id=failure_id, failure_mode="timeout", tool="get_slot_id")
+
+    records = [  # rate 0.5: two failures recovered by one call, after 2 and 1 turns; rate 0.1: none recovered
+        {**_record("course", 0, [failed(1), failed(2), turn(recovers=[1, 2])]), "tool_failure_rate": 0.5},
+        {**_record("course", 0, [failed(1), turn()], instance="i1"), "tool_failure_rate": 0.1},
+        {**_record("course", 1, [turn()], instance="i2"), "tool_failure_rate": 0.0},
     ]
-    assert ace_metrics(records)["ace/recovery_rate"] == pytest.approx(2 / 3)
-    assert "ace/recovery_rate" not in ace_metrics([_record("course", 1, [_turn(calls=1)])])
+    metrics = ace_metrics(records)
+    assert metrics["ace/recovery_rate"] == pytest.approx(2 / 3) and metrics["ace/turns_to_recover"] == 1.5
+    assert (metrics["ace/recovery_rate/fail=0.5"], metrics["ace/turns_to_recover/fail=0.5"]) == (1.0, 1.5)
+    assert metrics["ace/recovery_rate/fail=0.1"] == 0.0 and "ace/turns_to_recover/fail=0.1" not in metrics
+    assert not any(key.startswith("ace/recovery_rate") for key in ace_metrics(records[2:]))
+
+
+def test_validation_specs__play_every_instance_at_every_failure_rate() -> None:
+    specs = validation_specs(["course"], 2, tool_failure_rates=(0.0, 0.25))
+    assert [spec.tool_failure_rate for spec in specs] == [0.0, 0.25, 0.0, 0.25]
+    assert len({spec.instance_index for spec in specs}) == 2
+    with pytest.raises(ConfigError):
+        validation_specs(["course"], 1, tool_failure_rates=(1.5,))
 
 
 def test_pass_at_k__is_the_unbiased_estimate_over_a_group() -> None:

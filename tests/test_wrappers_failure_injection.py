@@ -98,25 +98,54 @@ def test_injected_failure__charges_no_budget() -> None:
     assert state.grid == grid and state.global_calls == global_calls
 
 
-def test_stats__count_injected_failures_and_same_call_retries() -> None:
-    env = ToolFailureInjection(AceEnv("course"), 1.0)
+def test_recovery__a_later_equivalent_call_that_succeeds_recovers_every_earlier_failure_of_it() -> None:
+    env = ToolFailureInjection(AceEnv("course"), 0.5, rng="python")  # random.Random(0): ok ok F F ok F ok F F ok
     env.reset(seed=0)
-    call = {"name": "get_slot_id", "arguments": {"row": 0, "col": 1}}
-    env.step(call)
-    info = env.step({"name": "get_slot_id", "arguments": '{"col": 1, "row": 0}'})[4]  # same call, other spelling
-    assert (info["injected_failures"], info["retried_failed_calls"]) == (2, 1)
-    info = env.step({"name": "get_slot_id", "arguments": {"row": 1, "col": 1}})[4]
-    assert (info["injected_failures"], info["retried_failed_calls"]) == (3, 1)
+    slot, same_slot = {"name": "get_slot_id", "arguments": {"row": 0, "col": 1}}, '{"col": 1, "row": 0}'
+    invalid = {"name": "set_slot", "arguments": {"row": 9, "col": 9, "id": "X"}}
+    infos = [
+        env.step(action)[4]
+        for action in (
+            {"name": "get_current_grid_state", "arguments": {}},
+            invalid,  # reaches the env and fails there: not an injected failure
+            slot,
+            {"name": "get_slot_id", "arguments": same_slot},  # same call, other spelling
+            {"name": "get_slot_id", "arguments": {"row": 1, "col": 1}},  # other arguments: no recovery
+            slot,
+            {"name": "get_slot_id", "arguments": same_slot},
+            invalid,
+            invalid,
+            invalid,  # not injected, but the env fails it: no recovery
+        )
+    ]
+    assert [i["failure_injected"] for i in infos] == [False, False, True, True, False, True, False, True, True, False]
+    assert [i.get("failure_id") for i in infos if i["failure_injected"]] == [1, 2, 3, 4, 5]
+    assert [i.get("recovers") for i in infos] == [None] * 6 + [[1, 2, 3]] + [None] * 3
+    assert [(i["injected_failures"], i["recovered_failures"]) for i in infos][-4:] == [(3, 3), (4, 3), (5, 3), (5, 3)]
     env.reset(seed=1)
-    assert env.step(call)[4]["injected_failures"] == 1
+    assert env.step(slot)[4]["recovered_failures"] == 0
 
 
-def test_extra_failure_modes__return_timeout_and_empty_envelopes() -> None:
-    env = ToolFailureInjection(AceEnv("course"), 1.0, failure_modes=("failed", "timeout", "empty"))
+def test_tool_rates__fail_only_the_named_tools_and_leave_parity_draws_alone() -> None:
+    env = ToolFailureInjection(AceEnv("course"), 0.0, tool_rates={"slot_id": 1.0})
+    env.reset(seed=0)
+    assert env.step({"name": "get_slot_id", "arguments": {"row": 0, "col": 1}})[4]["failure_injected"]
+    assert not env.step({"name": "get_current_grid_state", "arguments": {}})[4]["failure_injected"]
+    published, per_tool = (
+        ToolFailureInjection(AceEnv("course"), 0.3, rng="python", tool_rates=rates) for rates in (None, {"done": 0.3})
+    )
+    assert _run(published, seed=4) == _run(per_tool, seed=4)  # same draws when a tool's rate equals the rate
+
+
+def test_extra_failure_modes__return_their_envelopes() -> None:
+    env = ToolFailureInjection(AceEnv("course"), 1.0, failure_modes=tuple(FAILURE_ENVELOPES))
     env.reset(seed=3)
-    seen = {env.step({"name": "get_current_grid_state", "arguments": {}})[0] for _ in range(60)}
+    seen = {env.step({"name": "get_current_grid_state", "arguments": {}})[0] for _ in range(100)}
     assert seen == set(FAILURE_ENVELOPES.values())
     assert json.loads(FAILURE_ENVELOPES["timeout"])["messages"].startswith("Timeout, ")
+    assert json.loads(FAILURE_ENVELOPES["rate_limit"])["messages"].startswith("RateLimitError, ")
+    with pytest.raises(ValueError):
+        json.loads(FAILURE_ENVELOPES["truncated"])
 
 
 @pytest.mark.parametrize(
@@ -126,6 +155,9 @@ def test_extra_failure_modes__return_timeout_and_empty_envelopes() -> None:
         ("rate", {"rate": True}),
         ("failure_modes", {"rate": 0.1, "failure_modes": ("boom",)}),
         ("rng", {"rate": 0.1, "rng": "global"}),
+        ("tool_rates", {"rate": 0.1, "tool_rates": {"qeury": 0.5}}),
+        ("tool_rates['query']", {"rate": 0.1, "tool_rates": {"query": 2.0}}),
+        ("tool_rates", {"rate": 0.1, "tool_rates": [0.5]}),
     ],
 )
 def test_constructor__rejects_bad_config(field: str, kwargs: dict) -> None:
@@ -156,7 +188,7 @@ def test_hostile_calls__never_raise_and_later_calls_still_work(rate: float) -> N
     for action in HOSTILE_CALLS * 3:
         observation, _, _, _, info = env.step(action)
         assert json.loads(observation)["status"] in ("success", "failed")
-        assert isinstance(info["tool"], str) and isinstance(info["retried_failed_calls"], int)
+        assert isinstance(info["tool"], str) and isinstance(info["recovered_failures"], int)
     info = env.step({"name": "get_current_grid_state", "arguments": {}})[4]
     assert info["tool"] == "get_current_grid_state"
 
@@ -174,10 +206,13 @@ def test_injected_failure__reports_the_tool_as_the_env_would() -> None:
     ]
 
 
-def test_retry_count__an_array_name_is_compared_without_raising() -> None:
-    env = ToolFailureInjection(AceEnv("course"), 1.0)
+def test_recovery__an_array_name_is_compared_without_raising() -> None:
+    env = ToolFailureInjection(AceEnv("course"), 0.5, rng="python")  # random.Random(0): ok ok F F ...
     env.reset(seed=0)
+    env.step({"name": "get_current_grid_state", "arguments": {}})
+    env.step({"name": "get_current_grid_state", "arguments": {}})
     env.step({"name": np.array(["set_slot", "done"]), "arguments": {}})
     info = env.step({"name": np.array(["set_slot", "done"]), "arguments": {}})[4]
-    assert (info["injected_failures"], info["retried_failed_calls"]) == (2, 1)
-    assert env.step({"name": "done", "arguments": {}})[4]["retried_failed_calls"] == 1
+    assert (info["injected_failures"], info["recovered_failures"]) == (2, 0)
+    info = env.step({"name": np.array(["set_slot", "done"]), "arguments": {}})[4]  # reaches the env, not ok
+    assert (info["injected_failures"], info["recovered_failures"]) == (2, 0) and "recovers" not in info

@@ -9,6 +9,11 @@ test can predict.
   with the same description, its parameters matched by their descriptions.
 * :class:`AlwaysRefuse` reports every task infeasible at once (``refuse``); the exact solver is
   the never-refusing counterpart.
+* :class:`RetryTransientFailures` (``probe-retry-failures``) plays the exact solver and sends a
+  call again, unchanged, while its reply looks like a transient failure (:func:`is_transient_failure`:
+  a failed call, a timeout, a rate limit, an empty or a cut-off result): every injected failure is
+  recovered. :class:`NeverRetry` (``probe-no-retry``) gives up at the first such reply and calls
+  ``done``: no failure is recovered (unless ``done`` itself fails and is called again).
 """
 
 from __future__ import annotations
@@ -142,4 +147,70 @@ class AlwaysRefuse(ScriptedPolicy):
             yield {"name": REFUSAL_TOOL, "arguments": {"reason_code": self.reason_code, "explanation": "refused"}}
 
 
-PROBES: tuple[type[ScriptedPolicy], ...] = (RetryProbe, ReplaceProbe, AlternativeProbe, RefuseProbe, AlwaysRefuse)
+TRANSIENT_FAILURES = ("Tool call failed", "Timeout", "RateLimitError")
+"""How the failed envelopes of transient tool failures begin (what a retry can fix)."""
+MAX_TRANSIENT_RETRIES = 100
+
+
+def is_transient_failure(reply: Any) -> bool:
+    """Whether a tool reply looks like a transient failure an agent may retry: not a JSON object
+    (a cut-off result), a failed envelope whose message begins with one of
+    :data:`TRANSIENT_FAILURES`, or a success envelope without data."""
+    try:
+        envelope = json.loads(reply)
+    except (TypeError, ValueError):
+        return True
+    if not isinstance(envelope, dict):
+        return True
+    if envelope.get("status") == "success":
+        return envelope.get("data") == {}
+    return str(envelope.get("messages", "")).startswith(TRANSIENT_FAILURES)
+
+
+class TransientFailureProbe(ScriptedPolicy):
+    """The exact solver plus one fixed reaction to a transient failure (:func:`is_transient_failure`):
+    send the call again unchanged until its reply is none (``retries``; up to
+    :data:`MAX_TRANSIENT_RETRIES` times, the solver seeing only the final reply), or give up and
+    call ``done`` (``notes["gave_up"]`` names the failed call's tool)."""
+
+    retries: ClassVar[bool]
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        solver = ExactSolver().script(view, info, rng, notes)
+        try:
+            call = next(solver)
+            while True:
+                reply = yield call
+                if is_transient_failure(reply) and not self.retries:
+                    notes["gave_up"] = call["name"]
+                    return  # every later call is done
+                for _ in range(MAX_TRANSIENT_RETRIES):
+                    if not is_transient_failure(reply):
+                        break
+                    reply = yield call
+                call = solver.send(reply)
+        except StopIteration:
+            return
+
+
+class RetryTransientFailures(TransientFailureProbe):
+    name: ClassVar[str] = "probe-retry-failures"
+    retries: ClassVar[bool] = True
+
+
+class NeverRetry(TransientFailureProbe):
+    name: ClassVar[str] = "probe-no-retry"
+    retries: ClassVar[bool] = False
+
+
+PROBES: tuple[type[ScriptedPolicy], ...] = (
+    RetryProbe,
+    ReplaceProbe,
+    AlternativeProbe,
+    RefuseProbe,
+    AlwaysRefuse,
+    RetryTransientFailures,
+    NeverRetry,
+)

@@ -38,7 +38,7 @@ from typing import Any
 from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, Policy, ScriptedPolicy, make_policy, policy_label
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
-from ace_gym.errors import ConfigError, integer
+from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.eval import agency
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
@@ -48,6 +48,7 @@ from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_da
 from ace_gym.longbench import cli as alb_cli
 from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
 from ace_gym.planning.settings import SETTINGS, check_settings, format_metrics, summarize_settings
+from ace_gym.wrappers import FAILURE_ENVELOPES
 
 logger = logging.getLogger(__name__)
 _RESUME_HINT = "; finished episodes are saved: re-run the same command to resume"
@@ -91,6 +92,16 @@ def register(subparsers: Any) -> None:
         default=[0.0],
         metavar="P",
         help="probabilities that a tool call fails, e.g. 0 0.1 (default 0; one heatmap each)",
+    )
+    evaluate.add_argument(
+        "--failure-modes",
+        nargs="+",
+        action=ListAction,
+        const=str,
+        default=None,
+        metavar="MODE",
+        help=f"what an injected failure returns, drawn per failure from {', '.join(FAILURE_ENVELOPES)} "
+        "(default failed: the published 'Tool call failed'); docs/replay.md",
     )
     evaluate.add_argument("--trials", type=int, default=1, help="episodes per instance and rate (a GRPO-style group)")
     evaluate.add_argument("--max-turns", type=int, default=None, help="policy turns per episode (default 1000)")
@@ -229,6 +240,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
                             env_kwargs=_env_kwargs(args),
                             max_turns=args.max_turns,
                             settings=check_settings(args.wrappers, "wrappers"),
+                            failure_injection=_failure_injection(args),
                             **protocol,
                         )
                     )
@@ -249,9 +261,20 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
             "seed": args.seed,
             **({"wrappers": list(check_settings(args.wrappers, "wrappers"))} if args.wrappers else {}),
             **{name: value for name, value in agency.spec_settings(args).items() if value is not None},
+            **({"failure_injection": _failure_injection(args)} if args.failure_modes else {}),
         },
         "ace_gym_version": __version__,
     }
+
+
+def _failure_injection(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The failure-injection options ``--failure-modes`` asks for (None: the published failure);
+    ConfigError for an unknown mode."""
+    if not args.failure_modes:
+        return None
+    for mode in args.failure_modes:
+        choice("failure-modes", mode, tuple(FAILURE_ENVELOPES))
+    return {"failure_modes": list(args.failure_modes)}
 
 
 def _option(text: str) -> tuple[str, Any]:

@@ -114,16 +114,19 @@ class Episode:
         began = time.perf_counter()
         _, reward, terminated, truncated, info = self.env.step(turn.action)
         self.usage["env_s"] += time.perf_counter() - began
-        self.record_step(float(reward), info, turn.completion)
+        self.record_step(float(reward), info, turn)
         return terminated, truncated, info
 
-    def record_step(self, reward: float, info: Mapping[str, Any], completion: Completion | None) -> None:
-        """Log one step: its reward and info (without :data:`INFO_DROPPED`), the completion's token
-        counts and ids, the calls it ran; append the adapter's new messages to the conversation."""
+    def record_step(self, reward: float, info: Mapping[str, Any], turn_played: Turn) -> None:
+        """Log one step: the action as played (what a replay sends again), its reward and info
+        (without :data:`INFO_DROPPED`), the completion's token counts and ids, the calls it ran;
+        append the adapter's new messages to the conversation."""
+        completion = turn_played.completion
         if "messages" in info:  # the whole conversation, as a view: copy only this turn's messages
             self.messages.extend(info["messages"][len(self.messages) :])
         self.usage["tool_calls"] += len(info.get("calls", ()))
         turn: dict[str, Any] = {
+            "action": jsonable(turn_played.action),
             "reward": float(reward),
             "info": {str(k): jsonable(v) for k, v in info.items() if k not in INFO_DROPPED},
         }

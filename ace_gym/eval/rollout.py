@@ -18,15 +18,18 @@ A record (JSON-serialisable) holds: ``key``, ``policy``, the spec (``dataset``, 
 ``hidden_slots``, ``decoy_budget``, ``curriculum_level`` (the ladder index a
 :class:`~ace_gym.wrappers.Curriculum` chose, else None), ``score`` (0.0/1.0), ``reason``, ``terminated``,
 ``truncated``, ``grid``, ``messages`` (OpenAI chat format, scripted calls included), ``tools``,
-``turns`` (per turn: ``reward``, the adapter's ``info`` and, when the engine reports them, token
-counts and ``prompt_token_ids`` / ``completion_token_ids`` / ``logprobs`` / ``finish_reason``),
-``tokens`` (an engine that generates from token ids, vLLM or transformers, plays token-exact:
-``prompt_ids``, ``response_ids``, ``assistant_mask``, ``logprobs``, ``turn_starts`` as
-:meth:`~ace_gym.chat_template.ChatTokens.trajectory` lays them out, the prompt of turn t being
-``prompt_ids + response_ids[:turn_starts[t]]``; None for other policies), ``usage``
-(:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports), and under AgencyBench's
-protocol ``feedback_rounds`` / ``scenario`` (:func:`ace_gym.eval.agency.protocol_fields`). Members of a GRPO-style
-group share instance and seed and differ in ``trial``.
+``turns`` (per turn: the ``action`` as played, ``reward``, the adapter's ``info`` and, when the
+engine reports them, token counts and ``prompt_token_ids`` / ``completion_token_ids`` /
+``logprobs`` / ``finish_reason``), ``tokens`` (an engine that generates from token ids, vLLM or
+transformers, plays token-exact: ``prompt_ids``, ``response_ids``, ``assistant_mask``,
+``logprobs``, ``turn_starts`` as :meth:`~ace_gym.chat_template.ChatTokens.trajectory` lays them
+out, the prompt of turn t being ``prompt_ids + response_ids[:turn_starts[t]]``; None for other
+policies), ``usage`` (:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports),
+``failures`` (every injected tool failure, whether and in how many turns the agent recovered:
+:func:`ace_gym.eval.recovery.failure_log`), ``replay`` (what a replay needs,
+:func:`replay_fields`, docs/replay.md), and under AgencyBench's protocol ``feedback_rounds`` /
+``scenario`` (:func:`ace_gym.eval.agency.protocol_fields`). Members of a GRPO-style group share
+instance and seed and differ in ``trial``.
 """
 
 from __future__ import annotations
@@ -41,7 +44,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 
+from ace_gym import __version__
 from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
@@ -49,6 +54,8 @@ from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
 from ace_gym.eval.agency import protocol_fields
 from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
+from ace_gym.eval.recovery import failure_log
+from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import apply_settings, check_settings
 from ace_gym.wrappers import ChatAdapter, FeedbackRounds, StepBudget, ToolFailureInjection
 
@@ -69,6 +76,9 @@ class EpisodeSpec:
     :class:`~ace_gym.envs.scenario.ScenarioEnv` (``stages``, ``max_attempts``, ``threshold``,
     ``feedback``), plays the instance in stages; ``feedback_rounds``, keyword arguments of
     :class:`~ace_gym.wrappers.FeedbackRounds`, wraps the episode in feedback rounds.
+    ``failure_injection``: keyword arguments of :class:`~ace_gym.wrappers.ToolFailureInjection`
+    besides the rate (``failure_modes``, ``tool_rates``, ``rng``); None (the default) injects the
+    published failure only.
     """
 
     domain: str
@@ -83,6 +93,7 @@ class EpisodeSpec:
     settings: tuple[str, ...] = ()
     scenario: Mapping[str, Any] | None = None
     feedback_rounds: Mapping[str, Any] | None = None
+    failure_injection: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if "max_steps" in self.env_kwargs:
@@ -94,6 +105,8 @@ class EpisodeSpec:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""
         instance = self.instance_id if self.instance_id is not None else f"#{self.instance_index}"
         protocol = {name: dict(value) for name, value in self.protocol().items() if value is not None}
+        if self.failure_injection is not None:
+            protocol["failure_injection"] = dict(self.failure_injection)
         config = json.dumps({**dict(self.env_kwargs), "max_turns": self.max_turns, **protocol}, sort_keys=True)
         settings = f"|settings={','.join(self.settings)}" if self.settings else ""
         return (
@@ -119,13 +132,20 @@ class EpisodeSpec:
 
     def make_core_env(self) -> gym.Env:
         """The core env for this spec (a scenario when ``scenario`` is set), wrapped in failure
-        injection when the rate is > 0, then in the planning settings (:mod:`ace_gym.planning.settings`)."""
-        env: gym.Env = (
-            AceEnv(self.domain, self.dataset, **self.env_kwargs)
-            if self.scenario is None
-            else ScenarioEnv(self.domain, self.dataset, **self.scenario, **self.env_kwargs)
-        )
-        env = ToolFailureInjection(env, self.tool_failure_rate) if self.tool_failure_rate > 0 else env
+        injection when the rate is > 0 or ``failure_injection`` is given, then in the planning settings (:mod:`ace_gym.planning.settings`).
+        The core env carries the spec of its registered id with this spec's keyword arguments, so
+        ``env.spec`` of any stack built on it names the whole stack (``gym.make(env.spec)`` rebuilds it)."""
+        kwargs = {"domain": self.domain, "dataset": self.dataset, **self.env_kwargs}
+        env: gym.Env
+        if self.scenario is None:
+            env = AceEnv(**kwargs)
+            env.spec = EnvSpec(f"ACE-{self.domain}-v0", "ace_gym.envs.ace_env:AceEnv", kwargs=kwargs)
+        else:
+            kwargs.update(self.scenario)
+            env = ScenarioEnv(**kwargs)
+            env.spec = EnvSpec(f"ACE-{self.domain}-scenario-v0", "ace_gym.envs.scenario:ScenarioEnv", kwargs=kwargs)
+        if self.tool_failure_rate > 0 or self.failure_injection is not None:
+            env = ToolFailureInjection(env, self.tool_failure_rate, **(self.failure_injection or {}))
         return apply_settings(env, self.settings)
 
     def make_env(self) -> gym.Env:
@@ -212,11 +232,36 @@ def ace_record(
         "grid": info.get("grid"),
         "usage": episode.usage,
         "notes": jsonable(episode.notes),
+        "failures": failure_log(episode.turns),
         **protocol_fields(episode.env, info),
         "messages": episode.messages,
         "tools": episode.tools,
         "turns": episode.turns,
         "tokens": token_trajectory(episode),
+        "replay": replay_fields(spec, episode.env),
+    }
+
+
+def replay_fields(spec: EpisodeSpec | None, env: gym.Env | None) -> dict[str, Any] | None:
+    """What a replay of the episode needs (docs/replay.md): ``spec`` (the :class:`EpisodeSpec` as
+    JSON values), ``env_spec`` (the env stack as ``env.spec`` names it: id, keyword arguments,
+    wrappers), ``version`` (of ace_gym) and ``dataset_sha256`` (:func:`~ace_gym.instance.dataset_sha256`).
+    None for an episode of a vector env, which has no spec of its own. A subclass's spec (one that
+    plays in a server, say) is recorded as the plain spec it extends, and an env without a spec of
+    its own (a remote env) as the stack that spec builds, so replays run locally."""
+    if spec is None or env is None:
+        return None
+    local = EpisodeSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(EpisodeSpec)})
+    stack = env.spec
+    if stack is None:
+        built = local.make_env()
+        stack = built.spec
+        built.close()
+    return {
+        "spec": json.loads(local.to_json()),
+        "env_spec": None if stack is None else json.loads(stack.to_json()),
+        "version": __version__,
+        "dataset_sha256": dataset_sha256(spec.dataset, spec.domain),
     }
 
 
@@ -272,7 +317,7 @@ def run_vector_episodes(
             episode = episodes[i]
             if episode is None or i not in turns:
                 continue
-            episode.record_step(float(rewards[i]), info, turns[i].completion)
+            episode.record_step(float(rewards[i]), info, turns[i])
             if terminations[i] or truncations[i]:
                 episodes[i] = None
                 resetting[i] = True

@@ -22,6 +22,7 @@ from typing import Any
 
 from ace_gym.errors import ConfigError
 from ace_gym.eval import agency
+from ace_gym.eval.recovery import recovery_counts, recovery_metrics
 
 USAGE_FIELDS = ("steps", "tool_calls", "time_s", "tokens")
 TABLE_LEGEND = (
@@ -68,6 +69,11 @@ def _stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return stats
 
 
+def _recovery(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The failure-recovery metrics of records (:func:`~ace_gym.eval.recovery.recovery_metrics`)."""
+    return recovery_metrics(recovery_counts(record.get("failures") or ()) for record in records)
+
+
 def _rate(record: Mapping[str, Any]) -> str:
     return f"{float(record.get('tool_failure_rate') or 0.0):g}"
 
@@ -98,11 +104,13 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The summary of one policy's records.
 
     Returns ``{"policy", "episodes", "overall", "per_domain": {domain: stats + datasets},
-    "per_failure_rate": {rate: stats}, "cells": [stats + domain, hidden_slots, decoy_budget],
-    "cells_by_failure_rate": {rate: [cells of that rate's episodes]}}`` where stats are
-    ``episodes``, ``score``, ``score_se``, ``steps``, ``tool_calls``, ``time_s``, ``tokens`` and
-    ``datasets`` lists the dataset each domain's episodes came from (no records: policy None,
-    empty views); under AgencyBench's protocol, :func:`ace_gym.eval.agency.add_metrics` adds its
+    "per_failure_rate": {rate: stats + recovery}, "cells": [stats + domain, hidden_slots,
+    decoy_budget], "cells_by_failure_rate": {rate: [cells of that rate's episodes]}}`` where stats
+    are ``episodes``, ``score``, ``score_se``, ``steps``, ``tool_calls``, ``time_s``, ``tokens``,
+    ``datasets`` lists the dataset each domain's episodes came from and recovery is ``failures``,
+    ``recovered``, ``recovery_rate`` and ``turns_to_recover`` (:mod:`ace_gym.eval.recovery`; None
+    where no failure was injected or recovered). No records: policy None, empty views. Under
+    AgencyBench's protocol, :func:`ace_gym.eval.agency.add_metrics` adds its
     metrics. Raises ConfigError when the records come from more than one policy.
     """
     records = unique_records(records)
@@ -139,7 +147,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "episodes": len(records),
         "overall": overall,
         "per_domain": per_domain,
-        "per_failure_rate": {rate: _stats(group) for rate, group in sorted(rates.items())},
+        "per_failure_rate": {rate: {**_stats(group), **_recovery(group)} for rate, group in sorted(rates.items())},
         "cells": cells,
         "cells_by_failure_rate": {rate: _cells(group) for rate, group in sorted(rates.items())},
     }
@@ -175,6 +183,16 @@ def format_table(summary: Mapping[str, Any]) -> str:
             + ", ".join(
                 f"{rate}: {_score_text(stats).strip()} ({stats['episodes']} ep.)"
                 for rate, stats in summary["per_failure_rate"].items()
+            )
+        )
+    recovery = [(rate, stats) for rate, stats in summary.get("per_failure_rate", {}).items() if stats.get("failures")]
+    if recovery:
+        lines.append(
+            "recovery from injected tool failures: "
+            + ", ".join(
+                f"{rate}: {stats['recovered']}/{stats['failures']} recovered"
+                + (f" in {stats['turns_to_recover']:.1f} turns" if stats["turns_to_recover"] is not None else "")
+                for rate, stats in recovery
             )
         )
     lines.append("")

@@ -20,8 +20,9 @@ from transformers import TrainerCallback
 
 from ace_gym.agents.llm.hf_engine import HFChatEngine
 from ace_gym.domains import DOMAIN_NAMES, get_domain
-from ace_gym.errors import integer
+from ace_gym.errors import integer, probability
 from ace_gym.eval import EpisodeSpec, run_episodes
+from ace_gym.eval.recovery import failure_log, recovery_counts, recovery_metrics
 from ace_gym.instance import resolve_dataset
 
 
@@ -35,20 +36,17 @@ def parse_error_turn(turn: Mapping[str, Any]) -> bool:
 def episode_summary(record: Mapping[str, Any]) -> dict[str, Any]:
     """What :func:`summary_metrics` reads of a rollout record: ``domain``, ``group`` (the GRPO
     group: same dataset, domain, instance and seed), ``score``, ``turns``, ``parse_error_turns``
-    (:func:`parse_error_turn`), ``injected_failures`` and ``retried_failed_calls`` (counted by
-    :class:`~ace_gym.wrappers.ToolFailureInjection`)."""
+    (:func:`parse_error_turn`), ``tool_failure_rate`` and the failure-recovery counts
+    (:data:`ace_gym.eval.recovery.COUNT_KEYS`)."""
     turns = record["turns"]
-    counts: dict[str, int] = {"injected_failures": 0, "retried_failed_calls": 0}
-    for turn in turns:
-        for call in turn.get("info", {}).get("calls", ()):
-            counts.update({key: int(call[key]) for key in counts if key in call})  # running counts
     return {
         "domain": record["domain"],
+        "tool_failure_rate": float(record.get("tool_failure_rate") or 0.0),
         "group": json.dumps([record.get(key) for key in ("dataset", "domain", "instance_id", "seed")]),
         "score": float(record["score"]),
         "turns": len(turns),
         "parse_error_turns": sum(parse_error_turn(turn) for turn in turns),
-        **counts,
+        **recovery_counts(failure_log(turns)),
     }
 
 
@@ -57,8 +55,9 @@ def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace")
 
     ``<prefix>/score`` and ``<prefix>/score/<domain>``: mean scores; ``<prefix>/turns``: mean
     assistant turns; ``<prefix>/parse_error_rate``: share of turns that could not be read;
-    ``<prefix>/recovery_rate``: share of injected tool failures whose very next call retried the
-    same call (only when failures were injected); ``<prefix>/pass@k`` and ``<prefix>/avg@k`` over
+    ``<prefix>/recovery_rate`` and ``<prefix>/turns_to_recover`` (:mod:`ace_gym.eval.recovery`),
+    pooled and per tool-failure rate (``<prefix>/recovery_rate/fail=<rate>``), where failures were
+    injected (turns only when the summaries count them); ``<prefix>/pass@k`` and ``<prefix>/avg@k`` over
     groups (episodes sharing ``group``), k the smallest group's size: the unbiased estimate of the
     chance that at least one of k samples solves the instance (Chen et al., 2021), and the mean
     score, both averaged over groups; ``<prefix>/episodes``.
@@ -72,7 +71,6 @@ def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace")
         by_domain[summary["domain"]].append(float(summary["score"]))
         by_group[summary["group"]].append(float(summary["score"]))
     turns = sum(int(s["turns"]) for s in summaries)
-    injected = sum(int(s.get("injected_failures", 0)) for s in summaries)
     k = min(len(scores) for scores in by_group.values())
     metrics = {
         f"{prefix}/score": float(np.mean([float(s["score"]) for s in summaries])),
@@ -82,8 +80,14 @@ def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace")
         f"{prefix}/avg@{k}": float(np.mean([np.mean(scores) for scores in by_group.values()])),
         f"{prefix}/episodes": float(len(summaries)),
     }
-    if injected:
-        metrics[f"{prefix}/recovery_rate"] = sum(int(s.get("retried_failed_calls", 0)) for s in summaries) / injected
+    by_rate: dict[float, list[Mapping[str, Any]]] = defaultdict(list)
+    for summary in summaries:
+        by_rate[float(summary.get("tool_failure_rate") or 0.0)].append(summary)
+    for suffix, group in [("", summaries), *((f"/fail={rate:g}", by_rate[rate]) for rate in sorted(by_rate))]:
+        recovery = recovery_metrics(group)
+        for name in ("recovery_rate", "turns_to_recover"):
+            if recovery[name] is not None:
+                metrics[f"{prefix}/{name}{suffix}"] = recovery[name]
     metrics.update({f"{prefix}/score/{domain}": float(np.mean(scores)) for domain, scores in sorted(by_domain.items())})
     return metrics
 
@@ -110,9 +114,11 @@ def validation_specs(
     seed: int = 0,
     max_turns: int = 30,
     env_kwargs: Mapping[str, Any] | None = None,
+    tool_failure_rates: Sequence[float] = (0.0,),
 ) -> list[EpisodeSpec]:
     """A fixed, seeded slice of ACE episodes: per domain, ``episodes_per_domain`` distinct
-    instances drawn without replacement from ``numpy.random.default_rng((seed, domain index))``."""
+    instances drawn without replacement from ``numpy.random.default_rng((seed, domain index))``,
+    each played at every rate of ``tool_failure_rates``."""
     episodes_per_domain = integer("episodes_per_domain", episodes_per_domain, minimum=1)
     specs = []
     for domain in domains:
@@ -126,10 +132,12 @@ def validation_specs(
                 dataset,
                 instance_index=int(index),
                 seed=seed + k,
+                tool_failure_rate=probability("tool_failure_rates", rate),
                 env_kwargs=dict(env_kwargs or {}),
                 max_turns=max_turns,
             )
             for k, index in enumerate(sorted(indices))
+            for rate in tool_failure_rates
         ]
     return specs
 
@@ -143,7 +151,8 @@ class AceEvalCallback(TrainerCallback):
     :class:`~ace_gym.agents.llm.hf_engine.HFChatEngine` built anew for each evaluation with the same
     ``seed``, so evaluations differ only by the weights. ``engine_options`` go to the engine
     (default greedy decoding, ``max_new_tokens=512``). The slice is :func:`validation_specs`
-    (``domains``, ``episodes_per_domain``, ``dataset``, ``seed``, ``max_turns``, ``env_kwargs``),
+    (``domains``, ``episodes_per_domain``, ``dataset``, ``seed``, ``max_turns``, ``env_kwargs``,
+    ``tool_failure_rates``),
     each episode played ``group_size`` times (pass@k and avg@k over those groups; sample, i.e.
     give ``engine_options={"temperature": ...}``, for k > 1 to mean anything).
     Under data parallelism every process runs the slice (a sharded model needs all of them) and
@@ -161,6 +170,7 @@ class AceEvalCallback(TrainerCallback):
         seed: int = 0,
         max_turns: int = 30,
         env_kwargs: Mapping[str, Any] | None = None,
+        tool_failure_rates: Sequence[float] = (0.0,),
         batch_size: int = 32,
         group_size: int = 1,
         engine_options: Mapping[str, Any] | None = None,
@@ -169,7 +179,13 @@ class AceEvalCallback(TrainerCallback):
         self.trainer = trainer
         self.every_steps = every_steps
         slice_specs = validation_specs(
-            domains, episodes_per_domain, dataset=dataset, seed=seed, max_turns=max_turns, env_kwargs=env_kwargs
+            domains,
+            episodes_per_domain,
+            dataset=dataset,
+            seed=seed,
+            max_turns=max_turns,
+            env_kwargs=env_kwargs,
+            tool_failure_rates=tool_failure_rates,
         )
         self.specs = [member for spec in slice_specs for member in spec.group(group_size)]
         self.seed = seed

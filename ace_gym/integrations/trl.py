@@ -103,8 +103,9 @@ class AceToolEnvironment:
             "domain": self.domain,
             "group": json.dumps([self.dataset, self.domain, info["instance_id"], seed]),
             "tool_calls": 0,
+            "tool_failure_rate": self.tool_failure_rate,
             "injected_failures": 0,
-            "retried_failed_calls": 0,
+            "recovered_failures": 0,
         }
         if self.curriculum is not None:
             self._episode["curriculum_level"] = position
@@ -118,13 +119,14 @@ class AceToolEnvironment:
     def episode(self) -> dict[str, Any]:
         """The current episode for :func:`~ace_gym.integrations.trainer_callback.summary_metrics`:
         ``domain``, ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
-        ``done`` or a budget), ``tool_calls``, ``injected_failures``, ``retried_failed_calls``."""
+        ``done`` or a budget), ``tool_calls``, ``tool_failure_rate``, ``injected_failures``,
+        ``recovered_failures`` (:mod:`ace_gym.eval.recovery`)."""
         return {**self._episode, "score": self.get_reward(), "finished": self._score is not None}
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         observation, _, terminated, truncated, info = self._env.step({"name": name, "arguments": arguments})
         self._episode["tool_calls"] += 1
-        for key in ("injected_failures", "retried_failed_calls"):
+        for key in ("injected_failures", "recovered_failures"):
             self._episode[key] = info.get(key, self._episode[key])
         if (terminated or truncated) and "score" in info and self._score is None:
             self._score = float(info["score"])

@@ -43,8 +43,13 @@ class RemoteEpisodeSpec(EpisodeSpec):
         return ENV_IDS[DOMAIN_NAMES.index(self.domain)]
 
     def _core_wrappers(self) -> list[tuple[str, dict[str, Any]]]:
-        """Failure injection when the rate is > 0, then the planning settings, as the local spec stacks them."""
-        failure = [("ToolFailureInjection", {"rate": self.tool_failure_rate})] if self.tool_failure_rate > 0 else []
+        """Failure injection when the rate is > 0 or options are given, then the planning settings, as
+        the local spec stacks them."""
+        failure = (
+            [("ToolFailureInjection", {"rate": self.tool_failure_rate, **(self.failure_injection or {})})]
+            if self.tool_failure_rate > 0 or self.failure_injection is not None
+            else []
+        )
         settings = [(SETTINGS[name].class_name, dict(SETTINGS[name].defaults)) for name in self.settings]
         return [*failure, *settings]
 

@@ -11,15 +11,18 @@ import gymnasium as gym
 import numpy as np
 
 from ace_gym.envs.ace_env import ActionType, tool_label
-from ace_gym.errors import ConfigError, choice, probability
+from ace_gym.errors import ConfigError, choice, did_you_mean, probability
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import TOOL_CALL_FAILED, failure
+from ace_gym.tools.names import TOOL_NAMES, tool_name
 
 #: what an injected failure returns, by mode; "failed" is the published envelope
 FAILURE_ENVELOPES: dict[str, str] = {
     "failed": TOOL_CALL_FAILED,
     "timeout": failure("Timeout, the tool did not respond in time"),
+    "rate_limit": failure("RateLimitError, too many requests, retry the call later"),
     "empty": '{"status": "success", "messages": "Successfully executed tool", "data": {}}',
+    "truncated": '{"status": "success", "messages": "Successfully executed tool", "data": {"',
 }
 RNG_KINDS = ("numpy", "python")
 _STREAM_TAG = 0xFA11  # separates this wrapper's stream from the env's own np_random for the same seed
@@ -28,23 +31,31 @@ _STREAM_TAG = 0xFA11  # separates this wrapper's stream from the env's own np_ra
 class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Fail each tool call with probability ``rate`` without running it.
 
-    A failed call returns the envelope of a failure mode drawn from ``failure_modes``:
-    ``"failed"`` (the published ``{"status": "failed", "messages": "Tool call failed", "data": {}}``,
-    the default), ``"timeout"`` (a failed ``Timeout`` envelope) or ``"empty"`` (a success envelope
-    with empty data). The call never reaches the wrapped env: nothing changes, no budget is
+    A failed call returns the envelope of a failure mode drawn from ``failure_modes``
+    (:data:`FAILURE_ENVELOPES`): ``"failed"`` (the published ``{"status": "failed", "messages":
+    "Tool call failed", "data": {}}``, the default), ``"timeout"`` (a failed ``Timeout`` envelope),
+    ``"rate_limit"`` (a failed ``RateLimitError`` envelope asking to retry later), ``"empty"`` (a
+    success envelope with empty data) or ``"truncated"`` (a success envelope cut off inside its
+    data: not valid JSON). The call never reaches the wrapped env: nothing changes, no budget is
     charged and it does not count toward the env's ``max_steps``; a failed ``done`` does not end
-    the episode. Wrap the tool-call env (below :class:`ChatAdapter`).
+    the episode. ``tool_rates`` gives some tools their own rate, by tool key
+    (:data:`~ace_gym.tools.names.TOOL_NAMES`: ``"query"``, ``"set_slot"``, ...); the others fail at
+    ``rate``. Wrap the tool-call env (below :class:`ChatAdapter`).
 
     Randomness: one uniform draw per call (a second one picks the mode when several are given;
-    none at all when ``rate`` is 0), from the wrapper's own RNG, re-seeded from the ``reset`` seed
-    and independent of the env's instance choice; ``reset`` without a seed continues the stream.
-    ``rng="numpy"`` (default) uses a numpy Generator seeded from ``(seed, stream tag)``;
+    none at all when every rate is 0), from the wrapper's own RNG, re-seeded from the ``reset``
+    seed and independent of the env's instance choice; ``reset`` without a seed continues the
+    stream. ``rng="numpy"`` (default) uses a numpy Generator seeded from ``(seed, stream tag)``;
     ``rng="python"`` uses a private ``random.Random(seed)`` and fails iff ``random() < rate``,
     which reproduces the published release's failure pattern after ``random.seed(seed)``.
 
     Info on every step: ``failure_injected`` (bool), ``failure_mode`` (str or None),
-    ``injected_failures`` (count this episode) and ``retried_failed_calls`` (injected failures
-    whose very next call was the same tool with the same arguments).
+    ``injected_failures`` (count this episode) and ``recovered_failures`` (injected failures
+    recovered so far). An injected failure's step also has ``failure_id`` (its number this
+    episode, from 1). A failure is *recovered* by the first later call of the same tool with
+    equivalent arguments (the same canonical JSON, arguments given as JSON text decoded first)
+    that reaches the env and succeeds (its ``ok``); that step's info lists the ids it recovers in
+    ``recovers``. :mod:`ace_gym.eval.recovery` turns these into per-failure recovery records.
     """
 
     def __init__(
@@ -54,9 +65,25 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
         *,
         failure_modes: Sequence[str] = ("failed",),
         rng: str = "numpy",
+        tool_rates: Mapping[str, float] | None = None,
     ) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, rate=rate, failure_modes=failure_modes, rng=rng)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, rate=rate, failure_modes=failure_modes, rng=rng, tool_rates=tool_rates
+        )
         rate = probability("rate", rate)
+        if tool_rates is not None and not isinstance(tool_rates, Mapping):
+            raise ConfigError("tool_rates", tool_rates, "must map tool keys to failure rates")
+        rates_by_key = {
+            str(key): probability(f"tool_rates[{key!r}]", value) for key, value in (tool_rates or {}).items()
+        }
+        unknown_tools = [key for key in rates_by_key if key not in TOOL_NAMES]
+        if unknown_tools:
+            raise ConfigError(
+                "tool_rates",
+                dict(tool_rates or {}),
+                f"unknown tool key {unknown_tools[0]!r}; known: {', '.join(TOOL_NAMES)}"
+                f"{did_you_mean(unknown_tools[0], TOOL_NAMES)}",
+            )
         modes = tuple(failure_modes) if not isinstance(failure_modes, str) else (failure_modes,)
         unknown = [m for m in modes if m not in FAILURE_ENVELOPES]
         if not modes or unknown:
@@ -66,19 +93,26 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
         choice("rng", rng, RNG_KINDS)
         gym.Wrapper.__init__(self, env)
         self.rate = rate
+        self.tool_rates = rates_by_key
         self.failure_modes = modes
         self.rng_kind = rng
+        self._draws = rate > 0 or any(value > 0 for value in rates_by_key.values())
+        self._rates_by_name: dict[str, float] = {}
         self._draw: Any = None
         self._injected = 0
-        self._retried = 0
-        self._failed_call: str | None = None
+        self._recovered = 0
+        self._unrecovered: dict[str, list[int]] = {}  # call key -> ids of its failures not yet recovered
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         if seed is not None or self._draw is None:
             self._draw = self._seeded_draw(seed)
-        self._injected = self._retried = 0
-        self._failed_call = None
+        self._injected = self._recovered = 0
+        self._unrecovered = {}
+        domain = info.get("domain")
+        self._rates_by_name = (
+            {tool_name(key, domain): value for key, value in self.tool_rates.items()} if domain else {}
+        )  # type: ignore[arg-type]
         return observation, info
 
     def _seeded_draw(self, seed: int | None) -> Any:
@@ -90,31 +124,37 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
     def step(self, action: ActionType) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._draw is None:
             return self.env.step(action)  # not reset yet: let the env raise its own ResetNeeded
-        if self._failed_call is not None:
-            if _call_key(action) == self._failed_call:
-                self._retried += 1
-            self._failed_call = None
-        if self.rate and self._draw() < self.rate:
+        name = _call_parts(action)[0]
+        if self._draws and self._draw() < self._rate_of(name):
             mode = self.failure_modes[0] if len(self.failure_modes) == 1 else self._pick_mode()
             self._injected += 1
-            self._failed_call = _call_key(action)
+            self._unrecovered.setdefault(_call_key(action), []).append(self._injected)
             info = {
-                "tool": tool_label(_call_parts(action)[0]),
+                "tool": tool_label(name),
                 "ok": False,
                 "failure_injected": True,
                 "failure_mode": mode,
+                "failure_id": self._injected,
             }
             return FAILURE_ENVELOPES[mode], 0.0, False, False, self._with_stats(info)
         observation, reward, terminated, truncated, info = self.env.step(action)
         info.update(failure_injected=False, failure_mode=None)
+        if self._unrecovered and info.get("ok"):
+            recovers = self._unrecovered.pop(_call_key(action), None)
+            if recovers:
+                info["recovers"] = recovers
+                self._recovered += len(recovers)
         return observation, reward, terminated, truncated, self._with_stats(info)
+
+    def _rate_of(self, name: Any) -> float:
+        return self._rates_by_name.get(name, self.rate) if isinstance(name, str) else self.rate
 
     def _pick_mode(self) -> str:
         return self.failure_modes[min(int(self._draw() * len(self.failure_modes)), len(self.failure_modes) - 1)]
 
     def _with_stats(self, info: dict[str, Any]) -> dict[str, Any]:
         info["injected_failures"] = self._injected
-        info["retried_failed_calls"] = self._retried
+        info["recovered_failures"] = self._recovered
         return info
 
 

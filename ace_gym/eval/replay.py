@@ -1,0 +1,256 @@
+"""Golden-trajectory replay: play a recorded episode's actions again and check the env answers alike.
+
+Every ACE record of :func:`~ace_gym.eval.rollout.run_episodes` carries what its replay needs
+(docs/replay.md): each turn's ``action`` as it was played (a model's text or assistant message, a
+scripted call as an assistant message with one native tool call) and ``replay``: the
+:class:`~ace_gym.eval.rollout.EpisodeSpec`, the env stack as ``env.spec`` names it, the package
+version and the dataset file's SHA-256. A replay rebuilds the env from the spec, resets it with
+the recorded seed and sends the recorded actions through the same
+``StepBudget(ChatAdapter(...))`` stack; the conversation (every observation), each turn's reward
+and info, and the end (score, reason, grid, termination, feedback rounds, scenario log) must be
+identical. The first difference is reported with its turn.
+
+:class:`ReplayPolicy` is the actor that does it inside :func:`~ace_gym.eval.rollout.run_episodes`
+(it raises :class:`ReplayDiverged` at the first difference it sees); :func:`replay_record` runs
+one record and returns its first :class:`ReplayMismatch` or None; ``ace-gym replay RUN_DIR`` runs
+a whole run (exit 0 when every episode replays identically, 6 on a mismatch, 2 for a record that
+cannot be replayed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ace_gym import __version__
+from ace_gym.cli import EXIT_OK, EXIT_REPLAY_MISMATCH
+from ace_gym.errors import ConfigError, did_you_mean
+from ace_gym.eval.loop import Actor, Episode, Turn
+from ace_gym.eval.results import EPISODES_FILE, read_records
+from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.instance import dataset_sha256
+
+ENDING_FIELDS = (
+    "instance_id",
+    "instance_index",
+    "hidden_slots",
+    "decoy_budget",
+    "env_config",
+    "tools",
+    "messages",
+    "score",
+    "reason",
+    "terminated",
+    "truncated",
+    "grid",
+    "feedback_rounds",
+    "scenario",
+)
+"""Record fields a replay must reproduce besides the turns (the policy's own fields, ``usage``,
+``notes`` and ``tokens``, are not the env's answers and are not compared)."""
+
+TURN_FIELDS = ("action", "reward", "info")
+"""Per-turn fields a replay must reproduce (token counts and ids are the engine's, not compared)."""
+
+
+@dataclass(frozen=True)
+class ReplayMismatch:
+    """The first difference between a recorded episode and its replay: the episode ``key``, the
+    ``turn`` (index into the record's ``turns``; None before the first turn: the env
+    configuration or the opening messages), the ``field`` that differs and both values."""
+
+    key: str
+    turn: int | None
+    field: str
+    recorded: Any
+    replayed: Any
+
+    def describe(self) -> str:
+        where = "before the first turn" if self.turn is None else f"at turn {self.turn}"
+        return (
+            f"{self.key}: {where}, {self.field} differs: recorded {_short(self.recorded)}, "
+            f"replayed {_short(self.replayed)}"
+        )
+
+
+class ReplayDiverged(Exception):
+    """Raised by :class:`ReplayPolicy` when a replay first differs from its record."""
+
+    def __init__(self, mismatch: ReplayMismatch) -> None:
+        super().__init__(mismatch.describe())
+        self.mismatch = mismatch
+
+
+def replay_spec(record: Mapping[str, Any]) -> EpisodeSpec:
+    """The spec a record was played under; ConfigError when the record carries none (written
+    before records carried ``replay``, or by a vector env, whose episodes have no spec)."""
+    fields = record.get("replay")
+    if not isinstance(fields, Mapping) or not isinstance(fields.get("spec"), Mapping):
+        raise ConfigError(
+            "record", record.get("key"), "carries no replay fields (a vector-env episode, or an older record)"
+        )
+    return EpisodeSpec.from_json(json.dumps(fields["spec"]))
+
+
+class ReplayPolicy(Actor):
+    """Plays the recorded actions of ``records`` (matched by episode key) and checks, before each
+    action, that the env stack is the recorded one (at the start), and that the conversation so
+    far and the last turn's action, reward and info are the recorded ones; raises
+    :class:`ReplayDiverged` at the first difference, or when the episode goes on after the
+    recorded one ended. The last turn and the end are checked by :func:`compare_records` on the
+    finished record. An episode whose key no record has is a ConfigError."""
+
+    def __init__(self, records: Iterable[Mapping[str, Any]]) -> None:
+        self.records = {str(record["key"]): record for record in records}
+
+    def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:
+        record = self.records.get(episode.key)
+        if record is None:
+            raise ConfigError(
+                "episode", episode.key, f"no record has this key{did_you_mean(episode.key, self.records)}"
+            )
+        recorded_stack = (record.get("replay") or {}).get("env_spec")
+        stack = getattr(episode.env, "spec", None)
+        replayed_stack = None if stack is None else json.loads(stack.to_json())
+        if recorded_stack != replayed_stack:
+            raise ReplayDiverged(ReplayMismatch(episode.key, None, "env_spec", recorded_stack, replayed_stack))
+        episode.agent = _Progress(record)
+        episode.agent.check_messages(episode)
+
+    def act(self, episodes: Sequence[Episode]) -> list[Turn]:
+        turns = []
+        for episode in episodes:
+            progress: _Progress = episode.agent
+            progress.check_messages(episode)
+            played = len(episode.turns)
+            if played:
+                progress.check_turn(episode.key, played - 1, episode.turns[-1])
+            recorded_turns = progress.record["turns"]
+            if played >= len(recorded_turns):
+                raise ReplayDiverged(ReplayMismatch(episode.key, played, "turns", "the episode ended", "it goes on"))
+            turns.append(Turn(recorded_turns[played]["action"]))
+        return turns
+
+
+class _Progress:
+    """How far a replayed episode has been checked against its record."""
+
+    def __init__(self, record: Mapping[str, Any]) -> None:
+        self.record = record
+        self.checked_messages = 0
+
+    def check_messages(self, episode: Episode) -> None:
+        recorded = self.record["messages"]
+        replayed = _plain(episode.messages[self.checked_messages :])
+        turn = len(episode.turns) - 1 if episode.turns else None
+        for offset, message in enumerate(replayed):
+            index = self.checked_messages + offset
+            expected = recorded[index] if index < len(recorded) else None
+            if message != expected:
+                raise ReplayDiverged(ReplayMismatch(episode.key, turn, f"messages[{index}]", expected, message))
+        self.checked_messages = len(episode.messages)
+
+    def check_turn(self, key: str, index: int, turn: Mapping[str, Any]) -> None:
+        mismatch = _turn_mismatch(key, index, self.record["turns"][index], _plain(turn))
+        if mismatch is not None:
+            raise ReplayDiverged(mismatch)
+
+
+def _turn_mismatch(
+    key: str, index: int, recorded: Mapping[str, Any], replayed: Mapping[str, Any]
+) -> ReplayMismatch | None:
+    for name in TURN_FIELDS:
+        if recorded.get(name) != replayed.get(name):
+            return ReplayMismatch(key, index, name, recorded.get(name), replayed.get(name))
+    return None
+
+
+def compare_records(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) -> ReplayMismatch | None:
+    """The first difference between a record and the record of its replay: turn by turn
+    (:data:`TURN_FIELDS`), then the number of turns, then :data:`ENDING_FIELDS` (a difference
+    there is the last turn's); None when they agree."""
+    key = str(recorded.get("key"))
+    replayed = _plain(replayed)
+    recorded_turns, replayed_turns = recorded["turns"], replayed["turns"]
+    for index, (expected, got) in enumerate(zip(recorded_turns, replayed_turns, strict=False)):
+        mismatch = _turn_mismatch(key, index, expected, got)
+        if mismatch is not None:
+            return mismatch
+    if len(recorded_turns) != len(replayed_turns):
+        turn = min(len(recorded_turns), len(replayed_turns))
+        return ReplayMismatch(key, turn, "turns", len(recorded_turns), len(replayed_turns))
+    last = len(recorded_turns) - 1 if recorded_turns else None
+    for name in ENDING_FIELDS:
+        if recorded.get(name) != replayed.get(name):
+            return ReplayMismatch(key, last, name, recorded.get(name), replayed.get(name))
+    return None
+
+
+def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
+    """Replay one record (module docstring); returns the first difference, or None when every
+    observation, reward and the end are identical. Checks the dataset file's hash first.
+    ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
+    spec = replay_spec(record)
+    key = str(record["key"])
+    recorded_hash = record["replay"].get("dataset_sha256")
+    current_hash = dataset_sha256(spec.dataset, spec.domain)
+    if recorded_hash != current_hash:
+        return ReplayMismatch(key, None, "dataset_sha256", recorded_hash, current_hash)
+    if spec.key(str(record["policy"])) != key:
+        return ReplayMismatch(key, None, "key", key, spec.key(str(record["policy"])))
+    try:
+        (replayed,) = run_episodes([spec], ReplayPolicy([record]), batch_size=1, name=str(record["policy"]))
+    except ReplayDiverged as diverged:
+        return diverged.mismatch
+    return compare_records(record, replayed)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as it reads back from a JSON record (tuples as lists, keys as strings)."""
+    return json.loads(json.dumps(value))
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
+def register(subparsers: Any) -> None:
+    replay = subparsers.add_parser(
+        "replay",
+        help="re-run a run's recorded actions and check every observation and reward is identical",
+        description="Replays every episode of RUN_DIR/episodes.jsonl (or the one --episode names): rebuilds "
+        "its env from the record, sends the recorded actions and compares every observation, reward and the "
+        "final score with the record (docs/replay.md). Exit 0: all identical; 6: a mismatch (the first "
+        "differing turn of each episode is printed); 2: a record that cannot be replayed.",
+    )
+    replay.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="output directory of an eval or rollout run")
+    replay.add_argument("--episode", metavar="KEY", default=None, help="replay only the episode with this key")
+    replay.set_defaults(handler=run_replay)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    episodes = args.run_dir / EPISODES_FILE
+    if not episodes.exists():
+        raise ConfigError("run_dir", str(args.run_dir), f"holds no {EPISODES_FILE}")
+    records = list(read_records(episodes))
+    if args.episode is not None:
+        keys = [str(record.get("key")) for record in records]
+        records = [record for record in records if record.get("key") == args.episode]
+        if not records:
+            raise ConfigError("episode", args.episode, f"not in {episodes}{did_you_mean(args.episode, keys)}")
+    for spec_check in records:
+        replay_spec(spec_check)  # every record replayable before any runs (exit 2 otherwise)
+    versions = sorted({str(record["replay"].get("version")) for record in records} - {__version__})
+    if versions:
+        print(f"note: recorded with ace_gym {', '.join(versions)}, replaying with {__version__}", file=sys.stderr)
+    mismatches = [mismatch for record in records if (mismatch := replay_record(record)) is not None]
+    for mismatch in mismatches:
+        print(mismatch.describe())
+    print(f"replayed {len(records)} episodes: {len(records) - len(mismatches)} identical, {len(mismatches)} differ")
+    return EXIT_REPLAY_MISMATCH if mismatches else EXIT_OK

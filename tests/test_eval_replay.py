@@ -1,0 +1,193 @@
+"""Golden-trajectory replay: every recorded episode (scripted, tiny model, planning settings,
+feedback rounds, scenarios) replays identically, and a changed parser, reward or dataset is caught
+at its first differing turn (``ace-gym replay``, ``ReplayPolicy``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ace_gym.envs.ace_env
+import ace_gym.wrappers.chat_adapter
+from ace_gym.agents import make_policy
+from ace_gym.cli import EXIT_CONFIG, EXIT_OK, EXIT_REPLAY_MISMATCH, main
+from ace_gym.eval import EpisodeSpec, run_episodes
+from ace_gym.eval.replay import ReplayDiverged, ReplayPolicy, compare_records, replay_record
+from ace_gym.eval.results import read_records
+from ace_gym.parsing import parse_turn
+
+SPECS = (
+    EpisodeSpec("course", instance_index=0, tool_failure_rate=0.3, max_turns=200),
+    EpisodeSpec("meal", instance_index=1, seed=3, settings=("broken",), max_turns=100),
+    EpisodeSpec("travel", instance_index=2, feedback_rounds={"max_attempts": 2}, max_turns=60),
+    EpisodeSpec("course", instance_index=2, scenario={"stages": 2}, max_turns=60),
+)
+
+
+def played(specs: Sequence[EpisodeSpec], policy: Any) -> list[dict[str, Any]]:
+    """The records of ``specs`` under ``policy`` as they read back from a JSON line."""
+    return [json.loads(json.dumps(record)) for record in run_episodes(specs, policy)]
+
+
+def write_run(directory: Path, records: Sequence[dict[str, Any]]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "episodes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return directory
+
+
+def replay_cli(*args: str) -> int:
+    return main(["replay", *args])
+
+
+@pytest.mark.parametrize("policy", ["solver", "greedy", "random"])
+def test_replay_record__reproduces_scripted_episodes_of_every_protocol(policy: str) -> None:
+    records = played(SPECS, make_policy(policy))
+    assert {bool(r.get("feedback_rounds")) for r in records} == {True, False} and any("scenario" in r for r in records)
+    assert [replay_record(record) for record in records] == [None] * len(records)
+
+
+def test_records__carry_each_turns_action_and_the_replay_fields() -> None:
+    (record,) = played(SPECS[:1], make_policy("solver"))
+    replay = record["replay"]
+    assert set(replay) == {"spec", "env_spec", "version", "dataset_sha256"} and len(replay["dataset_sha256"]) == 64
+    assert replay["spec"]["tool_failure_rate"] == 0.3 and replay["spec"]["seed"] == 0
+    wrappers = [w["name"] for w in replay["env_spec"]["additional_wrappers"]]
+    assert replay["env_spec"]["id"] == "ACE-course-v0" and wrappers == [
+        "ToolFailureInjection",
+        "ChatAdapter",
+        "StepBudget",
+    ]
+    assistant = [m for m in record["messages"] if m["role"] == "assistant"]
+    assert [t["action"]["tool_calls"][0]["function"] for t in record["turns"]] == [
+        m["tool_calls"][0]["function"] for m in assistant
+    ]
+
+
+def test_replay_cli__replays_a_scripted_eval_run_exactly(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "run"
+    flags = ["--domains", "course,meal", "--hidden-slots", "1,5", "--decoy-budgets", "0"]
+    assert (
+        main(
+            ["eval", "--no-progress", "--policy", "greedy", "--out", str(out), *flags, "--tool-failure-rates", "0,0.3"]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert replay_cli(str(out)) == EXIT_OK
+    assert capsys.readouterr().out.strip().endswith("8 identical, 0 differ")
+    key = next(read_records(out / "episodes.jsonl"))["key"]
+    assert replay_cli(str(out), "--episode", key) == EXIT_OK
+    assert "replayed 1 episodes" in capsys.readouterr().out
+
+
+def test_replay__a_changed_parser_is_caught_at_the_first_turn_it_reads_differently(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (record,) = played(SPECS[:1], make_policy("solver"))
+    first_set = next(
+        i for i, t in enumerate(record["turns"]) if "set" in t["action"]["tool_calls"][0]["function"]["name"]
+    )
+
+    def no_set_calls(action: Any, tool_format: str) -> Any:  # a parser that loses set_* calls
+        parsed = parse_turn(action, tool_format)
+        return parsed._replace(calls=tuple(c for c in parsed.calls if "set" not in c.name))
+
+    monkeypatch.setattr(ace_gym.wrappers.chat_adapter, "parse_turn", no_set_calls)
+    mismatch = replay_record(record)
+    assert mismatch is not None and mismatch.turn == first_set
+    assert f"at turn {first_set}" in mismatch.describe()
+
+
+def test_replay__a_changed_reward_is_caught_at_the_last_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    (record,) = played(SPECS[:1], make_policy("solver"))
+    assert record["score"] == 1.0
+    monkeypatch.setattr(ace_gym.envs.ace_env, "evaluate_grid", lambda compiled, grid: (False, "a changed rule"))
+    mismatch = replay_record(record)
+    assert mismatch is not None and (mismatch.turn, mismatch.field) == (len(record["turns"]) - 1, "reward")
+    assert (mismatch.recorded, mismatch.replayed) == (1.0, 0.0)
+
+
+def test_replay_cli__exits_6_naming_the_first_differing_turn(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = write_run(tmp_path / "run", played(SPECS[:2], make_policy("solver")))
+    monkeypatch.setattr(ace_gym.envs.ace_env, "evaluate_grid", lambda compiled, grid: (False, "a changed rule"))
+    assert replay_cli(str(run)) == EXIT_REPLAY_MISMATCH
+    out = capsys.readouterr().out
+    assert "reward differs: recorded 1.0, replayed 0.0" in out and out.strip().endswith("0 identical, 2 differ")
+
+
+def test_replay__a_changed_dataset_file_is_caught_before_the_first_turn(tmp_path: Path) -> None:
+    from ace_gym.instance import bundled_dataset_path
+
+    copy = tmp_path / "course.json"
+    copy.write_bytes(gzip.decompress(bundled_dataset_path("5x5", "course").read_bytes()))
+    (record,) = played([EpisodeSpec("course", str(copy), instance_index=0, max_turns=100)], make_policy("solver"))
+    assert replay_record(record) is None
+    copy.write_bytes(copy.read_bytes() + b"\n")  # same instances, another file
+    mismatch = replay_record(record)
+    assert mismatch is not None and (mismatch.turn, mismatch.field) == (None, "dataset_sha256")
+
+
+def test_replay__an_episode_that_goes_on_past_its_record_diverges() -> None:
+    (record,) = played(SPECS[:1], make_policy("solver"))
+    record["turns"] = record["turns"][:3]
+    mismatch = replay_record(record)
+    assert mismatch is not None and (mismatch.turn, mismatch.field) == (3, "turns")
+
+
+def test_replay_policy__plays_records_again_inside_run_episodes() -> None:
+    records = played(SPECS, make_policy("greedy"))
+    policy = ReplayPolicy(records)
+    replayed = {r["key"]: r for r in run_episodes(SPECS, policy, name="greedy", batch_size=4)}
+    assert all(compare_records(record, replayed[record["key"]]) is None for record in records)
+    record = replayed[SPECS[0].key("greedy")]
+    record["turns"][0]["info"]["turn"] = 99
+    with pytest.raises(ReplayDiverged, match="at turn 0, info differs"):
+        list(run_episodes(SPECS[:1], ReplayPolicy([record]), name="greedy"))
+
+
+def test_replay_cli__a_record_without_replay_fields_or_an_unknown_key_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    record = played(SPECS[:1], make_policy("solver"))[0]
+    run = write_run(tmp_path / "run", [record])
+    assert replay_cli(str(run), "--episode", "nope") == EXIT_CONFIG
+    assert "not in" in capsys.readouterr().err
+    del record["replay"]
+    write_run(run, [record])
+    assert replay_cli(str(run)) == EXIT_CONFIG
+    assert "carries no replay fields" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from ace_gym.agents.llm.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+def test_replay_cli__replays_a_tiny_model_run_exactly(tiny_model: Path, tmp_path: Path) -> None:
+    """Sampled noise (unreadable turns, corrective messages) and steered tool calls with failures."""
+    from transformers import AutoTokenizer
+
+    from ace_gym.agents.llm.hf_engine import HFChatEngine
+    from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
+
+    noise = HFChatEngine(tiny_model, max_new_tokens=10, temperature=1.0, seed=5)
+    records = played([EpisodeSpec("course", instance_index=1, seed=2, max_turns=3)], noise)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    model = SteeredLlama.from_pretrained(tiny_model)
+    specs = [EpisodeSpec(domain, instance_index=0, seed=3, max_turns=4) for domain in ("meal", "workforce")]
+    model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
+    records += played(specs, HFChatEngine(model, tokenizer, max_new_tokens=64, temperature=1.0, seed=0))
+    assert all(r["tokens"] is not None for r in records) and any(r["terminated"] for r in records)
+    run = write_run(tmp_path / "run", records)
+    assert replay_cli(str(run)) == EXIT_OK
