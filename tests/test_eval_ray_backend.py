@@ -49,12 +49,25 @@ def by_key(records: Iterator[dict[str, Any]] | list[dict[str, Any]]) -> dict[str
     return found
 
 
+def solver_on_ray(specs: list[EpisodeSpec], **options: Any) -> Iterator[dict[str, Any]]:
+    """The records of ``specs`` played by the solver on Ray, one episode at a time per worker."""
+    return run_on_ray(
+        specs,
+        partial(EpisodeSpec.key, policy="solver"),
+        run_episodes,
+        partial(make_policy, "solver"),
+        name="solver",
+        batch_size=1,
+        **options,
+    )
+
+
 @needs_ray
 @pytest.mark.slow
 def test_eval__ray_backend_writes_the_local_records_and_resumes_a_run(cluster: Any, tmp_path: Path) -> None:
     arguments = ["--policy", "greedy", *SLICE, "--tool-failure-rates", "0,0.1"]
     assert run_cli(*arguments, "--out", str(tmp_path / "local")) == 0
-    ray_run = [*arguments, "--out", str(tmp_path / "ray"), "--backend", "ray", "--ray-workers", "2"]
+    ray_run = [*arguments, "--out", str(tmp_path / "ray"), "--backend", "ray", "--ray-workers", "3"]  # > 2 CPUs
     assert run_cli(*ray_run[:-4], "--hidden-slots", "1", *ray_run[-4:]) == 0  # half the run, then resume it
     assert len(list(read_records(tmp_path / "ray" / "episodes.jsonl"))) == 8
     assert run_cli(*ray_run) == 0
@@ -70,16 +83,7 @@ def test_run_on_ray__a_killed_workers_episodes_run_again_exactly_once(
 ) -> None:
     specs = [EpisodeSpec("course", instance_index=index, tool_failure_rate=0.1) for index in range(12)]
     local = by_key(run_episodes(specs, make_policy("solver"), batch_size=1))
-    records = run_on_ray(
-        specs,
-        lambda spec: spec.key("solver"),
-        run_episodes,
-        partial(make_policy, "solver"),
-        name="solver",
-        batch_size=1,
-        workers=2,
-        chunk_size=2,
-    )
+    records = solver_on_ray(specs, workers=2, chunk_size=2)
     received = []
     with caplog.at_level(logging.WARNING, logger="ace_gym.eval.ray_backend"):
         for record in records:
@@ -96,33 +100,14 @@ def test_run_on_ray__a_killed_workers_episodes_run_again_exactly_once(
 def test_run_on_ray__an_error_in_a_rollout_is_raised_as_itself(cluster: Any, tmp_path: Path) -> None:
     specs = [EpisodeSpec("course", dataset=str(tmp_path / "missing.json"), instance_index=0)]
     with pytest.raises(ConfigError, match=r"missing\.json"):
-        list(
-            run_on_ray(
-                specs,
-                lambda spec: spec.key("solver"),
-                run_episodes,
-                partial(make_policy, "solver"),
-                name="s",
-                batch_size=1,
-                workers=1,
-            )
-        )
+        list(solver_on_ray(specs, workers=1))
 
 
 def test_run_on_ray__without_ray_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import fails as if not installed
     specs = [EpisodeSpec("course", instance_index=0)]
     with pytest.raises(ConfigError, match=r"ace-gym\[ray\]"):
-        list(
-            run_on_ray(
-                specs,
-                lambda spec: spec.key("solver"),
-                run_episodes,
-                partial(make_policy, "solver"),
-                name="s",
-                batch_size=1,
-            )
-        )
+        list(solver_on_ray(specs))
 
 
 def test_eval__ray_options_need_the_ray_backend(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

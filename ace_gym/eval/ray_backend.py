@@ -1,8 +1,9 @@
 """Play episodes on a Ray cluster (``ace-gym eval --backend ray``): :func:`run_on_ray`.
 
-``workers`` Ray actors (:class:`RolloutWorker`, named ``ace-gym-eval-<run>-<n>``, one CPU each)
-build the policy once each (``make_policy(spec)``: a scripted policy by name, or an engine such as
-``openai:MODEL@URL`` talking to a policy endpoint) and play chunks of items through the rollout
+``workers`` Ray actors (:class:`RolloutWorker`, named ``ace-gym-eval-<run>-<n>``; one CPU each, or
+an equal share of the cluster's CPUs when there are more workers than CPUs) build the policy once
+each (``make_policy(spec)``: a scripted policy by name, or an engine such as ``openai:MODEL@URL``
+talking to a policy endpoint) and play chunks of items through the rollout
 the local backend runs (``rollout(items, policy, batch_size=, name=)``:
 :func:`ace_gym.eval.rollout.run_episodes` and the one rollout loop, or AgentLongBench's), each
 record streaming back to the driver as its episode ends. :func:`run_on_ray` yields the records as
@@ -106,11 +107,13 @@ def run_on_ray(
     if not by_key:
         return
     ray = connect(address)
-    workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+    cpus = float(ray.cluster_resources().get("CPU", 1.0))
+    workers = workers or max(1, int(cpus))
     chunk_size = chunk_size or max(batch_size, min(MAX_CHUNK, math.ceil(len(by_key) / (4 * workers))))
     keys = list(by_key)
     queue = deque(_Chunk(keys[start : start + chunk_size]) for start in range(0, len(keys), chunk_size))
-    yield from _Driver(ray, by_key, queue, make_policy, rollout, batch_size, name).run(workers)
+    worker_cpus = min(1.0, math.floor(1e4 * cpus / workers) / 1e4)  # Ray counts CPUs in 1e-4 units
+    yield from _Driver(ray, by_key, queue, make_policy, rollout, batch_size, name, worker_cpus).run(workers)
 
 
 class _Driver:
@@ -125,9 +128,10 @@ class _Driver:
         rollout: Rollout,
         batch_size: int,
         name: str,
+        worker_cpus: float,
     ) -> None:
         self.ray, self.by_key, self.queue = ray, by_key, queue
-        self.actor_class = ray.remote(num_cpus=1, max_restarts=0)(RolloutWorker)
+        self.actor_class = ray.remote(num_cpus=worker_cpus, max_restarts=0)(RolloutWorker)
         self.arguments = (make_policy, rollout, batch_size, name)
         self.run_name = f"ace-gym-eval-{uuid.uuid4().hex[:8]}"
         self.started = 0
