@@ -78,6 +78,20 @@ def test_eval__ray_backend_writes_the_local_records_and_resumes_a_run(cluster: A
 
 @needs_ray
 @pytest.mark.slow
+def test_eval__ray_workers_play_against_an_env_server(cluster: Any, tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    from tests.server_helpers import serving
+
+    arguments = ["--policy", "solver", "--domains", "course", "--hidden-slots", "1,5", "--decoy-budgets", "0"]
+    assert run_cli(*arguments, "--out", str(tmp_path / "local")) == 0
+    with serving() as (url, _):
+        assert run_cli(*arguments, "--out", str(tmp_path / "ray"), "--backend", "ray", "--env-url", url) == 0
+    local = by_key(read_records(tmp_path / "local" / "episodes.jsonl"))
+    assert len(local) == 2 and by_key(read_records(tmp_path / "ray" / "episodes.jsonl")) == local
+
+
+@needs_ray
+@pytest.mark.slow
 def test_run_on_ray__a_killed_workers_episodes_run_again_exactly_once(
     cluster: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
