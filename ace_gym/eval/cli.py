@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym import __version__
-from ace_gym.agents import POLICY_SPECS, Policy, ScriptedPolicy, make_policy, policy_label
+from ace_gym.agents import POLICY_SPECS, is_engine_spec, make_policy, policy_label
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.eval import agency
@@ -132,6 +132,14 @@ def register(subparsers: Any) -> None:
         help=f"planning settings to wrap the env in ({', '.join(SETTINGS)}), e.g. unsolvable,broken,extraneous; "
         "their metrics join the summary (docs/planning.md)",
     )
+    evaluate.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="ray: play the episodes in Ray workers (records as local; a dead worker's episodes re-run)",
+    )
+    evaluate.add_argument("--address", default=None, help="Ray cluster to join (default: RAY_ADDRESS, else local)")
+    evaluate.add_argument("--ray-workers", type=int, default=None, help="Ray workers (default: one per cluster CPU)")
     agency.add_arguments(evaluate)
     alb_cli.add_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
@@ -325,7 +333,7 @@ class _Evaluation:
     run: dict[str, Any]
     refuse_mixing: Callable[[Path], None]
     report: _Report
-    default_batch_size: Callable[[Policy], int]
+    default_batch_size: Callable[[str], int]
 
 
 def _ace_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
@@ -341,7 +349,7 @@ def _ace_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
         run=run_identity(args, label),
         refuse_mixing=partial(_refuse_mixing, label=label, specs=specs),
         report=ACE_REPORT,
-        default_batch_size=lambda policy: 1 if isinstance(policy, ScriptedPolicy) else 32,
+        default_batch_size=lambda policy: 32 if is_engine_spec(policy) else 1,
     )
 
 
@@ -359,6 +367,8 @@ def _alb_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    if args.backend != "ray" and (args.address is not None or args.ray_workers is not None):
+        raise ConfigError("backend", args.backend, "--address and --ray-workers need --backend ray")
     engine_options = dict(_option(text) for text in args.engine_option)
     label = policy_label(args.policy, engine_options)
     evaluation = _alb_evaluation(args, label) if args.env is not None else _ace_evaluation(args, label)
@@ -375,8 +385,9 @@ def run_eval(args: argparse.Namespace) -> int:
         if skipped:
             print(f"resuming: {skipped} of {len(evaluation.items)} episodes already in {log.path}", file=sys.stderr)
         if pending:  # a finished run only rebuilds its report: no model is loaded
-            policy = make_policy(args.policy, **engine_options)
-            _run_pending(args, evaluation, pending, policy, label, log, skipped)
+            _run_pending(
+                args, evaluation, pending, partial(make_policy, args.policy, **engine_options), label, log, skipped
+            )
         return _write_report(out, evaluation.run, args.skip_malformed)
 
 
@@ -384,16 +395,33 @@ def _run_pending(
     args: argparse.Namespace,
     evaluation: _Evaluation,
     pending: list[Any],
-    policy: Policy,
+    build_policy: Callable[[], Any],
     label: str,
     log: EpisodeLog,
     skipped: int,
 ) -> None:
-    batch_size = args.batch_size or evaluation.default_batch_size(policy)
+    batch_size = args.batch_size or evaluation.default_batch_size(args.policy)
     solved = 0.0
+    policy = None
+    if args.backend == "ray":
+        from ace_gym.eval.ray_backend import run_on_ray
+
+        records = run_on_ray(
+            pending,
+            evaluation.key,
+            evaluation.rollout,
+            build_policy,
+            name=label,
+            batch_size=batch_size,
+            workers=args.ray_workers,
+            address=args.address,
+        )
+    else:
+        policy = build_policy()
+        records = evaluation.rollout(pending, policy, batch_size=batch_size, name=label)
     with progress_bar(len(pending) + skipped, "eval", "ep", not args.no_progress, initial=skipped) as bar:
         try:
-            for done, record in enumerate(evaluation.rollout(pending, policy, batch_size=batch_size, name=label), 1):
+            for done, record in enumerate(records, 1):
                 log.append(record)
                 solved += float(record["score"] or 0.0)
                 bar.set_postfix_str(f"score {solved / done:.3f}", refresh=False)

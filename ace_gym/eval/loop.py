@@ -16,7 +16,9 @@ An :class:`Episode` counts ``usage``: ``turns``, ``tool_calls``, ``prompt_tokens
 ``completion_tokens``, ``time_s`` (wall time from opening to the end: with batching it includes
 the batch mates' work), ``env_s`` (the episode's own env reset and steps) and ``generation_s``
 (a scripted policy: its share of each batched act call; an engine: the whole of each generate
-call the episode took part in, since a batch is generated at once).
+call the episode took part in, since a batch is generated at once). The last three are wall-clock
+measurements (:data:`WALL_CLOCK_USAGE`): the one part of a record that differs between two runs
+of the same episode.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ logger = logging.getLogger(__name__)
 
 INFO_DROPPED = ("messages", "system_prompt", "tools")
 """Info entries stored once per record (the conversation, the tool schemas), not per turn."""
+
+WALL_CLOCK_USAGE = ("time_s", "env_s", "generation_s")
+"""The ``usage`` entries of a record that measure wall time (everything else in a record of a
+deterministic policy is the same in any process, on any backend)."""
 
 RecordBuilder = Callable[["Episode", bool, bool, Mapping[str, Any]], dict[str, Any]]
 """Builds a finished episode's record from the episode, ``terminated``, ``truncated`` and the last info."""

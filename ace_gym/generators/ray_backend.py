@@ -3,8 +3,8 @@
 One task per instance, exactly the jobs the local backend runs in its processes: each instance is
 a pure function of its job, so the results, and the file written from them, do not depend on
 where they ran. Uses the Ray cluster this process is connected to (``ray.init(address=...)``
-before the call, or the ``RAY_ADDRESS`` environment variable), else starts a local one. Every
-node needs ace-gym importable (the same version), e.g. through Ray's ``runtime_env``.
+before the call, or the ``RAY_ADDRESS`` environment variable), else starts a local one
+(:func:`ace_gym.ray_cluster.connect`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ace_gym.errors import ConfigError
+from ace_gym.ray_cluster import connect
 
 Job = TypeVar("Job")
 Result = TypeVar("Result")
@@ -26,12 +26,7 @@ def map_on_ray(
     """``[function(job) for job in jobs]`` computed by Ray tasks, in job order; ``progress(done,
     total)`` is called as results arrive. An exception raised by a task is raised here (Ray
     re-raises it as an instance of the original class)."""
-    try:
-        import ray
-    except ImportError as error:
-        raise ConfigError("backend", "ray", f"needs ray ({error}): pip install 'ace-gym[ray]'") from None
-    if not ray.is_initialized():
-        ray.init()
+    ray = connect()
     task = ray.remote(function)
     pending: dict[Any, int] = {task.remote(job): n for n, job in enumerate(jobs)}
     results: list[Any] = [None] * len(jobs)
