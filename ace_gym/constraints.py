@@ -93,6 +93,10 @@ def slot_rule_text(domain: Domain, row: int, col: int, attribute: str, kind: str
     return f"the {domain.item_label} in slot ({row}, {col}) must have {words(attribute)} {relation} {bound}"
 
 
+EMPTY_CELLS_REASON = "solution still contains empty slots"
+"""The final score's reason for a grid with an empty cell (the published text)."""
+
+
 def slot_violation_reason(row: int, col: int) -> str:
     return f"slot ({row}, {col}) violates its slot constraints"
 

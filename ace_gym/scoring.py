@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ace_gym.constraints import first_global_violation, slot_violation_reason
+from ace_gym.constraints import EMPTY_CELLS_REASON, first_global_violation, slot_violation_reason
 from ace_gym.instance import CompiledInstance
 
 
@@ -21,7 +21,7 @@ def evaluate_grid(compiled: CompiledInstance, grid: Sequence[int] | np.ndarray) 
     if cells.shape != (compiled.n_cells,):
         return False, f"solution shape does not match expected {compiled.rows}x{compiled.cols} grid"
     if (cells < 0).any():
-        return False, "solution still contains empty slots"
+        return False, EMPTY_CELLS_REASON
     for slot in compiled.slots:
         if int(cells[slot.cell]) not in slot.valid_items:
             return False, slot_violation_reason(slot.row, slot.col)

@@ -14,7 +14,7 @@ from ace_gym.envs.sources import DatasetSource, InstanceSource
 from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.instance import CompiledInstance, Dataset, Instance, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
-from ace_gym.scoring import evaluate_grid, grid_of_ids
+from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
 from ace_gym.tools import INVALID, EpisodeState, ToolConfig, echo, failure, toolset
 
@@ -275,8 +275,8 @@ class AceEnv(gym.Env[str, ActionType]):
         """The current grid scored exactly as the episode's last step scores it (a wrapper that
         ends an episode early reports this); ResetNeeded before ``reset``."""
         state = self._require_state()
-        valid, reason = evaluate_grid(state.compiled, state.grid)
-        return FinalScore(float(valid), reason, grid_of_ids(state.compiled, state.grid))
+        reason = state.final_violation()  # evaluate_grid's verdict, from the running totals
+        return FinalScore(float(reason is None), reason, grid_of_ids(state.compiled, state.grid))
 
     @property
     def grid(self) -> IdGrid:

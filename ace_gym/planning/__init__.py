@@ -13,11 +13,15 @@ The wrappers (``ExtraneousTools``, ``BrokenTool``, ``UnsolvableMix``, ``CostAnno
 ``Refine``) live in :mod:`ace_gym.wrappers`. The definitions that are ours are in docs/planning.md.
 """
 
-from ace_gym.planning.detector import ErrorTracker, detect_errors
-from ace_gym.planning.knowledge import Knowledge, TaskFacts, facts_from_reset
-from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence
-from ace_gym.planning.taxonomy import CAUSES, CODES, UNSOLVABLE_KINDS, Flag, grade
-from ace_gym.planning.unsolvable import UnsolvableVariant, check_certificate, make_variant
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ace_gym.planning.detector import ErrorTracker, detect_errors
+    from ace_gym.planning.knowledge import Knowledge, TaskFacts, facts_from_reset
+    from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence
+    from ace_gym.planning.taxonomy import CAUSES, CODES, UNSOLVABLE_KINDS, Flag, grade
+    from ace_gym.planning.unsolvable import UnsolvableVariant, check_certificate, make_variant
 
 __all__ = [
     "CAUSES",
@@ -37,3 +41,36 @@ __all__ = [
     "make_variant",
     "plan_adherence",
 ]
+# Imported on first access: registering the env ids (``import ace_gym``) reads the settings
+# registry, which must not load the detector, the plan grader and the variant builder.
+_HOMES = {
+    "ErrorTracker": "detector",
+    "detect_errors": "detector",
+    "Knowledge": "knowledge",
+    "TaskFacts": "knowledge",
+    "facts_from_reset": "knowledge",
+    "PlanGrade": "plans",
+    "grade_plan": "plans",
+    "plan_adherence": "plans",
+    "CAUSES": "taxonomy",
+    "CODES": "taxonomy",
+    "UNSOLVABLE_KINDS": "taxonomy",
+    "Flag": "taxonomy",
+    "grade": "taxonomy",
+    "UnsolvableVariant": "unsolvable",
+    "check_certificate": "unsolvable",
+    "make_variant": "unsolvable",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    found = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = found  # later lookups skip this hook
+    return found
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

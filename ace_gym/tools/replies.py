@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
-    from ace_gym.instance import CompiledInstance
+    from ace_gym.instance import CompiledInstance, CompiledSlot
 
 ECHO_LIMIT = 200
 _SUCCESS = '{"status": "success", "messages": "Successfully executed tool", "data": '
@@ -112,6 +112,32 @@ def safe_repr(value: object) -> str:
         return f"<{type(value).__name__}>"
 
 
+class _Filled(dict[Any, Any]):
+    """A dict that builds a missing entry with ``make(source, key)`` on first lookup and keeps it."""
+
+    __slots__ = ("make", "source")
+
+    def __init__(self, make: Callable[[Any, Any], Any], source: Any) -> None:
+        super().__init__()
+        self.make, self.source = make, source
+
+    def __missing__(self, key: Any) -> Any:
+        value = self[key] = self.make(self.source, key)
+        return value
+
+
+def _id_json(item_ids: tuple[str, ...], item: int) -> str:
+    return dumps(item_ids[item])
+
+
+def _field_json(_: None, field: str) -> str:
+    return dumps(field)
+
+
+def _query_charge(slots: Sequence[CompiledSlot], s: int) -> Charge:
+    return Charge("query", (slots[s].row, slots[s].col))
+
+
 class InstanceTexts:
     """Serialised pieces of one compiled instance, built on first use and shared read-only by
     every episode on it (see :func:`texts_of`).
@@ -119,19 +145,26 @@ class InstanceTexts:
     ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
     cell (-1 = empty) indexes it directly; ``item_json`` holds full item dicts as JSON,
     ``attribute_json`` their fields one by one, ``query_columns`` the per-(slot, field)
-    candidate values and match objects of the query tool (all filled lazily), and
-    ``query_charges[s]`` the :class:`Charge` of a query on hidden slot ``s``.
+    candidate values and match objects of the query tool, and ``query_charges[s]`` the
+    :class:`Charge` of a query on hidden slot ``s``. Every piece is built when first looked up
+    (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
+    a fresh instance costs no more than the pieces it shows.
     """
 
     __slots__ = ("attribute_json", "cell_json", "field_json", "item_json", "query_charges", "query_columns")
 
     def __init__(self, compiled: CompiledInstance) -> None:
-        self.cell_json: tuple[str, ...] = (*(dumps(i) for i in compiled.item_ids), "null")
-        self.field_json: dict[str, str] = {field: dumps(field) for field in compiled.allowed_fields}
+        item_ids = compiled.item_ids
+        self.cell_json: dict[int, str] = _Filled(_id_json, item_ids)
+        self.cell_json[-1] = "null"
+        for item in compiled.initial_grid:  # the grid every episode shows first
+            if item >= 0:
+                self.cell_json[item] = dumps(item_ids[item])
+        self.field_json: dict[str, str] = _Filled(_field_json, None)
         self.item_json: dict[int, str] = {}
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
-        self.query_charges: tuple[Charge, ...] = tuple(Charge("query", (s.row, s.col)) for s in compiled.slots)
+        self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
 
     def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
         """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""

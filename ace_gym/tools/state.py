@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ace_gym.constraints import RunningTotals, slot_violation_reason
+from ace_gym.constraints import EMPTY_CELLS_REASON, RunningTotals, slot_violation_reason
 from ace_gym.errors import ConfigError, flag, integer, number
 from ace_gym.tools.replies import InstanceTexts, texts_of
 
@@ -124,6 +124,18 @@ class EpisodeState:
             self.invalid_slots.discard(slot_index)
         else:
             self.invalid_slots.add(slot_index)
+
+    def final_violation(self) -> str | None:
+        """The reason :func:`ace_gym.scoring.evaluate_grid` gives the current grid (None: it scores
+        1), read from the running totals instead of rescanning the grid.
+
+        Same order and texts: an empty cell first, then the first hidden slot (in slot order)
+        holding an item that fails its slot rules, then the global rules. Visible cells need no
+        check: only :meth:`place` writes the grid, and only into hidden slots.
+        """
+        if self.empty_cells:
+            return EMPTY_CELLS_REASON
+        return self.global_violation()
 
     def global_violation(self) -> str | None:
         """First failure of the global validator on the current (complete) grid, or None."""

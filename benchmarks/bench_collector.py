@@ -1,0 +1,150 @@
+"""The rollout collector's own cost per episode-turn, with a model that costs nothing.
+
+    python benchmarks/bench_collector.py [--episodes 256] [--calls-per-turn 3] [--repeats 3]
+
+The solver plays ``--episodes`` episodes once (untimed) to record its tool calls. A zero-cost
+engine then replays them through the real rollout loop (``run_episodes`` -> ``EngineActor`` ->
+``StepBudget(ChatAdapter(AceEnv))``), ``--calls-per-turn`` calls per turn as Hermes
+``<tool_call>`` text, all episodes in one batch. Because the env is deterministic, every replayed
+call gets the reply the solver saw.
+
+The wall time of the rollout is split, in this run:
+
+* env: the same calls on bare ``AceEnv`` s (reset + steps), timed apart;
+* adapter + parse: the wrapped env's steps (``usage.env_s``, ChatAdapter and StepBudget around the
+  core env) minus the env; of which parse: ``parse_turn`` on the same texts, timed apart;
+* collector: the rest (the loop, the Episode bookkeeping and records, the actor), the engine's
+  own time (a list lookup) excluded.
+
+Target (issue 10): env + adapter + collector <= 50 µs per episode-turn of 3 calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from bench_rollout import _replay_on_core_envs
+
+from ace_gym.agents import Completion, make_policy
+from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.eval import EpisodeSpec, run_episodes
+from ace_gym.instance import resolve_dataset
+from ace_gym.parsing import parse_turn
+
+MAX_TURNS = 10_000
+
+
+class ReplayEngine:
+    """A ChatEngine that answers each conversation with its episode's next recorded turn.
+
+    Conversations are told apart by their message list, which an episode keeps and extends for
+    its whole life; a list not seen before belongs to the next script (episodes open in order).
+    """
+
+    def __init__(self, scripts: list[list[str]]) -> None:
+        self.scripts = scripts
+        self.cursor: dict[int, list[Any]] = {}  # id(messages) -> [script, next turn]
+        self.opened = 0
+        self.generation_s = 0.0
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        began = time.perf_counter()
+        completions = []
+        for messages in conversations:
+            cursor = self.cursor.get(id(messages))
+            if cursor is None:
+                cursor = self.cursor[id(messages)] = [self.scripts[self.opened], 0]
+                self.opened += 1
+            script, turn = cursor
+            cursor[1] += 1
+            completions.append(Completion(script[turn]))
+        self.generation_s += time.perf_counter() - began
+        return completions
+
+
+def _hermes_turns(calls: list[dict[str, Any]], per_turn: int) -> list[str]:
+    return [
+        "\n".join(f"<tool_call>\n{json.dumps(call)}\n</tool_call>" for call in calls[k : k + per_turn])
+        for k in range(0, len(calls), per_turn)
+    ]
+
+
+def _solver_calls(record: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"name": c["function"]["name"], "arguments": json.loads(c["function"]["arguments"])}
+        for m in record["messages"]
+        if m["role"] == "assistant"
+        for c in m["tool_calls"]
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=256)
+    parser.add_argument("--calls-per-turn", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="timed rollouts (best kept)")
+    args = parser.parse_args()
+
+    sizes = {domain: len(resolve_dataset("5x5", domain)) for domain in DOMAIN_NAMES}
+    specs = [
+        EpisodeSpec(domain, instance_index=k // len(DOMAIN_NAMES) % sizes[domain], seed=k, max_turns=MAX_TURNS)
+        for k in range(args.episodes)
+        for domain in [DOMAIN_NAMES[k % len(DOMAIN_NAMES)]]
+    ]
+    solved = {r["key"]: r for r in run_episodes(specs, make_policy("solver"), batch_size=len(specs))}
+    calls = [_solver_calls(solved[spec.key("solver")]) for spec in specs]
+    scripts = [_hermes_turns(episode_calls, args.calls_per_turn) for episode_calls in calls]
+    texts = [text for script in scripts for text in script]
+
+    best: dict[str, float] = {}
+    for _ in range(args.repeats):
+        engine = ReplayEngine(scripts)
+        began = time.perf_counter()
+        records = list(run_episodes(specs, engine, batch_size=len(specs), name="replay"))
+        wall = time.perf_counter() - began
+        env_s = sum(r["usage"]["env_s"] for r in records)
+        replayed = {r["key"]: r for r in records}
+        if [_solver_calls(replayed[spec.key("replay")]) for spec in specs] != calls:
+            raise SystemExit("the replay did not make the solver's calls")
+        core = _replay_on_core_envs(specs, records)
+        began = time.perf_counter()
+        for text in texts:
+            parse_turn(text)
+        parse = time.perf_counter() - began
+        measured = {
+            "wall": wall - engine.generation_s,
+            "env": core,
+            "adapter": env_s - core,
+            "parse": parse,
+            "collector": wall - engine.generation_s - env_s,
+        }
+        best = {k: min(best.get(k, float("inf")), v) for k, v in measured.items()}
+
+    turns = len(texts)
+    per_turn = {k: v / turns * 1e6 for k, v in best.items()}
+    print(
+        f"{len(specs)} episodes, {turns} episode-turns of {args.calls_per_turn} solver calls as Hermes text,"
+        f" {sum(map(len, calls))} calls; one batch; best of {args.repeats} rollouts"
+    )
+    print(f"{'layer':34s} {'µs/turn':>9s} {'share':>7s}")
+    for label, key in (
+        ("env (bare AceEnv reset + steps)", "env"),
+        ("adapter + parse (ChatAdapter...)", "adapter"),
+        ("  of which parse_turn", "parse"),
+        ("collector (loop, Episode, records)", "collector"),
+    ):
+        print(f"{label:34s} {per_turn[key]:9.1f} {100 * best[key] / best['wall']:6.1f}%")
+    total = per_turn["wall"]
+    verdict = "met" if total <= 50 else "NOT met"
+    print(f"{'env + adapter + collector':34s} {total:9.1f} {100.0:6.1f}%   target <= 50 µs/turn: {verdict}")
+    print(f"episode-turns/s (engine excluded): {1e6 / total:,.0f}")
+
+
+if __name__ == "__main__":
+    main()

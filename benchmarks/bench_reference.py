@@ -1,0 +1,515 @@
+"""ace-gym side by side with the published ACE-Bench release, measured in one run.
+
+    python benchmarks/bench_reference.py --reference PATH [--quick] [--full]
+    python benchmarks/bench_reference.py [--quick]            # ace-gym's side alone
+
+``PATH`` is a checkout of the published ACE-Bench release (the folder holding ``env/`` and
+``data_generation/``); its code is imported from there at run time, next to ace-gym, in this
+process (its dependencies — pydantic, docstring_parser, loguru, rich — must import here). The
+release reads plain ``.json`` files, so the bundled ``.json.gz`` files (byte-identical to the
+release's data once decompressed) are decompressed into a temporary folder that both sides load.
+
+Every row times the release and ace-gym on the same work, interleaved, best of R runs (a shared
+machine only ever adds time), and prints ``release / ace-gym`` (higher is better for ace-gym):
+
+* whole episode: setup + the recorded calls of the 24 parity traces + the final score;
+* trace mix: the same calls, per call, through the release's ``call_saved_dataset_tool`` +
+  ``json.dumps`` (the text the model sees) and ace-gym's raw dispatcher / ``env.step``;
+* final score on a filled grid at H=1 and H=15 (``Task.eval`` vs what ``env.score`` runs), and
+  ``done`` through ``env.step`` (the call plus the score);
+* cold paths: the first query on a (slot, field) and the first ``get_current_grid_state`` of
+  an instance (ace-gym's per-instance text caches emptied before each call);
+* loading one file / all six, and loading + setting up every instance of one file;
+* fresh processes (median of N after a warm-up run, bytecode cached): import, import + load + replay all 24 traces, and the generator;
+* the generator in process (5x5 H15 B19 by default, 5x7 H21 B25 with ``--full``: the release
+  takes tens of seconds there).
+
+Without ``--reference`` only ace-gym's column is printed. Targets are those of issue 10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import gzip
+import io
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench_tools import DEFAULT_TRACES, _best_us, _filled_state, _load_traces, _trace_calls, _trace_config
+
+from ace_gym.domains import DOMAIN_NAMES, get_domain
+from ace_gym.envs import AceEnv
+from ace_gym.instance import bundled_dataset_path, parse_dataset, resolve_dataset
+from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
+from ace_gym.tools.replies import InstanceTexts
+
+Timed = Callable[[], object]
+
+
+class Release:
+    """The published release's loader, task, tool handler, scorer and generator, imported from ``root``."""
+
+    def __init__(self, root: Path, data_dir: Path) -> None:
+        sys.path.insert(0, str(root))
+        from data_generation.generate import generate_dataset  # type: ignore[import-not-found]
+        from env.agent.task import Task  # type: ignore[import-not-found]
+        from env.load_datasets.loader import load_dataset_objects_from_file  # type: ignore[import-not-found]
+        from env.tools import call_saved_dataset_tool  # type: ignore[import-not-found]
+
+        self.root = root
+        self.Task = Task
+        self.call = call_saved_dataset_tool
+        self.load = load_dataset_objects_from_file
+        self.generate_dataset = generate_dataset
+        self.files = {domain: str(data_dir / f"{domain}.json") for domain in DOMAIN_NAMES}
+        self.objects = {domain: self.load(path) for domain, path in self.files.items()}
+
+    def task(self, domain: str, index: int, config: dict[str, Any]) -> Any:
+        return self.Task(self.objects[domain][index], **config)
+
+    def filled_task(self, domain: str, index: int) -> Any:
+        task = self.task(domain, index, {"extra_query_num": -1, "global_check_alpha": -1})
+        task.agent_solution = copy.deepcopy(task.dataset_object.truth_solution)
+        return task
+
+    def reply(self, task: Any, name: str, arguments: Any) -> str:
+        """The text the model sees; a call the release raises on (its agent catches and reports
+        the exception) costs the raise."""
+        try:
+            return json.dumps(self.call(task, name, arguments), ensure_ascii=False)
+        except Exception as error:  # the release raises TypeError, ValueError, ...
+            return str(error)
+
+    def episode(self, domain: str, index: int, config: dict[str, Any], calls: list[tuple[str, Any]]) -> object:
+        """Set up (the task, its first messages and tool schemas, as ``env.reset`` returns them),
+        play ``calls``, score."""
+        task = self.task(domain, index, config)
+        task.build_initial_messages()
+        task.get_tool_schemas()
+        for name, arguments in calls:
+            self.reply(task, name, arguments)
+        return task.eval()
+
+
+def _decompress_bundled(folder: Path) -> dict[str, Path]:
+    paths = {}
+    for domain in DOMAIN_NAMES:
+        paths[domain] = folder / f"{domain}.json"
+        paths[domain].write_bytes(gzip.decompress(bundled_dataset_path("5x5", domain).read_bytes()))
+    return paths
+
+
+class Table:
+    """Rows of (what, release, ace-gym, unit, target) printed with the ratio release / ace-gym."""
+
+    def __init__(self, with_release: bool) -> None:
+        self.with_release = with_release
+        self.rows: list[tuple[str, float | None, float, str, str]] = []
+
+    def add(self, what: str, release: float | None, ours: float, unit: str, target: str = "") -> None:
+        self.rows.append((what, release, ours, unit, target))
+        self._print(self.rows[-1])
+        sys.stdout.flush()
+
+    def header(self) -> None:
+        if self.with_release:
+            print(f"{'measure':58s} {'release':>10s} {'ace-gym':>10s} {'unit':5s} {'ratio':>7s}  target")
+        else:
+            print(f"{'measure':58s} {'ace-gym':>10s} {'unit':5s}")
+
+    def _print(self, row: tuple[str, float | None, float, str, str]) -> None:
+        what, release, ours, unit, target = row
+        if not self.with_release:
+            print(f"{what:58s} {ours:10.2f} {unit:5s}")
+        elif release is None:
+            print(f"{what:58s} {'-':>10s} {ours:10.2f} {unit:5s} {'':>7s}  {target}")
+        else:
+            print(f"{what:58s} {release:10.2f} {ours:10.2f} {unit:5s} {release / ours:6.2f}x  {target}")
+
+
+def _pair(release_fn: Timed | None, ours_fn: Timed, number: int, runs: int) -> tuple[float | None, float]:
+    """µs per call of both (interleaved, best of ``runs``); the release's None without a reference."""
+    if release_fn is None:
+        return None, _best_us([ours_fn], number, runs)[0]
+    release_us, ours_us = _best_us([release_fn, ours_fn], number, runs)
+    return release_us, ours_us
+
+
+def bench_episodes(table: Table, release: Release | None, traces: list[dict[str, Any]], runs: int) -> None:
+    prepared = []
+    for trace in traces:
+        config = _trace_config(trace)
+        env = AceEnv(trace["domain"], **config)
+        dataset = resolve_dataset("5x5", trace["domain"])
+        compiled = dataset.compiled(trace["instance_index"])
+        prepared.append((trace, config, env, compiled, _trace_calls(trace)))
+    total_calls = sum(len(calls) for *_, calls in prepared)
+
+    def ours_episodes() -> None:
+        for trace, _, env, _, calls in prepared:
+            env.reset(options={"instance_index": trace["instance_index"]})
+            step = env.step
+            terminated = truncated = False
+            for name, arguments in calls:
+                _, _, terminated, truncated, _ = step({"name": name, "arguments": arguments})
+            if not (terminated or truncated):
+                env.score()
+
+    release_episodes = None
+    if release is not None:
+
+        def release_episodes() -> None:
+            for trace, config, _, _, calls in prepared:
+                release.episode(trace["domain"], trace["instance_index"], config, calls)
+
+    rel, ours = _pair(release_episodes, ours_episodes, 1, runs)
+    per = len(prepared) * 1e3
+    table.add(
+        f"whole episode ({len(prepared)} traces, mean)", None if rel is None else rel / per, ours / per, "ms", ">= 50x"
+    )
+
+    states = [
+        (toolset(get_domain(t["domain"])), compiled, ToolConfig(**config), calls)
+        for t, config, _, compiled, calls in prepared
+    ]
+
+    def ours_raw() -> None:
+        for tools, compiled, config, calls in states:
+            state = EpisodeState(compiled, config)
+            call = tools.call
+            for name, arguments in calls:
+                call(state, name, arguments)
+
+    def ours_step() -> None:
+        for trace, _, env, _, calls in prepared:
+            env.reset(options={"instance_index": trace["instance_index"]})
+            step = env.step
+            for name, arguments in calls:
+                step({"name": name, "arguments": arguments})
+
+    release_mix = None
+    if release is not None:
+
+        def release_mix() -> None:
+            for trace, config, _, _, calls in prepared:
+                task = release.task(trace["domain"], trace["instance_index"], config)
+                for name, arguments in calls:
+                    release.reply(task, name, arguments)
+
+    timings = _best_us([f for f in (release_mix, ours_raw, ours_step) if f is not None], 1, runs)
+    rel_mix = timings[0] / total_calls if release_mix is not None else None
+    raw, step = (t / total_calls for t in timings[-2:])
+    table.add(f"trace mix, raw dispatcher ({total_calls} calls)", rel_mix, raw, "µs", ">= 6x")
+    table.add("trace mix, through env.step", rel_mix, step, "µs", ">= 4x")
+
+
+def _score_pair(release: Release | None, domain: str, index: int, number: int, runs: int) -> tuple[float, float]:
+    """µs of the final score of a filled grid: the release's ``Task.eval``, what ``env.score`` runs."""
+    state = _filled_state(resolve_dataset("5x5", domain).compiled(index))
+
+    rel, our = _pair(release.filled_task(domain, index).eval if release else None, state.final_violation, number, runs)
+    return rel or 0.0, our
+
+
+def bench_score(table: Table, release: Release | None, number: int, runs: int) -> None:
+    for label, index in (("H=1", 0), ("H=15", 34)):
+        pairs = [_score_pair(release, domain, index, number, runs) for domain in DOMAIN_NAMES]
+        table.add(
+            f"final score on a filled grid, {label} (mean of 6 domains)",
+            statistics.fmean(p[0] for p in pairs) if release else None,
+            statistics.fmean(p[1] for p in pairs),
+            "µs",
+            ">= 10x",
+        )
+
+    compiled = resolve_dataset("5x5", "course").compiled(34)
+    env = AceEnv("course")
+    env.reset(options={"instance_index": 34})
+    for s, slot in enumerate(compiled.slots):
+        env.state.place(s, int(compiled.truth[slot.cell]))
+    done = {"name": "done", "arguments": {}}
+
+    def ours_done() -> object:
+        env._reopen()
+        return env.step(done)
+
+    release_done = None
+    if release is not None:
+        task = release.filled_task("course", 34)
+
+        def release_done() -> object:
+            release.reply(task, "done", {})
+            return task.eval()
+
+    rel, our = _pair(release_done, ours_done, number, runs)
+    table.add("done through env.step (call + final score, H=15)", rel, our, "µs", "")
+
+
+def _cold_pairs(release: Release | None, domain: str, number: int, runs: int) -> list[float]:
+    """µs of [release, ours] first query on a (slot, field), then [release, ours] cold grid state."""
+    compiled = resolve_dataset("5x5", domain).compiled(34)
+    tools = toolset(get_domain(domain))
+    names = tool_names(domain)
+    slot = compiled.slots[0]
+    field = get_domain(domain).numeric_attributes[0]
+    query = {"row": slot.row, "col": slot.col, "field": field, "operator": ">=", "value": 0}
+    state = EpisodeState(compiled, ToolConfig())
+
+    def ours_first_query() -> object:
+        state.texts.query_columns.clear()
+        return tools.call(state, names["query"], query)
+
+    def ours_cold_grid() -> object:
+        state.texts = InstanceTexts(compiled)
+        return tools.call(state, names["grid_state"], {})
+
+    release_query = release_grid = None
+    if release is not None:
+        task = release.task(domain, 34, {"extra_query_num": -1, "global_check_alpha": -1})
+
+        def release_query() -> object:
+            return release.reply(task, names["query"], query)
+
+        def release_grid() -> object:
+            return release.reply(task, names["grid_state"], {})
+
+    rel_query, ours_query = _pair(release_query, ours_first_query, number, runs)
+    rel_grid, ours_grid = _pair(release_grid, ours_cold_grid, number, runs)
+    return [rel_query or 0.0, ours_query, rel_grid or 0.0, ours_grid]
+
+
+def bench_cold(table: Table, release: Release | None, number: int, runs: int) -> None:
+    means = [
+        statistics.fmean(column)
+        for column in zip(*(_cold_pairs(release, d, number, runs) for d in DOMAIN_NAMES), strict=True)
+    ]
+    for what, (rel, ours) in (
+        ("first query on a (slot, field), H=15 (mean of 6)", means[:2]),
+        ("cold get_current_grid_state, H=15 (mean of 6)", means[2:]),
+    ):
+        table.add(what, rel if release else None, ours, "µs", ">= 1x")
+
+
+def bench_load(table: Table, release: Release | None, files: dict[str, Path], runs: int) -> None:
+    def ours_load(domains: tuple[str, ...]) -> Timed:
+        return lambda: [parse_dataset(files[d].read_bytes(), str(files[d])) for d in domains]
+
+    def ours_load_setup() -> None:
+        dataset = parse_dataset(files["course"].read_bytes(), str(files["course"]))
+        config = ToolConfig()
+        for index in range(len(dataset)):
+            EpisodeState(dataset.compiled(index), config)
+
+    def release_load(domains: tuple[str, ...]) -> Timed:
+        return lambda: [release.load(release.files[d]) for d in domains]
+
+    def release_load_setup() -> None:
+        for obj in release.load(release.files["course"]):
+            release.Task(obj)
+
+    for label, domains in (("one 5x5 file", ("course",)), ("all six 5x5 files", DOMAIN_NAMES)):
+        rel, our = _pair(release_load(domains) if release else None, ours_load(domains), 1, runs)
+        table.add(f"load {label} (validated)", _ms(rel), our / 1e3, "ms", ">= 2x")
+    rel, our = _pair(release_load_setup if release else None, ours_load_setup, 1, runs)
+    table.add("load one file + set up every instance", _ms(rel), our / 1e3, "ms", ">= 2x")
+
+
+def _ms(us: float | None) -> float | None:
+    return None if us is None else us / 1e3
+
+
+_OURS_IMPORT = "import ace_gym"
+_RELEASE_IMPORT = (
+    "from env.tools import call_saved_dataset_tool; from env.load_datasets.loader import load_dataset_objects_from_file"
+)
+_TIMED_SCRIPT = """
+import sys, time
+began = time.perf_counter()
+{body}
+print(time.perf_counter() - began)
+print("numba" in sys.modules)
+"""
+_OURS_REPLAY = """
+import gzip, json
+from ace_gym.envs import AceEnv
+traces = [json.loads(line) for line in gzip.open({traces!r}, "rt")]
+keys = ("extra_query_num", "global_check_alpha", "check_include_reason", "max_query_ids", "max_query_fields")
+for trace in traces:
+    env = AceEnv(trace["domain"], **{{k: trace["task_config"][k] for k in keys}})
+    env.reset(options={{"instance_index": trace["instance_index"]}})
+    ended = False
+    for call in trace["calls"]:
+        if call["content"] != '{failed}':
+            _, _, terminated, truncated, _ = env.step({{"name": call["tool"], "arguments": call["args"]}})
+            ended = terminated or truncated
+    if not ended:
+        env.score()
+"""
+_RELEASE_REPLAY = """
+import gzip, json
+from env.load_datasets.loader import load_dataset_objects_from_file
+from env.agent.task import Task
+from env.tools import call_saved_dataset_tool
+traces = [json.loads(line) for line in gzip.open({traces!r}, "rt")]
+files = {files!r}
+objects = {{}}
+keys = ("extra_query_num", "global_check_alpha", "check_include_reason", "max_query_ids", "max_query_fields")
+for trace in traces:
+    domain = trace["domain"]
+    if domain not in objects:
+        objects[domain] = load_dataset_objects_from_file(files[domain])
+    task = Task(objects[domain][trace["instance_index"]], **{{k: trace["task_config"][k] for k in keys}})
+    for call in trace["calls"]:
+        if call["content"] != '{failed}':
+            try:
+                json.dumps(call_saved_dataset_tool(task, call["tool"], call["args"]), ensure_ascii=False)
+            except Exception as error:
+                str(error)
+    task.eval()
+"""
+_OURS_GENERATE = (
+    "from ace_gym.generators import generate_instance\n"
+    "generate_instance('course', rows=5, cols=5, hidden_slots=5, decoy_budget=4, seed=42)"
+)
+_RELEASE_GENERATE = (
+    "import contextlib, io, tempfile\n"
+    "from data_generation.generate import generate_dataset\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    generate_dataset('course', rows=5, cols=5, hidden_slots=[5], branch_budget=[4], seed=42,"
+    " output_dir=tempfile.mkdtemp())"
+)
+
+
+def _process_seconds(body: str, cwd: Path | None, inner: bool, environment: dict[str, str]) -> tuple[float, bool]:
+    """One fresh interpreter running ``body``: the timed body's seconds (``inner``) or the
+    process's wall time; and whether numba was imported."""
+    began = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-c", _TIMED_SCRIPT.format(body=body)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=cwd,
+        env=environment,
+    )
+    wall = time.perf_counter() - began
+    inner_s, numba_text = out.stdout.split()[-2:]
+    return float(inner_s) if inner else wall, numba_text == "True"
+
+
+def bench_processes(
+    table: Table, release: Release | None, files: dict[str, Path], traces: Path, runs: int, pycache: str
+) -> None:
+    """Fresh processes, median of ``runs`` after a warm-up: import, replay, generate."""
+    from ace_gym.tools import TOOL_CALL_FAILED
+
+    cases = [
+        ("import (in the process, -c 'import ...')", _OURS_IMPORT, _RELEASE_IMPORT, True, ">= 1x"),
+        (
+            "process: import + load + replay all 24 traces",
+            _OURS_REPLAY.format(traces=str(traces), failed=TOOL_CALL_FAILED),
+            _RELEASE_REPLAY.format(
+                traces=str(traces), failed=TOOL_CALL_FAILED, files={d: str(p) for d, p in files.items()}
+            ),
+            False,
+            ">= 1x",
+        ),
+        ("process: generate one 5x5 H5 B4 instance", _OURS_GENERATE, _RELEASE_GENERATE, False, "< 0.5 s"),
+    ]
+    # Bytecode is cached (in a private folder, so that neither source tree is written to) and a
+    # first, untimed run of each body fills it, as an installed package's is.
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    environment["PYTHONPYCACHEPREFIX"] = pycache
+    for what, ours_body, release_body, inner, target in cases:
+        samples_ours, samples_release = [], []
+        for run in range(runs + 1):  # interleaved fresh processes
+            seconds, numba = _process_seconds(ours_body, None, inner, environment)
+            samples_ours.append(seconds)
+            if release is not None:
+                samples_release.append(_process_seconds(release_body, release.root, inner, environment)[0])
+            if run == 0:
+                samples_ours.clear()
+                samples_release.clear()
+        ours_s = statistics.median(samples_ours)
+        release_s = statistics.median(samples_release) if samples_release else 0.0
+        note = f"{target}; numba imported: {'yes' if numba else 'no'}"
+        table.add(what, release_s * 1e3 if release is not None else None, ours_s * 1e3, "ms", note)
+
+
+def bench_generator(table: Table, release: Release | None, full: bool) -> None:
+    from ace_gym.generators import generate_instance
+
+    rows, cols, hidden, budget = (5, 7, 21, 25) if full else (5, 5, 15, 19)
+    generate_instance("course", rows=5, cols=5, hidden_slots=1, decoy_budget=0, seed=0)  # numba kernels loaded
+    began = time.perf_counter()
+    generate_instance("course", rows=rows, cols=cols, hidden_slots=hidden, decoy_budget=budget, seed=42)
+    ours_s = time.perf_counter() - began
+    release_s = None
+    if release is not None:
+        began = time.perf_counter()
+        with tempfile.TemporaryDirectory() as folder, contextlib.redirect_stdout(io.StringIO()):
+            release.generate_dataset(
+                "course",
+                rows=rows,
+                cols=cols,
+                hidden_slots=[hidden],
+                branch_budget=[budget],
+                seed=42,
+                output_dir=folder,
+            )
+        release_s = time.perf_counter() - began
+    table.add(
+        f"generator in process, course {rows}x{cols} H{hidden} B{budget} seed 42",
+        None if release_s is None else release_s * 1e3,
+        ours_s * 1e3,
+        "ms",
+        "",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reference", type=Path, help="checkout of the published ACE-Bench release")
+    parser.add_argument("--traces", type=Path, default=DEFAULT_TRACES)
+    parser.add_argument("--quick", action="store_true", help="few repetitions, no fresh processes (smoke run)")
+    parser.add_argument("--full", action="store_true", help="generator row at 5x7 H21 B25 (the release: ~1 min)")
+    args = parser.parse_args(argv)
+    runs, number, process_runs = (2, 20, 0) if args.quick else (7, 200, 5)
+
+    with tempfile.TemporaryDirectory(prefix="ace-bench-ref-") as folder:
+        files = _decompress_bundled(Path(folder))
+        release = None
+        if args.reference is not None:
+            with contextlib.redirect_stdout(io.StringIO()):
+                release = Release(args.reference.resolve(), Path(folder))
+        for domain in DOMAIN_NAMES:  # warm: every instance compiled once, as in a training process
+            dataset = resolve_dataset("5x5", domain)
+            for index in range(len(dataset)):
+                dataset.compiled(index)
+        table = Table(release is not None)
+        who = f"release at {args.reference} vs ace-gym" if release else "ace-gym alone (no --reference)"
+        print(f"{who}; best of {runs} interleaved runs, ratio = release / ace-gym (higher: ace-gym faster)\n")
+        table.header()
+        traces = _load_traces(args.traces)
+        bench_episodes(table, release, traces, runs)
+        bench_score(table, release, number, runs)
+        bench_cold(table, release, number, runs)
+        bench_load(table, release, files, runs)
+        if process_runs:
+            bench_processes(table, release, files, args.traces, process_runs, str(Path(folder) / "pycache"))
+            bench_generator(table, release, args.full)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
