@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-import ace_gym.envs.ace_env
 import ace_gym.wrappers.chat_adapter
 from ace_gym.agents import make_policy
 from ace_gym.cli import EXIT_CONFIG, EXIT_OK, EXIT_REPLAY_MISMATCH, main
@@ -20,6 +19,7 @@ from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.replay import ReplayDiverged, ReplayPolicy, compare_records, replay_record
 from ace_gym.eval.results import read_records
 from ace_gym.parsing import parse_turn
+from ace_gym.tools.state import EpisodeState
 
 SPECS = (
     EpisodeSpec("course", instance_index=0, tool_failure_rate=0.3, max_turns=200),
@@ -106,7 +106,7 @@ def test_replay__a_changed_parser_is_caught_at_the_first_turn_it_reads_different
 def test_replay__a_changed_reward_is_caught_at_the_last_turn(monkeypatch: pytest.MonkeyPatch) -> None:
     (record,) = played(SPECS[:1], make_policy("solver"))
     assert record["score"] == 1.0
-    monkeypatch.setattr(ace_gym.envs.ace_env, "evaluate_grid", lambda compiled, grid: (False, "a changed rule"))
+    monkeypatch.setattr(EpisodeState, "final_violation", lambda self: "a changed rule")  # the reward code
     mismatch = replay_record(record)
     assert mismatch is not None and (mismatch.turn, mismatch.field) == (len(record["turns"]) - 1, "reward")
     assert (mismatch.recorded, mismatch.replayed) == (1.0, 0.0)
@@ -116,7 +116,7 @@ def test_replay_cli__exits_6_naming_the_first_differing_turn(
     tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = write_run(tmp_path / "run", played(SPECS[:2], make_policy("solver")))
-    monkeypatch.setattr(ace_gym.envs.ace_env, "evaluate_grid", lambda compiled, grid: (False, "a changed rule"))
+    monkeypatch.setattr(EpisodeState, "final_violation", lambda self: "a changed rule")  # the reward code
     assert replay_cli(str(run)) == EXIT_REPLAY_MISMATCH
     out = capsys.readouterr().out
     assert "reward differs: recorded 1.0, replayed 0.0" in out and out.strip().endswith("0 identical, 2 differ")
