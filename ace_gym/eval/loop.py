@@ -273,11 +273,11 @@ class TokenEngineActor(EngineActor):
 def _synced_tokens(episode: Episode) -> ChatTokens | None:
     """The episode's ChatTokens, caught up with the turn it played last (its completion's ids and
     logprobs, the adapter's replies); None (and dropped) when the template refuses the turn."""
-    from jinja2 import TemplateError
-
     tokens = episode.agent
     if not isinstance(tokens, ChatTokens):
         return None
+    from jinja2 import TemplateError  # the hf extra; only token-exact episodes (an hf/vllm engine) get here
+
     if len(episode.messages) > tokens.message_count and episode.last_completion is not None:
         completion = episode.last_completion
         try:
