@@ -9,20 +9,18 @@ from pathlib import Path
 
 import pytest
 
+from tests.missing_modules import without_modules
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 OPTIONAL = ("torch", "transformers", "trl", "vllm", "openai", "datasets", "tokenizers")
-WITHOUT_OPTIONAL = f"""
-import importlib.abc, runpy, sys
-
-class Missing(importlib.abc.MetaPathFinder):  # as if the optional extras were not installed
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in {OPTIONAL!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-
-sys.meta_path.insert(0, Missing())
+WITHOUT_OPTIONAL = (  # as if the optional extras were not installed
+    without_modules(OPTIONAL)
+    + """
+import runpy
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
+)
 
 
 @pytest.mark.parametrize("script", sorted(p.name for p in EXAMPLES.glob("*.py")))

