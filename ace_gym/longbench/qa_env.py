@@ -11,7 +11,13 @@ from gymnasium.error import ResetNeeded
 from ace_gym.errors import choice, flag
 from ace_gym.longbench.question_types import NUMBER_TYPES, resolve_question_types
 from ace_gym.longbench.render import transcript
-from ace_gym.longbench.samples import Sample, build_sample, choose_question_type, config_from_options
+from ace_gym.longbench.samples import (
+    InfeasibleSample,
+    Sample,
+    build_sample,
+    choose_question_type,
+    config_from_options,
+)
 from ace_gym.longbench.scoring import extract_answer, parse_prediction, score_prediction
 from ace_gym.longbench.tokens import Tokenizer, resolve_tokenizer
 from ace_gym.spaces import UnicodeText
@@ -29,6 +35,9 @@ class ALBQAEnv(gym.Env[Any, str]):
     playing a guess-the-item game (tool queries, guesses, attribute feedback), cut at a round
     boundary to fit ``target_tokens``, and one question of the eight AgentLongBench types about
     it, with an exact answer. See ``docs/longbench.md`` for what is the paper's and what is ours.
+    The type is drawn per reset with the ``question_types`` probabilities; a type the budget fits
+    no sample of at that seed (a small ``target_tokens`` leaves too few rounds for some types) is
+    drawn again among the other types, so a reset fails only when none fits.
 
     ## Action
     The model's answer text (the answer inside ``<answer>...</answer>``), or an assistant message
@@ -117,18 +126,36 @@ class ALBQAEnv(gym.Env[Any, str]):
         self._answered = False
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """Build the sample of the seed; ``options={"question_type": label}`` forces the type."""
+        """Build the sample of the seed; ``options={"question_type": label}`` forces the type
+        (ConfigError when the budget fits no sample of it for this seed)."""
         super().reset(seed=seed)
         sample_seed = int(self.np_random.integers(2**63 - 1))
         options = options or {}
         if "question_type" in options:
             question_type = resolve_question_types(options["question_type"])[0][0]
+            self.sample = build_sample(self.config, question_type, sample_seed, self.tokenizer, table=self.table)
         else:
-            question_type = choose_question_type(self.types, self.probabilities, self.np_random)
-        self.sample = build_sample(self.config, question_type, sample_seed, self.tokenizer, table=self.table)
+            self.sample = self._drawn_sample(sample_seed)
         self._answered = False
         messages = self.sample.observation()
         return (messages if self.render_as == "messages" else transcript(messages)), self.sample.info()
+
+    def _drawn_sample(self, sample_seed: int) -> Sample:
+        """A sample of a type drawn with the configured probabilities. A type the budget fits no
+        sample of at this seed is set aside and the type drawn again among the others (from the
+        same seeded generator, so the outcome is a function of the seed); InfeasibleSample only
+        when no configured type fits."""
+        types, probabilities = self.types, self.probabilities
+        while True:
+            question_type = choose_question_type(types, probabilities, self.np_random)
+            try:
+                return build_sample(self.config, question_type, sample_seed, self.tokenizer, table=self.table)
+            except InfeasibleSample:
+                kept = [(t, p) for t, p in zip(types, probabilities, strict=True) if t != question_type and p > 0]
+                if not kept:
+                    raise
+                total = sum(p for _, p in kept)
+                types, probabilities = tuple(t for t, _ in kept), tuple(p / total for _, p in kept)
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self.sample is None:

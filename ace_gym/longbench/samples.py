@@ -38,6 +38,10 @@ KNOWLEDGE: tuple[str, ...] = ("kf", "ki")
 MAX_ATTEMPTS = 24
 
 
+class InfeasibleSample(ConfigError):
+    """No sample of a question type fits the budget for a seed in :data:`MAX_ATTEMPTS` draws."""
+
+
 @dataclass(frozen=True)
 class SampleConfig:
     """Everything a sample depends on besides its seed, question type and tokenizer (validated).
@@ -160,7 +164,8 @@ def build_sample(
     config: SampleConfig, question_type: str, seed: int, tokenizer: Tokenizer, *, table: ItemTable | None = None
 ) -> Sample:
     """The sample of ``question_type`` for ``seed`` (see the module docstring). Raises
-    ConfigError when no feasible sample is found in :data:`MAX_ATTEMPTS` draws (budget too small)."""
+    :class:`InfeasibleSample` (a ConfigError) when no feasible sample is found in
+    :data:`MAX_ATTEMPTS` draws (budget too small), ConfigError for other configuration problems."""
     choice("question_type", question_type, QUESTION_TYPES)
     table = table if table is not None else config.resolve_table()[0]
     behaviour = config.behaviour
@@ -194,7 +199,7 @@ def build_sample(
         return Sample(
             config, seed, attempt, table, system, game, trajectory, question, tokens, question_tokens, system_tokens
         )
-    raise ConfigError(
+    raise InfeasibleSample(
         "target_tokens",
         config.target_tokens,
         f"no feasible {question_type!r} sample in {MAX_ATTEMPTS} draws for seed {seed}; use a larger budget",

@@ -44,6 +44,22 @@ def test_reset__same_seed_same_episode_other_seed_other_episode() -> None:
     assert json.dumps(third) != json.dumps(first)
 
 
+SMALL_BUDGET = {"fmt": "verbose", "knowledge": "ki", "table": "ace:meal", "target_tokens": "64k"}
+"""A budget that leaves one to three rounds: too few for a Find Duplicates question at some seeds."""
+
+
+def test_reset__a_drawn_type_the_budget_cannot_fit_is_drawn_again_among_the_others() -> None:
+    types = ["Find Duplicates(Tool)", "Count Frequency(Tool)"]
+    env = ALBQAEnv(**SMALL_BUDGET, question_types=types)
+    with pytest.raises(ConfigError, match="no feasible 'Find Duplicates"):  # seed 2 draws it, and it cannot fit
+        ALBQAEnv(**SMALL_BUDGET, question_types=types[:1]).reset(seed=2)
+    _, info = env.reset(seed=2)  # raised ConfigError before: a reset failed for some seeds
+    assert info["question_type"] == "Count Frequency(Tool)"
+    assert env.reset(seed=2)[1] == info  # still a function of the seed
+    with pytest.raises(ConfigError, match="no feasible 'Find Duplicates"):  # a forced type is not replaced
+        env.reset(seed=2, options={"question_type": types[0]})
+
+
 @pytest.mark.parametrize("fmt", ["concise", "verbose"])
 @pytest.mark.parametrize("question_type", QUESTION_TYPES)
 def test_step__the_gold_answer_earns_reward_1_and_nonsense_0(fmt: str, question_type: str) -> None:
