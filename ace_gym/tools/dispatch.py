@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import marshal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -109,11 +110,13 @@ class ToolSet:
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
         self.names: tuple[str, ...] = tuple(self.tools)
         self.schemas: list[dict[str, Any]] = [t.schema for t in tools]
-        self._schemas_json = json.dumps(self.schemas)
+        # marshal holds exactly JSON's types (dict, list, str, int, bool, None) and rebuilds them
+        # about twice as fast as json.loads: a fresh copy is made at every reset
+        self._schemas_marshalled = marshal.dumps(self.schemas)
 
     def schema_copies(self) -> list[dict[str, Any]]:
         """Fresh copies of :attr:`schemas` that the caller may change (faster than a deepcopy)."""
-        copies: list[dict[str, Any]] = json.loads(self._schemas_json)
+        copies: list[dict[str, Any]] = marshal.loads(self._schemas_marshalled)
         return copies
 
     def call(self, state: EpisodeState, name: Any, arguments: Any) -> ToolReply:
