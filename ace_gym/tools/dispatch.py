@@ -27,7 +27,7 @@ from ace_gym.tools.functions import (
     set_slot,
 )
 from ace_gym.tools.names import ToolKey, tool_names
-from ace_gym.tools.replies import INVALID, ToolError, ToolReply, echo, failed_reply, unknown_tool
+from ace_gym.tools.replies import ToolReply, echo, invalid, unknown_tool
 from ace_gym.tools.state import EpisodeState
 
 TOOL_FUNCTIONS: dict[ToolKey, Callable[..., ToolReply]] = {
@@ -130,22 +130,19 @@ class ToolSet:
                 try:
                     arguments = json.loads(arguments) if arguments.strip() else {}
                 except (ValueError, RecursionError) as error:
-                    return failed_reply(f"{INVALID}, arguments are not valid JSON ({echo(str(error))})")
+                    return invalid(f"arguments are not valid JSON ({echo(str(error))})")
             if arguments is None:
                 arguments = {}
             if not isinstance(arguments, Mapping):
-                return failed_reply(f"{INVALID}, arguments must be a JSON object, got {type(arguments).__name__}")
+                return invalid(f"arguments must be a JSON object, got {type(arguments).__name__}")
         kwargs = arguments
         if kwargs.keys() != tool.accepted:  # the common case (every parameter given) skips both checks
             if not kwargs.keys() <= tool.accepted:  # extra arguments are ignored, as the published **kwargs did
                 kwargs = {p: arguments[p] for p in tool.parameters if p in arguments}
             if not kwargs.keys() >= tool.required:
                 names = ", ".join(p for p in tool.parameters if p in tool.required and p not in kwargs)
-                return failed_reply(f"{INVALID}, missing required argument(s): {names}")
-        try:
-            return tool.function(state, **kwargs)
-        except ToolError as error:
-            return failed_reply(f"{INVALID}, {error}")
+                return invalid(f"missing required argument(s): {names}")
+        return tool.function(state, **kwargs)
 
 
 _TOOLSETS: dict[str, ToolSet] = {}

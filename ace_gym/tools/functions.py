@@ -2,8 +2,11 @@
 
 Every tool takes the mutable :class:`~ace_gym.tools.state.EpisodeState` first and the model's
 arguments as keywords, and returns a :class:`~ace_gym.tools.replies.ToolReply` whose text is the
-envelope exactly as the published benchmark serialises it. A bad argument raises
-:class:`~ace_gym.tools.replies.ToolError`, which the tool set turns into the published failure.
+envelope exactly as the published benchmark serialises it. A bad argument returns the published
+failure (:func:`~ace_gym.tools.replies.invalid`); the argument helpers below return either their
+result or that failed reply, which the tool returns at once. Failures are values, not exceptions:
+half the calls of a recorded episode fail, and a raise caught two frames up costs more than the
+rest of such a call.
 Checks run in the published order with the published messages; the deliberate departures are
 listed in the "Departures from the published release" section of :class:`ace_gym.envs.AceEnv`.
 The docstrings are the schemas' descriptions (``{title}`` is filled in per domain) and the
@@ -22,10 +25,10 @@ from ace_gym.tools.replies import (
     GLOBAL_CHECK_CHARGE,
     STOP_REPLY,
     InstanceTexts,
-    ToolError,
     ToolReply,
     dumps,
     echo,
+    invalid,
     ok_reply,
     safe_repr,
     valid_text,
@@ -54,36 +57,36 @@ _OPERATOR_JSON = {name: dumps(name) for name in OPERATORS}
 # argument coercion
 
 
-def _invalid_slot(row: int, col: int) -> ToolError:
-    return ToolError(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
-
-
-def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int]:
-    """Convert and range-check a cell; returns (row, col, hidden slot index or -1)."""
+def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | ToolReply:
+    """Convert and range-check a cell: (row, col, hidden slot index or -1), or the failed reply."""
     if type(row) is int and type(col) is int:  # the common case skips the conversions
         r, c = row, col
     else:
         try:
             r, c = int(row), int(col)
         except (TypeError, ValueError, OverflowError):
-            raise ToolError("row and col must be integers") from None
+            return invalid("row and col must be integers")
     compiled = state.compiled
     if not (0 <= r < compiled.rows and 0 <= c < compiled.cols):
-        raise _invalid_slot(r, c)
+        return invalid(f"Invalid slot (row={safe_repr(r)}, col={safe_repr(c)})")
     return r, c, compiled.cell_slot_list[r * compiled.cols + c]
 
 
-def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot]:
-    r, c, s = _cell(state, row, col)
+def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
+    """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply."""
+    cell = _cell(state, row, col)
+    if type(cell) is ToolReply:
+        return cell
+    r, c, s = cell
     if s < 0:
-        raise ToolError(visible_message)
-    _check_revealed(state, s, r, c)
+        return invalid(visible_message)
+    if state.revealed is not None and s not in state.revealed:
+        return _unrevealed(r, c)
     return s, state.compiled.slots[s]
 
 
-def _check_revealed(state: EpisodeState, s: int, row: int, col: int) -> None:
-    if state.revealed is not None and s not in state.revealed:
-        raise ToolError(f"Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.")
+def _unrevealed(row: int, col: int) -> ToolReply:
+    return invalid(f"Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,22 +100,26 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     col: Column index as an integer.
     id: Item id as a string. Pass null or an empty string to clear the slot.
     """
-    r, c, s = _cell(state, row, col)
+    cell = _cell(state, row, col)
+    if type(cell) is ToolReply:
+        return cell
+    r, c, s = cell
     if s < 0:
-        raise ToolError(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
-    _check_revealed(state, s, r, c)
+        return invalid(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
+    if state.revealed is not None and s not in state.revealed:
+        return _unrevealed(r, c)
     if state.writable is not None and s not in state.writable:
-        raise ToolError(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
+        return invalid(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
     slot = state.compiled.slots[s]
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:
-            raise ToolError(f"Slot (row={r}, col={c}) is already empty.")
+            return invalid(f"Slot (row={r}, col={c}) is already empty.")
         state.place(s, -1)
         return ok_reply(f'{{"row": {r}, "col": {c}, "id": null, "message": "Hidden slot cleared."}}')
     item_id = id if isinstance(id, str) else safe_repr(id)
     item = slot.item_of_id.get(item_id)
     if item is None:
-        raise ToolError(
+        return invalid(
             f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
         )
     state.place(s, item)
@@ -135,7 +142,10 @@ def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> Too
     row: Row index as an integer.
     col: Column index as an integer.
     """
-    s, slot = _hidden(state, row, col, "Hidden-slot query budget is only available for hidden slots.")
+    hidden = _hidden(state, row, col, "Hidden-slot query budget is only available for hidden slots.")
+    if type(hidden) is ToolReply:
+        return hidden
+    s, slot = hidden
     budget, calls = state.query_budgets[s], state.query_calls[s]
     if budget is None:
         rest = (
@@ -168,7 +178,10 @@ def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
     row: Row index as an integer.
     col: Column index as an integer.
     """
-    r, c, _ = _cell(state, row, col)
+    cell = _cell(state, row, col)
+    if type(cell) is ToolReply:
+        return cell
+    r, c, _ = cell
     shown = state.texts.cell_json[state.grid[r * state.compiled.cols + c]]
     return ok_reply(f'{{"row": {r}, "col": {c}, "id": {shown}}}')
 
@@ -193,35 +206,40 @@ def query_candidate_from_attribute(
     operator: For numeric fields use one of `>`, `>=`, `=`, `<`, `<=`; for categorical fields use `in` or `not_in`.
     value: One numeric comparison value, or a string list for `in`/`not_in`.
     """
-    s, slot = _hidden(state, row, col, "Attribute candidate queries are only allowed for hidden slots.")
+    hidden = _hidden(state, row, col, "Attribute candidate queries are only allowed for hidden slots.")
+    if type(hidden) is ToolReply:
+        return hidden
+    s, slot = hidden
     budget = state.query_budgets[s]
     if budget is not None and state.query_calls[s] >= budget:
-        raise ToolError(
+        return invalid(
             f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
         )
     if not isinstance(field, str) or not field.strip():
-        raise ToolError("field must be a non-empty string")
+        return invalid("field must be a non-empty string")
     field = field.strip()
     compiled = state.compiled
     if field not in compiled.allowed_fields:
-        raise ToolError(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
+        return invalid(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
     try:
         compare = OPERATORS.get(operator)  # type: ignore[call-overload]
     except TypeError:  # unhashable operator: the published release raised here
         compare = None
     if compare is None:
-        raise ToolError(f"operator must be one of: {_OPERATOR_LIST}")
+        return invalid(f"operator must be one of: {_OPERATOR_LIST}")
     is_set_query = operator in ("in", "not_in")
     parsed = _parse_query_value(value, is_set_query)
+    if type(parsed) is ToolReply:
+        return parsed
     numeric = field in compiled.numeric
     if numeric and is_set_query:
-        raise ToolError("numeric fields only support: >, >=, =, <, <=")
+        return invalid("numeric fields only support: >, >=, =, <, <=")
     if not numeric and not is_set_query:
-        raise ToolError("categorical fields only support: in, not_in")
+        return invalid("categorical fields only support: in, not_in")
     if numeric and isinstance(parsed, str):
-        raise ToolError("numeric comparisons require a numeric value")
+        return invalid("numeric comparisons require a numeric value")
     if isinstance(parsed, int) and parsed.bit_length() > 64:  # where the release would answer, echoing it
-        raise ToolError("numeric comparison values must fit in 64 bits")
+        return invalid("numeric comparison values must fit in 64 bits")
     texts = state.texts
     column = _query_column(compiled, texts, s, field)
     if is_set_query:
@@ -248,7 +266,8 @@ def query_candidate_from_attribute(
 
 def _parse_query_value(value: Any, is_set_query: bool) -> Any:
     """The query value as the published release reads it: a list of strings for ``in``/``not_in``;
-    else a number, or a string that is not one (refused later, after the field-kind checks).
+    else a number, or a string that is not one (refused later, after the field-kind checks); or
+    the failed reply.
 
     A set-query string is stripped (``str.strip``: every Unicode whitespace) before it is tested
     for a leading ``[`` and JSON-decoded; one that does not decode is kept whole, unstripped.
@@ -264,10 +283,10 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
             else:
                 value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ToolError("value must be a string list for `in` or `not_in` queries")
+            return invalid("value must be a string list for `in` or `not_in` queries")
         return value
     if isinstance(value, bool):
-        raise ToolError("boolean values are not supported for attribute queries")
+        return invalid("boolean values are not supported for attribute queries")
     if isinstance(value, str):
         try:
             return float(value) if "." in value else int(value)
@@ -275,7 +294,7 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
             return value
     if isinstance(value, (int, float)):
         return value
-    raise ToolError("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
+    return invalid("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
 
 
 def _query_column(compiled: CompiledInstance, texts: InstanceTexts, s: int, field: str) -> tuple[tuple[Any, str], ...]:
@@ -298,10 +317,10 @@ def get_item_info(state: EpisodeState, id: str) -> ToolReply:
     id: Item id as a string; only ids visible in the initial grid are accessible.
     """
     if not isinstance(id, str):
-        raise ToolError("id must be a string")
+        return invalid("id must be a string")
     compiled = state.compiled
     if id not in compiled.visible_ids:
-        raise ToolError(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
+        return invalid(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
     k = compiled.item_index[id]
     texts = state.texts
     item_json = texts.item_json.get(k)
@@ -321,24 +340,26 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
         try:
             ids = json.loads(ids)
         except (ValueError, RecursionError):
-            raise ToolError("ids string must be a valid JSON list") from None
+            return invalid("ids string must be a valid JSON list")
     if not isinstance(ids, list):
-        raise ToolError("ids must be a list")
+        return invalid("ids must be a list")
     if not all(isinstance(i, str) for i in ids):
-        raise ToolError("each element in ids must be a string")
+        return invalid("each element in ids must be a string")
     if len(ids) > config.max_query_ids:
-        raise ToolError(f"ids can contain at most {config.max_query_ids} items")
+        return invalid(f"ids can contain at most {config.max_query_ids} items")
     fields = _parse_fields(field)
+    if type(fields) is ToolReply:
+        return fields
     if len(fields) > config.max_query_fields:
-        raise ToolError(f"field can specify at most {config.max_query_fields} attributes")
+        return invalid(f"field can specify at most {config.max_query_fields} attributes")
     inaccessible = [i for i in ids if i not in compiled.visible_ids]
     if inaccessible:
-        raise ToolError(
+        return invalid(
             f"ids contain inaccessible item(s): {echo(', '.join(inaccessible))}. You may only inspect ids from non-hidden slots."
         )
     unknown = [f for f in fields if f not in compiled.allowed_fields]
     if unknown:
-        raise ToolError(
+        return invalid(
             f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(compiled.allowed_fields)}"
         )
     # serialised by hand from cached pieces; the same text as json.dumps of the published dict
@@ -357,7 +378,8 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
     return ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
 
 
-def _parse_fields(field: Any) -> list[str]:
+def _parse_fields(field: Any) -> list[str] | ToolReply:
+    """The attribute names ``field`` gives (stripped, none empty), or the failed reply."""
     if isinstance(field, str):
         stripped = field.strip()
         fields: Any = [stripped] if stripped else []
@@ -371,12 +393,12 @@ def _parse_fields(field: Any) -> list[str]:
     elif isinstance(field, list):
         fields = field
     else:
-        raise ToolError("field must be a string or a list of attribute names")
+        return invalid("field must be a string or a list of attribute names")
     if not all(isinstance(f, str) for f in fields):
-        raise ToolError("each field must be a string")
+        return invalid("each field must be a string")
     fields = [f.strip() for f in fields if f.strip()]
     if not fields:
-        raise ToolError("field must specify at least one attribute name")
+        return invalid("field must specify at least one attribute name")
     return fields
 
 
@@ -386,10 +408,13 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     row: Row index as an integer.
     col: Column index as an integer.
     """
-    _s, slot = _hidden(state, row, col, "Slot constraint checks are only allowed for hidden slots.")
+    hidden = _hidden(state, row, col, "Slot constraint checks are only allowed for hidden slots.")
+    if type(hidden) is ToolReply:
+        return hidden
+    slot = hidden[1]
     item = state.grid[slot.cell]
     if item < 0:
-        raise ToolError(f"Slot (row={slot.row}, col={slot.col}) has not been filled yet.")
+        return invalid(f"Slot (row={slot.row}, col={slot.col}) has not been filled yet.")
     valid = item in slot.valid_items
     head = f'{{"is_valid": {"true" if valid else "false"}, "row": {slot.row}, "col": {slot.col}'
     if not state.config.check_include_reason:
@@ -401,10 +426,10 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
 def check_global_constraints(state: EpisodeState) -> ToolReply:
     """Check whether the current {title} grid satisfies the global constraints."""
     if state.empty_cells:
-        raise ToolError("The current grid must be fully filled before global constraints can be checked.")
+        return invalid("The current grid must be fully filled before global constraints can be checked.")
     budget = state.global_budget
     if budget is not None and state.global_calls >= budget:
-        raise ToolError(f"Global constraint check budget exhausted. Used {state.global_calls}/{budget} calls.")
+        return invalid(f"Global constraint check budget exhausted. Used {state.global_calls}/{budget} calls.")
     state.global_calls += 1
     reason = state.global_violation()
     valid = "true" if reason is None else "false"

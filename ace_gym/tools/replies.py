@@ -62,6 +62,11 @@ def failed_reply(message: str) -> ToolReply:
     )
 
 
+def invalid(detail: str) -> ToolReply:
+    """The reply to a call with a bad argument: ``Invalid tool arguments, <detail>``."""
+    return failed_reply(f"{INVALID}, {detail}")
+
+
 def unknown_tool(name: object, domain: str) -> ToolReply:
     """The reply to a call of a tool that ``domain`` does not have."""
     return failed_reply(f"Unknown tool, '{echo(name)}' for domain '{domain}'")
@@ -73,10 +78,6 @@ def failure(message: str) -> str:
 
 
 STOP_REPLY = ToolReply(STOP, ok=True, ends_episode=True)
-
-
-class ToolError(Exception):
-    """Raised inside a tool to reply ``Invalid tool arguments, <detail>``; never leaves the tool set."""
 
 
 # ``json.dumps(value, ensure_ascii=False)`` builds a new encoder on every call (it only caches the
