@@ -237,30 +237,36 @@ class AceEnv(gym.Env[str, ActionType]):
         }
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        state = self._require_state()
-        if self._finished:
-            return (
-                failure(f"{INVALID}, the episode has ended; call reset()"),
-                0.0,
-                True,
-                False,
-                {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps},
-            )
-        name, arguments = _unpack(action)
-        self._steps += 1
+        state = self._state
+        if state is None or self._finished:
+            return self._step_refused(action)
+        if type(action) is dict:  # the common case, without _unpack's call
+            name, arguments = action.get("name"), action.get("arguments", {})
+        else:
+            name, arguments = _unpack(action)
+        steps = self._steps = self._steps + 1
         if name is None:
             observation, ok, terminated = _NOT_A_CALL, False, False
         else:
             observation, ok, terminated, _ = self.tools.call(state, name, arguments)
-        truncated = not terminated and self._steps >= self.max_steps
-        info: dict[str, Any] = {"tool": tool_label(name), "ok": ok, "step": self._steps}
-        reward = 0.0
-        if terminated or truncated:
+        info: dict[str, Any] = {"tool": name if type(name) is str else tool_label(name), "ok": ok, "step": steps}
+        if terminated or steps >= self.max_steps:
             self._finished = True
             final = self.score()
-            reward = final.score
             info.update(final._asdict())
-        return observation, reward, terminated, truncated, info
+            return observation, final.score, terminated, not terminated, info
+        return observation, 0.0, False, False, info
+
+    def _step_refused(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A step before reset (ResetNeeded) or after the episode ended (a failed envelope)."""
+        self._require_state()
+        return (
+            failure(f"{INVALID}, the episode has ended; call reset()"),
+            0.0,
+            True,
+            False,
+            {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps},
+        )
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._state is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import operator as op
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from ace_gym.constraints import slot_violation_reason
@@ -129,11 +130,16 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
 
 def get_current_grid_state(state: EpisodeState) -> ToolReply:
     """Return the full current grid state."""
-    cell_json = state.texts.cell_json
-    cols = state.compiled.cols
-    cells = [cell_json[i] for i in state.grid]
-    rows = ["[" + ", ".join(cells[k : k + cols]) + "]" for k in range(0, len(cells), cols)]
-    return ok_reply('{"slots": [' + ", ".join(rows) + "]}")
+    compiled = state.compiled
+    template = _grid_template(compiled.rows, compiled.cols)
+    return ok_reply(template % tuple(map(state.texts.cell_json.__getitem__, state.grid)))
+
+
+@cache
+def _grid_template(rows: int, cols: int) -> str:
+    """The grid-state payload with a ``%s`` per cell (one format call fills it: ~2x faster than joins)."""
+    row = "[" + ", ".join(["%s"] * cols) + "]"
+    return '{"slots": [' + ", ".join([row] * rows) + "]}"
 
 
 def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> ToolReply:
