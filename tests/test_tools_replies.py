@@ -13,7 +13,7 @@ import pytest
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.instance import CompiledInstance, resolve_dataset
 from ace_gym.tools import OPERATORS, STOP, Charge, EpisodeState, Operator, ToolConfig, ToolReply, tool_names, toolset
-from ace_gym.tools.replies import texts_of
+from ace_gym.tools.replies import texts_of, value_json
 from tests.core_helpers import H15_INDEX, truth_id
 
 
@@ -80,3 +80,8 @@ def test_texts__one_cache_per_compiled_instance_owned_by_the_tool_layer() -> Non
     del first, second, fresh
     gc.collect()
     assert instance() is None  # the cache does not keep its instance alive
+
+
+@pytest.mark.parametrize("value", [0, -7, 2**70, True, False, 3.5, -0.0, "café", 'a "quoted" \\ value', None])
+def test_value_json__writes_what_json_dumps_writes(value: object) -> None:
+    assert value_json(value) == json.dumps(value, ensure_ascii=False)

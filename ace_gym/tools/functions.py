@@ -33,6 +33,7 @@ from ace_gym.tools.replies import (
     ok_reply,
     safe_repr,
     valid_text,
+    value_json,
 )
 from ace_gym.tools.state import EpisodeState
 
@@ -261,7 +262,7 @@ def query_candidate_from_attribute(
     if is_set_query:
         shown = valid_text("[" + ", ".join(map(dumps, parsed)) + "]")
     else:
-        shown = str(parsed) if type(parsed) is int else dumps(parsed)
+        shown = value_json(parsed)
     return ok_reply(
         f'{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
         f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(matches)}], '
@@ -307,13 +308,12 @@ def _query_column(compiled: CompiledInstance, texts: InstanceTexts, s: int, fiel
     """(value of ``field``, serialised match object) per candidate of slot ``s``, in stored order (cached)."""
     found = texts.query_columns.get((s, field))
     if found is None:
-        slot = compiled.slots[s]
-        key = texts.field_json[field]
-        found = tuple(
-            (compiled.items[i][field], f'{{"id": {texts.cell_json[i]}, {key}: {dumps(compiled.items[i][field])}}}')
-            for i in slot.candidate_items
-        )
-        texts.query_columns[(s, field)] = found
+        key, items, cell_json = texts.field_json[field], compiled.items, texts.cell_json
+        column = []
+        for i in compiled.slots[s].candidate_items:
+            value = items[i][field]
+            column.append((value, f'{{"id": {cell_json[i]}, {key}: {value_json(value)}}}'))
+        found = texts.query_columns[(s, field)] = tuple(column)
     return found
 
 
