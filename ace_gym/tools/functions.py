@@ -31,6 +31,7 @@ from ace_gym.tools.replies import (
     echo,
     invalid,
     ok_reply,
+    remember,
     safe_repr,
     valid_text,
     value_json,
@@ -222,14 +223,51 @@ def query_candidate_from_attribute(
         return invalid(
             f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
         )
+    texts = state.texts
+    key = _query_key(s, field, operator, value)
+    payload = None if key is None else texts.query_replies.get(key)
+    if payload is None:
+        payload = _query_payload(state.compiled, texts, s, field, operator, value)
+        if type(payload) is ToolReply:
+            return payload
+        if key is not None:
+            remember(texts.query_replies, key, payload)
+    state.query_calls[s] += 1
+    remaining = "null" if budget is None else str(budget - state.query_calls[s])
+    return ok_reply(f'{payload}"remaining_budget": {remaining}}}', texts.query_charges[s])
+
+
+def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...] | None:
+    """The :attr:`InstanceTexts.query_replies` key of a query's arguments, or None (not cached).
+
+    Keys are equal only for arguments answered alike: a float is keyed by its hex text (-0.0 ==
+    0.0 but is shown otherwise), a list only when it holds strings (as a tuple), a bool never
+    (True == 1 but is refused); the argument's type sits in the key beside a float or a list.
+    """
+    if type(field) is not str or type(operator) is not str:
+        return None
+    kind = type(value)
+    if kind is int or kind is str:
+        return (s, field, operator, value)
+    if kind is float:
+        return (s, field, operator, float, value.hex())
+    if kind is list and all(type(v) is str for v in value):
+        return (s, field, operator, list, tuple(value))
+    return None
+
+
+def _query_payload(
+    compiled: CompiledInstance, texts: InstanceTexts, s: int, field: Any, operator: Any, value: Any
+) -> str | ToolReply:
+    """The query reply's payload up to its remaining budget (``{"row": ..., "matches": [...], ``),
+    or the failed reply; it depends on the instance and the arguments alone."""
     if not isinstance(field, str) or not field.strip():
         return invalid("field must be a non-empty string")
     field = field.strip()
-    compiled = state.compiled
     if field not in compiled.allowed_fields:
         return invalid(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
     try:
-        compare = OPERATORS.get(operator)  # type: ignore[call-overload]
+        compare = OPERATORS.get(operator)
     except TypeError:  # unhashable operator: the published release raised here
         compare = None
     if compare is None:
@@ -247,27 +285,21 @@ def query_candidate_from_attribute(
         return invalid("numeric comparisons require a numeric value")
     if isinstance(parsed, int) and parsed.bit_length() > 64:  # where the release would answer, echoing it
         return invalid("numeric comparison values must fit in 64 bits")
-    texts = state.texts
     column = _query_column(compiled, texts, s, field)
     if is_set_query:
-        wanted = frozenset(parsed)  # type: ignore[arg-type]
+        wanted = frozenset(parsed)
         if operator == "in":
             matches = [f for v, f in column if v in wanted]
         else:
             matches = [f for v, f in column if v not in wanted]
-    else:
-        matches = [f for v, f in column if compare(v, parsed)]
-    state.query_calls[s] += 1
-    remaining = "null" if budget is None else str(budget - state.query_calls[s])
-    if is_set_query:
         shown = valid_text("[" + ", ".join(map(dumps, parsed)) + "]")
     else:
+        matches = [f for v, f in column if compare(v, parsed)]
         shown = value_json(parsed)
-    return ok_reply(
+    slot = compiled.slots[s]
+    return (
         f'{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
         f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(matches)}], '
-        f'"remaining_budget": {remaining}}}',
-        texts.query_charges[s],
     )
 
 
@@ -341,6 +373,35 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
     ids: List of item ids as strings, up to the current task limit; only ids visible in the initial grid.
     field: Attribute name(s) to retrieve. A string for one attribute, or a list within the current task limit.
     """
+    config, texts = state.config, state.texts
+    key = _attribute_key(ids, field)
+    try:
+        found = None if key is None else texts.attribute_replies.get(key)
+    except TypeError:  # a list holding something unhashable: answered as on a miss
+        found, key = None, None
+    if found is not None:
+        reply, id_count, field_count = found
+        if id_count <= config.max_query_ids and field_count <= config.max_query_fields:
+            return reply
+    answer = _attributes_reply(state, ids, field)
+    if type(answer) is ToolReply:
+        return answer
+    if key is not None:
+        remember(texts.attribute_replies, key, answer)
+    return answer[0]
+
+
+def _attribute_key(ids: Any, field: Any) -> tuple[Any, Any] | None:
+    """The :attr:`InstanceTexts.attribute_replies` key of the arguments (a list as a tuple, a JSON
+    string as itself), or None (not cached). Only successful lookups are kept, whose lists hold
+    strings only: a key that equals one of them names the same ids and fields."""
+    ids_key = ids if type(ids) is str else tuple(ids) if type(ids) is list else None
+    field_key = field if type(field) is str else tuple(field) if type(field) is list else None
+    return None if ids_key is None or field_key is None else (ids_key, field_key)
+
+
+def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> tuple[ToolReply, int, int] | ToolReply:
+    """The successful reply with its id and field counts (the limits it passed), or the failed reply."""
     config, compiled = state.config, state.compiled
     if isinstance(ids, str):
         try:
@@ -381,7 +442,8 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
             shown = "{" + ", ".join([pairs[f] for f in unique_fields]) + "}"
         entries.append(f"{texts.cell_json[k]}: {shown}")
     field_list = ", ".join([texts.field_json[f] for f in fields])
-    return ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
+    reply = ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
+    return reply, len(ids), len(fields)
 
 
 def _parse_fields(field: Any) -> list[str] | ToolReply:

@@ -156,9 +156,23 @@ class InstanceTexts:
     :class:`Charge` of a query on hidden slot ``s``. Every piece is built when first looked up
     (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
     a fresh instance costs no more than the pieces it shows.
+
+    ``query_replies`` and ``attribute_replies`` hold the payloads of successful queries and
+    attribute lookups by their arguments (see :func:`remember`): what those tools answer depends
+    on the instance alone, apart from the budgets, which the tools check and charge per episode
+    before they look here.
     """
 
-    __slots__ = ("attribute_json", "cell_json", "field_json", "item_json", "query_charges", "query_columns")
+    __slots__ = (
+        "attribute_json",
+        "attribute_replies",
+        "cell_json",
+        "field_json",
+        "item_json",
+        "query_charges",
+        "query_columns",
+        "query_replies",
+    )
 
     def __init__(self, compiled: CompiledInstance) -> None:
         item_ids = compiled.item_ids
@@ -172,6 +186,8 @@ class InstanceTexts:
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
+        self.query_replies: dict[tuple[Any, ...], str] = {}
+        self.attribute_replies: dict[tuple[Any, Any], tuple[str, int, int]] = {}
 
     def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
         """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""
@@ -181,6 +197,17 @@ class InstanceTexts:
             pairs = {f: f"{dumps(f)}: {v}" for f, v in values.items()}
             found = self.attribute_json[item] = (values, pairs)
         return found
+
+
+REPLY_CACHE_LIMIT = 512
+"""Payloads kept per instance and tool: the arguments come from the model, so the caches stop
+growing there (later calls are answered as on a miss) and one instance holds at most ~1 MB."""
+
+
+def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value`` under ``key`` in one of :class:`InstanceTexts`' reply caches, unless it is full."""
+    if len(cache) < REPLY_CACHE_LIMIT:
+        cache[key] = value
 
 
 _TEXTS: weakref.WeakKeyDictionary[CompiledInstance, InstanceTexts] = weakref.WeakKeyDictionary()
