@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -206,7 +207,7 @@ class AceEnv(gym.Env[str, ActionType]):
             "budgets": self.budgets(),
             **source_info,
         }
-        return render_user_message(self.domain, instance.partial_solution), info
+        return _reset_texts(compiled).user_message, info
 
     def _system_prompt(self, task_instruction: str) -> str:
         """The episode's system prompt around ``task_instruction`` (budgets as configured)."""
@@ -231,9 +232,9 @@ class AceEnv(gym.Env[str, ActionType]):
             "max_query_fields": config.max_query_fields,
             "max_steps": self.max_steps,
             "global_check_budget": state.global_budget,
-            "hidden_slot_query_budget": {
-                f"{s.row},{s.col}": b for s, b in zip(state.compiled.slots, state.query_budgets, strict=True)
-            },
+            "hidden_slot_query_budget": dict(
+                zip(_reset_texts(state.compiled).slot_keys, state.query_budgets, strict=True)
+            ),
         }
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -318,6 +319,28 @@ class AceEnv(gym.Env[str, ActionType]):
         if self._state is None:
             raise ResetNeeded("Cannot call this before reset()")
         return self._state
+
+
+class _ResetTexts(NamedTuple):
+    """What every reset on one instance shows alike: the first user message, and the
+    ``"row,col"`` key of each hidden slot in ``info["budgets"]``."""
+
+    user_message: str
+    slot_keys: tuple[str, ...]
+
+
+_RESET_TEXTS: weakref.WeakKeyDictionary[CompiledInstance, _ResetTexts] = weakref.WeakKeyDictionary()
+
+
+def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
+    """The :class:`_ResetTexts` of ``compiled``, built on its first reset (dropped with it)."""
+    found = _RESET_TEXTS.get(compiled)
+    if found is None:
+        found = _RESET_TEXTS[compiled] = _ResetTexts(
+            render_user_message(compiled.domain, compiled.instance.partial_solution),
+            tuple(f"{s.row},{s.col}" for s in compiled.slots),
+        )
+    return found
 
 
 _NOT_A_CALL = failure(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')

@@ -78,7 +78,7 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
     """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply."""
     cell = _cell(state, row, col)
-    if type(cell) is ToolReply:
+    if isinstance(cell, ToolReply):
         return cell
     r, c, s = cell
     if s < 0:
@@ -104,7 +104,7 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     id: Item id as a string. Pass null or an empty string to clear the slot.
     """
     cell = _cell(state, row, col)
-    if type(cell) is ToolReply:
+    if isinstance(cell, ToolReply):
         return cell
     r, c, s = cell
     if s < 0:
@@ -126,8 +126,14 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
             f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
         )
     state.place(s, item)
-    shown = state.texts.cell_json[item]
-    return ok_reply(f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot updated."}}')
+    replies = state.texts.set_replies
+    reply = replies.get((s, item))
+    if reply is None:
+        shown = state.texts.cell_json[item]
+        reply = replies[(s, item)] = ok_reply(
+            f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot updated."}}'
+        )
+    return reply
 
 
 def get_current_grid_state(state: EpisodeState) -> ToolReply:
@@ -151,7 +157,7 @@ def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> Too
     col: Column index as an integer.
     """
     hidden = _hidden(state, row, col, "Hidden-slot query budget is only available for hidden slots.")
-    if type(hidden) is ToolReply:
+    if isinstance(hidden, ToolReply):
         return hidden
     s, slot = hidden
     budget, calls = state.query_budgets[s], state.query_calls[s]
@@ -187,7 +193,7 @@ def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
     col: Column index as an integer.
     """
     cell = _cell(state, row, col)
-    if type(cell) is ToolReply:
+    if isinstance(cell, ToolReply):
         return cell
     r, c, _ = cell
     shown = state.texts.cell_json[state.grid[r * state.compiled.cols + c]]
@@ -215,7 +221,7 @@ def query_candidate_from_attribute(
     value: One numeric comparison value, or a string list for `in`/`not_in`.
     """
     hidden = _hidden(state, row, col, "Attribute candidate queries are only allowed for hidden slots.")
-    if type(hidden) is ToolReply:
+    if isinstance(hidden, ToolReply):
         return hidden
     s, slot = hidden
     budget = state.query_budgets[s]
@@ -225,10 +231,10 @@ def query_candidate_from_attribute(
         )
     texts = state.texts
     key = _query_key(s, field, operator, value)
-    payload = None if key is None else texts.query_replies.get(key)
+    payload: str | ToolReply | None = None if key is None else texts.query_replies.get(key)
     if payload is None:
         payload = _query_payload(state.compiled, texts, s, field, operator, value)
-        if type(payload) is ToolReply:
+        if isinstance(payload, ToolReply):
             return payload
         if key is not None:
             remember(texts.query_replies, key, payload)
@@ -274,7 +280,7 @@ def _query_payload(
         return invalid(f"operator must be one of: {_OPERATOR_LIST}")
     is_set_query = operator in ("in", "not_in")
     parsed = _parse_query_value(value, is_set_query)
-    if type(parsed) is ToolReply:
+    if isinstance(parsed, ToolReply):
         return parsed
     numeric = field in compiled.numeric
     if numeric and is_set_query:
@@ -384,7 +390,7 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
         if id_count <= config.max_query_ids and field_count <= config.max_query_fields:
             return reply
     answer = _attributes_reply(state, ids, field)
-    if type(answer) is ToolReply:
+    if isinstance(answer, ToolReply):
         return answer
     if key is not None:
         remember(texts.attribute_replies, key, answer)
@@ -415,7 +421,7 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> tuple[ToolRe
     if len(ids) > config.max_query_ids:
         return invalid(f"ids can contain at most {config.max_query_ids} items")
     fields = _parse_fields(field)
-    if type(fields) is ToolReply:
+    if isinstance(fields, ToolReply):
         return fields
     if len(fields) > config.max_query_fields:
         return invalid(f"field can specify at most {config.max_query_fields} attributes")
@@ -477,7 +483,7 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     col: Column index as an integer.
     """
     hidden = _hidden(state, row, col, "Slot constraint checks are only allowed for hidden slots.")
-    if type(hidden) is ToolReply:
+    if isinstance(hidden, ToolReply):
         return hidden
     slot = hidden[1]
     item = state.grid[slot.cell]
