@@ -513,9 +513,11 @@ class RunningTotals:
         self._cap_values: list[dict[int, int]] = [{} for _ in self._cap_columns]  # value -> how many cells
 
     def copy(self) -> RunningTotals:
+        """An independent twin: the same rules (shared, immutable) and the same current totals."""
         twin = RunningTotals.__new__(RunningTotals)
-        for name in ("_cols", "_where", "_checks", "_sum_columns", "_count_columns", "_row_columns", "_cap_columns"):
-            setattr(twin, name, getattr(self, name))  # immutable, shared
+        twin._cols, twin._where, twin._checks = self._cols, self._where, self._checks
+        twin._sum_columns, twin._count_columns = self._sum_columns, self._count_columns
+        twin._row_columns, twin._cap_columns = self._row_columns, self._cap_columns
         twin._sums = list(self._sums)
         twin._counts = [list(counts) for counts in self._counts]
         twin._row_sums = [dict(sums) for sums in self._row_sums]

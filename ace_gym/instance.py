@@ -71,6 +71,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ace_gym.constraints import (
     CompiledGlobalRule,
     Reading,
+    RunningTotals,
     aggregate,
     compile_global_rule,
     global_rule_text,
@@ -280,6 +281,16 @@ class CompiledInstance:
     def allowed_fields(self) -> tuple[str, ...]:
         """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
         return tuple(sorted(k for k in self.domain.item_keys if k != self.domain.id_key))
+
+    @cached_property
+    def initial_totals(self) -> RunningTotals:
+        """The running totals of the initial grid, built on first use; never changed (an episode
+        works on a :meth:`RunningTotals.copy`, which costs a fraction of building them)."""
+        totals = RunningTotals(self.global_rules, self.cols)
+        for cell, item in enumerate(self.initial_grid):
+            if item >= 0:
+                totals.add(cell, item)
+        return totals
 
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:

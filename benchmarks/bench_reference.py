@@ -266,7 +266,8 @@ def _cold_pairs(release: Release | None, domain: str, number: int, runs: int) ->
     state = EpisodeState(compiled, ToolConfig())
 
     def ours_first_query() -> object:
-        state.texts.query_columns.clear()
+        state.texts.query_columns.clear()  # nothing of this query kept: its column, its payload
+        state.texts.query_replies.clear()
         return tools.call(state, names["query"], query)
 
     def ours_cold_grid() -> object:

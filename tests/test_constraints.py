@@ -85,6 +85,16 @@ def test_running_totals__copy_is_independent() -> None:
     _assert_totals_match(compiled, twin, compiled.truth)
 
 
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_episode_state__starts_from_the_initial_totals_whatever_an_earlier_episode_did(domain: str) -> None:
+    compiled = _compiled(domain, 34)
+    earlier = EpisodeState(compiled, ToolConfig())
+    for s, slot in enumerate(compiled.slots):
+        earlier.place(s, int(compiled.truth[slot.cell]))
+    _assert_totals_match(compiled, earlier.totals, compiled.truth)
+    _assert_totals_match(compiled, EpisodeState(compiled, ToolConfig()).totals, compiled.initial)
+
+
 def test_lower_bound_rules__are_skipped_on_partial_grids() -> None:
     compiled = _compiled("workforce", 34)
     grid = np.full(compiled.n_cells, -1, dtype=np.int32)

@@ -13,7 +13,7 @@ import pytest
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.instance import CompiledInstance, resolve_dataset
 from ace_gym.tools import OPERATORS, STOP, Charge, EpisodeState, Operator, ToolConfig, ToolReply, tool_names, toolset
-from ace_gym.tools.replies import texts_of
+from ace_gym.tools.replies import texts_of, value_json
 from tests.core_helpers import H15_INDEX, truth_id
 
 
@@ -80,3 +80,66 @@ def test_texts__one_cache_per_compiled_instance_owned_by_the_tool_layer() -> Non
     del first, second, fresh
     gc.collect()
     assert instance() is None  # the cache does not keep its instance alive
+
+
+@pytest.mark.parametrize("value", [0, -7, 2**70, True, False, 3.5, -0.0, "café", 'a "quoted" \\ value', None])
+def test_value_json__writes_what_json_dumps_writes(value: object) -> None:
+    assert value_json(value) == json.dumps(value, ensure_ascii=False)
+
+
+def _cache_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[str, Any]]:
+    """Queries and attribute lookups whose arguments are equal (or hash alike) but are answered
+    differently, each twice, around calls that change the episode's budgets."""
+    names, spec = tool_names(domain), get_domain(domain)
+    slot = compiled.slots[0]
+    cell = {"row": slot.row, "col": slot.col}
+    numeric = spec.numeric_attributes[0]
+    visible = sorted(compiled.visible_ids)
+    values: list[Any] = [1, 1.0, True, "1", "1.0", 0.0, -0.0, float("nan"), 2**70, 10**6]
+    queries = [{**cell, "field": numeric, "operator": ">=", "value": v} for v in values]
+    queries += [
+        {**cell, "field": f" {numeric}", "operator": "<", "value": 5},
+        {**cell, "field": "name", "operator": ">=", "value": 1},
+    ]
+    names_in = [compiled.item_ids[i] for i in slot.candidate_items[:2]]
+    for operator in ("in", "not_in"):
+        queries += [
+            {**cell, "field": "name", "operator": operator, "value": names_in},
+            {**cell, "field": "name", "operator": operator, "value": json.dumps(names_in)},
+            {**cell, "field": "name", "operator": operator, "value": [names_in[0], ["nested"]]},
+        ]
+    lookups = [
+        {"ids": visible[:2], "field": "name"},
+        {"ids": visible[:2], "field": [numeric, "name"]},
+        {"ids": json.dumps(visible[:2]), "field": json.dumps([numeric, "name"])},
+        {"ids": visible[:6], "field": "name"},  # 6 ids: over the default limit of 5
+        {"ids": visible[:2], "field": ["name", numeric, numeric]},
+        {"ids": [visible[0], ["x"]], "field": "name"},
+        {"ids": visible[:1], "field": [{"a": 1}]},
+    ]
+    calls = [(names["query"], q) for q in queries] + [(names["item_attributes"], a) for a in lookups]
+    calls.append((names["slot_query_budget"], cell))
+    return calls * 2
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_reply_caches__episodes_on_one_instance_answer_as_a_fresh_instance_does(domain: str) -> None:
+    dataset = resolve_dataset("5x5", domain)
+    shared = CompiledInstance(dataset[H15_INDEX], dataset.domain)
+    tools = toolset(get_domain(domain))
+    calls = _cache_probe_calls(shared, domain)
+    configs = [
+        ToolConfig(),
+        ToolConfig(extra_query_num=0, max_query_ids=2, max_query_fields=1),  # budgets run out, limits tighter
+        ToolConfig(extra_query_num=3),
+    ]
+    for config in configs:  # each episode after the first finds the caches filled by the ones before
+        episode = EpisodeState(shared, config)
+        fresh = EpisodeState(CompiledInstance(dataset[H15_INDEX], dataset.domain), config)
+        for name, arguments in calls:
+            expected = tools.call(fresh, name, arguments)
+            assert tools.call(episode, name, arguments) == expected, (config, name, arguments)
+            fresh = EpisodeState(CompiledInstance(dataset[H15_INDEX], dataset.domain), config)
+            for s, count in enumerate(episode.query_calls):  # the fresh instance, at the episode's counters
+                fresh.query_calls[s] = count
+        assert episode.texts.query_replies and episode.texts.attribute_replies

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -206,7 +207,7 @@ class AceEnv(gym.Env[str, ActionType]):
             "budgets": self.budgets(),
             **source_info,
         }
-        return render_user_message(self.domain, instance.partial_solution), info
+        return _reset_texts(compiled).user_message, info
 
     def _system_prompt(self, task_instruction: str) -> str:
         """The episode's system prompt around ``task_instruction`` (budgets as configured)."""
@@ -231,36 +232,42 @@ class AceEnv(gym.Env[str, ActionType]):
             "max_query_fields": config.max_query_fields,
             "max_steps": self.max_steps,
             "global_check_budget": state.global_budget,
-            "hidden_slot_query_budget": {
-                f"{s.row},{s.col}": b for s, b in zip(state.compiled.slots, state.query_budgets, strict=True)
-            },
+            "hidden_slot_query_budget": dict(
+                zip(_reset_texts(state.compiled).slot_keys, state.query_budgets, strict=True)
+            ),
         }
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        state = self._require_state()
-        if self._finished:
-            return (
-                failure(f"{INVALID}, the episode has ended; call reset()"),
-                0.0,
-                True,
-                False,
-                {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps},
-            )
-        name, arguments = _unpack(action)
-        self._steps += 1
+        state = self._state
+        if state is None or self._finished:
+            return self._step_refused(action)
+        if type(action) is dict:  # the common case, without _unpack's call
+            name, arguments = action.get("name"), action.get("arguments", {})
+        else:
+            name, arguments = _unpack(action)
+        steps = self._steps = self._steps + 1
         if name is None:
             observation, ok, terminated = _NOT_A_CALL, False, False
         else:
             observation, ok, terminated, _ = self.tools.call(state, name, arguments)
-        truncated = not terminated and self._steps >= self.max_steps
-        info: dict[str, Any] = {"tool": tool_label(name), "ok": ok, "step": self._steps}
-        reward = 0.0
-        if terminated or truncated:
+        info: dict[str, Any] = {"tool": name if type(name) is str else tool_label(name), "ok": ok, "step": steps}
+        if terminated or steps >= self.max_steps:
             self._finished = True
             final = self.score()
-            reward = final.score
             info.update(final._asdict())
-        return observation, reward, terminated, truncated, info
+            return observation, final.score, terminated, not terminated, info
+        return observation, 0.0, False, False, info
+
+    def _step_refused(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A step before reset (ResetNeeded) or after the episode ended (a failed envelope)."""
+        self._require_state()
+        return (
+            failure(f"{INVALID}, the episode has ended; call reset()"),
+            0.0,
+            True,
+            False,
+            {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps},
+        )
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._state is None:
@@ -312,6 +319,28 @@ class AceEnv(gym.Env[str, ActionType]):
         if self._state is None:
             raise ResetNeeded("Cannot call this before reset()")
         return self._state
+
+
+class _ResetTexts(NamedTuple):
+    """What every reset on one instance shows alike: the first user message, and the
+    ``"row,col"`` key of each hidden slot in ``info["budgets"]``."""
+
+    user_message: str
+    slot_keys: tuple[str, ...]
+
+
+_RESET_TEXTS: weakref.WeakKeyDictionary[CompiledInstance, _ResetTexts] = weakref.WeakKeyDictionary()
+
+
+def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
+    """The :class:`_ResetTexts` of ``compiled``, built on its first reset (dropped with it)."""
+    found = _RESET_TEXTS.get(compiled)
+    if found is None:
+        found = _RESET_TEXTS[compiled] = _ResetTexts(
+            render_user_message(compiled.domain, compiled.instance.partial_solution),
+            tuple(f"{s.row},{s.col}" for s in compiled.slots),
+        )
+    return found
 
 
 _NOT_A_CALL = failure(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import marshal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from ace_gym.tools.functions import (
     set_slot,
 )
 from ace_gym.tools.names import ToolKey, tool_names
-from ace_gym.tools.replies import INVALID, ToolError, ToolReply, echo, failed_reply, unknown_tool
+from ace_gym.tools.replies import ToolReply, echo, invalid, unknown_tool
 from ace_gym.tools.state import EpisodeState
 
 TOOL_FUNCTIONS: dict[ToolKey, Callable[..., ToolReply]] = {
@@ -109,11 +110,13 @@ class ToolSet:
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
         self.names: tuple[str, ...] = tuple(self.tools)
         self.schemas: list[dict[str, Any]] = [t.schema for t in tools]
-        self._schemas_json = json.dumps(self.schemas)
+        # marshal holds exactly JSON's types (dict, list, str, int, bool, None) and rebuilds them
+        # about twice as fast as json.loads: a fresh copy is made at every reset
+        self._schemas_marshalled = marshal.dumps(self.schemas)
 
     def schema_copies(self) -> list[dict[str, Any]]:
         """Fresh copies of :attr:`schemas` that the caller may change (faster than a deepcopy)."""
-        copies: list[dict[str, Any]] = json.loads(self._schemas_json)
+        copies: list[dict[str, Any]] = marshal.loads(self._schemas_marshalled)
         return copies
 
     def call(self, state: EpisodeState, name: Any, arguments: Any) -> ToolReply:
@@ -127,22 +130,19 @@ class ToolSet:
                 try:
                     arguments = json.loads(arguments) if arguments.strip() else {}
                 except (ValueError, RecursionError) as error:
-                    return failed_reply(f"{INVALID}, arguments are not valid JSON ({echo(str(error))})")
+                    return invalid(f"arguments are not valid JSON ({echo(str(error))})")
             if arguments is None:
                 arguments = {}
             if not isinstance(arguments, Mapping):
-                return failed_reply(f"{INVALID}, arguments must be a JSON object, got {type(arguments).__name__}")
+                return invalid(f"arguments must be a JSON object, got {type(arguments).__name__}")
         kwargs = arguments
         if kwargs.keys() != tool.accepted:  # the common case (every parameter given) skips both checks
             if not kwargs.keys() <= tool.accepted:  # extra arguments are ignored, as the published **kwargs did
                 kwargs = {p: arguments[p] for p in tool.parameters if p in arguments}
             if not kwargs.keys() >= tool.required:
                 names = ", ".join(p for p in tool.parameters if p in tool.required and p not in kwargs)
-                return failed_reply(f"{INVALID}, missing required argument(s): {names}")
-        try:
-            return tool.function(state, **kwargs)
-        except ToolError as error:
-            return failed_reply(f"{INVALID}, {error}")
+                return invalid(f"missing required argument(s): {names}")
+        return tool.function(state, **kwargs)
 
 
 _TOOLSETS: dict[str, ToolSet] = {}

@@ -57,9 +57,16 @@ def ok_reply(data_json: str, charged: Charge | None = None) -> ToolReply:
 
 def failed_reply(message: str) -> ToolReply:
     """A failed reply with the full message (``"<ErrorType>, <detail>"``): :func:`failure`'s text."""
-    return _new_reply(
-        ToolReply, ('{"status": "failed", "messages": ' + dumps(message) + ', "data": {}}', False, False, None)
-    )
+    return _new_reply(ToolReply, (failure(message), False, False, None))
+
+
+_INVALID_HEAD = '{"status": "failed", "messages": "' + INVALID + ", "
+
+
+def invalid(detail: str) -> ToolReply:
+    """The reply to a call with a bad argument: ``Invalid tool arguments, <detail>`` (half the
+    calls of a recorded episode: built in one step)."""
+    return _new_reply(ToolReply, (_INVALID_HEAD + string_json(detail)[1:] + ', "data": {}}', False, False, None))
 
 
 def unknown_tool(name: object, domain: str) -> ToolReply:
@@ -69,19 +76,23 @@ def unknown_tool(name: object, domain: str) -> ToolReply:
 
 def failure(message: str) -> str:
     """The failed envelope text with the full message (``"<ErrorType>, <detail>"``)."""
-    return '{"status": "failed", "messages": ' + dumps(message) + ', "data": {}}'
+    return '{"status": "failed", "messages": ' + string_json(message) + ', "data": {}}'
 
 
 STOP_REPLY = ToolReply(STOP, ok=True, ends_episode=True)
 
 
-class ToolError(Exception):
-    """Raised inside a tool to reply ``Invalid tool arguments, <detail>``; never leaves the tool set."""
-
-
 # ``json.dumps(value, ensure_ascii=False)`` builds a new encoder on every call (it only caches the
 # default one); the bound method of one encoder gives the same text several times faster.
 dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
+# what that encoder's ``encode`` returns for a str, without the method's type dispatch
+string_json: Callable[[str], str] = json.encoder.encode_basestring
+
+
+def value_json(value: object) -> str:
+    """``dumps(value)`` of an attribute value; a plain int is written directly (json writes its
+    ``int.__repr__``; the encoder's path for anything but a string costs ~10x more)."""
+    return repr(value) if type(value) is int else dumps(value)
 
 
 def echo(text: object) -> str:
@@ -127,11 +138,11 @@ class _Filled(dict[Any, Any]):
 
 
 def _id_json(item_ids: tuple[str, ...], item: int) -> str:
-    return dumps(item_ids[item])
+    return string_json(item_ids[item])
 
 
 def _field_json(_: None, field: str) -> str:
-    return dumps(field)
+    return string_json(field)
 
 
 def _query_charge(slots: Sequence[CompiledSlot], s: int) -> Charge:
@@ -149,9 +160,25 @@ class InstanceTexts:
     :class:`Charge` of a query on hidden slot ``s``. Every piece is built when first looked up
     (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
     a fresh instance costs no more than the pieces it shows.
+
+    ``query_replies`` holds the payloads of successful queries and ``attribute_replies`` the
+    replies of successful attribute lookups (with the id and field counts they passed), by their
+    arguments (see :func:`remember`): what those tools answer depends on the instance alone,
+    apart from the budgets and limits, which the tools check and charge per episode.
+    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``.
     """
 
-    __slots__ = ("attribute_json", "cell_json", "field_json", "item_json", "query_charges", "query_columns")
+    __slots__ = (
+        "attribute_json",
+        "attribute_replies",
+        "cell_json",
+        "field_json",
+        "item_json",
+        "query_charges",
+        "query_columns",
+        "query_replies",
+        "set_replies",
+    )
 
     def __init__(self, compiled: CompiledInstance) -> None:
         item_ids = compiled.item_ids
@@ -159,21 +186,35 @@ class InstanceTexts:
         self.cell_json[-1] = "null"
         for item in compiled.initial_grid:  # the grid every episode shows first
             if item >= 0:
-                self.cell_json[item] = dumps(item_ids[item])
+                self.cell_json[item] = string_json(item_ids[item])
         self.field_json: dict[str, str] = _Filled(_field_json, None)
         self.item_json: dict[int, str] = {}
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
+        self.query_replies: dict[tuple[Any, ...], str] = {}
+        self.attribute_replies: dict[tuple[Any, Any], tuple[ToolReply, int, int]] = {}
+        self.set_replies: dict[tuple[int, int], ToolReply] = {}
 
     def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
         """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""
         found = self.attribute_json.get(item)
         if found is None:
-            values = {f: dumps(v) for f, v in compiled.items[item].items()}
+            values = {f: value_json(v) for f, v in compiled.items[item].items()}
             pairs = {f: f"{dumps(f)}: {v}" for f, v in values.items()}
             found = self.attribute_json[item] = (values, pairs)
         return found
+
+
+REPLY_CACHE_LIMIT = 512
+"""Payloads kept per instance and tool: the arguments come from the model, so the caches stop
+growing there (later calls are answered as on a miss) and one instance holds at most ~1 MB."""
+
+
+def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep ``value`` under ``key`` in one of :class:`InstanceTexts`' reply caches, unless it is full."""
+    if len(cache) < REPLY_CACHE_LIMIT:
+        cache[key] = value
 
 
 _TEXTS: weakref.WeakKeyDictionary[CompiledInstance, InstanceTexts] = weakref.WeakKeyDictionary()

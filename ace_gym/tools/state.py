@@ -104,10 +104,7 @@ class EpisodeState:
         self.query_budgets = [config.query_budget(s.rule_count, compiled.hidden_count) for s in compiled.slots]
         self.global_calls = 0
         self.global_budget = config.global_check_budget(compiled.hidden_count)
-        self.totals = RunningTotals(compiled.global_rules, compiled.cols)
-        for cell, item in enumerate(self.grid):
-            if item >= 0:
-                self.totals.add(cell, item)
+        self.totals: RunningTotals = compiled.initial_totals.copy()
 
     def place(self, slot_index: int, item: int) -> None:
         """Put ``item`` (-1 to clear) into hidden slot ``slot_index``, keeping totals current."""
