@@ -1,9 +1,13 @@
-"""The numba kernels agree with their plain-Python twins; the facade validates its inputs; the
-certificate agrees with the published data and catches broken instances."""
+"""The separable test and the numba kernel agree with their plain-Python twins; the facade
+validates its inputs and loads numba only for the exact search; the certificate agrees with the
+published data and catches broken instances."""
 
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +17,8 @@ from ace_gym.generators import _kernels, certify, generate_instance
 from ace_gym.generators.combinations import breaks_every_combination, every_combination_violates
 from ace_gym.instance import CompiledInstance, Instance, resolve_dataset
 from ace_gym.scoring import evaluate_grid
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _random_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -26,15 +32,23 @@ def _random_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.n
     return base, thresholds, deltas, offsets
 
 
-def test_break_mask_kernel__agrees_with_twin_on_random_inputs() -> None:
+def _break_mask_twin(base: np.ndarray, slack: np.ndarray, thresholds: np.ndarray, rows: np.ndarray) -> list[bool]:
+    """Plain-Python twin of :func:`breaks_every_combination`."""
+    return [
+        any(int(b) + int(s) + int(r) > int(t) for b, s, r, t in zip(base, slack, row, thresholds, strict=True))
+        for row in rows
+    ]
+
+
+def test_breaks_every_combination__agrees_with_twin_on_random_inputs() -> None:
     rng = np.random.default_rng(0)
     for _ in range(300):
         width, count = int(rng.integers(1, 8)), int(rng.integers(0, 12))
         base, slack = rng.integers(-20, 20, size=width), -rng.integers(0, 10, size=width)
         thresholds, rows = rng.integers(-10, 25, size=width), rng.integers(-10, 10, size=(count, width))
-        expected = _kernels.break_mask_twin(base, slack, thresholds, rows)
-        np.testing.assert_array_equal(breaks_every_combination(base, slack, thresholds, rows), expected)
-        np.testing.assert_array_equal(_kernels.break_mask_kernel.py_func(base, slack, thresholds, rows), expected)
+        mask = breaks_every_combination(base, slack, thresholds, rows)
+        assert mask.dtype == np.bool_ and mask.shape == (count,)
+        assert mask.tolist() == _break_mask_twin(base, slack, thresholds, rows)
 
 
 def test_all_violate_kernel__agrees_with_exhaustive_twin_on_random_inputs() -> None:
@@ -79,6 +93,24 @@ def test_facade__rejects_mismatched_shapes() -> None:
         breaks_every_combination(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros((1, 2)))
     with pytest.raises(ValueError, match="group_deltas"):
         every_combination_violates(np.zeros(2), np.zeros(2), [np.zeros((2, 3))])
+
+
+def test_generate_instance__loads_numba_only_when_the_exact_search_runs() -> None:
+    """Loading numba and its cached code costs ~0.4 s per process: a small instance that the
+    separable test settles must not pay it; the exact search loads it on first use."""
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from ace_gym.generators import certify, generate_instance\n"
+        "from ace_gym.generators.combinations import every_combination_violates\n"
+        "certificate = certify(generate_instance('course', rows=5, cols=5, hidden_slots=5, decoy_budget=4, seed=42))\n"
+        "assert certificate.holds and certificate.pairs_searched == 0, certificate\n"
+        "assert 'numba' not in sys.modules, 'generating a small instance loaded numba'\n"
+        "assert every_combination_violates(np.array([1]), np.array([0]), [np.array([[-1]])]) is False\n"
+        "assert 'numba' in sys.modules\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)

@@ -1,7 +1,8 @@
-"""Numba kernels of the every-combination violation tests, each with a plain-Python twin.
+"""Numba kernel of the exact every-combination violation test, with its plain-Python twin.
 
-Private: call them through :mod:`ace_gym.generators.combinations`, which validates shapes and
-dtypes. Kernels take contiguous int64 arrays and scalars only and hold no randomness.
+Private: call it through :mod:`ace_gym.generators.combinations`, which validates shapes and
+dtypes and imports this module (and so numba) only when the exact search is first needed. The
+kernel takes contiguous int64 arrays and scalars only and holds no randomness.
 
 Vocabulary (see :mod:`ace_gym.generators.combinations`): a grid is summarised by an int64 vector
 of *components*, one per scalar quantity a global rule bounds, signed so that every component is
@@ -16,30 +17,6 @@ import itertools
 
 import numpy as np
 from numba import njit
-
-
-@njit(cache=True)
-def break_mask_kernel(base: np.ndarray, slack: np.ndarray, thresholds: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """``out[n]`` = some component ``k`` has ``base[k] + slack[k] + rows[n, k] > thresholds[k]``."""
-    count, width = rows.shape
-    out = np.zeros(count, dtype=np.bool_)
-    for n in range(count):
-        for k in range(width):
-            if base[k] + slack[k] + rows[n, k] > thresholds[k]:
-                out[n] = True
-                break
-    return out
-
-
-def break_mask_twin(base: np.ndarray, slack: np.ndarray, thresholds: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Plain-Python twin of :func:`break_mask_kernel`."""
-    return np.array(
-        [
-            any(int(b) + int(s) + int(r) > int(t) for b, s, r, t in zip(base, slack, row, thresholds, strict=True))
-            for row in rows
-        ],
-        dtype=bool,
-    )
 
 
 @njit(cache=True)

@@ -13,16 +13,17 @@ bound ``sum >= V`` becomes ``-sum > -V``; ``repeat_max`` has one component per c
 
 * :func:`breaks_every_combination` — the separable sufficient test, O(components) per candidate:
   one component exceeds its threshold even when every earlier slot takes its most helpful choice
-  (``slack`` = sum over earlier slots of min(0, min delta), computed per component).
+  (``slack`` = sum over earlier slots of min(0, min delta), computed per component). Plain numpy:
+  a generator calls it a few dozen times per instance on a few dozen rows.
 * :func:`every_combination_violates` — the exact test: a pruned depth-first search over the
-  combinations, for the pairs the separable test cannot decide.
+  combinations (a numba kernel), for the pairs the separable test cannot decide. Most instances
+  never reach it, so numba is imported on its first call: loading numba and its compiled-code
+  cache costs about 0.4 s of CPU per process, more than generating a 5x7 instance.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from ace_gym.generators import _kernels
 
 
 def _vector(name: str, array: np.ndarray, width: int | None = None) -> np.ndarray:
@@ -51,12 +52,8 @@ def breaks_every_combination(
     """
     thresholds = _vector("thresholds", thresholds)
     width = thresholds.shape[0]
-    return _kernels.break_mask_kernel(
-        _vector("base", base, width),
-        _vector("slack", slack, width),
-        thresholds,
-        _matrix("candidate_rows", candidate_rows, width),
-    )
+    bound = _vector("base", base, width) + _vector("slack", slack, width)
+    return np.any(bound + _matrix("candidate_rows", candidate_rows, width) > thresholds, axis=1)
 
 
 def every_combination_violates(
@@ -68,6 +65,8 @@ def every_combination_violates(
     """Exact test: every combination (each group contributes nothing or one of its delta rows)
     of ``base`` plus deltas exceeds some threshold. True, False (a valid combination exists), or
     None when ``node_limit`` search nodes did not settle it."""
+    from ace_gym.generators import _kernels  # imports numba: see the module docstring
+
     thresholds = _vector("thresholds", thresholds)
     width = thresholds.shape[0]
     rows = [_matrix("group_deltas[i]", d, width) for d in group_deltas]
