@@ -50,6 +50,7 @@ slot rule) is not checked at load: :func:`ace_gym.generators.certify` checks it.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -67,7 +68,9 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import from_json
 
+from ace_gym import dataset_cache
 from ace_gym.constraints import (
     CompiledGlobalRule,
     Reading,
@@ -80,11 +83,12 @@ from ace_gym.constraints import (
     slot_rule_text,
     slot_rules_mask,
 )
+from ace_gym.dataset_cache import CachedDataset
 from ace_gym.domains import DOMAINS, Domain, GlobalRule, NumericAttribute
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
 from ace_gym.prompts import render_task_instruction
 
-_STRICT = ConfigDict(strict=True, extra="forbid")
+_STRICT = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
 
 class Position(BaseModel):
@@ -98,7 +102,7 @@ class Position(BaseModel):
 class InstanceMeta(BaseModel):
     """Generation metadata of one instance (docs/compatibility.md §1.3); generators may add extra keys."""
 
-    model_config = ConfigDict(strict=True, extra="allow")
+    model_config = ConfigDict(strict=True, extra="allow", defer_build=True)
     rows: int
     cols: int
     hidden_slots: int
@@ -338,23 +342,64 @@ def active_slot_rules(entry: SlotEntry, domain: Domain) -> tuple[tuple[str, str,
 
 
 class Dataset(Sequence[Instance]):
-    """A validated dataset file; instances compile lazily and are cached (shared read-only)."""
+    """A validated dataset file; instances compile lazily and are cached (shared read-only).
+
+    Built from a validated :class:`DatasetFile`, or (:func:`load_dataset`) from the entry of a
+    file validated before (:mod:`ace_gym.dataset_cache`), whose instances are then built on first
+    use from the JSON that passed validation.
+    """
 
     def __init__(self, model: DatasetFile, source: str, cache_key: tuple[Any, ...] | None = None) -> None:
-        self.model = model
+        self._setup(model.domain, source, cache_key, tuple(i.instance_id for i in model.instances))
+        self._instances: list[Instance | None] = list(model.instances)
+        self._model: DatasetFile | None = model
+        self._entry: CachedDataset | None = None
+
+    @classmethod
+    def from_cache_entry(cls, entry: CachedDataset, source: str, cache_key: tuple[Any, ...] | None = None) -> Dataset:
+        """The dataset of a file whose entry :func:`ace_gym.dataset_cache.read_entry` returned."""
+        dataset = cls.__new__(cls)
+        dataset._setup(entry.header["domain"], source, cache_key, entry.instance_ids)
+        dataset._instances = [None] * len(entry.instance_ids)
+        dataset._model = None
+        dataset._entry = entry
+        return dataset
+
+    def _setup(
+        self, domain: str, source: str, cache_key: tuple[Any, ...] | None, instance_ids: tuple[str, ...]
+    ) -> None:
         self.source = source
-        self.domain: Domain = DOMAINS[model.domain]
+        self.domain: Domain = DOMAINS[domain]
         self._cache_key = cache_key
         self._compiled: dict[int, CompiledInstance] = {}
-        self._lock = threading.Lock()
-        self.instance_ids: tuple[str, ...] = tuple(i.instance_id for i in model.instances)
+        self._lock = threading.RLock()  # compiled() builds the instance under it
+        self.instance_ids: tuple[str, ...] = instance_ids
         self._index_of_id = {iid: k for k, iid in enumerate(self.instance_ids)}
 
+    @property
+    def model(self) -> DatasetFile:
+        """The whole file as a :class:`DatasetFile` (every instance built)."""
+        if self._model is None:
+            assert self._entry is not None
+            instances = [self[k] for k in range(len(self))]
+            self._model = DatasetFile.model_construct(**self._entry.header, instances=instances)
+        return self._model
+
     def __len__(self) -> int:
-        return len(self.model.instances)
+        return len(self.instance_ids)
 
     def __getitem__(self, index: int) -> Instance:  # type: ignore[override]
-        return self.model.instances[index]
+        if isinstance(index, slice):
+            return [self[k] for k in range(len(self))[index]]  # type: ignore[return-value]
+        found = self._instances[index]
+        if found is None:
+            with self._lock:
+                found = self._instances[index]
+                if found is None:
+                    assert self._entry is not None
+                    found = _instance_from_checked(from_json(self._entry.instance_json(index % len(self))))
+                    self._instances[index] = found
+        return found
 
     def index_of(self, instance_id: str) -> int:
         """Index of ``instance_id``; ConfigError with a suggestion when absent."""
@@ -374,7 +419,7 @@ class Dataset(Sequence[Instance]):
             with self._lock:
                 found = self._compiled.get(index)
                 if found is None:
-                    found = CompiledInstance(self.model.instances[index], self.domain)
+                    found = CompiledInstance(self[index], self.domain)
                     found.origin = (self, index)
                     self._compiled[index] = found
         return found
@@ -461,20 +506,78 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     the limit), or breaks the schema or a consistency rule of the module docstring. Nothing is
     cached for a broken file.
     """
-    path = _path_argument("path", path, "a file path")
-    problem = _not_a_regular_file(path)
-    if problem is not None:
-        raise ConfigError("path", str(path), problem)
-    path = path.resolve()
-    status = path.stat()
+    path, status = _dataset_file(path)
     key = (str(path), status.st_mtime_ns, status.st_size)
     with _CACHE_LOCK:
         cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    dataset = parse_dataset(_read_json_bytes(path, status.st_size), str(path), cache_key=key)
+    dataset = _read_dataset(path, status)
     with _CACHE_LOCK:
         return _CACHE.setdefault(key, dataset)
+
+
+def read_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """Validate and load a dataset file as :func:`load_dataset` does, without its per-process cache.
+
+    A file whose bytes this machine validated before under the same rules is not parsed again:
+    its instances come from the entry :mod:`ace_gym.dataset_cache` wrote then, each built on
+    first use. Any other file is validated in full and, once it passes, its entry written.
+    """
+    return _read_dataset(*_dataset_file(path))
+
+
+def _dataset_file(path: object) -> tuple[Path, os.stat_result]:
+    """The resolved path and status of the regular file ``path`` names; ConfigError otherwise."""
+    path = _path_argument("path", path, "a file path")
+    problem = _not_a_regular_file(path)
+    if problem is not None:
+        raise ConfigError("path", str(path), problem)
+    path = path.resolve()
+    return path, path.stat()
+
+
+def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
+    key = (str(path), status.st_mtime_ns, status.st_size)
+    digest = None
+    if path.suffix == ".gz" or status.st_size <= MAX_DATASET_BYTES:  # larger: refused unread below
+        with contextlib.suppress(OSError):  # unreadable: _read_json_bytes names the problem
+            digest = _file_sha256(*key)
+    entry = None if digest is None else dataset_cache.read_entry(digest)
+    if entry is not None:
+        return Dataset.from_cache_entry(entry, str(path), cache_key=key)
+    dataset = parse_dataset(_read_json_bytes(path, status.st_size), str(path), cache_key=key)
+    if digest is not None and _unchanged(path, status):
+        model = dataset.model
+        dataset_cache.write_entry(
+            digest,
+            model.model_dump(exclude={"instances"}),
+            dataset.instance_ids,
+            [instance.model_dump_json().encode() for instance in model.instances],
+        )
+    return dataset
+
+
+def _unchanged(path: Path, status: os.stat_result) -> bool:
+    """Whether ``path`` still has the size and modification time of ``status``."""
+    try:
+        now = path.stat()
+    except OSError:
+        return False
+    return (now.st_mtime_ns, now.st_size) == (status.st_mtime_ns, status.st_size)
+
+
+def _instance_from_checked(document: dict[str, Any]) -> Instance:
+    """An :class:`Instance` from the JSON document of one that passed validation (a cache entry's),
+    built without validating again."""
+    return Instance.model_construct(
+        **{
+            **document,
+            "meta": InstanceMeta.model_construct(**document["meta"]),
+            "hidden_slots": [Position.model_construct(**cell) for cell in document["hidden_slots"]],
+            "slots": [SlotEntry.model_construct(**slot) for slot in document["slots"]],
+        }
+    )
 
 
 def _path_argument(field: str, value: object, expected: str) -> Path:

@@ -12,6 +12,7 @@ import functools
 import gzip
 import hashlib
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,13 @@ from ace_gym.envs import AceEnv
 from ace_gym.instance import bundled_dataset_path
 
 DATA = Path(__file__).resolve().parent / "data"
+
+
+def pytest_configure() -> None:
+    # validated-dataset cache entries go to a folder of this run (and its subprocesses), not ~/.cache
+    os.environ["ACE_GYM_CACHE_DIR"] = tempfile.mkdtemp(prefix="ace-gym-cache-")
+
+
 PUBLISHED_SHA256: dict[str, str] = json.loads((DATA / "published_5x5_sha256.json").read_text())
 
 

@@ -1,0 +1,118 @@
+"""A content-addressed cache of validated dataset files, so that a process need not validate again
+a file this machine has validated before (as Python's bytecode cache spares compiling a module).
+
+An entry's name is the SHA-256 of the dataset file's bytes as stored and a fingerprint of the
+validator (the source of the modules whose rules a file is checked against, the Python version),
+so a changed file or changed rules never meet an old entry. An entry is written, atomically, only
+after a file passed every check of :mod:`ace_gym.instance`; it holds the file's header fields, its
+instance ids and each instance's JSON as the validated model dumps it, with a CRC-32 of that text.
+An entry that cannot be read, has another layout or fails its CRC is ignored (the file is then
+validated in full); a cache folder that cannot be written is skipped. Nothing is unpickled.
+
+The folder is ``$ACE_GYM_CACHE_DIR``, else ``$XDG_CACHE_HOME/ace-gym``, else ``~/.cache/ace-gym``;
+``ACE_GYM_CACHE_DIR=""`` (set and empty) turns the cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import zlib
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from ace_gym.atomic import AtomicFile
+
+logger = logging.getLogger(__name__)
+
+LAYOUT = 1
+"""Version of the entry layout below; part of every entry's name."""
+_VALIDATOR_MODULES = ("instance.py", "constraints.py", "prompts.py", "errors.py", "domains", "tools/names.py")
+"""Sources (under the ace_gym package folder) of every rule a dataset file is checked against."""
+
+
+class CachedDataset(NamedTuple):
+    """An entry: the file's header fields (every ``DatasetFile`` field but ``instances``), its
+    instance ids, and ``body`` holding instance ``k``'s JSON at ``body[ends[k-1]:ends[k]]``."""
+
+    header: dict[str, Any]
+    instance_ids: tuple[str, ...]
+    ends: tuple[int, ...]
+    body: bytes
+
+    def instance_json(self, index: int) -> bytes:
+        return self.body[self.ends[index - 1] if index else 0 : self.ends[index]]
+
+
+def cache_folder() -> Path | None:
+    """Where entries live (see the module docstring), or None when the cache is off."""
+    configured = os.environ.get("ACE_GYM_CACHE_DIR")
+    if configured is not None:
+        return Path(configured) / "datasets" if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ace-gym" / "datasets"
+
+
+@lru_cache(maxsize=1)
+def validator_fingerprint() -> str:
+    """SHA-256 (hex, shortened) of the validator's sources, the Python version and :data:`LAYOUT`."""
+    package = Path(__file__).parent
+    digest = hashlib.sha256(f"{LAYOUT} {sys.version}".encode())
+    for name in _VALIDATOR_MODULES:
+        target = package / name
+        for source in sorted(target.glob("*.py")) if target.is_dir() else [target]:
+            digest.update(source.name.encode())
+            digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _entry_path(file_sha256: str) -> Path | None:
+    folder = cache_folder()
+    return None if folder is None else folder / f"{file_sha256}-{validator_fingerprint()}.json"
+
+
+def read_entry(file_sha256: str) -> CachedDataset | None:
+    """The entry for a file with these bytes under this validator, or None (absent, unreadable,
+    another layout, or corrupt)."""
+    path = _entry_path(file_sha256)
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head, _, body = data.partition(b"\n")
+    try:
+        index = json.loads(head)
+        if index["layout"] != LAYOUT or zlib.crc32(body) != index["crc32"] or index["ends"][-1:] != [len(body)]:
+            raise ValueError("entry does not check out")
+        return CachedDataset(index["header"], tuple(index["instance_ids"]), tuple(index["ends"]), body)
+    except (ValueError, KeyError, TypeError):
+        logger.warning("ignoring the unreadable dataset cache entry %s", path)
+        return None
+
+
+def write_entry(file_sha256: str, header: dict[str, Any], instance_ids: Sequence[str], texts: Sequence[bytes]) -> None:
+    """Store a validated file's entry (``texts``: each instance's JSON). Best effort: a folder that
+    cannot be written is logged and skipped."""
+    path = _entry_path(file_sha256)
+    if path is None:
+        return
+    body = b"".join(texts)
+    ends, end = [], 0
+    for text in texts:
+        end += len(text)
+        ends.append(end)
+    index = {"layout": LAYOUT, "crc32": zlib.crc32(body), "header": header, "instance_ids": list(instance_ids)}
+    index["ends"] = ends
+    try:
+        with AtomicFile(path, durable=False) as entry:
+            entry.handle.write(json.dumps(index).encode() + b"\n")
+            entry.handle.write(body)
+    except OSError as error:
+        logger.info("dataset cache not written at %s: %s", path, error)
