@@ -58,10 +58,12 @@ _CALL_START = re.compile(r'\{\s*"(?:name|function|type|id)"\s*:')
 # the layout chat templates write and models copy: {"name": "<tool>", "arguments": {...}}
 _CANONICAL_CALL = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{)')
 _OBJECT_END = re.compile(r"\s*\}")
-# a whole Hermes block in that layout with flat arguments (no nested object), closed right after the call
+#: longest arguments text :func:`_simple_block` reads (a longer one goes the general way, which reads it in windows)
+_SIMPLE_ARGUMENTS_LENGTH = 1024
+# a whole Hermes block in that layout with short flat arguments (no nested object), closed right after the call
 _SIMPLE_BLOCK = re.compile(
     r'<tool_call>\s*\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
-    r"(\{[^{}]*\})\s*\}\s*</tool_call>"
+    rf"(\{{[^{{}}]{{0,{_SIMPLE_ARGUMENTS_LENGTH}}}\}})\s*\}}\s*</tool_call>"
 )
 _TAG_TAIL = "tool_call>"  # ends both tags: a block it does not occur inside holds no other tag
 _MISTRAL_NAMED = re.compile(
