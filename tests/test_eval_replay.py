@@ -68,6 +68,20 @@ def test_records__carry_each_turns_action_and_the_replay_fields() -> None:
     ]
 
 
+def test_records__env_spec_is_each_episodes_own_stack_when_stacks_differ_only_in_options() -> None:
+    specs = [
+        EpisodeSpec("course", instance_index=0, max_turns=7),
+        EpisodeSpec("course", instance_index=1, seed=4, max_turns=7),  # the same stack, another episode
+        EpisodeSpec("course", instance_index=0, max_turns=8),
+        EpisodeSpec("course", instance_index=0, max_turns=7, failure_injection={"failure_modes": ["timeout"]}),
+    ]
+    records = {record["key"]: record for record in played(specs, make_policy("random"))}
+    for spec in specs:
+        env = spec.make_env()
+        assert records[spec.key("random")]["replay"]["env_spec"] == json.loads(env.spec.to_json())
+        env.close()
+
+
 def test_replay_cli__replays_a_scripted_eval_run_exactly(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "run"
     flags = ["--domains", "course,meal", "--hidden-slots", "1,5", "--decoy-budgets", "0"]

@@ -1,13 +1,17 @@
-"""Fuzz: no text, however random or truncated, makes parsing or the adapter raise."""
+"""Fuzz: no text, however random or truncated, makes parsing or the adapter raise; the fast path for
+well-formed Hermes blocks reads exactly what the general path reads."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ace_gym.envs import AceEnv
-from ace_gym.parsing import TOOL_FORMATS, parse_turn
+from ace_gym.parsing import TOOL_FORMATS, formats, parse_turn
 from ace_gym.parsing.calls import MAX_FOUND
 from ace_gym.wrappers import ChatAdapter
 from tests.core_helpers import nested_list
@@ -165,3 +169,44 @@ def test_adapter__any_assistant_message_yields_messages(message: dict) -> None:
     _ADAPTER.reset(seed=0, options={"instance_index": 0})
     replies = _ADAPTER.step(message)[0]
     assert replies and _ADAPTER.observation_space.contains(replies)
+
+
+ARGUMENT_VALUES = st.one_of(
+    st.integers(-5, 99),
+    st.booleans(),
+    st.none(),
+    st.sampled_from(["C1", ">=", "<=", "}", "{", '"', "\\", "<tool_call>", "</tool_call>", "é", "\n"]),
+    st.lists(st.integers(0, 9), max_size=3),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 9), max_size=2),
+)
+CALL_BLOCKS = st.builds(
+    lambda name, arguments, key, layout: layout.format(name=json.dumps(name), key=key, arguments=json.dumps(arguments)),
+    st.sampled_from(["get_slot_id", "set_slot", "a<b", "done"]),
+    st.dictionaries(st.sampled_from(["row", "col", "id", "field", "value"]), ARGUMENT_VALUES, max_size=4),
+    st.sampled_from(["arguments", "parameters"]),
+    st.sampled_from(
+        [
+            '<tool_call>\n{{"name": {name}, "{key}": {arguments}}}\n</tool_call>',
+            '<tool_call>{{"name":{name},"{key}":{arguments}}}</tool_call>',
+            '<tool_call> {{ "name" : {name} , "{key}" : {arguments} }} \n</tool_call>',
+            '<tool_call>\n{{"name": {name}, "{key}": {arguments}, "id": "c1"}}\n</tool_call>',
+            '<tool_call>\n{{"{key}": {arguments}, "name": {name}}}\n</tool_call>',
+            '<tool_call>\n{{"name": {name}, "{key}": {arguments}}} trailing\n</tool_call>',
+            '<tool_call>\n{{"name": {name}, "{key}": {arguments}}}',
+        ]
+    ),
+)
+HERMES_TEXT = st.lists(st.one_of(CALL_BLOCKS, NOISY_TEXT, st.sampled_from(["\n", " ", "Checking.\n"])), max_size=6)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pieces=HERMES_TEXT, cut=st.integers(0, 12))
+def test_find_tagged__the_simple_block_path_reads_what_the_general_path_reads(
+    pieces: list[str], cut: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = "".join(pieces)
+    text = text[: len(text) - cut] if cut else text  # truncated output too
+    fast = formats.find_tagged(text)
+    with monkeypatch.context() as patched:
+        patched.setattr(formats, "_simple_block", lambda text, start: None)
+        assert formats.find_tagged(text) == fast

@@ -276,6 +276,16 @@ def test_info_messages__view_the_history_without_copying_it() -> None:
     assert [len(v) for v in views] == [4, 6, 8] and views[0] == env.messages[:4] and views[2] == env.messages
     assert views[1][-1] is env.messages[5] and views[2][4:] == env.messages[4:]
     assert pickle.loads(pickle.dumps(views[2])) == views[2]
+    kept = list(views[1])  # a view slices like the list of the messages it stood for
+    for part in (
+        slice(3, None),
+        slice(-2, None),
+        slice(1, 4),
+        slice(5, 2),
+        slice(None, None, 2),
+        slice(None, None, -1),
+    ):
+        assert views[1][part] == kept[part]
     with pytest.raises(TypeError):
         views[2][0] = {}  # type: ignore[index]
 

@@ -134,7 +134,9 @@ class Episode:
         turn: dict[str, Any] = {
             "action": jsonable(turn_played.action),
             "reward": float(reward),
-            "info": {str(k): jsonable(v) for k, v in info.items() if k not in INFO_DROPPED},
+            "info": {
+                str(k): v if type(v) in _PLAIN_TYPES else jsonable(v) for k, v in info.items() if k not in INFO_DROPPED
+            },
         }
         if completion is not None:
             turn.update(
@@ -372,12 +374,12 @@ _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
 def jsonable(value: Any) -> Any:
     """``value`` with numpy scalars/arrays and tuples turned into plain JSON types."""
     kind = type(value)
-    if kind in _PLAIN_TYPES:  # the common case first: this runs over every turn's info
+    if kind in _PLAIN_TYPES:  # the common case first: this runs over every turn's info (plain items skip the call)
         return value
     if kind is dict:
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {str(k): v if type(v) in _PLAIN_TYPES else jsonable(v) for k, v in value.items()}
     if kind is list:
-        return [jsonable(v) for v in value]
+        return [v if type(v) in _PLAIN_TYPES else jsonable(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -165,7 +165,8 @@ class EpisodeSpec:
     def to_json(self) -> str:
         """The spec as JSON text (:meth:`from_json` reads it back): how a trainer's dataset row
         names the episode it plays."""
-        return json.dumps({**dataclasses.asdict(self), "env_kwargs": dict(self.env_kwargs)}, sort_keys=True)
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(EpisodeSpec)}  # values are JSON data
+        return json.dumps({**fields, "env_kwargs": dict(self.env_kwargs)}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> EpisodeSpec:
@@ -238,31 +239,51 @@ def ace_record(
         "tools": episode.tools,
         "turns": episode.turns,
         "tokens": token_trajectory(episode),
-        "replay": replay_fields(spec, episode.env),
+        "replay": replay_fields(spec),
     }
 
 
-def replay_fields(spec: EpisodeSpec | None, env: gym.Env | None) -> dict[str, Any] | None:
+def replay_fields(spec: EpisodeSpec | None) -> dict[str, Any] | None:
     """What a replay of the episode needs (docs/replay.md): ``spec`` (the :class:`EpisodeSpec` as
-    JSON values), ``env_spec`` (the env stack as ``env.spec`` names it: id, keyword arguments,
-    wrappers), ``version`` (of ace_gym) and ``dataset_sha256`` (:func:`~ace_gym.instance.dataset_sha256`).
-    None for an episode of a vector env, which has no spec of its own. A subclass's spec (one that
-    plays in a server, say) is recorded as the plain spec it extends, and an env without a spec of
-    its own (a remote env) as the stack that spec builds, so replays run locally."""
-    if spec is None or env is None:
+    JSON values), ``env_spec`` (the env stack that spec builds, as ``env.spec`` names it: id,
+    keyword arguments, wrappers), ``version`` (of ace_gym) and ``dataset_sha256``
+    (:func:`~ace_gym.instance.dataset_sha256`). None for an episode of a vector env, which has no
+    spec of its own. A subclass's spec (one that plays in a server, say) is recorded as the plain
+    spec it extends, and ``env_spec`` is always the stack of that plain spec, so replays run locally."""
+    if spec is None:
         return None
     local = EpisodeSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(EpisodeSpec)})
-    stack = env.spec
-    if stack is None:
-        built = local.make_env()
-        stack = built.spec
-        built.close()
+    local_json = json.loads(local.to_json())
+    stack_json = _stack_spec_json(local, json.dumps({k: v for k, v in local_json.items() if k not in _EPISODE_FIELDS}))
     return {
-        "spec": json.loads(local.to_json()),
-        "env_spec": None if stack is None else json.loads(stack.to_json()),
+        "spec": local_json,
+        "env_spec": None if stack_json is None else json.loads(stack_json),
         "version": __version__,
         "dataset_sha256": dataset_sha256(spec.dataset, spec.domain),
     }
+
+
+_EPISODE_FIELDS = frozenset({"instance_index", "instance_id", "seed", "trial"})
+"""The :class:`EpisodeSpec` fields that pick what is played, never the env stack it is played in."""
+_STACK_SPECS: dict[str, str | None] = {}
+_MAX_STACK_SPECS = 256
+
+
+def _stack_spec_json(spec: EpisodeSpec, stack_key: str) -> str | None:
+    """``spec.make_env().spec`` as JSON, built once per process for each ``stack_key`` (the
+    spec's fields but :data:`_EPISODE_FIELDS`, which the stack does not depend on): building a
+    stack and copying its spec up the wrappers costs as much as a few turns of an episode."""
+    if stack_key in _STACK_SPECS:
+        return _STACK_SPECS[stack_key]
+    env = spec.make_env()
+    try:
+        stack = None if env.spec is None else env.spec.to_json()
+    finally:
+        env.close()
+    if len(_STACK_SPECS) >= _MAX_STACK_SPECS:
+        _STACK_SPECS.clear()
+    _STACK_SPECS[stack_key] = stack
+    return stack
 
 
 def run_vector_episodes(

@@ -58,6 +58,14 @@ _CALL_START = re.compile(r'\{\s*"(?:name|function|type|id)"\s*:')
 # the layout chat templates write and models copy: {"name": "<tool>", "arguments": {...}}
 _CANONICAL_CALL = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{)')
 _OBJECT_END = re.compile(r"\s*\}")
+#: longest arguments text :func:`_simple_block` reads (a longer one goes the general way, which reads it in windows)
+_SIMPLE_ARGUMENTS_LENGTH = 1024
+# a whole Hermes block in that layout with short flat arguments (no nested object), closed right after the call
+_SIMPLE_BLOCK = re.compile(
+    r'<tool_call>\s*\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
+    rf"(\{{[^{{}}]{{0,{_SIMPLE_ARGUMENTS_LENGTH}}}\}})\s*\}}\s*</tool_call>"
+)
+_TAG_TAIL = "tool_call>"  # ends both tags: a block it does not occur inside holds no other tag
 _MISTRAL_NAMED = re.compile(
     rf"\s*([A-Za-z_][\w.\-]{_NAME})\s*(?:\[CALL_ID\]\s*([\w\-]{{1,{MAX_NAME_LENGTH}}})\s*)?\[ARGS\]"
 )
@@ -259,6 +267,23 @@ def _tagged_block(
     ]
 
 
+def _simple_block(text: str, start: int) -> Found | None:
+    """The block at ``start`` when it is one canonical call with flat arguments and nothing
+    else, as models write nearly every call: what the general path reads from such a block,
+    found with one regex match and one decode of the arguments. None for any other block."""
+    block = _SIMPLE_BLOCK.match(text, start)
+    if block is None or text.find(_TAG_TAIL, start + len(TAG_OPEN), block.end() - len(TAG_CLOSE)) != -1:
+        return None
+    arguments_json = block.group(2)
+    try:
+        arguments, end = _DECODER.raw_decode(arguments_json)
+    except ValueError:
+        return None
+    if end != len(arguments_json):
+        return None
+    return Found(start, block.end(), ParsedCall(block.group(1), arguments, None, None, arguments_json), None)
+
+
 def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True) -> list[Found]:
     """``<tool_call>...</tool_call>`` blocks holding JSON (Hermes) or ``<function=...>`` XML (Qwen3).
 
@@ -268,6 +293,11 @@ def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True)
     closers = _NextFinder(text, TAG_CLOSE)
     start = text.find(TAG_OPEN)
     while len(found) <= MAX_FOUND and start != -1:
+        simple = _simple_block(text, start) if json_inside else None
+        if simple is not None:
+            found.append(simple)
+            start = text.find(TAG_OPEN, simple.end)
+            continue
         body_start = start + len(TAG_OPEN)
         following = text.find(TAG_OPEN, body_start)
         close = closers.at(body_start)
