@@ -60,7 +60,7 @@ import threading
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from functools import cached_property, lru_cache
+from functools import cache, cached_property, lru_cache
 from importlib import resources
 from itertools import zip_longest
 from pathlib import Path
@@ -431,7 +431,7 @@ class Dataset(Sequence[Instance]):
         return (Dataset, (self.model, self.source))
 
 
-_CACHE: dict[tuple[Any, ...], Dataset] = {}
+_CACHE: dict[tuple[int, int, int, int], Dataset] = {}  # by _file_identity
 _CACHE_LOCK = threading.Lock()
 BUNDLED_DATASETS: tuple[str, ...] = ("5x5", "5x7")
 MAX_DATASET_BYTES = 256 * 2**20
@@ -439,6 +439,7 @@ MAX_DATASET_BYTES = 256 * 2**20
 _READ_CHUNK = 2**20
 
 
+@cache  # the package's data does not change while it runs
 def bundled_dataset_path(name: str, domain: str) -> Path:
     """Path of the bundled dataset ``name`` (e.g. "5x5") for ``domain``; ConfigError if unknown."""
     if name not in BUNDLED_DATASETS:
@@ -462,8 +463,7 @@ def resolve_dataset(dataset: str | os.PathLike[str], domain: str) -> Dataset:
     refuses, not a str or path); DatasetError for a broken file (see :func:`load_dataset`).
     """
     path = _path_argument("dataset", dataset, f"a bundled dataset name ({', '.join(BUNDLED_DATASETS)}) or a file path")
-    problem = _not_a_regular_file(path)
-    if problem is None:
+    if os.path.isfile(path):
         loaded = load_dataset(path)
     elif str(path) in BUNDLED_DATASETS:
         loaded = load_dataset(bundled_dataset_path(str(path), domain))
@@ -471,7 +471,7 @@ def resolve_dataset(dataset: str | os.PathLike[str], domain: str) -> Dataset:
         raise ConfigError(
             "dataset",
             dataset,
-            f"{problem}, and not a bundled dataset ({', '.join(BUNDLED_DATASETS)})"
+            f"{_not_a_regular_file(path)}, and not a bundled dataset ({', '.join(BUNDLED_DATASETS)})"
             f"{did_you_mean(str(path), BUNDLED_DATASETS)}",
         )
     if loaded.domain.name != domain:
@@ -506,15 +506,22 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     the limit), or breaks the schema or a consistency rule of the module docstring. Nothing is
     cached for a broken file.
     """
-    path, status = _dataset_file(path)
-    key = (str(path), status.st_mtime_ns, status.st_size)
+    given = _path_argument("path", path, "a file path")
+    with contextlib.suppress(OSError, ValueError):  # else _dataset_file names the problem
+        with _CACHE_LOCK:
+            cached = _CACHE.get(_file_identity(given.stat()))
+        if cached is not None:
+            return cached
+    resolved, status = _dataset_file(given)
+    dataset = _read_dataset(resolved, status)
     with _CACHE_LOCK:
-        cached = _CACHE.get(key)
-    if cached is not None:
-        return cached
-    dataset = _read_dataset(path, status)
-    with _CACHE_LOCK:
-        return _CACHE.setdefault(key, dataset)
+        return _CACHE.setdefault(_file_identity(status), dataset)
+
+
+def _file_identity(status: os.stat_result) -> tuple[int, int, int, int]:
+    """The key of a file version in the per-process cache: which file (device, inode), whatever
+    path or link names it, and its version (modification time, size)."""
+    return (status.st_dev, status.st_ino, status.st_mtime_ns, status.st_size)
 
 
 def read_dataset(path: str | os.PathLike[str]) -> Dataset:
@@ -533,7 +540,7 @@ def _dataset_file(path: object) -> tuple[Path, os.stat_result]:
     problem = _not_a_regular_file(path)
     if problem is not None:
         raise ConfigError("path", str(path), problem)
-    path = path.resolve()
+    path = Path(os.path.realpath(path))  # what Path.resolve() does, without its pathlib layers
     return path, path.stat()
 
 
@@ -593,18 +600,22 @@ def _path_argument(field: str, value: object, expected: str) -> Path:
 def _not_a_regular_file(path: Path) -> str | None:
     """Why ``path`` cannot be read as a dataset file (naming the absolute path of a relative
     one), or None if it is a regular file."""
-    where = "" if path.is_absolute() else f" ({path.absolute()})"
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
-        return f"no such file{where}"
+        return f"no such file{_absolute_note(path)}"
     except OSError as error:
-        return f"cannot be opened{where}: {error.strerror or error}"
+        return f"cannot be opened{_absolute_note(path)}: {error.strerror or error}"
+    if stat.S_ISREG(mode):
+        return None
     if stat.S_ISDIR(mode):
-        return f"is a directory{where}, not a dataset file"
-    if not stat.S_ISREG(mode):
-        return f"is not a regular file{where}"
-    return None
+        return f"is a directory{_absolute_note(path)}, not a dataset file"
+    return f"is not a regular file{_absolute_note(path)}"
+
+
+def _absolute_note(path: Path) -> str:
+    """`` (/absolute/path)`` for a relative path, for error messages; empty for an absolute one."""
+    return "" if path.is_absolute() else f" ({path.absolute()})"
 
 
 def _read_json_bytes(path: Path, size: int) -> bytearray:

@@ -365,7 +365,7 @@ def test_load_dataset__broken_file_raises_one_error_naming_file_path_and_problem
     assert error.json_path == json_path
     assert problem in error.problem
     assert str(path.resolve()) in str(error) and json_path in str(error)
-    assert not [key for key in instance_module._CACHE if key[0] == str(path.resolve())]
+    assert not [d for d in instance_module._CACHE.values() if d.source == str(path.resolve())]
 
 
 def test_load_dataset__not_json_raises_dataset_error(tmp_path: Path) -> None:
@@ -830,3 +830,16 @@ def test_load_dataset__gzip_bomb_is_abandoned_at_the_limit_without_inflating(
         tracemalloc.stop()
     assert caught.value.json_path == "$" and "once decompressed" in caught.value.problem
     assert peak < 8 * 2**20  # inflating it whole would hold 64 MiB
+
+
+def test_load_dataset__one_file_version_is_loaded_once_whatever_path_names_it(
+    tmp_path: Path, course_raw: dict[str, Any]
+) -> None:
+    path = _write(tmp_path, course_raw)
+    link = tmp_path / "link.json"
+    link.symlink_to(path)
+    first = load_dataset(path)
+    assert load_dataset(link) is first and load_dataset(str(path)) is first
+    assert first.source == str(path.resolve())
+    path.write_text(json.dumps(course_raw))  # a new version (size and time change) is loaded again
+    assert load_dataset(link) is not first
