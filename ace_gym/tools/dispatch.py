@@ -6,11 +6,10 @@ from __future__ import annotations
 import inspect
 import json
 import marshal
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import TypeAdapter
+from typing import Any, Literal, Union, get_args, get_origin
 
 from ace_gym.domains import Domain
 from ace_gym.tools.functions import (
@@ -69,10 +68,31 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return summary.strip(), params
 
 
+_SCALAR_TYPES: dict[Any, str] = {int: "integer", str: "string", float: "number", bool: "boolean", type(None): "null"}
+
+
+def type_schema(annotation: Any) -> dict[str, Any]:
+    """The JSON schema of a tool parameter's type, exactly as pydantic's
+    ``TypeAdapter(annotation).json_schema()`` writes it (keys in its order) for the types tool
+    parameters use: scalars, ``list[...]``, a ``Literal`` of strings and unions of these. Building
+    the schema directly spares a pydantic validator per parameter (~60 ms of a process's first
+    tool set). TypeError for any other type."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Literal and all(type(a) is str for a in args):
+        return {"enum": list(args), "type": "string"}
+    if origin is list and len(args) == 1:
+        return {"items": type_schema(args[0]), "type": "array"}
+    if origin is Union or origin is types.UnionType:
+        return {"anyOf": [type_schema(a) for a in args]}
+    if annotation in _SCALAR_TYPES:
+        return {"type": _SCALAR_TYPES[annotation]}
+    raise TypeError(f"no JSON schema for the tool parameter type {annotation!r}")
+
+
 def _parameter_schema(annotation: Any, description: str, default: Any) -> dict[str, Any]:
     """The JSON schema of one parameter: its type's schema, then the description and default, then
     any ``enum`` the type implies (a Literal), in that key order."""
-    schema = TypeAdapter(annotation).json_schema()
+    schema = type_schema(annotation)
     enum = schema.pop("enum", None)
     schema["description"] = description
     if default is not inspect.Parameter.empty:
