@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections import defaultdict
 from pathlib import Path
+from types import MappingProxyType
 
 import jsonschema
 import pytest
@@ -550,6 +552,27 @@ def test_dispatch__extra_arguments_are_ignored_and_missing_ones_reported(domain:
         call(env, tool(env, "query"), row=slot.row, col=slot.col),
         "missing required argument(s): field, operator, value",
     )
+
+
+def test_dispatch__mapping_arguments_give_their_own_keys_only(domain: str) -> None:
+    """A Mapping that fills gaps (a defaultdict) binds what it holds: a left-out parameter takes
+    its default or is reported missing, as with a plain dict."""
+    env = make_env(domain, H1_INDEX)
+    compiled = env.compiled
+    slot = compiled.slots[0]
+    item_id = truth_id(compiled, 0)
+    assert call(env, "set_slot", row=slot.row, col=slot.col, id=item_id)["status"] == "success"
+    tools, state = env.tools, env.state
+    cleared = tools.call(state, "set_slot", defaultdict(lambda: item_id, row=slot.row, col=slot.col))
+    assert json.loads(cleared.text)["data"]["id"] is None  # id left out: the default clears the slot
+    missing = tools.call(state, "get_slot_id", MappingProxyType(defaultdict(int, row=0)))
+    assert failed_with(json.loads(missing.text), "missing required argument(s): col")
+    item_info = tool(env, "item_info")
+    row, col = visible_cell(compiled)
+    visible = compiled.item_ids[compiled.initial_grid[row * compiled.cols + col]]
+    assert call(env, item_info, id=visible, bogus=1)["status"] == "success"
+    assert failed_with(call(env, item_info, ids=[visible]), "missing required argument(s): id")
+    assert call(env, "get_global_check_budget", bogus=1)["status"] == "success"
 
 
 def test_done__returns_stop_and_changes_nothing(domain: str) -> None:

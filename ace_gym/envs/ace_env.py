@@ -200,7 +200,7 @@ class AceEnv(gym.Env[str, ActionType]):
             "rows": compiled.rows,
             "cols": compiled.cols,
             "hidden_slots": compiled.hidden_count,
-            "hidden_positions": [(s.row, s.col) for s in compiled.slots],
+            "hidden_positions": list(_reset_texts(compiled).hidden_positions),
             "decoy_budget": compiled.decoy_budget,
             "system_prompt": system_prompt,
             "tools": self.tools.schema_copies(),
@@ -210,15 +210,29 @@ class AceEnv(gym.Env[str, ActionType]):
         return _reset_texts(compiled).user_message, info
 
     def _system_prompt(self, task_instruction: str) -> str:
-        """The episode's system prompt around ``task_instruction`` (budgets as configured)."""
-        return render_system_prompt(
-            self.domain,
+        """The episode's system prompt around ``task_instruction`` (budgets as configured), kept
+        per instance by everything it shows: every reset on an instance shows the same one."""
+        state, config = self._require_state(), self.config
+        settings = (
             task_instruction,
-            query_budget_limited=self.config.extra_query_num != -1,
-            global_check_budget=self._require_state().global_budget,
-            max_query_ids=self.config.max_query_ids,
-            max_query_fields=self.config.max_query_fields,
+            config.extra_query_num != -1,
+            state.global_budget,
+            config.max_query_ids,
+            config.max_query_fields,
         )
+        prompts = _reset_texts(state.compiled).system_prompts
+        prompt = prompts.get(settings)
+        if prompt is None:
+            prompt = render_system_prompt(
+                self.domain,
+                task_instruction,
+                query_budget_limited=settings[1],
+                global_check_budget=settings[2],
+                max_query_ids=settings[3],
+                max_query_fields=settings[4],
+            )
+            prompts[settings] = prompt
+        return prompt
 
     def budgets(self) -> dict[str, Any]:
         """The configured budgets and their values on the current instance (None = unlimited)."""
@@ -322,11 +336,14 @@ class AceEnv(gym.Env[str, ActionType]):
 
 
 class _ResetTexts(NamedTuple):
-    """What every reset on one instance shows alike: the first user message, and the
-    ``"row,col"`` key of each hidden slot in ``info["budgets"]``."""
+    """What every reset on one instance shows alike: the first user message, the hidden slots'
+    (row, col), the ``"row,col"`` key of each in ``info["budgets"]``, and the system prompts by
+    the settings they show (see :meth:`AceEnv._system_prompt`)."""
 
     user_message: str
+    hidden_positions: tuple[tuple[int, int], ...]
     slot_keys: tuple[str, ...]
+    system_prompts: dict[tuple[Any, ...], str]
 
 
 _RESET_TEXTS: weakref.WeakKeyDictionary[CompiledInstance, _ResetTexts] = weakref.WeakKeyDictionary()
@@ -338,7 +355,9 @@ def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
     if found is None:
         found = _RESET_TEXTS[compiled] = _ResetTexts(
             render_user_message(compiled.domain, compiled.instance.partial_solution),
+            tuple((s.row, s.col) for s in compiled.slots),
             tuple(f"{s.row},{s.col}" for s in compiled.slots),
+            {},
         )
     return found
 

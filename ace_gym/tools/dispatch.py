@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import marshal
+import operator
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -53,9 +54,19 @@ class Tool:
     name: str
     function: Callable[..., ToolReply]
     parameters: tuple[str, ...]
-    accepted: frozenset[str]  # the parameters, as a set
     required: frozenset[str]
     schema: dict[str, Any]
+    values_of: Callable[[dict[str, Any]], tuple[Any, ...]]  # the parameters' values; KeyError if one is missing
+
+
+def _values_getter(parameters: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """``arguments -> tuple(arguments[p] for p in parameters)``, as a C-level getter where it can be."""
+    if len(parameters) >= 2:
+        return operator.itemgetter(*parameters)  # a tuple for two or more names
+    if parameters:
+        name = parameters[0]
+        return lambda arguments: (arguments[name],)
+    return lambda arguments: ()
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -118,7 +129,7 @@ def _make_tool(key: ToolKey, name: str, function: Callable[..., ToolReply], doma
         },
     }
     names = tuple(p.name for p in parameters)
-    return Tool(key, name, function, names, frozenset(names), frozenset(required), schema)
+    return Tool(key, name, function, names, frozenset(required), schema, _values_getter(names))
 
 
 class ToolSet:
@@ -133,6 +144,10 @@ class ToolSet:
         # marshal holds exactly JSON's types (dict, list, str, int, bool, None) and rebuilds them
         # about twice as fast as json.loads: a fresh copy is made at every reset
         self._schemas_marshalled = marshal.dumps(self.schemas)
+
+    def __reduce__(self) -> tuple[Callable[[Domain], ToolSet], tuple[Domain]]:
+        """Pickled as its domain: unpickling gives that domain's shared tool set."""
+        return toolset, (self.domain,)
 
     def schema_copies(self) -> list[dict[str, Any]]:
         """Fresh copies of :attr:`schemas` that the caller may change (faster than a deepcopy)."""
@@ -155,14 +170,25 @@ class ToolSet:
                 arguments = {}
             if not isinstance(arguments, Mapping):
                 return invalid(f"arguments must be a JSON object, got {type(arguments).__name__}")
-        kwargs = arguments
-        if kwargs.keys() != tool.accepted:  # the common case (every parameter given) skips both checks
-            if not kwargs.keys() <= tool.accepted:  # extra arguments are ignored, as the published **kwargs did
-                kwargs = {p: arguments[p] for p in tool.parameters if p in arguments}
-            if not kwargs.keys() >= tool.required:
-                names = ", ".join(p for p in tool.parameters if p in tool.required and p not in kwargs)
-                return invalid(f"missing required argument(s): {names}")
-        return tool.function(state, **kwargs)
+            if type(arguments) is not dict:  # its own keys only: a defaultdict must not fill gaps
+                arguments = dict(arguments)
+        # extra arguments are ignored, as the published **kwargs did; positional values bind
+        # without building the keyword dict a ** call does (~0.3 us of a ~2.5 us call)
+        try:
+            values = tool.values_of(arguments)
+        except KeyError:  # a parameter left out: its default, or the failed reply
+            return _call_with_defaults(tool, state, arguments)
+        return tool.function(state, *values)
+
+
+def _call_with_defaults(tool: Tool, state: EpisodeState, arguments: dict[str, Any]) -> ToolReply:
+    """Call ``tool`` with the parameters ``arguments`` gives, the others at their defaults; the
+    failed reply naming the required ones it leaves out."""
+    given = {p: arguments[p] for p in tool.parameters if p in arguments}
+    if not given.keys() >= tool.required:
+        names = ", ".join(p for p in tool.parameters if p in tool.required and p not in given)
+        return invalid(f"missing required argument(s): {names}")
+    return tool.function(state, **given)
 
 
 _TOOLSETS: dict[str, ToolSet] = {}
