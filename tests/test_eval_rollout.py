@@ -10,11 +10,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from ace_gym.agents import ChatEngine, Completion, ExactSolver
+from ace_gym.agents import ChatEngine, Completion, ExactSolver, make_policy
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_env_episodes, run_episodes, run_vector_episodes
+from ace_gym.eval.loop import WALL_CLOCK_USAGE
 from ace_gym.tools import tool_names
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
@@ -292,3 +293,41 @@ def test_run_vector_episodes__refuses_other_autoreset_modes() -> None:
     )
     with pytest.raises(ConfigError):
         next(run_vector_episodes(envs, SolverChatEngine(), num_episodes=1))
+
+
+def _reuse_specs() -> list[EpisodeSpec]:
+    """Specs of every stack kind :meth:`EpisodeSpec.make_env` builds, three episodes each (other
+    instances, seeds and trials), so that a rollout of batch size 1 plays each stack three times."""
+    stacks: list[dict[str, Any]] = [
+        {"domain": "course"},
+        {"domain": "meal", "tool_failure_rate": 0.3},
+        {
+            "domain": "travel",
+            "tool_failure_rate": 0.2,
+            "failure_injection": {"failure_modes": ["timeout", "truncated"], "rng": "python"},
+        },
+        {"domain": "course", "env_kwargs": {"extra_query_num": 2, "global_check_alpha": 0.5}, "max_turns": 12},
+        {"domain": "shopping", "settings": ("cost", "extraneous", "unsolvable", "broken", "refine"), "max_turns": 40},
+        {"domain": "meal", "scenario": {"stages": 2}, "max_turns": 60},
+        {"domain": "travel", "feedback_rounds": {"max_attempts": 2}, "max_turns": 60},
+    ]
+    return [
+        EpisodeSpec(**stack, instance_index=k + 1, seed=7 * k + 1, trial=k % 2) for stack in stacks for k in range(3)
+    ]
+
+
+@pytest.mark.parametrize("policy", ["random", "solver"])
+def test_run_episodes__a_stack_played_again_gives_the_records_of_new_stacks(policy: str) -> None:
+    specs = _reuse_specs()
+    reused = list(run_episodes(specs, make_policy(policy), batch_size=1))  # each episode takes its predecessor's stack
+    fresh = list(run_episodes(specs, make_policy(policy), batch_size=len(specs)))  # every stack opened before one ends
+
+    def text(record: dict[str, Any]) -> str:  # read after the whole rollout: a record sharing live env state shows
+        usage = {k: v for k, v in record["usage"].items() if k not in WALL_CLOCK_USAGE}
+        return json.dumps({**record, "usage": usage}, sort_keys=True)
+
+    assert [text(r) for r in reused] == [text(r) for r in sorted(fresh, key=lambda r: specs.index(_spec_of(r)))]
+
+
+def _spec_of(record: dict[str, Any]) -> EpisodeSpec:
+    return EpisodeSpec.from_json(json.dumps(record["replay"]["spec"]))

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -194,15 +194,49 @@ def run_episodes(
     ``batch_size`` episodes at a time; yield each finished episode's record (see the module
     docstring). ``name`` overrides the policy name in keys."""
     label = name or policy_name(policy)
-    return run_loop(specs, partial(_open, label=label), actor_of(policy), batch_size)
+    stacks = _IdleStacks()
+    return stacks.closing(run_loop(specs, partial(_open, label=label, stacks=stacks), actor_of(policy), batch_size))
 
 
-def _open(spec: EpisodeSpec, label: str) -> tuple[Episode, Any, dict[str, Any]]:
+def _open(spec: EpisodeSpec, label: str, stacks: _IdleStacks) -> tuple[Episode, Any, dict[str, Any]]:
+    env, release = stacks.take(spec)
     episode = Episode(
-        spec.key(label), label, spec.make_env(), partial(ace_record, spec), policy_seed=spec.policy_seed()
+        spec.key(label), label, env, partial(ace_record, spec), policy_seed=spec.policy_seed(), release=release
     )
     observation, info = episode.reset(seed=spec.seed, options=spec.reset_options())
     return episode, observation, info
+
+
+class _IdleStacks:
+    """The env stacks of finished episodes, each played again by the next episode of an equal
+    stack (:func:`_stack_key`) instead of building a new one: an episode always resets its stack
+    with its spec's seed and options, and every layer :meth:`EpisodeSpec.make_env` builds starts
+    over from that reset (its RNG reseeded, its counters and logs new), so a reused stack plays
+    the episode a new one would. A subclass of :class:`EpisodeSpec` may build its stack from any
+    field: its episodes get new stacks. Idle stacks are closed when the rollout ends."""
+
+    def __init__(self) -> None:
+        self._idle: dict[str, list[gym.Env]] = {}
+
+    def take(self, spec: EpisodeSpec) -> tuple[gym.Env, Callable[[gym.Env], None] | None]:
+        """A stack for ``spec`` and what its episode calls with it when it ends (None: close it)."""
+        if type(spec) is not EpisodeSpec:
+            return spec.make_env(), None
+        key = _stack_key(spec)
+        idle = self._idle.get(key)
+        return (idle.pop() if idle else spec.make_env()), partial(self._keep, key)
+
+    def _keep(self, key: str, env: gym.Env) -> None:
+        self._idle.setdefault(key, []).append(env)
+
+    def closing(self, records: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """``records``, then (or when the caller stops early) every idle stack closed."""
+        try:
+            yield from records
+        finally:
+            for env in (env for envs in self._idle.values() for env in envs):
+                env.close()
+            self._idle.clear()
 
 
 def ace_record(
@@ -254,7 +288,7 @@ def replay_fields(spec: EpisodeSpec | None) -> dict[str, Any] | None:
         return None
     local = EpisodeSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(EpisodeSpec)})
     local_json = json.loads(local.to_json())
-    stack_json = _stack_spec_json(local, json.dumps({k: v for k, v in local_json.items() if k not in _EPISODE_FIELDS}))
+    stack_json = _stack_spec_json(local, _stack_key(local))
     return {
         "spec": local_json,
         "env_spec": None if stack_json is None else json.loads(stack_json),
@@ -265,6 +299,15 @@ def replay_fields(spec: EpisodeSpec | None) -> dict[str, Any] | None:
 
 _EPISODE_FIELDS = frozenset({"instance_index", "instance_id", "seed", "trial"})
 """The :class:`EpisodeSpec` fields that pick what is played, never the env stack it is played in."""
+_STACK_FIELDS = tuple(f.name for f in dataclasses.fields(EpisodeSpec) if f.name not in _EPISODE_FIELDS)
+
+
+def _stack_key(spec: EpisodeSpec) -> str:
+    """The fields of ``spec`` that :meth:`EpisodeSpec.make_env` builds the env stack from, as JSON text."""
+    fields = {name: getattr(spec, name) for name in _STACK_FIELDS}
+    return json.dumps({**fields, "env_kwargs": dict(spec.env_kwargs)}, sort_keys=True)
+
+
 _STACK_SPECS: dict[str, str | None] = {}
 _MAX_STACK_SPECS = 256
 
