@@ -30,11 +30,13 @@ logger = logging.getLogger("uvicorn.error")  # configured by uvicorn, like its o
 
 def uvicorn_options(config: ServerConfig, log_level: str) -> dict[str, Any]:
     """uvicorn settings for a worker: frames capped like bodies, no access log (one line per
-    step), and the sans-I/O websockets protocol (about a fifth less CPU per frame than the
-    legacy one in ``benchmarks/bench_server.py``)."""
+    step), the sans-I/O websockets protocol (about a fifth less CPU per frame than the legacy one
+    in ``benchmarks/bench_server.py``), and no per-message deflate (frames of a few hundred bytes
+    on a local network: zlib on every frame costs more CPU than it saves bandwidth)."""
     return {
         "ws": "websockets-sansio",
         "ws_max_size": config.max_body_bytes,
+        "ws_per_message_deflate": False,
         "log_level": log_level,
         "access_log": False,
         "lifespan": "on",
