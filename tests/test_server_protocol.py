@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("orjson", reason="the serve extra installs orjson")
 
@@ -34,6 +36,57 @@ def test_dumps__orjson_writes_the_standard_library_text(payload: Any, monkeypatc
     monkeypatch.setattr(protocol, "orjson", None)
     assert fast == protocol.dumps(payload)
     json.loads(fast)
+
+
+FRAMES: list[str | bytes] = [
+    '{"type": "step", "data": {"name": "set_slot", "arguments": {"row": 1, "col": 2, "id": "C17"}}}',
+    '{"a": 1, "a": 2}',  # the last duplicate wins
+    "18446744073709551615",  # the largest unsigned 64-bit integer
+    "18446744073709551616",  # past 64 bits: orjson would read a float
+    "-9223372036854775809",
+    '{"row": 123456789012345678901234567890}',
+    "0.30000000000000004441",
+    "1e400",  # out of float range: the standard library reads inf
+    "NaN",
+    '"\\ud800"',  # a lone surrogate escape
+    '"\\u00e9 \\n"',
+    "-0.0",
+    "[1, 2,]",
+    '{"a": 1} x',
+    "\ufeff{}",
+    "[" * 5000 + "]" * 5000,  # deeper than orjson reads
+    "[" * 100_000,
+    b'{"bytes": true}',
+    b'{"bad utf-8": "\xff"}',
+    "",
+]
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _decoded(raw: str | bytes) -> str:
+    """What ``decode`` makes of ``raw``: the repr of its value (types, -0.0, nan) or its error."""
+    try:
+        return repr(protocol.decode(raw))
+    except protocol.ProtocolError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("raw", FRAMES, ids=range(len(FRAMES)))
+def test_decode__orjson_reads_the_standard_library_value(raw: str | bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = _decoded(raw)
+    monkeypatch.setattr(protocol, "orjson", None)
+    assert fast == _decoded(raw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_decode__random_json_reads_as_the_standard_library_does(value: Any) -> None:
+    text = json.dumps(value)
+    assert _decoded(text) == repr(json.loads(text))
 
 
 def _reset_thread(quick_reset_s: float, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int]:
