@@ -1,10 +1,10 @@
 """Run the env server with uvicorn: one process, or N worker processes sharing one port.
 
-With N > 1 workers the parent reserves the port and starts N spawned processes, each listening on
-its own socket on that port (``SO_REUSEPORT``: the kernel spreads connections over them). Each
-worker knows its index: session ids carry it, and each worker also listens on
-``<runtime dir>/worker-<i>.sock`` so that an HTTP request reaching the wrong worker is forwarded
-to the session's own (see :mod:`ace_gym.server.app`). The parent restarts a worker that dies after it started serving (its sessions are lost), stops the
+With N > 1 workers the parent binds the listening socket and starts N spawned processes that all
+accept on it (as ``uvicorn --workers`` does), but each worker knows its index: session ids carry
+it, and each worker also listens on ``<runtime dir>/worker-<i>.sock`` so that an HTTP request
+reaching the wrong worker is forwarded to the session's own (see :mod:`ace_gym.server.app`). The
+parent restarts a worker that dies after it started serving (its sessions are lost), stops the
 server when one dies before, and stops every worker on SIGINT or SIGTERM.
 """
 
@@ -61,9 +61,8 @@ def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info"
     if config.workers == 1:
         uvicorn.run(_server_app(config), host=host, port=port, **uvicorn_options(config, log_level))
         return 0
-    with _port_socket(host, port, shared=False) as probe:  # EADDRINUSE here if anything holds the port
-        port = probe.getsockname()[1]
-    reserved = _port_socket(host, port)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.create_server((host, port), family=family, backlog=2048)  # SO_REUSEADDR on POSIX
     runtime_dir = tempfile.mkdtemp(prefix="ace-gym-serve-")
     config = dataclasses.replace(config, runtime_dir=runtime_dir)
     context = multiprocessing.get_context("spawn")
@@ -74,7 +73,7 @@ def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info"
         ready = context.Event()
         process = context.Process(
             target=_run_worker,
-            args=(dataclasses.replace(config, worker=worker), host, port, log_level, ready),
+            args=(dataclasses.replace(config, worker=worker), listening, log_level, ready),
             name=f"ace-gym-serve-{worker}",
         )
         process.start()
@@ -100,7 +99,7 @@ def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info"
             process.terminate()
         for process, _ in workers:
             process.join(timeout=10)
-        reserved.close()
+        listening.close()
         shutil.rmtree(runtime_dir, ignore_errors=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -120,43 +119,15 @@ class _Server(uvicorn.Server):
             self.ready.set()
 
 
-def _port_socket(host: str, port: int, *, shared: bool = True) -> socket.socket:
-    """A TCP socket bound to ``(host, port)``, not listening; ``shared``: in the port's
-    ``SO_REUSEPORT`` group.
-
-    Every worker listens on a socket of its own in that group, and Linux spreads new connections
-    evenly over the group's listening sockets. One listening socket shared by the workers (as
-    ``uvicorn --workers`` does) let the kernel hand most connections to one worker (1,000
-    WebSocket sessions over 4 workers: 582, 280, 101 and 37; with the group: 264, 249, 245, 242).
-    The parent first binds the port unshared (so a port in use fails as before), then holds an
-    idle socket in the group, which keeps the port while a worker restarts and never receives a
-    connection. Another server binding the port without ``SO_REUSEPORT`` fails, as before.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    bound = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if shared:
-            bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        bound.bind((host, port))
-    except BaseException:
-        bound.close()
-        raise
-    return bound
-
-
-def _run_worker(config: ServerConfig, host: str, port: int, log_level: str, ready: Any) -> None:
-    """A worker process: its own listening socket on the shared port plus its own Unix socket;
-    sets ``ready`` once it serves (a worker that dies before that stops the server)."""
+def _run_worker(config: ServerConfig, listening: socket.socket, log_level: str, ready: Any) -> None:
+    """A worker process: the shared listening socket plus this worker's own Unix socket; sets
+    ``ready`` once it serves (a worker that dies before that stops the server)."""
     if config.runtime_dir is None:
         raise ConfigError("runtime_dir", None, "a worker needs its socket folder")
-    app = _server_app(config)
     path = worker_socket(config.runtime_dir, config.worker)
     path.unlink(missing_ok=True)  # left by a predecessor that died
     own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     own.bind(str(path))
     own.listen(128)
-    listening = _port_socket(host, port)  # joins the port's group once the app is built: no
-    listening.listen(2048)  # connection waits in the backlog of a worker that is still importing
-    server = _Server(uvicorn.Config(app, **uvicorn_options(config, log_level)), ready)
+    server = _Server(uvicorn.Config(_server_app(config), **uvicorn_options(config, log_level)), ready)
     server.run(sockets=[listening, own])
