@@ -193,7 +193,7 @@ def local_step_seconds() -> float:
 def start_server(*options: str) -> tuple[subprocess.Popen[bytes], str]:
     """``ace-gym serve`` with ``options`` on a free loopback port, ready: (process, base URL)."""
     port = free_port()
-    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), *options]
+    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--log-level", "warning", *options]
     server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
     base = f"http://127.0.0.1:{port}"
     try:

