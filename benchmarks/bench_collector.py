@@ -16,6 +16,11 @@ The wall time of the rollout is split, in this run:
 * collector: the rest (the loop, the Episode bookkeeping and records, the actor), the engine's
   own time (a list lookup) excluded.
 
+The bare envs run episode after episode; the rollout interleaves all of them, turn by turn, so the
+adapter row also carries what the interleaving costs the env (colder caches). A GC collection runs
+in whichever layer allocated when a threshold was crossed: the time inside collections is printed
+on its own row and is also part of the layer rows above it.
+
 The heap during a timed rollout holds what a trainer's collector holds: the loaded datasets, the
 scripts (a trainer's prompts) and the rollout's own episodes and records. The solver's records and
 the previous rollout's records are dropped, and ``gc.collect()`` runs before each timed rollout.
@@ -155,7 +160,7 @@ def main() -> None:
         ("adapter + parse (ChatAdapter...)", "adapter"),
         ("  of which parse_turn", "parse"),
         ("collector (loop, Episode, records)", "collector"),
-        ("inside GC collections (all layers)", "gc"),
+        ("in GC collections (in the rows above)", "gc"),
     ):
         print(f"{label:40s} {per_turn[key]:9.1f} {100 * best[key] / best['wall']:6.1f}%")
     total = per_turn["wall"]
