@@ -16,18 +16,35 @@ The wall time of the rollout is split, in this run:
 * collector: the rest (the loop, the Episode bookkeeping and records, the actor), the engine's
   own time (a list lookup) excluded.
 
+The bare envs run episode after episode; the rollout interleaves all of them, turn by turn, so the
+adapter row also carries what the interleaving costs the env (colder caches). A GC collection runs
+in whichever layer allocated when a threshold was crossed: the time inside collections is printed
+on its own row and is also part of the layer rows above it.
+
+The heap during a timed rollout holds what a trainer's collector holds: the loaded datasets, the
+scripts (a trainer's prompts) and the rollout's own episodes and records. The solver's records and
+the previous rollout's records are dropped, and ``gc.collect()`` runs before each timed rollout.
+Python's cyclic GC then runs as it would in that trainer, and its pauses are part of the totals.
+Each repeat times the rollout twice:
+
+* GC as is: the target verdict is on this total; the time spent inside collections (timed with
+  ``gc.callbacks``) is printed as the GC's share;
+* ``gc.freeze()`` after set-up: what a trainer gets by calling ``gc.collect(); gc.freeze()`` once
+  its datasets and prompts are loaded (collections then skip everything loaded before).
+
 Target (issue 10): env + adapter + collector <= 50 µs per episode-turn of 3 calls.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from bench_rollout import _replay_on_core_envs
+from bench_rollout import core_env_time
 
 from ace_gym.agents import Completion, make_policy
 from ace_gym.domains import DOMAIN_NAMES
@@ -99,30 +116,35 @@ def main() -> None:
     ]
     solved = {r["key"]: r for r in run_episodes(specs, make_policy("solver"), batch_size=len(specs))}
     calls = [_solver_calls(solved[spec.key("solver")]) for spec in specs]
+    del solved  # a collector in a trainer does not hold a previous run's records
     scripts = [_hermes_turns(episode_calls, args.calls_per_turn) for episode_calls in calls]
     texts = [text for script in scripts for text in script]
 
     best: dict[str, float] = {}
     for _ in range(args.repeats):
-        engine = ReplayEngine(scripts)
-        began = time.perf_counter()
-        records = list(run_episodes(specs, engine, batch_size=len(specs), name="replay"))
-        wall = time.perf_counter() - began
-        env_s = sum(r["usage"]["env_s"] for r in records)
-        replayed = {r["key"]: r for r in records}
-        if [_solver_calls(replayed[spec.key("replay")]) for spec in specs] != calls:
-            raise SystemExit("the replay did not make the solver's calls")
-        core = _replay_on_core_envs(specs, records)
+        gc.collect()
+        with _GcClock() as clock:
+            wall, generation_s, env_s = _timed_rollout(specs, scripts, calls)
+        gc.collect()
+        gc.freeze()
+        try:
+            frozen_wall, frozen_generation_s, _ = _timed_rollout(specs, scripts, calls)
+        finally:
+            gc.unfreeze()
+        gc.collect()
+        core = core_env_time(specs, calls)
         began = time.perf_counter()
         for text in texts:
             parse_turn(text)
         parse = time.perf_counter() - began
         measured = {
-            "wall": wall - engine.generation_s,
+            "wall": wall - generation_s,
+            "gc": clock.seconds,
+            "frozen": frozen_wall - frozen_generation_s,
             "env": core,
             "adapter": env_s - core,
             "parse": parse,
-            "collector": wall - engine.generation_s - env_s,
+            "collector": wall - generation_s - env_s,
         }
         best = {k: min(best.get(k, float("inf")), v) for k, v in measured.items()}
 
@@ -130,20 +152,61 @@ def main() -> None:
     per_turn = {k: v / turns * 1e6 for k, v in best.items()}
     print(
         f"{len(specs)} episodes, {turns} episode-turns of {args.calls_per_turn} solver calls as Hermes text,"
-        f" {sum(map(len, calls))} calls; one batch; best of {args.repeats} rollouts"
+        f" {sum(map(len, calls))} calls; one batch; best of {args.repeats} rollouts (each layer's best apart)"
     )
-    print(f"{'layer':34s} {'µs/turn':>9s} {'share':>7s}")
+    print(f"{'layer (GC as is)':40s} {'µs/turn':>9s} {'share':>7s}")
     for label, key in (
         ("env (bare AceEnv reset + steps)", "env"),
         ("adapter + parse (ChatAdapter...)", "adapter"),
         ("  of which parse_turn", "parse"),
         ("collector (loop, Episode, records)", "collector"),
+        ("in GC collections (in the rows above)", "gc"),
     ):
-        print(f"{label:34s} {per_turn[key]:9.1f} {100 * best[key] / best['wall']:6.1f}%")
+        print(f"{label:40s} {per_turn[key]:9.1f} {100 * best[key] / best['wall']:6.1f}%")
     total = per_turn["wall"]
     verdict = "met" if total <= 50 else "NOT met"
-    print(f"{'env + adapter + collector':34s} {total:9.1f} {100.0:6.1f}%   target <= 50 µs/turn: {verdict}")
-    print(f"episode-turns/s (engine excluded): {1e6 / total:,.0f}")
+    print(f"{'env + adapter + collector, GC as is':40s} {total:9.1f} {100.0:6.1f}%   target <= 50 µs/turn: {verdict}")
+    print(f"episode-turns/s (engine excluded, GC as is): {1e6 / total:,.0f}")
+    print(
+        f"{'same, gc.freeze() after set-up':40s} {per_turn['frozen']:9.1f}"
+        "            (what a trainer gets by calling gc.freeze() after loading)"
+    )
+
+
+class _GcClock:
+    """Wall time spent inside the cyclic GC's collections while the block runs (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._began = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._began
+
+    def __enter__(self) -> _GcClock:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
+def _timed_rollout(
+    specs: list[EpisodeSpec], scripts: list[list[str]], calls: list[list[dict[str, Any]]]
+) -> tuple[float, float, float]:
+    """``(wall, generation_s, env_s)`` of one replayed rollout; SystemExit if it did not make ``calls``."""
+    engine = ReplayEngine(scripts)
+    began = time.perf_counter()
+    records = list(run_episodes(specs, engine, batch_size=len(specs), name="replay"))
+    wall = time.perf_counter() - began
+    env_s = sum(r["usage"]["env_s"] for r in records)
+    replayed = {r["key"]: r for r in records}
+    if [_solver_calls(replayed[spec.key("replay")]) for spec in specs] != calls:
+        raise SystemExit("the replay did not make the solver's calls")
+    return wall, engine.generation_s, env_s
 
 
 if __name__ == "__main__":

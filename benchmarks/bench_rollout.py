@@ -172,6 +172,11 @@ def _replay_on_core_envs(specs: list[EpisodeSpec], records: list[dict[str, Any]]
                 for c in m["tool_calls"]
             ]
         )
+    return core_env_time(specs, calls)
+
+
+def core_env_time(specs: list[EpisodeSpec], calls: list[list[dict[str, Any]]]) -> float:
+    """Wall time of resetting bare core envs and stepping each with its episode's ``calls``."""
     began = time.perf_counter()
     for spec, episode_calls in zip(specs, calls, strict=True):
         env = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs)

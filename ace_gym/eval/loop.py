@@ -128,33 +128,40 @@ class Episode:
         (without :data:`INFO_DROPPED`), the completion's token counts and ids, the calls it ran;
         append the adapter's new messages to the conversation."""
         completion = turn_played.completion
+        usage = self.usage
         if "messages" in info:  # the whole conversation, as a view: copy only this turn's messages
-            self.messages.extend(info["messages"][len(self.messages) :])
-        self.usage["tool_calls"] += len(info.get("calls", ()))
-        turn: dict[str, Any] = {
-            "action": jsonable(turn_played.action),
-            "reward": float(reward),
-            "info": {
-                str(k): v if type(v) in _PLAIN_TYPES else jsonable(v) for k, v in info.items() if k not in INFO_DROPPED
-            },
+            self.messages += info["messages"][len(self.messages) :]
+        usage["tool_calls"] += len(info.get("calls", ()))
+        action = turn_played.action
+        played = action if type(action) is str else jsonable(action)
+        entries = {
+            k if type(k) is str else str(k): v if type(v) in _PLAIN_TYPES else jsonable(v)
+            for k, v in info.items()
+            if k not in _INFO_DROPPED
         }
-        if completion is not None:
-            turn.update(
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-                finish_reason=completion.finish_reason,
-            )
+        turn: dict[str, Any]
+        if completion is None:
+            turn = {"action": played, "reward": float(reward), "info": entries}
+        else:
+            turn = {
+                "action": played,
+                "reward": float(reward),
+                "info": entries,
+                "prompt_tokens": completion.prompt_tokens,
+                "completion_tokens": completion.completion_tokens,
+                "finish_reason": completion.finish_reason,
+            }
             if completion.prompt_token_ids is not None:
                 turn["prompt_token_ids"] = list(completion.prompt_token_ids)
             if completion.completion_token_ids is not None:
                 turn["completion_token_ids"] = list(completion.completion_token_ids)
             if completion.logprobs is not None:
                 turn["logprobs"] = list(completion.logprobs)
-            self.usage["prompt_tokens"] += completion.prompt_tokens
-            self.usage["completion_tokens"] += completion.completion_tokens
+            usage["prompt_tokens"] += completion.prompt_tokens
+            usage["completion_tokens"] += completion.completion_tokens
             self.last_completion = completion
         self.turns.append(turn)
-        self.usage["turns"] += 1
+        usage["turns"] += 1
 
     def finish(self, terminated: bool, truncated: bool, info: Mapping[str, Any]) -> dict[str, Any]:
         """Stop the clock, build the record, release the env; returns the record."""
@@ -369,6 +376,7 @@ def _refilling(
 
 _END = object()
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+_INFO_DROPPED = frozenset(INFO_DROPPED)
 
 
 def jsonable(value: Any) -> Any:

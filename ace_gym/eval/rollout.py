@@ -286,7 +286,11 @@ def replay_fields(spec: EpisodeSpec | None) -> dict[str, Any] | None:
     spec it extends, and ``env_spec`` is always the stack of that plain spec, so replays run locally."""
     if spec is None:
         return None
-    local = EpisodeSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(EpisodeSpec)})
+    local = (
+        spec
+        if type(spec) is EpisodeSpec
+        else EpisodeSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(EpisodeSpec)})
+    )
     local_json = json.loads(local.to_json())
     stack_json = _stack_spec_json(local, _stack_key(local))
     return {
