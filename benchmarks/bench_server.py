@@ -219,13 +219,21 @@ def client_process(
             out["latencies"].clear()
             out["resets"] = out["late"] = 0
             start.set()
-            began, cpu = time.perf_counter(), time.process_time()
+            began, times = time.perf_counter(), os.times()
             await asyncio.sleep(seconds)
             stop.set()
-            elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+            elapsed, after = time.perf_counter() - began, os.times()
+            user, system = after.user - times.user, after.system - times.system
             steps = len(out["latencies"])  # steps finished inside the window
             await asyncio.gather(*tasks)
-        return {**out, "latencies": out["latencies"][:steps], "steps": steps, "elapsed": elapsed, "cpu": cpu}
+        return {
+            **out,
+            "latencies": out["latencies"][:steps],
+            "steps": steps,
+            "elapsed": elapsed,
+            "cpu": user + system,
+            "system_cpu": system,
+        }
 
     results.put(asyncio.run(run()))
 
@@ -326,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "client_cores_used": round(sum(r["cpu"] for r in reports) / window, 2),
         "server_cpu_us_per_step": round(server_cpu / max(1, steps) * 1e6, 1),
         "client_cpu_us_per_step": round(sum(r["cpu"] for r in reports) / max(1, steps) * 1e6, 1),
+        "client_kernel_cpu_us_per_step": round(sum(r["system_cpu"] for r in reports) / max(1, steps) * 1e6, 1),
         "local_env_step_us": round(local_step_seconds() * 1e6, 2),
         "steps_per_s_vs_target_10000": round(steps_per_s / 10_000, 2),
         "p99_vs_target_20ms": round(p99 / 20, 2),
