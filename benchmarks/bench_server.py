@@ -4,12 +4,12 @@ per-step latency.
 Starts ``ace-gym serve --workers W`` and P load-generator processes; each process multiplexes its
 share of the sessions on one asyncio loop, one step in flight per session. The client (``--client``)
 is ``raw`` (default), the minimal asyncio-Protocol WebSocket client in ``raw_websocket.py`` (each
-session masks its four step frames once, with one random mask key per session; see that module),
-or ``aiohttp`` (``pip install aiohttp``; about a third cheaper per message than websockets' client,
-and what earlier runs used), to compare the load generator's own cost. Every reply is decoded
-(orjson) and a reply that is not an observation counts as an error. Every session resets with its own seed, then plays a cycle of four tool calls
-(attribute query, item info, slot check, grid state) and resets again every 50 steps (resets are
-not counted as steps). Once every session is open and reset, steps are counted for ``--seconds``;
+session masks its four step frames once, with one random mask key per session, and a reset frame
+when it sends it; see that module), or ``aiohttp`` (``pip install aiohttp``; what earlier runs
+used), to compare the load generator's own cost; both send the same compact JSON frames. Every
+reply is decoded (orjson) and a reply that is not an observation counts as an error. Every session
+resets with its own seed, then plays a cycle of four tool calls (attribute query, item info, slot
+check, grid state) and resets again every 50 steps (resets are not counted as steps). Once every session is open and reset, steps are counted for ``--seconds``;
 latency is measured per step at the client, from sending the frame to parsing the reply.
 
 Two loads:
