@@ -2,10 +2,14 @@
 per-step latency.
 
 Starts ``ace-gym serve --workers W`` and P load-generator processes; each process multiplexes its
-share of the sessions on one asyncio loop (aiohttp WebSocket clients, about a third cheaper per
-message than websockets' client; ``pip install aiohttp``; one step in flight per session). Every session resets with its own seed, then plays a cycle of four tool calls
-(attribute query, item info, slot check, grid state) and resets again every 50 steps (resets are
-not counted as steps). Once every session is open and reset, steps are counted for ``--seconds``;
+share of the sessions on one asyncio loop, one step in flight per session. The client (``--client``)
+is ``raw`` (default), the minimal asyncio-Protocol WebSocket client in ``raw_websocket.py`` (each
+session masks its four step frames once, with one random mask key per session, and a reset frame
+when it sends it; see that module), or ``aiohttp`` (``pip install aiohttp``; what earlier runs
+used), to compare the load generator's own cost; both send the same compact JSON frames. Every
+reply is decoded (orjson) and a reply that is not an observation counts as an error. Every session
+resets with its own seed, then plays a cycle of four tool calls (attribute query, item info, slot
+check, grid state) and resets again every 50 steps (resets are not counted as steps). Once every session is open and reset, steps are counted for ``--seconds``;
 latency is measured per step at the client, from sending the frame to parsing the reply.
 
 Two loads:
@@ -26,12 +30,14 @@ one JSON line.
     python benchmarks/bench_server.py                              # 1000 sessions, 10k steps/s offered
     python benchmarks/bench_server.py --rate 0                     # closed loop: saturation
     python benchmarks/bench_server.py --sessions 200 --workers 1 --rate 2000 --seconds 10
+    python benchmarks/bench_server.py --client aiohttp             # the same load from aiohttp clients
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -40,10 +46,14 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
+import raw_websocket
 
 from ace_gym.server.client import wait_until_ready
 
@@ -76,36 +86,77 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+class AiohttpConnection:
+    """An aiohttp WebSocket behind the raw client's ``frame``/``request`` interface."""
+
+    def __init__(self, websocket: Any) -> None:
+        self.websocket = websocket
+
+    def frame(self, payload: bytes) -> str:
+        return payload.decode()
+
+    async def request(self, frame: str) -> str:
+        await self.websocket.send_str(frame)
+        return (await self.websocket.receive()).data  # type: ignore[no-any-return]
+
+
+Opener = Callable[[str], AbstractAsyncContextManager[Any]]
+
+
+@contextlib.asynccontextmanager
+async def open_raw(url: str) -> AsyncIterator[raw_websocket.RawWebSocket]:
+    connection = await raw_websocket.connect(url)
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+def aiohttp_opener(client: Any) -> Opener:
+    """Connections of one ``aiohttp.ClientSession``, as the old load generator opened them."""
+
+    @contextlib.asynccontextmanager
+    async def open_aiohttp(url: str) -> AsyncIterator[AiohttpConnection]:
+        async with client.ws_connect(url, compress=0, max_msg_size=0) as websocket:
+            yield AiohttpConnection(websocket)
+
+    return open_aiohttp
+
+
 class Session:
     """One WebSocket session of the load generator."""
 
     def __init__(self, seed: int, period: float, out: dict[str, Any]) -> None:
         self.seed, self.period, self.out = seed, period, out
-        self.frames = [json.dumps({"type": "step", "data": action}) for action in ACTIONS]
 
     def mark_ready(self, ready: asyncio.Event) -> None:
         self.out["ready"] += 1
         if self.out["ready"] == self.out["sessions"]:
             ready.set()
 
-    async def run(self, client: Any, url: str, ready: asyncio.Event, start: asyncio.Event, stop: asyncio.Event) -> None:
+    async def run(
+        self, opener: Opener, url: str, ready: asyncio.Event, start: asyncio.Event, stop: asyncio.Event
+    ) -> None:
         try:
-            await self.play(client, url, ready, start, stop)
+            await self.play(opener, url, ready, start, stop)
         except Exception as error:  # a session that could not open is reported, not waited for
             self.out["failed_sessions"].append(f"{type(error).__name__}: {error}")
             if not start.is_set():
                 self.mark_ready(ready)
 
     async def play(
-        self, client: Any, url: str, ready: asyncio.Event, start: asyncio.Event, stop: asyncio.Event
+        self, opener: Opener, url: str, ready: asyncio.Event, start: asyncio.Event, stop: asyncio.Event
     ) -> None:
-        async with client.ws_connect(url, compress=0, max_msg_size=0) as connection:
+        async with opener(url) as connection:
+            frames = [connection.frame(orjson.dumps({"type": "step", "data": action})) for action in ACTIONS]
 
-            async def call(text: str) -> dict[str, Any]:
-                await connection.send_str(text)
-                return json.loads((await connection.receive()).data)
+            async def call(frame: Any) -> dict[str, Any]:
+                return orjson.loads(await connection.request(frame))  # type: ignore[no-any-return]
 
-            await call(json.dumps({"type": "reset", "data": {"seed": self.seed}}))
+            def reset_frame(seed: int) -> Any:
+                return connection.frame(orjson.dumps({"type": "reset", "data": {"seed": seed}}))
+
+            await call(reset_frame(self.seed))
             self.mark_ready(ready)
             await start.wait()
             loop = asyncio.get_running_loop()
@@ -121,20 +172,20 @@ class Session:
                         next_send = loop.time()
                     next_send += self.period
                 began = time.perf_counter()
-                reply = await call(self.frames[steps % len(self.frames)])
+                reply = await call(frames[steps % len(frames)])
                 self.out["latencies"].append(time.perf_counter() - began)
                 if reply["type"] != "observation":
                     self.out["errors"] += 1
                 steps += 1
                 if steps % STEPS_PER_EPISODE == 0 or reply["data"].get("done"):
-                    await call(json.dumps({"type": "reset", "data": {"seed": self.seed + steps}}))
+                    await call(reset_frame(self.seed + steps))
                     self.out["resets"] += 1
 
 
-def client_process(url: str, seeds: list[int], period: float, barrier: Any, seconds: float, results: Any) -> None:
-    """One load-generator process: its sessions on one event loop."""
-    import aiohttp
-
+def client_process(
+    client_kind: str, url: str, seeds: list[int], period: float, barrier: Any, seconds: float, results: Any
+) -> None:
+    """One load-generator process: its sessions on one event loop, on ``client_kind`` connections."""
     try:
         import uvloop
 
@@ -153,23 +204,36 @@ def client_process(url: str, seeds: list[int], period: float, barrier: Any, seco
             "late": 0,
             "failed_sessions": [],
         }
-        connector = aiohttp.TCPConnector(limit=0)
-        async with aiohttp.ClientSession(connector=connector) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            opener: Opener = open_raw
+            if client_kind == "aiohttp":
+                import aiohttp
+
+                connector = aiohttp.TCPConnector(limit=0)
+                opener = aiohttp_opener(await stack.enter_async_context(aiohttp.ClientSession(connector=connector)))
             tasks = [
-                asyncio.create_task(Session(seed, period, out).run(client, url, ready, start, stop)) for seed in seeds
+                asyncio.create_task(Session(seed, period, out).run(opener, url, ready, start, stop)) for seed in seeds
             ]
             await ready.wait()
             await asyncio.get_running_loop().run_in_executor(None, barrier.wait)  # every process ready
             out["latencies"].clear()
             out["resets"] = out["late"] = 0
             start.set()
-            began, cpu = time.perf_counter(), time.process_time()
+            began, times = time.perf_counter(), os.times()
             await asyncio.sleep(seconds)
             stop.set()
-            elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+            elapsed, after = time.perf_counter() - began, os.times()
+            user, system = after.user - times.user, after.system - times.system
             steps = len(out["latencies"])  # steps finished inside the window
             await asyncio.gather(*tasks)
-        return {**out, "latencies": out["latencies"][:steps], "steps": steps, "elapsed": elapsed, "cpu": cpu}
+        return {
+            **out,
+            "latencies": out["latencies"][:steps],
+            "steps": steps,
+            "elapsed": elapsed,
+            "cpu": user + system,
+            "system_cpu": system,
+        }
 
     results.put(asyncio.run(run()))
 
@@ -211,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4, help="server worker processes")
     parser.add_argument("--clients", type=int, default=2, help="load-generator processes")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured window")
+    parser.add_argument("--client", choices=("raw", "aiohttp"), default="raw", help="load-generator WebSocket client")
     args = parser.parse_args(argv)
 
     period = args.sessions / args.rate if args.rate > 0 else 0.0
@@ -223,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         url = base.replace("http://", "ws://") + "/envs/ACE-course-v0/ws"
         clients = [
             context.Process(
-                target=client_process, args=(url, [int(s) for s in share], period, barrier, args.seconds, results)
+                target=client_process,
+                args=(args.client, url, [int(s) for s in share], period, barrier, args.seconds, results),
             )
             for share in np.array_split(np.arange(args.sessions), args.clients)
         ]
@@ -250,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         "sessions": args.sessions,
         "workers": args.workers,
         "client_processes": args.clients,
+        "client": args.client,
         "cores": os.cpu_count(),
         "load_average_1m": round(os.getloadavg()[0], 1),
         "window_s": round(window, 1),
@@ -266,6 +333,8 @@ def main(argv: list[str] | None = None) -> int:
         "server_cores_used": round(server_cpu / window, 2),
         "client_cores_used": round(sum(r["cpu"] for r in reports) / window, 2),
         "server_cpu_us_per_step": round(server_cpu / max(1, steps) * 1e6, 1),
+        "client_cpu_us_per_step": round(sum(r["cpu"] for r in reports) / max(1, steps) * 1e6, 1),
+        "client_kernel_cpu_us_per_step": round(sum(r["system_cpu"] for r in reports) / max(1, steps) * 1e6, 1),
         "local_env_step_us": round(local_step_seconds() * 1e6, 2),
         "steps_per_s_vs_target_10000": round(steps_per_s / 10_000, 2),
         "p99_vs_target_20ms": round(p99 / 20, 2),
