@@ -9,7 +9,10 @@ when it sends it; see that module), or ``aiohttp`` (``pip install aiohttp``; wha
 used), to compare the load generator's own cost; both send the same compact JSON frames. Every
 reply is decoded (orjson) and a reply that is not an observation counts as an error. Every session
 resets with its own seed, then plays a cycle of four tool calls (attribute query, item info, slot
-check, grid state) and resets again every 50 steps (resets are not counted as steps). Once every session is open and reset, steps are counted for ``--seconds``;
+check, grid state) and resets again every 50 steps (resets are not counted as steps); each
+session's first episode ends after a random 1-50 steps (seeded by the session), so that sessions
+reset at different times as a rollout's episodes do, not all 1,000 in the same tenth of a second
+(``--lockstep-resets`` measures that burst). Once every session is open and reset, steps are counted for ``--seconds``;
 latency is measured per step at the client, from sending the frame to parsing the reply.
 
 Two loads:
@@ -126,8 +129,8 @@ def aiohttp_opener(client: Any) -> Opener:
 class Session:
     """One WebSocket session of the load generator."""
 
-    def __init__(self, seed: int, period: float, out: dict[str, Any]) -> None:
-        self.seed, self.period, self.out = seed, period, out
+    def __init__(self, seed: int, period: float, out: dict[str, Any], lockstep: bool) -> None:
+        self.seed, self.period, self.out, self.lockstep = seed, period, out, lockstep
 
     def mark_ready(self, ready: asyncio.Event) -> None:
         self.out["ready"] += 1
@@ -162,6 +165,10 @@ class Session:
             loop = asyncio.get_running_loop()
             next_send = loop.time() + random.random() * self.period
             steps = 0
+            # the first episode is cut short at a random step so that sessions end their episodes
+            # out of step, as a rollout's episodes do (in lock-step, 1,000 resets would land in
+            # the same tenth of a second every 50 steps)
+            episode_end = STEPS_PER_EPISODE if self.lockstep else random.Random(self.seed).randint(1, STEPS_PER_EPISODE)
             while not stop.is_set():
                 if self.period:
                     delay = next_send - loop.time()
@@ -177,13 +184,21 @@ class Session:
                 if reply["type"] != "observation":
                     self.out["errors"] += 1
                 steps += 1
-                if steps % STEPS_PER_EPISODE == 0 or reply["data"].get("done"):
+                if steps == episode_end or reply["data"].get("done"):
+                    episode_end = steps + STEPS_PER_EPISODE
                     await call(reset_frame(self.seed + steps))
                     self.out["resets"] += 1
 
 
 def client_process(
-    client_kind: str, url: str, seeds: list[int], period: float, barrier: Any, seconds: float, results: Any
+    client_kind: str,
+    url: str,
+    seeds: list[int],
+    period: float,
+    barrier: Any,
+    seconds: float,
+    results: Any,
+    lockstep: bool,
 ) -> None:
     """One load-generator process: its sessions on one event loop, on ``client_kind`` connections."""
     try:
@@ -212,7 +227,8 @@ def client_process(
                 connector = aiohttp.TCPConnector(limit=0)
                 opener = aiohttp_opener(await stack.enter_async_context(aiohttp.ClientSession(connector=connector)))
             tasks = [
-                asyncio.create_task(Session(seed, period, out).run(opener, url, ready, start, stop)) for seed in seeds
+                asyncio.create_task(Session(seed, period, out, lockstep).run(opener, url, ready, start, stop))
+                for seed in seeds
             ]
             await ready.wait()
             await asyncio.get_running_loop().run_in_executor(None, barrier.wait)  # every process ready
@@ -275,6 +291,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=4, help="server worker processes")
     parser.add_argument("--clients", type=int, default=2, help="load-generator processes")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured window")
+    parser.add_argument(
+        "--lockstep-resets",
+        action="store_true",
+        help="every session's episodes 50 steps from the start (all sessions reset in the same 0.1 s)",
+    )
     parser.add_argument("--client", choices=("raw", "aiohttp"), default="raw", help="load-generator WebSocket client")
     args = parser.parse_args(argv)
 
@@ -289,7 +310,16 @@ def main(argv: list[str] | None = None) -> int:
         clients = [
             context.Process(
                 target=client_process,
-                args=(args.client, url, [int(s) for s in share], period, barrier, args.seconds, results),
+                args=(
+                    args.client,
+                    url,
+                    [int(s) for s in share],
+                    period,
+                    barrier,
+                    args.seconds,
+                    results,
+                    args.lockstep_resets,
+                ),
             )
             for share in np.array_split(np.arange(args.sessions), args.clients)
         ]
@@ -317,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         "workers": args.workers,
         "client_processes": args.clients,
         "client": args.client,
+        "lockstep_resets": args.lockstep_resets,
         "cores": os.cpu_count(),
         "load_average_1m": round(os.getloadavg()[0], 1),
         "window_s": round(window, 1),
