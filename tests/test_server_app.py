@@ -303,8 +303,26 @@ def test_websocket__oversized_frame_closes_the_connection_and_frees_the_session(
     before = sessions(app)
     with connect(ws_url(url), max_size=None) as connection:
         exchange(connection, {"type": "reset", "data": {}})
-        connection.send("x" * (2 << 20))  # over the 1 MiB default limit
+        # the header of a masked text frame of 2 MiB (over the 1 MiB default limit), written
+        # straight to the socket: the server refuses it from its length alone. Sending the whole
+        # payload would race the server's close (it resets a connection it stopped reading).
+        connection.socket.sendall(bytes([0x81, 0x80 | 127]) + (2 << 20).to_bytes(8, "big") + b"mask")
         with pytest.raises(ConnectionClosed) as closed:
             connection.recv(timeout=30)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009  # "message too big"
+    wait_for(lambda: sessions(app) == before)
+
+
+def test_websocket__an_oversized_message_sent_whole_closes_the_connection_and_frees_the_session(
+    server: Any,
+) -> None:
+    from websockets.exceptions import ConnectionClosed
+
+    url, app = server
+    before = sessions(app)
+    with connect(ws_url(url), max_size=None) as connection:
+        exchange(connection, {"type": "reset", "data": {}})
+        with pytest.raises(ConnectionClosed):  # from the send or the receive, whichever meets the close
+            connection.send("x" * (2 << 20))
+            connection.recv(timeout=30)
     wait_for(lambda: sessions(app) == before)
