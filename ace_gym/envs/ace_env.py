@@ -191,8 +191,8 @@ class AceEnv(gym.Env[str, ActionType]):
         self._state = EpisodeState(compiled, self.config)
         self._steps = 0
         self._finished = False
-        instance = compiled.instance
-        system_prompt = self._system_prompt(instance.task_instruction)
+        texts = _reset_texts(compiled)
+        system_prompt = self._system_prompt(compiled.instance.task_instruction)
         info = {
             "domain": self.domain.name,
             "instance_id": compiled.instance_id,
@@ -200,14 +200,14 @@ class AceEnv(gym.Env[str, ActionType]):
             "rows": compiled.rows,
             "cols": compiled.cols,
             "hidden_slots": compiled.hidden_count,
-            "hidden_positions": list(_reset_texts(compiled).hidden_positions),
+            "hidden_positions": list(texts.hidden_positions),
             "decoy_budget": compiled.decoy_budget,
             "system_prompt": system_prompt,
             "tools": self.tools.schema_copies(),
             "budgets": self.budgets(),
             **source_info,
         }
-        return _reset_texts(compiled).user_message, info
+        return texts.user_message, info
 
     def _system_prompt(self, task_instruction: str) -> str:
         """The episode's system prompt around ``task_instruction`` (budgets as configured), kept

@@ -39,7 +39,7 @@ from ace_gym.errors import ConfigError, integer
 
 logger = logging.getLogger(__name__)
 
-INFO_DROPPED = ("messages", "system_prompt", "tools")
+INFO_DROPPED = frozenset({"messages", "system_prompt", "tools"})
 """Info entries stored once per record (the conversation, the tool schemas), not per turn."""
 
 WALL_CLOCK_USAGE = ("time_s", "env_s", "generation_s")
@@ -137,7 +137,7 @@ class Episode:
         entries = {
             k if type(k) is str else str(k): v if type(v) in _PLAIN_TYPES else jsonable(v)
             for k, v in info.items()
-            if k not in _INFO_DROPPED
+            if k not in INFO_DROPPED
         }
         turn: dict[str, Any]
         if completion is None:
@@ -376,7 +376,6 @@ def _refilling(
 
 _END = object()
 _PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
-_INFO_DROPPED = frozenset(INFO_DROPPED)
 
 
 def jsonable(value: Any) -> Any:

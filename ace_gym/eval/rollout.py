@@ -165,8 +165,7 @@ class EpisodeSpec:
     def to_json(self) -> str:
         """The spec as JSON text (:meth:`from_json` reads it back): how a trainer's dataset row
         names the episode it plays."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(EpisodeSpec)}  # values are JSON data
-        return json.dumps({**fields, "env_kwargs": dict(self.env_kwargs)}, sort_keys=True)
+        return _fields_json(self, _SPEC_FIELDS)
 
     @classmethod
     def from_json(cls, text: str) -> EpisodeSpec:
@@ -291,35 +290,43 @@ def replay_fields(spec: EpisodeSpec | None) -> dict[str, Any] | None:
         if type(spec) is EpisodeSpec
         else EpisodeSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(EpisodeSpec)})
     )
-    local_json = json.loads(local.to_json())
-    stack_json = _stack_spec_json(local, _stack_key(local))
+    stack_json = _stack_spec_json(local)
     return {
-        "spec": local_json,
+        "spec": json.loads(local.to_json()),
         "env_spec": None if stack_json is None else json.loads(stack_json),
         "version": __version__,
         "dataset_sha256": dataset_sha256(spec.dataset, spec.domain),
     }
 
 
+_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(EpisodeSpec))
 _EPISODE_FIELDS = frozenset({"instance_index", "instance_id", "seed", "trial"})
 """The :class:`EpisodeSpec` fields that pick what is played, never the env stack it is played in."""
-_STACK_FIELDS = tuple(f.name for f in dataclasses.fields(EpisodeSpec) if f.name not in _EPISODE_FIELDS)
+_STACK_FIELDS = tuple(name for name in _SPEC_FIELDS if name not in _EPISODE_FIELDS)
+
+
+def _fields_json(spec: EpisodeSpec, names: tuple[str, ...]) -> str:
+    """The fields ``names`` of ``spec`` (JSON data; ``env_kwargs`` as a plain dict) as JSON text, keys sorted."""
+    fields = {name: getattr(spec, name) for name in names}
+    if "env_kwargs" in fields:
+        fields["env_kwargs"] = dict(spec.env_kwargs)
+    return json.dumps(fields, sort_keys=True)
 
 
 def _stack_key(spec: EpisodeSpec) -> str:
     """The fields of ``spec`` that :meth:`EpisodeSpec.make_env` builds the env stack from, as JSON text."""
-    fields = {name: getattr(spec, name) for name in _STACK_FIELDS}
-    return json.dumps({**fields, "env_kwargs": dict(spec.env_kwargs)}, sort_keys=True)
+    return _fields_json(spec, _STACK_FIELDS)
 
 
 _STACK_SPECS: dict[str, str | None] = {}
 _MAX_STACK_SPECS = 256
 
 
-def _stack_spec_json(spec: EpisodeSpec, stack_key: str) -> str | None:
-    """``spec.make_env().spec`` as JSON, built once per process for each ``stack_key`` (the
+def _stack_spec_json(spec: EpisodeSpec) -> str | None:
+    """``spec.make_env().spec`` as JSON, built once per process for each :func:`_stack_key` (the
     spec's fields but :data:`_EPISODE_FIELDS`, which the stack does not depend on): building a
     stack and copying its spec up the wrappers costs as much as a few turns of an episode."""
+    stack_key = _stack_key(spec)
     if stack_key in _STACK_SPECS:
         return _STACK_SPECS[stack_key]
     env = spec.make_env()

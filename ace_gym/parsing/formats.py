@@ -55,15 +55,16 @@ _PARAMETER_CLOSE = "</parameter>"
 MAX_PARAMETERS = 64
 _NAME_VALUE = re.compile(r'"name"\s*:\s*"([^"\\]{1,100})"')
 _CALL_START = re.compile(r'\{\s*"(?:name|function|type|id)"\s*:')
-# the layout chat templates write and models copy: {"name": "<tool>", "arguments": {...}}
-_CANONICAL_CALL = re.compile(r'\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*(?=\{)')
+# the layout chat templates write and models copy: {"name": "<tool>", "arguments": {...}}, up to
+# the arguments' opening brace
+_CANONICAL_HEAD = r'\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
+_CANONICAL_CALL = re.compile(_CANONICAL_HEAD + r"(?=\{)")
 _OBJECT_END = re.compile(r"\s*\}")
 #: longest arguments text :func:`_simple_block` reads (a longer one goes the general way, which reads it in windows)
 _SIMPLE_ARGUMENTS_LENGTH = 1024
 # a whole Hermes block in that layout with short flat arguments (no nested object), closed right after the call
 _SIMPLE_BLOCK = re.compile(
-    r'<tool_call>\s*\{\s*"name"\s*:\s*"([^"\\]{1,100})"\s*,\s*"(?:arguments|parameters)"\s*:\s*'
-    rf"(\{{[^{{}}]{{0,{_SIMPLE_ARGUMENTS_LENGTH}}}\}})\s*\}}\s*</tool_call>"
+    rf"{re.escape(TAG_OPEN)}\s*{_CANONICAL_HEAD}(\{{[^{{}}]{{0,{_SIMPLE_ARGUMENTS_LENGTH}}}\}})\s*\}}\s*{re.escape(TAG_CLOSE)}"
 )
 _TAG_TAIL = "tool_call>"  # ends both tags: a block it does not occur inside holds no other tag
 _MISTRAL_NAMED = re.compile(
