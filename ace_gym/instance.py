@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 from ace_gym import dataset_cache
 from ace_gym.constraints import (
@@ -660,7 +660,7 @@ def entry_document(instance: Instance) -> bytes:
         columns["item_order_exceptions"] = reordered
     fields = instance.model_dump_json(exclude={"item_pool"}).encode()
     # two JSON objects, both non-empty, merged into one: "{a...}" + "{b...}" -> "{a...,b...}"
-    return fields[:-1] + b"," + json.dumps(columns).encode()[1:]
+    return fields[:-1] + b"," + to_json(columns)[1:]
 
 
 def _instance_from_checked(document: dict[str, Any]) -> Instance:
