@@ -5,7 +5,8 @@ An entry's name is the SHA-256 of the dataset file's bytes as stored and a finge
 validator (the source of the modules whose rules a file is checked against, the Python version),
 so a changed file or changed rules never meet an old entry. An entry is written, atomically, only
 after a file passed every check of :mod:`ace_gym.instance`; it holds the file's header fields, its
-instance ids and each instance's JSON as the validated model dumps it, with a CRC-32 of that text.
+instance ids and each instance's JSON (:func:`ace_gym.instance.entry_document`: its fields as the
+validated model dumps them, the item pool by columns), with a CRC-32 of that text.
 An entry that cannot be read, has another layout or fails its CRC is ignored (the file is then
 validated in full); a cache folder that cannot be written is skipped. Nothing is unpickled.
 
@@ -30,7 +31,7 @@ from ace_gym.atomic import AtomicFile
 
 logger = logging.getLogger(__name__)
 
-LAYOUT = 1
+LAYOUT = 2
 """Version of the entry layout below; part of every entry's name."""
 _VALIDATOR_MODULES = ("instance.py", "constraints.py", "prompts.py", "errors.py", "domains", "tools/names.py")
 """Sources (under the ace_gym package folder) of every rule a dataset file is checked against."""

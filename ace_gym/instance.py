@@ -60,7 +60,7 @@ import threading
 import zlib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from functools import cache, cached_property, lru_cache
+from functools import cache, cached_property, lru_cache, partial
 from importlib import resources
 from itertools import zip_longest
 from pathlib import Path
@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 from ace_gym import dataset_cache
 from ace_gym.constraints import (
@@ -84,7 +84,7 @@ from ace_gym.constraints import (
     slot_rules_mask,
 )
 from ace_gym.dataset_cache import CachedDataset
-from ace_gym.domains import DOMAINS, Domain, GlobalRule, NumericAttribute
+from ace_gym.domains import DOMAINS, Attribute, Domain, GlobalRule, NumericAttribute
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
 from ace_gym.prompts import render_task_instruction
 
@@ -215,63 +215,106 @@ class CompiledInstance:
     Items are numbered in ``item_pool`` order. ``numeric[attr]`` is an int64 column over items;
     ``categorical[attr]`` is ``(codes, vocabulary)``. Grids are flat row-major int32 arrays of item
     indices with -1 for an empty cell. ``cell_slot[cell]`` is the hidden-slot index or -1.
+    ``items`` holds the pool's item dicts in that order. An instance compiled from a cache entry
+    (:meth:`from_document`) builds its pydantic ``instance`` on first use only.
     """
 
     def __init__(self, instance: Instance, domain: Domain) -> None:
-        self.instance = instance
+        self.__dict__["instance"] = instance
+        self.items = tuple(instance.item_pool.values())
+        meta = instance.meta
+        self._compile(
+            domain,
+            (instance.instance_id, meta.rows, meta.cols, meta.branch_budget),
+            tuple(instance.item_pool),
+            {attribute.name: [item[attribute.name] for item in self.items] for attribute in domain.attributes},
+            instance.truth_solution,
+            instance.partial_solution,
+            [(slot.row, slot.col, slot.candidate_ids, slot.slot_constraints) for slot in instance.slots],
+            instance.global_constraints,
+        )
+
+    @classmethod
+    def from_document(
+        cls, document: Mapping[str, Any], domain: Domain, instance: Callable[[], Instance]
+    ) -> CompiledInstance:
+        """The compiled form of the :func:`entry_document` of an instance that passed validation
+        (a cache entry's), read without building the pydantic model; ``instance()`` builds that
+        model when :attr:`instance` is first used, and the item dicts are built when
+        :attr:`items` is."""
+        compiled = cls.__new__(cls)
+        compiled._instance_source = instance
+        meta = document["meta"]
+        columns = dict(zip(document["item_keys"], document["item_columns"], strict=True))
+        compiled._compile(
+            domain,
+            (document["instance_id"], meta["rows"], meta["cols"], meta["branch_budget"]),
+            tuple(columns[domain.id_key]),
+            columns,
+            document["truth_solution"],
+            document["partial_solution"],
+            [(slot["row"], slot["col"], slot["candidate_ids"], slot["slot_constraints"]) for slot in document["slots"]],
+            document["global_constraints"],
+        )
+        return compiled
+
+    def _compile(
+        self,
+        domain: Domain,
+        header: tuple[str, int, int, int],
+        item_ids: tuple[str, ...],
+        columns: Mapping[str, Sequence[Any]],
+        truth_solution: Sequence[Sequence[str]],
+        partial_solution: Sequence[Sequence[str | None]],
+        slot_entries: Sequence[tuple[int, int, Sequence[str], Mapping[str, Any]]],
+        global_constraints: Mapping[str, Any],
+    ) -> None:
+        """``header``: the instance id, rows, cols and decoy budget (``meta.branch_budget``);
+        ``columns``: each attribute's values over the items, in ``item_ids`` order."""
         self.domain = domain
-        self.instance_id = instance.instance_id
-        self.rows, self.cols = instance.meta.rows, instance.meta.cols
+        self.instance_id, self.rows, self.cols, self.decoy_budget = header
         self.n_cells = self.rows * self.cols
-        self.hidden_count = len(instance.slots)
-        self.decoy_budget = instance.meta.branch_budget
-        self.item_ids: tuple[str, ...] = tuple(instance.item_pool)
-        self.item_index: dict[str, int] = {item_id: i for i, item_id in enumerate(self.item_ids)}
-        self.items: tuple[dict[str, int | str], ...] = tuple(instance.item_pool.values())
-        self.numeric, self.categorical = item_columns(self.items, domain)
-        self.truth = _frozen(
-            np.asarray([self.item_index[i] for row in instance.truth_solution for i in row], dtype=np.int32)
+        self.hidden_count = len(slot_entries)
+        self.item_ids = item_ids
+        self.item_index: dict[str, int] = dict(zip(item_ids, range(len(item_ids)), strict=True))
+        self.numeric, self.categorical = _attribute_columns(columns, domain.attributes)
+        index_of = self.item_index.__getitem__
+        self.truth = _frozen(np.asarray([index_of(i) for row in truth_solution for i in row], dtype=np.int32))
+        self.initial_grid: tuple[int, ...] = tuple(
+            -1 if i is None else index_of(i) for row in partial_solution for i in row
         )
-        self.initial = _frozen(
-            np.asarray(
-                [-1 if i is None else self.item_index[i] for row in instance.partial_solution for i in row],
-                dtype=np.int32,
-            )
-        )
-        self.initial_grid: tuple[int, ...] = tuple(self.initial.tolist())
-        self.visible_ids: frozenset[str] = frozenset(
-            i for row in instance.partial_solution for i in row if i is not None
-        )
+        self.initial = _frozen(np.asarray(self.initial_grid, dtype=np.int32))
+        self.visible_ids: frozenset[str] = frozenset(i for row in partial_solution for i in row if i is not None)
         cell_slot = np.full(self.n_cells, -1, dtype=np.int32)
         slots = []
-        for s, entry in enumerate(instance.slots):
-            cell = entry.row * self.cols + entry.col
+        for s, (row, col, candidate_ids, slot_constraints) in enumerate(slot_entries):
+            cell = row * self.cols + col
             cell_slot[cell] = s
-            candidates = np.asarray([self.item_index[i] for i in entry.candidate_ids], dtype=np.int32)
-            rules = active_slot_rules(entry, domain)
+            candidates = np.asarray([index_of(i) for i in candidate_ids], dtype=np.int32)
+            rules = _active_rules(slot_constraints, domain)
             valid = np.ones(len(candidates), dtype=bool)
             for _, rule_attribute, kind, bound in rules:
                 valid &= slot_rule_mask(self.numeric[rule_attribute][candidates], kind, bound)
-            slots.append(
-                CompiledSlot(
-                    entry.row,
-                    entry.col,
-                    cell,
-                    tuple(entry.candidate_ids),
-                    _frozen(candidates),
-                    rules,
-                    _frozen(valid),
-                )
-            )
+            slots.append(CompiledSlot(row, col, cell, tuple(candidate_ids), _frozen(candidates), rules, _frozen(valid)))
         self.cell_slot = _frozen(cell_slot)
         self.cell_slot_list: tuple[int, ...] = tuple(cell_slot.tolist())
         self.slots: tuple[CompiledSlot, ...] = tuple(slots)
         self.global_rules: tuple[CompiledGlobalRule, ...] = tuple(
-            compile_global_rule(
-                rule, int(instance.global_constraints[rule.name]), domain, self.numeric, self.categorical
-            )
+            compile_global_rule(rule, int(global_constraints[rule.name]), domain, self.numeric, self.categorical)
             for rule in domain.global_rules
         )
+
+    _instance_source: Callable[[], Instance]
+
+    @cached_property
+    def instance(self) -> Instance:
+        """The validated model this instance was compiled from."""
+        return self._instance_source()
+
+    @cached_property
+    def items(self) -> tuple[dict[str, int | str], ...]:
+        """The pool's item dicts, in item order (index = item number)."""
+        return tuple(self.instance.item_pool.values())
 
     origin: tuple[Dataset, int] | None = None
 
@@ -313,10 +356,18 @@ def item_columns(
     ``categorical[attr]`` ``(codes, vocabulary)``, the vocabulary being the sorted union of the
     domain's declared values and any others present. ``names`` limits the columns to those
     attributes (the items need only hold them); None means every attribute of the domain."""
+    attributes = domain.attributes if names is None else [domain.attribute(name) for name in names]
+    return _attribute_columns({a.name: [item[a.name] for item in items] for a in attributes}, attributes)
+
+
+def _attribute_columns(
+    columns: Mapping[str, Sequence[Any]], attributes: Sequence[Attribute]
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, tuple[str, ...]]]]:
+    """:func:`item_columns` from each attribute's values over the items."""
     numeric: dict[str, np.ndarray] = {}
     categorical: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
-    for attribute in domain.attributes if names is None else [domain.attribute(name) for name in names]:
-        column = [item[attribute.name] for item in items]
+    for attribute in attributes:
+        column = columns[attribute.name]
         if isinstance(attribute, NumericAttribute):
             numeric[attribute.name] = _frozen(np.asarray(column, dtype=np.int64))
         else:
@@ -329,11 +380,15 @@ def item_columns(
 
 def active_slot_rules(entry: SlotEntry, domain: Domain) -> tuple[tuple[str, str, str, int], ...]:
     """A slot's active rules as ``(rule name, attribute, kind, bound)`` in the domain's rule order."""
-    active = entry.slot_constraints["active_rule_names"]
+    return _active_rules(entry.slot_constraints, domain)
+
+
+def _active_rules(slot_constraints: Mapping[str, Any], domain: Domain) -> tuple[tuple[str, str, str, int], ...]:
+    active = slot_constraints["active_rule_names"]
     return tuple(
-        (rule.name, rule.attribute, rule.kind, int(entry.slot_constraints[rule.name]))  # type: ignore[arg-type]
+        (rule.name, rule.attribute, rule.kind, int(slot_constraints[rule.name]))
         for rule in domain.slot_rules
-        if rule.name in active  # type: ignore[operator]
+        if rule.name in active
     )
 
 
@@ -393,12 +448,19 @@ class Dataset(Sequence[Instance]):
             return [self[k] for k in range(len(self))[index]]  # type: ignore[return-value]
         found = self._instances[index]
         if found is None:
-            with self._lock:
-                found = self._instances[index]
-                if found is None:
-                    assert self._entry is not None
-                    found = _instance_from_checked(from_json(self._entry.instance_json(index % len(self))))
-                    self._instances[index] = found
+            found = self._instance_from_document(index, self._document(index))
+        return found
+
+    def _document(self, index: int) -> dict[str, Any]:
+        """Instance ``index``'s JSON document from the cache entry (it passed validation)."""
+        assert self._entry is not None
+        return from_json(self._entry.instance_json(index % len(self)))
+
+    def _instance_from_document(self, index: int, document: dict[str, Any]) -> Instance:
+        with self._lock:
+            found = self._instances[index]
+            if found is None:
+                found = self._instances[index] = _instance_from_checked(document)
         return found
 
     def index_of(self, instance_id: str) -> int:
@@ -419,10 +481,19 @@ class Dataset(Sequence[Instance]):
             with self._lock:
                 found = self._compiled.get(index)
                 if found is None:
-                    found = CompiledInstance(self[index], self.domain)
+                    found = self._compile(index)
                     found.origin = (self, index)
                     self._compiled[index] = found
         return found
+
+    def _compile(self, index: int) -> CompiledInstance:
+        instance = self._instances[index]
+        if instance is not None:
+            return CompiledInstance(instance, self.domain)
+        document = self._document(index)  # compiled as it is, the pydantic model built if asked for
+        return CompiledInstance.from_document(
+            document, self.domain, partial(self._instance_from_document, index, document)
+        )
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a file-backed dataset re-opens from the per-process cache instead of pickling its data
@@ -560,7 +631,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
             digest,
             model.model_dump(exclude={"instances"}),
             dataset.instance_ids,
-            [instance.model_dump_json().encode() for instance in model.instances],
+            [entry_document(instance) for instance in model.instances],
         )
     return dataset
 
@@ -574,12 +645,36 @@ def _unchanged(path: Path, status: os.stat_result) -> bool:
     return (now.st_mtime_ns, now.st_size) == (status.st_mtime_ns, status.st_size)
 
 
+def entry_document(instance: Instance) -> bytes:
+    """The JSON an entry of :mod:`ace_gym.dataset_cache` holds for a validated instance: its
+    fields, with ``item_pool`` stored by columns (``item_keys``, the keys of every item in the
+    file's order, and ``item_columns``, each key's values over the items), which read and
+    compile without building a dict per item. Validation guarantees a non-empty pool whose items
+    have the same keys; an item listing them in another order than the first is stored
+    by itself in ``item_order_exceptions`` so that every item dict is rebuilt as it was."""
+    items = list(instance.item_pool.values())
+    keys = list(items[0])
+    reordered = {k: list(item) for k, item in enumerate(items) if list(item) != keys}
+    columns = {"item_keys": keys, "item_columns": [[item[key] for item in items] for key in keys]}
+    if reordered:
+        columns["item_order_exceptions"] = reordered
+    fields = instance.model_dump_json(exclude={"item_pool"}).encode()
+    # two JSON objects, both non-empty, merged into one: "{a...}" + "{b...}" -> "{a...,b...}"
+    return fields[:-1] + b"," + to_json(columns)[1:]
+
+
 def _instance_from_checked(document: dict[str, Any]) -> Instance:
-    """An :class:`Instance` from the JSON document of one that passed validation (a cache entry's),
-    built without validating again."""
+    """An :class:`Instance` from the :func:`entry_document` of one that passed validation (a cache
+    entry's), built without validating again."""
+    keys, table = document["item_keys"], document["item_columns"]
+    items = [dict(zip(keys, values, strict=True)) for values in zip(*table, strict=True)]
+    for k, order in document.get("item_order_exceptions", {}).items():
+        items[int(k)] = {key: items[int(k)][key] for key in order}
+    fields = {key: value for key, value in document.items() if not key.startswith("item_")}
     return Instance.model_construct(
         **{
-            **document,
+            **fields,
+            "item_pool": dict(zip(table[keys.index(DOMAINS[document["domain"]].id_key)], items, strict=True)),
             "meta": InstanceMeta.model_construct(**document["meta"]),
             "hidden_slots": [Position.model_construct(**cell) for cell in document["hidden_slots"]],
             "slots": [SlotEntry.model_construct(**slot) for slot in document["slots"]],

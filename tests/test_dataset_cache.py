@@ -13,7 +13,7 @@ import pytest
 from ace_gym.dataset_cache import cache_folder
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import DatasetError
-from ace_gym.instance import parse_dataset, read_dataset
+from ace_gym.instance import CompiledInstance, parse_dataset, read_dataset
 from tests.conftest import published_file
 
 
@@ -102,3 +102,69 @@ def test_dataset_from_entry__pickles_by_reference_to_its_file(cache: Path, tmp_p
     read_dataset(path)
     dataset = read_dataset(path)
     assert pickle.loads(pickle.dumps(dataset)).instance_ids == dataset.instance_ids
+
+
+def _compiled_fields(compiled: CompiledInstance) -> dict[str, object]:
+    """Everything the tools, the scorer and the env read from a compiled instance, as plain values."""
+    return {
+        "scalars": (compiled.instance_id, compiled.rows, compiled.cols, compiled.hidden_count, compiled.decoy_budget),
+        "item_ids": compiled.item_ids,
+        "item_index": compiled.item_index,
+        "items": json.dumps(compiled.items),  # key order included: the tools show these dicts
+        "numeric": {name: column.tolist() for name, column in compiled.numeric.items()},
+        "categorical": {name: (codes.tolist(), words) for name, (codes, words) in compiled.categorical.items()},
+        "grids": (compiled.truth.tolist(), compiled.initial.tolist(), compiled.initial_grid, compiled.visible_ids),
+        "cell_slot": (compiled.cell_slot.tolist(), compiled.cell_slot_list),
+        "slots": [
+            (
+                s.row,
+                s.col,
+                s.cell,
+                s.candidate_ids,
+                s.candidate_items,
+                s.rules,
+                s.slot_valid.tolist(),
+                s.allowed_ids_text,
+            )
+            for s in compiled.slots
+        ],
+        "global_rules": [(r.name, r.bound, r.contribution.tolist(), r.reason) for r in compiled.global_rules],
+        "instance": compiled.instance,
+    }
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_compiled__from_the_entry_equals_compiled_from_a_full_validation(
+    domain: str, cache: Path, tmp_path: Path
+) -> None:
+    path = _copy(domain, tmp_path)
+    validated = read_dataset(path)
+    cached = read_dataset(path)
+    assert cached._entry is not None and validated._entry is None
+    for index in range(len(cached)):
+        assert _compiled_fields(cached.compiled(index)) == _compiled_fields(validated.compiled(index))
+
+
+def test_compiled__from_the_entry_builds_the_pydantic_instance_only_when_asked(cache: Path, tmp_path: Path) -> None:
+    path = _copy("pc_build", tmp_path)
+    read_dataset(path)
+    compiled = read_dataset(path).compiled(4)
+    assert "instance" not in compiled.__dict__ and "items" not in compiled.__dict__
+    assert compiled.items[0] is compiled.instance.item_pool[compiled.item_ids[0]]
+
+
+def test_read_dataset__items_listing_their_keys_in_another_order_come_back_as_written(
+    cache: Path, tmp_path: Path
+) -> None:
+    path = _copy("course", tmp_path)
+    document = json.loads(path.read_bytes())
+    pool = document["instances"][2]["item_pool"]
+    reordered = list(pool)[5]
+    pool[reordered] = dict(reversed(pool[reordered].items()))
+    path.write_text(json.dumps(document))
+    validated = read_dataset(path)
+    cached = read_dataset(path)
+    assert cached._entry is not None
+    assert list(cached[2].item_pool[reordered]) == list(pool[reordered]) == list(validated[2].item_pool[reordered])
+    assert json.dumps(cached.compiled(2).items) == json.dumps(validated.compiled(2).items)
+    assert cached.model == validated.model
