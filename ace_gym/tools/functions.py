@@ -36,7 +36,7 @@ from ace_gym.tools.replies import (
     valid_text,
     value_json,
 )
-from ace_gym.tools.state import EpisodeState
+from ace_gym.tools.state import EpisodeState, ToolConfig
 
 if TYPE_CHECKING:
     from ace_gym.instance import CompiledInstance, CompiledSlot
@@ -234,10 +234,10 @@ def query_candidate_from_attribute(
     payload: str | ToolReply | None = None if key is None else texts.query_replies.get(key)
     if payload is None:
         payload = _query_payload(state.compiled, texts, s, field, operator, value)
-        if isinstance(payload, ToolReply):
-            return payload
         if key is not None:
             remember(texts.query_replies, key, payload)
+    if type(payload) is not str:  # refused for its arguments alone: nothing is charged
+        return payload
     state.query_calls[s] += 1
     remaining = "null" if budget is None else str(budget - state.query_calls[s])
     return ok_reply(f'{payload}"remaining_budget": {remaining}}}', texts.query_charges[s])
@@ -247,8 +247,8 @@ def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...]
     """The :attr:`InstanceTexts.query_replies` key of a query's arguments, or None (not cached).
 
     Keys are equal only for arguments answered alike: a float is keyed by its hex text (-0.0 ==
-    0.0 but is shown otherwise), a list only when it holds strings (as a tuple), a bool never
-    (True == 1 but is refused); the argument's type sits in the key beside a float or a list.
+    0.0 but is shown otherwise), a list only when it holds strings (as a tuple); the argument's
+    type sits in the key beside a float, a bool (True == 1 but is refused) or a list.
     """
     if type(field) is not str or type(operator) is not str:
         return None
@@ -257,6 +257,8 @@ def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...]
         return (s, field, operator, value)
     if kind is float:
         return (s, field, operator, float, value.hex())
+    if kind is bool:
+        return (s, field, operator, bool, value)
     if kind is list and all(type(v) is str for v in value):
         return (s, field, operator, list, tuple(value))
     return None
@@ -380,34 +382,33 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
     field: Attribute name(s) to retrieve. A string for one attribute, or a list within the current task limit.
     """
     config, texts = state.config, state.texts
-    key = _attribute_key(ids, field)
+    key = _attribute_key(ids, field, config)
     try:
         found = None if key is None else texts.attribute_replies.get(key)
     except TypeError:  # a list holding something unhashable: answered as on a miss
         found, key = None, None
     if found is not None:
-        reply, id_count, field_count = found
-        if id_count <= config.max_query_ids and field_count <= config.max_query_fields:
-            return reply
-    answer = _attributes_reply(state, ids, field)
-    if isinstance(answer, ToolReply):
-        return answer
+        return found
+    reply = _attributes_reply(state, ids, field)
     if key is not None:
-        remember(texts.attribute_replies, key, answer)
-    return answer[0]
+        remember(texts.attribute_replies, key, reply)
+    return reply
 
 
-def _attribute_key(ids: Any, field: Any) -> tuple[Any, Any] | None:
+def _attribute_key(ids: Any, field: Any, config: ToolConfig) -> tuple[Any, Any, int, int] | None:
     """The :attr:`InstanceTexts.attribute_replies` key of the arguments (a list as a tuple, a JSON
-    string as itself), or None (not cached). Only successful lookups are kept, whose lists hold
-    strings only: a key that equals one of them names the same ids and fields."""
+    string as itself) and the limits they are checked against, or None (not cached). A list and
+    the tuple of its items, or 1 and 1.0 in a list, are answered alike: every check tests the
+    items' types (only strings pass) or counts them, and nothing shows a non-string item."""
     ids_key = ids if type(ids) is str else tuple(ids) if type(ids) is list else None
     field_key = field if type(field) is str else tuple(field) if type(field) is list else None
-    return None if ids_key is None or field_key is None else (ids_key, field_key)
+    if ids_key is None or field_key is None:
+        return None
+    return (ids_key, field_key, config.max_query_ids, config.max_query_fields)
 
 
-def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> tuple[ToolReply, int, int] | ToolReply:
-    """The successful reply with its id and field counts (the limits it passed), or the failed reply."""
+def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
+    """The reply to an attribute lookup (it depends on the instance, the limits and the arguments)."""
     config, compiled = state.config, state.compiled
     if isinstance(ids, str):
         try:
@@ -448,8 +449,7 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> tuple[ToolRe
             shown = "{" + ", ".join([pairs[f] for f in unique_fields]) + "}"
         entries.append(f"{texts.cell_json[k]}: {shown}")
     field_list = ", ".join([texts.field_json[f] for f in fields])
-    reply = ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
-    return reply, len(ids), len(fields)
+    return ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
 
 
 def _parse_fields(field: Any) -> list[str] | ToolReply:

@@ -161,10 +161,12 @@ class InstanceTexts:
     (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
     a fresh instance costs no more than the pieces it shows.
 
-    ``query_replies`` holds the payloads of successful queries and ``attribute_replies`` the
-    replies of successful attribute lookups (with the id and field counts they passed), by their
-    arguments (see :func:`remember`): what those tools answer depends on the instance alone,
-    apart from the budgets and limits, which the tools check and charge per episode.
+    ``query_replies`` holds the payloads of successful queries and the replies of refused ones,
+    and ``attribute_replies`` the replies of attribute lookups (keyed with the id and field limits
+    they were checked against), by their arguments (see :func:`remember`): what those tools answer
+    depends on the instance and the arguments alone, apart from the query budgets, which the query
+    tool checks and charges per episode before it looks a reply up. Refusals are kept too: a model
+    repeats its mistakes, within an episode and across the episodes of a group on one instance.
     ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``.
     """
 
@@ -192,8 +194,8 @@ class InstanceTexts:
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
-        self.query_replies: dict[tuple[Any, ...], str] = {}
-        self.attribute_replies: dict[tuple[Any, Any], tuple[ToolReply, int, int]] = {}
+        self.query_replies: dict[tuple[Any, ...], str | ToolReply] = {}
+        self.attribute_replies: dict[tuple[Any, Any, int, int], ToolReply] = {}
         self.set_replies: dict[tuple[int, int], ToolReply] = {}
 
     def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
