@@ -236,7 +236,7 @@ def query_candidate_from_attribute(
         payload = _query_payload(state.compiled, texts, s, field, operator, value)
         if key is not None:
             remember(texts.query_replies, key, payload)
-    if type(payload) is not str:  # refused for its arguments alone: nothing is charged
+    if isinstance(payload, ToolReply):  # refused for its arguments alone: nothing is charged
         return payload
     state.query_calls[s] += 1
     remaining = "null" if budget is None else str(budget - state.query_calls[s])

