@@ -138,9 +138,14 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
 
 def get_current_grid_state(state: EpisodeState) -> ToolReply:
     """Return the full current grid state."""
-    compiled = state.compiled
-    template = _grid_template(compiled.rows, compiled.cols)
-    return ok_reply(template % tuple(map(state.texts.cell_json.__getitem__, state.grid)))
+    grid, texts = tuple(state.grid), state.texts
+    reply = texts.grid_replies.get(grid)
+    if reply is None:
+        compiled = state.compiled
+        template = _grid_template(compiled.rows, compiled.cols)
+        reply = ok_reply(template % tuple(map(texts.cell_json.__getitem__, grid)))
+        remember(texts.grid_replies, grid, reply)
+    return reply
 
 
 @cache

@@ -172,7 +172,9 @@ class InstanceTexts:
     depends on the instance and the arguments alone, apart from the query budgets, which the query
     tool checks and charges per episode before it looks a reply up. Refusals are kept too: a model
     repeats its mistakes, within an episode and across the episodes of a group on one instance.
-    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``.
+    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``, and
+    ``grid_replies`` holds the grid-state replies by the grid they show (every episode's first
+    one shows the initial grid).
     """
 
     __slots__ = (
@@ -180,6 +182,7 @@ class InstanceTexts:
         "attribute_replies",
         "cell_json",
         "field_json",
+        "grid_replies",
         "item_json",
         "query_charges",
         "query_columns",
@@ -202,6 +205,7 @@ class InstanceTexts:
         self.query_replies: dict[tuple[Any, ...], str | ToolReply] = {}
         self.attribute_replies: dict[tuple[Any, Any, int, int], ToolReply] = {}
         self.set_replies: dict[tuple[int, int], ToolReply] = {}
+        self.grid_replies: dict[tuple[int, ...], ToolReply] = {}
 
     def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
         """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""
