@@ -43,9 +43,12 @@ class ToolConfig:
         for name in ("max_query_ids", "max_query_fields"):
             set_field(self, name, integer(name, getattr(self, name), minimum=1))
 
-    def query_budget(self, rule_count: int, hidden_slots: int) -> int | None:
-        """Attribute queries allowed on one hidden slot; None = unlimited."""
-        return None if self.extra_query_num == -1 else rule_count + hidden_slots + self.extra_query_num
+    def query_budgets(self, compiled: CompiledInstance) -> list[int | None]:
+        """Attribute queries allowed on each hidden slot of ``compiled``, in slot order (None = unlimited)."""
+        if self.extra_query_num == -1:
+            return [None] * compiled.hidden_count
+        common = compiled.hidden_count + self.extra_query_num
+        return [slot.rule_count + common for slot in compiled.slots]
 
     def global_check_budget(self, hidden_slots: int) -> int | None:
         """Global checks allowed per episode; None = unlimited."""
@@ -101,7 +104,7 @@ class EpisodeState:
         self.empty_cells = compiled.hidden_count
         self.invalid_slots: set[int] = set()
         self.query_calls = [0] * compiled.hidden_count
-        self.query_budgets = [config.query_budget(s.rule_count, compiled.hidden_count) for s in compiled.slots]
+        self.query_budgets = config.query_budgets(compiled)
         self.global_calls = 0
         self.global_budget = config.global_check_budget(compiled.hidden_count)
         self.totals: RunningTotals = compiled.initial_totals.copy()
