@@ -51,20 +51,24 @@ class ToolReply(NamedTuple):
 _new_reply = tuple.__new__  # ToolReply(...) without the keyword-handling __new__: replies are built per call
 
 
+REFUSALS_KEPT = 1024
+"""Replies :func:`invalid` and :func:`failed_reply` each keep, most recently used first: a model
+repeats its mistakes, and a message echoes at most :data:`ECHO_LIMIT` characters of its
+arguments, so each cache holds < 1 MB."""
+
+
 def ok_reply(data_json: str, charged: Charge | None = None) -> ToolReply:
     """A success reply around already-serialised ``data``."""
     return _new_reply(ToolReply, (_SUCCESS + data_json + "}", True, False, charged))
 
 
+@functools.lru_cache(maxsize=REFUSALS_KEPT)
 def failed_reply(message: str) -> ToolReply:
     """A failed reply with the full message (``"<ErrorType>, <detail>"``): :func:`failure`'s text."""
     return _new_reply(ToolReply, (failure(message), False, False, None))
 
 
 _INVALID_HEAD = '{"status": "failed", "messages": "' + INVALID + ", "
-REFUSALS_KEPT = 1024
-"""Refusals :func:`invalid` keeps, most recently used first: a model repeats its mistakes, and
-a detail echoes at most :data:`ECHO_LIMIT` characters of its arguments, so they hold < 1 MB."""
 
 
 @functools.lru_cache(maxsize=REFUSALS_KEPT)

@@ -111,14 +111,15 @@ class EpisodeState:
 
     def place(self, slot_index: int, item: int) -> None:
         """Put ``item`` (-1 to clear) into hidden slot ``slot_index``, keeping totals current."""
-        slot = self.compiled.slots[slot_index]
-        old = self.grid[slot.cell]
+        slot, grid, totals = self.compiled.slots[slot_index], self.grid, self.totals
+        cell = slot.cell
+        old = grid[cell]
         if old >= 0:
-            self.totals.remove(slot.cell, old)
+            totals.add(cell, old, -1)
             self.empty_cells += 1
-        self.grid[slot.cell] = item
+        grid[cell] = item
         if item >= 0:
-            self.totals.add(slot.cell, item)
+            totals.add(cell, item)
             self.empty_cells -= 1
         if item < 0 or item in slot.valid_items:
             self.invalid_slots.discard(slot_index)
