@@ -25,10 +25,12 @@ from ace_gym.constraints import slot_violation_reason
 from ace_gym.tools.replies import (
     GLOBAL_CHECK_CHARGE,
     STOP_REPLY,
+    SUCCESS_HEAD,
     InstanceTexts,
     ToolReply,
     dumps,
     echo,
+    envelope_reply,
     invalid,
     ok_reply,
     remember,
@@ -244,8 +246,8 @@ def query_candidate_from_attribute(
     if isinstance(payload, ToolReply):  # refused for its arguments alone: nothing is charged
         return payload
     state.query_calls[s] += 1
-    remaining = "null" if budget is None else str(budget - state.query_calls[s])
-    return ok_reply(f'{payload}"remaining_budget": {remaining}}}', texts.query_charges[s])
+    remaining = "null" if budget is None else budget - state.query_calls[s]
+    return envelope_reply(f'{payload}"remaining_budget": {remaining}}}}}', texts.query_charges[s])
 
 
 def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...] | None:
@@ -272,8 +274,9 @@ def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...]
 def _query_payload(
     compiled: CompiledInstance, texts: InstanceTexts, s: int, field: Any, operator: Any, value: Any
 ) -> str | ToolReply:
-    """The query reply's payload up to its remaining budget (``{"row": ..., "matches": [...], ``),
-    or the failed reply; it depends on the instance and the arguments alone."""
+    """The query reply's envelope up to its remaining budget (:data:`SUCCESS_HEAD` then
+    ``{"row": ..., "matches": [...], ``), or the failed reply; it depends on the instance and the
+    arguments alone."""
     if not isinstance(field, str) or not field.strip():
         return invalid("field must be a non-empty string")
     field = field.strip()
@@ -311,7 +314,7 @@ def _query_payload(
         shown = value_json(parsed)
     slot = compiled.slots[s]
     return (
-        f'{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
+        f'{SUCCESS_HEAD}{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
         f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(matches)}], '
     )
 

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from ace_gym.instance import CompiledInstance, CompiledSlot
 
 ECHO_LIMIT = 200
-_SUCCESS = '{"status": "success", "messages": "Successfully executed tool", "data": '
+SUCCESS_HEAD = '{"status": "success", "messages": "Successfully executed tool", "data": '
+"""A success envelope up to its ``data``."""
 STOP = '{"status": "success", "messages": "###STOP###", "data": {}}'
 TOOL_CALL_FAILED = '{"status": "failed", "messages": "Tool call failed", "data": {}}'
 INVALID = "Invalid tool arguments"
@@ -59,7 +60,13 @@ arguments, so each cache holds < 1 MB."""
 
 def ok_reply(data_json: str, charged: Charge | None = None) -> ToolReply:
     """A success reply around already-serialised ``data``."""
-    return _new_reply(ToolReply, (_SUCCESS + data_json + "}", True, False, charged))
+    return _new_reply(ToolReply, (SUCCESS_HEAD + data_json + "}", True, False, charged))
+
+
+def envelope_reply(text: str, charged: Charge | None = None) -> ToolReply:
+    """A success reply whose whole envelope ``text`` (:data:`SUCCESS_HEAD`, data, ``}``) is built:
+    a long reply assembled in one step instead of copied again around its data."""
+    return _new_reply(ToolReply, (text, True, False, charged))
 
 
 @functools.lru_cache(maxsize=REFUSALS_KEPT)
@@ -170,7 +177,8 @@ class InstanceTexts:
     (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
     a fresh instance costs no more than the pieces it shows.
 
-    ``query_replies`` holds the payloads of successful queries and the replies of refused ones,
+    ``query_replies`` holds the envelope heads of successful queries (up to their remaining
+    budget) and the replies of refused ones,
     and ``attribute_replies`` the replies of attribute lookups (keyed with the id and field limits
     they were checked against), by their arguments (see :func:`remember`): what those tools answer
     depends on the instance and the arguments alone, apart from the query budgets, which the query
