@@ -35,6 +35,7 @@ from ace_gym.tools.replies import (
     ok_reply,
     remember,
     safe_repr,
+    string_json,
     valid_text,
     value_json,
 )
@@ -501,7 +502,7 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     head = f'{{"is_valid": {"true" if valid else "false"}, "row": {slot.row}, "col": {slot.col}'
     if not state.config.check_include_reason:
         return ok_reply(head + "}")
-    reason = "null" if valid else dumps(slot_violation_reason(slot.row, slot.col))
+    reason = "null" if valid else string_json(slot_violation_reason(slot.row, slot.col))
     return ok_reply(f'{head}, "reason": {reason}}}')
 
 
@@ -517,5 +518,5 @@ def check_global_constraints(state: EpisodeState) -> ToolReply:
     valid = "true" if reason is None else "false"
     if not state.config.check_include_reason:
         return ok_reply(f'{{"is_valid": {valid}}}', GLOBAL_CHECK_CHARGE)
-    reason_json = "null" if reason is None else dumps(reason)
+    reason_json = "null" if reason is None else string_json(reason)
     return ok_reply(f'{{"is_valid": {valid}, "reason": {reason_json}}}', GLOBAL_CHECK_CHARGE)
