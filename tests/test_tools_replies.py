@@ -100,6 +100,11 @@ def _cache_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[st
     queries += [
         {**cell, "field": f" {numeric}", "operator": "<", "value": 5},
         {**cell, "field": "name", "operator": ">=", "value": 1},
+        {**cell, "field": numeric, "operator": "==", "value": 1},
+        {**cell, "field": numeric, "operator": "in", "value": ["1"]},
+        {**cell, "field": numeric, "operator": "<", "value": "abc"},
+        {**cell, "field": "nonexistent_field", "operator": "<", "value": 1},
+        {**cell, "field": numeric, "operator": "<", "value": None},
     ]
     names_in = [compiled.item_ids[i] for i in slot.candidate_items[:2]]
     for operator in ("in", "not_in"):
@@ -116,6 +121,11 @@ def _cache_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[st
         {"ids": visible[:2], "field": ["name", numeric, numeric]},
         {"ids": [visible[0], ["x"]], "field": "name"},
         {"ids": visible[:1], "field": [{"a": 1}]},
+        {"ids": "not json", "field": "name"},
+        {"ids": [1], "field": "name"},
+        {"ids": [1.0], "field": "name"},
+        {"ids": visible[:1], "field": "nonexistent_field"},
+        {"ids": visible[:1], "field": [numeric, "name", "x", "y", "z", "w"]},
     ]
     calls = [(names["query"], q) for q in queries] + [(names["item_attributes"], a) for a in lookups]
     calls.append((names["slot_query_budget"], cell))

@@ -188,11 +188,11 @@ class AceEnv(gym.Env[str, ActionType]):
             compiled, index, source_info = _given_instance(options["instance"], self.domain.name), -1, {}
         else:
             compiled, index, source_info = self.source.draw(self.np_random, options)
-        self._state = EpisodeState(compiled, self.config)
+        state = self._state = EpisodeState(compiled, self.config)
         self._steps = 0
         self._finished = False
         texts = _reset_texts(compiled)
-        system_prompt = self._system_prompt(compiled.instance.task_instruction)
+        system_prompt = self._system_prompt(compiled.instance.task_instruction, texts)
         info = {
             "domain": self.domain.name,
             "instance_id": compiled.instance_id,
@@ -204,15 +204,18 @@ class AceEnv(gym.Env[str, ActionType]):
             "decoy_budget": compiled.decoy_budget,
             "system_prompt": system_prompt,
             "tools": self.tools.schema_copies(),
-            "budgets": self.budgets(),
+            "budgets": self._budgets(state, texts),
             **source_info,
         }
         return texts.user_message, info
 
-    def _system_prompt(self, task_instruction: str) -> str:
+    def _system_prompt(self, task_instruction: str, texts: _ResetTexts | None = None) -> str:
         """The episode's system prompt around ``task_instruction`` (budgets as configured), kept
-        per instance by everything it shows: every reset on an instance shows the same one."""
+        per instance (in its ``texts``, when the caller has them) by everything it shows: every
+        reset on an instance shows the same one."""
         state, config = self._require_state(), self.config
+        if texts is None:
+            texts = _reset_texts(state.compiled)
         settings = (
             task_instruction,
             config.extra_query_num != -1,
@@ -220,7 +223,7 @@ class AceEnv(gym.Env[str, ActionType]):
             config.max_query_ids,
             config.max_query_fields,
         )
-        prompts = _reset_texts(state.compiled).system_prompts
+        prompts = texts.system_prompts
         prompt = prompts.get(settings)
         if prompt is None:
             prompt = render_system_prompt(
@@ -237,6 +240,9 @@ class AceEnv(gym.Env[str, ActionType]):
     def budgets(self) -> dict[str, Any]:
         """The configured budgets and their values on the current instance (None = unlimited)."""
         state = self._require_state()
+        return self._budgets(state, _reset_texts(state.compiled))
+
+    def _budgets(self, state: EpisodeState, texts: _ResetTexts) -> dict[str, Any]:
         config = self.config
         return {
             "extra_query_num": config.extra_query_num,
@@ -246,9 +252,7 @@ class AceEnv(gym.Env[str, ActionType]):
             "max_query_fields": config.max_query_fields,
             "max_steps": self.max_steps,
             "global_check_budget": state.global_budget,
-            "hidden_slot_query_budget": dict(
-                zip(_reset_texts(state.compiled).slot_keys, state.query_budgets, strict=True)
-            ),
+            "hidden_slot_query_budget": dict(zip(texts.slot_keys, state.query_budgets, strict=True)),
         }
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:

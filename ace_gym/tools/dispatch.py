@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import marshal
 import operator
 import types
 from collections.abc import Callable, Mapping
@@ -141,9 +140,7 @@ class ToolSet:
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
         self.names: tuple[str, ...] = tuple(self.tools)
         self.schemas: list[dict[str, Any]] = [t.schema for t in tools]
-        # marshal holds exactly JSON's types (dict, list, str, int, bool, None) and rebuilds them
-        # about twice as fast as json.loads: a fresh copy is made at every reset
-        self._schemas_marshalled = marshal.dumps(self.schemas)
+        self._new_schemas = _literal_builder(self.schemas, f"<{domain.name} tool schemas>")
 
     def __reduce__(self) -> tuple[Callable[[Domain], ToolSet], tuple[Domain]]:
         """Pickled as its domain: unpickling gives that domain's shared tool set."""
@@ -151,8 +148,7 @@ class ToolSet:
 
     def schema_copies(self) -> list[dict[str, Any]]:
         """Fresh copies of :attr:`schemas` that the caller may change (faster than a deepcopy)."""
-        copies: list[dict[str, Any]] = marshal.loads(self._schemas_marshalled)
-        return copies
+        return self._new_schemas()
 
     def call(self, state: EpisodeState, name: Any, arguments: Any) -> ToolReply:
         """Run one tool call. Never raises for bad input: unknown names, non-object or missing
@@ -179,6 +175,20 @@ class ToolSet:
         except KeyError:  # a parameter left out: its default, or the failed reply
             return _call_with_defaults(tool, state, arguments)
         return tool.function(state, *values)
+
+
+def _literal_builder(value: list[dict[str, Any]], label: str) -> Callable[[], list[dict[str, Any]]]:
+    """A function that returns a fresh deep copy of ``value`` (JSON's types only) on every call.
+
+    Its body is ``value``'s literal, compiled once: a call builds new dicts and lists around the
+    shared, immutable strings and numbers, about twice as fast as ``marshal.loads`` (which also
+    rebuilds every string) and eight times as fast as ``copy.deepcopy``; a fresh copy is made at
+    every reset. TypeError if ``value`` holds something its repr does not rebuild.
+    """
+    build: Callable[[], list[dict[str, Any]]] = eval(compile(f"lambda: {value!r}", label, "eval"))
+    if build() != value:
+        raise TypeError(f"{label} does not round-trip through its literal")
+    return build
 
 
 def _call_with_defaults(tool: Tool, state: EpisodeState, arguments: dict[str, Any]) -> ToolReply:

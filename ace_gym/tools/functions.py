@@ -25,18 +25,21 @@ from ace_gym.constraints import slot_violation_reason
 from ace_gym.tools.replies import (
     GLOBAL_CHECK_CHARGE,
     STOP_REPLY,
+    SUCCESS_HEAD,
     InstanceTexts,
     ToolReply,
     dumps,
     echo,
+    envelope_reply,
     invalid,
     ok_reply,
     remember,
     safe_repr,
+    string_json,
     valid_text,
     value_json,
 )
-from ace_gym.tools.state import EpisodeState
+from ace_gym.tools.state import EpisodeState, ToolConfig
 
 if TYPE_CHECKING:
     from ace_gym.instance import CompiledInstance, CompiledSlot
@@ -138,9 +141,14 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
 
 def get_current_grid_state(state: EpisodeState) -> ToolReply:
     """Return the full current grid state."""
-    compiled = state.compiled
-    template = _grid_template(compiled.rows, compiled.cols)
-    return ok_reply(template % tuple(map(state.texts.cell_json.__getitem__, state.grid)))
+    grid, texts = tuple(state.grid), state.texts
+    reply = texts.grid_replies.get(grid)
+    if reply is None:
+        compiled = state.compiled
+        template = _grid_template(compiled.rows, compiled.cols)
+        reply = ok_reply(template % tuple(map(texts.cell_json.__getitem__, grid)))
+        remember(texts.grid_replies, grid, reply)
+    return reply
 
 
 @cache
@@ -234,21 +242,21 @@ def query_candidate_from_attribute(
     payload: str | ToolReply | None = None if key is None else texts.query_replies.get(key)
     if payload is None:
         payload = _query_payload(state.compiled, texts, s, field, operator, value)
-        if isinstance(payload, ToolReply):
-            return payload
         if key is not None:
             remember(texts.query_replies, key, payload)
+    if isinstance(payload, ToolReply):  # refused for its arguments alone: nothing is charged
+        return payload
     state.query_calls[s] += 1
-    remaining = "null" if budget is None else str(budget - state.query_calls[s])
-    return ok_reply(f'{payload}"remaining_budget": {remaining}}}', texts.query_charges[s])
+    remaining = "null" if budget is None else budget - state.query_calls[s]
+    return envelope_reply(f'{payload}"remaining_budget": {remaining}}}}}', texts.query_charges[s])
 
 
 def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...] | None:
     """The :attr:`InstanceTexts.query_replies` key of a query's arguments, or None (not cached).
 
     Keys are equal only for arguments answered alike: a float is keyed by its hex text (-0.0 ==
-    0.0 but is shown otherwise), a list only when it holds strings (as a tuple), a bool never
-    (True == 1 but is refused); the argument's type sits in the key beside a float or a list.
+    0.0 but is shown otherwise), a list only when it holds strings (as a tuple); the argument's
+    type sits in the key beside a float, a bool (True == 1 but is refused) or a list.
     """
     if type(field) is not str or type(operator) is not str:
         return None
@@ -257,6 +265,8 @@ def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...]
         return (s, field, operator, value)
     if kind is float:
         return (s, field, operator, float, value.hex())
+    if kind is bool:
+        return (s, field, operator, bool, value)
     if kind is list and all(type(v) is str for v in value):
         return (s, field, operator, list, tuple(value))
     return None
@@ -265,8 +275,9 @@ def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...]
 def _query_payload(
     compiled: CompiledInstance, texts: InstanceTexts, s: int, field: Any, operator: Any, value: Any
 ) -> str | ToolReply:
-    """The query reply's payload up to its remaining budget (``{"row": ..., "matches": [...], ``),
-    or the failed reply; it depends on the instance and the arguments alone."""
+    """The query reply's envelope up to its remaining budget (:data:`SUCCESS_HEAD` then
+    ``{"row": ..., "matches": [...], ``), or the failed reply; it depends on the instance and the
+    arguments alone."""
     if not isinstance(field, str) or not field.strip():
         return invalid("field must be a non-empty string")
     field = field.strip()
@@ -304,7 +315,7 @@ def _query_payload(
         shown = value_json(parsed)
     slot = compiled.slots[s]
     return (
-        f'{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
+        f'{SUCCESS_HEAD}{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
         f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(matches)}], '
     )
 
@@ -380,34 +391,33 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
     field: Attribute name(s) to retrieve. A string for one attribute, or a list within the current task limit.
     """
     config, texts = state.config, state.texts
-    key = _attribute_key(ids, field)
+    key = _attribute_key(ids, field, config)
     try:
         found = None if key is None else texts.attribute_replies.get(key)
     except TypeError:  # a list holding something unhashable: answered as on a miss
         found, key = None, None
     if found is not None:
-        reply, id_count, field_count = found
-        if id_count <= config.max_query_ids and field_count <= config.max_query_fields:
-            return reply
-    answer = _attributes_reply(state, ids, field)
-    if isinstance(answer, ToolReply):
-        return answer
+        return found
+    reply = _attributes_reply(state, ids, field)
     if key is not None:
-        remember(texts.attribute_replies, key, answer)
-    return answer[0]
+        remember(texts.attribute_replies, key, reply)
+    return reply
 
 
-def _attribute_key(ids: Any, field: Any) -> tuple[Any, Any] | None:
+def _attribute_key(ids: Any, field: Any, config: ToolConfig) -> tuple[Any, Any, int, int] | None:
     """The :attr:`InstanceTexts.attribute_replies` key of the arguments (a list as a tuple, a JSON
-    string as itself), or None (not cached). Only successful lookups are kept, whose lists hold
-    strings only: a key that equals one of them names the same ids and fields."""
+    string as itself) and the limits they are checked against, or None (not cached). A list and
+    the tuple of its items, or 1 and 1.0 in a list, are answered alike: every check tests the
+    items' types (only strings pass) or counts them, and nothing shows a non-string item."""
     ids_key = ids if type(ids) is str else tuple(ids) if type(ids) is list else None
     field_key = field if type(field) is str else tuple(field) if type(field) is list else None
-    return None if ids_key is None or field_key is None else (ids_key, field_key)
+    if ids_key is None or field_key is None:
+        return None
+    return (ids_key, field_key, config.max_query_ids, config.max_query_fields)
 
 
-def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> tuple[ToolReply, int, int] | ToolReply:
-    """The successful reply with its id and field counts (the limits it passed), or the failed reply."""
+def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
+    """The reply to an attribute lookup (it depends on the instance, the limits and the arguments)."""
     config, compiled = state.config, state.compiled
     if isinstance(ids, str):
         try:
@@ -448,8 +458,7 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> tuple[ToolRe
             shown = "{" + ", ".join([pairs[f] for f in unique_fields]) + "}"
         entries.append(f"{texts.cell_json[k]}: {shown}")
     field_list = ", ".join([texts.field_json[f] for f in fields])
-    reply = ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
-    return reply, len(ids), len(fields)
+    return ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
 
 
 def _parse_fields(field: Any) -> list[str] | ToolReply:
@@ -493,7 +502,7 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     head = f'{{"is_valid": {"true" if valid else "false"}, "row": {slot.row}, "col": {slot.col}'
     if not state.config.check_include_reason:
         return ok_reply(head + "}")
-    reason = "null" if valid else dumps(slot_violation_reason(slot.row, slot.col))
+    reason = "null" if valid else string_json(slot_violation_reason(slot.row, slot.col))
     return ok_reply(f'{head}, "reason": {reason}}}')
 
 
@@ -509,5 +518,5 @@ def check_global_constraints(state: EpisodeState) -> ToolReply:
     valid = "true" if reason is None else "false"
     if not state.config.check_include_reason:
         return ok_reply(f'{{"is_valid": {valid}}}', GLOBAL_CHECK_CHARGE)
-    reason_json = "null" if reason is None else dumps(reason)
+    reason_json = "null" if reason is None else string_json(reason)
     return ok_reply(f'{{"is_valid": {valid}, "reason": {reason_json}}}', GLOBAL_CHECK_CHARGE)

@@ -9,6 +9,7 @@ succeeded, whether it ends the episode, and which budget it charged.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import weakref
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     from ace_gym.instance import CompiledInstance, CompiledSlot
 
 ECHO_LIMIT = 200
-_SUCCESS = '{"status": "success", "messages": "Successfully executed tool", "data": '
+SUCCESS_HEAD = '{"status": "success", "messages": "Successfully executed tool", "data": '
+"""A success envelope up to its ``data``."""
 STOP = '{"status": "success", "messages": "###STOP###", "data": {}}'
 TOOL_CALL_FAILED = '{"status": "failed", "messages": "Tool call failed", "data": {}}'
 INVALID = "Invalid tool arguments"
@@ -50,11 +52,24 @@ class ToolReply(NamedTuple):
 _new_reply = tuple.__new__  # ToolReply(...) without the keyword-handling __new__: replies are built per call
 
 
+REFUSALS_KEPT = 1024
+"""Replies :func:`invalid` and :func:`failed_reply` each keep, most recently used first: a model
+repeats its mistakes, and a message echoes at most :data:`ECHO_LIMIT` characters of its
+arguments, so each cache holds < 1 MB."""
+
+
 def ok_reply(data_json: str, charged: Charge | None = None) -> ToolReply:
     """A success reply around already-serialised ``data``."""
-    return _new_reply(ToolReply, (_SUCCESS + data_json + "}", True, False, charged))
+    return _new_reply(ToolReply, (SUCCESS_HEAD + data_json + "}", True, False, charged))
 
 
+def envelope_reply(text: str, charged: Charge | None = None) -> ToolReply:
+    """A success reply whose whole envelope ``text`` (:data:`SUCCESS_HEAD`, data, ``}``) is built:
+    a long reply assembled in one step instead of copied again around its data."""
+    return _new_reply(ToolReply, (text, True, False, charged))
+
+
+@functools.lru_cache(maxsize=REFUSALS_KEPT)
 def failed_reply(message: str) -> ToolReply:
     """A failed reply with the full message (``"<ErrorType>, <detail>"``): :func:`failure`'s text."""
     return _new_reply(ToolReply, (failure(message), False, False, None))
@@ -63,9 +78,10 @@ def failed_reply(message: str) -> ToolReply:
 _INVALID_HEAD = '{"status": "failed", "messages": "' + INVALID + ", "
 
 
+@functools.lru_cache(maxsize=REFUSALS_KEPT)
 def invalid(detail: str) -> ToolReply:
     """The reply to a call with a bad argument: ``Invalid tool arguments, <detail>`` (half the
-    calls of a recorded episode: built in one step)."""
+    calls of a recorded episode: kept by its detail, a fifth of the cost of escaping it again)."""
     return _new_reply(ToolReply, (_INVALID_HEAD + string_json(detail)[1:] + ', "data": {}}', False, False, None))
 
 
@@ -161,11 +177,16 @@ class InstanceTexts:
     (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
     a fresh instance costs no more than the pieces it shows.
 
-    ``query_replies`` holds the payloads of successful queries and ``attribute_replies`` the
-    replies of successful attribute lookups (with the id and field counts they passed), by their
-    arguments (see :func:`remember`): what those tools answer depends on the instance alone,
-    apart from the budgets and limits, which the tools check and charge per episode.
-    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``.
+    ``query_replies`` holds the envelope heads of successful queries (up to their remaining
+    budget) and the replies of refused ones,
+    and ``attribute_replies`` the replies of attribute lookups (keyed with the id and field limits
+    they were checked against), by their arguments (see :func:`remember`): what those tools answer
+    depends on the instance and the arguments alone, apart from the query budgets, which the query
+    tool checks and charges per episode before it looks a reply up. Refusals are kept too: a model
+    repeats its mistakes, within an episode and across the episodes of a group on one instance.
+    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``, and
+    ``grid_replies`` holds the grid-state replies by the grid they show (every episode's first
+    one shows the initial grid).
     """
 
     __slots__ = (
@@ -173,6 +194,7 @@ class InstanceTexts:
         "attribute_replies",
         "cell_json",
         "field_json",
+        "grid_replies",
         "item_json",
         "query_charges",
         "query_columns",
@@ -192,9 +214,10 @@ class InstanceTexts:
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
-        self.query_replies: dict[tuple[Any, ...], str] = {}
-        self.attribute_replies: dict[tuple[Any, Any], tuple[ToolReply, int, int]] = {}
+        self.query_replies: dict[tuple[Any, ...], str | ToolReply] = {}
+        self.attribute_replies: dict[tuple[Any, Any, int, int], ToolReply] = {}
         self.set_replies: dict[tuple[int, int], ToolReply] = {}
+        self.grid_replies: dict[tuple[int, ...], ToolReply] = {}
 
     def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
         """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""

@@ -43,9 +43,12 @@ class ToolConfig:
         for name in ("max_query_ids", "max_query_fields"):
             set_field(self, name, integer(name, getattr(self, name), minimum=1))
 
-    def query_budget(self, rule_count: int, hidden_slots: int) -> int | None:
-        """Attribute queries allowed on one hidden slot; None = unlimited."""
-        return None if self.extra_query_num == -1 else rule_count + hidden_slots + self.extra_query_num
+    def query_budgets(self, compiled: CompiledInstance) -> list[int | None]:
+        """Attribute queries allowed on each hidden slot of ``compiled``, in slot order (None = unlimited)."""
+        if self.extra_query_num == -1:
+            return [None] * compiled.hidden_count
+        common = compiled.hidden_count + self.extra_query_num
+        return [slot.rule_count + common for slot in compiled.slots]
 
     def global_check_budget(self, hidden_slots: int) -> int | None:
         """Global checks allowed per episode; None = unlimited."""
@@ -101,21 +104,22 @@ class EpisodeState:
         self.empty_cells = compiled.hidden_count
         self.invalid_slots: set[int] = set()
         self.query_calls = [0] * compiled.hidden_count
-        self.query_budgets = [config.query_budget(s.rule_count, compiled.hidden_count) for s in compiled.slots]
+        self.query_budgets = config.query_budgets(compiled)
         self.global_calls = 0
         self.global_budget = config.global_check_budget(compiled.hidden_count)
         self.totals: RunningTotals = compiled.initial_totals.copy()
 
     def place(self, slot_index: int, item: int) -> None:
         """Put ``item`` (-1 to clear) into hidden slot ``slot_index``, keeping totals current."""
-        slot = self.compiled.slots[slot_index]
-        old = self.grid[slot.cell]
+        slot, grid, totals = self.compiled.slots[slot_index], self.grid, self.totals
+        cell = slot.cell
+        old = grid[cell]
         if old >= 0:
-            self.totals.remove(slot.cell, old)
+            totals.add(cell, old, -1)
             self.empty_cells += 1
-        self.grid[slot.cell] = item
+        grid[cell] = item
         if item >= 0:
-            self.totals.add(slot.cell, item)
+            totals.add(cell, item)
             self.empty_cells -= 1
         if item < 0 or item in slot.valid_items:
             self.invalid_slots.discard(slot_index)
