@@ -77,3 +77,17 @@ def test_engine_actor__charges_each_episode_the_whole_generate_call_and_checks_t
     assert records[0]["usage"]["generation_s"] == records[1]["usage"]["generation_s"] > 0
     with pytest.raises(RuntimeError, match="3 completions for 2 conversations"):
         list(run_loop([2, 2], _open, EngineActor(Engine(1)), batch_size=2))
+
+
+def test_episode__policy_seed_given_as_a_function_is_computed_once_on_first_use() -> None:
+    asked: list[int] = []
+
+    def seed() -> int:
+        asked.append(1)
+        return 1234
+
+    episode = Episode("e", "echo", CountdownEnv(1), _record, policy_seed=seed)
+    assert asked == []
+    assert episode.policy_seed == episode.policy_seed == 1234
+    assert asked == [1]
+    assert Episode("f", "echo", CountdownEnv(1), _record, policy_seed=7).policy_seed == 7
