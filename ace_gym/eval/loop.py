@@ -392,7 +392,10 @@ def jsonable(value: Any) -> Any:
     if kind in _PLAIN_TYPES:  # the common case first: this runs over every turn's info (plain items skip the call)
         return value
     if kind is dict:
-        return {str(k): v if type(v) in _PLAIN_TYPES else jsonable(v) for k, v in value.items()}
+        for k, v in value.items():  # a flat dict of str keys and plain values (a call's info) is copied in C
+            if type(v) not in _PLAIN_TYPES or type(k) is not str:
+                return {str(k): v if type(v) in _PLAIN_TYPES else jsonable(v) for k, v in value.items()}
+        return value.copy()
     if kind is list:
         return [v if type(v) in _PLAIN_TYPES else jsonable(v) for v in value]
     if isinstance(value, Mapping):
