@@ -273,7 +273,7 @@ def ace_record(
         "grid": info.get("grid"),
         "usage": episode.usage,
         "notes": jsonable(episode.notes),
-        "failures": failure_log(episode.turns),
+        "failures": failure_log(episode.turns) if _may_inject_failures(spec, episode.env) else [],
         **protocol_fields(episode.env, info),
         "messages": episode.messages,
         "tools": episode.tools,
@@ -281,6 +281,20 @@ def ace_record(
         "tokens": token_trajectory(episode),
         "replay": replay_fields(spec, stack_key),
     }
+
+
+def _may_inject_failures(spec: EpisodeSpec | None, env: gym.Env | None) -> bool:
+    """False when the episode's env is a stack :meth:`EpisodeSpec.make_env` built without a
+    :class:`~ace_gym.wrappers.ToolFailureInjection` layer, whose turns then carry no failure (the
+    scan of the turn log is skipped: at the episode's end that log is cold in the CPU caches, and
+    reading it cost about as much as the record's other fields). Any other env: True."""
+    if type(spec) is not EpisodeSpec or env is None:
+        return True
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, ToolFailureInjection):
+            return True
+        env = env.env
+    return False
 
 
 def replay_fields(spec: EpisodeSpec | None, stack_key: str | None = None) -> dict[str, Any] | None:
