@@ -32,6 +32,11 @@ Each repeat times the rollout twice:
 * ``gc.freeze()`` after set-up: what a trainer gets by calling ``gc.collect(); gc.freeze()`` once
   its datasets and prompts are loaded (collections then skip everything loaded before).
 
+Untimed, one more rollout counts the GC-tracked objects its records keep alive (``gc.collect()``
+before and after, records held), per episode-turn: the objects each later full collection walks,
+and whose promotions decide how often one runs (CPython runs a full collection once the objects
+promoted since the last one exceed a quarter of those it walked).
+
 Target (issue 10): env + adapter + collector <= 50 µs per episode-turn of 3 calls.
 """
 
@@ -149,6 +154,7 @@ def main() -> None:
         best = {k: min(best.get(k, float("inf")), v) for k, v in measured.items()}
 
     turns = len(texts)
+    kept = _tracked_objects_kept(specs, scripts)
     per_turn = {k: v / turns * 1e6 for k, v in best.items()}
     print(
         f"{len(specs)} episodes, {turns} episode-turns of {args.calls_per_turn} solver calls as Hermes text,"
@@ -171,6 +177,18 @@ def main() -> None:
         f"{'same, gc.freeze() after set-up':40s} {per_turn['frozen']:9.1f}"
         "            (what a trainer gets by calling gc.freeze() after loading)"
     )
+    print(f"GC-tracked objects the records keep alive: {kept:,} ({kept / turns:.1f} per episode-turn; untimed rollout)")
+
+
+def _tracked_objects_kept(specs: list[EpisodeSpec], scripts: list[list[str]]) -> int:
+    """How many more GC-tracked objects the heap holds after a replayed rollout, its records held."""
+    gc.collect()
+    before = len(gc.get_objects())
+    records = list(run_episodes(specs, ReplayEngine(scripts), batch_size=len(specs), name="replay"))
+    gc.collect()
+    kept = len(gc.get_objects()) - before
+    del records
+    return kept
 
 
 class _GcClock:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ace_gym.agents import Completion
 from ace_gym.errors import ConfigError
-from ace_gym.eval.loop import Actor, EngineActor, Episode, Turn, run_loop
+from ace_gym.eval.loop import Actor, EngineActor, Episode, Turn, jsonable, run_loop
 
 
 class CountdownEnv:
@@ -77,3 +78,29 @@ def test_engine_actor__charges_each_episode_the_whole_generate_call_and_checks_t
     assert records[0]["usage"]["generation_s"] == records[1]["usage"]["generation_s"] > 0
     with pytest.raises(RuntimeError, match="3 completions for 2 conversations"):
         list(run_loop([2, 2], _open, EngineActor(Engine(1)), batch_size=2))
+
+
+def test_episode__policy_seed_given_as_a_function_is_computed_once_on_first_use() -> None:
+    asked: list[int] = []
+
+    def seed() -> int:
+        asked.append(1)
+        return 1234
+
+    episode = Episode("e", "echo", CountdownEnv(1), _record, policy_seed=seed)
+    assert asked == []
+    assert episode.policy_seed == episode.policy_seed == 1234
+    assert asked == [1]
+    assert Episode("f", "echo", CountdownEnv(1), _record, policy_seed=7).policy_seed == 7
+
+
+def test_jsonable__copies_flat_dicts_and_converts_keys_and_numpy_values() -> None:
+    flat = {"tool": "done", "ok": True, "step": 3, "score": None}
+    copied = jsonable(flat)
+    assert copied == flat and copied is not flat
+    assert jsonable({1: "a", "b": np.int64(2), "c": (np.float32(0.5), [np.bool_(True)])}) == {
+        "1": "a",
+        "b": 2,
+        "c": [0.5, [True]],
+    }
+    assert type(jsonable({"b": np.int64(2)})["b"]) is int

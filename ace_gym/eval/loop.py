@@ -65,8 +65,9 @@ class Episode:
     conversation so far, a per-turn log and the usage counters (module docstring).
 
     ``build_record`` turns the finished episode into its record; ``release`` is called with the
-    env when the episode ends (default: ``env.close``). ``policy_seed`` seeds a scripted policy;
-    ``agent`` holds the actor's state for this episode and ``notes`` what the policy reports.
+    env when the episode ends (default: ``env.close``). ``policy_seed`` seeds a scripted policy:
+    an int, or a function computing it on first use (only scripted actors read it); ``agent``
+    holds the actor's state for this episode and ``notes`` what the policy reports.
     """
 
     def __init__(
@@ -76,12 +77,12 @@ class Episode:
         env: Any,
         build_record: RecordBuilder,
         *,
-        policy_seed: int = 0,
+        policy_seed: int | Callable[[], int] = 0,
         release: Callable[[Any], None] | None = None,
     ) -> None:
         self.key, self.policy, self.env = key, policy, env
         self.build_record = build_record
-        self.policy_seed = policy_seed
+        self._policy_seed = policy_seed
         self._release = release
         self.start = time.perf_counter()
         self.messages: list[dict[str, Any]] = []
@@ -100,6 +101,13 @@ class Episode:
         self.last_completion: Completion | None = None
         self.agent: Any = None
         self.notes: dict[str, Any] = {}
+
+    @property
+    def policy_seed(self) -> int:
+        """The seed of a scripted policy's draws for this episode."""
+        if callable(self._policy_seed):  # a SeedSequence costs 20 µs: computed when an actor first asks
+            self._policy_seed = self._policy_seed()
+        return self._policy_seed
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
         """Reset the env (``kwargs``: ``seed``, ``options``) and :meth:`begin`; returns its ``(observation, info)``."""
@@ -384,7 +392,10 @@ def jsonable(value: Any) -> Any:
     if kind in _PLAIN_TYPES:  # the common case first: this runs over every turn's info (plain items skip the call)
         return value
     if kind is dict:
-        return {str(k): v if type(v) in _PLAIN_TYPES else jsonable(v) for k, v in value.items()}
+        for k, v in value.items():  # a flat dict of str keys and plain values (a call's info) is copied in C
+            if type(v) not in _PLAIN_TYPES or type(k) is not str:
+                return {str(k): v if type(v) in _PLAIN_TYPES else jsonable(v) for k, v in value.items()}
+        return value.copy()
     if kind is list:
         return [v if type(v) in _PLAIN_TYPES else jsonable(v) for v in value]
     if isinstance(value, Mapping):

@@ -198,10 +198,10 @@ def run_episodes(
 
 
 def _open(spec: EpisodeSpec, label: str, stacks: _IdleStacks) -> tuple[Episode, Any, dict[str, Any]]:
-    env, release = stacks.take(spec)
-    episode = Episode(
-        spec.key(label), label, env, partial(ace_record, spec), policy_seed=spec.policy_seed(), release=release
-    )
+    stack_key = _stack_key(spec)  # once per episode: the idle stacks and the record's replay fields need it
+    env, release = stacks.take(spec, stack_key)
+    record = partial(ace_record, spec, stack_key=stack_key)
+    episode = Episode(spec.key(label), label, env, record, policy_seed=spec.policy_seed, release=release)
     observation, info = episode.reset(seed=spec.seed, options=spec.reset_options())
     return episode, observation, info
 
@@ -217,11 +217,11 @@ class _IdleStacks:
     def __init__(self) -> None:
         self._idle: dict[str, list[gym.Env]] = {}
 
-    def take(self, spec: EpisodeSpec) -> tuple[gym.Env, Callable[[gym.Env], None] | None]:
-        """A stack for ``spec`` and what its episode calls with it when it ends (None: close it)."""
+    def take(self, spec: EpisodeSpec, key: str) -> tuple[gym.Env, Callable[[gym.Env], None] | None]:
+        """A stack for ``spec`` (whose :func:`_stack_key` is ``key``) and what its episode calls
+        with it when it ends (None: close it)."""
         if type(spec) is not EpisodeSpec:
             return spec.make_env(), None
-        key = _stack_key(spec)
         idle = self._idle.get(key)
         return (idle.pop() if idle else spec.make_env()), partial(self._keep, key)
 
@@ -239,9 +239,16 @@ class _IdleStacks:
 
 
 def ace_record(
-    spec: EpisodeSpec | None, episode: Episode, terminated: bool, truncated: bool, info: Mapping[str, Any]
+    spec: EpisodeSpec | None,
+    episode: Episode,
+    terminated: bool,
+    truncated: bool,
+    info: Mapping[str, Any],
+    *,
+    stack_key: str | None = None,
 ) -> dict[str, Any]:
-    """The record of a finished ACE episode (module docstring); ``spec`` is None for an episode of a vector env."""
+    """The record of a finished ACE episode (module docstring); ``spec`` is None for an episode of
+    a vector env. ``stack_key``: ``_stack_key(spec)`` when the caller has it already."""
     reset = episode.reset_info
     return {
         "key": episode.key,
@@ -266,23 +273,39 @@ def ace_record(
         "grid": info.get("grid"),
         "usage": episode.usage,
         "notes": jsonable(episode.notes),
-        "failures": failure_log(episode.turns),
+        "failures": failure_log(episode.turns) if _may_inject_failures(spec, episode.env) else [],
         **protocol_fields(episode.env, info),
         "messages": episode.messages,
         "tools": episode.tools,
         "turns": episode.turns,
         "tokens": token_trajectory(episode),
-        "replay": replay_fields(spec),
+        "replay": replay_fields(spec, stack_key),
     }
 
 
-def replay_fields(spec: EpisodeSpec | None) -> dict[str, Any] | None:
+def _may_inject_failures(spec: EpisodeSpec | None, env: gym.Env | None) -> bool:
+    """False when the episode's env is a stack :meth:`EpisodeSpec.make_env` built without a
+    :class:`~ace_gym.wrappers.ToolFailureInjection` layer, whose turns then carry no failure (the
+    scan of the turn log is skipped: at the episode's end that log is cold in the CPU caches, and
+    reading it cost about as much as the record's other fields). Any other env: True."""
+    if type(spec) is not EpisodeSpec or env is None:
+        return True
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, ToolFailureInjection):
+            return True
+        env = env.env
+    return False
+
+
+def replay_fields(spec: EpisodeSpec | None, stack_key: str | None = None) -> dict[str, Any] | None:
     """What a replay of the episode needs (docs/replay.md): ``spec`` (the :class:`EpisodeSpec` as
     JSON values), ``env_spec`` (the env stack that spec builds, as ``env.spec`` names it: id,
     keyword arguments, wrappers), ``version`` (of ace_gym) and ``dataset_sha256``
     (:func:`~ace_gym.instance.dataset_sha256`). None for an episode of a vector env, which has no
     spec of its own. A subclass's spec (one that plays in a server, say) is recorded as the plain
-    spec it extends, and ``env_spec`` is always the stack of that plain spec, so replays run locally."""
+    spec it extends, and ``env_spec`` is always the stack of that plain spec, so replays run locally.
+    ``stack_key``: ``_stack_key(spec)`` when the caller has it already (the same for a subclass's
+    spec and the plain spec it extends)."""
     if spec is None:
         return None
     local = (
@@ -290,7 +313,7 @@ def replay_fields(spec: EpisodeSpec | None) -> dict[str, Any] | None:
         if type(spec) is EpisodeSpec
         else EpisodeSpec(**{f.name: getattr(spec, f.name) for f in dataclasses.fields(EpisodeSpec)})
     )
-    stack_json = _stack_spec_json(local)
+    stack_json = _stack_spec_json(local, stack_key or _stack_key(local))
     return {
         "spec": json.loads(local.to_json()),
         "env_spec": None if stack_json is None else json.loads(stack_json),
@@ -322,11 +345,11 @@ _STACK_SPECS: dict[str, str | None] = {}
 _MAX_STACK_SPECS = 256
 
 
-def _stack_spec_json(spec: EpisodeSpec) -> str | None:
-    """``spec.make_env().spec`` as JSON, built once per process for each :func:`_stack_key` (the
-    spec's fields but :data:`_EPISODE_FIELDS`, which the stack does not depend on): building a
-    stack and copying its spec up the wrappers costs as much as a few turns of an episode."""
-    stack_key = _stack_key(spec)
+def _stack_spec_json(spec: EpisodeSpec, stack_key: str) -> str | None:
+    """``spec.make_env().spec`` as JSON, built once per process for each ``stack_key``
+    (:func:`_stack_key`: the spec's fields but :data:`_EPISODE_FIELDS`, which the stack does not
+    depend on): building a stack and copying its spec up the wrappers costs as much as a few turns
+    of an episode."""
     if stack_key in _STACK_SPECS:
         return _STACK_SPECS[stack_key]
     env = spec.make_env()
