@@ -554,9 +554,9 @@ def dataset_sha256(dataset: str | os.PathLike[str], domain: str) -> str:
     """SHA-256 (hex) of the bytes of the file ``dataset`` names for ``domain`` (resolved as
     :func:`resolve_dataset` does; a ``.gz`` file's bytes as stored): what a replay checks to know
     it plays the same instances. Hashed once per file version and process."""
-    path = Path(resolve_dataset(dataset, domain).source)
-    status = path.stat()
-    return _file_sha256(str(path), status.st_mtime_ns, status.st_size)
+    loaded = resolve_dataset(dataset, domain)  # the file's current version: its path, mtime and size
+    assert loaded._cache_key is not None  # a file's dataset always has one
+    return _file_sha256(*loaded._cache_key)
 
 
 @lru_cache(maxsize=64)
