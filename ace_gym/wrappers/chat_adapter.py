@@ -52,10 +52,10 @@ class ConversationView(Sequence[dict[str, Any]]):
     def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
-            indices = range(self._length)[index]
-            if indices.step == 1:  # a plain slice, as a caller taking the newest messages asks
-                return self._messages[indices.start : indices.stop]
-            return [self._messages[i] for i in indices]
+            start, stop, step = index.indices(self._length)
+            if step == 1:  # a plain slice, as a caller taking the newest messages asks
+                return self._messages[start:stop]
+            return [self._messages[i] for i in range(start, stop, step)]
         return self._messages[range(self._length)[index]]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
