@@ -36,7 +36,6 @@ MISTRAL_MARKER = "[TOOL_CALLS]"
 PYTHON_TAG = "<|python_tag|>"
 
 _DECODER = json.JSONDecoder()
-_SCAN = _DECODER.scan_once
 _TUPLE = tuple.__new__
 #: the first window a JSON value is decoded in; a longer value gets windows 4x larger, up to MAX_VALUE_LENGTH
 _WINDOW = 1024
@@ -278,9 +277,9 @@ def _simple_block(text: str, start: int) -> Found | None:
     if block is None or text.find(_TAG_TAIL, start + len(TAG_OPEN), block.end() - len(TAG_CLOSE)) != -1:
         return None
     name, arguments_json = block.groups()
-    try:  # the decoder's scanner without raw_decode's wrapper; StopIteration: no value at 0
-        arguments, end = _SCAN(arguments_json, 0)
-    except (ValueError, StopIteration):
+    try:
+        arguments, end = _DECODER.raw_decode(arguments_json)
+    except ValueError:
         return None
     if end != len(arguments_json):
         return None
