@@ -40,6 +40,11 @@ class ToolCall:
     arguments: Mapping[str, Any] | str = field(default_factory=dict)
 
 
+# what json.dumps(..., ensure_ascii=False, default=repr) builds on every call (an encoder holds no state)
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=repr)
+_SORTED_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=repr, sort_keys=True)
+
+
 def arguments_json(arguments: Any, *, sort_keys: bool = False) -> str:
     """JSON text of tool-call arguments as a model sent them; never raises.
 
@@ -49,7 +54,7 @@ def arguments_json(arguments: Any, *, sort_keys: bool = False) -> str:
     ``"<unserialisable list>"``.
     """
     try:
-        return json.dumps(arguments, ensure_ascii=False, sort_keys=sort_keys, default=repr)
+        return (_SORTED_ARGUMENTS if sort_keys else _ARGUMENTS).encode(arguments)
     except Exception:  # any model-sent value: what failed does not matter, only that we answer
         return json.dumps(f"<unserialisable {type(arguments).__name__}>")
 

@@ -36,6 +36,7 @@ MISTRAL_MARKER = "[TOOL_CALLS]"
 PYTHON_TAG = "<|python_tag|>"
 
 _DECODER = json.JSONDecoder()
+_TUPLE = tuple.__new__
 #: the first window a JSON value is decoded in; a longer value gets windows 4x larger, up to MAX_VALUE_LENGTH
 _WINDOW = 1024
 _WINDOW_MARGIN = 256
@@ -275,14 +276,16 @@ def _simple_block(text: str, start: int) -> Found | None:
     block = _SIMPLE_BLOCK.match(text, start)
     if block is None or text.find(_TAG_TAIL, start + len(TAG_OPEN), block.end() - len(TAG_CLOSE)) != -1:
         return None
-    arguments_json = block.group(2)
+    name, arguments_json = block.groups()
     try:
         arguments, end = _DECODER.raw_decode(arguments_json)
     except ValueError:
         return None
     if end != len(arguments_json):
         return None
-    return Found(start, block.end(), ParsedCall(block.group(1), arguments, None, None, arguments_json), None)
+    # built as plain tuples: NamedTuple(...) runs a Python-level __new__, which costs more here
+    call = _TUPLE(ParsedCall, (name, arguments, None, None, arguments_json))
+    return _TUPLE(Found, (start, block.end(), call, None))
 
 
 def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True) -> list[Found]:
@@ -291,7 +294,7 @@ def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True)
     A block whose closing tag is missing runs to the next ``<tool_call>`` or the end of the text.
     """
     found: list[Found] = []
-    closers = _NextFinder(text, TAG_CLOSE)
+    closers: _NextFinder | None = None  # made for the first block the simple path does not read
     start = text.find(TAG_OPEN)
     while len(found) <= MAX_FOUND and start != -1:
         simple = _simple_block(text, start) if json_inside else None
@@ -299,6 +302,8 @@ def find_tagged(text: str, *, json_inside: bool = True, xml_inside: bool = True)
             found.append(simple)
             start = text.find(TAG_OPEN, simple.end)
             continue
+        if closers is None:
+            closers = _NextFinder(text, TAG_CLOSE)
         body_start = start + len(TAG_OPEN)
         following = text.find(TAG_OPEN, body_start)
         close = closers.at(body_start)

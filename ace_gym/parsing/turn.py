@@ -82,12 +82,21 @@ def parse_text(text: str, tool_format: str = "auto") -> ParsedTurn:
         found, found_format = _detect(rest)
     else:
         found, found_format = _FINDERS[tool_format](rest), tool_format
-    errors = tuple(f.error for f in found[:MAX_FOUND] if f.error is not None)
-    if len(found) > MAX_FOUND:
-        errors += (TOO_MANY_CALLS,)
+    if not found:
+        return ParsedTurn((), _prose(rest, found), reasoning, (), None)
+    too_many = len(found) > MAX_FOUND
+    if too_many:
         found = found[:MAX_FOUND]
-    calls = tuple(f.call for f in found if f.call is not None)
-    return ParsedTurn(calls, _prose(rest, found), reasoning, errors, found_format if found else None)
+    calls: list[ParsedCall] = []
+    errors: list[str] = []
+    for _, _, call, error in found:
+        if call is not None:
+            calls.append(call)
+        if error is not None:
+            errors.append(error)
+    if too_many:
+        errors.append(TOO_MANY_CALLS)
+    return ParsedTurn(tuple(calls), _prose(rest, found), reasoning, tuple(errors), found_format)
 
 
 def _detect(text: str) -> tuple[list[Found], str]:
@@ -109,9 +118,12 @@ def _prose(text: str, found: list[Found]) -> str:
         for start, end, _, _ in found:
             if start >= position:
                 pieces.append(text[position:start])
-            position = max(position, end)
+            if end > position:
+                position = end
         pieces.append(text[position:])
-        text = _join_pieces(pieces)
+        text = "".join(pieces)
+        if "\n\n\n" in text:  # rare: a run of blank lines may meet at a removed call
+            text = _join_pieces(pieces)
     for marker in _MARKERS:
         if marker in text:
             text = text.replace(marker, "")
@@ -121,9 +133,6 @@ def _prose(text: str, found: list[Found]) -> str:
 def _join_pieces(pieces: list[str]) -> str:
     """Join the text left around removed calls; where the whitespace meeting at a removed call
     holds three or more line breaks, it becomes one blank line. Reads each piece once."""
-    text = "".join(pieces)
-    if "\n\n\n" not in text:  # the common case: no run of blank lines to collapse
-        return text
     joined: list[str] = []
     gap: list[str] = []  # the whitespace around the current joint
     last = len(pieces) - 1

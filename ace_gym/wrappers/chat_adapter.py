@@ -52,10 +52,10 @@ class ConversationView(Sequence[dict[str, Any]]):
     def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
-            indices = range(self._length)[index]
-            if indices.step == 1:  # a plain slice, as a caller taking the newest messages asks
-                return self._messages[indices.start : indices.stop]
-            return [self._messages[i] for i in indices]
+            start, stop, step = index.indices(self._length)
+            if step == 1:  # a plain slice, as a caller taking the newest messages asks
+                return self._messages[start:stop]
+            return [self._messages[i] for i in range(start, stop, step)]
         return self._messages[range(self._length)[index]]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -188,62 +188,69 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
         return observation, info
 
     def step(self, action: AssistantAction) -> tuple[Messages, float, bool, bool, dict[str, Any]]:
-        if not self._messages:
+        messages, limit = self._messages, self._limit
+        if not messages:
             raise ResetNeeded("Cannot call step() before reset()")
-        if self._limit is not None and self._limit.exhausted:
-            return self._limit.repeat()
-        self._turn += 1
+        if limit is not None and limit.exhausted:
+            return limit.repeat()
+        turn = self._turn = self._turn + 1
         parsed = parse_turn(action, self.tool_format)
+        calls = parsed.calls
         assistant: dict[str, Any] = {"role": "assistant", "content": parsed.content}
         if parsed.reasoning is not None:
             assistant["reasoning_content"] = parsed.reasoning
-        self._messages.append(assistant)
+        messages.append(assistant)
         replies: list[dict[str, Any]] = []
-        reward, terminated, truncated = 0.0, False, False
+        reward, ended = 0.0, False
+        terminated = truncated = False
         call_infos: list[dict[str, Any]] = []
         errors = list(parsed.errors)
         skipped = 0
         content: Any  # gymnasium types the wrapped env's step as returning this wrapper's observation
-        if parsed.calls:
-            tool_calls = assistant["tool_calls"] = []
-            for index, call in enumerate(parsed.calls):
-                call_id = call.call_id or f"call_{self._turn}_{index}"
-                function = {"name": call.name, "arguments": _arguments_json(call)}
+        if calls:
+            tool_calls: list[dict[str, Any]] = []
+            assistant["tool_calls"] = tool_calls
+            env_step = self.env.step
+            for index, call in enumerate(calls):
+                name = call.name
+                call_id = call.call_id or f"call_{turn}_{index}"
+                function = {"name": name, "arguments": call.arguments_json or _arguments_json(call)}
                 tool_calls.append({"id": call_id, "type": "function", "function": function})
-                if terminated or truncated:
+                if ended:
                     content = NOT_EXECUTED
                     skipped += 1
                 elif call.error is not None:
                     content = ARGUMENTS_FAILED.format(error=call.error)
                     errors.append(call.error)
                 else:
-                    content, call_reward, terminated, truncated, call_info = self.env.step(
-                        {"name": call.name, "arguments": call.arguments}
+                    content, call_reward, terminated, truncated, call_info = env_step(
+                        {"name": name, "arguments": call.arguments}
                     )
                     reward += float(call_reward)
                     call_infos.append(call_info)
-                replies.append({"role": "tool", "tool_call_id": call_id, "name": call.name, "content": content})
-        if not parsed.calls or parsed.errors:
+                    ended = terminated or truncated
+                replies.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": content})
+        if not calls or parsed.errors:
             replies.append({"role": "user", "content": self._correction(parsed)})
-        self._messages += replies
+        messages += replies
         info: dict[str, Any] = {
-            "turn": self._turn,
+            "turn": turn,
             "tool_format": parsed.format,
             "calls": call_infos,
             "skipped_calls": skipped,
             "parse_errors": errors,
-            "messages": ConversationView(self._messages),
+            "messages": ConversationView(messages, len(messages)),
         }
-        if terminated or truncated:
+        if ended:
             final = call_infos[-1]
             info.update({key: final[key] for key in ("score", "reason", "grid") if key in final})
-        if self._limit is not None:
-            final_score, notice = self._limit.end_turn(self._turn - self._attempt_start, terminated or truncated, info)
+        if limit is not None:
+            final_score, notice = limit.end_turn(turn - self._attempt_start, ended, info)
             if final_score is not None:
                 reward, truncated = final_score, True
             if notice is not None:
                 replies[-1] = self._append_notice(notice)
-            self._limit.last_observation = replies
+            limit.last_observation = replies
         return replies, reward, terminated, truncated, info
 
     def resume(self, message: str) -> Messages:
@@ -282,7 +289,8 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
 
 
 def _arguments_json(call: ParsedCall) -> str:
-    """The call's arguments as the JSON string OpenAI messages carry ("{}" when undecodable)."""
+    """The call's arguments as the JSON string OpenAI messages carry ("{}" when undecodable);
+    ``step`` takes ``call.arguments_json`` itself when the model wrote one (never with an error)."""
     if call.error is not None:
         return "{}"
     if call.arguments_json is not None:
