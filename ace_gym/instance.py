@@ -50,6 +50,7 @@ slot rule) is not checked at load: :func:`ace_gym.generators.certify` checks it.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import hashlib
@@ -261,13 +262,23 @@ class CompiledInstance:
         are built when :attr:`items` is."""
         compiled = cls.__new__(cls)
         compiled._instance_source = instance
-        numeric = dict(
-            zip(domain.numeric_attributes, _frozen(np.asarray(entry["numeric"], dtype=np.int64)), strict=True)
+        numeric_names, categorical_names = domain.numeric_attributes, _categorical_names(domain)
+        item_count, slot_entries = len(entry["item_ids"]), entry["slots"]
+        numeric_table, codes, candidates, valid = _unpacked(
+            entry["arrays"],
+            entry["dtype"],
+            [
+                (len(numeric_names), item_count),
+                (len(categorical_names), item_count),
+                *[(len(slot_entries), entry["k"])] * 2,
+            ],
         )
-        codes = _frozen(np.asarray(entry["codes"], dtype=np.int32))
+        numeric = dict(zip(numeric_names, _frozen(numeric_table.astype(np.int64)), strict=True))
         categorical = {
             name: (column, tuple(vocabulary))
-            for name, column, vocabulary in zip(_categorical_names(domain), codes, entry["vocabularies"], strict=True)
+            for name, column, vocabulary in zip(
+                categorical_names, _frozen(codes.astype(np.int32)), entry["vocabularies"], strict=True
+            )
         }
         slot_rules = domain.slot_rules
         slots = [
@@ -276,7 +287,7 @@ class CompiledInstance:
                 col,
                 tuple((slot_rules[k].name, slot_rules[k].attribute, slot_rules[k].kind, bound) for k, bound in rules),
             )
-            for row, col, rules in entry["slots"]
+            for row, col, rules in slot_entries
         ]
         compiled._assemble(
             domain,
@@ -285,24 +296,31 @@ class CompiledInstance:
             (numeric, categorical),
             (entry["truth"], entry["initial"]),
             slots,
-            (np.asarray(entry["candidates"], dtype=np.int32), np.asarray(entry["valid"], dtype=bool)),
+            (candidates.astype(np.int32), valid.astype(bool)),
             tuple(entry["global_bounds"]),
         )
         return compiled
 
     def entry(self) -> bytes:
         """This compiled form as the JSON :meth:`from_entry` reads (what a cache entry stores):
-        every array as (nested) lists of ints, a slot's rules as (index among the domain's slot
+        the item columns, categorical codes, and each slot's candidates and validity (0/1) packed
+        into ``arrays`` (:func:`_packed`), a slot's rules as (index among the domain's slot
         rules, bound), the global rules by their bounds in the domain's order."""
         domain = self.domain
         rule_index = {rule.name: k for k, rule in enumerate(domain.slot_rules)}
         categorical = [self.categorical[name] for name in _categorical_names(domain)]
+        arrays, dtype = _packed(
+            [
+                *[self.numeric[name] for name in domain.numeric_attributes],
+                *[codes for codes, _ in categorical],
+                *[slot.candidates for slot in self.slots],
+                *[slot.slot_valid for slot in self.slots],
+            ]
+        )
         return to_json(
             {
                 "header": [self.instance_id, self.rows, self.cols, self.decoy_budget],
                 "item_ids": self.item_ids,
-                "numeric": [self.numeric[name].tolist() for name in domain.numeric_attributes],
-                "codes": [codes.tolist() for codes, _ in categorical],
                 "vocabularies": [vocabulary for _, vocabulary in categorical],
                 "truth": self.truth.tolist(),
                 "initial": self.initial_grid,
@@ -310,8 +328,9 @@ class CompiledInstance:
                     [slot.row, slot.col, [[rule_index[name], bound] for name, _, _, bound in slot.rules]]
                     for slot in self.slots
                 ],
-                "candidates": [slot.candidate_items for slot in self.slots],
-                "valid": [slot.slot_valid.tolist() for slot in self.slots],
+                "k": len(self.slots[0].candidates) if self.slots else 0,
+                "arrays": arrays,
+                "dtype": dtype,
                 "global_bounds": [rule.bound for rule in self.global_rules],
             }
         )
@@ -432,6 +451,31 @@ def _attribute_columns(
             codes = np.asarray([code[str(value)] for value in column], dtype=np.int32)
             categorical[attribute.name] = (_frozen(codes), vocabulary)
     return numeric, categorical
+
+
+_PACKED_TYPES = ("<i2", "<i4", "<i8")
+"""The little-endian integer types :func:`_packed` chooses from, smallest first."""
+
+
+def _packed(arrays: Sequence[np.ndarray]) -> tuple[str, str]:
+    """``arrays`` (integer or boolean) flattened and joined in the smallest type of
+    :data:`_PACKED_TYPES` that holds every value, as base64 text, and that type's name: a compact
+    JSON form that reads back (:func:`_unpacked`) with one decode and no per-value work."""
+    joined = np.concatenate([np.ravel(array) for array in arrays]) if arrays else np.zeros(0, dtype=np.int64)
+    joined = joined.astype(np.int64)
+    low, high = (int(joined.min()), int(joined.max())) if joined.size else (0, 0)
+    dtype = next(t for t in _PACKED_TYPES if np.iinfo(t).min <= low and high <= np.iinfo(t).max)
+    return base64.b64encode(joined.astype(dtype).tobytes()).decode("ascii"), dtype
+
+
+def _unpacked(text: str, dtype: str, shapes: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+    """The arrays :func:`_packed` joined, read-only, of these ``shapes`` in order."""
+    joined = np.frombuffer(base64.b64decode(text), dtype=dtype)
+    arrays, start = [], 0
+    for rows, cols in shapes:
+        arrays.append(joined[start : start + rows * cols].reshape(rows, cols))
+        start += rows * cols
+    return arrays
 
 
 def _categorical_names(domain: Domain) -> tuple[str, ...]:
