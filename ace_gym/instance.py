@@ -194,13 +194,15 @@ class CompiledSlot:
         cell: int,
         candidate_ids: tuple[str, ...],
         candidates: np.ndarray,
+        candidate_items: tuple[int, ...],
         rules: tuple[tuple[str, str, str, int], ...],
         slot_valid: np.ndarray,
     ) -> None:
+        """``candidate_items``: ``candidates`` as a tuple of ints (which the caller has at hand)."""
         self.row, self.col, self.cell = row, col, cell
         self.candidate_ids = candidate_ids
         self.candidates = candidates
-        self.candidate_items: tuple[int, ...] = tuple(candidates.tolist())
+        self.candidate_items = candidate_items
         self.item_of_id: dict[str, int] = dict(zip(candidate_ids, self.candidate_items, strict=True))
         self.rules = rules  # (rule name, attribute, kind, bound) in the domain's rule order
         self.rule_count = len(rules)
@@ -280,15 +282,8 @@ class CompiledInstance:
                 categorical_names, _frozen(codes.astype(np.int32)), entry["vocabularies"], strict=True
             )
         }
-        slot_rules = domain.slot_rules
-        slots = [
-            (
-                row,
-                col,
-                tuple((slot_rules[k].name, slot_rules[k].attribute, slot_rules[k].kind, bound) for k, bound in rules),
-            )
-            for row, col, rules in slot_entries
-        ]
+        heads = [(rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules]
+        slots = [(row, col, tuple([(*heads[k], bound) for k, bound in rules])) for row, col, rules in slot_entries]
         compiled._assemble(
             domain,
             tuple(entry["header"]),
@@ -366,11 +361,13 @@ class CompiledInstance:
         candidate_rows, valid_rows = (_frozen(array) for array in candidates)  # each slot's row: a read-only view
         cell_slot = [-1] * self.n_cells
         compiled_slots = []
-        for s, ((row, col, rules), candidate_items) in enumerate(zip(slots, candidate_rows.tolist(), strict=True)):
+        for s, ((row, col, rules), items) in enumerate(zip(slots, candidate_rows.tolist(), strict=True)):
             cell = row * self.cols + col
             cell_slot[cell] = s
-            candidate_ids = tuple(map(item_ids.__getitem__, candidate_items))
-            compiled_slots.append(CompiledSlot(row, col, cell, candidate_ids, candidate_rows[s], rules, valid_rows[s]))
+            candidate_ids = tuple(map(item_ids.__getitem__, items))
+            compiled_slots.append(
+                CompiledSlot(row, col, cell, candidate_ids, candidate_rows[s], tuple(items), rules, valid_rows[s])
+            )
         self.cell_slot = _frozen(np.asarray(cell_slot, dtype=np.int32))
         self.cell_slot_list: tuple[int, ...] = tuple(cell_slot)
         self.slots: tuple[CompiledSlot, ...] = tuple(compiled_slots)
