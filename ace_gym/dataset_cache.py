@@ -42,14 +42,14 @@ _VALIDATOR_MODULES = ("instance.py", "constraints.py", "prompts.py", "errors.py"
 
 class CachedDataset(NamedTuple):
     """An entry: the file's header fields (every ``DatasetFile`` field but ``instances``), its
-    instance ids, and ``body`` holding two JSON texts per instance, piece ``j`` being
-    ``body[ends[j-1]:ends[j]]``: instance ``k``'s compiled form (piece ``2k``) and its fields
-    (piece ``2k+1``)."""
+    instance ids, and ``data`` (the entry file's bytes) holding two JSON texts per instance, piece
+    ``j`` being ``data[bounds[j]:bounds[j+1]]``: instance ``k``'s compiled form (piece ``2k``)
+    and its fields (piece ``2k+1``)."""
 
     header: dict[str, Any]
     instance_ids: tuple[str, ...]
-    ends: tuple[int, ...]
-    body: bytes
+    bounds: tuple[int, ...]
+    data: bytes
 
     def compiled_json(self, index: int) -> bytes:
         """Instance ``index``'s :meth:`ace_gym.instance.CompiledInstance.entry`."""
@@ -60,7 +60,7 @@ class CachedDataset(NamedTuple):
         return self._piece(2 * index + 1)
 
     def _piece(self, piece: int) -> bytes:
-        return self.body[self.ends[piece - 1] if piece else 0 : self.ends[piece]]
+        return self.data[self.bounds[piece] : self.bounds[piece + 1]]
 
 
 def cache_folder() -> Path | None:
@@ -100,15 +100,17 @@ def read_entry(file_sha256: str) -> CachedDataset | None:
         data = path.read_bytes()
     except OSError:
         return None
-    head, _, body = data.partition(b"\n")
+    start = data.find(b"\n") + 1  # the body follows the index line; sliced, never copied whole
     try:
-        index = json.loads(head)
+        index = json.loads(data[:start])
         ends, count = index["ends"], len(index["instance_ids"])
+        body = memoryview(data)[start:]
         if index["layout"] != LAYOUT or zlib.crc32(body) != index["crc32"] or ends[-1:] != [len(body)]:
             raise ValueError("entry does not check out")
         if len(ends) != 2 * count:
             raise ValueError("entry does not hold two texts per instance")
-        return CachedDataset(index["header"], tuple(index["instance_ids"]), tuple(ends), body)
+        bounds = (start, *[start + end for end in ends])
+        return CachedDataset(index["header"], tuple(index["instance_ids"]), bounds, data)
     except (ValueError, KeyError, TypeError):
         logger.warning("ignoring the unreadable dataset cache entry %s", path)
         return None
