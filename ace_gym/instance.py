@@ -504,8 +504,9 @@ class Dataset(Sequence[Instance]):
     """A validated dataset file; instances compile lazily and are cached (shared read-only).
 
     Built from a validated :class:`DatasetFile`, or (:func:`load_dataset`) from the entry of a
-    file validated before (:mod:`ace_gym.dataset_cache`), whose instances are then built on first
-    use from the JSON that passed validation.
+    file validated before (:mod:`ace_gym.dataset_cache`), whose instances are then compiled on
+    first use from the compiled forms written when the file passed validation (their pydantic
+    models built from its JSON only when asked for).
     """
 
     def __init__(self, model: DatasetFile, source: str, cache_key: tuple[Any, ...] | None = None) -> None:
