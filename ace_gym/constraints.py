@@ -441,8 +441,10 @@ def compile_global_rule(
     domain: Domain,
     numeric: dict[str, np.ndarray],
     categorical: dict[str, tuple[np.ndarray, tuple[str, ...]]],
+    reason: str | None = None,
 ) -> CompiledGlobalRule:
-    """Bind ``rule`` to an item table: read its contribution column (categories as int64 codes)."""
+    """Bind ``rule`` to an item table: read its contribution column (categories as int64 codes).
+    ``reason``: its :func:`global_rule_text` when the caller has it at hand (a dataset cache entry)."""
     kind = kind_of(rule)
     if rule.attribute in categorical:
         codes, vocabulary = categorical[rule.attribute]
@@ -450,7 +452,9 @@ def compile_global_rule(
     else:
         contribution = read(kind.reading, numeric[rule.attribute], kind.parameter(rule))
     contribution.flags.writeable = False
-    return CompiledGlobalRule(rule.name, kind, bound, contribution, global_rule_text(rule, bound, domain))
+    if reason is None:
+        reason = global_rule_text(rule, bound, domain)
+    return CompiledGlobalRule(rule.name, kind, bound, contribution, reason)
 
 
 def aggregate(rule: CompiledGlobalRule, grid: np.ndarray, cols: int) -> int:

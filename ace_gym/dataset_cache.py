@@ -5,8 +5,11 @@ An entry's name is the SHA-256 of the dataset file's bytes as stored and a finge
 validator (the source of the modules whose rules a file is checked against, the Python version),
 so a changed file or changed rules never meet an old entry. An entry is written, atomically, only
 after a file passed every check of :mod:`ace_gym.instance`; it holds the file's header fields, its
-instance ids and each instance's JSON (:func:`ace_gym.instance.entry_document`: its fields as the
-validated model dumps them, the item pool by columns), with a CRC-32 of that text.
+instance ids and, for each instance, two JSON texts: its compiled form
+(:meth:`ace_gym.instance.CompiledInstance.entry`: the arrays and texts the tools work on, as
+ints and strings, so that setting an instance up is one parse and no lookups) and its fields
+(:func:`ace_gym.instance.entry_document`: as the validated model dumps them, the item pool by
+columns, read only when the pydantic model is asked for), with a CRC-32 of that text.
 An entry that cannot be read, has another layout or fails its CRC is ignored (the file is then
 validated in full); a cache folder that cannot be written is skipped. Nothing is unpickled.
 
@@ -31,7 +34,7 @@ from ace_gym.atomic import AtomicFile
 
 logger = logging.getLogger(__name__)
 
-LAYOUT = 2
+LAYOUT = 3
 """Version of the entry layout below; part of every entry's name."""
 _VALIDATOR_MODULES = ("instance.py", "constraints.py", "prompts.py", "errors.py", "domains", "tools/names.py")
 """Sources (under the ace_gym package folder) of every rule a dataset file is checked against."""
@@ -39,15 +42,25 @@ _VALIDATOR_MODULES = ("instance.py", "constraints.py", "prompts.py", "errors.py"
 
 class CachedDataset(NamedTuple):
     """An entry: the file's header fields (every ``DatasetFile`` field but ``instances``), its
-    instance ids, and ``body`` holding instance ``k``'s JSON at ``body[ends[k-1]:ends[k]]``."""
+    instance ids, and ``data`` (the entry file's bytes) holding two JSON texts per instance, piece
+    ``j`` being ``data[bounds[j]:bounds[j+1]]``: instance ``k``'s compiled form (piece ``2k``)
+    and its fields (piece ``2k+1``)."""
 
     header: dict[str, Any]
     instance_ids: tuple[str, ...]
-    ends: tuple[int, ...]
-    body: bytes
+    bounds: tuple[int, ...]
+    data: bytes
+
+    def compiled_json(self, index: int) -> bytes:
+        """Instance ``index``'s :meth:`ace_gym.instance.CompiledInstance.entry`."""
+        return self._piece(2 * index)
 
     def instance_json(self, index: int) -> bytes:
-        return self.body[self.ends[index - 1] if index else 0 : self.ends[index]]
+        """Instance ``index``'s :func:`ace_gym.instance.entry_document`."""
+        return self._piece(2 * index + 1)
+
+    def _piece(self, piece: int) -> bytes:
+        return self.data[self.bounds[piece] : self.bounds[piece + 1]]
 
 
 def cache_folder() -> Path | None:
@@ -87,26 +100,34 @@ def read_entry(file_sha256: str) -> CachedDataset | None:
         data = path.read_bytes()
     except OSError:
         return None
-    head, _, body = data.partition(b"\n")
+    start = data.find(b"\n") + 1  # the body follows the index line; sliced, never copied whole
     try:
-        index = json.loads(head)
-        if index["layout"] != LAYOUT or zlib.crc32(body) != index["crc32"] or index["ends"][-1:] != [len(body)]:
+        index = json.loads(data[:start])
+        ends, count = index["ends"], len(index["instance_ids"])
+        body = memoryview(data)[start:]
+        if index["layout"] != LAYOUT or zlib.crc32(body) != index["crc32"] or ends[-1:] != [len(body)]:
             raise ValueError("entry does not check out")
-        return CachedDataset(index["header"], tuple(index["instance_ids"]), tuple(index["ends"]), body)
+        if len(ends) != 2 * count:
+            raise ValueError("entry does not hold two texts per instance")
+        bounds = (start, *[start + end for end in ends])
+        return CachedDataset(index["header"], tuple(index["instance_ids"]), bounds, data)
     except (ValueError, KeyError, TypeError):
         logger.warning("ignoring the unreadable dataset cache entry %s", path)
         return None
 
 
-def write_entry(file_sha256: str, header: dict[str, Any], instance_ids: Sequence[str], texts: Sequence[bytes]) -> None:
-    """Store a validated file's entry (``texts``: each instance's JSON). Best effort: a folder that
-    cannot be written is logged and skipped."""
+def write_entry(
+    file_sha256: str, header: dict[str, Any], instance_ids: Sequence[str], texts: Sequence[tuple[bytes, bytes]]
+) -> None:
+    """Store a validated file's entry (``texts``: each instance's compiled form and fields, as
+    JSON). Best effort: a folder that cannot be written is logged and skipped."""
     path = _entry_path(file_sha256)
     if path is None:
         return
-    body = b"".join(texts)
+    pieces = [text for pair in texts for text in pair]
+    body = b"".join(pieces)
     ends, end = [], 0
-    for text in texts:
+    for text in pieces:
         end += len(text)
         ends.append(end)
     index = {"layout": LAYOUT, "crc32": zlib.crc32(body), "header": header, "instance_ids": list(instance_ids)}

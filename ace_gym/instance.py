@@ -62,7 +62,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, cached_property, lru_cache, partial
 from importlib import resources
-from itertools import zip_longest
+from itertools import compress, zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -172,7 +172,7 @@ class CompiledSlot:
     """A hidden cell ready for the tools: candidate indices, slot validity, cached texts."""
 
     __slots__ = (
-        "allowed_ids_text",
+        "_allowed_ids_text",
         "candidate_ids",
         "candidate_items",
         "candidates",
@@ -193,20 +193,29 @@ class CompiledSlot:
         cell: int,
         candidate_ids: tuple[str, ...],
         candidates: np.ndarray,
+        candidate_items: tuple[int, ...],
         rules: tuple[tuple[str, str, str, int], ...],
         slot_valid: np.ndarray,
     ) -> None:
+        """``candidate_items``: ``candidates`` as a tuple of ints (which the caller has at hand)."""
         self.row, self.col, self.cell = row, col, cell
         self.candidate_ids = candidate_ids
         self.candidates = candidates
-        self.candidate_items: tuple[int, ...] = tuple(candidates.tolist())
+        self.candidate_items = candidate_items
         self.item_of_id: dict[str, int] = dict(zip(candidate_ids, self.candidate_items, strict=True))
         self.rules = rules  # (rule name, attribute, kind, bound) in the domain's rule order
         self.rule_count = len(rules)
         self.slot_valid = slot_valid
-        self.valid_items: frozenset[int] = frozenset(candidates[slot_valid].tolist())
-        # the published release leaks the sorted candidate list in set_slot errors (docs/compatibility.md §3.3)
-        self.allowed_ids_text = repr(sorted(candidate_ids))
+        self.valid_items: frozenset[int] = frozenset(compress(self.candidate_items, slot_valid.tolist()))
+        self._allowed_ids_text: str | None = None
+
+    @property
+    def allowed_ids_text(self) -> str:
+        """The sorted candidate ids as a Python list's repr, built on first use: the published
+        release leaks it in set_slot errors (docs/compatibility.md §3.3)."""
+        if self._allowed_ids_text is None:
+            self._allowed_ids_text = repr(sorted(self.candidate_ids))
+        return self._allowed_ids_text
 
 
 class CompiledInstance:
@@ -216,92 +225,156 @@ class CompiledInstance:
     ``categorical[attr]`` is ``(codes, vocabulary)``. Grids are flat row-major int32 arrays of item
     indices with -1 for an empty cell. ``cell_slot[cell]`` is the hidden-slot index or -1.
     ``items`` holds the pool's item dicts in that order. An instance compiled from a cache entry
-    (:meth:`from_document`) builds its pydantic ``instance`` on first use only.
+    (:meth:`from_entry`) builds its pydantic ``instance`` on first use only.
     """
 
     def __init__(self, instance: Instance, domain: Domain) -> None:
         self.__dict__["instance"] = instance
         self.items = tuple(instance.item_pool.values())
         meta = instance.meta
-        self._compile(
+        item_ids = tuple(instance.item_pool)
+        numeric, categorical = item_columns(self.items, domain)
+        index_of = dict(zip(item_ids, range(len(item_ids)), strict=True)).__getitem__
+        candidates = np.asarray([[index_of(i) for i in slot.candidate_ids] for slot in instance.slots], dtype=np.int32)
+        slot_rules = [_active_rules(slot.slot_constraints, domain) for slot in instance.slots]
+        valid = np.ones(candidates.shape, dtype=bool)
+        for s, rules in enumerate(slot_rules):
+            for _, rule_attribute, kind, bound in rules:
+                valid[s] &= slot_rule_mask(numeric[rule_attribute][candidates[s]], kind, bound)
+        self._assemble(
             domain,
             (instance.instance_id, meta.rows, meta.cols, meta.branch_budget),
-            tuple(instance.item_pool),
-            {attribute.name: [item[attribute.name] for item in self.items] for attribute in domain.attributes},
-            instance.truth_solution,
-            instance.partial_solution,
-            [(slot.row, slot.col, slot.candidate_ids, slot.slot_constraints) for slot in instance.slots],
-            instance.global_constraints,
+            item_ids,
+            (numeric, categorical),
+            (
+                [index_of(i) for row in instance.truth_solution for i in row],
+                [-1 if i is None else index_of(i) for row in instance.partial_solution for i in row],
+            ),
+            [(slot.row, slot.col, rules) for slot, rules in zip(instance.slots, slot_rules, strict=True)],
+            (candidates, valid),
+            tuple((int(instance.global_constraints[rule.name]), None) for rule in domain.global_rules),
         )
 
     @classmethod
-    def from_document(
-        cls, document: Mapping[str, Any], domain: Domain, instance: Callable[[], Instance]
-    ) -> CompiledInstance:
-        """The compiled form of the :func:`entry_document` of an instance that passed validation
-        (a cache entry's), read without building the pydantic model; ``instance()`` builds that
-        model when :attr:`instance` is first used, and the item dicts are built when
-        :attr:`items` is."""
+    def from_entry(cls, entry: Mapping[str, Any], domain: Domain, instance: Callable[[], Instance]) -> CompiledInstance:
+        """The compiled form a cache entry holds (:meth:`entry`, written from an instance that
+        passed validation), read without building the pydantic model or looking any id up;
+        ``instance()`` builds that model when :attr:`instance` is first used, and the item dicts
+        are built when :attr:`items` is."""
         compiled = cls.__new__(cls)
         compiled._instance_source = instance
-        meta = document["meta"]
-        columns = dict(zip(document["item_keys"], document["item_columns"], strict=True))
-        compiled._compile(
+        numeric_names, categorical_names = domain.numeric_attributes, _categorical_names(domain)
+        item_count, slot_entries = len(entry["item_ids"]), entry["slots"]
+        numeric_table, codes, candidates, valid = _unpacked(
+            entry["arrays"],
+            entry["dtype"],
+            [
+                (len(numeric_names), item_count),
+                (len(categorical_names), item_count),
+                *[(len(slot_entries), entry["k"])] * 2,
+            ],
+        )
+        numeric = dict(zip(numeric_names, _frozen(numeric_table.astype(np.int64)), strict=True))
+        categorical = {
+            name: (column, tuple(vocabulary))
+            for name, column, vocabulary in zip(
+                categorical_names, _frozen(codes.astype(np.int32)), entry["vocabularies"], strict=True
+            )
+        }
+        heads = [(rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules]
+        slots = [(row, col, tuple([(*heads[k], bound) for k, bound in rules])) for row, col, rules in slot_entries]
+        compiled._assemble(
             domain,
-            (document["instance_id"], meta["rows"], meta["cols"], meta["branch_budget"]),
-            tuple(columns[domain.id_key]),
-            columns,
-            document["truth_solution"],
-            document["partial_solution"],
-            [(slot["row"], slot["col"], slot["candidate_ids"], slot["slot_constraints"]) for slot in document["slots"]],
-            document["global_constraints"],
+            tuple(entry["header"]),
+            tuple(entry["item_ids"]),
+            (numeric, categorical),
+            (entry["truth"], entry["initial"]),
+            slots,
+            (candidates.astype(np.int32), valid.astype(bool)),
+            tuple(zip(entry["global_bounds"], entry["global_reasons"], strict=True)),
         )
         return compiled
 
-    def _compile(
+    def entry(self) -> bytes:
+        """This compiled form as the JSON :meth:`from_entry` reads (what a cache entry stores):
+        the item columns, categorical codes, and each slot's candidates and validity (0/1) packed
+        into ``arrays`` (:func:`_packed`), a slot's rules as (index among the domain's slot
+        rules, bound), the global rules by their bounds and reason texts in the domain's order."""
+        domain = self.domain
+        rule_index = {rule.name: k for k, rule in enumerate(domain.slot_rules)}
+        categorical = [self.categorical[name] for name in _categorical_names(domain)]
+        arrays, dtype = _packed(
+            [
+                *[self.numeric[name] for name in domain.numeric_attributes],
+                *[codes for codes, _ in categorical],
+                *[slot.candidates for slot in self.slots],
+                *[slot.slot_valid for slot in self.slots],
+            ]
+        )
+        return to_json(
+            {
+                "header": [self.instance_id, self.rows, self.cols, self.decoy_budget],
+                "item_ids": self.item_ids,
+                "vocabularies": [vocabulary for _, vocabulary in categorical],
+                "truth": self.truth.tolist(),
+                "initial": self.initial_grid,
+                "slots": [
+                    [slot.row, slot.col, [[rule_index[name], bound] for name, _, _, bound in slot.rules]]
+                    for slot in self.slots
+                ],
+                "k": len(self.slots[0].candidates) if self.slots else 0,
+                "arrays": arrays,
+                "dtype": dtype,
+                "global_bounds": [rule.bound for rule in self.global_rules],
+                "global_reasons": [rule.reason for rule in self.global_rules],
+            }
+        )
+
+    def _assemble(
         self,
         domain: Domain,
         header: tuple[str, int, int, int],
         item_ids: tuple[str, ...],
-        columns: Mapping[str, Sequence[Any]],
-        truth_solution: Sequence[Sequence[str]],
-        partial_solution: Sequence[Sequence[str | None]],
-        slot_entries: Sequence[tuple[int, int, Sequence[str], Mapping[str, Any]]],
-        global_constraints: Mapping[str, Any],
+        columns: tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, tuple[str, ...]]]],
+        grids: tuple[Sequence[int], Sequence[int]],
+        slots: Sequence[tuple[int, int, tuple[tuple[str, str, str, int], ...]]],
+        candidates: tuple[np.ndarray, np.ndarray],
+        global_bounds: tuple[tuple[int, str | None], ...],
     ) -> None:
         """``header``: the instance id, rows, cols and decoy budget (``meta.branch_budget``);
-        ``columns``: each attribute's values over the items, in ``item_ids`` order."""
+        ``columns``: :func:`item_columns` over the items, in ``item_ids`` order; ``grids``: the
+        truth and the initial grid, flat row-major item indices (-1 = empty); ``slots``: each
+        hidden slot's row, col and active rules; ``candidates``: the slots' candidate indices
+        and slot-validity masks, one row per slot; ``global_bounds``: the domain's global rules'
+        bounds and their reason texts (None: rendered here)."""
         self.domain = domain
         self.instance_id, self.rows, self.cols, self.decoy_budget = header
         self.n_cells = self.rows * self.cols
-        self.hidden_count = len(slot_entries)
+        self.hidden_count = len(slots)
         self.item_ids = item_ids
         self.item_index: dict[str, int] = dict(zip(item_ids, range(len(item_ids)), strict=True))
-        self.numeric, self.categorical = _attribute_columns(columns, domain.attributes)
-        index_of = self.item_index.__getitem__
-        self.truth = _frozen(np.asarray([index_of(i) for row in truth_solution for i in row], dtype=np.int32))
-        self.initial_grid: tuple[int, ...] = tuple(
-            -1 if i is None else index_of(i) for row in partial_solution for i in row
-        )
-        self.initial = _frozen(np.asarray(self.initial_grid, dtype=np.int32))
-        self.visible_ids: frozenset[str] = frozenset(i for row in partial_solution for i in row if i is not None)
-        cell_slot = np.full(self.n_cells, -1, dtype=np.int32)
-        slots = []
-        for s, (row, col, candidate_ids, slot_constraints) in enumerate(slot_entries):
+        self.numeric, self.categorical = columns
+        truth, initial = grids
+        self.truth = _frozen(np.asarray(truth, dtype=np.int32))
+        self.initial_grid: tuple[int, ...] = tuple(initial)
+        self.initial = _frozen(np.asarray(initial, dtype=np.int32))
+        self.visible_ids: frozenset[str] = frozenset(item_ids[i] for i in initial if i >= 0)
+        candidate_rows, valid_rows = (_frozen(array) for array in candidates)  # each slot's row: a read-only view
+        cell_slot = [-1] * self.n_cells
+        compiled_slots = []
+        for s, ((row, col, rules), items) in enumerate(zip(slots, candidate_rows.tolist(), strict=True)):
             cell = row * self.cols + col
             cell_slot[cell] = s
-            candidates = np.asarray([index_of(i) for i in candidate_ids], dtype=np.int32)
-            rules = _active_rules(slot_constraints, domain)
-            valid = np.ones(len(candidates), dtype=bool)
-            for _, rule_attribute, kind, bound in rules:
-                valid &= slot_rule_mask(self.numeric[rule_attribute][candidates], kind, bound)
-            slots.append(CompiledSlot(row, col, cell, tuple(candidate_ids), _frozen(candidates), rules, _frozen(valid)))
-        self.cell_slot = _frozen(cell_slot)
-        self.cell_slot_list: tuple[int, ...] = tuple(cell_slot.tolist())
-        self.slots: tuple[CompiledSlot, ...] = tuple(slots)
+            candidate_ids = tuple([item_ids[i] for i in items])
+            compiled_slots.append(
+                CompiledSlot(row, col, cell, candidate_ids, candidate_rows[s], tuple(items), rules, valid_rows[s])
+            )
+        self.cell_slot = _frozen(np.asarray(cell_slot, dtype=np.int32))
+        self.cell_slot_list: tuple[int, ...] = tuple(cell_slot)
+        self.slots: tuple[CompiledSlot, ...] = tuple(compiled_slots)
         self.global_rules: tuple[CompiledGlobalRule, ...] = tuple(
-            compile_global_rule(rule, int(global_constraints[rule.name]), domain, self.numeric, self.categorical)
-            for rule in domain.global_rules
+            compile_global_rule(rule, bound, domain, self.numeric, self.categorical, reason)
+            for rule, (bound, reason) in zip(domain.global_rules, global_bounds, strict=True)
         )
 
     _instance_source: Callable[[], Instance]
@@ -378,6 +451,37 @@ def _attribute_columns(
     return numeric, categorical
 
 
+_PACKED_TYPES = ("<i2", "<i4", "<i8")
+"""The little-endian integer types :func:`_packed` chooses from, smallest first."""
+
+
+def _packed(arrays: Sequence[np.ndarray]) -> tuple[str, str]:
+    """``arrays`` (integer or boolean) flattened and joined in the smallest type of
+    :data:`_PACKED_TYPES` that holds every value, as hex text, and that type's name: a JSON form
+    no longer than the numbers written out, which reads back (:func:`_unpacked`) with one decode
+    and no per-value work (hex decodes 3x faster than base64)."""
+    joined = np.concatenate([np.ravel(array) for array in arrays]) if arrays else np.zeros(0, dtype=np.int64)
+    joined = joined.astype(np.int64)
+    low, high = (int(joined.min()), int(joined.max())) if joined.size else (0, 0)
+    dtype = next(t for t in _PACKED_TYPES if np.iinfo(t).min <= low and high <= np.iinfo(t).max)
+    return joined.astype(dtype).tobytes().hex(), dtype
+
+
+def _unpacked(text: str, dtype: str, shapes: Sequence[tuple[int, int]]) -> list[np.ndarray]:
+    """The arrays :func:`_packed` joined, read-only, of these ``shapes`` in order."""
+    joined = np.frombuffer(bytes.fromhex(text), dtype=dtype)
+    arrays, start = [], 0
+    for rows, cols in shapes:
+        arrays.append(joined[start : start + rows * cols].reshape(rows, cols))
+        start += rows * cols
+    return arrays
+
+
+def _categorical_names(domain: Domain) -> tuple[str, ...]:
+    """The domain's categorical attributes, in declaration order (the keys of ``categorical``)."""
+    return tuple(a.name for a in domain.attributes if not isinstance(a, NumericAttribute))
+
+
 def active_slot_rules(entry: SlotEntry, domain: Domain) -> tuple[tuple[str, str, str, int], ...]:
     """A slot's active rules as ``(rule name, attribute, kind, bound)`` in the domain's rule order."""
     return _active_rules(entry.slot_constraints, domain)
@@ -400,8 +504,9 @@ class Dataset(Sequence[Instance]):
     """A validated dataset file; instances compile lazily and are cached (shared read-only).
 
     Built from a validated :class:`DatasetFile`, or (:func:`load_dataset`) from the entry of a
-    file validated before (:mod:`ace_gym.dataset_cache`), whose instances are then built on first
-    use from the JSON that passed validation.
+    file validated before (:mod:`ace_gym.dataset_cache`), whose instances are then compiled on
+    first use from the compiled forms written when the file passed validation (their pydantic
+    models built from its JSON only when asked for).
     """
 
     def __init__(self, model: DatasetFile, source: str, cache_key: tuple[Any, ...] | None = None) -> None:
@@ -448,19 +553,12 @@ class Dataset(Sequence[Instance]):
             return [self[k] for k in range(len(self))[index]]  # type: ignore[return-value]
         found = self._instances[index]
         if found is None:
-            found = self._instance_from_document(index, self._document(index))
-        return found
-
-    def _document(self, index: int) -> dict[str, Any]:
-        """Instance ``index``'s JSON document from the cache entry (it passed validation)."""
-        assert self._entry is not None
-        return from_json(self._entry.instance_json(index % len(self)))
-
-    def _instance_from_document(self, index: int, document: dict[str, Any]) -> Instance:
-        with self._lock:
-            found = self._instances[index]
-            if found is None:
-                found = self._instances[index] = _instance_from_checked(document)
+            with self._lock:
+                found = self._instances[index]
+                if found is None:
+                    assert self._entry is not None  # built from the JSON that passed validation
+                    document = from_json(self._entry.instance_json(index % len(self)))
+                    found = self._instances[index] = _instance_from_checked(document)
         return found
 
     def index_of(self, instance_id: str) -> int:
@@ -490,9 +588,9 @@ class Dataset(Sequence[Instance]):
         instance = self._instances[index]
         if instance is not None:
             return CompiledInstance(instance, self.domain)
-        document = self._document(index)  # compiled as it is, the pydantic model built if asked for
-        return CompiledInstance.from_document(
-            document, self.domain, partial(self._instance_from_document, index, document)
+        assert self._entry is not None
+        return CompiledInstance.from_entry(
+            from_json(self._entry.compiled_json(index)), self.domain, partial(self.__getitem__, index)
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -631,7 +729,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
             digest,
             model.model_dump(exclude={"instances"}),
             dataset.instance_ids,
-            [entry_document(instance) for instance in model.instances],
+            [(dataset.compiled(k).entry(), entry_document(instance)) for k, instance in enumerate(model.instances)],
         )
     return dataset
 

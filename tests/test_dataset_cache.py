@@ -8,12 +8,13 @@ import logging
 import pickle
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ace_gym.dataset_cache import cache_folder
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import DatasetError
-from ace_gym.instance import CompiledInstance, parse_dataset, read_dataset
+from ace_gym.instance import CompiledInstance, _packed, _unpacked, parse_dataset, read_dataset
 from tests.conftest import published_file
 
 
@@ -78,6 +79,30 @@ def test_read_dataset__corrupt_entry_is_ignored_and_the_file_validated(
     assert read_dataset(path)._entry is not None  # the entry was written anew
 
 
+def test_read_dataset__entry_without_two_texts_per_instance_is_ignored(
+    cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = _copy("course", tmp_path)
+    read_dataset(path)
+    (entry,) = _entries(cache)
+    head, _, body = entry.read_bytes().partition(b"\n")
+    index = json.loads(head)
+    index["ends"] = index["ends"][1::2]  # one text per instance, as an older layout wrote, CRC still right
+    entry.write_bytes(json.dumps(index).encode() + b"\n" + body)
+    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+        assert read_dataset(path)._entry is None
+    assert "ignoring the unreadable dataset cache entry" in caplog.text
+
+
+@pytest.mark.parametrize("high", [7, 2**15, 2**31, 2**62])
+def test_packed__arrays_read_back_whatever_the_size_of_their_values(high: int) -> None:
+    arrays = [np.array([0, high, 3], dtype=np.int64), np.array([True, False]), np.arange(6, dtype=np.int32)]
+    text, dtype = _packed(arrays)
+    first, mask, table = _unpacked(text, dtype, [(1, 3), (1, 2), (2, 3)])
+    assert first.tolist() == [[0, high, 3]] and mask.tolist() == [[1, 0]] and table.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert np.dtype(dtype).itemsize == {7: 2, 2**15: 4, 2**31: 8, 2**62: 8}[high]
+
+
 def test_read_dataset__empty_cache_dir_setting_turns_the_cache_off(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -130,7 +155,21 @@ def _compiled_fields(compiled: CompiledInstance) -> dict[str, object]:
         ],
         "global_rules": [(r.name, r.bound, r.contribution.tolist(), r.reason) for r in compiled.global_rules],
         "instance": compiled.instance,
+        "arrays": [(array.dtype, array.flags.writeable) for array in _arrays(compiled)],
     }
+
+
+def _arrays(compiled: CompiledInstance) -> list[np.ndarray]:
+    """Every numpy array of a compiled instance (their dtypes and read-only flags must match too)."""
+    return [
+        *compiled.numeric.values(),
+        *[codes for codes, _ in compiled.categorical.values()],
+        compiled.truth,
+        compiled.initial,
+        compiled.cell_slot,
+        *[array for slot in compiled.slots for array in (slot.candidates, slot.slot_valid)],
+        *[rule.contribution for rule in compiled.global_rules],
+    ]
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
