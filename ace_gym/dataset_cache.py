@@ -25,7 +25,7 @@ import logging
 import os
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -117,10 +117,11 @@ def read_entry(file_sha256: str) -> CachedDataset | None:
 
 
 def write_entry(
-    file_sha256: str, header: dict[str, Any], instance_ids: Sequence[str], texts: Sequence[tuple[bytes, bytes]]
+    file_sha256: str, header: dict[str, Any], instance_ids: Sequence[str], texts: Iterable[tuple[bytes, bytes]]
 ) -> None:
     """Store a validated file's entry (``texts``: each instance's compiled form and fields, as
-    JSON). Best effort: a folder that cannot be written is logged and skipped."""
+    JSON; not iterated when the cache is off). Best effort: a folder that cannot be written is
+    logged and skipped."""
     path = _entry_path(file_sha256)
     if path is None:
         return

@@ -729,7 +729,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
             digest,
             model.model_dump(exclude={"instances"}),
             dataset.instance_ids,
-            [(dataset.compiled(k).entry(), entry_document(instance)) for k, instance in enumerate(model.instances)],
+            ((dataset.compiled(k).entry(), entry_document(instance)) for k, instance in enumerate(model.instances)),
         )
     return dataset
 

@@ -114,6 +114,15 @@ def test_read_dataset__empty_cache_dir_setting_turns_the_cache_off(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["travel.json"]
 
 
+def test_read_dataset__cache_off_compiles_no_instance_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ACE_GYM_CACHE_DIR", "")
+    compiled = []
+    original = CompiledInstance.entry
+    monkeypatch.setattr(CompiledInstance, "entry", lambda self: compiled.append(self) or original(self))
+    dataset = read_dataset(_copy("meal", tmp_path))
+    assert compiled == [] and dataset._compiled == {}  # only what an entry would hold is compiled
+
+
 def test_read_dataset__unwritable_cache_folder_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
