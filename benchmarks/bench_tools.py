@@ -13,7 +13,9 @@ What it measures, all single-threaded in this process (load times in fresh subpr
    per-tool µs/call from individually timed calls (best over the replays, median over a tool's
    calls), mixed calls/s from loops without timers inside (best replay);
 3. dataset load: cold (fresh interpreter, import excluded) and warm (per-process cache) for one
-   file and for all six, with RSS growth and the tracemalloc heap.
+   file and for all six, with RSS growth and the tracemalloc heap; the heap once loaded is set
+   against the files' decompressed JSON (issue 10: a dataset in memory no larger than its JSON),
+   and so is the heap once every instance is compiled, for information.
 
 The published release cannot be run here (its code is not available), so its numbers are the
 *recorded reference* measurements in docs/compatibility.md (§5.2, §5.3), taken on a machine of the same kind.
@@ -284,13 +286,13 @@ def reference_mix_estimate_us(traces: list[dict[str, Any]]) -> float:
 
 
 _LOAD_SCRIPT = """
-import gc, json, sys, time, tracemalloc
+import gc, gzip, json, sys, time, tracemalloc
 def rss_mb():
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
-from ace_gym.instance import resolve_dataset
+from ace_gym.instance import bundled_dataset_path, resolve_dataset
 from ace_gym.domains import DOMAIN_NAMES
 domains = DOMAIN_NAMES if sys.argv[1] == "all" else (sys.argv[1],)
 trace_heap = sys.argv[2] == "tracemalloc"
@@ -301,6 +303,7 @@ if trace_heap:
 start = time.perf_counter()
 datasets = [resolve_dataset("5x5", d) for d in domains]
 loaded = time.perf_counter() - start
+loaded_heap = tracemalloc.get_traced_memory()[0] if trace_heap else 0
 for dataset in datasets:
     for i in range(len(dataset)):
         dataset.compiled(i)
@@ -312,7 +315,8 @@ warm = time.perf_counter() - start
 out = {"load_s": loaded, "load_compile_s": compiled, "warm_s": warm, "rss_mb": rss_mb() - rss0}
 if trace_heap:
     current, peak = tracemalloc.get_traced_memory()
-    out.update(heap_mb=current / 2**20, peak_mb=peak / 2**20)
+    json_bytes = sum(len(gzip.decompress(bundled_dataset_path("5x5", d).read_bytes())) for d in domains)
+    out.update(heap_mb=current / 2**20, peak_mb=peak / 2**20, loaded_mb=loaded_heap / 2**20, json_mb=json_bytes / 2**20)
 print(json.dumps(out))
 """
 
@@ -332,7 +336,8 @@ def bench_load(runs: int) -> dict[str, dict[str, float]]:
         )
         traced = json.loads(heap.stdout)
         results[label] = {key: statistics.median(t[key] for t in timings) for key in timings[0]}
-        results[label].update(heap_mb=traced["heap_mb"], peak_mb=traced["peak_mb"], rss_traced_mb=traced["rss_mb"])
+        traced["rss_traced_mb"] = traced.pop("rss_mb")
+        results[label].update({key: traced[key] for key in traced if key.endswith("_mb")})
     return results
 
 
@@ -415,6 +420,12 @@ def main(argv: list[str] | None = None) -> int:
             f"   {label:8s}: load+validate {numbers['load_s'] * 1e3:7.1f} ms, + compile all instances"
             f" {numbers['load_compile_s'] * 1e3:7.1f} ms, warm (cached) {numbers['warm_s'] * 1e6:6.1f} µs;"
             f" RSS +{numbers['rss_mb']:.1f} MB; heap {numbers['heap_mb']:.1f} MB retained, {numbers['peak_mb']:.1f} MB peak"
+        )
+        print(
+            f"   {'':8s}  in memory once loaded {numbers['loaded_mb']:.1f} MB, its JSON {numbers['json_mb']:.1f} MB:"
+            f" {numbers['loaded_mb'] / numbers['json_mb']:.2f}x (target <= 1x:"
+            f" {'met' if numbers['loaded_mb'] <= numbers['json_mb'] else 'NOT met'}); every instance compiled"
+            f" {numbers['heap_mb'] / numbers['json_mb']:.2f}x"
         )
         print(f"   {'':8s}  recorded reference: {REFERENCE_LOAD[label]}")
     return 0
