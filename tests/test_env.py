@@ -162,8 +162,9 @@ def test_reset__info_carries_instance_budgets_prompt_and_tools(domain: str) -> N
     assert [t["function"]["name"] for t in info["tools"]] == list(env.tools.names)
     assert isinstance(info["system_prompt"], str) and compiled.instance.task_instruction in info["system_prompt"]
     assert env.observation_space.contains(observation)
-    info["tools"][0]["function"]["name"] = "tampered"
-    assert env.reset(options={"instance_index": 9})[1]["tools"][0]["function"]["name"] != "tampered"
+    with pytest.raises(TypeError, match="read-only"):
+        info["tools"][0]["function"]["name"] = "tampered"
+    assert env.reset(options={"instance_index": 9})[1]["tools"] == info["tools"]
 
 
 def test_reset__starts_a_fresh_episode() -> None:

@@ -9,8 +9,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import TypeAdapter
 
-from ace_gym.domains import DOMAIN_NAMES, get_domain
-from ace_gym.tools.dispatch import TOOL_FUNCTIONS, toolset, type_schema
+from ace_gym.tools.dispatch import TOOL_FUNCTIONS, type_schema
 
 
 def _parameter_types() -> list[Any]:
@@ -28,25 +27,3 @@ def test_type_schema__writes_what_pydantic_writes_key_for_key(annotation: Any) -
 def test_type_schema__refuses_a_type_it_cannot_write_exactly(annotation: Any) -> None:
     with pytest.raises(TypeError, match="no JSON schema"):
         type_schema(annotation)
-
-
-@pytest.mark.parametrize("domain", DOMAIN_NAMES)
-def test_schema_copies__equal_the_schemas_and_share_no_container(domain: str) -> None:
-    tools = toolset(get_domain(domain))
-    first, second = tools.schema_copies(), tools.schema_copies()
-    assert first == second == tools.schemas
-    assert json.dumps(first) == json.dumps(tools.schemas)  # the same key order
-
-    def containers(value: Any) -> list[Any]:
-        if isinstance(value, dict):
-            return [value, *(c for v in value.values() for c in containers(v))]
-        if isinstance(value, list):
-            return [value, *(c for v in value for c in containers(v))]
-        return []
-
-    shared = {id(c) for c in containers(tools.schemas)}
-    for copy in (first, second):
-        assert not shared & {id(c) for c in containers(copy)}
-    first[0]["function"]["parameters"]["properties"].clear()
-    first[-1]["function"]["description"] = "changed"
-    assert second == tools.schemas == tools.schema_copies()

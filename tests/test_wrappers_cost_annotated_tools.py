@@ -16,6 +16,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.planning.cost import DEFAULT_COSTS, SET_AND_CHECK_TOOL, call_cost, multi_query_name
 from ace_gym.tools import tool_name
+from ace_gym.tools.readonly import ReadOnlyDict
 from ace_gym.wrappers import CostAnnotatedTools
 from tests.core_helpers import H15_INDEX
 
@@ -143,3 +144,13 @@ def test_constructor__rejects_bad_arguments(kwargs: dict[str, Any], field: str) 
     with pytest.raises(ConfigError) as raised:
         CostAnnotatedTools(AceEnv("course"), **kwargs)
     assert raised.value.field == field
+
+
+def test_schemas__are_annotated_once_as_new_read_only_schemas_shared_by_episodes() -> None:
+    base = AceEnv("course")
+    env = CostAnnotatedTools(base, reference=False)
+    first = env.reset(seed=0, options=OPTIONS)[1]["tools"]
+    again = env.reset(seed=1, options=OPTIONS)[1]["tools"]
+    assert all(a is b and isinstance(a, ReadOnlyDict) for a, b in zip(first, again, strict=True))
+    assert all(s["function"]["description"].count("Cost:") == 1 for s in again)
+    assert not any("Cost:" in s["function"]["description"] for s in base.reset(seed=0)[1]["tools"])

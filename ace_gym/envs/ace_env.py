@@ -51,7 +51,8 @@ class AceEnv(gym.Env[str, ActionType]):
     ``get_current_grid_state``, ``get_hidden_slot_query_budget``, ``get_global_check_budget``,
     ``get_slot_id``, ``done``, ``query_D_candidate_from_attribute``, ``get_D_item_info``,
     ``get_D_item_attributes``, ``check_D_slot_constraints``, ``check_D_global_constraints``.
-    Their OpenAI schemas are in ``info["tools"]`` at reset.
+    Their OpenAI schemas are in ``info["tools"]`` at reset: a new list of read-only schemas that
+    every episode shares (:mod:`ace_gym.tools.readonly`; ``copy.deepcopy`` gives a mutable copy).
 
     ## Observation
     At reset, the first user message (the partial grid, docs/compatibility.md §4.1); the system prompt is in
@@ -92,8 +93,8 @@ class AceEnv(gym.Env[str, ActionType]):
     ## Information
     Reset: ``domain``, ``instance_id``, ``instance_index`` (-1 when the source has no dataset),
     ``rows``, ``cols``, ``hidden_slots`` (H), ``hidden_positions``, ``decoy_budget`` (B),
-    ``system_prompt``, ``tools``, ``budgets``, then the source's own keys (a generator source:
-    ``instance_seed``).
+    ``system_prompt``, ``tools`` (a new list of the shared read-only schemas), ``budgets``, then the
+    source's own keys (a generator source: ``instance_seed``).
     Step: ``tool`` (the name called, always a str: see :func:`tool_label`), ``ok`` (envelope
     status is success), ``step``. Last step also ``score`` (float, 1.0 or 0.0, as the reward),
     ``reason`` (first failure, or None) and ``grid`` (the final id grid).
@@ -203,7 +204,7 @@ class AceEnv(gym.Env[str, ActionType]):
             "hidden_positions": list(texts.hidden_positions),
             "decoy_budget": compiled.decoy_budget,
             "system_prompt": system_prompt,
-            "tools": self.tools.schema_copies(),
+            "tools": list(self.tools.schemas),
             "budgets": self._budgets(state, texts),
             **source_info,
         }

@@ -1,4 +1,4 @@
-"""The ACE tool layer (docs/compatibility.md §3), in five modules with one concern each:
+"""The ACE tool layer (docs/compatibility.md §3), in six modules with one concern each:
 
 * :mod:`~ace_gym.tools.names`: the one table of tool names (a stable key per tool, its public
   name in each domain);
@@ -8,7 +8,9 @@
 * :mod:`~ace_gym.tools.replies`: what a call returns (:class:`ToolReply`: envelope text, ok,
   ends_episode, charged) and the per-instance cache of serialised pieces;
 * :mod:`~ace_gym.tools.dispatch`: the key -> function table, schemas and the dispatcher
-  (:func:`toolset`, :meth:`ToolSet.call`).
+  (:func:`toolset`, :meth:`ToolSet.call`);
+* :mod:`~ace_gym.tools.readonly`: the read-only ``dict``/``list`` types of the tool schemas that
+  every episode shares (``copy.deepcopy`` gives a mutable copy).
 
 The tool layer imports the domain declarations and the constraint code, never the env, the
 wrappers or the instance loader (it only reads a :class:`~ace_gym.instance.CompiledInstance`).

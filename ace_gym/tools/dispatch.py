@@ -1,5 +1,6 @@
 """The tool set of a domain: the table binding each tool key to its function, the OpenAI schemas
-generated from the functions' signatures and docstrings, and the dispatcher."""
+generated from the functions' signatures and docstrings (read-only, shared by every episode), and
+the dispatcher."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from ace_gym.tools.functions import (
     set_slot,
 )
 from ace_gym.tools.names import ToolKey, tool_names
+from ace_gym.tools.readonly import ReadOnlyDict, ReadOnlyList, read_only
 from ace_gym.tools.replies import ToolReply, echo, invalid, unknown_tool
 from ace_gym.tools.state import EpisodeState
 
@@ -47,14 +49,14 @@ TOOL_FUNCTIONS: dict[ToolKey, Callable[..., ToolReply]] = {
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """One tool bound to a domain: its key, public name, function, parameters and schema."""
+    """One tool bound to a domain: its key, public name, function, parameters and (read-only) schema."""
 
     key: ToolKey
     name: str
     function: Callable[..., ToolReply]
     parameters: tuple[str, ...]
     required: frozenset[str]
-    schema: dict[str, Any]
+    schema: ReadOnlyDict
     values_of: Callable[[dict[str, Any]], tuple[Any, ...]]  # the parameters' values; KeyError if one is missing
 
 
@@ -128,7 +130,7 @@ def _make_tool(key: ToolKey, name: str, function: Callable[..., ToolReply], doma
         },
     }
     names = tuple(p.name for p in parameters)
-    return Tool(key, name, function, names, frozenset(required), schema, _values_getter(names))
+    return Tool(key, name, function, names, frozenset(required), read_only(schema), _values_getter(names))
 
 
 class ToolSet:
@@ -139,16 +141,12 @@ class ToolSet:
         tools = [_make_tool(key, name, TOOL_FUNCTIONS[key], domain) for key, name in tool_names(domain).items()]
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
         self.names: tuple[str, ...] = tuple(self.tools)
-        self.schemas: list[dict[str, Any]] = [t.schema for t in tools]
-        self._new_schemas = _literal_builder(self.schemas, f"<{domain.name} tool schemas>")
+        self.schemas = ReadOnlyList([t.schema for t in tools])
+        """The tools' OpenAI schemas, in order: read-only, shared by every env of the domain."""
 
     def __reduce__(self) -> tuple[Callable[[Domain], ToolSet], tuple[Domain]]:
         """Pickled as its domain: unpickling gives that domain's shared tool set."""
         return toolset, (self.domain,)
-
-    def schema_copies(self) -> list[dict[str, Any]]:
-        """Fresh copies of :attr:`schemas` that the caller may change (faster than a deepcopy)."""
-        return self._new_schemas()
 
     def call(self, state: EpisodeState, name: Any, arguments: Any) -> ToolReply:
         """Run one tool call. Never raises for bad input: unknown names, non-object or missing
@@ -175,20 +173,6 @@ class ToolSet:
         except KeyError:  # a parameter left out: its default, or the failed reply
             return _call_with_defaults(tool, state, arguments)
         return tool.function(state, *values)
-
-
-def _literal_builder(value: list[dict[str, Any]], label: str) -> Callable[[], list[dict[str, Any]]]:
-    """A function that returns a fresh deep copy of ``value`` (JSON's types only) on every call.
-
-    Its body is ``value``'s literal, compiled once: a call builds new dicts and lists around the
-    shared, immutable strings and numbers, about twice as fast as ``marshal.loads`` (which also
-    rebuilds every string) and eight times as fast as ``copy.deepcopy``; a fresh copy is made at
-    every reset. TypeError if ``value`` holds something its repr does not rebuild.
-    """
-    build: Callable[[], list[dict[str, Any]]] = eval(compile(f"lambda: {value!r}", label, "eval"))
-    if build() != value:
-        raise TypeError(f"{label} does not round-trip through its literal")
-    return build
 
 
 def _call_with_defaults(tool: Tool, state: EpisodeState, arguments: dict[str, Any]) -> ToolReply:

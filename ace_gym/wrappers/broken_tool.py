@@ -15,6 +15,7 @@ from ace_gym.planning import replies
 from ace_gym.planning.knowledge import APB_INFO, decode_arguments, real_tool_kinds, split_action
 from ace_gym.planning.vocabulary import renamed_parameters, replacement_name
 from ace_gym.tools import INVALID, TOOL_KEYS, failure, tool_name
+from ace_gym.tools.readonly import read_only
 from ace_gym.wrappers.surface import answered, called_name, episode_rng, record, schema_names
 
 INFO_KEY = "broken_tool"
@@ -97,7 +98,7 @@ class BrokenTool(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Record
         }
         self._required = [new_name[p] for p in parameters.get("required", [])]
         schema["function"]["parameters"]["required"] = list(self._required)
-        tools.insert(int(rng.integers(len(tools) + 1)), schema)
+        tools.insert(int(rng.integers(len(tools) + 1)), read_only(schema))
         info["tools"] = tools
         apb = info.get(APB_INFO, {})
         self._kinds = {

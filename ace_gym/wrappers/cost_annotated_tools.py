@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any, SupportsFloat
@@ -25,17 +26,22 @@ from ace_gym.planning.cost import (
 from ace_gym.planning.knowledge import decode_arguments, envelope_of, json_argument, real_tool_kinds, split_action
 from ace_gym.planning.replies import success
 from ace_gym.tools import INVALID, failure
+from ace_gym.tools.readonly import ReadOnlyDict, read_only
 from ace_gym.wrappers.surface import called_name, record
 
 INFO_KEY = "cost"
 REWARDS = ("penalty", "efficiency")
+_ANNOTATED_LIMIT = 1024
+"""How many annotated schemas a wrapper keeps before it starts over (schemas made per episode
+below it, such as a replacement tool's, would otherwise pile up)."""
 
 
 class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Give every tool a cost, add cheaper composite tools, and optionally reward frugality.
 
     ## Tools
-    Every schema's description ends with ``Cost: <c> per call.`` (costs by tool kind,
+    Every schema's description ends with ``Cost: <c> per call.`` (a new read-only schema, built
+    once per wrapper for each shared schema below it) (costs by tool kind,
     :data:`ace_gym.planning.cost.DEFAULT_COSTS`, ``costs`` overrides entries; the item-attributes
     tool costs its base plus ``per_id`` for each id asked). With ``composites=True`` two tools are
     added: ``query_<D>_candidates_by_conditions(row, col, conditions)`` answers several attribute
@@ -85,6 +91,7 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
         self._kinds: dict[str, str] = {}
         self._cost = 0.0
         self._reference_cost = -1.0
+        self._annotated: dict[tuple[int, float], tuple[Mapping[str, Any], ReadOnlyDict]] = {}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
@@ -95,12 +102,8 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
         if self.composites:
             added = composite_names(noun)
             self._kinds.update(added)
-            tools += [multi_query_schema(noun), set_and_check_schema()]
-        for schema in tools:
-            function = schema["function"]
-            cost = self.costs[self._kinds.get(function["name"], "")] if function["name"] in self._kinds else 0.0
-            function["description"] = f"{function['description']} Cost: {cost:g} per call."
-        info["tools"] = tools
+            tools += _composite_schemas(noun)
+        info["tools"] = [self._annotated_schema(schema) for schema in tools]
         self._cost = 0.0
         instance = self.env.get_wrapper_attr("compiled").instance
         self._reference_cost = (
@@ -115,6 +118,24 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
         )
         info["cost"] = 0.0
         return observation, info
+
+    def _annotated_schema(self, schema: Mapping[str, Any]) -> ReadOnlyDict:
+        """``schema`` with its cost at the end of its description, as a new read-only schema;
+        kept for a read-only ``schema`` (shared by episodes), so each is annotated once."""
+        name = schema["function"]["name"]
+        cost = self.costs[self._kinds[name]] if name in self._kinds else 0.0
+        key = (id(schema), cost)
+        found = self._annotated.get(key)
+        if found is not None and found[0] is schema:
+            return found[1]
+        function = schema["function"]
+        description = f"{function['description']} Cost: {cost:g} per call."
+        annotated: ReadOnlyDict = read_only({**schema, "function": {**function, "description": description}})
+        if type(schema) is ReadOnlyDict:
+            if len(self._annotated) >= _ANNOTATED_LIMIT:
+                self._annotated.clear()
+            self._annotated[key] = (schema, annotated)  # holding ``schema`` keeps its id unique
+        return annotated
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         name = called_name(action)
@@ -209,6 +230,12 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
             truncated,
             {**info, "tool": "set_and_check"},
         )
+
+
+@functools.cache
+def _composite_schemas(noun: str) -> tuple[ReadOnlyDict, ReadOnlyDict]:
+    """The read-only schemas of the two composite tools of a domain noun (built once)."""
+    return read_only(multi_query_schema(noun)), read_only(set_and_check_schema())
 
 
 def _costs(costs: Mapping[str, float] | None) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any, SupportsFloat
 
@@ -15,6 +16,7 @@ from ace_gym.planning import replies
 from ace_gym.planning.knowledge import call_key, decode_arguments, split_action
 from ace_gym.planning.replies import success
 from ace_gym.planning.vocabulary import Distractor, distractor_parameters, draw_distractors, tool_schema
+from ace_gym.tools.readonly import ReadOnlyDict, read_only
 from ace_gym.wrappers.surface import answered, called_name, episode_rng, record, schema_names
 
 STYLES = ("related", "unrelated")
@@ -26,6 +28,12 @@ _TRENDS = ("rising", "stable", "falling")
 _CONFIDENCE = ("low", "medium", "high")
 
 
+@functools.cache
+def _distractor_schema(distractor: Distractor) -> ReadOnlyDict:
+    """The read-only schema of ``distractor`` (a finite vocabulary: built once per distractor)."""
+    return read_only(tool_schema(distractor.name, distractor.description, *distractor_parameters(distractor.scope)))
+
+
 class ExtraneousTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
     """Add ``n`` distractor tools to the tool list, shuffled in with the real ones.
 
@@ -34,7 +42,8 @@ class ExtraneousTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.R
     ``style="related"`` speaks of the domain's items (``forecast_course_popularity``),
     ``"unrelated"`` of anything else (``summarize_news_headlines``). A name never equals,
     contains or is contained in a tool name the env below offers. The whole tool list in
-    ``info["tools"]`` is shuffled with the episode's generator.
+    ``info["tools"]`` is shuffled with the episode's generator; a distractor's schema is read-only,
+    built once per distractor and shared by every episode that draws it.
 
     ## Behaviour of a distractor call
     It never reaches the env below and changes nothing. ``"inert"`` (default): a success with
@@ -81,7 +90,7 @@ class ExtraneousTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.R
         drawn = draw_distractors(domain, self.n, self.style, schema_names(tools), rng)
         self._distractors = {d.name: d for d in drawn}
         self._salt = str(int(rng.integers(2**63)))
-        tools += [tool_schema(d.name, d.description, *distractor_parameters(d.scope)) for d in drawn]
+        tools += [_distractor_schema(d) for d in drawn]
         info["tools"] = [tools[i] for i in rng.permutation(len(tools)).tolist()]
         self._calls = 0
         self._ended = False

@@ -1,8 +1,9 @@
 """Shared pieces of the wrappers that change the tool surface an agent sees (planning wrappers).
 
-Such a wrapper adds, removes or answers tools: it edits the reset ``info["tools"]`` (the OpenAI
-schemas the agent is shown), answers some calls itself without the env below seeing them, and
-records its perturbation under ``info["apb"][<its key>]`` so an episode can be replayed from its
+Such a wrapper adds, removes or answers tools: it replaces the reset ``info["tools"]`` (the OpenAI
+schemas the agent is shown) with a new list of read-only schemas (:mod:`ace_gym.tools.readonly`:
+a changed schema is a new one, never one edited in place), answers some calls itself without the
+env below seeing them, and records its perturbation under ``info["apb"][<its key>]`` so an episode can be replayed from its
 log. Each draws its randomness from its own generator, seeded from the ``reset`` seed, a tag of
 its own and the episode's instance id (:func:`episode_rng`), continued by a ``reset`` without a seed.
 """

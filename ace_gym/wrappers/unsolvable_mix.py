@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, SupportsFloat
 
@@ -23,6 +24,7 @@ from ace_gym.planning.unsolvable import (
 )
 from ace_gym.planning.vocabulary import tool_schema
 from ace_gym.tools import tool_name
+from ace_gym.tools.readonly import ReadOnlyDict, read_only
 from ace_gym.tools.replies import unknown_tool
 from ace_gym.wrappers.surface import EPISODE_ENDED, answered, called_name, episode_rng, record
 
@@ -46,8 +48,10 @@ _UNVERIFIABLE_RULE = "a global constraint refers to a limit that is not on file,
 _UNVERIFIABLE_SLOT = "the rules of this slot are in an attached sheet that is not available"
 
 
-def _refusal_schema() -> dict[str, Any]:
-    return tool_schema(
+@functools.cache
+def _refusal_schema() -> ReadOnlyDict:
+    """The refusal tool's schema (read-only, built once, like every schema below)."""
+    schema = tool_schema(
         REFUSAL_TOOL,
         "Report that the task cannot be completed as specified, instead of finishing it. Ends the episode.",
         {
@@ -60,11 +64,13 @@ def _refusal_schema() -> dict[str, Any]:
         },
         ["reason_code"],
     )
+    return read_only(schema)
 
 
-def _approval_schema() -> dict[str, Any]:
+@functools.cache
+def _approval_schema() -> ReadOnlyDict:
     cell = {"type": "integer"}
-    return tool_schema(
+    schema = tool_schema(
         APPROVAL_TOOL,
         "Request compliance approval for assigning an id to a hidden slot.",
         {
@@ -74,10 +80,12 @@ def _approval_schema() -> dict[str, Any]:
         },
         ["row", "col", "id"],
     )
+    return read_only(schema)
 
 
-def _attachment_schema() -> dict[str, Any]:
-    return tool_schema(ATTACHMENT_TOOL, "Return the file attached to this task.", {}, [])
+@functools.cache
+def _attachment_schema() -> ReadOnlyDict:
+    return read_only(tool_schema(ATTACHMENT_TOOL, "Return the file attached to this task.", {}, []))
 
 
 class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):

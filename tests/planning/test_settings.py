@@ -15,6 +15,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval.results import read_records
 from ace_gym.planning.settings import SETTINGS, apply_settings, check_settings, episode_apb, setting_metrics
+from ace_gym.tools.readonly import ReadOnlyDict
 from ace_gym.wrappers import BrokenTool, ExtraneousTools, Refine, UnsolvableMix
 
 
@@ -118,3 +119,15 @@ def test_every_setting__records_its_arguments_so_the_spec_rebuilds_the_stack() -
     ]
     first, again = env.reset(seed=4), rebuilt.reset(seed=4)
     assert first[0] == again[0] and first[1]["apb"] == again[1]["apb"]
+
+
+def test_every_setting__offers_read_only_schemas_and_leaves_the_shared_ones_alone() -> None:
+    env = apply_settings(
+        AceEnv("meal"), list(SETTINGS), {"cost": {"reference": False}, "unsolvable": {"p_unsolvable": 1.0}}
+    )
+    shared = [json.dumps(s) for s in AceEnv("meal").reset(seed=0)[1]["tools"]]
+    for seed in range(4):
+        tools = env.reset(seed=seed)[1]["tools"]
+        assert all(isinstance(s, ReadOnlyDict) for s in tools)
+        assert all(s["function"]["description"].count("Cost:") <= 1 for s in tools)
+    assert [json.dumps(s) for s in AceEnv("meal").reset(seed=0)[1]["tools"]] == shared
