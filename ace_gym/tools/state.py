@@ -115,7 +115,7 @@ class EpisodeState:
         cell = slot.cell
         old = grid[cell]
         if old >= 0:
-            totals.add(cell, old, -1)
+            totals.remove(cell, old)
             self.empty_cells += 1
         grid[cell] = item
         if item >= 0:
