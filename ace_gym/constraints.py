@@ -520,8 +520,9 @@ class RunningTotals:
         twin._row_columns, twin._cap_columns = self._row_columns, self._cap_columns
         twin._sums = list(self._sums)
         twin._counts = [list(counts) for counts in self._counts]
-        twin._row_sums = [dict(sums) for sums in self._row_sums]
-        twin._cap_values = [dict(values) for values in self._cap_values]
+        # most rule sets have neither kind: an empty group's list is never written, so it is shared
+        twin._row_sums = [dict(sums) for sums in self._row_sums] if self._row_sums else self._row_sums
+        twin._cap_values = [dict(values) for values in self._cap_values] if self._cap_values else self._cap_values
         return twin
 
     def add(self, cell: int, item: int) -> None:

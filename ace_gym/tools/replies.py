@@ -189,7 +189,8 @@ class InstanceTexts:
     one shows the initial grid), and ``state_replies`` the replies of the tools whose text is a
     function of a few numbers of the episode's state (a cell's item, a budget and its count, a
     check's verdict), keyed by the tool function and those numbers: looking one up costs a
-    fraction of formatting it again.
+    fraction of formatting it again. ``query_budgets[extra_query_num]`` holds the hidden slots'
+    query budgets under that setting (see :meth:`ace_gym.tools.state.ToolConfig.query_budgets`).
     """
 
     __slots__ = (
@@ -199,6 +200,7 @@ class InstanceTexts:
         "field_json",
         "grid_replies",
         "item_json",
+        "query_budgets",
         "query_charges",
         "query_columns",
         "query_replies",
@@ -218,6 +220,7 @@ class InstanceTexts:
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
+        self.query_budgets: dict[int, tuple[int | None, ...]] = {}
         self.query_replies: dict[tuple[Any, ...], str | ToolReply] = {}
         self.attribute_replies: dict[tuple[Any, Any, int, int], ToolReply] = {}
         self.set_replies: dict[tuple[int, int], ToolReply] = {}
