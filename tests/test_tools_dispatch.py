@@ -10,7 +10,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from ace_gym.domains import DOMAIN_NAMES, get_domain
-from ace_gym.tools.dispatch import TOOL_FUNCTIONS, toolset, type_schema
+from ace_gym.tools.dispatch import TOOL_FUNCTIONS, _invoker, toolset, type_schema
 
 
 def _parameter_types() -> list[Any]:
@@ -50,3 +50,17 @@ def test_schema_copies__equal_the_schemas_and_share_no_container(domain: str) ->
     first[0]["function"]["parameters"]["properties"].clear()
     first[-1]["function"]["description"] = "changed"
     assert second == tools.schemas == tools.schema_copies()
+
+
+def test_invoke__binds_arguments_by_name_and_lets_a_tool_s_own_key_error_through() -> None:
+    def tool(state: Any, row: int, col: int) -> Any:
+        if row < 0:
+            raise KeyError("a bug inside the tool")
+        return (state, row, col)
+
+    invoke = _invoker(tool, ("row", "col"))
+    assert invoke("state", {"col": 2, "row": 1, "extra": 3}) == ("state", 1, 2)
+    assert invoke("state", {"row": 1}) is None  # a parameter left out: the dispatcher's defaults path
+    with pytest.raises(KeyError, match="a bug inside the tool"):  # not mistaken for a missing argument
+        invoke("state", {"row": -1, "col": 2})
+    assert _invoker(lambda state: state, ())("state", {"ignored": 1}) == "state"
