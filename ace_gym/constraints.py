@@ -524,17 +524,34 @@ class RunningTotals:
         twin._row_columns, twin._cap_columns = self._row_columns, self._cap_columns
         twin._sums = list(self._sums)
         twin._counts = [list(counts) for counts in self._counts]
-        twin._row_sums = [dict(sums) for sums in self._row_sums]
-        twin._cap_values = [dict(values) for values in self._cap_values]
+        # most rule sets have neither kind: an empty group's list is never written, so it is shared
+        twin._row_sums = [dict(sums) for sums in self._row_sums] if self._row_sums else self._row_sums
+        twin._cap_values = [dict(values) for values in self._cap_values] if self._cap_values else self._cap_values
         return twin
 
-    def add(self, cell: int, item: int, sign: int = 1) -> None:
+    def add(self, cell: int, item: int) -> None:
+        """Count ``item`` in at ``cell``."""
         sums = self._sums
         for k, column in self._sum_columns:
-            sums[k] += sign * column[item]
+            sums[k] += column[item]
         counts = self._counts
         for k, column in self._count_columns:
-            counts[k][column[item]] += sign
+            counts[k][column[item]] += 1
+        if self._row_columns or self._cap_columns:  # rare kinds: one test spares two empty loops
+            self._update_rows_and_caps(cell, item, 1)
+
+    def remove(self, cell: int, item: int) -> None:
+        """Count ``item`` out of ``cell`` (it was added there before)."""
+        sums = self._sums
+        for k, column in self._sum_columns:
+            sums[k] -= column[item]
+        counts = self._counts
+        for k, column in self._count_columns:
+            counts[k][column[item]] -= 1
+        if self._row_columns or self._cap_columns:
+            self._update_rows_and_caps(cell, item, -1)
+
+    def _update_rows_and_caps(self, cell: int, item: int, sign: int) -> None:
         if self._row_columns:
             row = cell // self._cols
             for k, column in self._row_columns:
@@ -547,9 +564,6 @@ class RunningTotals:
                 values[value] = remaining
             else:
                 del values[value]
-
-    def remove(self, cell: int, item: int) -> None:
-        self.add(cell, item, -1)
 
     def value(self, k: int) -> int:
         """Current aggregate of rule ``k``."""

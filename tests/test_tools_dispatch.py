@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import TypeAdapter
 
-from ace_gym.tools.dispatch import TOOL_FUNCTIONS, type_schema
+from ace_gym.tools.dispatch import TOOL_FUNCTIONS, _invoker, type_schema
 
 
 def _parameter_types() -> list[Any]:
@@ -27,3 +27,17 @@ def test_type_schema__writes_what_pydantic_writes_key_for_key(annotation: Any) -
 def test_type_schema__refuses_a_type_it_cannot_write_exactly(annotation: Any) -> None:
     with pytest.raises(TypeError, match="no JSON schema"):
         type_schema(annotation)
+
+
+def test_invoke__binds_arguments_by_name_and_lets_a_tool_s_own_key_error_through() -> None:
+    def tool(state: Any, row: int, col: int) -> Any:
+        if row < 0:
+            raise KeyError("a bug inside the tool")
+        return (state, row, col)
+
+    invoke = _invoker(tool, ("row", "col"))
+    assert invoke("state", {"col": 2, "row": 1, "extra": 3}) == ("state", 1, 2)
+    assert invoke("state", {"row": 1}) is None  # a parameter left out: the dispatcher's defaults path
+    with pytest.raises(KeyError, match="a bug inside the tool"):  # not mistaken for a missing argument
+        invoke("state", {"row": -1, "col": 2})
+    assert _invoker(lambda state: state, ())("state", {"ignored": 1}) == "state"

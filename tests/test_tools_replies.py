@@ -132,11 +132,15 @@ def _cache_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[st
     return calls * 2
 
 
+def _h15_instance(domain: str) -> CompiledInstance:
+    """A new compiled instance (its own reply caches) of the bundled H=15 instance of ``domain``."""
+    dataset = resolve_dataset("5x5", domain)
+    return CompiledInstance(dataset[H15_INDEX], dataset.domain)
+
+
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_reply_caches__episodes_on_one_instance_answer_as_a_fresh_instance_does(domain: str) -> None:
-    dataset = resolve_dataset("5x5", domain)
-    shared = CompiledInstance(dataset[H15_INDEX], dataset.domain)
-    tools = toolset(get_domain(domain))
+    shared, tools = _h15_instance(domain), toolset(get_domain(domain))
     calls = _cache_probe_calls(shared, domain)
     configs = [
         ToolConfig(),
@@ -145,11 +149,63 @@ def test_reply_caches__episodes_on_one_instance_answer_as_a_fresh_instance_does(
     ]
     for config in configs:  # each episode after the first finds the caches filled by the ones before
         episode = EpisodeState(shared, config)
-        fresh = EpisodeState(CompiledInstance(dataset[H15_INDEX], dataset.domain), config)
+        fresh = EpisodeState(_h15_instance(domain), config)
         for name, arguments in calls:
             expected = tools.call(fresh, name, arguments)
             assert tools.call(episode, name, arguments) == expected, (config, name, arguments)
-            fresh = EpisodeState(CompiledInstance(dataset[H15_INDEX], dataset.domain), config)
+            fresh = EpisodeState(_h15_instance(domain), config)
             for s, count in enumerate(episode.query_calls):  # the fresh instance, at the episode's counters
                 fresh.query_calls[s] = count
         assert episode.texts.query_replies and episode.texts.attribute_replies
+
+
+def _state_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[str, Any]]:
+    """Calls of the tools whose replies are kept by the numbers of the state they show (a cell's
+    item, a budget's count, a check's verdict), around calls that change those numbers."""
+    names = tool_names(domain)
+    slot = compiled.slots[0]
+    cell = {"row": slot.row, "col": slot.col}
+    truth = truth_id(compiled, 0)
+    wrong = next(compiled.item_ids[i] for i in slot.candidate_items if i not in slot.valid_items)
+    visible = next(c for c in range(compiled.n_cells) if compiled.cell_slot_list[c] < 0)
+    probes = [
+        (names["slot_id"], cell),
+        (names["slot_check"], cell),
+        (names["slot_query_budget"], cell),
+        (names["global_check_budget"], {}),
+        (names["global_check"], {}),
+    ]
+    fill = [
+        (names["set_slot"], {"row": s.row, "col": s.col, "id": truth_id(compiled, k)})
+        for k, s in enumerate(compiled.slots)
+    ]
+    return [
+        *probes,
+        (names["set_slot"], {**cell, "id": wrong}),
+        *probes,
+        (names["query"], {**cell, "field": "name", "operator": "not_in", "value": []}),
+        (names["set_slot"], {**cell, "id": truth}),
+        *probes,
+        *fill,
+        *probes,  # a valid grid
+        (names["set_slot"], {**cell, "id": wrong}),
+        *probes,  # a grid failing the slot rules of the first slot
+        (names["slot_id"], {"row": visible // compiled.cols, "col": visible % compiled.cols}),
+        (names["set_slot"], {**cell, "id": None}),
+        *probes,
+    ]
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_state_replies__kept_replies_are_those_formatted_afresh(domain: str) -> None:
+    shared, tools = _h15_instance(domain), toolset(get_domain(domain))
+    calls = _state_probe_calls(shared, domain)
+    limited = ToolConfig(extra_query_num=0, global_check_alpha=0.2, check_include_reason=True)  # budgets run out
+    configs = [ToolConfig(), limited, ToolConfig(global_check_alpha=1, check_include_reason=True)]
+    for config in configs * 2:  # the second round finds every reply kept by the first
+        episode, fresh = EpisodeState(shared, config), EpisodeState(_h15_instance(domain), config)
+        for name, arguments in calls:
+            fresh.texts.state_replies.clear()  # formatted afresh, on a state changed alike
+            expected = tools.call(fresh, name, arguments)
+            assert tools.call(episode, name, arguments) == expected, (config, name, arguments)
+    assert episode.texts.state_replies

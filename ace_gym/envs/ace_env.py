@@ -273,7 +273,7 @@ class AceEnv(gym.Env[str, ActionType]):
         if terminated or steps >= self.max_steps:
             self._finished = True
             final = self.score()
-            info.update(final._asdict())
+            info["score"], info["reason"], info["grid"] = final  # FinalScore's fields, without _asdict()
             return observation, final.score, terminated, not terminated, info
         return observation, 0.0, False, False, info
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import operator
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -57,17 +56,31 @@ class Tool:
     parameters: tuple[str, ...]
     required: frozenset[str]
     schema: ReadOnlyDict
-    values_of: Callable[[dict[str, Any]], tuple[Any, ...]]  # the parameters' values; KeyError if one is missing
+    invoke: Callable[[EpisodeState, dict[str, Any]], ToolReply | None]  # None: a parameter is missing
 
 
-def _values_getter(parameters: tuple[str, ...]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    """``arguments -> tuple(arguments[p] for p in parameters)``, as a C-level getter where it can be."""
-    if len(parameters) >= 2:
-        return operator.itemgetter(*parameters)  # a tuple for two or more names
+def _invoker(
+    function: Callable[..., ToolReply], parameters: tuple[str, ...]
+) -> Callable[[EpisodeState, dict[str, Any]], ToolReply | None]:
+    """``(state, arguments) -> function(state, arguments[p0], arguments[p1], ...)`` for the names in
+    ``parameters``, or None when ``arguments`` lacks one of them (no call is made then).
+
+    Compiled once per tool: the values go in as positional arguments of a direct call, which
+    costs ~0.25 us less per call than ``function(state, *itemgetter(...)(arguments))`` (a star
+    call enters a new interpreter frame instead of an inlined one).
+    """
+    names = [f"_{k}" for k in range(len(parameters))]
+    lines = ["def invoke(state, arguments):"]
     if parameters:
-        name = parameters[0]
-        return lambda arguments: (arguments[name],)
-    return lambda arguments: ()
+        lines.append("    try:")
+        lines += [f"        {local} = arguments[{name!r}]" for local, name in zip(names, parameters, strict=True)]
+        lines += ["    except KeyError:", "        return None"]
+    lines.append(f"    return function({', '.join(['state', *names])})")
+    source = "\n".join(lines) + "\n"
+    namespace: dict[str, Any] = {"function": function}
+    exec(compile(source, f"<invoke {function.__name__}>", "exec"), namespace)
+    invoke: Callable[[EpisodeState, dict[str, Any]], ToolReply | None] = namespace["invoke"]
+    return invoke
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -130,7 +143,7 @@ def _make_tool(key: ToolKey, name: str, function: Callable[..., ToolReply], doma
         },
     }
     names = tuple(p.name for p in parameters)
-    return Tool(key, name, function, names, frozenset(required), read_only(schema), _values_getter(names))
+    return Tool(key, name, function, names, frozenset(required), read_only(schema), _invoker(function, names))
 
 
 class ToolSet:
@@ -168,11 +181,10 @@ class ToolSet:
                 arguments = dict(arguments)
         # extra arguments are ignored, as the published **kwargs did; positional values bind
         # without building the keyword dict a ** call does (~0.3 us of a ~2.5 us call)
-        try:
-            values = tool.values_of(arguments)
-        except KeyError:  # a parameter left out: its default, or the failed reply
+        reply = tool.invoke(state, arguments)
+        if reply is None:  # a parameter left out: its default, or the failed reply
             return _call_with_defaults(tool, state, arguments)
-        return tool.function(state, *values)
+        return reply
 
 
 def _call_with_defaults(tool: Tool, state: EpisodeState, arguments: dict[str, Any]) -> ToolReply:

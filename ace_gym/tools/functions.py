@@ -169,29 +169,39 @@ def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> Too
         return hidden
     s, slot = hidden
     budget, calls = state.query_budgets[s], state.query_calls[s]
-    if budget is None:
-        rest = (
-            f'"unlimited": true, "query_budget": "unlimited", "query_calls": {calls}, "remaining_queries": "unlimited"'
-        )
-    else:
-        rest = (
-            f'"unlimited": false, "query_budget": {budget}, "query_calls": {calls}, '
-            f'"remaining_queries": {max(0, budget - calls)}'
-        )
-    return ok_reply(f'{{"row": {slot.row}, "col": {slot.col}, {rest}}}')
+    replies = state.texts.state_replies
+    key = (get_hidden_slot_query_budget, s, budget, calls)
+    reply = replies.get(key)
+    if reply is None:
+        if budget is None:
+            rest = (
+                f'"unlimited": true, "query_budget": "unlimited", "query_calls": {calls}, '
+                '"remaining_queries": "unlimited"'
+            )
+        else:
+            rest = (
+                f'"unlimited": false, "query_budget": {budget}, "query_calls": {calls}, '
+                f'"remaining_queries": {max(0, budget - calls)}'
+            )
+        reply = ok_reply(f'{{"row": {slot.row}, "col": {slot.col}, {rest}}}')
+        remember(replies, key, reply)
+    return reply
 
 
 def get_global_check_budget(state: EpisodeState) -> ToolReply:
     """Get the remaining global-check budget."""
     budget, calls = state.global_budget, state.global_calls
-    if budget is None:
-        return ok_reply(
-            f'{{"remaining_global_checks": null, "global_check_budget": null, "global_check_calls": {calls}}}'
+    replies = state.texts.state_replies
+    key = (get_global_check_budget, budget, calls)
+    reply = replies.get(key)
+    if reply is None:
+        remaining = "null" if budget is None else max(0, budget - calls)
+        shown = "null" if budget is None else budget
+        reply = ok_reply(
+            f'{{"remaining_global_checks": {remaining}, "global_check_budget": {shown}, "global_check_calls": {calls}}}'
         )
-    return ok_reply(
-        f'{{"remaining_global_checks": {max(0, budget - calls)}, "global_check_budget": {budget}, '
-        f'"global_check_calls": {calls}}}'
-    )
+        remember(replies, key, reply)
+    return reply
 
 
 def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
@@ -204,8 +214,14 @@ def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
     if isinstance(cell, ToolReply):
         return cell
     r, c, _ = cell
-    shown = state.texts.cell_json[state.grid[r * state.compiled.cols + c]]
-    return ok_reply(f'{{"row": {r}, "col": {c}, "id": {shown}}}')
+    index = r * state.compiled.cols + c
+    item, texts = state.grid[index], state.texts
+    key = (get_slot_id, index, item)
+    reply = texts.state_replies.get(key)
+    if reply is None:
+        reply = ok_reply(f'{{"row": {r}, "col": {c}, "id": {texts.cell_json[item]}}}')
+        remember(texts.state_replies, key, reply)
+    return reply
 
 
 def done(state: EpisodeState) -> ToolReply:
@@ -498,12 +514,19 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     item = state.grid[slot.cell]
     if item < 0:
         return invalid(f"Slot (row={slot.row}, col={slot.col}) has not been filled yet.")
-    valid = item in slot.valid_items
-    head = f'{{"is_valid": {"true" if valid else "false"}, "row": {slot.row}, "col": {slot.col}'
-    if not state.config.check_include_reason:
-        return ok_reply(head + "}")
-    reason = "null" if valid else string_json(slot_violation_reason(slot.row, slot.col))
-    return ok_reply(f'{head}, "reason": {reason}}}')
+    valid, with_reason = item in slot.valid_items, state.config.check_include_reason
+    replies = state.texts.state_replies
+    key = (check_slot_constraints, slot.cell, valid, with_reason)
+    reply = replies.get(key)
+    if reply is None:
+        head = f'{{"is_valid": {"true" if valid else "false"}, "row": {slot.row}, "col": {slot.col}'
+        if not with_reason:
+            reply = ok_reply(head + "}")
+        else:
+            reason = "null" if valid else string_json(slot_violation_reason(slot.row, slot.col))
+            reply = ok_reply(f'{head}, "reason": {reason}}}')
+        remember(replies, key, reply)
+    return reply
 
 
 def check_global_constraints(state: EpisodeState) -> ToolReply:
@@ -514,9 +537,16 @@ def check_global_constraints(state: EpisodeState) -> ToolReply:
     if budget is not None and state.global_calls >= budget:
         return invalid(f"Global constraint check budget exhausted. Used {state.global_calls}/{budget} calls.")
     state.global_calls += 1
-    reason = state.global_violation()
-    valid = "true" if reason is None else "false"
-    if not state.config.check_include_reason:
-        return ok_reply(f'{{"is_valid": {valid}}}', GLOBAL_CHECK_CHARGE)
-    reason_json = "null" if reason is None else string_json(reason)
-    return ok_reply(f'{{"is_valid": {valid}, "reason": {reason_json}}}', GLOBAL_CHECK_CHARGE)
+    reason, with_reason = state.global_violation(), state.config.check_include_reason
+    replies = state.texts.state_replies
+    key = (check_global_constraints, reason, with_reason)
+    reply = replies.get(key)
+    if reply is None:
+        valid = "true" if reason is None else "false"
+        if not with_reason:
+            reply = ok_reply(f'{{"is_valid": {valid}}}', GLOBAL_CHECK_CHARGE)
+        else:
+            reason_json = "null" if reason is None else string_json(reason)
+            reply = ok_reply(f'{{"is_valid": {valid}, "reason": {reason_json}}}', GLOBAL_CHECK_CHARGE)
+        remember(replies, key, reply)
+    return reply

@@ -184,9 +184,13 @@ class InstanceTexts:
     depends on the instance and the arguments alone, apart from the query budgets, which the query
     tool checks and charges per episode before it looks a reply up. Refusals are kept too: a model
     repeats its mistakes, within an episode and across the episodes of a group on one instance.
-    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``, and
+    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``,
     ``grid_replies`` holds the grid-state replies by the grid they show (every episode's first
-    one shows the initial grid).
+    one shows the initial grid), and ``state_replies`` the replies of the tools whose text is a
+    function of a few numbers of the episode's state (a cell's item, a budget and its count, a
+    check's verdict), keyed by the tool function and those numbers: looking one up costs a
+    fraction of formatting it again. ``query_budgets[extra_query_num]`` holds the hidden slots'
+    query budgets under that setting (see :meth:`ace_gym.tools.state.ToolConfig.query_budgets`).
     """
 
     __slots__ = (
@@ -196,10 +200,12 @@ class InstanceTexts:
         "field_json",
         "grid_replies",
         "item_json",
+        "query_budgets",
         "query_charges",
         "query_columns",
         "query_replies",
         "set_replies",
+        "state_replies",
     )
 
     def __init__(self, compiled: CompiledInstance) -> None:
@@ -214,10 +220,12 @@ class InstanceTexts:
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
+        self.query_budgets: dict[int, tuple[int | None, ...]] = {}
         self.query_replies: dict[tuple[Any, ...], str | ToolReply] = {}
         self.attribute_replies: dict[tuple[Any, Any, int, int], ToolReply] = {}
         self.set_replies: dict[tuple[int, int], ToolReply] = {}
         self.grid_replies: dict[tuple[int, ...], ToolReply] = {}
+        self.state_replies: dict[tuple[Any, ...], ToolReply] = {}
 
     def attributes(self, compiled: CompiledInstance, item: int) -> tuple[dict[str, str], dict[str, str]]:
         """Item ``item``'s fields as JSON values (``field -> value``) and pairs (``field -> '"field": value'``)."""

@@ -104,7 +104,10 @@ class EpisodeState:
         self.empty_cells = compiled.hidden_count
         self.invalid_slots: set[int] = set()
         self.query_calls = [0] * compiled.hidden_count
-        self.query_budgets = config.query_budgets(compiled)
+        budgets = self.texts.query_budgets.get(config.extra_query_num)
+        if budgets is None:  # every episode on the instance with this setting has the same budgets
+            budgets = self.texts.query_budgets[config.extra_query_num] = tuple(config.query_budgets(compiled))
+        self.query_budgets: tuple[int | None, ...] = budgets
         self.global_calls = 0
         self.global_budget = config.global_check_budget(compiled.hidden_count)
         self.totals: RunningTotals = compiled.initial_totals.copy()
@@ -115,7 +118,7 @@ class EpisodeState:
         cell = slot.cell
         old = grid[cell]
         if old >= 0:
-            totals.add(cell, old, -1)
+            totals.remove(cell, old)
             self.empty_cells += 1
         grid[cell] = item
         if item >= 0:
