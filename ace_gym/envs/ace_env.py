@@ -253,8 +253,18 @@ class AceEnv(gym.Env[str, ActionType]):
             "max_query_fields": config.max_query_fields,
             "max_steps": self.max_steps,
             "global_check_budget": state.global_budget,
-            "hidden_slot_query_budget": dict(zip(texts.slot_keys, state.query_budgets, strict=True)),
+            "hidden_slot_query_budget": self._slot_budgets(state, texts).copy(),
         }
+
+    def _slot_budgets(self, state: EpisodeState, texts: _ResetTexts) -> dict[str, int | None]:
+        """``"row,col" -> query budget`` of the hidden slots, kept per instance by
+        ``extra_query_num`` (the budgets are a function of both); callers copy it."""
+        found = texts.slot_budgets.get(self.config.extra_query_num)
+        if found is None:
+            found = texts.slot_budgets[self.config.extra_query_num] = dict(
+                zip(texts.slot_keys, state.query_budgets, strict=True)
+            )
+        return found
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
         state = self._state
@@ -342,13 +352,15 @@ class AceEnv(gym.Env[str, ActionType]):
 
 class _ResetTexts(NamedTuple):
     """What every reset on one instance shows alike: the first user message, the hidden slots'
-    (row, col), the ``"row,col"`` key of each in ``info["budgets"]``, and the system prompts by
-    the settings they show (see :meth:`AceEnv._system_prompt`)."""
+    (row, col), the ``"row,col"`` key of each in ``info["budgets"]``, the system prompts by
+    the settings they show (see :meth:`AceEnv._system_prompt`) and the slots' query budgets by
+    ``extra_query_num`` (see :meth:`AceEnv._slot_budgets`)."""
 
     user_message: str
     hidden_positions: tuple[tuple[int, int], ...]
     slot_keys: tuple[str, ...]
     system_prompts: dict[tuple[Any, ...], str]
+    slot_budgets: dict[int, dict[str, int | None]]
 
 
 _RESET_TEXTS: weakref.WeakKeyDictionary[CompiledInstance, _ResetTexts] = weakref.WeakKeyDictionary()
@@ -362,6 +374,7 @@ def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
             render_user_message(compiled.domain, compiled.instance.partial_solution),
             tuple((s.row, s.col) for s in compiled.slots),
             tuple(f"{s.row},{s.col}" for s in compiled.slots),
+            {},
             {},
         )
     return found
