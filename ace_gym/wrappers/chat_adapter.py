@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -215,7 +216,7 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
             for call in calls:
                 index += 1
                 name, arguments, call_id, error, written_json = call
-                call_id = call_id or f"call_{turn}_{index}"
+                call_id = call_id or _call_id(turn, index)
                 function = {"name": name, "arguments": written_json or _arguments_json(call)}
                 tool_calls.append({"id": call_id, "type": "function", "function": function})
                 if ended:
@@ -290,6 +291,13 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
             f"Your last message was not executed: {found}. To act, call a tool in this format:\n{example}\n"
             "Call `done` when the grid is complete."
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _call_id(turn: int, index: int) -> str:
+    """The generated id of a turn's ``index``-th call; memoised, since the same turns come back
+    every episode (a cache hit costs half of formatting two ints)."""
+    return f"call_{turn}_{index}"
 
 
 def _arguments_json(call: ParsedCall) -> str:
