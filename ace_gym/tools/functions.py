@@ -65,10 +65,7 @@ _OPERATOR_JSON = {name: dumps(name) for name in OPERATORS}
 
 def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | ToolReply:
     """Convert and range-check a cell: (row, col, hidden slot index or -1), or the failed reply."""
-    if type(row) is int and type(col) is int:  # the common case: one lookup, no conversions
-        found = state.texts.cells.get((row, col))
-        if found is not None:
-            return found
+    if type(row) is int and type(col) is int:  # the common case skips the conversions
         r, c = row, col
     else:
         try:

@@ -169,8 +169,7 @@ class InstanceTexts:
     """Serialised pieces of one compiled instance, built on first use and shared read-only by
     every episode on it (see :func:`texts_of`).
 
-    ``cells[(row, col)]`` is ``(row, col, hidden slot index or -1)`` for every cell of the grid
-    (the tools' range check and index in one lookup); ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
+    ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
     cell (-1 = empty) indexes it directly; ``item_json`` holds full item dicts as JSON,
     ``attribute_json`` their fields one by one, ``query_columns`` the per-(slot, field)
     candidate values and match objects of the query tool, and ``query_charges[s]`` the
@@ -198,7 +197,6 @@ class InstanceTexts:
         "attribute_json",
         "attribute_replies",
         "cell_json",
-        "cells",
         "field_json",
         "grid_replies",
         "item_json",
@@ -211,11 +209,7 @@ class InstanceTexts:
     )
 
     def __init__(self, compiled: CompiledInstance) -> None:
-        item_ids, cols = compiled.item_ids, compiled.cols
-        self.cells: dict[tuple[int, int], tuple[int, int, int]] = {
-            (index // cols, index % cols): (index // cols, index % cols, s)
-            for index, s in enumerate(compiled.cell_slot_list)
-        }
+        item_ids = compiled.item_ids
         self.cell_json: dict[int, str] = _Filled(_id_json, item_ids)
         self.cell_json[-1] = "null"
         for item in compiled.initial_grid:  # the grid every episode shows first
