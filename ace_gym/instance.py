@@ -84,7 +84,7 @@ from ace_gym.constraints import (
     slot_rules_mask,
 )
 from ace_gym.dataset_cache import CachedDataset
-from ace_gym.domains import DOMAINS, Attribute, Domain, GlobalRule, NumericAttribute
+from ace_gym.domains import DOMAINS, Domain, GlobalRule, NumericAttribute
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
 from ace_gym.prompts import render_task_instruction
 
@@ -236,7 +236,7 @@ class CompiledInstance:
         numeric, categorical = item_columns(self.items, domain)
         index_of = dict(zip(item_ids, range(len(item_ids)), strict=True)).__getitem__
         candidates = np.asarray([[index_of(i) for i in slot.candidate_ids] for slot in instance.slots], dtype=np.int32)
-        slot_rules = [_active_rules(slot.slot_constraints, domain) for slot in instance.slots]
+        slot_rules = [active_slot_rules(slot, domain) for slot in instance.slots]
         valid = np.ones(candidates.shape, dtype=bool)
         for s, rules in enumerate(slot_rules):
             for _, rule_attribute, kind, bound in rules:
@@ -263,7 +263,7 @@ class CompiledInstance:
         are built when :attr:`items` is."""
         compiled = cls.__new__(cls)
         compiled._instance_source = instance
-        numeric_names, categorical_names = domain.numeric_attributes, _categorical_names(domain)
+        numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
         item_count, slot_entries = len(entry["item_ids"]), entry["slots"]
         numeric_table, codes, candidates, valid = _unpacked(
             entry["arrays"],
@@ -302,7 +302,7 @@ class CompiledInstance:
         rules, bound), the global rules by their bounds and reason texts in the domain's order."""
         domain = self.domain
         rule_index = {rule.name: k for k, rule in enumerate(domain.slot_rules)}
-        categorical = [self.categorical[name] for name in _categorical_names(domain)]
+        categorical = [self.categorical[name] for name in domain.categorical_attributes]
         arrays, dtype = _packed(
             [
                 *[self.numeric[name] for name in domain.numeric_attributes],
@@ -429,18 +429,10 @@ def item_columns(
     ``categorical[attr]`` ``(codes, vocabulary)``, the vocabulary being the sorted union of the
     domain's declared values and any others present. ``names`` limits the columns to those
     attributes (the items need only hold them); None means every attribute of the domain."""
-    attributes = domain.attributes if names is None else [domain.attribute(name) for name in names]
-    return _attribute_columns({a.name: [item[a.name] for item in items] for a in attributes}, attributes)
-
-
-def _attribute_columns(
-    columns: Mapping[str, Sequence[Any]], attributes: Sequence[Attribute]
-) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, tuple[str, ...]]]]:
-    """:func:`item_columns` from each attribute's values over the items."""
     numeric: dict[str, np.ndarray] = {}
     categorical: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
-    for attribute in attributes:
-        column = columns[attribute.name]
+    for attribute in domain.attributes if names is None else [domain.attribute(name) for name in names]:
+        column = [item[attribute.name] for item in items]
         if isinstance(attribute, NumericAttribute):
             numeric[attribute.name] = _frozen(np.asarray(column, dtype=np.int64))
         else:
@@ -477,22 +469,13 @@ def _unpacked(text: str, dtype: str, shapes: Sequence[tuple[int, int]]) -> list[
     return arrays
 
 
-def _categorical_names(domain: Domain) -> tuple[str, ...]:
-    """The domain's categorical attributes, in declaration order (the keys of ``categorical``)."""
-    return tuple(a.name for a in domain.attributes if not isinstance(a, NumericAttribute))
-
-
 def active_slot_rules(entry: SlotEntry, domain: Domain) -> tuple[tuple[str, str, str, int], ...]:
     """A slot's active rules as ``(rule name, attribute, kind, bound)`` in the domain's rule order."""
-    return _active_rules(entry.slot_constraints, domain)
-
-
-def _active_rules(slot_constraints: Mapping[str, Any], domain: Domain) -> tuple[tuple[str, str, str, int], ...]:
-    active = slot_constraints["active_rule_names"]
+    active = entry.slot_constraints["active_rule_names"]
     return tuple(
-        (rule.name, rule.attribute, rule.kind, int(slot_constraints[rule.name]))
+        (rule.name, rule.attribute, rule.kind, int(entry.slot_constraints[rule.name]))  # type: ignore[arg-type]
         for rule in domain.slot_rules
-        if rule.name in active
+        if rule.name in active  # type: ignore[operator]
     )
 
 

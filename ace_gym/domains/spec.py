@@ -115,6 +115,11 @@ class Domain:
         return tuple(a.name for a in self.attributes if isinstance(a, NumericAttribute))
 
     @property
+    def categorical_attributes(self) -> tuple[str, ...]:
+        """The names of the categorical attributes, in declaration order."""
+        return tuple(a.name for a in self.attributes if not isinstance(a, NumericAttribute))
+
+    @property
     def item_keys(self) -> tuple[str, ...]:
         """Keys of an item dict in stored order: id key, name, then the attributes."""
         return (self.id_key, "name", *tuple(a.name for a in self.attributes))
