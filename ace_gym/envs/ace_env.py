@@ -256,14 +256,14 @@ class AceEnv(gym.Env[str, ActionType]):
             "hidden_slot_query_budget": self._slot_budgets(state, texts).copy(),
         }
 
-    def _slot_budgets(self, state: EpisodeState, texts: _ResetTexts) -> dict[str, int | None]:
-        """``"row,col" -> query budget`` of the hidden slots, kept per instance by
-        ``extra_query_num`` (the budgets are a function of both); callers copy it."""
-        found = texts.slot_budgets.get(self.config.extra_query_num)
+    @staticmethod
+    def _slot_budgets(state: EpisodeState, texts: _ResetTexts) -> dict[str, int | None]:
+        """``"row,col" -> query budget`` of the hidden slots, kept per instance by the budgets
+        themselves (``state.query_budgets``, whatever settings they come from); callers copy it."""
+        budgets = state.query_budgets
+        found = texts.slot_budgets.get(budgets)
         if found is None:
-            found = texts.slot_budgets[self.config.extra_query_num] = dict(
-                zip(texts.slot_keys, state.query_budgets, strict=True)
-            )
+            found = texts.slot_budgets[budgets] = dict(zip(texts.slot_keys, budgets, strict=True))
         return found
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -354,13 +354,13 @@ class _ResetTexts(NamedTuple):
     """What every reset on one instance shows alike: the first user message, the hidden slots'
     (row, col), the ``"row,col"`` key of each in ``info["budgets"]``, the system prompts by
     the settings they show (see :meth:`AceEnv._system_prompt`) and the slots' query budgets by
-    ``extra_query_num`` (see :meth:`AceEnv._slot_budgets`)."""
+    their values (see :meth:`AceEnv._slot_budgets`)."""
 
     user_message: str
     hidden_positions: tuple[tuple[int, int], ...]
     slot_keys: tuple[str, ...]
     system_prompts: dict[tuple[Any, ...], str]
-    slot_budgets: dict[int, dict[str, int | None]]
+    slot_budgets: dict[tuple[int | None, ...], dict[str, int | None]]
 
 
 _RESET_TEXTS: weakref.WeakKeyDictionary[CompiledInstance, _ResetTexts] = weakref.WeakKeyDictionary()
