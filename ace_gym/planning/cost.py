@@ -14,6 +14,7 @@ from typing import Any
 
 from ace_gym.planning.knowledge import decode_arguments, json_argument
 from ace_gym.planning.vocabulary import tool_schema
+from ace_gym.tools.readonly import ReadOnlyDict
 
 DEFAULT_COSTS: dict[str, float] = {
     "query": 1.0,
@@ -48,7 +49,7 @@ def composite_names(noun: str) -> dict[str, str]:
     return {multi_query_name(noun): "multi_query", SET_AND_CHECK_TOOL: "set_and_check"}
 
 
-def multi_query_schema(noun: str) -> dict[str, Any]:
+def multi_query_schema(noun: str) -> ReadOnlyDict:
     condition = {
         "type": "object",
         "properties": {
@@ -67,7 +68,7 @@ def multi_query_schema(noun: str) -> dict[str, Any]:
     )
 
 
-def set_and_check_schema() -> dict[str, Any]:
+def set_and_check_schema() -> ReadOnlyDict:
     return tool_schema(
         SET_AND_CHECK_TOOL,
         "Fill a hidden slot and check its slot constraints in one call.",

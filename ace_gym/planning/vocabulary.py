@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ace_gym.domains import Domain
+from ace_gym.tools.readonly import ReadOnlyDict, read_only
 
 VERBS: tuple[str, ...] = (
     "rank",
@@ -216,13 +217,16 @@ def _is_version(word: str) -> bool:
     return word.isdigit() or (word[0] == "v" and word[1:].isdigit())
 
 
-def tool_schema(name: str, description: str, properties: Mapping[str, Any], required: Sequence[str]) -> dict[str, Any]:
-    """An OpenAI function schema, shaped like the env's own."""
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": dict(properties), "required": list(required)},
-        },
-    }
+def tool_schema(name: str, description: str, properties: Mapping[str, Any], required: Sequence[str]) -> ReadOnlyDict:
+    """An OpenAI function schema, shaped like the env's own and read-only like them
+    (:mod:`ace_gym.tools.readonly`)."""
+    return read_only(
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": description,
+                "parameters": {"type": "object", "properties": dict(properties), "required": list(required)},
+            },
+        }
+    )

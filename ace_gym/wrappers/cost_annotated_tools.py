@@ -235,7 +235,7 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
 @functools.cache
 def _composite_schemas(noun: str) -> tuple[ReadOnlyDict, ReadOnlyDict]:
     """The read-only schemas of the two composite tools of a domain noun (built once)."""
-    return read_only(multi_query_schema(noun)), read_only(set_and_check_schema())
+    return multi_query_schema(noun), set_and_check_schema()
 
 
 def _costs(costs: Mapping[str, float] | None) -> dict[str, float]:

@@ -16,7 +16,7 @@ from ace_gym.planning import replies
 from ace_gym.planning.knowledge import call_key, decode_arguments, split_action
 from ace_gym.planning.replies import success
 from ace_gym.planning.vocabulary import Distractor, distractor_parameters, draw_distractors, tool_schema
-from ace_gym.tools.readonly import ReadOnlyDict, read_only
+from ace_gym.tools.readonly import ReadOnlyDict
 from ace_gym.wrappers.surface import answered, called_name, episode_rng, record, schema_names
 
 STYLES = ("related", "unrelated")
@@ -31,7 +31,7 @@ _CONFIDENCE = ("low", "medium", "high")
 @functools.cache
 def _distractor_schema(distractor: Distractor) -> ReadOnlyDict:
     """The read-only schema of ``distractor`` (a finite vocabulary: built once per distractor)."""
-    return read_only(tool_schema(distractor.name, distractor.description, *distractor_parameters(distractor.scope)))
+    return tool_schema(distractor.name, distractor.description, *distractor_parameters(distractor.scope))
 
 
 class ExtraneousTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):

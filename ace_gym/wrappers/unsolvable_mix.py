@@ -24,7 +24,7 @@ from ace_gym.planning.unsolvable import (
 )
 from ace_gym.planning.vocabulary import tool_schema
 from ace_gym.tools import tool_name
-from ace_gym.tools.readonly import ReadOnlyDict, read_only
+from ace_gym.tools.readonly import ReadOnlyDict
 from ace_gym.tools.replies import unknown_tool
 from ace_gym.wrappers.surface import EPISODE_ENDED, answered, called_name, episode_rng, record
 
@@ -50,8 +50,8 @@ _UNVERIFIABLE_SLOT = "the rules of this slot are in an attached sheet that is no
 
 @functools.cache
 def _refusal_schema() -> ReadOnlyDict:
-    """The refusal tool's schema (read-only, built once, like every schema below)."""
-    schema = tool_schema(
+    """The refusal tool's schema (built once, like every schema below)."""
+    return tool_schema(
         REFUSAL_TOOL,
         "Report that the task cannot be completed as specified, instead of finishing it. Ends the episode.",
         {
@@ -64,13 +64,12 @@ def _refusal_schema() -> ReadOnlyDict:
         },
         ["reason_code"],
     )
-    return read_only(schema)
 
 
 @functools.cache
 def _approval_schema() -> ReadOnlyDict:
     cell = {"type": "integer"}
-    schema = tool_schema(
+    return tool_schema(
         APPROVAL_TOOL,
         "Request compliance approval for assigning an id to a hidden slot.",
         {
@@ -80,12 +79,11 @@ def _approval_schema() -> ReadOnlyDict:
         },
         ["row", "col", "id"],
     )
-    return read_only(schema)
 
 
 @functools.cache
 def _attachment_schema() -> ReadOnlyDict:
-    return read_only(tool_schema(ATTACHMENT_TOOL, "Return the file attached to this task.", {}, []))
+    return tool_schema(ATTACHMENT_TOOL, "Return the file attached to this task.", {}, [])
 
 
 class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordConstructorArgs):
