@@ -684,6 +684,47 @@ def test_accepted_extremes__scorer_and_running_totals_agree(domain: str) -> None
     assert verdicts == {True, False}
 
 
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_check_truth__the_array_pass_and_the_rule_by_rule_pass_agree_at_every_threshold(domain: str) -> None:
+    """Validation checks the truth on the compiled arrays and names a problem rule by rule: both
+    give the same verdict with every bound at, one inside and one past the truth's value."""
+    spec = get_domain(domain)
+    record = resolve_dataset("5x5", domain)[34].model_dump(mode="json")  # H15 B19
+    compiled = CompiledInstance(Instance.model_validate(record), spec)
+    edits: list[Callable[[dict[str, Any], int], None]] = []
+    for rule in compiled.global_rules:
+        value = aggregate(rule, compiled.truth, compiled.cols)
+        edits.append(
+            lambda r, step, name=rule.name, value=value: r["global_constraints"].__setitem__(name, value + step)
+        )
+    for s, slot in enumerate(compiled.slots):
+        for name, attribute, _, _ in slot.rules:
+            value = int(compiled.numeric[attribute][compiled.truth[slot.cell]])
+            edits.append(
+                lambda r, step, s=s, name=name, value=value: r["slots"][s]["slot_constraints"].__setitem__(
+                    name, value + step
+                )
+            )
+    verdicts = set()
+    for edit in edits:
+        for step in (-1, 0, 1):
+            edited = copy.deepcopy(record)
+            edit(edited, step)
+            instance = Instance.model_validate(edited)
+            compiled = CompiledInstance(instance, spec)
+            passes = instance_module._truth_passes(compiled)
+            try:
+                instance_module._check_truth_by_rule(
+                    instance, spec, compiled, lambda path, problem: DatasetError("x", path, problem)
+                )
+            except DatasetError:
+                assert not passes
+            else:
+                assert passes
+            verdicts.add(passes)
+    assert verdicts == {True, False}
+
+
 # -- repeated keys -------------------------------------------------------------------------------
 
 
