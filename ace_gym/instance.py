@@ -243,7 +243,8 @@ class CompiledInstance:
             if item_table is None
             else table_columns({attribute.name: item_table[attribute.name] for attribute in domain.attributes}, domain)
         )
-        index_of = dict(zip(item_ids, range(len(item_ids)), strict=True)).__getitem__
+        item_index = dict(zip(item_ids, range(len(item_ids)), strict=True))
+        index_of = item_index.__getitem__
         candidates = np.asarray([[index_of(i) for i in slot.candidate_ids] for slot in instance.slots], dtype=np.int32)
         slot_rules = [active_slot_rules(slot, domain) for slot in instance.slots]
         valid = np.ones(candidates.shape, dtype=bool)
@@ -265,6 +266,7 @@ class CompiledInstance:
             [(slot.row, slot.col, rules) for slot, rules in zip(instance.slots, slot_rules, strict=True)],
             (candidates, valid),
             tuple((int(instance.global_constraints[rule.name]), None) for rule in domain.global_rules),
+            item_index,
         )
 
     @classmethod
@@ -352,19 +354,23 @@ class CompiledInstance:
         slots: Sequence[tuple[int, int, tuple[tuple[str, str, str, int], ...]]],
         candidates: tuple[np.ndarray, np.ndarray],
         global_bounds: tuple[tuple[int, str | None], ...],
+        item_index: dict[str, int] | None = None,
     ) -> None:
         """``header``: the instance id, rows, cols and decoy budget (``meta.branch_budget``);
         ``columns``: :func:`item_columns` over the items, in ``item_ids`` order; ``grids``: the
         truth and the initial grid, flat row-major item indices (-1 = empty); ``slots``: each
         hidden slot's row, col and active rules; ``candidates``: the slots' candidate indices
         and slot-validity masks, one row per slot; ``global_bounds``: the domain's global rules'
-        bounds and their reason texts (None: rendered here)."""
+        bounds and their reason texts (None: rendered here); ``item_index``: each item id's index,
+        when the caller has built it."""
         self.domain = domain
         self.instance_id, self.rows, self.cols, self.decoy_budget = header
         self.n_cells = self.rows * self.cols
         self.hidden_count = len(slots)
         self.item_ids = item_ids
-        self.item_index: dict[str, int] = dict(zip(item_ids, range(len(item_ids)), strict=True))
+        self.item_index: dict[str, int] = (
+            dict(zip(item_ids, range(len(item_ids)), strict=True)) if item_index is None else item_index
+        )
         self.numeric, self.categorical = columns
         truth, initial = grids
         self.truth = _frozen(np.asarray(truth, dtype=np.int32))
@@ -1294,6 +1300,24 @@ def _check_candidates(instance: Instance, slot: SlotEntry, fail: Fail) -> None:
     truth labelled exactly once, as a decoy or a filter candidate."""
     if slot.truth_id != instance.truth_solution[slot.row][slot.col]:
         raise fail(".truth_id", "differs from truth_solution at this cell")
+    if not _candidates_well_formed(instance, slot):
+        _check_candidates_by_rule(instance, slot, fail)
+
+
+def _candidates_well_formed(instance: Instance, slot: SlotEntry) -> bool:
+    """Whether every rule of :func:`_check_candidates_by_rule` holds, in a few set operations:
+    K distinct pool ids, which the truth, the decoys and the filters list exactly once."""
+    candidates = set(slot.candidate_ids)
+    labelled = [slot.truth_id, *slot.decoy_ids, *slot.filter_candidate_ids]
+    return (
+        len(labelled) == len(candidates) == len(slot.candidate_ids) == instance.meta.candidates_per_slot
+        and set(labelled) == candidates
+        and instance.item_pool.keys() >= candidates
+    )
+
+
+def _check_candidates_by_rule(instance: Instance, slot: SlotEntry, fail: Fail) -> None:
+    """:func:`_check_candidates` rule by rule: DatasetError naming the first problem."""
     candidates = set(slot.candidate_ids)
     if slot.truth_id not in candidates:
         raise fail(".candidate_ids", "does not contain the truth id")

@@ -725,6 +725,46 @@ def test_check_truth__the_array_pass_and_the_rule_by_rule_pass_agree_at_every_th
     assert verdicts == {True, False}
 
 
+def test_check_candidates__the_set_pass_and_the_rule_by_rule_pass_agree() -> None:
+    """Validation checks a slot's candidate lists in a few set operations and names a problem
+    rule by rule: both give the same verdict on random edits of the lists."""
+    instance = resolve_dataset("5x5", "course")[1]  # slots 1 and 2 hold decoys
+    rng = np.random.default_rng(5)
+    pool_ids = list(instance.item_pool)
+    fields = ("candidate_ids", "decoy_ids", "filter_candidate_ids")
+    verdicts = set()
+    for _ in range(400):
+        slot = instance.slots[int(rng.integers(len(instance.slots)))]
+        lists = {field: list(getattr(slot, field)) for field in fields}
+        for _ in range(int(rng.integers(1, 3))):
+            target = lists[fields[int(rng.integers(3))]]
+            edit = int(rng.integers(5))
+            if edit == 0 and target:  # drop one
+                target.pop(int(rng.integers(len(target))))
+            elif edit == 1:  # a pool id, maybe a candidate or the truth
+                target.append(str(rng.choice([*pool_ids[:3], *slot.candidate_ids[:3], slot.truth_id])))
+            elif edit == 2:  # an id not in the pool
+                target.append("X000")
+            elif edit == 3 and target:  # listed twice
+                target.append(target[0])
+            else:  # moved to another list
+                source = lists[fields[int(rng.integers(1, 3))]]
+                if source:
+                    target.append(source.pop())
+        edited = slot.model_copy(update=lists)
+        passes = instance_module._candidates_well_formed(instance, edited)
+        try:
+            instance_module._check_candidates_by_rule(
+                instance, edited, lambda path, problem: DatasetError("x", path, problem)
+            )
+        except DatasetError:
+            assert not passes
+        else:
+            assert passes
+        verdicts.add(passes)
+    assert verdicts == {True, False}
+
+
 # -- repeated keys -------------------------------------------------------------------------------
 
 
