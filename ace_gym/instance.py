@@ -515,12 +515,13 @@ def active_slot_rules(entry: SlotEntry, domain: Domain) -> tuple[tuple[str, str,
 
 
 class Dataset(Sequence[Instance]):
-    """A validated dataset file; instances compile lazily and are cached (shared read-only).
+    """A validated dataset file; compiled instances are cached (shared read-only).
 
-    Built from a validated :class:`DatasetFile`, or (:func:`load_dataset`) from the entry of a
-    file validated before (:mod:`ace_gym.dataset_cache`), whose instances are then compiled on
-    first use from the compiled forms written when the file passed validation (their pydantic
-    models built from its JSON only when asked for).
+    Built from a validated :class:`DatasetFile` (:func:`parse_dataset`: with the instances that
+    validation compiled), or (:func:`load_dataset`) from the entry of a file validated before
+    (:mod:`ace_gym.dataset_cache`), whose instances are then compiled on first use from the
+    compiled forms written when the file passed validation (their pydantic models built from its
+    JSON only when asked for).
     """
 
     def __init__(
@@ -796,7 +797,7 @@ def _item_values(compiled: CompiledInstance, key: str) -> list[Any]:
         return compiled.numeric[key].tolist()  # type: ignore[no-any-return]
     if key in compiled.categorical:
         codes, vocabulary = compiled.categorical[key]
-        return list(map(vocabulary.__getitem__, codes.tolist()))
+        return np.asarray(vocabulary, dtype=object)[codes].tolist()  # type: ignore[no-any-return]
     return [item[key] for item in compiled.items]
 
 
