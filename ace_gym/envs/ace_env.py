@@ -13,7 +13,7 @@ from gymnasium.error import ResetNeeded
 from ace_gym.domains import get_domain
 from ace_gym.envs.sources import DatasetSource, InstanceSource
 from ace_gym.errors import ConfigError, choice, integer
-from ace_gym.instance import CompiledInstance, Dataset, Instance, resolve_dataset
+from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
@@ -401,6 +401,8 @@ def _instance_source(
 
 def _given_instance(instance: Any, domain: str) -> CompiledInstance:
     """The compiled form of an ``instance`` reset option; ConfigError unless it is an Instance of ``domain``."""
+    from ace_gym.dataset_schema import Instance  # with pydantic, which only this option needs
+
     if not isinstance(instance, Instance) or instance.domain != domain:
         raise ConfigError("options['instance']", instance, f"must be an ace_gym Instance of domain {domain!r}")
     return CompiledInstance(instance, get_domain(domain))
