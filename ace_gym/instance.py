@@ -174,13 +174,15 @@ class CompiledInstance:
     Items are numbered in ``item_pool`` order. ``numeric[attr]`` is an int64 column over items;
     ``categorical[attr]`` is ``(codes, vocabulary)``. Grids are flat row-major int32 arrays of item
     indices with -1 for an empty cell. ``cell_slot[cell]`` is the hidden-slot index or -1.
-    ``items`` holds the pool's item dicts in that order. An instance compiled from a cache entry
-    (:meth:`from_entry`) builds its pydantic ``instance`` on first use only.
+    ``items`` holds the pool's item dicts in that order; ``task_instruction`` is the instance's.
+    An instance compiled from a cache entry (:meth:`from_entry`) builds its pydantic ``instance``
+    and its ``items`` on first use only, each without the other (an episode needs no model).
     """
 
     def __init__(self, instance: Instance, domain: Domain) -> None:
         self.__dict__["instance"] = instance
         self.items = tuple(instance.item_pool.values())
+        self.task_instruction = instance.task_instruction
         meta = instance.meta
         item_ids = tuple(instance.item_pool)
         numeric, categorical = item_columns(self.items, domain)
@@ -206,13 +208,20 @@ class CompiledInstance:
         )
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, Any], domain: Domain, instance: Callable[[], Instance]) -> CompiledInstance:
+    def from_entry(
+        cls,
+        entry: Mapping[str, Any],
+        domain: Domain,
+        instance: Callable[[], Instance],
+        items: Callable[[], tuple[dict[str, int | str], ...]],
+    ) -> CompiledInstance:
         """The compiled form a cache entry holds (:meth:`entry`, written from an instance that
         passed validation), read without building the pydantic model or looking any id up;
-        ``instance()`` builds that model when :attr:`instance` is first used, and the item dicts
-        are built when :attr:`items` is."""
+        ``instance()`` builds that model when :attr:`instance` is first used, and ``items()`` the
+        item dicts when :attr:`items` is."""
         compiled = cls.__new__(cls)
-        compiled._instance_source = instance
+        compiled._instance_source, compiled._items_source = instance, items
+        compiled.task_instruction = entry["task_instruction"]
         numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
         item_count, slot_entries = len(entry["item_ids"]), entry["slots"]
         numeric_table, codes, candidates, valid = _unpacked(
@@ -249,7 +258,8 @@ class CompiledInstance:
         """This compiled form as the JSON :meth:`from_entry` reads (what a cache entry stores):
         the item columns, categorical codes, and each slot's candidates and validity (0/1) packed
         into ``arrays`` (:func:`_packed`), a slot's rules as (index among the domain's slot
-        rules, bound), the global rules by their bounds and reason texts in the domain's order."""
+        rules, bound), the global rules by their bounds and reason texts in the domain's order,
+        and the task instruction."""
         from pydantic_core import to_json  # written once a file passed validation: pydantic is loaded
 
         domain = self.domain
@@ -279,6 +289,7 @@ class CompiledInstance:
                 "dtype": dtype,
                 "global_bounds": [rule.bound for rule in self.global_rules],
                 "global_reasons": [rule.reason for rule in self.global_rules],
+                "task_instruction": self.task_instruction,
             }
         )
 
@@ -330,6 +341,7 @@ class CompiledInstance:
         )
 
     _instance_source: Callable[[], Instance]
+    _items_source: Callable[[], tuple[dict[str, int | str], ...]]
 
     @cached_property
     def instance(self) -> Instance:
@@ -339,7 +351,7 @@ class CompiledInstance:
     @cached_property
     def items(self) -> tuple[dict[str, int | str], ...]:
         """The pool's item dicts, in item order (index = item number)."""
-        return tuple(self.instance.item_pool.values())
+        return self._items_source()
 
     origin: tuple[Dataset, int] | None = None
 
@@ -531,8 +543,20 @@ class Dataset(Sequence["Instance"]):
         # json.loads, not pydantic_core's from_json (~6 µs faster per instance): a set-up from the
         # cache imports neither pydantic_core (~20 ms) nor pydantic
         return CompiledInstance.from_entry(
-            json.loads(self._entry.compiled_json(index)), self.domain, partial(self.__getitem__, index)
+            json.loads(self._entry.compiled_json(index)),
+            self.domain,
+            partial(self.__getitem__, index),
+            partial(self._items, index),
         )
+
+    def _items(self, index: int) -> tuple[dict[str, int | str], ...]:
+        """Instance ``index``'s item dicts: its model's when built, else read from its cache entry
+        without building the model (nor importing pydantic)."""
+        instance = self._instances[index]
+        if instance is not None:
+            return tuple(instance.item_pool.values())
+        assert self._entry is not None
+        return tuple(_document_items(json.loads(self._entry.instance_json(index))))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a file-backed dataset re-opens from the per-process cache instead of pickling its data
@@ -704,20 +728,27 @@ def entry_document(instance: Instance) -> bytes:
     return fields[:-1] + b"," + to_json(columns)[1:]
 
 
+def _document_items(document: Mapping[str, Any]) -> list[dict[str, int | str]]:
+    """The item dicts an :func:`entry_document` stores by columns, in pool order, each with its
+    keys in the order it had."""
+    keys, table = document["item_keys"], document["item_columns"]
+    items = [dict(zip(keys, values, strict=True)) for values in zip(*table, strict=True)]
+    for k, order in document.get("item_order_exceptions", {}).items():
+        items[int(k)] = {key: items[int(k)][key] for key in order}
+    return items
+
+
 def _instance_from_checked(document: dict[str, Any]) -> Instance:
     """An :class:`Instance` from the :func:`entry_document` of one that passed validation (a cache
     entry's), built without validating again."""
     from ace_gym.dataset_schema import Instance, InstanceMeta, Position, SlotEntry
 
-    keys, table = document["item_keys"], document["item_columns"]
-    items = [dict(zip(keys, values, strict=True)) for values in zip(*table, strict=True)]
-    for k, order in document.get("item_order_exceptions", {}).items():
-        items[int(k)] = {key: items[int(k)][key] for key in order}
+    ids = document["item_columns"][document["item_keys"].index(DOMAINS[document["domain"]].id_key)]
     fields = {key: value for key, value in document.items() if not key.startswith("item_")}
     return Instance.model_construct(
         **{
             **fields,
-            "item_pool": dict(zip(table[keys.index(DOMAINS[document["domain"]].id_key)], items, strict=True)),
+            "item_pool": dict(zip(ids, _document_items(document), strict=True)),
             "meta": InstanceMeta.model_construct(**document["meta"]),
             "hidden_slots": [Position.model_construct(**cell) for cell in document["hidden_slots"]],
             "slots": [SlotEntry.model_construct(**slot) for slot in document["slots"]],

@@ -193,7 +193,7 @@ class AceEnv(gym.Env[str, ActionType]):
         self._steps = 0
         self._finished = False
         texts = _reset_texts(compiled)
-        system_prompt = self._system_prompt(compiled.instance.task_instruction, texts)
+        system_prompt = self._system_prompt(compiled.task_instruction, texts)
         info = {
             "domain": self.domain.name,
             "instance_id": compiled.instance_id,
@@ -371,7 +371,7 @@ def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
     found = _RESET_TEXTS.get(compiled)
     if found is None:
         found = _RESET_TEXTS[compiled] = _ResetTexts(
-            render_user_message(compiled.domain, compiled.instance.partial_solution),
+            render_user_message(compiled.domain, grid_of_ids(compiled, compiled.initial_grid)),
             tuple((s.row, s.col) for s in compiled.slots),
             tuple(f"{s.row},{s.col}" for s in compiled.slots),
             {},
