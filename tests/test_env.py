@@ -154,6 +154,8 @@ def check(after):
     assert not loaded, f"{after} imported {loaded}"
 
 check("import ace_gym")
+import ace_gym.wrappers
+check("import ace_gym.wrappers")
 env = gym.make("ACE-course-v0")
 env.reset(seed=0)
 compiled, noun = env.unwrapped.compiled, env.unwrapped.domain.tool_noun
