@@ -1,11 +1,20 @@
-"""ace-gym: Gymnasium environments for tool-using LLM agents, built on ACE-Bench."""
+"""ace-gym: Gymnasium environments for tool-using LLM agents, built on ACE-Bench.
+
+``Instance`` (the dataset schema's pydantic model) is imported on first access, so that
+``import ace_gym`` does not import pydantic.
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from ace_gym.domains import DOMAIN_NAMES, DOMAINS, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import AceGymError, ConfigError, DatasetError
-from ace_gym.instance import Dataset, Instance, load_dataset
+from ace_gym.instance import Dataset, load_dataset
 from ace_gym.registration import ENV_IDS, register_envs
 from ace_gym.spaces import ToolCall
+
+if TYPE_CHECKING:
+    from ace_gym.dataset_schema import Instance
 
 __version__ = "0.1.0"
 
@@ -26,3 +35,16 @@ __all__ = [
     "get_domain",
     "load_dataset",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Instance":
+        from ace_gym.dataset_schema import Instance
+
+        globals()[name] = Instance  # later lookups skip this hook
+        return Instance
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

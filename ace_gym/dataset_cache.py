@@ -34,9 +34,17 @@ from ace_gym.atomic import AtomicFile
 
 logger = logging.getLogger(__name__)
 
-LAYOUT = 3
+LAYOUT = 4
 """Version of the entry layout below; part of every entry's name."""
-_VALIDATOR_MODULES = ("instance.py", "constraints.py", "prompts.py", "errors.py", "domains", "tools/names.py")
+_VALIDATOR_MODULES = (
+    "instance.py",
+    "dataset_schema.py",
+    "constraints.py",
+    "prompts.py",
+    "errors.py",
+    "domains",
+    "tools/names.py",
+)
 """Sources (under the ace_gym package folder) of every rule a dataset file is checked against."""
 
 

@@ -1,9 +1,14 @@
-"""The published ACE dataset format: pydantic models, a validating loader, and compilation.
+"""The published ACE dataset format: a validating loader, and compilation.
 
 Data flows one way: JSON file -> validated :class:`DatasetFile` -> :class:`CompiledInstance`
 (numpy arrays the tools and the scorer work on). A broken file raises one :class:`DatasetError`
 naming the file, the JSON path and the problem, before anything is cached or returned; a
 ``dataset``/``path`` argument that names no regular file raises :class:`ConfigError` naming it.
+
+The schema models (:class:`DatasetFile`, :class:`Instance`, :class:`InstanceMeta`,
+:class:`SlotEntry`, :class:`Position`) live in :mod:`ace_gym.dataset_schema`. They are importable
+from here too, imported (with pydantic) on first use: a file validated before is loaded from its
+:mod:`ace_gym.dataset_cache` entry, and its instances set up, without them.
 
 What a file must satisfy beyond the schema (every published and bundled file does):
 
@@ -64,11 +69,9 @@ from functools import cache, cached_property, lru_cache, partial
 from importlib import resources
 from itertools import chain, compress, zip_longest
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import from_json, to_json
 
 from ace_gym import dataset_cache
 from ace_gym.constraints import (
@@ -89,80 +92,27 @@ from ace_gym.domains import DOMAINS, Domain, GlobalRule, NumericAttribute
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
 from ace_gym.prompts import render_task_instruction
 
-_STRICT = ConfigDict(strict=True, extra="forbid", defer_build=True)
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from ace_gym.dataset_schema import DatasetFile, Instance, SlotEntry
+
+_SCHEMA_NAMES = frozenset({"DatasetFile", "Instance", "InstanceMeta", "Position", "SlotEntry"})
+"""The names of :mod:`ace_gym.dataset_schema` this module re-exports, imported on first access."""
 
 
-class Position(BaseModel):
-    """A grid cell."""
+def __getattr__(name: str) -> Any:
+    if name in _SCHEMA_NAMES:
+        from ace_gym import dataset_schema
 
-    model_config = _STRICT
-    row: int
-    col: int
-
-
-class InstanceMeta(BaseModel):
-    """Generation metadata of one instance (docs/compatibility.md §1.3); generators may add extra keys."""
-
-    model_config = ConfigDict(strict=True, extra="allow", defer_build=True)
-    rows: int
-    cols: int
-    hidden_slots: int
-    branch_budget: int
-    branch_slot_count: int
-    branch_budget_allocations: list[int]
-    candidates_per_slot: int
-    requested_candidates_per_slot: int
-    decoy_generation_final_stage: int
-    decoy_generation_final_stage_label: str
+        found = getattr(dataset_schema, name)
+        globals()[name] = found  # later lookups skip this hook
+        return found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class SlotEntry(BaseModel):
-    """One hidden cell: its rules (``slot_constraints``) and its K candidates."""
-
-    model_config = _STRICT
-    row: int
-    col: int
-    truth_id: str
-    is_hidden: bool
-    slot_constraints: dict[str, int | str | list[str]]
-    candidate_ids: list[str]
-    decoy_ids: list[str]
-    filter_candidate_ids: list[str]
-    is_branch_slot: bool
-    branch_rank: int | None
-    allocated_budget: int
-    decoy_generation_final_stage: int | None
-    decoy_generation_final_stage_label: str | None
-
-
-class Instance(BaseModel):
-    """One ACE task instance, field for field as published (docs/compatibility.md §1.3)."""
-
-    model_config = _STRICT
-    domain: str
-    meta: InstanceMeta
-    global_constraints: dict[str, int | str]
-    item_pool: dict[str, dict[str, int | str]]
-    truth_solution: list[list[str]]
-    partial_solution: list[list[str | None]]
-    hidden_slots: list[Position]
-    slots: list[SlotEntry]
-    task_instruction: str
-    instance_id: str
-
-
-class DatasetFile(BaseModel):
-    """A published dataset file: one domain, instances ordered ``for h in H: for b in B``."""
-
-    model_config = _STRICT
-    domain: str
-    num_instances: int
-    rows: int
-    cols: int
-    hidden_slots: list[int]
-    branch_budget: list[int]
-    candidates_per_slot: int
-    instances: list[Instance]
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SCHEMA_NAMES})
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,8 +175,9 @@ class CompiledInstance:
     Items are numbered in ``item_pool`` order. ``numeric[attr]`` is an int64 column over items;
     ``categorical[attr]`` is ``(codes, vocabulary)``. Grids are flat row-major int32 arrays of item
     indices with -1 for an empty cell. ``cell_slot[cell]`` is the hidden-slot index or -1.
-    ``items`` holds the pool's item dicts in that order. An instance compiled from a cache entry
-    (:meth:`from_entry`) builds its pydantic ``instance`` on first use only.
+    ``items`` holds the pool's item dicts in that order; ``task_instruction`` is the instance's.
+    An instance compiled from a cache entry (:meth:`from_entry`) builds its pydantic ``instance``
+    and its ``items`` on first use only, each without the other (an episode needs no model).
     """
 
     def __init__(
@@ -236,6 +187,7 @@ class CompiledInstance:
         (validation does: :func:`check_instance`); read from the items otherwise."""
         self.__dict__["instance"] = instance
         self.items = tuple(instance.item_pool.values())
+        self.task_instruction = instance.task_instruction
         meta = instance.meta
         item_ids = tuple(instance.item_pool)
         numeric, categorical = (
@@ -270,13 +222,20 @@ class CompiledInstance:
         )
 
     @classmethod
-    def from_entry(cls, entry: Mapping[str, Any], domain: Domain, instance: Callable[[], Instance]) -> CompiledInstance:
+    def from_entry(
+        cls,
+        entry: Mapping[str, Any],
+        domain: Domain,
+        instance: Callable[[], Instance],
+        items: Callable[[], tuple[dict[str, int | str], ...]],
+    ) -> CompiledInstance:
         """The compiled form a cache entry holds (:meth:`entry`, written from an instance that
         passed validation), read without building the pydantic model or looking any id up;
-        ``instance()`` builds that model when :attr:`instance` is first used, and the item dicts
-        are built when :attr:`items` is."""
+        ``instance()`` builds that model when :attr:`instance` is first used, and ``items()`` the
+        item dicts when :attr:`items` is."""
         compiled = cls.__new__(cls)
-        compiled._instance_source = instance
+        compiled._instance_source, compiled._items_source = instance, items
+        compiled.task_instruction = entry["task_instruction"]
         numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
         item_count, slot_entries = len(entry["item_ids"]), entry["slots"]
         numeric_table, codes, candidates, valid = _unpacked(
@@ -313,7 +272,10 @@ class CompiledInstance:
         """This compiled form as the JSON :meth:`from_entry` reads (what a cache entry stores):
         the item columns, categorical codes, and each slot's candidates and validity (0/1) packed
         into ``arrays`` (:func:`_packed`), a slot's rules as (index among the domain's slot
-        rules, bound), the global rules by their bounds and reason texts in the domain's order."""
+        rules, bound), the global rules by their bounds and reason texts in the domain's order,
+        and the task instruction."""
+        from pydantic_core import to_json  # written once a file passed validation: pydantic is loaded
+
         domain = self.domain
         rule_index = {rule.name: k for k, rule in enumerate(domain.slot_rules)}
         categorical = [self.categorical[name] for name in domain.categorical_attributes]
@@ -341,6 +303,7 @@ class CompiledInstance:
                 "dtype": dtype,
                 "global_bounds": [rule.bound for rule in self.global_rules],
                 "global_reasons": [rule.reason for rule in self.global_rules],
+                "task_instruction": self.task_instruction,
             }
         )
 
@@ -396,6 +359,7 @@ class CompiledInstance:
         )
 
     _instance_source: Callable[[], Instance]
+    _items_source: Callable[[], tuple[dict[str, int | str], ...]]
 
     @cached_property
     def instance(self) -> Instance:
@@ -405,7 +369,7 @@ class CompiledInstance:
     @cached_property
     def items(self) -> tuple[dict[str, int | str], ...]:
         """The pool's item dicts, in item order (index = item number)."""
-        return tuple(self.instance.item_pool.values())
+        return self._items_source()
 
     origin: tuple[Dataset, int] | None = None
 
@@ -514,7 +478,7 @@ def active_slot_rules(entry: SlotEntry, domain: Domain) -> tuple[tuple[str, str,
 # loading
 
 
-class Dataset(Sequence[Instance]):
+class Dataset(Sequence["Instance"]):
     """A validated dataset file; compiled instances are cached (shared read-only).
 
     Built from a validated :class:`DatasetFile` (:func:`parse_dataset`: with the instances that
@@ -565,6 +529,8 @@ class Dataset(Sequence[Instance]):
     def model(self) -> DatasetFile:
         """The whole file as a :class:`DatasetFile` (every instance built)."""
         if self._model is None:
+            from ace_gym.dataset_schema import DatasetFile
+
             assert self._entry is not None
             instances = [self[k] for k in range(len(self))]
             self._model = DatasetFile.model_construct(**self._entry.header, instances=instances)
@@ -581,6 +547,8 @@ class Dataset(Sequence[Instance]):
             with self._lock:
                 found = self._instances[index]
                 if found is None:
+                    from pydantic_core import from_json
+
                     assert self._entry is not None  # built from the JSON that passed validation
                     document = from_json(self._entry.instance_json(index % len(self)))
                     found = self._instances[index] = _instance_from_checked(document)
@@ -614,9 +582,23 @@ class Dataset(Sequence[Instance]):
         if instance is not None:
             return CompiledInstance(instance, self.domain)
         assert self._entry is not None
+        # json.loads, not pydantic_core's from_json (~6 µs faster per instance): a set-up from the
+        # cache imports neither pydantic_core (~20 ms) nor pydantic
         return CompiledInstance.from_entry(
-            from_json(self._entry.compiled_json(index)), self.domain, partial(self.__getitem__, index)
+            json.loads(self._entry.compiled_json(index)),
+            self.domain,
+            partial(self.__getitem__, index),
+            partial(self._items, index),
         )
+
+    def _items(self, index: int) -> tuple[dict[str, int | str], ...]:
+        """Instance ``index``'s item dicts: its model's when built, else read from its cache entry
+        without building the model (nor importing pydantic)."""
+        instance = self._instances[index]
+        if instance is not None:
+            return tuple(instance.item_pool.values())
+        assert self._entry is not None
+        return tuple(_document_items(json.loads(self._entry.instance_json(index))))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a file-backed dataset re-opens from the per-process cache instead of pickling its data
@@ -777,6 +759,8 @@ def entry_document(compiled: CompiledInstance) -> bytes:
     compiled columns hold (ints, and strings among each vocabulary); an item listing the keys in
     another order than the first is stored by itself in ``item_order_exceptions`` so that every
     item dict is rebuilt as it was."""
+    from pydantic_core import to_json  # the instance is a pydantic model: pydantic is loaded
+
     instance = compiled.instance
     items = list(instance.item_pool.values())
     keys = list(items[0])
@@ -801,18 +785,27 @@ def _item_values(compiled: CompiledInstance, key: str) -> list[Any]:
     return [item[key] for item in compiled.items]
 
 
-def _instance_from_checked(document: dict[str, Any]) -> Instance:
-    """An :class:`Instance` from the :func:`entry_document` of one that passed validation (a cache
-    entry's), built without validating again."""
+def _document_items(document: Mapping[str, Any]) -> list[dict[str, int | str]]:
+    """The item dicts an :func:`entry_document` stores by columns, in pool order, each with its
+    keys in the order it had."""
     keys, table = document["item_keys"], document["item_columns"]
     items = [dict(zip(keys, values, strict=True)) for values in zip(*table, strict=True)]
     for k, order in document.get("item_order_exceptions", {}).items():
         items[int(k)] = {key: items[int(k)][key] for key in order}
+    return items
+
+
+def _instance_from_checked(document: dict[str, Any]) -> Instance:
+    """An :class:`Instance` from the :func:`entry_document` of one that passed validation (a cache
+    entry's), built without validating again."""
+    from ace_gym.dataset_schema import Instance, InstanceMeta, Position, SlotEntry
+
+    ids = document["item_columns"][document["item_keys"].index(DOMAINS[document["domain"]].id_key)]
     fields = {key: value for key, value in document.items() if not key.startswith("item_")}
     return Instance.model_construct(
         **{
             **fields,
-            "item_pool": dict(zip(table[keys.index(DOMAINS[document["domain"]].id_key)], items, strict=True)),
+            "item_pool": dict(zip(ids, _document_items(document), strict=True)),
             "meta": InstanceMeta.model_construct(**document["meta"]),
             "hidden_slots": [Position.model_construct(**cell) for cell in document["hidden_slots"]],
             "slots": [SlotEntry.model_construct(**slot) for slot in document["slots"]],
@@ -877,6 +870,10 @@ def _read_json_bytes(path: Path, size: int) -> bytearray:
 
 def parse_dataset(raw: bytes | bytearray | str, source: str, cache_key: tuple[Any, ...] | None = None) -> Dataset:
     """Validate a dataset from JSON text; ``source`` names it in errors."""
+    from pydantic import ValidationError
+
+    from ace_gym.dataset_schema import DatasetFile
+
     data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
     key_bound = _key_count_bound(data)  # before the model exists: its scratch arrays add no peak memory
     try:

@@ -147,6 +147,7 @@ def _compiled_fields(compiled: CompiledInstance) -> dict[str, object]:
         "item_ids": compiled.item_ids,
         "item_index": compiled.item_index,
         "items": json.dumps(compiled.items),  # key order included: the tools show these dicts
+        "task_instruction": compiled.task_instruction,
         "numeric": {name: column.tolist() for name, column in compiled.numeric.items()},
         "categorical": {name: (codes.tolist(), words) for name, (codes, words) in compiled.categorical.items()},
         "grids": (compiled.truth.tolist(), compiled.initial.tolist(), compiled.initial_grid, compiled.visible_ids),
@@ -195,12 +196,16 @@ def test_compiled__from_the_entry_equals_compiled_from_a_full_validation(
         assert _compiled_fields(cached.compiled(index)) == _compiled_fields(validated.compiled(index))
 
 
-def test_compiled__from_the_entry_builds_the_pydantic_instance_only_when_asked(cache: Path, tmp_path: Path) -> None:
+def test_compiled__from_the_entry_builds_its_items_and_pydantic_instance_only_when_asked_each_without_the_other(
+    cache: Path, tmp_path: Path
+) -> None:
     path = _copy("pc_build", tmp_path)
-    read_dataset(path)
+    validated = read_dataset(path)[4]
     compiled = read_dataset(path).compiled(4)
     assert "instance" not in compiled.__dict__ and "items" not in compiled.__dict__
-    assert compiled.items[0] is compiled.instance.item_pool[compiled.item_ids[0]]
+    assert json.dumps(compiled.items) == json.dumps(list(validated.item_pool.values()))
+    assert "instance" not in compiled.__dict__  # an episode's tools read the items: no model needed
+    assert compiled.instance == validated and "instance" in compiled.__dict__
 
 
 def test_read_dataset__items_listing_their_keys_in_another_order_come_back_as_written(

@@ -144,6 +144,59 @@ def test_envs__share_no_mutable_state() -> None:
     assert second.state.query_calls == [0] * second.compiled.hidden_count
 
 
+_EPISODE_ON_A_CACHED_DATASET = """
+import sys
+import gymnasium as gym
+import ace_gym
+
+def check(after):
+    loaded = sorted({"numba", "pydantic", "pydantic_core"} & set(sys.modules))
+    assert not loaded, f"{after} imported {loaded}"
+
+check("import ace_gym")
+import ace_gym.wrappers
+check("import ace_gym.wrappers")
+env = gym.make("ACE-course-v0")
+env.reset(seed=0)
+compiled, noun = env.unwrapped.compiled, env.unwrapped.domain.tool_noun
+assert env.unwrapped.dataset._entry is not None, "the dataset was validated, not read from its cache entry"
+slot, visible = compiled.slots[0], next(iter(compiled.visible_ids))
+field = compiled.domain.numeric_attributes[0]
+for name, arguments in [
+    (f"query_{noun}_candidate_from_attribute", {"row": slot.row, "col": slot.col, "field": field, "operator": ">=", "value": 0}),
+    (f"get_{noun}_item_info", {"id": visible}),
+    *[
+        ("set_slot", {"row": s.row, "col": s.col, "id": compiled.item_ids[int(compiled.truth[s.cell])]})
+        for s in compiled.slots
+    ],
+    ("get_current_grid_state", {}),
+    (f"check_{noun}_slot_constraints", {"row": slot.row, "col": slot.col}),
+    (f"check_{noun}_global_constraints", {}),
+    ("done", {}),
+]:
+    observation = env.step({"name": name, "arguments": arguments})[0]
+    assert '"status": "success"' in observation, (name, observation)
+check("an episode on a dataset read from its cache entry")
+"""
+
+
+def test_import_and_an_episode_on_a_cached_dataset__load_neither_numba_nor_pydantic(tmp_path: Path) -> None:
+    # numba is for the generator's exact search, pydantic for validating a file: a process that
+    # imports ace_gym and plays a file validated before (the common case) needs neither
+    environment = {**os.environ, "ACE_GYM_CACHE_DIR": str(tmp_path / "cache")}
+    warm = "import ace_gym; ace_gym.AceEnv('course')"  # validates the file and writes its entry
+    subprocess.run([sys.executable, "-c", warm], cwd=ROOT, env=environment, capture_output=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", _EPISODE_ON_A_CACHED_DATASET],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
 # -- reset ------------------------------------------------------------------------------------
 
 

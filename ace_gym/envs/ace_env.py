@@ -13,7 +13,7 @@ from gymnasium.error import ResetNeeded
 from ace_gym.domains import get_domain
 from ace_gym.envs.sources import DatasetSource, InstanceSource
 from ace_gym.errors import ConfigError, choice, integer
-from ace_gym.instance import CompiledInstance, Dataset, Instance, resolve_dataset
+from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
@@ -193,7 +193,7 @@ class AceEnv(gym.Env[str, ActionType]):
         self._steps = 0
         self._finished = False
         texts = _reset_texts(compiled)
-        system_prompt = self._system_prompt(compiled.instance.task_instruction, texts)
+        system_prompt = self._system_prompt(compiled.task_instruction, texts)
         info = {
             "domain": self.domain.name,
             "instance_id": compiled.instance_id,
@@ -371,7 +371,7 @@ def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
     found = _RESET_TEXTS.get(compiled)
     if found is None:
         found = _RESET_TEXTS[compiled] = _ResetTexts(
-            render_user_message(compiled.domain, compiled.instance.partial_solution),
+            render_user_message(compiled.domain, grid_of_ids(compiled, compiled.initial_grid)),
             tuple((s.row, s.col) for s in compiled.slots),
             tuple(f"{s.row},{s.col}" for s in compiled.slots),
             {},
@@ -401,6 +401,8 @@ def _instance_source(
 
 def _given_instance(instance: Any, domain: str) -> CompiledInstance:
     """The compiled form of an ``instance`` reset option; ConfigError unless it is an Instance of ``domain``."""
+    from ace_gym.dataset_schema import Instance  # with pydantic, which only this option needs
+
     if not isinstance(instance, Instance) or instance.domain != domain:
         raise ConfigError("options['instance']", instance, f"must be an ace_gym Instance of domain {domain!r}")
     return CompiledInstance(instance, get_domain(domain))

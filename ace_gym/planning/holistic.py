@@ -13,9 +13,9 @@ from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import flag
 from ace_gym.planning.cost import plan_cost
-from ace_gym.planning.knowledge import APB_INFO, TaskFacts, facts_from_reset, split_action
+from ace_gym.planning.knowledge import TaskFacts, facts_from_reset, split_action
 from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence, read_plan
-from ace_gym.planning.settings import apply_settings, check_settings
+from ace_gym.planning.settings import APB_INFO, apply_settings, check_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import REFUSAL_TOOL
 from ace_gym.spaces import ObjectSpace

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ace_gym.instance import CompiledInstance
+from ace_gym.planning.settings import APB_INFO
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import tool_names
 
@@ -27,8 +28,6 @@ Cell = tuple[int, int]
 
 SURFACE_KINDS = ("distractor", "refusal", "approval", "attachment", "multi_query", "set_and_check")
 """Kinds of the tools planning wrappers add (a replacement takes the kind of the tool it replaces)."""
-APB_INFO = "apb"
-"""The ``info`` key under which planning wrappers record their perturbations, one sub-key each."""
 
 
 def real_tool_kinds(domain: str) -> dict[str, str]:

@@ -19,10 +19,12 @@ from typing import Any
 import gymnasium as gym
 
 from ace_gym.errors import ConfigError, did_you_mean
-from ace_gym.planning.knowledge import APB_INFO
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 
 Metrics = dict[str, float]
+APB_INFO = "apb"
+"""The ``info`` key under which planning wrappers record their perturbations, one sub-key each
+(a setting's :attr:`Setting.key`)."""
 
 
 @dataclass(frozen=True)

@@ -33,14 +33,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ace_gym.constraints import SLOT_KINDS, Aggregate, aggregate, global_rule_text, slot_rule_mask
 from ace_gym.domains import get_domain
-from ace_gym.instance import CompiledInstance, Instance, active_slot_rules, stated_instruction
+from ace_gym.instance import CompiledInstance, active_slot_rules, stated_instruction
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
+
+if TYPE_CHECKING:
+    from ace_gym.dataset_schema import Instance
 
 REFUSAL_TOOL = "report_infeasible"
 APPROVAL_TOOL = "approve_assignment"
@@ -101,6 +104,8 @@ def _changed(instance: Instance, kind: str, update: Callable[[dict[str, Any]], N
     """A copy of ``instance`` with ``update`` applied to its JSON form, its instruction re-rendered
     from the changed constraints, and ``meta["unsolvable"]`` naming the kind (a generator's
     uniqueness certificate no longer holds and is dropped)."""
+    from ace_gym.dataset_schema import Instance  # with pydantic: importing the wrappers needs neither
+
     data = instance.model_dump()
     update(data)
     data["meta"].pop("certificate", None)

@@ -12,7 +12,8 @@ from ace_gym.domains import get_domain
 from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import ConfigError, flag
 from ace_gym.planning import replies
-from ace_gym.planning.knowledge import APB_INFO, decode_arguments, real_tool_kinds, split_action
+from ace_gym.planning.knowledge import decode_arguments, real_tool_kinds, split_action
+from ace_gym.planning.settings import APB_INFO
 from ace_gym.planning.vocabulary import renamed_parameters, replacement_name
 from ace_gym.tools import INVALID, TOOL_KEYS, failure, tool_name
 from ace_gym.tools.readonly import read_only

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping
-from typing import Any, SupportsFloat
+from typing import TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 
@@ -14,7 +14,6 @@ from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import ConfigError, choice, did_you_mean, flag, number
-from ace_gym.instance import Instance
 from ace_gym.planning.cost import (
     COMPOSITE_KINDS,
     DEFAULT_COSTS,
@@ -28,6 +27,9 @@ from ace_gym.planning.replies import success
 from ace_gym.tools import INVALID, failure
 from ace_gym.tools.readonly import ReadOnlyDict, read_only
 from ace_gym.wrappers.surface import called_name, record
+
+if TYPE_CHECKING:
+    from ace_gym.dataset_schema import Instance
 
 INFO_KEY = "cost"
 REWARDS = ("penalty", "efficiency")

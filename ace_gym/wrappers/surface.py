@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from ace_gym.envs.ace_env import tool_label
-from ace_gym.planning.knowledge import APB_INFO, split_action
+from ace_gym.planning.knowledge import split_action
+from ace_gym.planning.settings import APB_INFO
 from ace_gym.tools import INVALID, failure
 
 EPISODE_ENDED = failure(f"{INVALID}, the episode has ended; call reset()")

@@ -15,9 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_import__ace_gym_loads_no_planning_probe() -> None:
+    probes = ("detector", "knowledge", "plans", "unsolvable")
     code = (
         "import sys, ace_gym\n"
-        "loaded = sorted(m for m in ('detector', 'plans', 'unsolvable') if f'ace_gym.planning.{m}' in sys.modules)\n"
+        f"loaded = sorted(m for m in {probes!r} if f'ace_gym.planning.{{m}}' in sys.modules)\n"
         "assert not loaded, loaded\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False, capture_output=True, text=True)
