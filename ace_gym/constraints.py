@@ -75,8 +75,9 @@ SLOT_KINDS: dict[str, SlotKind] = {
 }
 
 
-def slot_rule_mask(values: np.ndarray, kind: str, bound: int) -> np.ndarray:
-    """Which ``values`` satisfy a slot rule of ``kind`` with ``bound``."""
+def slot_rule_mask(values: np.ndarray, kind: str, bound: int | np.ndarray) -> np.ndarray:
+    """Which ``values`` satisfy a slot rule of ``kind`` with ``bound`` (an int, or an array of
+    bounds broadcast against ``values``)."""
     return values <= bound if SLOT_KINDS[kind].upper else values >= bound
 
 

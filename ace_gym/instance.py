@@ -67,7 +67,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, cached_property, lru_cache, partial
 from importlib import resources
-from itertools import compress, zip_longest
+from itertools import chain, compress, zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,6 +80,7 @@ from ace_gym.constraints import (
     RunningTotals,
     aggregate,
     compile_global_rule,
+    first_global_violation,
     global_rule_text,
     kind_of,
     slot_rule_mask,
@@ -179,20 +180,32 @@ class CompiledInstance:
     and its ``items`` on first use only, each without the other (an episode needs no model).
     """
 
-    def __init__(self, instance: Instance, domain: Domain) -> None:
+    def __init__(
+        self, instance: Instance, domain: Domain, item_table: Mapping[str, Sequence[Any]] | None = None
+    ) -> None:
+        """``item_table``: the pool's values by item key in pool order, when the caller has them
+        (validation does: :func:`check_instance`); read from the items otherwise."""
         self.__dict__["instance"] = instance
         self.items = tuple(instance.item_pool.values())
         self.task_instruction = instance.task_instruction
         meta = instance.meta
         item_ids = tuple(instance.item_pool)
-        numeric, categorical = item_columns(self.items, domain)
-        index_of = dict(zip(item_ids, range(len(item_ids)), strict=True)).__getitem__
+        numeric, categorical = (
+            item_columns(self.items, domain)
+            if item_table is None
+            else table_columns({attribute.name: item_table[attribute.name] for attribute in domain.attributes}, domain)
+        )
+        item_index = dict(zip(item_ids, range(len(item_ids)), strict=True))
+        index_of = item_index.__getitem__
         candidates = np.asarray([[index_of(i) for i in slot.candidate_ids] for slot in instance.slots], dtype=np.int32)
         slot_rules = [active_slot_rules(slot, domain) for slot in instance.slots]
         valid = np.ones(candidates.shape, dtype=bool)
-        for s, rules in enumerate(slot_rules):
-            for _, rule_attribute, kind, bound in rules:
-                valid[s] &= slot_rule_mask(numeric[rule_attribute][candidates[s]], kind, bound)
+        for rule in domain.slot_rules:  # one array operation per rule, over the slots it binds
+            bounds = {s: bound for s, rules in enumerate(slot_rules) for name, *_, bound in rules if name == rule.name}
+            if bounds:
+                ruled = np.fromiter(bounds, dtype=np.intp, count=len(bounds))
+                bound_column = np.fromiter(bounds.values(), dtype=np.int64, count=len(bounds))[:, None]
+                valid[ruled] &= slot_rule_mask(numeric[rule.attribute][candidates[ruled]], rule.kind, bound_column)
         self._assemble(
             domain,
             (instance.instance_id, meta.rows, meta.cols, meta.branch_budget),
@@ -205,6 +218,7 @@ class CompiledInstance:
             [(slot.row, slot.col, rules) for slot, rules in zip(instance.slots, slot_rules, strict=True)],
             (candidates, valid),
             tuple((int(instance.global_constraints[rule.name]), None) for rule in domain.global_rules),
+            item_index,
         )
 
     @classmethod
@@ -303,19 +317,23 @@ class CompiledInstance:
         slots: Sequence[tuple[int, int, tuple[tuple[str, str, str, int], ...]]],
         candidates: tuple[np.ndarray, np.ndarray],
         global_bounds: tuple[tuple[int, str | None], ...],
+        item_index: dict[str, int] | None = None,
     ) -> None:
         """``header``: the instance id, rows, cols and decoy budget (``meta.branch_budget``);
         ``columns``: :func:`item_columns` over the items, in ``item_ids`` order; ``grids``: the
         truth and the initial grid, flat row-major item indices (-1 = empty); ``slots``: each
         hidden slot's row, col and active rules; ``candidates``: the slots' candidate indices
         and slot-validity masks, one row per slot; ``global_bounds``: the domain's global rules'
-        bounds and their reason texts (None: rendered here)."""
+        bounds and their reason texts (None: rendered here); ``item_index``: each item id's index,
+        when the caller has built it."""
         self.domain = domain
         self.instance_id, self.rows, self.cols, self.decoy_budget = header
         self.n_cells = self.rows * self.cols
         self.hidden_count = len(slots)
         self.item_ids = item_ids
-        self.item_index: dict[str, int] = dict(zip(item_ids, range(len(item_ids)), strict=True))
+        self.item_index: dict[str, int] = (
+            dict(zip(item_ids, range(len(item_ids)), strict=True)) if item_index is None else item_index
+        )
         self.numeric, self.categorical = columns
         truth, initial = grids
         self.truth = _frozen(np.asarray(truth, dtype=np.int32))
@@ -393,17 +411,30 @@ def item_columns(
     ``categorical[attr]`` ``(codes, vocabulary)``, the vocabulary being the sorted union of the
     domain's declared values and any others present. ``names`` limits the columns to those
     attributes (the items need only hold them); None means every attribute of the domain."""
+    attributes = domain.attributes if names is None else [domain.attribute(name) for name in names]
+    return table_columns({attribute.name: [item[attribute.name] for item in items] for attribute in attributes}, domain)
+
+
+def table_columns(
+    table: Mapping[str, Sequence[Any]], domain: Domain
+) -> tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, tuple[str, ...]]]]:
+    """:func:`item_columns` from the items' values by attribute: ``table`` maps attributes of
+    ``domain`` (in the order the columns come out) to their values over the items."""
     numeric: dict[str, np.ndarray] = {}
     categorical: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
-    for attribute in domain.attributes if names is None else [domain.attribute(name) for name in names]:
-        column = [item[attribute.name] for item in items]
+    for name, column in table.items():
+        attribute = domain.attribute(name)
         if isinstance(attribute, NumericAttribute):
-            numeric[attribute.name] = _frozen(np.asarray(column, dtype=np.int64))
+            numeric[name] = _frozen(np.asarray(column, dtype=np.int64))
         else:
-            vocabulary = tuple(sorted({str(v) for v in column} | set(attribute.values)))
-            code = {value: i for i, value in enumerate(vocabulary)}
-            codes = np.asarray([code[str(value)] for value in column], dtype=np.int32)
-            categorical[attribute.name] = (_frozen(codes), vocabulary)
+            present = set(column)
+            if any(type(value) is not str for value in present):  # str subclasses too: the vocabulary holds str
+                column = list(map(str, column))
+                present = set(column)
+            vocabulary = tuple(sorted(present.union(attribute.values)))
+            code = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
+            codes = np.fromiter(map(code.__getitem__, column), dtype=np.int32, count=len(column))
+            categorical[name] = (_frozen(codes), vocabulary)
     return numeric, categorical
 
 
@@ -448,19 +479,30 @@ def active_slot_rules(entry: SlotEntry, domain: Domain) -> tuple[tuple[str, str,
 
 
 class Dataset(Sequence["Instance"]):
-    """A validated dataset file; instances compile lazily and are cached (shared read-only).
+    """A validated dataset file; compiled instances are cached (shared read-only).
 
-    Built from a validated :class:`DatasetFile`, or (:func:`load_dataset`) from the entry of a
-    file validated before (:mod:`ace_gym.dataset_cache`), whose instances are then compiled on
-    first use from the compiled forms written when the file passed validation (their pydantic
-    models built from its JSON only when asked for).
+    Built from a validated :class:`DatasetFile` (:func:`parse_dataset`: with the instances that
+    validation compiled), or (:func:`load_dataset`) from the entry of a file validated before
+    (:mod:`ace_gym.dataset_cache`), whose instances are then compiled on first use from the
+    compiled forms written when the file passed validation (their pydantic models built from its
+    JSON only when asked for).
     """
 
-    def __init__(self, model: DatasetFile, source: str, cache_key: tuple[Any, ...] | None = None) -> None:
+    def __init__(
+        self,
+        model: DatasetFile,
+        source: str,
+        cache_key: tuple[Any, ...] | None = None,
+        compiled: Sequence[CompiledInstance] = (),
+    ) -> None:
+        """``compiled``: the instances compiled (all of them, or none: compiled on first use)."""
         self._setup(model.domain, source, cache_key, tuple(i.instance_id for i in model.instances))
         self._instances: list[Instance | None] = list(model.instances)
         self._model: DatasetFile | None = model
         self._entry: CachedDataset | None = None
+        for index, instance in enumerate(compiled):
+            instance.origin = (self, index)
+            self._compiled[index] = instance
 
     @classmethod
     def from_cache_entry(cls, entry: CachedDataset, source: str, cache_key: tuple[Any, ...] | None = None) -> Dataset:
@@ -694,7 +736,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
             digest,
             model.model_dump(exclude={"instances"}),
             dataset.instance_ids,
-            ((dataset.compiled(k).entry(), entry_document(instance)) for k, instance in enumerate(model.instances)),
+            ((compiled.entry(), entry_document(compiled)) for compiled in map(dataset.compiled, range(len(dataset)))),
         )
     return dataset
 
@@ -708,24 +750,39 @@ def _unchanged(path: Path, status: os.stat_result) -> bool:
     return (now.st_mtime_ns, now.st_size) == (status.st_mtime_ns, status.st_size)
 
 
-def entry_document(instance: Instance) -> bytes:
-    """The JSON an entry of :mod:`ace_gym.dataset_cache` holds for a validated instance: its
-    fields, with ``item_pool`` stored by columns (``item_keys``, the keys of every item in the
-    file's order, and ``item_columns``, each key's values over the items), which read and
-    compile without building a dict per item. Validation guarantees a non-empty pool whose items
-    have the same keys; an item listing them in another order than the first is stored
-    by itself in ``item_order_exceptions`` so that every item dict is rebuilt as it was."""
+def entry_document(compiled: CompiledInstance) -> bytes:
+    """The JSON an entry of :mod:`ace_gym.dataset_cache` holds for a validated instance (given
+    compiled, as validation returns it): its fields, with ``item_pool`` stored by columns
+    (``item_keys``, the keys of every item in the file's order, and ``item_columns``, each key's
+    values over the items), which read and compile without building a dict per item.
+    Validation guarantees a non-empty pool whose items have the same keys, with the values the
+    compiled columns hold (ints, and strings among each vocabulary); an item listing the keys in
+    another order than the first is stored by itself in ``item_order_exceptions`` so that every
+    item dict is rebuilt as it was."""
     from pydantic_core import to_json  # the instance is a pydantic model: pydantic is loaded
 
+    instance = compiled.instance
     items = list(instance.item_pool.values())
     keys = list(items[0])
-    reordered = {k: list(item) for k, item in enumerate(items) if list(item) != keys}
-    columns = {"item_keys": keys, "item_columns": [[item[key] for item in items] for key in keys]}
-    if reordered:
-        columns["item_order_exceptions"] = reordered
+    columns = {"item_keys": keys, "item_columns": [_item_values(compiled, key) for key in keys]}
+    if list(chain.from_iterable(items)) != keys * len(items):  # one pass in C; rarely true
+        columns["item_order_exceptions"] = {k: list(item) for k, item in enumerate(items) if list(item) != keys}
     fields = instance.model_dump_json(exclude={"item_pool"}).encode()
     # two JSON objects, both non-empty, merged into one: "{a...}" + "{b...}" -> "{a...,b...}"
     return fields[:-1] + b"," + to_json(columns)[1:]
+
+
+def _item_values(compiled: CompiledInstance, key: str) -> list[Any]:
+    """The values of item key ``key`` over the items of a validated instance, read from its
+    compiled columns where they hold the key."""
+    if key == compiled.domain.id_key:
+        return list(compiled.item_ids)
+    if key in compiled.numeric:
+        return compiled.numeric[key].tolist()  # type: ignore[no-any-return]
+    if key in compiled.categorical:
+        codes, vocabulary = compiled.categorical[key]
+        return np.asarray(vocabulary, dtype=object)[codes].tolist()  # type: ignore[no-any-return]
+    return [item[key] for item in compiled.items]
 
 
 def _document_items(document: Mapping[str, Any]) -> list[dict[str, int | str]]:
@@ -824,8 +881,8 @@ def parse_dataset(raw: bytes | bytearray | str, source: str, cache_key: tuple[An
     except ValidationError as error:
         raise _first_problem(error, raw, source) from None
     _check_distinct_keys(data, key_bound, model, source)
-    check_dataset(model, source)
-    return Dataset(model, source, cache_key)
+    compiled = check_dataset(model, source)
+    return Dataset(model, source, cache_key, compiled)
 
 
 def _first_problem(error: ValidationError, raw: bytes | bytearray | str, source: str) -> DatasetError:
@@ -1013,8 +1070,9 @@ def threshold_limit(rule: GlobalRule, ranges: dict[str, tuple[int, int]], rows: 
     return kind_of(rule).largest_aggregate(high, rows, cols)
 
 
-def check_dataset(model: DatasetFile, source: str) -> None:
-    """Consistency checks the schema cannot express; raises DatasetError on the first problem."""
+def check_dataset(model: DatasetFile, source: str) -> list[CompiledInstance]:
+    """Consistency checks the schema cannot express; raises DatasetError on the first problem.
+    Returns the instances compiled (:func:`check_instance`)."""
     if model.domain not in DOMAINS:
         raise DatasetError(source, "$.domain", f"unknown domain {model.domain!r}{did_you_mean(model.domain, DOMAINS)}")
     if model.num_instances != len(model.instances):
@@ -1024,6 +1082,7 @@ def check_dataset(model: DatasetFile, source: str) -> None:
     if not model.instances:
         raise DatasetError(source, "$.instances", "the file holds no instances")
     seen: set[str] = set()
+    compiled = []
     for k, instance in enumerate(model.instances):
         where = f"$.instances[{k}]"
         _check_against_header(instance, model, source, where)
@@ -1032,7 +1091,8 @@ def check_dataset(model: DatasetFile, source: str) -> None:
         seen.add(instance.instance_id)
         if instance.domain != model.domain:
             raise DatasetError(source, f"{where}.domain", f"{_shown(instance.domain)} in a {model.domain!r} file")
-        check_instance(instance, DOMAINS[model.domain], source, where)
+        compiled.append(check_instance(instance, DOMAINS[model.domain], source, where))
+    return compiled
 
 
 def _check_against_header(instance: Instance, model: DatasetFile, source: str, where: str) -> None:
@@ -1060,24 +1120,27 @@ def _check_against_header(instance: Instance, model: DatasetFile, source: str, w
         )
 
 
-def check_instance(instance: Instance, domain: Domain, source: str, where: str = "$") -> None:
+def check_instance(instance: Instance, domain: Domain, source: str, where: str = "$") -> CompiledInstance:
     """Check one instance against its domain and itself (the rules of the module docstring);
-    raises DatasetError naming the JSON path of the first problem."""
+    raises DatasetError naming the JSON path of the first problem. Returns the instance
+    compiled: once its structure is checked, the rules on its truth are checked on the arrays."""
 
     def fail(path: str, problem: str) -> DatasetError:
         return DatasetError(source, where + path, problem)
 
     _check_shape(instance, fail)
     ranges = accepted_ranges(domain)
-    _check_items(instance, domain, ranges, fail)
+    item_table = _check_items(instance, domain, ranges, fail)
     _check_global_thresholds(instance, domain, ranges, fail)
     _check_cells(instance, fail)
     for s, slot in enumerate(instance.slots):
         _check_slot(instance, slot, domain, ranges, _under(fail, f".slots[{s}]"))
     _check_branches(instance, fail)
-    slot_rules = [active_slot_rules(slot, domain) for slot in instance.slots]
-    _check_truth(instance, domain, slot_rules, fail)
+    compiled = CompiledInstance(instance, domain, item_table)
+    slot_rules = [slot.rules for slot in compiled.slots]
+    _check_truth(instance, domain, compiled, fail)
     _check_instruction(instance, domain, slot_rules, fail)
+    return compiled
 
 
 Fail = Callable[[str, str], DatasetError]
@@ -1125,8 +1188,11 @@ def _check_cells(instance: Instance, fail: Fail) -> None:
         )
 
 
-def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail) -> None:
-    """Item keys and types as published; numeric values in range, categorical values declared."""
+def _check_items(
+    instance: Instance, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail
+) -> dict[str, list[int | str]]:
+    """Item keys and types as published; numeric values in range, categorical values declared.
+    Returns the pool's values by item key (in the domain's key order), over the items in order."""
     pool = instance.item_pool
     if not pool:
         raise fail(".item_pool", "holds no items")
@@ -1151,6 +1217,7 @@ def _check_items(instance: Instance, domain: Domain, ranges: dict[str, tuple[int
             f"{_shown(value)} is not a {name} of the {domain.name} domain "
             f"({', '.join(attribute.values)}){did_you_mean(str(value), attribute.values)}",
         )
+    return columns
 
 
 def _well_formed_columns(pool: dict[str, dict[str, int | str]], domain: Domain) -> dict[str, list[int | str]] | None:
@@ -1231,6 +1298,24 @@ def _check_candidates(instance: Instance, slot: SlotEntry, fail: Fail) -> None:
     truth labelled exactly once, as a decoy or a filter candidate."""
     if slot.truth_id != instance.truth_solution[slot.row][slot.col]:
         raise fail(".truth_id", "differs from truth_solution at this cell")
+    if not _candidates_well_formed(instance, slot):
+        _check_candidates_by_rule(instance, slot, fail)
+
+
+def _candidates_well_formed(instance: Instance, slot: SlotEntry) -> bool:
+    """Whether every rule of :func:`_check_candidates_by_rule` holds, in a few set operations:
+    K distinct pool ids, which the truth, the decoys and the filters list exactly once."""
+    candidates = set(slot.candidate_ids)
+    labelled = [slot.truth_id, *slot.decoy_ids, *slot.filter_candidate_ids]
+    return (
+        len(labelled) == len(candidates) == len(slot.candidate_ids) == instance.meta.candidates_per_slot
+        and set(labelled) == candidates
+        and instance.item_pool.keys() >= candidates
+    )
+
+
+def _check_candidates_by_rule(instance: Instance, slot: SlotEntry, fail: Fail) -> None:
+    """:func:`_check_candidates` rule by rule: DatasetError naming the first problem."""
     candidates = set(slot.candidate_ids)
     if slot.truth_id not in candidates:
         raise fail(".candidate_ids", "does not contain the truth id")
@@ -1329,9 +1414,25 @@ def _check_branches(instance: Instance, fail: Fail) -> None:
         raise fail(".meta.branch_budget", f"is {meta.branch_budget} but the slots hold {sum(allocations)} decoys")
 
 
-def _check_truth(instance: Instance, domain: Domain, slot_rules: list[SlotRules], fail: Fail) -> None:
-    """The truth grid passes every active slot rule and every global rule, by the scorer's code."""
+def _check_truth(instance: Instance, domain: Domain, compiled: CompiledInstance, fail: Fail) -> None:
+    """The truth grid passes every active slot rule and every global rule, by the scorer's code:
+    on ``compiled`` (the instance's arrays) at once, and rule by rule to name the first problem."""
+    if not _truth_passes(compiled):
+        _check_truth_by_rule(instance, domain, compiled, fail)
+
+
+def _truth_passes(compiled: CompiledInstance) -> bool:
+    """Whether the truth grid passes every active slot rule and every global rule of ``compiled``."""
+    truth = compiled.truth.tolist()
+    return all(truth[slot.cell] in slot.valid_items for slot in compiled.slots) and (
+        first_global_violation(compiled.global_rules, compiled.truth, compiled.cols) is None
+    )
+
+
+def _check_truth_by_rule(instance: Instance, domain: Domain, compiled: CompiledInstance, fail: Fail) -> None:
+    """:func:`_check_truth` rule by rule on the model: DatasetError naming the first rule the truth breaks."""
     pool = instance.item_pool
+    slot_rules = [slot.rules for slot in compiled.slots]
     tested = [
         (s, name, attribute, kind, bound, pool[slot.truth_id][attribute])
         for s, (slot, rules) in enumerate(zip(instance.slots, slot_rules, strict=True))
@@ -1348,13 +1449,13 @@ def _check_truth(instance: Instance, domain: Domain, slot_rules: list[SlotRules]
             f"is {bound} but the slot's truth {_shown(instance.slots[s].truth_id)} has {attribute} {value}: "
             "the truth breaks its own slot rule",
         )
-    truth = [pool[item_id] for row in instance.truth_solution for item_id in row]
-    numeric, categorical = item_columns(truth, domain)
-    grid = np.arange(len(truth))
+    truth_items = [pool[item_id] for row in instance.truth_solution for item_id in row]
+    numeric, categorical = item_columns(truth_items, domain)
+    grid = np.arange(len(truth_items))
     for rule in domain.global_rules:
-        compiled = compile_global_rule(rule, instance.global_constraints[rule.name], domain, numeric, categorical)  # type: ignore[arg-type]
-        if not compiled.satisfied(aggregate(compiled, grid, instance.meta.cols), complete=True):
-            raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {compiled.reason}")
+        bound = compile_global_rule(rule, instance.global_constraints[rule.name], domain, numeric, categorical)  # type: ignore[arg-type]
+        if not bound.satisfied(aggregate(bound, grid, instance.meta.cols), complete=True):
+            raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {bound.reason}")
 
 
 def stated_instruction(instance: Instance, domain: Domain, slot_rules: Sequence[SlotRules] | None = None) -> str:

@@ -114,13 +114,15 @@ def test_read_dataset__empty_cache_dir_setting_turns_the_cache_off(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["travel.json"]
 
 
-def test_read_dataset__cache_off_compiles_no_instance_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_dataset__cache_off_builds_no_entry_text_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACE_GYM_CACHE_DIR", "")
-    compiled = []
+    written = []
     original = CompiledInstance.entry
-    monkeypatch.setattr(CompiledInstance, "entry", lambda self: compiled.append(self) or original(self))
+    monkeypatch.setattr(CompiledInstance, "entry", lambda self: written.append(self) or original(self))
     dataset = read_dataset(_copy("meal", tmp_path))
-    assert compiled == [] and dataset._compiled == {}  # only what an entry would hold is compiled
+    assert written == []
+    # validation compiles every instance (the rules on the truth are checked on the arrays): kept
+    assert [dataset._compiled[k].origin for k in range(len(dataset))] == [(dataset, k) for k in range(len(dataset))]
 
 
 def test_read_dataset__unwritable_cache_folder_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

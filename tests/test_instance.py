@@ -10,6 +10,7 @@ import math
 import os
 import tracemalloc
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -681,6 +682,82 @@ def test_accepted_extremes__scorer_and_running_totals_agree(domain: str) -> None
         score, reason = evaluate_grid(compiled, grid)
         assert reason == state.global_violation()
         verdicts.add(score)
+    assert verdicts == {True, False}
+
+
+def _names_a_problem(check: Callable[[Callable[[str, str], DatasetError]], None]) -> bool:
+    """Whether ``check``, given the ``fail`` of the consistency checks, raises DatasetError."""
+    try:
+        check(lambda path, problem: DatasetError("dataset.json", path, problem))
+    except DatasetError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_check_truth__the_array_pass_and_the_rule_by_rule_pass_agree_at_every_threshold(domain: str) -> None:
+    """Validation checks the truth on the compiled arrays and names a problem rule by rule: both
+    give the same verdict with every bound at, one inside and one past the truth's value."""
+    spec = get_domain(domain)
+    record = resolve_dataset("5x5", domain)[34].model_dump(mode="json")  # H15 B19
+    compiled = CompiledInstance(Instance.model_validate(record), spec)
+    edits: list[Callable[[dict[str, Any], int], None]] = []
+    for rule in compiled.global_rules:
+        value = aggregate(rule, compiled.truth, compiled.cols)
+        edits.append(
+            lambda r, step, name=rule.name, value=value: r["global_constraints"].__setitem__(name, value + step)
+        )
+    for s, slot in enumerate(compiled.slots):
+        for name, attribute, _, _ in slot.rules:
+            value = int(compiled.numeric[attribute][compiled.truth[slot.cell]])
+            edits.append(
+                lambda r, step, s=s, name=name, value=value: r["slots"][s]["slot_constraints"].__setitem__(
+                    name, value + step
+                )
+            )
+    verdicts = set()
+    for edit in edits:
+        for step in (-1, 0, 1):
+            edited = copy.deepcopy(record)
+            edit(edited, step)
+            instance = Instance.model_validate(edited)
+            compiled = CompiledInstance(instance, spec)
+            passes = instance_module._truth_passes(compiled)
+            assert passes != _names_a_problem(partial(instance_module._check_truth_by_rule, instance, spec, compiled))
+            verdicts.add(passes)
+    assert verdicts == {True, False}
+
+
+def test_check_candidates__the_set_pass_and_the_rule_by_rule_pass_agree() -> None:
+    """Validation checks a slot's candidate lists in a few set operations and names a problem
+    rule by rule: both give the same verdict on random edits of the lists."""
+    instance = resolve_dataset("5x5", "course")[1]  # slots 1 and 2 hold decoys
+    rng = np.random.default_rng(5)
+    pool_ids = list(instance.item_pool)
+    fields = ("candidate_ids", "decoy_ids", "filter_candidate_ids")
+    verdicts = set()
+    for _ in range(400):
+        slot = instance.slots[int(rng.integers(len(instance.slots)))]
+        lists = {field: list(getattr(slot, field)) for field in fields}
+        for _ in range(int(rng.integers(1, 3))):
+            target = lists[fields[int(rng.integers(3))]]
+            edit = int(rng.integers(5))
+            if edit == 0 and target:  # drop one
+                target.pop(int(rng.integers(len(target))))
+            elif edit == 1:  # a pool id, maybe a candidate or the truth
+                target.append(str(rng.choice([*pool_ids[:3], *slot.candidate_ids[:3], slot.truth_id])))
+            elif edit == 2:  # an id not in the pool
+                target.append("X000")
+            elif edit == 3 and target:  # listed twice
+                target.append(target[0])
+            else:  # moved to another list
+                source = lists[fields[int(rng.integers(1, 3))]]
+                if source:
+                    target.append(source.pop())
+        edited = slot.model_copy(update=lists)
+        passes = instance_module._candidates_well_formed(instance, edited)
+        assert passes != _names_a_problem(partial(instance_module._check_candidates_by_rule, instance, edited))
+        verdicts.add(passes)
     assert verdicts == {True, False}
 
 

@@ -1,0 +1,107 @@
+"""Where the first use of a dataset file goes, stage by stage, and the floor under it.
+
+    python benchmarks/bench_first_load.py [--dataset 5x5] [--domain course] [--runs 20]
+
+A file this machine has not validated before is read, parsed against the strict schema, screened
+for repeated keys, checked for consistency (which compiles every instance), and its dataset-cache
+entry texts are built and written. Each stage is timed on its own, interleaved with the others,
+best of ``--runs`` (a shared machine only ever adds time); the last row is the whole first use,
+``read_dataset`` into an empty cache folder, as ``bench_reference.py`` times it against the
+published release's loader (which validates nothing and writes no cache).
+
+The floor rows are what any loader of the same file must spend: reading and gunzipping it, and
+parsing its JSON (``pydantic_core.from_json``); a loader with our guarantees also runs the strict
+schema (``DatasetFile.model_validate_json``, which includes the parse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic_core import from_json
+
+from ace_gym import dataset_cache
+from ace_gym.instance import (
+    DatasetFile,
+    _check_distinct_keys,
+    _key_count_bound,
+    _read_json_bytes,
+    bundled_dataset_path,
+    check_dataset,
+    entry_document,
+    read_dataset,
+)
+
+
+def stages(path: Path, scratch: Path) -> dict[str, Callable[[], object]]:
+    """The stages of a first use of ``path``, each a callable run on its own (entries written under ``scratch``)."""
+    size = path.stat().st_size
+    raw = _read_json_bytes(path, size)
+    model = DatasetFile.model_validate_json(raw)
+    compiled = check_dataset(model, str(path))
+    texts = [(instance.entry(), entry_document(instance)) for instance in compiled]
+    header = model.model_dump(exclude={"instances"})
+    instance_ids = [instance.instance_id for instance in model.instances]
+
+    def in_empty_cache(run: Callable[[], object]) -> Callable[[], object]:
+        def fresh() -> object:
+            os.environ["ACE_GYM_CACHE_DIR"] = tempfile.mkdtemp(dir=scratch)
+            return run()
+
+        return fresh
+
+    return {
+        "read + gunzip the file": lambda: _read_json_bytes(path, size),
+        "parse the JSON (pydantic_core.from_json)": lambda: from_json(raw),
+        "strict schema (model_validate_json)": lambda: DatasetFile.model_validate_json(raw),
+        "repeated-key screen": lambda: _check_distinct_keys(raw, _key_count_bound(raw), model, str(path)),
+        "consistency checks + compile": lambda: check_dataset(model, str(path)),
+        "cache entry texts": lambda: [(instance.entry(), entry_document(instance)) for instance in compiled],
+        "cache entry write": in_empty_cache(lambda: dataset_cache.write_entry("0" * 64, header, instance_ids, texts)),
+        "whole first use (read_dataset, empty cache)": in_empty_cache(lambda: read_dataset(path)),
+    }
+
+
+def best_ms(timed: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Best wall time of each callable, in ms, over ``runs`` interleaved rounds."""
+    best = dict.fromkeys(timed, float("inf"))
+    for _ in range(runs):
+        for name, run in timed.items():
+            start = time.perf_counter()
+            run()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return {name: seconds * 1e3 for name, seconds in best.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="5x5", help="bundled dataset name")
+    parser.add_argument("--domain", default="course")
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args(argv)
+    path = bundled_dataset_path(args.dataset, args.domain)
+    saved = os.environ.get("ACE_GYM_CACHE_DIR")
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            times = best_ms(stages(path, Path(scratch)), args.runs)
+        finally:  # never leave the user's cache setting changed
+            if saved is None:
+                os.environ.pop("ACE_GYM_CACHE_DIR", None)
+            else:
+                os.environ["ACE_GYM_CACHE_DIR"] = saved
+    print(f"first use of {path.name}, best of {args.runs} interleaved rounds")
+    for name, ms in times.items():
+        print(f"{name:48s} {ms:8.2f} ms")
+    read, parse, schema = (times[name] for name in list(times)[:3])
+    print(f"{'floor: read + parse (any loader)':48s} {read + parse:8.2f} ms")
+    print(f"{'floor: read + strict schema (our guarantees)':48s} {read + schema:8.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
