@@ -14,8 +14,9 @@ from ace_gym.agents import ChatEngine, Completion, ExactSolver, make_policy
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
-from ace_gym.eval import EpisodeSpec, run_env_episodes, run_episodes, run_vector_episodes
+from ace_gym.eval import EpisodeSpec, rollout, run_env_episodes, run_episodes, run_vector_episodes
 from ace_gym.eval.loop import WALL_CLOCK_USAGE
+from ace_gym.instance import dataset_sha256
 from ace_gym.tools import tool_names
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
@@ -331,3 +332,20 @@ def test_run_episodes__a_stack_played_again_gives_the_records_of_new_stacks(poli
 
 def _spec_of(record: dict[str, Any]) -> EpisodeSpec:
     return EpisodeSpec.from_json(json.dumps(record["replay"]["spec"]))
+
+
+def test_run_episodes__hashes_each_dataset_file_once_per_rollout_and_records_its_hash(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hashed: list[tuple[str, str]] = []
+
+    def counting_sha256(dataset: str, domain: str) -> str:
+        hashed.append((dataset, domain))
+        return dataset_sha256(dataset, domain)
+
+    monkeypatch.setattr(rollout, "dataset_sha256", counting_sha256)
+    specs = [EpisodeSpec(domain, instance_index=k, seed=k) for domain in ("course", "meal") for k in range(3)]
+    records = list(run_episodes(specs, make_policy("random"), batch_size=2))
+    assert sorted(hashed) == [("5x5", "course"), ("5x5", "meal")]
+    for record in records:
+        assert record["replay"]["dataset_sha256"] == dataset_sha256("5x5", record["domain"])

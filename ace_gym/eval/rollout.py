@@ -194,13 +194,16 @@ def run_episodes(
     docstring). ``name`` overrides the policy name in keys."""
     label = name or policy_name(policy)
     stacks = _IdleStacks()
-    return stacks.closing(run_loop(specs, partial(_open, label=label, stacks=stacks), actor_of(policy), batch_size))
+    opener = partial(_open, label=label, stacks=stacks, digests={})
+    return stacks.closing(run_loop(specs, opener, actor_of(policy), batch_size))
 
 
-def _open(spec: EpisodeSpec, label: str, stacks: _IdleStacks) -> tuple[Episode, Any, dict[str, Any]]:
+def _open(
+    spec: EpisodeSpec, label: str, stacks: _IdleStacks, digests: dict[tuple[str, str], str]
+) -> tuple[Episode, Any, dict[str, Any]]:
     stack_key = _stack_key(spec)  # once per episode: the idle stacks and the record's replay fields need it
     env, release = stacks.take(spec, stack_key)
-    record = partial(ace_record, spec, stack_key=stack_key)
+    record = partial(ace_record, spec, stack_key=stack_key, dataset_digest=_dataset_digest(spec, digests))
     episode = Episode(spec.key(label), label, env, record, policy_seed=spec.policy_seed, release=release)
     observation, info = episode.reset(seed=spec.seed, options=spec.reset_options())
     return episode, observation, info
@@ -238,6 +241,17 @@ class _IdleStacks:
             self._idle.clear()
 
 
+def _dataset_digest(spec: EpisodeSpec, digests: dict[tuple[str, str], str]) -> str:
+    """:func:`~ace_gym.instance.dataset_sha256` of the spec's dataset, hashed once per rollout
+    (``digests``, one rollout's): resolving the file again for every episode cost more than a
+    turn of it. The rollout's env stacks load their dataset once, when built."""
+    key = (str(spec.dataset), spec.domain)
+    digest = digests.get(key)
+    if digest is None:
+        digest = digests[key] = dataset_sha256(spec.dataset, spec.domain)
+    return digest
+
+
 def ace_record(
     spec: EpisodeSpec | None,
     episode: Episode,
@@ -246,9 +260,11 @@ def ace_record(
     info: Mapping[str, Any],
     *,
     stack_key: str | None = None,
+    dataset_digest: str | None = None,
 ) -> dict[str, Any]:
     """The record of a finished ACE episode (module docstring); ``spec`` is None for an episode of
-    a vector env. ``stack_key``: ``_stack_key(spec)`` when the caller has it already."""
+    a vector env. ``stack_key``: ``_stack_key(spec)``, ``dataset_digest``: the spec's
+    ``dataset_sha256``, when the caller has them already."""
     reset = episode.reset_info
     return {
         "key": episode.key,
@@ -279,7 +295,7 @@ def ace_record(
         "tools": episode.tools,
         "turns": episode.turns,
         "tokens": token_trajectory(episode),
-        "replay": replay_fields(spec, stack_key),
+        "replay": replay_fields(spec, stack_key, dataset_digest),
     }
 
 
@@ -297,7 +313,9 @@ def _may_inject_failures(spec: EpisodeSpec | None, env: gym.Env | None) -> bool:
     return False
 
 
-def replay_fields(spec: EpisodeSpec | None, stack_key: str | None = None) -> dict[str, Any] | None:
+def replay_fields(
+    spec: EpisodeSpec | None, stack_key: str | None = None, dataset_digest: str | None = None
+) -> dict[str, Any] | None:
     """What a replay of the episode needs (docs/replay.md): ``spec`` (the :class:`EpisodeSpec` as
     JSON values), ``env_spec`` (the env stack that spec builds, as ``env.spec`` names it: id,
     keyword arguments, wrappers), ``version`` (of ace_gym) and ``dataset_sha256``
@@ -305,7 +323,7 @@ def replay_fields(spec: EpisodeSpec | None, stack_key: str | None = None) -> dic
     spec of its own. A subclass's spec (one that plays in a server, say) is recorded as the plain
     spec it extends, and ``env_spec`` is always the stack of that plain spec, so replays run locally.
     ``stack_key``: ``_stack_key(spec)`` when the caller has it already (the same for a subclass's
-    spec and the plain spec it extends)."""
+    spec and the plain spec it extends); ``dataset_digest``: ``dataset_sha256`` likewise."""
     if spec is None:
         return None
     local = (
@@ -318,7 +336,7 @@ def replay_fields(spec: EpisodeSpec | None, stack_key: str | None = None) -> dic
         "spec": json.loads(local.to_json()),
         "env_spec": None if stack_json is None else json.loads(stack_json),
         "version": __version__,
-        "dataset_sha256": dataset_sha256(spec.dataset, spec.domain),
+        "dataset_sha256": dataset_digest or dataset_sha256(spec.dataset, spec.domain),
     }
 
 

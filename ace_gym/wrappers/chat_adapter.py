@@ -133,7 +133,9 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
         max_turns: int | None = None,
         notice: bool = False,
     ) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, tool_format=tool_format, max_turns=max_turns, notice=notice)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, tool_format=tool_format, max_turns=max_turns, notice=notice, _disable_deepcopy=True
+        )  # plain values, validated below: a deep copy would cost a tenth of building the stack
         choice("tool_format", tool_format, TOOL_FORMATS)
         gym.Wrapper.__init__(self, env)  # type: ignore[misc]  # gymnasium types the wrapped env with this wrapper's types
         self.tool_format = tool_format

@@ -88,17 +88,18 @@ class StepBudget(gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.Reco
     """
 
     def __init__(self, env: gym.Env[ObsType, ActType], max_turns: int, *, notice: bool = False) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, max_turns=max_turns, notice=notice)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, max_turns=max_turns, notice=notice, _disable_deepcopy=True
+        )  # plain values, validated below
         if not isinstance(env.unwrapped, AceEnv):
             raise ConfigError("env", env, "StepBudget wraps an ace-gym env (its unwrapped env must be an AceEnv)")
-        limit = TurnLimit(max_turns, notice, env.get_wrapper_attr("score"))
+        self.max_turns, self.notice = integer("max_turns", max_turns, minimum=1), flag("notice", notice)
         gym.Wrapper.__init__(self, env)
-        self.max_turns, self.notice = limit.max_turns, limit.notice
+        self._limit: TurnLimit | None = None
         if env.has_wrapper_attr("limit_turns"):  # a conversation below owns the turn
             env.get_wrapper_attr("limit_turns")(self.max_turns, notice=self.notice)
-            self._limit: TurnLimit | None = None
         else:
-            self._limit = limit
+            self._limit = TurnLimit(self.max_turns, self.notice, env.get_wrapper_attr("score"))
         self._turns = 0
 
     def reset(
