@@ -271,7 +271,7 @@ class AceEnv(gym.Env[str, ActionType]):
         if state is None or self._finished:
             return self._step_refused(action)
         if type(action) is dict:  # the common case, without _unpack's call
-            name, arguments = action.get("name"), action.get("arguments", {})
+            name, arguments = action.get("name"), action.get("arguments")  # None: the dispatcher's {}
         else:
             name, arguments = _unpack(action)
         steps = self._steps = self._steps + 1

@@ -169,6 +169,7 @@ class ToolSet:
         tools = [_make_tool(key, name, TOOL_FUNCTIONS[key], domain) for key, name in tool_names(domain).items()]
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
         self.names: tuple[str, ...] = tuple(self.tools)
+        self._invokers = {t.name: t.invoke for t in tools}
         self.schemas = ReadOnlyList([t.schema for t in tools])
         """The tools' OpenAI schemas, in order: read-only, shared by every env of the domain."""
 
@@ -179,10 +180,16 @@ class ToolSet:
     def call(self, state: EpisodeState, name: Any, arguments: Any) -> ToolReply:
         """Run one tool call. Never raises for bad input: unknown names, non-object or missing
         arguments and bad values become failed replies."""
+        # extra arguments are ignored, as the published **kwargs did; positional values bind
+        # without building the keyword dict a ** call does (~0.3 us of a ~2.5 us call)
+        if type(name) is str and type(arguments) is dict:  # the common case, without coercions
+            invoke = self._invokers.get(name)
+            if invoke is not None:
+                return invoke(state, arguments)
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return unknown_tool(name, self.domain.name)
-        if type(arguments) is not dict:  # the common case skips the coercions below
+        if type(arguments) is not dict:
             if isinstance(arguments, str):
                 try:
                     arguments = json.loads(arguments) if arguments.strip() else {}
@@ -194,8 +201,6 @@ class ToolSet:
                 return invalid(f"arguments must be a JSON object, got {type(arguments).__name__}")
             if type(arguments) is not dict:  # its own keys only: a defaultdict must not fill gaps
                 arguments = dict(arguments)
-        # extra arguments are ignored, as the published **kwargs did; positional values bind
-        # without building the keyword dict a ** call does (~0.3 us of a ~2.5 us call)
         return tool.invoke(state, arguments)
 
 
