@@ -80,15 +80,19 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
 
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
     """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply."""
-    cell = _cell(state, row, col)
-    if isinstance(cell, ToolReply):
-        return cell
-    r, c, s = cell
+    compiled = state.compiled
+    if type(row) is int and type(col) is int and 0 <= row < compiled.rows and 0 <= col < compiled.cols:
+        r, c, s = row, col, compiled.cell_slot_list[row * compiled.cols + col]  # _cell's common case, inline
+    else:
+        cell = _cell(state, row, col)
+        if isinstance(cell, ToolReply):
+            return cell
+        r, c, s = cell
     if s < 0:
         return invalid(visible_message)
     if state.revealed is not None and s not in state.revealed:
         return _unrevealed(r, c)
-    return s, state.compiled.slots[s]
+    return s, compiled.slots[s]
 
 
 def _unrevealed(row: int, col: int) -> ToolReply:
@@ -106,17 +110,21 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     col: Column index as an integer.
     id: Item id as a string. Pass null or an empty string to clear the slot.
     """
-    cell = _cell(state, row, col)
-    if isinstance(cell, ToolReply):
-        return cell
-    r, c, s = cell
+    compiled = state.compiled
+    if type(row) is int and type(col) is int and 0 <= row < compiled.rows and 0 <= col < compiled.cols:
+        r, c, s = row, col, compiled.cell_slot_list[row * compiled.cols + col]  # _cell's common case, inline
+    else:
+        cell = _cell(state, row, col)
+        if isinstance(cell, ToolReply):
+            return cell
+        r, c, s = cell
     if s < 0:
         return invalid(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
     if state.revealed is not None and s not in state.revealed:
         return _unrevealed(r, c)
     if state.writable is not None and s not in state.writable:
         return invalid(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
-    slot = state.compiled.slots[s]
+    slot = compiled.slots[s]
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:
             return invalid(f"Slot (row={r}, col={c}) is already empty.")
@@ -254,7 +262,11 @@ def query_candidate_from_attribute(
             f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
         )
     texts = state.texts
-    key = _query_key(s, field, operator, value)
+    kind = type(value)
+    if (kind is int or kind is str) and type(field) is str and type(operator) is str:
+        key: tuple[Any, ...] | None = (s, field, operator, value)  # _query_key's common case, inline
+    else:
+        key = _query_key(s, field, operator, value)
     payload: str | ToolReply | None = None if key is None else texts.query_replies.get(key)
     if payload is None:
         payload = _query_payload(state.compiled, texts, s, field, operator, value)
