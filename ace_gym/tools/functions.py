@@ -67,6 +67,8 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
     """Convert and range-check a cell: (row, col, hidden slot index or -1), or the failed reply."""
     if type(row) is int and type(col) is int:  # the common case skips the conversions
         r, c = row, col
+    elif row is None or col is None:  # a left-out coordinate, refused without int(None)'s raise
+        return invalid("row and col must be integers")
     else:
         try:
             r, c = int(row), int(col)
@@ -311,10 +313,9 @@ def _query_payload(
     field = field.strip()
     if field not in compiled.allowed_fields:
         return invalid(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
-    try:
-        compare = OPERATORS.get(operator)
-    except TypeError:  # unhashable operator: the published release raised here
-        compare = None
+    # only a str names an operator: anything else (an unhashable list, where the published release
+    # raised) is refused without a lookup that would raise
+    compare = OPERATORS.get(operator) if isinstance(operator, str) else None
     if compare is None:
         return invalid(f"operator must be one of: {_OPERATOR_LIST}")
     is_set_query = operator in ("in", "not_in")
