@@ -275,7 +275,10 @@ class AceEnv(gym.Env[str, ActionType]):
         else:
             name, arguments = _unpack(action)
         steps = self._steps = self._steps + 1
-        if name is None:
+        invoke = self.tools.invokers.get(name) if type(name) is str and type(arguments) is dict else None
+        if invoke is not None:  # what ToolSet.call runs in this case, without its frame
+            observation, ok, terminated, _ = invoke(state, arguments)
+        elif name is None:
             observation, ok, terminated = _NOT_A_CALL, False, False
         else:
             observation, ok, terminated, _ = self.tools.call(state, name, arguments)
