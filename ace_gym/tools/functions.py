@@ -81,7 +81,8 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
 
 
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
-    """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply."""
+    """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply
+    (for a visible cell, ``visible_message`` with ``{row}`` and ``{col}`` filled in)."""
     compiled = state.compiled
     if type(row) is int and type(col) is int and 0 <= row < compiled.rows and 0 <= col < compiled.cols:
         r, c, s = row, col, compiled.cell_slot_list[row * compiled.cols + col]  # _cell's common case, inline
@@ -91,7 +92,7 @@ def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tu
             return cell
         r, c, s = cell
     if s < 0:
-        return invalid(visible_message)
+        return invalid(visible_message.format(row=r, col=c))
     if state.revealed is not None and s not in state.revealed:
         return _unrevealed(r, c)
     return s, compiled.slots[s]
@@ -112,21 +113,13 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     col: Column index as an integer.
     id: Item id as a string. Pass null or an empty string to clear the slot.
     """
-    compiled = state.compiled
-    if type(row) is int and type(col) is int and 0 <= row < compiled.rows and 0 <= col < compiled.cols:
-        r, c, s = row, col, compiled.cell_slot_list[row * compiled.cols + col]  # _cell's common case, inline
-    else:
-        cell = _cell(state, row, col)
-        if isinstance(cell, ToolReply):
-            return cell
-        r, c, s = cell
-    if s < 0:
-        return invalid(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
-    if state.revealed is not None and s not in state.revealed:
-        return _unrevealed(r, c)
+    hidden = _hidden(state, row, col, "Slot (row={row}, col={col}) is fixed and cannot be modified")
+    if isinstance(hidden, ToolReply):
+        return hidden
+    s, slot = hidden
+    r, c = slot.row, slot.col
     if state.writable is not None and s not in state.writable:
         return invalid(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
-    slot = compiled.slots[s]
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:
             return invalid(f"Slot (row={r}, col={c}) is already empty.")
