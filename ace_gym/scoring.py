@@ -39,5 +39,6 @@ def evaluate_grid(compiled: CompiledInstance, grid: Sequence[int] | np.ndarray) 
 
 def grid_of_ids(compiled: CompiledInstance, grid: Sequence[int]) -> list[list[str | None]]:
     """A flat index grid as the R x C id grid the published format uses."""
-    ids = [None if i < 0 else compiled.item_ids[i] for i in grid]
-    return [ids[r * compiled.cols : (r + 1) * compiled.cols] for r in range(compiled.rows)]
+    item_ids, cols = compiled.item_ids, compiled.cols  # locals: read once, not once per cell
+    ids = [None if i < 0 else item_ids[i] for i in grid]
+    return [ids[start : start + cols] for start in range(0, compiled.rows * cols, cols)]

@@ -29,15 +29,37 @@ def test_type_schema__refuses_a_type_it_cannot_write_exactly(annotation: Any) ->
         type_schema(annotation)
 
 
+def _parameters(function: Any) -> list[inspect.Parameter]:
+    return [p for p in inspect.signature(function).parameters.values() if p.name != "state"]
+
+
 def test_invoke__binds_arguments_by_name_and_lets_a_tool_s_own_key_error_through() -> None:
     def tool(state: Any, row: int, col: int) -> Any:
         if row < 0:
             raise KeyError("a bug inside the tool")
         return (state, row, col)
 
-    invoke = _invoker(tool, ("row", "col"))
+    invoke = _invoker(tool, _parameters(tool))
     assert invoke("state", {"col": 2, "row": 1, "extra": 3}) == ("state", 1, 2)
-    assert invoke("state", {"row": 1}) is None  # a parameter left out: the dispatcher's defaults path
     with pytest.raises(KeyError, match="a bug inside the tool"):  # not mistaken for a missing argument
         invoke("state", {"row": -1, "col": 2})
-    assert _invoker(lambda state: state, ())("state", {"ignored": 1}) == "state"
+    assert _invoker(lambda state: state, [])("state", {"ignored": 1}) == "state"
+
+
+def test_invoke__fills_a_left_out_optional_argument_with_its_default() -> None:
+    def tool(state: Any, row: int, id: str | None = None, note: str = "n") -> Any:
+        return (state, row, id, note)
+
+    invoke = _invoker(tool, _parameters(tool))
+    assert invoke("state", {"row": 1}) == ("state", 1, None, "n")
+    assert invoke("state", {"note": "x", "row": 1, "id": "a"}) == ("state", 1, "a", "x")
+
+
+def test_invoke__names_the_required_arguments_left_out_without_calling_the_tool() -> None:
+    def tool(state: Any, row: int, col: int, field: str, id: str | None = None) -> Any:
+        raise AssertionError("called without its required arguments")
+
+    invoke = _invoker(tool, _parameters(tool))
+    reply = invoke("state", {"col": 1, "id": "a"})
+    assert not reply.ok
+    assert json.loads(reply.text)["messages"] == "Invalid tool arguments, missing required argument(s): row, field"

@@ -271,11 +271,14 @@ class AceEnv(gym.Env[str, ActionType]):
         if state is None or self._finished:
             return self._step_refused(action)
         if type(action) is dict:  # the common case, without _unpack's call
-            name, arguments = action.get("name"), action.get("arguments", {})
+            name, arguments = action.get("name"), action.get("arguments")  # None: the dispatcher's {}
         else:
             name, arguments = _unpack(action)
         steps = self._steps = self._steps + 1
-        if name is None:
+        invoke = self.tools.invokers.get(name) if type(name) is str and type(arguments) is dict else None
+        if invoke is not None:  # what ToolSet.call runs in this case, without its frame
+            observation, ok, terminated, _ = invoke(state, arguments)
+        elif name is None:
             observation, ok, terminated = _NOT_A_CALL, False, False
         else:
             observation, ok, terminated, _ = self.tools.call(state, name, arguments)

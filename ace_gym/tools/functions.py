@@ -67,6 +67,8 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
     """Convert and range-check a cell: (row, col, hidden slot index or -1), or the failed reply."""
     if type(row) is int and type(col) is int:  # the common case skips the conversions
         r, c = row, col
+    elif row is None or col is None:  # a left-out coordinate, refused without int(None)'s raise
+        return invalid("row and col must be integers")
     else:
         try:
             r, c = int(row), int(col)
@@ -79,16 +81,21 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
 
 
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
-    """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply."""
-    cell = _cell(state, row, col)
-    if isinstance(cell, ToolReply):
-        return cell
-    r, c, s = cell
+    """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply
+    (for a visible cell, ``visible_message`` with ``{row}`` and ``{col}`` filled in)."""
+    compiled = state.compiled
+    if type(row) is int and type(col) is int and 0 <= row < compiled.rows and 0 <= col < compiled.cols:
+        r, c, s = row, col, compiled.cell_slot_list[row * compiled.cols + col]  # _cell's common case, inline
+    else:
+        cell = _cell(state, row, col)
+        if isinstance(cell, ToolReply):
+            return cell
+        r, c, s = cell
     if s < 0:
-        return invalid(visible_message)
+        return invalid(visible_message.format(row=r, col=c))
     if state.revealed is not None and s not in state.revealed:
         return _unrevealed(r, c)
-    return s, state.compiled.slots[s]
+    return s, compiled.slots[s]
 
 
 def _unrevealed(row: int, col: int) -> ToolReply:
@@ -106,17 +113,13 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     col: Column index as an integer.
     id: Item id as a string. Pass null or an empty string to clear the slot.
     """
-    cell = _cell(state, row, col)
-    if isinstance(cell, ToolReply):
-        return cell
-    r, c, s = cell
-    if s < 0:
-        return invalid(f"Slot (row={r}, col={c}) is fixed and cannot be modified")
-    if state.revealed is not None and s not in state.revealed:
-        return _unrevealed(r, c)
+    hidden = _hidden(state, row, col, "Slot (row={row}, col={col}) is fixed and cannot be modified")
+    if isinstance(hidden, ToolReply):
+        return hidden
+    s, slot = hidden
+    r, c = slot.row, slot.col
     if state.writable is not None and s not in state.writable:
         return invalid(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
-    slot = state.compiled.slots[s]
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:
             return invalid(f"Slot (row={r}, col={c}) is already empty.")
@@ -254,7 +257,11 @@ def query_candidate_from_attribute(
             f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
         )
     texts = state.texts
-    key = _query_key(s, field, operator, value)
+    kind = type(value)
+    if (kind is int or kind is str) and type(field) is str and type(operator) is str:
+        key: tuple[Any, ...] | None = (s, field, operator, value)  # _query_key's common case, inline
+    else:
+        key = _query_key(s, field, operator, value)
     payload: str | ToolReply | None = None if key is None else texts.query_replies.get(key)
     if payload is None:
         payload = _query_payload(state.compiled, texts, s, field, operator, value)
@@ -299,10 +306,9 @@ def _query_payload(
     field = field.strip()
     if field not in compiled.allowed_fields:
         return invalid(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
-    try:
-        compare = OPERATORS.get(operator)
-    except TypeError:  # unhashable operator: the published release raised here
-        compare = None
+    # only a str names an operator: anything else (an unhashable list, where the published release
+    # raised) is refused without a lookup that would raise
+    compare = OPERATORS.get(operator) if isinstance(operator, str) else None
     if compare is None:
         return invalid(f"operator must be one of: {_OPERATOR_LIST}")
     is_set_query = operator in ("in", "not_in")
