@@ -41,10 +41,10 @@ from functools import cache
 import numpy as np
 
 from ace_gym.constraints import SLOT_KINDS, Reading, combine, components, kind_of, read, read_each
+from ace_gym.dataset_schema import Instance, InstanceMeta, Position, SlotEntry
 from ace_gym.domains import CategoricalAttribute, Domain, NumericAttribute, get_domain
 from ace_gym.generators.combinations import breaks_every_combination
 from ace_gym.generators.config import InstanceConfig
-from ace_gym.instance import Instance, InstanceMeta, Position, SlotEntry
 from ace_gym.prompts import render_task_instruction
 
 STAGE_LABELS = {0: "not_applicable", 1: "tier_1", 2: "tier_2", 3: "tier_3", 4: "hard_only"}

@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ace_gym.constraints import Aggregate, components, read
+from ace_gym.dataset_schema import Instance
 from ace_gym.domains import get_domain
 from ace_gym.generators.combinations import breaks_every_combination, every_combination_violates
-from ace_gym.instance import CompiledInstance, Instance
+from ace_gym.instance import CompiledInstance
 from ace_gym.scoring import evaluate_grid
 
 CHECKER = "ace_gym.generators.certify"

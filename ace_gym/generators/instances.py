@@ -6,11 +6,12 @@ import logging
 import time
 from collections import Counter
 
+from ace_gym.dataset_schema import Instance
 from ace_gym.errors import integer, number
 from ace_gym.generators.builder import AttemptFailed, build_instance
 from ace_gym.generators.certificate import certify
 from ace_gym.generators.config import GenerationError, InstanceConfig
-from ace_gym.instance import Instance, check_instance
+from ace_gym.instance import check_instance
 
 logger = logging.getLogger(__name__)
 

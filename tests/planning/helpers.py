@@ -10,8 +10,9 @@ from typing import Any
 import gymnasium as gym
 
 from ace_gym.agents import ExactSolver
+from ace_gym.dataset_schema import Instance
 from ace_gym.generators import generate_instance
-from ace_gym.instance import CompiledInstance, Instance
+from ace_gym.instance import CompiledInstance
 from ace_gym.planning.trajectory import Step, scripted_trajectory
 from ace_gym.scoring import evaluate_grid
 
