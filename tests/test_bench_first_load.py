@@ -36,6 +36,6 @@ def test_bench_first_load__prints_every_stage_and_the_floor_without_touching_the
     assert lines[0].startswith("first use of meal_dataset_")
     for row in ROWS:
         line = next(line for line in lines if line.startswith(row))
-        value, unit = line[48:].split()
-        assert float(value) > 0 and unit == "ms"
+        value, unit, share = line[48:].split()
+        assert float(value) > 0 and unit == "ms" and 0 < float(share.removesuffix("%"))
     assert not cache.exists()  # entries go to a scratch folder, never the configured cache

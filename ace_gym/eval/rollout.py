@@ -244,7 +244,8 @@ class _IdleStacks:
 def _dataset_digest(spec: EpisodeSpec, digests: dict[tuple[str, str], str]) -> str:
     """:func:`~ace_gym.instance.dataset_sha256` of the spec's dataset, hashed once per rollout
     (``digests``, one rollout's): resolving the file again for every episode cost more than a
-    turn of it. The rollout's env stacks load their dataset once, when built."""
+    turn of it. The rollout's env stacks load their dataset once, when built; a file rewritten
+    while a rollout runs is not hashed again, so its records name the version first hashed."""
     key = (str(spec.dataset), spec.domain)
     digest = digests.get(key)
     if digest is None:
