@@ -182,10 +182,13 @@ class ChatTokens:
                 starts.append(len(response))
             response += segment.token_ids
             mask += [int(assistant)] * len(segment.token_ids)
-            if logprobs is not None and assistant and segment.logprobs is None:
-                logprobs = None
-            elif logprobs is not None:
-                logprobs += segment.logprobs if assistant else [0.0] * len(segment.token_ids)  # type: ignore[operator]
+            if logprobs is not None:  # None from the first assistant turn without logprobs on
+                if not assistant:
+                    logprobs += [0.0] * len(segment.token_ids)
+                elif segment.logprobs is None:
+                    logprobs = None
+                else:
+                    logprobs += segment.logprobs
         prompt = self.segments[0].token_ids if self.segments else []
         return {
             "prompt_ids": list(prompt),

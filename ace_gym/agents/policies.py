@@ -24,9 +24,15 @@ from ace_gym.agents.revise import GreedyRevise
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.errors import ConfigError, did_you_mean
 
-SCRIPTED_POLICIES: dict[str, type[ScriptedPolicy]] = {
-    policy.name: policy for policy in (ExactSolver, GreedyLocal, GreedyRevise, RandomPolicy, CostAwareSolver, *PROBES)
-}
+_SCRIPTED_CLASSES: tuple[type[ScriptedPolicy], ...] = (
+    ExactSolver,
+    GreedyLocal,
+    GreedyRevise,
+    RandomPolicy,
+    CostAwareSolver,
+    *PROBES,
+)
+SCRIPTED_POLICIES: dict[str, type[ScriptedPolicy]] = {policy.name: policy for policy in _SCRIPTED_CLASSES}
 POLICY_SPECS = f"{'|'.join(SCRIPTED_POLICIES)}|vllm:MODEL_PATH|hf:MODEL_PATH|openai:MODEL@URL"
 """The policy specs, as a command line's help shows them."""
 

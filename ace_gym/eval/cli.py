@@ -29,7 +29,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -304,11 +304,11 @@ class _Report:
     write_heatmaps: Callable[[dict[str, Any], Path], object]
 
 
-def _summarize_ace(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+def _summarize_ace(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The ACE summary, with the metrics of the planning settings the episodes ran under."""
-    records = unique_records(records)
-    summary = summarize(records)
-    found = summarize_settings(records)
+    unique = unique_records(records)
+    summary = summarize(unique)
+    found = summarize_settings(unique)
     return {**summary, "settings": found} if found else summary
 
 

@@ -260,10 +260,15 @@ class TokenEngineActor(EngineActor):
     not support) goes on through ``generate`` on its messages, and has no token trajectory.
     """
 
+    engine: TokenChatEngine
+
+    def __init__(self, engine: TokenChatEngine, action_of: Callable[[Completion], Any] | None = None) -> None:
+        super().__init__(engine, action_of)
+
     def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:
         from jinja2 import TemplateError  # the engine's tokenizer renders with jinja2 (the hf extra)
 
-        tokens = ChatTokens(self.engine.tokenizer, info.get("tools"), **self.engine.chat_template_kwargs)  # type: ignore[attr-defined]
+        tokens = ChatTokens(self.engine.tokenizer, info.get("tools"), **self.engine.chat_template_kwargs)
         try:
             tokens.reset(observation)
         except TemplateError as error:
@@ -277,7 +282,7 @@ class TokenEngineActor(EngineActor):
         rest = [episode for episode in episodes if episode.agent is None]
         completions = dict(
             zip(map(id, exact), self.engine.generate_ids([e.agent.token_ids for e in exact]), strict=True)
-        )  # type: ignore[attr-defined]
+        )
         if rest:
             generated = self.engine.generate([e.messages for e in rest], [e.tools for e in rest])
             completions.update(zip(map(id, rest), generated, strict=True))

@@ -475,6 +475,7 @@ class AceMetrics:
     ) -> list[float | None]:
         from ace_gym.integrations.trainer_callback import summary_metrics
 
+        summaries: list[Mapping[str, Any]]
         if environments is not None:
             summaries = [
                 _turn_counts(env.episode, messages) for env, messages in zip(environments, completions, strict=True)

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
+from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval.rollout import EpisodeSpec
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 AGENT_NAME = "ace_gym"
 
@@ -39,28 +43,30 @@ class AceAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         spec = EpisodeSpec.from_json(kwargs["extra_info"]["ace_episode"])
         budget = int(self.rollout_config.response_length)
+        # verl annotates its tokenizer as AutoTokenizer, the factory class; it holds the tokenizer
+        # AutoTokenizer.from_pretrained built
+        tokenizer = cast("PreTrainedTokenizerBase", self.tokenizer)
         env = spec.make_env()
+        core = cast(AceEnv, env.unwrapped)  # make_env's StepBudget refuses a stack that is not on an AceEnv
         messages, info = env.reset(seed=spec.seed, options=spec.reset_options())
-        tokens = ChatTokens(self.tokenizer, info["tools"], **dict(self.apply_chat_template_kwargs))
+        tokens = ChatTokens(tokenizer, info["tools"], **dict(self.apply_chat_template_kwargs))
         tokens.reset(messages)
         request_id, score = uuid4().hex, None
         while score is None:
             output = await self.server_manager.generate(
                 request_id, prompt_ids=tokens.token_ids, sampling_params=sampling_params
             )
-            text = self.tokenizer.decode(output.token_ids, skip_special_tokens=True)
+            text = tokenizer.decode(output.token_ids, skip_special_tokens=True)
             _, _, terminated, truncated, step = env.step(text)
             tokens.sync(step["messages"], output.token_ids, output.log_probs)
             if terminated or truncated:
                 score = float(step["score"])
             elif len(tokens.token_ids) - len(tokens.segments[0].token_ids) >= budget:
-                score = env.unwrapped.score().score
+                score = core.score().score
         env.close()
         trajectory = tokens.trajectory(through_last_turn=True)
         if trajectory is None:
-            raise ConfigError(
-                "chat template", self.tokenizer.name_or_path, "rewrites earlier turns: no token-exact rollout"
-            )
+            raise ConfigError("chat template", tokenizer.name_or_path, "rewrites earlier turns: no token-exact rollout")
         logprobs = trajectory["logprobs"]
         return AgentLoopOutput(
             prompt_ids=trajectory["prompt_ids"],

@@ -160,7 +160,7 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
             *prefix_messages(steps[:cut]),
             {"role": "user", "content": prediction_prompt(self.horizon)},
         ]
-        reset_info = {
+        reset_info: dict[str, Any] = {
             key: info[key]
             for key in ("domain", "instance_id", "instance_index", "tools", "system_prompt")
             if key in info

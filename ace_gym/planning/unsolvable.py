@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -307,7 +308,7 @@ def _missing_attachment(instance: Instance, rng: np.random.Generator) -> Unsolva
     hidden: list[int] = []
     for s in rng.permutation(ruled).tolist() if ruled else ():
         hidden.append(int(s))
-        changed = _changed(instance, "missing_attachment", lambda data, cut=tuple(hidden): _drop_slot_rules(data, cut))
+        changed = _changed(instance, "missing_attachment", partial(_drop_slot_rules, slots=tuple(hidden)))
         ambiguity = _ambiguity(changed)
         if ambiguity is None:
             continue

@@ -17,14 +17,16 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+orjson: ModuleType | None  # None: a client without the serve extra encodes with the standard library alone
 try:
     import orjson
-except ImportError:  # a client without the serve extra encodes with the standard library alone
+except ImportError:
     orjson = None
 
 ERROR_STATUS: dict[str, int] = {
@@ -139,7 +141,7 @@ def frame(kind: str, data: Any) -> dict[str, Any]:
 # -- JSON both ways ------------------------------------------------------------------------------
 
 
-_LONG_DIGIT_RUN = {str: re.compile("[0-9]{19}"), bytes: re.compile(b"[0-9]{19}")}
+_LONG_DIGIT_RUN: dict[type, re.Pattern[Any]] = {str: re.compile("[0-9]{19}"), bytes: re.compile(b"[0-9]{19}")}
 """19 digits in a row: possibly an integer past 64 bits, which orjson reads as a float where the
 standard library reads an int (shorter numbers read the same: tests/test_server_protocol.py)."""
 

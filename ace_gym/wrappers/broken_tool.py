@@ -133,6 +133,7 @@ class BrokenTool(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Record
             return self.env.step(action)
         name = called_name(action)
         classify = self._failures > 0 and self._category == 0
+        reward: SupportsFloat
         if name == self._broken:
             self._retries += self._failures > 0
             self._failures += 1

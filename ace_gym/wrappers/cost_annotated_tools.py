@@ -143,6 +143,7 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
         name = called_name(action)
         kind = self._kinds.get(name or "")
         cost = call_cost(self.costs, kind, split_action(action)[1])
+        reward: SupportsFloat
         if kind in COMPOSITE_KINDS:
             observation, reward, terminated, truncated, info = self._composite(kind, action)
         else:
@@ -176,7 +177,7 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
             return self._multi_query(arguments)
         return self._set_and_check(arguments)
 
-    def _atomic(self, kind: str, arguments: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+    def _atomic(self, kind: str, arguments: dict[str, Any]) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         name = next(n for n, k in self._kinds.items() if k == kind)
         return self.env.step({"name": name, "arguments": arguments})
 
@@ -185,7 +186,7 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
         if not isinstance(conditions, list) or not conditions or not all(isinstance(c, Mapping) for c in conditions):
             reply = failure(f"{INVALID}, conditions must be a non-empty list of {{field, operator, value}} objects")
             return reply, 0.0, False, False, {"tool": "multi_query", "ok": False}
-        cell = {key: arguments[key] for key in ("row", "col") if key in arguments}
+        cell: dict[str, Any] = {key: arguments[key] for key in ("row", "col") if key in arguments}
         matches: dict[str, dict[str, Any]] | None = None
         fields = []
         total = 0.0

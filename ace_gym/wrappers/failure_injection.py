@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -14,7 +14,7 @@ from ace_gym.envs.ace_env import ActionType, tool_label
 from ace_gym.errors import ConfigError, choice, did_you_mean, probability
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import TOOL_CALL_FAILED, failure
-from ace_gym.tools.names import TOOL_NAMES, tool_name
+from ace_gym.tools.names import TOOL_NAMES, ToolKey, tool_name
 
 #: what an injected failure returns, by mode; "failed" is the published envelope
 FAILURE_ENVELOPES: dict[str, str] = {
@@ -93,7 +93,7 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
         choice("rng", rng, RNG_KINDS)
         gym.Wrapper.__init__(self, env)
         self.rate = rate
-        self.tool_rates = rates_by_key
+        self.tool_rates = {cast(ToolKey, key): value for key, value in rates_by_key.items()}  # keys checked above
         self.failure_modes = modes
         self.rng_kind = rng
         self._draws = rate > 0 or any(value > 0 for value in rates_by_key.values())
@@ -112,7 +112,7 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
         domain = info.get("domain")
         self._rates_by_name = (
             {tool_name(key, domain): value for key, value in self.tool_rates.items()} if domain else {}
-        )  # type: ignore[arg-type]
+        )
         return observation, info
 
     def _seeded_draw(self, seed: int | None) -> Any:
