@@ -120,10 +120,19 @@ def __dir__() -> list[str]:
 
 
 class CompiledSlot:
-    """A hidden cell ready for the tools: candidate indices, slot validity, cached texts."""
+    """A hidden cell ready for the tools: candidate indices, slot validity, cached texts.
+
+    ``candidate_ids``, ``item_of_id``, ``valid_items``, ``allowed_ids_text`` and the row views
+    ``candidates`` and ``slot_valid`` are built on first use (by :meth:`__getattr__`, which
+    stores each in its slot, so that later reads are plain attribute reads): setting an episode
+    up reads none of them, and an instance's slots are shared by every episode on it.
+    """
 
     __slots__ = (
-        "_allowed_ids_text",
+        "_arrays",
+        "_index",
+        "_item_ids",
+        "allowed_ids_text",
         "candidate_ids",
         "candidate_items",
         "candidates",
@@ -142,31 +151,50 @@ class CompiledSlot:
         row: int,
         col: int,
         cell: int,
-        candidate_ids: tuple[str, ...],
-        candidates: np.ndarray,
         candidate_items: tuple[int, ...],
         rules: tuple[tuple[str, str, str, int], ...],
-        slot_valid: np.ndarray,
+        item_ids: tuple[str, ...],
+        arrays: tuple[np.ndarray, np.ndarray],
+        index: int,
     ) -> None:
-        """``candidate_items``: ``candidates`` as a tuple of ints (which the caller has at hand)."""
+        """``candidate_items``: the candidates' item indices; ``item_ids``: the instance's;
+        ``arrays``: the instance's read-only candidate and slot-validity tables, this slot's
+        rows being row ``index`` of each."""
         self.row, self.col, self.cell = row, col, cell
-        self.candidate_ids = candidate_ids
-        self.candidates = candidates
         self.candidate_items = candidate_items
-        self.item_of_id: dict[str, int] = dict(zip(candidate_ids, self.candidate_items, strict=True))
         self.rules = rules  # (rule name, attribute, kind, bound) in the domain's rule order
         self.rule_count = len(rules)
-        self.slot_valid = slot_valid
-        self.valid_items: frozenset[int] = frozenset(compress(self.candidate_items, slot_valid.tolist()))
-        self._allowed_ids_text: str | None = None
+        self._item_ids, self._arrays, self._index = item_ids, arrays, index
 
-    @property
-    def allowed_ids_text(self) -> str:
-        """The sorted candidate ids as a Python list's repr, built on first use: the published
-        release leaks it in set_slot errors (docs/compatibility.md §3.3)."""
-        if self._allowed_ids_text is None:
-            self._allowed_ids_text = repr(sorted(self.candidate_ids))
-        return self._allowed_ids_text
+    # built on first use by __getattr__
+    candidate_ids: tuple[str, ...]  # the candidates' item ids
+    item_of_id: dict[str, int]  # candidate id -> item index
+    valid_items: frozenset[int]  # the candidates that pass the slot's rules
+    candidates: np.ndarray  # the candidates' item indices, int32
+    slot_valid: np.ndarray  # whether each candidate passes the slot's rules
+    allowed_ids_text: str
+    """The sorted candidate ids as a Python list's repr: the published release leaks it in
+    set_slot errors (docs/compatibility.md §3.3)."""
+
+    def __getattr__(self, name: str) -> Any:
+        # called only while the slot ``name`` is empty
+        value: Any
+        if name == "candidate_ids":
+            value = tuple([self._item_ids[i] for i in self.candidate_items])
+        elif name == "item_of_id":
+            value = dict(zip(self.candidate_ids, self.candidate_items, strict=True))
+        elif name == "valid_items":
+            value = frozenset(compress(self.candidate_items, self.slot_valid.tolist()))
+        elif name == "allowed_ids_text":
+            value = repr(sorted(self.candidate_ids))
+        elif name == "candidates":
+            value = self._arrays[0][self._index]
+        elif name == "slot_valid":
+            value = self._arrays[1][self._index]
+        else:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        setattr(self, name, value)
+        return value
 
 
 class CompiledInstance:
@@ -331,26 +359,22 @@ class CompiledInstance:
         self.n_cells = self.rows * self.cols
         self.hidden_count = len(slots)
         self.item_ids = item_ids
-        self.item_index: dict[str, int] = (
-            dict(zip(item_ids, range(len(item_ids)), strict=True)) if item_index is None else item_index
-        )
+        if item_index is not None:
+            self.__dict__["item_index"] = item_index
         self.numeric, self.categorical = columns
         truth, initial = grids
         self.truth = _frozen(np.asarray(truth, dtype=np.int32))
         self.initial_grid: tuple[int, ...] = tuple(initial)
         self.initial = _frozen(np.asarray(initial, dtype=np.int32))
-        self.visible_ids: frozenset[str] = frozenset(item_ids[i] for i in initial if i >= 0)
         candidate_rows, valid_rows = (_frozen(array) for array in candidates)  # each slot's row: a read-only view
         cell_slot = [-1] * self.n_cells
         compiled_slots = []
         for s, ((row, col, rules), items) in enumerate(zip(slots, candidate_rows.tolist(), strict=True)):
             cell = row * self.cols + col
             cell_slot[cell] = s
-            candidate_ids = tuple([item_ids[i] for i in items])
             compiled_slots.append(
-                CompiledSlot(row, col, cell, candidate_ids, candidate_rows[s], tuple(items), rules, valid_rows[s])
+                CompiledSlot(row, col, cell, tuple(items), rules, item_ids, (candidate_rows, valid_rows), s)
             )
-        self.cell_slot = _frozen(np.asarray(cell_slot, dtype=np.int32))
         self.cell_slot_list: tuple[int, ...] = tuple(cell_slot)
         self.slots: tuple[CompiledSlot, ...] = tuple(compiled_slots)
         self.global_rules: tuple[CompiledGlobalRule, ...] = tuple(
@@ -378,6 +402,23 @@ class CompiledInstance:
         if self.origin is not None:
             return (_compiled_from, self.origin)
         return (CompiledInstance, (self.instance, self.domain))
+
+    # built on first use: setting an episode up reads none of them
+
+    @cached_property
+    def item_index(self) -> dict[str, int]:
+        """Each item id's item number."""
+        return dict(zip(self.item_ids, range(len(self.item_ids)), strict=True))
+
+    @cached_property
+    def visible_ids(self) -> frozenset[str]:
+        """The ids of the items the initial grid shows."""
+        return frozenset([self.item_ids[i] for i in self.initial_grid if i >= 0])
+
+    @cached_property
+    def cell_slot(self) -> np.ndarray:
+        """``cell_slot_list`` as a read-only int32 array: each cell's hidden-slot index, or -1."""
+        return _frozen(np.asarray(self.cell_slot_list, dtype=np.int32))
 
     @cached_property
     def allowed_fields(self) -> tuple[str, ...]:
