@@ -240,8 +240,10 @@ class CompiledInstance:
             item_ids,
             (numeric, categorical),
             (
-                [index_of(i) for row in instance.truth_solution for i in row],
-                [-1 if i is None else index_of(i) for row in instance.partial_solution for i in row],
+                np.asarray([index_of(i) for row in instance.truth_solution for i in row], dtype=np.int32),
+                np.asarray(
+                    [-1 if i is None else index_of(i) for row in instance.partial_solution for i in row], dtype=np.int32
+                ),
             ),
             [(slot.row, slot.col, rules) for slot, rules in zip(instance.slots, slot_rules, strict=True)],
             (candidates, valid),
@@ -264,15 +266,19 @@ class CompiledInstance:
         compiled = cls.__new__(cls)
         compiled._instance_source, compiled._items_source = instance, items
         compiled.task_instruction = entry["task_instruction"]
-        numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
-        item_count, slot_entries = len(entry["item_ids"]), entry["slots"]
-        numeric_table, codes, candidates, valid = _unpacked(
+        numeric_names, categorical_names, heads = _entry_names(domain)
+        header, item_count, slot_count, rule_count = entry["header"], len(entry["item_ids"]), entry["slots"], len(heads)
+        numeric_table, codes, candidates, valid, grids, slot_table, global_bounds = _unpacked(
             entry["arrays"],
             entry["dtype"],
             [
                 (len(numeric_names), item_count),
                 (len(categorical_names), item_count),
-                *[(len(slot_entries), entry["k"])] * 2,
+                (slot_count, entry["k"]),
+                (slot_count, entry["k"]),
+                (2, header[1] * header[2]),
+                (slot_count, 2 + 2 * rule_count),
+                (1, len(domain.global_rules)),
             ],
         )
         numeric = dict(zip(numeric_names, _frozen(numeric_table.astype(np.int64)), strict=True))
@@ -282,37 +288,52 @@ class CompiledInstance:
                 categorical_names, _frozen(codes.astype(np.int32)), entry["vocabularies"], strict=True
             )
         }
-        heads = [(rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules]
-        slots = [(row, col, tuple([(*heads[k], bound) for k, bound in rules])) for row, col, rules in slot_entries]
+        has = range(2, 2 + rule_count)
+        slots = [  # a slot's row: its row, col, which rules it has (0/1) and their bounds
+            (row[0], row[1], tuple([(*heads[k - 2], row[k + rule_count]) for k in has if row[k]]))
+            for row in slot_table.tolist()
+        ]
+        truth, initial = _frozen(grids.astype(np.int32))
         compiled._assemble(
             domain,
-            tuple(entry["header"]),
+            tuple(header),
             tuple(entry["item_ids"]),
             (numeric, categorical),
-            (entry["truth"], entry["initial"]),
+            (truth, initial),
             slots,
             (candidates.astype(np.int32), valid.astype(bool)),
-            tuple(zip(entry["global_bounds"], entry["global_reasons"], strict=True)),
+            tuple(zip(global_bounds[0].tolist(), entry["global_reasons"], strict=True)),
         )
         return compiled
 
     def entry(self) -> bytes:
         """This compiled form as the JSON :meth:`from_entry` reads (what a cache entry stores):
-        the item columns, categorical codes, and each slot's candidates and validity (0/1) packed
-        into ``arrays`` (:func:`_packed`), a slot's rules as (index among the domain's slot
-        rules, bound), the global rules by their bounds and reason texts in the domain's order,
-        and the task instruction."""
+        packed into ``arrays`` (:func:`_packed`): the item columns, the categorical codes, each
+        slot's candidates and validity (0/1), the truth and the initial grid, each slot's row,
+        col, which of the domain's slot rules it has (0/1) and their bounds (0 where it has
+        none), and the global rules' bounds in the domain's order; beside them the reason texts
+        of the global rules and the task instruction."""
         from pydantic_core import to_json  # written once a file passed validation: pydantic is loaded
 
         domain = self.domain
-        rule_index = {rule.name: k for k, rule in enumerate(domain.slot_rules)}
         categorical = [self.categorical[name] for name in domain.categorical_attributes]
+        names = [rule.name for rule in domain.slot_rules]
+        slot_table = []
+        for slot in self.slots:
+            bound_of = {name: bound for name, _, _, bound in slot.rules}
+            slot_table.append(
+                [slot.row, slot.col, *[name in bound_of for name in names], *[bound_of.get(name, 0) for name in names]]
+            )
         arrays, dtype = _packed(
             [
                 *[self.numeric[name] for name in domain.numeric_attributes],
                 *[codes for codes, _ in categorical],
                 *[slot.candidates for slot in self.slots],
                 *[slot.slot_valid for slot in self.slots],
+                self.truth,
+                self.initial,
+                np.asarray(slot_table, dtype=np.int64),
+                np.asarray([rule.bound for rule in self.global_rules], dtype=np.int64),
             ]
         )
         return to_json(
@@ -320,16 +341,10 @@ class CompiledInstance:
                 "header": [self.instance_id, self.rows, self.cols, self.decoy_budget],
                 "item_ids": self.item_ids,
                 "vocabularies": [vocabulary for _, vocabulary in categorical],
-                "truth": self.truth.tolist(),
-                "initial": self.initial_grid,
-                "slots": [
-                    [slot.row, slot.col, [[rule_index[name], bound] for name, _, _, bound in slot.rules]]
-                    for slot in self.slots
-                ],
-                "k": len(self.slots[0].candidates) if self.slots else 0,
+                "slots": len(self.slots),
+                "k": len(self.slots[0].candidate_items) if self.slots else 0,
                 "arrays": arrays,
                 "dtype": dtype,
-                "global_bounds": [rule.bound for rule in self.global_rules],
                 "global_reasons": [rule.reason for rule in self.global_rules],
                 "task_instruction": self.task_instruction,
             }
@@ -341,7 +356,7 @@ class CompiledInstance:
         header: tuple[str, int, int, int],
         item_ids: tuple[str, ...],
         columns: tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, tuple[str, ...]]]],
-        grids: tuple[Sequence[int], Sequence[int]],
+        grids: tuple[np.ndarray, np.ndarray],
         slots: Sequence[tuple[int, int, tuple[tuple[str, str, str, int], ...]]],
         candidates: tuple[np.ndarray, np.ndarray],
         global_bounds: tuple[tuple[int, str | None], ...],
@@ -349,7 +364,7 @@ class CompiledInstance:
     ) -> None:
         """``header``: the instance id, rows, cols and decoy budget (``meta.branch_budget``);
         ``columns``: :func:`item_columns` over the items, in ``item_ids`` order; ``grids``: the
-        truth and the initial grid, flat row-major item indices (-1 = empty); ``slots``: each
+        truth and the initial grid, flat row-major int32 item indices (-1 = empty); ``slots``: each
         hidden slot's row, col and active rules; ``candidates``: the slots' candidate indices
         and slot-validity masks, one row per slot; ``global_bounds``: the domain's global rules'
         bounds and their reason texts (None: rendered here); ``item_index``: each item id's index,
@@ -362,19 +377,15 @@ class CompiledInstance:
         if item_index is not None:
             self.__dict__["item_index"] = item_index
         self.numeric, self.categorical = columns
-        truth, initial = grids
-        self.truth = _frozen(np.asarray(truth, dtype=np.int32))
-        self.initial_grid: tuple[int, ...] = tuple(initial)
-        self.initial = _frozen(np.asarray(initial, dtype=np.int32))
+        self.truth, self.initial = (_frozen(grid) for grid in grids)
+        self.initial_grid: tuple[int, ...] = tuple(self.initial.tolist())
         candidate_rows, valid_rows = (_frozen(array) for array in candidates)  # each slot's row: a read-only view
         cell_slot = [-1] * self.n_cells
-        compiled_slots = []
+        compiled_slots, tables = [], (candidate_rows, valid_rows)
         for s, ((row, col, rules), items) in enumerate(zip(slots, candidate_rows.tolist(), strict=True)):
             cell = row * self.cols + col
             cell_slot[cell] = s
-            compiled_slots.append(
-                CompiledSlot(row, col, cell, tuple(items), rules, item_ids, (candidate_rows, valid_rows), s)
-            )
+            compiled_slots.append(CompiledSlot(row, col, cell, tuple(items), rules, item_ids, tables, s))
         self.cell_slot_list: tuple[int, ...] = tuple(cell_slot)
         self.slots: tuple[CompiledSlot, ...] = tuple(compiled_slots)
         self.global_rules: tuple[CompiledGlobalRule, ...] = tuple(
@@ -434,6 +445,19 @@ class CompiledInstance:
             if item >= 0:
                 totals.add(cell, item)
         return totals
+
+
+_ENTRY_NAMES: dict[str, tuple[Domain, tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str, str], ...]]]] = {}
+
+
+def _entry_names(domain: Domain) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str, str], ...]]:
+    """The names reading a cache entry of ``domain`` needs (its numeric and categorical
+    attributes, and each slot rule's name, attribute and kind), derived once per domain."""
+    found = _ENTRY_NAMES.get(domain.name)
+    if found is None or found[0] is not domain:
+        heads = tuple((rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules)
+        found = _ENTRY_NAMES[domain.name] = (domain, (domain.numeric_attributes, domain.categorical_attributes, heads))
+    return found[1]
 
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:
