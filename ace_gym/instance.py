@@ -69,7 +69,7 @@ from functools import cache, cached_property, lru_cache, partial
 from importlib import resources
 from itertools import chain, compress, zip_longest
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -266,7 +266,7 @@ class CompiledInstance:
         compiled = cls.__new__(cls)
         compiled._instance_source, compiled._items_source = instance, items
         compiled.task_instruction = entry["task_instruction"]
-        numeric_names, categorical_names, heads = _entry_names(domain)
+        _, numeric_names, categorical_names, heads = _entry_names(domain)
         header, item_count, slot_count, rule_count = entry["header"], len(entry["item_ids"]), entry["slots"], len(heads)
         numeric_table, codes, candidates, valid, grids, slot_table, global_bounds = _unpacked(
             entry["arrays"],
@@ -288,9 +288,10 @@ class CompiledInstance:
                 categorical_names, _frozen(codes.astype(np.int32)), entry["vocabularies"], strict=True
             )
         }
-        has = range(2, 2 + rule_count)
-        slots = [  # a slot's row: its row, col, which rules it has (0/1) and their bounds
-            (row[0], row[1], tuple([(*heads[k - 2], row[k + rule_count]) for k in has if row[k]]))
+        # a slot's row of the table: its row, col, whether it has each slot rule (0/1), their bounds
+        flags = range(2, 2 + rule_count)  # the columns of the 0/1s; a bound is rule_count columns on
+        slots = [
+            (row[0], row[1], tuple([(*heads[k - 2], row[k + rule_count]) for k in flags if row[k]]))
             for row in slot_table.tolist()
         ]
         truth, initial = _frozen(grids.astype(np.int32))
@@ -447,17 +448,26 @@ class CompiledInstance:
         return totals
 
 
-_ENTRY_NAMES: dict[str, tuple[Domain, tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str, str], ...]]]] = {}
+class _EntryNames(NamedTuple):
+    """The names of a domain that reading its cache entries needs, derived once per domain."""
+
+    domain: Domain
+    numeric: tuple[str, ...]
+    categorical: tuple[str, ...]
+    slot_rules: tuple[tuple[str, str, str], ...]  # each slot rule's name, attribute and kind
 
 
-def _entry_names(domain: Domain) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str, str], ...]]:
-    """The names reading a cache entry of ``domain`` needs (its numeric and categorical
-    attributes, and each slot rule's name, attribute and kind), derived once per domain."""
+_ENTRY_NAMES: dict[str, _EntryNames] = {}
+
+
+def _entry_names(domain: Domain) -> _EntryNames:
     found = _ENTRY_NAMES.get(domain.name)
-    if found is None or found[0] is not domain:
+    if found is None or found.domain is not domain:
         heads = tuple((rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules)
-        found = _ENTRY_NAMES[domain.name] = (domain, (domain.numeric_attributes, domain.categorical_attributes, heads))
-    return found[1]
+        found = _ENTRY_NAMES[domain.name] = _EntryNames(
+            domain, domain.numeric_attributes, domain.categorical_attributes, heads
+        )
+    return found
 
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:
