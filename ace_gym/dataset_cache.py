@@ -34,7 +34,7 @@ from ace_gym.atomic import AtomicFile
 
 logger = logging.getLogger(__name__)
 
-LAYOUT = 4
+LAYOUT = 5
 """Version of the entry layout below; part of every entry's name."""
 _VALIDATOR_MODULES = (
     "instance.py",

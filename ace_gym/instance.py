@@ -69,7 +69,7 @@ from functools import cache, cached_property, lru_cache, partial
 from importlib import resources
 from itertools import chain, compress, zip_longest
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -120,10 +120,19 @@ def __dir__() -> list[str]:
 
 
 class CompiledSlot:
-    """A hidden cell ready for the tools: candidate indices, slot validity, cached texts."""
+    """A hidden cell ready for the tools: candidate indices, slot validity, cached texts.
+
+    ``candidate_ids``, ``item_of_id``, ``valid_items``, ``allowed_ids_text`` and the row views
+    ``candidates`` and ``slot_valid`` are built on first use (by :meth:`__getattr__`, which
+    stores each in its slot, so that later reads are plain attribute reads): setting an episode
+    up reads none of them, and an instance's slots are shared by every episode on it.
+    """
 
     __slots__ = (
-        "_allowed_ids_text",
+        "_arrays",
+        "_index",
+        "_item_ids",
+        "allowed_ids_text",
         "candidate_ids",
         "candidate_items",
         "candidates",
@@ -142,31 +151,50 @@ class CompiledSlot:
         row: int,
         col: int,
         cell: int,
-        candidate_ids: tuple[str, ...],
-        candidates: np.ndarray,
         candidate_items: tuple[int, ...],
         rules: tuple[tuple[str, str, str, int], ...],
-        slot_valid: np.ndarray,
+        item_ids: tuple[str, ...],
+        arrays: tuple[np.ndarray, np.ndarray],
+        index: int,
     ) -> None:
-        """``candidate_items``: ``candidates`` as a tuple of ints (which the caller has at hand)."""
+        """``candidate_items``: the candidates' item indices; ``item_ids``: the instance's;
+        ``arrays``: the instance's read-only candidate and slot-validity tables, this slot's
+        rows being row ``index`` of each."""
         self.row, self.col, self.cell = row, col, cell
-        self.candidate_ids = candidate_ids
-        self.candidates = candidates
         self.candidate_items = candidate_items
-        self.item_of_id: dict[str, int] = dict(zip(candidate_ids, self.candidate_items, strict=True))
         self.rules = rules  # (rule name, attribute, kind, bound) in the domain's rule order
         self.rule_count = len(rules)
-        self.slot_valid = slot_valid
-        self.valid_items: frozenset[int] = frozenset(compress(self.candidate_items, slot_valid.tolist()))
-        self._allowed_ids_text: str | None = None
+        self._item_ids, self._arrays, self._index = item_ids, arrays, index
 
-    @property
-    def allowed_ids_text(self) -> str:
-        """The sorted candidate ids as a Python list's repr, built on first use: the published
-        release leaks it in set_slot errors (docs/compatibility.md §3.3)."""
-        if self._allowed_ids_text is None:
-            self._allowed_ids_text = repr(sorted(self.candidate_ids))
-        return self._allowed_ids_text
+    # built on first use by __getattr__
+    candidate_ids: tuple[str, ...]  # the candidates' item ids
+    item_of_id: dict[str, int]  # candidate id -> item index
+    valid_items: frozenset[int]  # the candidates that pass the slot's rules
+    candidates: np.ndarray  # the candidates' item indices, int32
+    slot_valid: np.ndarray  # whether each candidate passes the slot's rules
+    allowed_ids_text: str
+    """The sorted candidate ids as a Python list's repr: the published release leaks it in
+    set_slot errors (docs/compatibility.md §3.3)."""
+
+    def __getattr__(self, name: str) -> Any:
+        # called only while the slot ``name`` is empty
+        value: Any
+        if name == "candidate_ids":
+            value = tuple([self._item_ids[i] for i in self.candidate_items])
+        elif name == "item_of_id":
+            value = dict(zip(self.candidate_ids, self.candidate_items, strict=True))
+        elif name == "valid_items":
+            value = frozenset(compress(self.candidate_items, self.slot_valid.tolist()))
+        elif name == "allowed_ids_text":
+            value = repr(sorted(self.candidate_ids))
+        elif name == "candidates":
+            value = self._arrays[0][self._index]
+        elif name == "slot_valid":
+            value = self._arrays[1][self._index]
+        else:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        setattr(self, name, value)
+        return value
 
 
 class CompiledInstance:
@@ -212,8 +240,10 @@ class CompiledInstance:
             item_ids,
             (numeric, categorical),
             (
-                [index_of(i) for row in instance.truth_solution for i in row],
-                [-1 if i is None else index_of(i) for row in instance.partial_solution for i in row],
+                np.asarray([index_of(i) for row in instance.truth_solution for i in row], dtype=np.int32),
+                np.asarray(
+                    [-1 if i is None else index_of(i) for row in instance.partial_solution for i in row], dtype=np.int32
+                ),
             ),
             [(slot.row, slot.col, rules) for slot, rules in zip(instance.slots, slot_rules, strict=True)],
             (candidates, valid),
@@ -236,15 +266,19 @@ class CompiledInstance:
         compiled = cls.__new__(cls)
         compiled._instance_source, compiled._items_source = instance, items
         compiled.task_instruction = entry["task_instruction"]
-        numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
-        item_count, slot_entries = len(entry["item_ids"]), entry["slots"]
-        numeric_table, codes, candidates, valid = _unpacked(
+        _, numeric_names, categorical_names, heads = _entry_names(domain)
+        header, item_count, slot_count, rule_count = entry["header"], len(entry["item_ids"]), entry["slots"], len(heads)
+        numeric_table, codes, candidates, valid, grids, slot_table, global_bounds = _unpacked(
             entry["arrays"],
             entry["dtype"],
             [
                 (len(numeric_names), item_count),
                 (len(categorical_names), item_count),
-                *[(len(slot_entries), entry["k"])] * 2,
+                (slot_count, entry["k"]),
+                (slot_count, entry["k"]),
+                (2, header[1] * header[2]),
+                (slot_count, 2 + 2 * rule_count),
+                (1, len(domain.global_rules)),
             ],
         )
         numeric = dict(zip(numeric_names, _frozen(numeric_table.astype(np.int64)), strict=True))
@@ -254,37 +288,53 @@ class CompiledInstance:
                 categorical_names, _frozen(codes.astype(np.int32)), entry["vocabularies"], strict=True
             )
         }
-        heads = [(rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules]
-        slots = [(row, col, tuple([(*heads[k], bound) for k, bound in rules])) for row, col, rules in slot_entries]
+        # a slot's row of the table: its row, col, whether it has each slot rule (0/1), their bounds
+        flags = range(2, 2 + rule_count)  # the columns of the 0/1s; a bound is rule_count columns on
+        slots = [
+            (row[0], row[1], tuple([(*heads[k - 2], row[k + rule_count]) for k in flags if row[k]]))
+            for row in slot_table.tolist()
+        ]
+        truth, initial = _frozen(grids.astype(np.int32))
         compiled._assemble(
             domain,
-            tuple(entry["header"]),
+            tuple(header),
             tuple(entry["item_ids"]),
             (numeric, categorical),
-            (entry["truth"], entry["initial"]),
+            (truth, initial),
             slots,
             (candidates.astype(np.int32), valid.astype(bool)),
-            tuple(zip(entry["global_bounds"], entry["global_reasons"], strict=True)),
+            tuple(zip(global_bounds[0].tolist(), entry["global_reasons"], strict=True)),
         )
         return compiled
 
     def entry(self) -> bytes:
         """This compiled form as the JSON :meth:`from_entry` reads (what a cache entry stores):
-        the item columns, categorical codes, and each slot's candidates and validity (0/1) packed
-        into ``arrays`` (:func:`_packed`), a slot's rules as (index among the domain's slot
-        rules, bound), the global rules by their bounds and reason texts in the domain's order,
-        and the task instruction."""
+        packed into ``arrays`` (:func:`_packed`): the item columns, the categorical codes, each
+        slot's candidates and validity (0/1), the truth and the initial grid, each slot's row,
+        col, which of the domain's slot rules it has (0/1) and their bounds (0 where it has
+        none), and the global rules' bounds in the domain's order; beside them the reason texts
+        of the global rules and the task instruction."""
         from pydantic_core import to_json  # written once a file passed validation: pydantic is loaded
 
         domain = self.domain
-        rule_index = {rule.name: k for k, rule in enumerate(domain.slot_rules)}
         categorical = [self.categorical[name] for name in domain.categorical_attributes]
+        names = [rule.name for rule in domain.slot_rules]
+        slot_table = []
+        for slot in self.slots:
+            bound_of = {name: bound for name, _, _, bound in slot.rules}
+            slot_table.append(
+                [slot.row, slot.col, *[name in bound_of for name in names], *[bound_of.get(name, 0) for name in names]]
+            )
         arrays, dtype = _packed(
             [
                 *[self.numeric[name] for name in domain.numeric_attributes],
                 *[codes for codes, _ in categorical],
                 *[slot.candidates for slot in self.slots],
                 *[slot.slot_valid for slot in self.slots],
+                self.truth,
+                self.initial,
+                np.asarray(slot_table, dtype=np.int64),
+                np.asarray([rule.bound for rule in self.global_rules], dtype=np.int64),
             ]
         )
         return to_json(
@@ -292,16 +342,10 @@ class CompiledInstance:
                 "header": [self.instance_id, self.rows, self.cols, self.decoy_budget],
                 "item_ids": self.item_ids,
                 "vocabularies": [vocabulary for _, vocabulary in categorical],
-                "truth": self.truth.tolist(),
-                "initial": self.initial_grid,
-                "slots": [
-                    [slot.row, slot.col, [[rule_index[name], bound] for name, _, _, bound in slot.rules]]
-                    for slot in self.slots
-                ],
-                "k": len(self.slots[0].candidates) if self.slots else 0,
+                "slots": len(self.slots),
+                "k": len(self.slots[0].candidate_items) if self.slots else 0,
                 "arrays": arrays,
                 "dtype": dtype,
-                "global_bounds": [rule.bound for rule in self.global_rules],
                 "global_reasons": [rule.reason for rule in self.global_rules],
                 "task_instruction": self.task_instruction,
             }
@@ -313,7 +357,7 @@ class CompiledInstance:
         header: tuple[str, int, int, int],
         item_ids: tuple[str, ...],
         columns: tuple[dict[str, np.ndarray], dict[str, tuple[np.ndarray, tuple[str, ...]]]],
-        grids: tuple[Sequence[int], Sequence[int]],
+        grids: tuple[np.ndarray, np.ndarray],
         slots: Sequence[tuple[int, int, tuple[tuple[str, str, str, int], ...]]],
         candidates: tuple[np.ndarray, np.ndarray],
         global_bounds: tuple[tuple[int, str | None], ...],
@@ -321,7 +365,7 @@ class CompiledInstance:
     ) -> None:
         """``header``: the instance id, rows, cols and decoy budget (``meta.branch_budget``);
         ``columns``: :func:`item_columns` over the items, in ``item_ids`` order; ``grids``: the
-        truth and the initial grid, flat row-major item indices (-1 = empty); ``slots``: each
+        truth and the initial grid, flat row-major int32 item indices (-1 = empty); ``slots``: each
         hidden slot's row, col and active rules; ``candidates``: the slots' candidate indices
         and slot-validity masks, one row per slot; ``global_bounds``: the domain's global rules'
         bounds and their reason texts (None: rendered here); ``item_index``: each item id's index,
@@ -331,26 +375,18 @@ class CompiledInstance:
         self.n_cells = self.rows * self.cols
         self.hidden_count = len(slots)
         self.item_ids = item_ids
-        self.item_index: dict[str, int] = (
-            dict(zip(item_ids, range(len(item_ids)), strict=True)) if item_index is None else item_index
-        )
+        if item_index is not None:
+            self.__dict__["item_index"] = item_index
         self.numeric, self.categorical = columns
-        truth, initial = grids
-        self.truth = _frozen(np.asarray(truth, dtype=np.int32))
-        self.initial_grid: tuple[int, ...] = tuple(initial)
-        self.initial = _frozen(np.asarray(initial, dtype=np.int32))
-        self.visible_ids: frozenset[str] = frozenset(item_ids[i] for i in initial if i >= 0)
+        self.truth, self.initial = (_frozen(grid) for grid in grids)
+        self.initial_grid: tuple[int, ...] = tuple(self.initial.tolist())
         candidate_rows, valid_rows = (_frozen(array) for array in candidates)  # each slot's row: a read-only view
         cell_slot = [-1] * self.n_cells
-        compiled_slots = []
+        compiled_slots, tables = [], (candidate_rows, valid_rows)
         for s, ((row, col, rules), items) in enumerate(zip(slots, candidate_rows.tolist(), strict=True)):
             cell = row * self.cols + col
             cell_slot[cell] = s
-            candidate_ids = tuple([item_ids[i] for i in items])
-            compiled_slots.append(
-                CompiledSlot(row, col, cell, candidate_ids, candidate_rows[s], tuple(items), rules, valid_rows[s])
-            )
-        self.cell_slot = _frozen(np.asarray(cell_slot, dtype=np.int32))
+            compiled_slots.append(CompiledSlot(row, col, cell, tuple(items), rules, item_ids, tables, s))
         self.cell_slot_list: tuple[int, ...] = tuple(cell_slot)
         self.slots: tuple[CompiledSlot, ...] = tuple(compiled_slots)
         self.global_rules: tuple[CompiledGlobalRule, ...] = tuple(
@@ -379,6 +415,23 @@ class CompiledInstance:
             return (_compiled_from, self.origin)
         return (CompiledInstance, (self.instance, self.domain))
 
+    # built on first use: setting an episode up reads none of them
+
+    @cached_property
+    def item_index(self) -> dict[str, int]:
+        """Each item id's item number."""
+        return dict(zip(self.item_ids, range(len(self.item_ids)), strict=True))
+
+    @cached_property
+    def visible_ids(self) -> frozenset[str]:
+        """The ids of the items the initial grid shows."""
+        return frozenset([self.item_ids[i] for i in self.initial_grid if i >= 0])
+
+    @cached_property
+    def cell_slot(self) -> np.ndarray:
+        """``cell_slot_list`` as a read-only int32 array: each cell's hidden-slot index, or -1."""
+        return _frozen(np.asarray(self.cell_slot_list, dtype=np.int32))
+
     @cached_property
     def allowed_fields(self) -> tuple[str, ...]:
         """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
@@ -393,6 +446,28 @@ class CompiledInstance:
             if item >= 0:
                 totals.add(cell, item)
         return totals
+
+
+class _EntryNames(NamedTuple):
+    """The names of a domain that reading its cache entries needs, derived once per domain."""
+
+    domain: Domain
+    numeric: tuple[str, ...]
+    categorical: tuple[str, ...]
+    slot_rules: tuple[tuple[str, str, str], ...]  # each slot rule's name, attribute and kind
+
+
+_ENTRY_NAMES: dict[str, _EntryNames] = {}
+
+
+def _entry_names(domain: Domain) -> _EntryNames:
+    found = _ENTRY_NAMES.get(domain.name)
+    if found is None or found.domain is not domain:
+        heads = tuple((rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules)
+        found = _ENTRY_NAMES[domain.name] = _EntryNames(
+            domain, domain.numeric_attributes, domain.categorical_attributes, heads
+        )
+    return found
 
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:

@@ -159,7 +159,10 @@ def _compiled_fields(compiled: CompiledInstance) -> dict[str, object]:
                 s.cell,
                 s.candidate_ids,
                 s.candidate_items,
+                s.item_of_id,
+                s.valid_items,
                 s.rules,
+                s.rule_count,
                 s.slot_valid.tolist(),
                 s.allowed_ids_text,
             )

@@ -435,6 +435,22 @@ def test_dataset__instance_ids_and_compiled_instances_are_shared() -> None:
         dataset.index_of("meal_r5_c5_h5_b4x")
 
 
+def test_compiled_slot__fields_built_on_first_use_are_the_models_and_kept() -> None:
+    dataset = resolve_dataset("5x5", "shopping")
+    compiled, model = CompiledInstance(dataset[20], dataset.domain), dataset[20]
+    for slot, entry in zip(compiled.slots, model.slots, strict=True):
+        assert slot.candidate_ids == tuple(entry.candidate_ids)
+        assert slot.item_of_id == {i: compiled.item_index[i] for i in entry.candidate_ids}
+        assert slot.candidates.tolist() == list(slot.candidate_items) and not slot.candidates.flags.writeable
+        valid = {compiled.item_index[i] for i in [entry.truth_id, *entry.decoy_ids]}
+        assert slot.valid_items == frozenset(valid) == frozenset(slot.candidates[slot.slot_valid].tolist())
+        assert slot.item_of_id is slot.item_of_id and slot.valid_items is slot.valid_items
+    assert compiled.visible_ids == {i for row in model.partial_solution for i in row if i is not None}
+    assert compiled.cell_slot.tolist() == list(compiled.cell_slot_list)
+    with pytest.raises(AttributeError, match="has no attribute 'candidate_idz'"):
+        compiled.slots[0].candidate_idz  # noqa: B018
+
+
 # -- configuration errors ---------------------------------------------------------------------
 
 
