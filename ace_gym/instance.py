@@ -96,6 +96,8 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from ace_gym.dataset_schema import DatasetFile, Instance, SlotEntry
+    from ace_gym.dataset_schema import InstanceMeta as InstanceMeta  # re-exported: typed for importers
+    from ace_gym.dataset_schema import Position as Position
 
 _SCHEMA_NAMES = frozenset({"DatasetFile", "Instance", "InstanceMeta", "Position", "SlotEntry"})
 """The names of :mod:`ace_gym.dataset_schema` this module re-exports, imported on first access."""
@@ -1528,9 +1530,9 @@ def _check_truth_by_rule(instance: Instance, domain: Domain, compiled: CompiledI
     numeric, categorical = item_columns(truth_items, domain)
     grid = np.arange(len(truth_items))
     for rule in domain.global_rules:
-        bound = compile_global_rule(rule, instance.global_constraints[rule.name], domain, numeric, categorical)  # type: ignore[arg-type]
-        if not bound.satisfied(aggregate(bound, grid, instance.meta.cols), complete=True):
-            raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {bound.reason}")
+        checked = compile_global_rule(rule, instance.global_constraints[rule.name], domain, numeric, categorical)  # type: ignore[arg-type]
+        if not checked.satisfied(aggregate(checked, grid, instance.meta.cols), complete=True):
+            raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {checked.reason}")
 
 
 def stated_instruction(instance: Instance, domain: Domain, slot_rules: Sequence[SlotRules] | None = None) -> str:
