@@ -123,21 +123,21 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:
             return invalid(f"Slot (row={r}, col={c}) is already empty.")
-        state.place(s, -1)
-        return ok_reply(f'{{"row": {r}, "col": {c}, "id": null, "message": "Hidden slot cleared."}}')
-    item_id = id if isinstance(id, str) else safe_repr(id)
-    item = slot.item_of_id.get(item_id)
-    if item is None:
-        return invalid(
-            f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
-        )
+        item = -1
+    else:
+        found = slot.item_of_id.get(id if isinstance(id, str) else safe_repr(id))
+        if found is None:
+            return invalid(
+                f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
+            )
+        item = found
     state.place(s, item)
     replies = state.texts.set_replies
     reply = replies.get((s, item))
     if reply is None:
-        shown = state.texts.cell_json[item]
+        shown, change = state.texts.cell_json[item], "cleared" if item < 0 else "updated"  # cell_json[-1]: null
         reply = replies[(s, item)] = ok_reply(
-            f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot updated."}}'
+            f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot {change}."}}'
         )
     return reply
 

@@ -184,7 +184,7 @@ class InstanceTexts:
     depends on the instance and the arguments alone, apart from the query budgets, which the query
     tool checks and charges per episode before it looks a reply up. Refusals are kept too: a model
     repeats its mistakes, within an episode and across the episodes of a group on one instance.
-    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``,
+    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s`` (-1: clearing it),
     ``grid_replies`` holds the grid-state replies by the grid they show (every episode's first
     one shows the initial grid), and ``state_replies`` the replies of the tools whose text is a
     function of a few numbers of the episode's state (a cell's item, a budget and its count, a
