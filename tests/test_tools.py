@@ -290,12 +290,19 @@ def test_query__integers_beyond_64_bits_are_refused_only_where_the_release_would
 def test_row_col__coerced_with_int_truncation_bools_and_numeric_strings(domain: str) -> None:
     env = make_env(domain, H1_INDEX)
     compiled = env.compiled
-    for row, col, expected in [(2.9, True, (2, 1)), (" 3 ", False, (3, 0)), (0.2, 4.99, (0, 4))]:
+    cases = [
+        (2.9, True, (2, 1)),
+        (" 3 ", False, (3, 0)),
+        (0.2, 4.99, (0, 4)),
+        ("+1", "0_1", (1, 1)),
+        ("\u0662", "\uff13", (2, 3)),
+    ]
+    for row, col, expected in cases:  # the last: an Arabic-Indic 2 and a fullwidth 3, as int() reads them
         data = call(env, "get_slot_id", row=row, col=col)["data"]
         assert (data["row"], data["col"]) == expected
         item = compiled.initial_grid[expected[0] * compiled.cols + expected[1]]
         assert data["id"] == (None if item < 0 else compiled.item_ids[item])
-    for bad in ("2.0", None, [1], "a", math.nan, math.inf):
+    for bad in ("2.0", None, [1], "a", "x1", "\u00b2", "\u03b1\u03b2", "\u4e00", "", math.nan, math.inf):
         assert failed_with(call(env, "get_slot_id", row=bad, col=0), "row and col must be integers"), bad
     assert failed_with(call(env, "get_slot_id", row=compiled.rows, col=0), f"Invalid slot (row={compiled.rows}, col=0)")
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import operator as op
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from ace_gym.constraints import slot_violation_reason
 from ace_gym.tools.replies import (
     GLOBAL_CHECK_CHARGE,
+    REFUSALS_KEPT,
     STOP_REPLY,
     SUCCESS_HEAD,
     InstanceTexts,
@@ -67,7 +68,7 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
     """Convert and range-check a cell: (row, col, hidden slot index or -1), or the failed reply."""
     if type(row) is int and type(col) is int:  # the common case skips the conversions
         r, c = row, col
-    elif row is None or col is None:  # a left-out coordinate, refused without int(None)'s raise
+    elif _not_integer(row) or _not_integer(col):  # refused without int()'s raise
         return invalid("row and col must be integers")
     else:
         try:
@@ -76,8 +77,20 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
             return invalid("row and col must be integers")
     compiled = state.compiled
     if not (0 <= r < compiled.rows and 0 <= c < compiled.cols):
-        return invalid(f"Invalid slot (row={safe_repr(r)}, col={safe_repr(c)})")
+        return _invalid_slot(r, c)
     return r, c, compiled.cell_slot_list[r * compiled.cols + c]
+
+
+def _not_integer(value: Any) -> bool:
+    """Whether ``int(value)`` surely raises, told without the raise: a left-out coordinate (None),
+    or a string of letters only (no letter is a digit, a sign, a space or an underscore)."""
+    return value is None or (type(value) is str and value.isalpha())
+
+
+@lru_cache(maxsize=REFUSALS_KEPT)
+def _invalid_slot(row: int, col: int) -> ToolReply:
+    """The reply to a cell off the grid (kept like :func:`invalid`'s, without formatting it again)."""
+    return invalid(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
 
 
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
