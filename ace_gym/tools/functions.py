@@ -93,6 +93,13 @@ def _invalid_slot(row: int, col: int) -> ToolReply:
     return invalid(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
 
 
+@lru_cache(maxsize=REFUSALS_KEPT)
+def _slot_refusal(template: str, row: int, col: int) -> ToolReply:
+    """``invalid(template.format(row=row, col=col))``, kept by its arguments: a refusal about one
+    cell, looked up for a fraction of formatting and escaping its message again."""
+    return invalid(template.format(row=row, col=col))
+
+
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
     """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply
     (for a visible cell, ``visible_message`` with ``{row}`` and ``{col}`` filled in)."""
@@ -105,14 +112,10 @@ def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tu
             return cell
         r, c, s = cell
     if s < 0:
-        return invalid(visible_message.format(row=r, col=c))
+        return _slot_refusal(visible_message, r, c)
     if state.revealed is not None and s not in state.revealed:
-        return _unrevealed(r, c)
+        return _slot_refusal("Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.", r, c)
     return s, compiled.slots[s]
-
-
-def _unrevealed(row: int, col: int) -> ToolReply:
-    return invalid(f"Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,10 +135,10 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     s, slot = hidden
     r, c = slot.row, slot.col
     if state.writable is not None and s not in state.writable:
-        return invalid(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
+        return _slot_refusal("Slot (row={row}, col={col}) is fixed now: its stage is closed.", r, c)
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:
-            return invalid(f"Slot (row={r}, col={c}) is already empty.")
+            return _slot_refusal("Slot (row={row}, col={col}) is already empty.", r, c)
         item = -1
     else:
         found = slot.item_of_id.get(id if isinstance(id, str) else safe_repr(id))
@@ -266,8 +269,10 @@ def query_candidate_from_attribute(
     s, slot = hidden
     budget = state.query_budgets[s]
     if budget is not None and state.query_calls[s] >= budget:
-        return invalid(
-            f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
+        return _slot_refusal(
+            "Hidden slot query budget exhausted for slot (row={row}, col={col}). Remaining queries: 0.",
+            slot.row,
+            slot.col,
         )
     texts = state.texts
     kind = type(value)
@@ -532,7 +537,7 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     slot = hidden[1]
     item = state.grid[slot.cell]
     if item < 0:
-        return invalid(f"Slot (row={slot.row}, col={slot.col}) has not been filled yet.")
+        return _slot_refusal("Slot (row={row}, col={col}) has not been filled yet.", slot.row, slot.col)
     valid, with_reason = item in slot.valid_items, state.config.check_include_reason
     replies = state.texts.state_replies
     key = (check_slot_constraints, slot.cell, valid, with_reason)
