@@ -418,10 +418,10 @@ def get_item_info(state: EpisodeState, id: str) -> ToolReply:
         return invalid(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
     k = compiled.item_index[id]
     texts = state.texts
-    item_json = texts.item_json.get(k)
-    if item_json is None:
-        item_json = texts.item_json[k] = dumps(compiled.items[k])
-    return ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {item_json}}}')
+    reply = texts.item_replies.get(k)
+    if reply is None:
+        reply = texts.item_replies[k] = ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {dumps(compiled.items[k])}}}')
+    return reply
 
 
 def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[str]) -> ToolReply:

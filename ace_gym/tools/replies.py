@@ -170,8 +170,8 @@ class InstanceTexts:
     every episode on it (see :func:`texts_of`).
 
     ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
-    cell (-1 = empty) indexes it directly; ``item_json`` holds full item dicts as JSON,
-    ``attribute_json`` their fields one by one, ``query_columns`` the per-(slot, field)
+    cell (-1 = empty) indexes it directly; ``item_replies`` holds the item-info replies by item,
+    ``attribute_json`` the items' fields one by one, ``query_columns`` the per-(slot, field)
     candidate values and match objects of the query tool, and ``query_charges[s]`` the
     :class:`Charge` of a query on hidden slot ``s``. Every piece is built when first looked up
     (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
@@ -199,7 +199,7 @@ class InstanceTexts:
         "cell_json",
         "field_json",
         "grid_replies",
-        "item_json",
+        "item_replies",
         "query_budgets",
         "query_charges",
         "query_columns",
@@ -216,7 +216,7 @@ class InstanceTexts:
             if item >= 0:
                 self.cell_json[item] = string_json(item_ids[item])
         self.field_json: dict[str, str] = _Filled(_field_json, None)
-        self.item_json: dict[int, str] = {}
+        self.item_replies: dict[int, ToolReply] = {}
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
