@@ -204,6 +204,25 @@ def test_query__checks_run_in_published_order(domain: str) -> None:
         assert failed_with(call(env, query, **arguments), detail), (arguments, detail)
 
 
+def test_query__operator_that_is_no_str__refused_after_the_field_checks_whatever_the_value(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    slot, query = env.compiled.slots[0], tool(env, "query")
+    numeric, spec = _numeric_field(domain), get_domain(domain)
+    allowed = ", ".join(sorted(k for k in spec.item_keys if k != spec.id_key))
+    operator_refused = "operator must be one of: >, >=, =, <, <=, in, not_in"
+    cases = [  # each twice, so that the second is answered from the per-instance reply cache
+        (numeric, [">"], 1, operator_refused),
+        (numeric, None, ["a"], operator_refused),
+        (numeric, 5, "abc", operator_refused),
+        ("colour", [">"], 1, f"unknown field: colour. allowed fields: {allowed}"),
+        ("  ", [">"], 1, "field must be a non-empty string"),
+    ] * 2
+    for field, operator, value, message in cases:
+        envelope = call(env, query, row=slot.row, col=slot.col, field=field, operator=operator, value=value)
+        assert failed_with(envelope, message), (field, operator, value)
+    assert env.state.query_calls[0] == 0  # refusals are not charged
+
+
 def test_query__field_is_stripped_and_echoed_clean(domain: str) -> None:
     env = make_env(domain, H1_INDEX)
     slot = env.compiled.slots[0]

@@ -297,9 +297,15 @@ def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...]
 
     Keys are equal only for arguments answered alike: a float is keyed by its hex text (-0.0 ==
     0.0 but is shown otherwise), a list only when it holds strings (as a tuple); the argument's
-    type sits in the key beside a float, a bool (True == 1 but is refused) or a list.
+    type sits in the key beside a float, a bool (True == 1 but is refused) or a list. A query
+    whose operator is no str (``[">"]``) is keyed by its field alone: it is refused after the
+    field's checks, whatever the operator and the value.
     """
-    if type(field) is not str or type(operator) is not str:
+    if type(field) is not str:
+        return None
+    if not isinstance(operator, str):
+        return (s, field)
+    if type(operator) is not str:
         return None
     kind = type(value)
     if kind is int or kind is str:
