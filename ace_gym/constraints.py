@@ -477,7 +477,7 @@ def first_global_violation(rules: tuple[CompiledGlobalRule, ...], grid: np.ndarr
 class RunningTotals:
     """The aggregates of :func:`aggregate`, kept current as cells change (for the tool hot path).
 
-    ``add``/``remove`` take a cell and an item index; ``first_violation`` evaluates the
+    ``add``/``remove``/``replace`` take a cell and item indices; ``first_violation`` evaluates the
     complete-grid semantics. Rules are grouped by how their aggregate is kept (a sum, counts per
     value, sums per row, a multiset of values) so that an update does no per-rule dispatch.
     Plain Python numbers: a handful of rules on small grids is faster without numpy's overhead.
@@ -506,7 +506,10 @@ class RunningTotals:
             where.append((group, len(columns[group])))
             columns[group].append(rule.contribution_list)
         self._where: tuple[tuple[Aggregate, int], ...] = tuple(where)  # rule k -> (group, index in group)
-        self._checks = tuple((rule.is_lower_bound, rule.bound, rule.reason) for rule in rules)
+        self._checks = tuple(
+            (group, i, rule.is_lower_bound, rule.bound, rule.reason)
+            for (group, i), rule in zip(where, rules, strict=True)
+        )
         # (index in group, contribution column) pairs, so that updates loop without enumerate()
         self._sum_columns = tuple(enumerate(columns[_TOTAL]))
         self._count_columns = tuple(enumerate(columns[_MOST_FREQUENT]))
@@ -552,6 +555,20 @@ class RunningTotals:
         if self._row_columns or self._cap_columns:
             self._update_rows_and_caps(cell, item, -1)
 
+    def replace(self, cell: int, old: int, new: int) -> None:
+        """Count ``old`` out of ``cell`` and ``new`` in: :meth:`remove` then :meth:`add` in one pass."""
+        sums = self._sums
+        for k, column in self._sum_columns:
+            sums[k] += column[new] - column[old]
+        counts = self._counts
+        for k, column in self._count_columns:
+            counts_k = counts[k]
+            counts_k[column[old]] -= 1
+            counts_k[column[new]] += 1
+        if self._row_columns or self._cap_columns:
+            self._update_rows_and_caps(cell, old, -1)
+            self._update_rows_and_caps(cell, new, 1)
+
     def _update_rows_and_caps(self, cell: int, item: int, sign: int) -> None:
         if self._row_columns:
             row = cell // self._cols
@@ -568,7 +585,10 @@ class RunningTotals:
 
     def value(self, k: int) -> int:
         """Current aggregate of rule ``k``."""
-        group, i = self._where[k]
+        return self._value(*self._where[k])
+
+    def _value(self, group: Aggregate, i: int) -> int:
+        """Current aggregate of the ``i``-th rule of ``group``."""
         if group is _TOTAL:
             return self._sums[i]
         if group is _MOST_FREQUENT:
@@ -579,8 +599,9 @@ class RunningTotals:
 
     def first_violation(self, complete: bool = True) -> str | None:
         """Reason of the first violated rule in rule order (lower bounds only when ``complete``)."""
-        for k, (lower, bound, reason) in enumerate(self._checks):
-            value = self.value(k)
+        sums = self._sums
+        for group, i, lower, bound, reason in self._checks:
+            value = sums[i] if group is _TOTAL else self._value(group, i)  # most rules are sums: no call
             if (complete and value < bound) if lower else value > bound:
                 return reason
         return None

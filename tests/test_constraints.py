@@ -58,19 +58,23 @@ def test_running_totals__agree_with_array_aggregates_on_random_grids(domain: str
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 @pytest.mark.parametrize("seed", range(3))
-def test_running_totals__agree_after_random_add_remove_sequences(domain: str, seed: int) -> None:
+def test_running_totals__agree_after_random_add_replace_remove_sequences(domain: str, seed: int) -> None:
     rng = np.random.default_rng(200 + seed)
     compiled = _compiled(domain, int(rng.integers(35)))
     grid = _random_grid(compiled, rng, 0.5)
     totals = _totals_of(compiled, grid)
     for _ in range(300):
-        cell = int(rng.integers(compiled.n_cells))
-        if grid[cell] >= 0:
-            totals.remove(cell, int(grid[cell]))
-            grid[cell] = -1
-        if rng.random() < 0.7:
-            grid[cell] = int(rng.integers(len(compiled.items)))
-            totals.add(cell, int(grid[cell]))
+        cell, item = int(rng.integers(compiled.n_cells)), int(rng.integers(len(compiled.items)))
+        if grid[cell] >= 0 and rng.random() < 0.5:
+            totals.replace(cell, int(grid[cell]), item)
+            grid[cell] = item
+        else:
+            if grid[cell] >= 0:
+                totals.remove(cell, int(grid[cell]))
+                grid[cell] = -1
+            if rng.random() < 0.7:
+                grid[cell] = item
+                totals.add(cell, item)
         _assert_totals_match(compiled, totals, grid)
 
 

@@ -233,7 +233,7 @@ def test_aggregate__matches_a_plain_python_twin_for_every_kind(seed: int) -> Non
 
 
 @pytest.mark.parametrize("seed", KIND_SEEDS)
-def test_running_totals__agree_with_the_array_aggregate_for_every_kind(seed: int) -> None:
+def test_running_totals__agree_with_the_array_aggregate_for_every_kind_through_add_replace_remove(seed: int) -> None:
     for compiled, rule, grid in _cases(seed):
         totals = RunningTotals((rule,), compiled.cols)
         for cell, item in enumerate(grid.tolist()):
@@ -242,6 +242,13 @@ def test_running_totals__agree_with_the_array_aggregate_for_every_kind(seed: int
         assert totals.value(0) == aggregate(rule, grid, compiled.cols), rule.name
         complete = bool((grid >= 0).all())
         assert totals.first_violation(complete) == first_global_violation((rule,), grid, compiled.cols)
+        swapped = grid.copy()  # each filled cell's item replaced by the next filled cell's
+        filled = np.flatnonzero(grid >= 0).tolist()
+        for cell, other in zip(filled, filled[1:] + filled[:1], strict=True):
+            totals.replace(cell, int(swapped[cell]), int(grid[other]))
+            swapped[cell] = grid[other]
+        assert totals.value(0) == aggregate(rule, swapped, compiled.cols), rule.name
+        grid = swapped
         for cell in np.flatnonzero(grid >= 0).tolist():  # and back to empty, cell by cell
             totals.remove(cell, int(grid[cell]))
         assert totals.value(0) == 0

@@ -204,6 +204,25 @@ def test_query__checks_run_in_published_order(domain: str) -> None:
         assert failed_with(call(env, query, **arguments), detail), (arguments, detail)
 
 
+def test_query__operator_that_is_no_str__refused_after_the_field_checks_whatever_the_value(domain: str) -> None:
+    env = make_env(domain, H1_INDEX)
+    slot, query = env.compiled.slots[0], tool(env, "query")
+    numeric, spec = _numeric_field(domain), get_domain(domain)
+    allowed = ", ".join(sorted(k for k in spec.item_keys if k != spec.id_key))
+    operator_refused = "operator must be one of: >, >=, =, <, <=, in, not_in"
+    cases = [  # each twice, so that the second is answered from the per-instance reply cache
+        (numeric, [">"], 1, operator_refused),
+        (numeric, None, ["a"], operator_refused),
+        (numeric, 5, "abc", operator_refused),
+        ("colour", [">"], 1, f"unknown field: colour. allowed fields: {allowed}"),
+        ("  ", [">"], 1, "field must be a non-empty string"),
+    ] * 2
+    for field, operator, value, message in cases:
+        envelope = call(env, query, row=slot.row, col=slot.col, field=field, operator=operator, value=value)
+        assert failed_with(envelope, message), (field, operator, value)
+    assert env.state.query_calls[0] == 0  # refusals are not charged
+
+
 def test_query__field_is_stripped_and_echoed_clean(domain: str) -> None:
     env = make_env(domain, H1_INDEX)
     slot = env.compiled.slots[0]
@@ -290,12 +309,19 @@ def test_query__integers_beyond_64_bits_are_refused_only_where_the_release_would
 def test_row_col__coerced_with_int_truncation_bools_and_numeric_strings(domain: str) -> None:
     env = make_env(domain, H1_INDEX)
     compiled = env.compiled
-    for row, col, expected in [(2.9, True, (2, 1)), (" 3 ", False, (3, 0)), (0.2, 4.99, (0, 4))]:
+    cases = [
+        (2.9, True, (2, 1)),
+        (" 3 ", False, (3, 0)),
+        (0.2, 4.99, (0, 4)),
+        ("+1", "0_1", (1, 1)),
+        ("\u0662", "\uff13", (2, 3)),
+    ]
+    for row, col, expected in cases:  # the last: an Arabic-Indic 2 and a fullwidth 3, as int() reads them
         data = call(env, "get_slot_id", row=row, col=col)["data"]
         assert (data["row"], data["col"]) == expected
         item = compiled.initial_grid[expected[0] * compiled.cols + expected[1]]
         assert data["id"] == (None if item < 0 else compiled.item_ids[item])
-    for bad in ("2.0", None, [1], "a", math.nan, math.inf):
+    for bad in ("2.0", None, [1], "a", "x1", "\u00b2", "\u03b1\u03b2", "\u4e00", "", math.nan, math.inf):
         assert failed_with(call(env, "get_slot_id", row=bad, col=0), "row and col must be integers"), bad
     assert failed_with(call(env, "get_slot_id", row=compiled.rows, col=0), f"Invalid slot (row={compiled.rows}, col=0)")
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import operator as op
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from ace_gym.constraints import slot_violation_reason
 from ace_gym.tools.replies import (
     GLOBAL_CHECK_CHARGE,
+    REFUSALS_KEPT,
     STOP_REPLY,
     SUCCESS_HEAD,
     InstanceTexts,
@@ -67,7 +68,7 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
     """Convert and range-check a cell: (row, col, hidden slot index or -1), or the failed reply."""
     if type(row) is int and type(col) is int:  # the common case skips the conversions
         r, c = row, col
-    elif row is None or col is None:  # a left-out coordinate, refused without int(None)'s raise
+    elif _not_integer(row) or _not_integer(col):  # refused without int()'s raise
         return invalid("row and col must be integers")
     else:
         try:
@@ -76,8 +77,27 @@ def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | Too
             return invalid("row and col must be integers")
     compiled = state.compiled
     if not (0 <= r < compiled.rows and 0 <= c < compiled.cols):
-        return invalid(f"Invalid slot (row={safe_repr(r)}, col={safe_repr(c)})")
+        return _invalid_slot(r, c)
     return r, c, compiled.cell_slot_list[r * compiled.cols + c]
+
+
+def _not_integer(value: Any) -> bool:
+    """Whether ``int(value)`` surely raises, told without the raise: a left-out coordinate (None),
+    or a string of letters only (no letter is a digit, a sign, a space or an underscore)."""
+    return value is None or (type(value) is str and value.isalpha())
+
+
+@lru_cache(maxsize=REFUSALS_KEPT)
+def _invalid_slot(row: int, col: int) -> ToolReply:
+    """The reply to a cell off the grid (kept like :func:`invalid`'s, without formatting it again)."""
+    return invalid(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
+
+
+@lru_cache(maxsize=REFUSALS_KEPT)
+def _slot_refusal(template: str, row: int, col: int) -> ToolReply:
+    """``invalid(template.format(row=row, col=col))``, kept by its arguments: a refusal about one
+    cell, looked up for a fraction of formatting and escaping its message again."""
+    return invalid(template.format(row=row, col=col))
 
 
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
@@ -92,14 +112,10 @@ def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tu
             return cell
         r, c, s = cell
     if s < 0:
-        return invalid(visible_message.format(row=r, col=c))
+        return _slot_refusal(visible_message, r, c)
     if state.revealed is not None and s not in state.revealed:
-        return _unrevealed(r, c)
+        return _slot_refusal("Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.", r, c)
     return s, compiled.slots[s]
-
-
-def _unrevealed(row: int, col: int) -> ToolReply:
-    return invalid(f"Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,25 +135,25 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     s, slot = hidden
     r, c = slot.row, slot.col
     if state.writable is not None and s not in state.writable:
-        return invalid(f"Slot (row={r}, col={c}) is fixed now: its stage is closed.")
+        return _slot_refusal("Slot (row={row}, col={col}) is fixed now: its stage is closed.", r, c)
     if id is None or (isinstance(id, str) and not id):
         if state.grid[slot.cell] < 0:
-            return invalid(f"Slot (row={r}, col={c}) is already empty.")
-        state.place(s, -1)
-        return ok_reply(f'{{"row": {r}, "col": {c}, "id": null, "message": "Hidden slot cleared."}}')
-    item_id = id if isinstance(id, str) else safe_repr(id)
-    item = slot.item_of_id.get(item_id)
-    if item is None:
-        return invalid(
-            f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
-        )
+            return _slot_refusal("Slot (row={row}, col={col}) is already empty.", r, c)
+        item = -1
+    else:
+        found = slot.item_of_id.get(id if isinstance(id, str) else safe_repr(id))
+        if found is None:
+            return invalid(
+                f"Slot (row={r}, col={c}) can only be set to one of its candidate ids. Allowed ids: {slot.allowed_ids_text}"
+            )
+        item = found
     state.place(s, item)
     replies = state.texts.set_replies
     reply = replies.get((s, item))
     if reply is None:
-        shown = state.texts.cell_json[item]
+        shown, change = state.texts.cell_json[item], "cleared" if item < 0 else "updated"  # cell_json[-1]: null
         reply = replies[(s, item)] = ok_reply(
-            f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot updated."}}'
+            f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot {change}."}}'
         )
     return reply
 
@@ -253,8 +269,10 @@ def query_candidate_from_attribute(
     s, slot = hidden
     budget = state.query_budgets[s]
     if budget is not None and state.query_calls[s] >= budget:
-        return invalid(
-            f"Hidden slot query budget exhausted for slot (row={slot.row}, col={slot.col}). Remaining queries: 0."
+        return _slot_refusal(
+            "Hidden slot query budget exhausted for slot (row={row}, col={col}). Remaining queries: 0.",
+            slot.row,
+            slot.col,
         )
     texts = state.texts
     kind = type(value)
@@ -279,9 +297,15 @@ def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...]
 
     Keys are equal only for arguments answered alike: a float is keyed by its hex text (-0.0 ==
     0.0 but is shown otherwise), a list only when it holds strings (as a tuple); the argument's
-    type sits in the key beside a float, a bool (True == 1 but is refused) or a list.
+    type sits in the key beside a float, a bool (True == 1 but is refused) or a list. A query
+    whose operator is no str (``[">"]``) is keyed by its field alone: it is refused after the
+    field's checks, whatever the operator and the value.
     """
-    if type(field) is not str or type(operator) is not str:
+    if type(field) is not str:
+        return None
+    if not isinstance(operator, str):
+        return (s, field)
+    if type(operator) is not str:
         return None
     kind = type(value)
     if kind is int or kind is str:
@@ -400,10 +424,10 @@ def get_item_info(state: EpisodeState, id: str) -> ToolReply:
         return invalid(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
     k = compiled.item_index[id]
     texts = state.texts
-    item_json = texts.item_json.get(k)
-    if item_json is None:
-        item_json = texts.item_json[k] = dumps(compiled.items[k])
-    return ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {item_json}}}')
+    reply = texts.item_replies.get(k)
+    if reply is None:
+        reply = texts.item_replies[k] = ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {dumps(compiled.items[k])}}}')
+    return reply
 
 
 def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[str]) -> ToolReply:
@@ -519,7 +543,7 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     slot = hidden[1]
     item = state.grid[slot.cell]
     if item < 0:
-        return invalid(f"Slot (row={slot.row}, col={slot.col}) has not been filled yet.")
+        return _slot_refusal("Slot (row={row}, col={col}) has not been filled yet.", slot.row, slot.col)
     valid, with_reason = item in slot.valid_items, state.config.check_include_reason
     replies = state.texts.state_replies
     key = (check_slot_constraints, slot.cell, valid, with_reason)

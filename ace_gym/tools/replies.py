@@ -170,8 +170,8 @@ class InstanceTexts:
     every episode on it (see :func:`texts_of`).
 
     ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
-    cell (-1 = empty) indexes it directly; ``item_json`` holds full item dicts as JSON,
-    ``attribute_json`` their fields one by one, ``query_columns`` the per-(slot, field)
+    cell (-1 = empty) indexes it directly; ``item_replies`` holds the item-info replies by item,
+    ``attribute_json`` the items' fields one by one, ``query_columns`` the per-(slot, field)
     candidate values and match objects of the query tool, and ``query_charges[s]`` the
     :class:`Charge` of a query on hidden slot ``s``. Every piece is built when first looked up
     (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
@@ -184,7 +184,7 @@ class InstanceTexts:
     depends on the instance and the arguments alone, apart from the query budgets, which the query
     tool checks and charges per episode before it looks a reply up. Refusals are kept too: a model
     repeats its mistakes, within an episode and across the episodes of a group on one instance.
-    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s``,
+    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s`` (-1: clearing it),
     ``grid_replies`` holds the grid-state replies by the grid they show (every episode's first
     one shows the initial grid), and ``state_replies`` the replies of the tools whose text is a
     function of a few numbers of the episode's state (a cell's item, a budget and its count, a
@@ -199,7 +199,7 @@ class InstanceTexts:
         "cell_json",
         "field_json",
         "grid_replies",
-        "item_json",
+        "item_replies",
         "query_budgets",
         "query_charges",
         "query_columns",
@@ -216,7 +216,7 @@ class InstanceTexts:
             if item >= 0:
                 self.cell_json[item] = string_json(item_ids[item])
         self.field_json: dict[str, str] = _Filled(_field_json, None)
-        self.item_json: dict[int, str] = {}
+        self.item_replies: dict[int, ToolReply] = {}
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
         self.attribute_json: dict[int, tuple[dict[str, str], dict[str, str]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)

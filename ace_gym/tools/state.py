@@ -114,16 +114,19 @@ class EpisodeState:
 
     def place(self, slot_index: int, item: int) -> None:
         """Put ``item`` (-1 to clear) into hidden slot ``slot_index``, keeping totals current."""
-        slot, grid, totals = self.compiled.slots[slot_index], self.grid, self.totals
+        slot, grid = self.compiled.slots[slot_index], self.grid
         cell = slot.cell
         old = grid[cell]
-        if old >= 0:
-            totals.remove(cell, old)
-            self.empty_cells += 1
         grid[cell] = item
-        if item >= 0:
-            totals.add(cell, item)
-            self.empty_cells -= 1
+        if old < 0:
+            if item >= 0:
+                self.totals.add(cell, item)
+                self.empty_cells -= 1
+        elif item >= 0:
+            self.totals.replace(cell, old, item)
+        else:
+            self.totals.remove(cell, old)
+            self.empty_cells += 1
         if item < 0 or item in slot.valid_items:
             self.invalid_slots.discard(slot_index)
         else:
