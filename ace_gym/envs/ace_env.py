@@ -185,6 +185,7 @@ class AceEnv(gym.Env[str, ActionType]):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
+        source_info: Mapping[str, Any]
         if "instance" in options:
             compiled, index, source_info = _given_instance(options["instance"], self.domain.name), -1, {}
         else:
@@ -275,8 +276,8 @@ class AceEnv(gym.Env[str, ActionType]):
         else:
             name, arguments = _unpack(action)
         steps = self._steps = self._steps + 1
-        invoke = self.tools.invokers.get(name) if type(name) is str and type(arguments) is dict else None
-        if invoke is not None:  # what ToolSet.call runs in this case, without its frame
+        invoke = self.tools.invokers.get(name) if type(name) is str else None
+        if invoke is not None and type(arguments) is dict:  # what ToolSet.call runs here, without its frame
             observation, ok, terminated, _ = invoke(state, arguments)
         elif name is None:
             observation, ok, terminated = _NOT_A_CALL, False, False

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 Operator = Literal[">", ">=", "=", "<", "<=", "in", "not_in"]
 """The query operators; the schema's ``enum`` for ``operator`` comes from this type."""
-OPERATORS: dict[Operator, Callable[[Any, Any], bool]] = {
+OPERATORS: dict[str, Callable[[Any, Any], bool]] = {  # keyed by the Operator names; looked up by any str
     ">": op.gt,
     ">=": op.ge,
     "=": op.eq,
