@@ -69,7 +69,7 @@ from functools import cache, cached_property, lru_cache, partial
 from importlib import resources
 from itertools import chain, compress, zip_longest
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -268,7 +268,8 @@ class CompiledInstance:
         compiled = cls.__new__(cls)
         compiled._instance_source, compiled._items_source = instance, items
         compiled.task_instruction = entry["task_instruction"]
-        _, numeric_names, categorical_names, heads = _entry_names(domain)
+        numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
+        heads = [(rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules]
         header, item_count, slot_count, rule_count = entry["header"], len(entry["item_ids"]), entry["slots"], len(heads)
         numeric_table, codes, candidates, valid, grids, slot_table, global_bounds = _unpacked(
             entry["arrays"],
@@ -448,28 +449,6 @@ class CompiledInstance:
             if item >= 0:
                 totals.add(cell, item)
         return totals
-
-
-class _EntryNames(NamedTuple):
-    """The names of a domain that reading its cache entries needs, derived once per domain."""
-
-    domain: Domain
-    numeric: tuple[str, ...]
-    categorical: tuple[str, ...]
-    slot_rules: tuple[tuple[str, str, str], ...]  # each slot rule's name, attribute and kind
-
-
-_ENTRY_NAMES: dict[str, _EntryNames] = {}
-
-
-def _entry_names(domain: Domain) -> _EntryNames:
-    found = _ENTRY_NAMES.get(domain.name)
-    if found is None or found.domain is not domain:
-        heads = tuple((rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules)
-        found = _ENTRY_NAMES[domain.name] = _EntryNames(
-            domain, domain.numeric_attributes, domain.categorical_attributes, heads
-        )
-    return found
 
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:

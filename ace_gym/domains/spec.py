@@ -7,6 +7,7 @@ item attributes, slot rules, global rules and the words used in texts; one engin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 # The kind names a declaration may use; what each kind means is declared in ace_gym.constraints
@@ -110,11 +111,12 @@ class Domain:
                 return attribute
         raise KeyError(name)
 
-    @property
+    @cached_property  # a frozen dataclass's __dict__ holds it: derived once per domain
     def numeric_attributes(self) -> tuple[str, ...]:
+        """The names of the numeric attributes, in declaration order."""
         return tuple(a.name for a in self.attributes if isinstance(a, NumericAttribute))
 
-    @property
+    @cached_property
     def categorical_attributes(self) -> tuple[str, ...]:
         """The names of the categorical attributes, in declaration order."""
         return tuple(a.name for a in self.attributes if not isinstance(a, NumericAttribute))
