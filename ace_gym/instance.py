@@ -1194,7 +1194,7 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
     _check_branches(instance, fail)
     compiled = CompiledInstance(instance, domain, item_table)
     slot_rules = [slot.rules for slot in compiled.slots]
-    _check_truth(instance, domain, compiled, fail)
+    _check_truth(instance, compiled, fail)
     _check_instruction(instance, domain, slot_rules, fail)
     return compiled
 
@@ -1470,11 +1470,11 @@ def _check_branches(instance: Instance, fail: Fail) -> None:
         raise fail(".meta.branch_budget", f"is {meta.branch_budget} but the slots hold {sum(allocations)} decoys")
 
 
-def _check_truth(instance: Instance, domain: Domain, compiled: CompiledInstance, fail: Fail) -> None:
+def _check_truth(instance: Instance, compiled: CompiledInstance, fail: Fail) -> None:
     """The truth grid passes every active slot rule and every global rule, by the scorer's code:
     on ``compiled`` (the instance's arrays) at once, and rule by rule to name the first problem."""
     if not _truth_passes(compiled):
-        _check_truth_by_rule(instance, domain, compiled, fail)
+        _check_truth_by_rule(instance, compiled, fail)
 
 
 def _truth_passes(compiled: CompiledInstance) -> bool:
@@ -1485,8 +1485,9 @@ def _truth_passes(compiled: CompiledInstance) -> bool:
     )
 
 
-def _check_truth_by_rule(instance: Instance, domain: Domain, compiled: CompiledInstance, fail: Fail) -> None:
-    """:func:`_check_truth` rule by rule on the model: DatasetError naming the first rule the truth breaks."""
+def _check_truth_by_rule(instance: Instance, compiled: CompiledInstance, fail: Fail) -> None:
+    """:func:`_check_truth` rule by rule: DatasetError naming the first rule the truth breaks (the
+    slot rules read on the model, the global rules on ``compiled``)."""
     pool = instance.item_pool
     slot_rules = [slot.rules for slot in compiled.slots]
     tested = [
@@ -1505,13 +1506,9 @@ def _check_truth_by_rule(instance: Instance, domain: Domain, compiled: CompiledI
             f"is {bound} but the slot's truth {_shown(instance.slots[s].truth_id)} has {attribute} {value}: "
             "the truth breaks its own slot rule",
         )
-    truth_items = [pool[item_id] for row in instance.truth_solution for item_id in row]
-    numeric, categorical = item_columns(truth_items, domain)
-    grid = np.arange(len(truth_items))
-    for rule in domain.global_rules:
-        checked = compile_global_rule(rule, instance.global_constraints[rule.name], domain, numeric, categorical)  # type: ignore[arg-type]
-        if not checked.satisfied(aggregate(checked, grid, instance.meta.cols), complete=True):
-            raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {checked.reason}")
+    for rule in compiled.global_rules:  # the rules the array pass evaluated, so that both passes agree
+        if not rule.satisfied(aggregate(rule, compiled.truth, compiled.cols), complete=True):
+            raise fail(f".global_constraints.{rule.name}", f"the truth grid breaks this rule: {rule.reason}")
 
 
 def stated_instruction(instance: Instance, domain: Domain, slot_rules: Sequence[SlotRules] | None = None) -> str:

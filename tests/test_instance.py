@@ -739,7 +739,7 @@ def test_check_truth__the_array_pass_and_the_rule_by_rule_pass_agree_at_every_th
             instance = Instance.model_validate(edited)
             compiled = CompiledInstance(instance, spec)
             passes = instance_module._truth_passes(compiled)
-            assert passes != _names_a_problem(partial(instance_module._check_truth_by_rule, instance, spec, compiled))
+            assert passes != _names_a_problem(partial(instance_module._check_truth_by_rule, instance, compiled))
             verdicts.add(passes)
     assert verdicts == {True, False}
 
