@@ -4,12 +4,13 @@
 ``import ace_gym`` does not import pydantic.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ace_gym.domains import DOMAIN_NAMES, DOMAINS, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import AceGymError, ConfigError, DatasetError
 from ace_gym.instance import Dataset, load_dataset
+from ace_gym.lazy_exports import lazy_exports
 from ace_gym.registration import ENV_IDS, register_envs
 from ace_gym.spaces import ToolCall
 
@@ -36,15 +37,4 @@ __all__ = [
     "load_dataset",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "Instance":
-        from ace_gym.dataset_schema import Instance
-
-        globals()[name] = Instance  # later lookups skip this hook
-        return Instance
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, "ace_gym.dataset_schema", ["Instance"])

@@ -90,6 +90,7 @@ from ace_gym.constraints import (
 from ace_gym.dataset_cache import CachedDataset
 from ace_gym.domains import DOMAINS, Domain, GlobalRule, NumericAttribute
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
+from ace_gym.lazy_exports import lazy_exports
 from ace_gym.prompts import render_task_instruction
 
 if TYPE_CHECKING:
@@ -99,22 +100,10 @@ if TYPE_CHECKING:
     from ace_gym.dataset_schema import InstanceMeta as InstanceMeta  # re-exported: typed for importers
     from ace_gym.dataset_schema import Position as Position
 
-_SCHEMA_NAMES = frozenset({"DatasetFile", "Instance", "InstanceMeta", "Position", "SlotEntry"})
-"""The names of :mod:`ace_gym.dataset_schema` this module re-exports, imported on first access."""
-
-
-def __getattr__(name: str) -> Any:
-    if name in _SCHEMA_NAMES:
-        from ace_gym import dataset_schema
-
-        found = getattr(dataset_schema, name)
-        globals()[name] = found  # later lookups skip this hook
-        return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_SCHEMA_NAMES})
+# the schema models, re-exported: imported (with pydantic) on first access
+__getattr__, __dir__ = lazy_exports(
+    __name__, "ace_gym.dataset_schema", ["DatasetFile", "Instance", "InstanceMeta", "Position", "SlotEntry"]
+)
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,10 +7,11 @@ generated instances, which it draws from an injected :class:`InstanceSource`
 ``import ace_gym`` does not load the generator's numba kernels.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ace_gym.envs.ace_env import AceEnv, FinalScore
 from ace_gym.envs.sources import DatasetSource, Drawn, InstanceSource
+from ace_gym.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from ace_gym.envs.procedural import GeneratorSource, ProceduralAceEnv
@@ -24,18 +25,4 @@ __all__ = [
     "InstanceSource",
     "ProceduralAceEnv",
 ]
-_LAZY = frozenset({"GeneratorSource", "ProceduralAceEnv"})
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from ace_gym.envs import procedural
-
-        found = getattr(procedural, name)
-        globals()[name] = found  # later lookups skip this hook
-        return found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, "ace_gym.envs.procedural", ["GeneratorSource", "ProceduralAceEnv"])

@@ -1,0 +1,29 @@
+"""Module attributes imported on first access (PEP 562): a module can re-export a name from a
+heavy home module (pydantic's schema models, the numba generator) without importing it."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+
+def lazy_exports(module: str, home: str, names: Iterable[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of module ``module`` that import ``names`` from module
+    ``home`` on first access. A name found is stored in the module, so later lookups skip the
+    hook and see the same object as ``from home import name``; any other name is an
+    AttributeError, as for a plain module."""
+    lazy = frozenset(names)
+
+    def __getattr__(name: str) -> Any:  # the module hook's own name
+        if name not in lazy:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        found = getattr(importlib.import_module(home), name)
+        setattr(sys.modules[module], name, found)
+        return found
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[module]), *lazy})
+
+    return __getattr__, __dir__
