@@ -126,13 +126,14 @@ def read_entry(file_sha256: str) -> CachedDataset | None:
 
 def write_entry(
     file_sha256: str, header: dict[str, Any], instance_ids: Sequence[str], texts: Iterable[tuple[bytes, bytes]]
-) -> None:
+) -> CachedDataset | None:
     """Store a validated file's entry (``texts``: each instance's compiled form and fields, as
-    JSON; not iterated when the cache is off). Best effort: a folder that cannot be written is
-    logged and skipped."""
+    JSON; not iterated when the cache is off) and return it as :func:`read_entry` would read it
+    back; None when the cache is off. Best effort: a folder that cannot be written is logged and
+    skipped (the entry is still returned)."""
     path = _entry_path(file_sha256)
     if path is None:
-        return
+        return None
     pieces = [text for pair in texts for text in pair]
     body = b"".join(pieces)
     ends, end = [], 0
@@ -141,9 +142,11 @@ def write_entry(
         ends.append(end)
     index = {"layout": LAYOUT, "crc32": zlib.crc32(body), "header": header, "instance_ids": list(instance_ids)}
     index["ends"] = ends
+    data = json.dumps(index).encode() + b"\n" + body
     try:
         with AtomicFile(path, durable=False) as entry:
-            entry.handle.write(json.dumps(index).encode() + b"\n")
-            entry.handle.write(body)
+            entry.handle.write(data)
     except OSError as error:
         logger.info("dataset cache not written at %s: %s", path, error)
+    start = len(data) - len(body)
+    return CachedDataset(header, tuple(instance_ids), (start, *[start + end for end in ends]), data)

@@ -12,10 +12,15 @@ What it measures, all single-threaded in this process (load times in fresh subpr
    from a fresh episode state, once through the raw dispatcher and once through ``env.step``;
    per-tool µs/call from individually timed calls (best over the replays, median over a tool's
    calls), mixed calls/s from loops without timers inside (best replay);
-3. dataset load: cold (fresh interpreter, import excluded) and warm (per-process cache) for one
-   file and for all six, with RSS growth and the tracemalloc heap; the heap once loaded is set
-   against the files' decompressed JSON (issue 10: a dataset in memory no larger than its JSON),
-   and so is the heap once every instance is compiled, for information.
+3. dataset load in a fresh interpreter (import excluded), for one file and for all six, twice:
+   the first use (an empty dataset cache: full validation, the cache entry written) and a file
+   validated before (its cache entry read), each with the in-process repeat (per-process cache),
+   RSS growth and the tracemalloc heap; the heap once loaded is set against the files'
+   decompressed JSON (issue 10: a dataset in memory no larger than its JSON), and so is the heap
+   once every instance is compiled, for information;
+4. envs of one id: the heap 64 more ``gym.make("ACE-course-v0")`` envs add, each reset (seeds
+   0..63, so they draw many instances) and stepped once, in a fresh interpreter whose first env
+   has loaded the dataset (issue 10: 64 envs of one id add < 5 MB).
 
 The published release cannot be run here (its code is not available), so its numbers are the
 *recorded reference* measurements in docs/compatibility.md (§5.2, §5.3), taken on a machine of the same kind.
@@ -32,9 +37,11 @@ import argparse
 import functools
 import gzip
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -292,53 +299,101 @@ def rss_mb():
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
-from ace_gym.instance import bundled_dataset_path, resolve_dataset
+from ace_gym.instance import bundled_dataset_path, read_dataset, resolve_dataset
 from ace_gym.domains import DOMAIN_NAMES
 domains = DOMAIN_NAMES if sys.argv[1] == "all" else (sys.argv[1],)
-trace_heap = sys.argv[2] == "tracemalloc"
+mode = sys.argv[2]
 gc.collect()
-rss0 = rss_mb()
-if trace_heap:
+if mode == "time":
+    rss0 = rss_mb()
+    start = time.perf_counter()
+    datasets = [resolve_dataset("5x5", d) for d in domains]
+    loaded = time.perf_counter() - start
+    for dataset in datasets:
+        for i in range(len(dataset)):
+            dataset.compiled(i)
+    compiled = time.perf_counter() - start
+    start = time.perf_counter()
+    for d in domains:
+        resolve_dataset("5x5", d)
+    again = time.perf_counter() - start
+    out = {"load_s": loaded, "load_compile_s": compiled, "again_s": again, "rss_mb": rss_mb() - rss0}
+else:  # "loaded" / "compiled": the heap, and what the datasets hold (the memory freed when they are dropped)
     tracemalloc.start()
-start = time.perf_counter()
-datasets = [resolve_dataset("5x5", d) for d in domains]
-loaded = time.perf_counter() - start
-loaded_heap = tracemalloc.get_traced_memory()[0] if trace_heap else 0
-for dataset in datasets:
-    for i in range(len(dataset)):
-        dataset.compiled(i)
-compiled = time.perf_counter() - start
-start = time.perf_counter()
-for d in domains:
-    resolve_dataset("5x5", d)
-warm = time.perf_counter() - start
-out = {"load_s": loaded, "load_compile_s": compiled, "warm_s": warm, "rss_mb": rss_mb() - rss0}
-if trace_heap:
-    current, peak = tracemalloc.get_traced_memory()
+    datasets = [read_dataset(bundled_dataset_path("5x5", d)) for d in domains]
+    if mode == "compiled":
+        for dataset in datasets:
+            for i in range(len(dataset)):
+                dataset.compiled(i)
+    gc.collect()
+    heap, peak = tracemalloc.get_traced_memory()
+    datasets = dataset = None
+    gc.collect()
+    held = heap - tracemalloc.get_traced_memory()[0]
     json_bytes = sum(len(gzip.decompress(bundled_dataset_path("5x5", d).read_bytes())) for d in domains)
-    out.update(heap_mb=current / 2**20, peak_mb=peak / 2**20, loaded_mb=loaded_heap / 2**20, json_mb=json_bytes / 2**20)
+    out = {"heap_mb": heap / 2**20, "peak_mb": peak / 2**20, "held_mb": held / 2**20, "json_mb": json_bytes / 2**20}
 print(json.dumps(out))
 """
 
 
-def bench_load(runs: int) -> dict[str, dict[str, float]]:
-    """Cold load in fresh interpreters: median over ``runs`` for one file (course) and all six."""
+def bench_load(runs: int) -> dict[tuple[str, str], dict[str, float]]:
+    """Loads in fresh interpreters, keyed by (files, cache): one file (course) and all six, each
+    the first use (every run gets an empty dataset cache folder) and validated before (the cache
+    folder a previous run filled). Times: median over ``runs``; memory: one traced run each of
+    the datasets loaded (``loaded_*``) and with every instance compiled (``compiled_*``)."""
     results = {}
-    for label, which in (("one file", "course"), ("all six", "all")):
-        timings = []
-        for _ in range(runs):
-            out = subprocess.run(
-                [sys.executable, "-c", _LOAD_SCRIPT, which, "plain"], capture_output=True, text=True, check=True
-            )
-            timings.append(json.loads(out.stdout))
-        heap = subprocess.run(
-            [sys.executable, "-c", _LOAD_SCRIPT, which, "tracemalloc"], capture_output=True, text=True, check=True
-        )
-        traced = json.loads(heap.stdout)
-        results[label] = {key: statistics.median(t[key] for t in timings) for key in timings[0]}
-        traced["rss_traced_mb"] = traced.pop("rss_mb")
-        results[label].update({key: traced[key] for key in traced if key.endswith("_mb")})
+    with tempfile.TemporaryDirectory() as scratch:
+        for label, which in (("one file", "course"), ("all six", "all")):
+            validated = str(Path(scratch) / f"validated-{which}")
+            _load_run(which, "time", validated)  # fills the cache folder the "validated before" runs read
+            for cache in ("first use", "validated before"):
+                folders = [
+                    tempfile.mkdtemp(dir=scratch) if cache == "first use" else validated for _ in range(runs + 2)
+                ]
+                timings = [_load_run(which, "time", folders.pop()) for _ in range(runs)]
+                numbers = {key: statistics.median(t[key] for t in timings) for key in timings[0]}
+                for mode in ("loaded", "compiled"):
+                    numbers.update(
+                        {f"{mode}_{key}": value for key, value in _load_run(which, mode, folders.pop()).items()}
+                    )
+                results[label, cache] = numbers
     return results
+
+
+_ENVS_SCRIPT = """
+import gc, json, tracemalloc
+import gymnasium as gym
+import ace_gym
+gym.make("ACE-course-v0").reset(seed=0)  # the dataset loaded, its cache entry read
+gc.collect()
+tracemalloc.start()
+envs = [gym.make("ACE-course-v0") for _ in range(64)]
+for seed, env in enumerate(envs):
+    env.reset(seed=seed)
+    env.step({"name": "get_current_grid_state", "arguments": {}})
+gc.collect()
+print(json.dumps({"added_mb": tracemalloc.get_traced_memory()[0] / 2**20}))
+"""
+
+
+def bench_envs() -> float:
+    """MB of heap that 64 envs of one id add (:data:`_ENVS_SCRIPT`, in a fresh interpreter)."""
+    out = subprocess.run([sys.executable, "-c", _ENVS_SCRIPT], capture_output=True, text=True, check=True)
+    added: float = json.loads(out.stdout)["added_mb"]
+    return added
+
+
+def _load_run(which: str, mode: str, cache_dir: str) -> dict[str, float]:
+    """One fresh interpreter running :data:`_LOAD_SCRIPT` with ``cache_dir`` as the dataset cache."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LOAD_SCRIPT, which, mode],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "ACE_GYM_CACHE_DIR": cache_dir},
+    )
+    result: dict[str, float] = json.loads(out.stdout)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -414,20 +469,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"2) trace mix skipped: {args.traces} not found\n")
 
     load = bench_load(args.load_runs)
-    print("3) dataset load (bundled 5x5, .json.gz), cold = fresh interpreter, import time excluded")
-    for label, numbers in load.items():
+    print("3) dataset load (bundled 5x5, .json.gz) in a fresh interpreter, import time excluded; first use =")
+    print("   an empty dataset cache (full validation, cache entry written), validated before = its entry read;")
+    print("   held = the memory freed when the datasets are dropped (what they keep), heap = the whole traced heap")
+    for (label, cache), n in load.items():
         print(
-            f"   {label:8s}: load+validate {numbers['load_s'] * 1e3:7.1f} ms, + compile all instances"
-            f" {numbers['load_compile_s'] * 1e3:7.1f} ms, warm (cached) {numbers['warm_s'] * 1e6:6.1f} µs;"
-            f" RSS +{numbers['rss_mb']:.1f} MB; heap {numbers['heap_mb']:.1f} MB retained, {numbers['peak_mb']:.1f} MB peak"
+            f"   {label}, {cache}: load {n['load_s'] * 1e3:.1f} ms, + compile all instances"
+            f" {n['load_compile_s'] * 1e3:.1f} ms, again in the process {n['again_s'] * 1e6:.1f} µs;"
+            f" RSS +{n['rss_mb']:.1f} MB"
         )
+        held, json_mb = n["loaded_held_mb"], n["loaded_json_mb"]
         print(
-            f"   {'':8s}  in memory once loaded {numbers['loaded_mb']:.1f} MB, its JSON {numbers['json_mb']:.1f} MB:"
-            f" {numbers['loaded_mb'] / numbers['json_mb']:.2f}x (target <= 1x:"
-            f" {'met' if numbers['loaded_mb'] <= numbers['json_mb'] else 'NOT met'}); every instance compiled"
-            f" {numbers['heap_mb'] / numbers['json_mb']:.2f}x"
+            f"      held once loaded {held:.1f} MB, its JSON {json_mb:.1f} MB: {held / json_mb:.2f}x"
+            f" (target <= 1x: {'met' if held <= json_mb else 'NOT met'}); every instance compiled"
+            f" {n['compiled_held_mb'] / json_mb:.2f}x; heap {n['loaded_heap_mb']:.1f} MB, {n['loaded_peak_mb']:.1f} MB peak"
         )
-        print(f"   {'':8s}  recorded reference: {REFERENCE_LOAD[label]}")
+        if cache == "first use":
+            print(f"      recorded reference (the release's loader, no validation): {REFERENCE_LOAD[label]}")
+    added = bench_envs()
+    print(
+        f"\n4) 64 envs of ACE-course-v0 (gym.make, reset with seeds 0..63, one step each) add {added:.1f} MB"
+        f" of heap (target < 5 MB: {'met' if added < 5 else 'NOT met'})"
+    )
     return 0
 
 

@@ -3,9 +3,11 @@ validation; anything that does not match (changed file, corrupt entry) is valida
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import pickle
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -43,12 +45,31 @@ def test_read_dataset__second_read_comes_from_the_entry_equal_to_a_full_validati
     assert len(_entries(cache)) == 1
     second = read_dataset(path)
     validated = parse_dataset(path.read_bytes(), str(path))
-    assert second._entry is not None and first._entry is None
-    assert second.instance_ids == validated.instance_ids
-    assert second[-1] == validated[-1]
-    assert second[1:3] == validated[1:3]
-    assert second.model == validated.model
-    assert second.compiled(0).truth.tolist() == validated.compiled(0).truth.tolist()
+    for dataset in (first, second):  # the first read too keeps the entry it wrote, not the models
+        assert dataset._entry is not None and dataset._model is None
+        assert dataset.instance_ids == validated.instance_ids
+        assert dataset[-1] == validated[-1]
+        assert dataset[1:3] == validated[1:3]
+        assert dataset.model == validated.model
+        assert dataset.compiled(0).truth.tolist() == validated.compiled(0).truth.tolist()
+
+
+def test_read_dataset__a_first_read_holds_less_memory_than_its_json(cache: Path, tmp_path: Path) -> None:
+    """Issue 10: a dataset in memory no larger than its JSON, on the first use too (its pydantic
+    models took about twice the JSON; the entry it wrote takes under half)."""
+    path = _copy("course", tmp_path)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        dataset = read_dataset(path)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0]
+        del dataset
+        gc.collect()
+        held -= tracemalloc.get_traced_memory()[0]  # what dropping the dataset freed
+    finally:
+        tracemalloc.stop()
+    assert _entries(cache) and 0 < held <= path.stat().st_size
 
 
 def test_read_dataset__changed_file_is_validated_again(cache: Path, tmp_path: Path) -> None:
@@ -69,14 +90,15 @@ def test_read_dataset__corrupt_entry_is_ignored_and_the_file_validated(
     path = _copy("meal", tmp_path)
     expected = read_dataset(path).model
     (entry,) = _entries(cache)
-    data = bytearray(entry.read_bytes())
+    written = entry.read_bytes()
+    data = bytearray(written)
     data[-10] ^= 1
     entry.write_bytes(bytes(data))
     with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
         again = read_dataset(path)
-    assert again._entry is None and again.model == expected
+    assert again.model == expected
     assert "ignoring the unreadable dataset cache entry" in caplog.text
-    assert read_dataset(path)._entry is not None  # the entry was written anew
+    assert entry.read_bytes() == written  # validated in full, and the entry written anew
 
 
 def test_read_dataset__entry_without_two_texts_per_instance_is_ignored(
@@ -90,8 +112,9 @@ def test_read_dataset__entry_without_two_texts_per_instance_is_ignored(
     index["ends"] = index["ends"][1::2]  # one text per instance, as an older layout wrote, CRC still right
     entry.write_bytes(json.dumps(index).encode() + b"\n" + body)
     with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
-        assert read_dataset(path)._entry is None
+        assert len(read_dataset(path)) == index["header"]["num_instances"]
     assert "ignoring the unreadable dataset cache entry" in caplog.text
+    assert entry.read_bytes().partition(b"\n")[0] != json.dumps(index).encode()  # validated, written anew
 
 
 @pytest.mark.parametrize("high", [7, 2**15, 2**31, 2**62])
@@ -192,7 +215,7 @@ def test_compiled__from_the_entry_equals_compiled_from_a_full_validation(
     domain: str, cache: Path, tmp_path: Path
 ) -> None:
     path = _copy(domain, tmp_path)
-    validated = read_dataset(path)
+    validated = parse_dataset(path.read_bytes(), str(path))
     cached = read_dataset(path)
     assert cached._entry is not None and validated._entry is None
     for index in range(len(cached)):
@@ -203,7 +226,7 @@ def test_compiled__from_the_entry_builds_its_items_and_pydantic_instance_only_wh
     cache: Path, tmp_path: Path
 ) -> None:
     path = _copy("pc_build", tmp_path)
-    validated = read_dataset(path)[4]
+    validated = parse_dataset(path.read_bytes(), str(path))[4]
     compiled = read_dataset(path).compiled(4)
     assert "instance" not in compiled.__dict__ and "items" not in compiled.__dict__
     assert json.dumps(compiled.items) == json.dumps(list(validated.item_pool.values()))
@@ -220,9 +243,9 @@ def test_read_dataset__items_listing_their_keys_in_another_order_come_back_as_wr
     reordered = list(pool)[5]
     pool[reordered] = dict(reversed(pool[reordered].items()))
     path.write_text(json.dumps(document))
-    validated = read_dataset(path)
+    validated = parse_dataset(path.read_bytes(), str(path))
     cached = read_dataset(path)
-    assert cached._entry is not None
+    assert cached._entry is not None and validated._entry is None
     assert list(cached[2].item_pool[reordered]) == list(pool[reordered]) == list(validated[2].item_pool[reordered])
     assert json.dumps(cached.compiled(2).items) == json.dumps(validated.compiled(2).items)
     assert cached.model == validated.model
