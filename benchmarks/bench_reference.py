@@ -140,6 +140,11 @@ class Table:
         self._print(self.rows[-1])
         sys.stdout.flush()
 
+    def add_mean(self, what: str, pairs: list[tuple[float, float]], unit: str, target: str) -> None:
+        """A row of the means of (release, ace-gym) ``pairs`` (the release's unused without it)."""
+        release = statistics.fmean(p[0] for p in pairs) if self.with_release else None
+        self.add(what, release, statistics.fmean(p[1] for p in pairs), unit, target)
+
     def header(self) -> None:
         if self.with_release:
             print(f"{'measure':{LABEL_WIDTH}s} {'release':>10s} {'ace-gym':>10s} {'unit':5s} {'ratio':>7s}  target")
@@ -282,13 +287,7 @@ def _score_pair(release: Release | None, domain: str, index: int, number: int, r
 def bench_score(table: Table, release: Release | None, number: int, runs: int) -> None:
     for label, index in (("H=1", 0), ("H=15", 34)):
         pairs = [_score_pair(release, domain, index, number, runs) for domain in DOMAIN_NAMES]
-        table.add(
-            f"final score on a filled grid, {label} (mean of 6 domains)",
-            statistics.fmean(p[0] for p in pairs) if release else None,
-            statistics.fmean(p[1] for p in pairs),
-            "µs",
-            ">= 10x",
-        )
+        table.add_mean(f"final score on a filled grid, {label} (mean of 6 domains)", pairs, "µs", ">= 10x")
 
     compiled = resolve_dataset("5x5", "course").compiled(34)
     env = AceEnv("course")
@@ -422,19 +421,12 @@ def bench_cold_tools(
     call of each is timed, interleaved, best of ``number * runs``. Mean over the domains."""
     unlimited = {"extra_query_num": -1, "global_check_alpha": -1}
     for kind, firsts in sorted(_first_calls(traces).items()):
-        pairs = []
-        for trace, name, arguments in firsts:
-            pairs.append(
-                _first_call_pair(release, trace, {**_trace_config(trace), **unlimited}, name, arguments, number * runs)
-            )
+        pairs = [
+            _first_call_pair(release, trace, {**_trace_config(trace), **unlimited}, name, arguments, number * runs)
+            for trace, name, arguments in firsts
+        ]
         tool = tool_names("course")[kind].replace("course", "<domain>")
-        table.add(
-            f"first {tool} on its instance (mean of {len(pairs)} domains)",
-            statistics.fmean(p[0] for p in pairs) if release else None,
-            statistics.fmean(p[1] for p in pairs),
-            "µs",
-            ">= 1x",
-        )
+        table.add_mean(f"first {tool} on its instance (mean of {len(pairs)} domains)", pairs, "µs", ">= 1x")
 
 
 def bench_load(table: Table, release: Release | None, files: dict[str, Path], runs: int, scratch: Path) -> None:
