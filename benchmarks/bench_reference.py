@@ -14,13 +14,23 @@ machine only ever adds time), and prints ``release / ace-gym`` (higher is better
 
 * whole episode: setup + the recorded calls of the 24 parity traces + the final score;
 * trace mix: the same calls, per call, through the release's ``call_saved_dataset_tool`` +
-  ``json.dumps`` (the text the model sees) and ace-gym's raw dispatcher / ``env.step``;
+  ``json.dumps`` (the text the model sees) and ace-gym's raw dispatcher / ``env.step``.
+  ace-gym stores replies (and the pieces they are built from, and reset texts) per instance for
+  every later episode on it; the release recomputes every call. So each of these rows comes
+  twice: "first on its instance (no stored replies)", every timed run of ours after its
+  instances' stores were emptied (untimed), and "replayed", the run right after it, which reads
+  the replies the identical first run stored (what the members of a GRPO group repeating a call
+  get). The release's side is the same run for both;
 * final score on a filled grid at H=1 and H=15 (``Task.eval`` vs what ``env.score`` runs), and
   ``done`` through ``env.step`` (the call plus the score);
 * cold paths: the first query on a (slot, field) and the first ``get_current_grid_state`` of
-  an instance (ace-gym's per-instance text caches emptied before each call);
+  an instance (ace-gym's per-instance text caches emptied before each call); and, for each tool
+  kind the traces use, its first call on its instance (the first recorded call of that kind per
+  domain, as the first call of a new episode whose instance has no stored replies; the release's
+  on a new ``Task``; both set up untimed before every timed call);
 * loading one file / all six, and loading + setting up every instance of one file, each the first
   time (full validation, validated-dataset cache entry written) and for a file validated before;
+  both hash the file (the in-process SHA-256 memo emptied in every timed call), as a new process;
 * fresh processes (median of N after a warm-up run, bytecode, numba kernels and validated datasets
   cached): import, import + load + replay all 24 traces (again with an empty dataset cache), and
   the generator (with and without its numba search);
@@ -50,10 +60,11 @@ from typing import Any
 
 from bench_tools import DEFAULT_TRACES, _best_us, _filled_state, _load_traces, _trace_calls, _trace_config
 
+from ace_gym import instance
 from ace_gym.domains import DOMAIN_NAMES, get_domain
-from ace_gym.envs import AceEnv
-from ace_gym.instance import bundled_dataset_path, read_dataset, resolve_dataset
-from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
+from ace_gym.envs import AceEnv, ace_env
+from ace_gym.instance import CompiledInstance, bundled_dataset_path, read_dataset, resolve_dataset
+from ace_gym.tools import EpisodeState, ToolConfig, replies, tool_names, toolset
 from ace_gym.tools.replies import InstanceTexts
 
 Timed = Callable[[], object]
@@ -112,6 +123,11 @@ def _decompress_bundled(folder: Path) -> dict[str, Path]:
     return paths
 
 
+FIRST = "first on its instance (no stored replies)"
+REPLAYED = "replayed (replies stored by an earlier identical episode, as GRPO group members repeating a call get)"
+LABEL_WIDTH = len(f"trace mix, raw dispatcher (9999 calls), {REPLAYED}")
+
+
 class Table:
     """Rows of (what, release, ace-gym, unit, target) printed with the ratio release / ace-gym."""
 
@@ -124,20 +140,25 @@ class Table:
         self._print(self.rows[-1])
         sys.stdout.flush()
 
+    def add_mean(self, what: str, pairs: list[tuple[float, float]], unit: str, target: str) -> None:
+        """A row of the means of (release, ace-gym) ``pairs`` (the release's unused without it)."""
+        release = statistics.fmean(p[0] for p in pairs) if self.with_release else None
+        self.add(what, release, statistics.fmean(p[1] for p in pairs), unit, target)
+
     def header(self) -> None:
         if self.with_release:
-            print(f"{'measure':64s} {'release':>10s} {'ace-gym':>10s} {'unit':5s} {'ratio':>7s}  target")
+            print(f"{'measure':{LABEL_WIDTH}s} {'release':>10s} {'ace-gym':>10s} {'unit':5s} {'ratio':>7s}  target")
         else:
-            print(f"{'measure':64s} {'ace-gym':>10s} {'unit':5s}")
+            print(f"{'measure':{LABEL_WIDTH}s} {'ace-gym':>10s} {'unit':5s}")
 
     def _print(self, row: tuple[str, float | None, float, str, str]) -> None:
         what, release, ours, unit, target = row
         if not self.with_release:
-            print(f"{what:64s} {ours:10.2f} {unit:5s}")
+            print(f"{what:{LABEL_WIDTH}s} {ours:10.2f} {unit:5s}")
         elif release is None:
-            print(f"{what:64s} {'-':>10s} {ours:10.2f} {unit:5s} {'':>7s}  {target}")
+            print(f"{what:{LABEL_WIDTH}s} {'-':>10s} {ours:10.2f} {unit:5s} {'':>7s}  {target}")
         else:
-            print(f"{what:64s} {release:10.2f} {ours:10.2f} {unit:5s} {release / ours:6.2f}x  {target}")
+            print(f"{what:{LABEL_WIDTH}s} {release:10.2f} {ours:10.2f} {unit:5s} {release / ours:6.2f}x  {target}")
 
 
 def _pair(release_fn: Timed | None, ours_fn: Timed, number: int, runs: int) -> tuple[float | None, float]:
@@ -148,7 +169,36 @@ def _pair(release_fn: Timed | None, ours_fn: Timed, number: int, runs: int) -> t
     return release_us, ours_us
 
 
+def _forget_replies(instances: list[CompiledInstance]) -> None:
+    """Drop what ace-gym stores per instance for every episode on it (the tool replies and
+    their pieces, the reset texts), so that the next episode on ``instances`` is their first:
+    the stores are private module dicts, emptied here (untimed) for the instances played. What
+    loading and compiling an instance builds (its tables and item dicts, as the release's loaded
+    objects hold theirs) is kept."""
+    for compiled in instances:
+        replies._TEXTS.pop(compiled, None)
+        ace_env._RESET_TEXTS.pop(compiled, None)
+
+
+def _best_after(timed: list[tuple[Timed | None, Timed]], runs: int) -> list[float]:
+    """µs of one call of each ``(set_up, function)``: best of ``runs``, interleaved in the order
+    given; each ``set_up`` (if any) runs untimed just before its function."""
+    best = [float("inf")] * len(timed)
+    for _ in range(runs):
+        for k, (set_up, function) in enumerate(timed):
+            if set_up is not None:
+                set_up()
+            start = time.perf_counter()
+            function()
+            best[k] = min(best[k], (time.perf_counter() - start) * 1e6)
+    return best
+
+
 def bench_episodes(table: Table, release: Release | None, traces: list[dict[str, Any]], runs: int) -> None:
+    """The recorded episodes, each of ours twice per run: first on its instance (the per-instance
+    stores emptied before, untimed: :func:`_forget_replies`) and replayed right after (every
+    reply of the identical episode stored). The release recomputes every call; its side is timed
+    once per run."""
     prepared = []
     for trace in traces:
         config = _trace_config(trace)
@@ -157,6 +207,10 @@ def bench_episodes(table: Table, release: Release | None, traces: list[dict[str,
         compiled = dataset.compiled(trace["instance_index"])
         prepared.append((trace, config, env, compiled, _trace_calls(trace)))
     total_calls = sum(len(calls) for *_, calls in prepared)
+    instances = [compiled for _, _, _, compiled, _ in prepared]
+
+    def forget() -> None:
+        _forget_replies(instances)
 
     def ours_episodes() -> None:
         for trace, _, env, _, calls in prepared:
@@ -175,11 +229,12 @@ def bench_episodes(table: Table, release: Release | None, traces: list[dict[str,
             for trace, config, _, _, calls in prepared:
                 release.episode(trace["domain"], trace["instance_index"], config, calls)
 
-    rel, ours = _pair(release_episodes, ours_episodes, 1, runs)
+    timed = [(forget, ours_episodes), (None, ours_episodes)]
+    timings = _best_after(([(None, release_episodes)] if release_episodes else []) + timed, runs)
     per = len(prepared) * 1e3
-    table.add(
-        f"whole episode ({len(prepared)} traces, mean)", None if rel is None else rel / per, ours / per, "ms", ">= 50x"
-    )
+    rel = timings[0] / per if release_episodes else None
+    for when, ours in zip((FIRST, REPLAYED), timings[-2:], strict=True):
+        table.add(f"whole episode ({len(prepared)} traces, mean), {when}", rel, ours / per, "ms", ">= 50x")
 
     states = [
         (toolset(get_domain(t["domain"])), compiled, ToolConfig(**config), calls)
@@ -209,11 +264,16 @@ def bench_episodes(table: Table, release: Release | None, traces: list[dict[str,
                 for name, arguments in calls:
                     release.reply(task, name, arguments)
 
-    timings = _best_us([f for f in (release_mix, ours_raw, ours_step) if f is not None], 1, runs)
-    rel_mix = timings[0] / total_calls if release_mix is not None else None
-    raw, step = (t / total_calls for t in timings[-2:])
-    table.add(f"trace mix, raw dispatcher ({total_calls} calls)", rel_mix, raw, "µs", ">= 6x")
-    table.add("trace mix, through env.step", rel_mix, step, "µs", ">= 4x")
+    timed = [(forget, ours_raw), (None, ours_raw), (forget, ours_step), (None, ours_step)]
+    timings = _best_after(([(None, release_mix)] if release_mix else []) + timed, runs)
+    rel_mix = timings[0] / total_calls if release_mix else None
+    raw_first, raw_replayed, step_first, step_replayed = (t / total_calls for t in timings[-4:])
+    for what, target, first, replayed in (
+        (f"trace mix, raw dispatcher ({total_calls} calls)", ">= 6x", raw_first, raw_replayed),
+        ("trace mix, through env.step", ">= 4x", step_first, step_replayed),
+    ):
+        table.add(f"{what}, {FIRST}", rel_mix, first, "µs", target)
+        table.add(f"{what}, {REPLAYED}", rel_mix, replayed, "µs", target)
 
 
 def _score_pair(release: Release | None, domain: str, index: int, number: int, runs: int) -> tuple[float, float]:
@@ -227,13 +287,7 @@ def _score_pair(release: Release | None, domain: str, index: int, number: int, r
 def bench_score(table: Table, release: Release | None, number: int, runs: int) -> None:
     for label, index in (("H=1", 0), ("H=15", 34)):
         pairs = [_score_pair(release, domain, index, number, runs) for domain in DOMAIN_NAMES]
-        table.add(
-            f"final score on a filled grid, {label} (mean of 6 domains)",
-            statistics.fmean(p[0] for p in pairs) if release else None,
-            statistics.fmean(p[1] for p in pairs),
-            "µs",
-            ">= 10x",
-        )
+        table.add_mean(f"final score on a filled grid, {label} (mean of 6 domains)", pairs, "µs", ">= 10x")
 
     compiled = resolve_dataset("5x5", "course").compiled(34)
     env = AceEnv("course")
@@ -304,10 +358,84 @@ def bench_cold(table: Table, release: Release | None, number: int, runs: int) ->
         table.add(what, rel if release else None, ours, "µs", ">= 1x")
 
 
+_SUCCESS = '{"status": "success"'
+
+
+def _first_calls(traces: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], str, Any]]]:
+    """By tool kind (:func:`tool_names`' keys), per domain: the trace and arguments of the first
+    call of that kind the traces record, the first one the release answered with success when
+    there is one (a refusal of a bad argument stops before the tool's work)."""
+    found: dict[tuple[str, str], tuple[dict[str, Any], str, Any]] = {}
+    for succeeded in (True, False):
+        for trace in traces:
+            kinds = {name: kind for kind, name in tool_names(trace["domain"]).items()}
+            for call in trace["calls"]:
+                kind = kinds.get(call["tool"])
+                if kind is None or call["content"].startswith(_SUCCESS) is not succeeded:
+                    continue
+                found.setdefault((kind, trace["domain"]), (trace, call["tool"], call["args"]))
+    by_kind: dict[str, list[tuple[dict[str, Any], str, Any]]] = {}
+    for (kind, _), first in found.items():
+        by_kind.setdefault(kind, []).append(first)
+    return by_kind
+
+
+def _first_call_pair(
+    release: Release | None, trace: dict[str, Any], config: dict[str, Any], name: str, arguments: Any, samples: int
+) -> tuple[float, float]:
+    """µs of ``name(arguments)`` as the first call on a new episode of the trace's instance:
+    the release's (0.0 without it), ours with no stored replies."""
+    domain, index = trace["domain"], trace["instance_index"]
+    compiled = resolve_dataset("5x5", domain).compiled(index)
+    call, tool_config = toolset(get_domain(domain)).call, ToolConfig(**config)
+    episode: dict[str, Any] = {}
+
+    def ours_new_episode() -> None:
+        _forget_replies([compiled])
+        episode["ours"] = EpisodeState(compiled, tool_config)
+
+    def ours_first() -> object:
+        return call(episode["ours"], name, arguments)
+
+    timed: list[tuple[Timed | None, Timed]] = [(ours_new_episode, ours_first)]
+    if release is not None:
+
+        def release_new_episode() -> None:
+            episode["release"] = release.task(domain, index, config)
+
+        def release_first() -> object:
+            return release.reply(episode["release"], name, arguments)
+
+        timed.insert(0, (release_new_episode, release_first))
+    timings = _best_after(timed, samples)
+    return (timings[0] if release is not None else 0.0), timings[-1]
+
+
+def bench_cold_tools(
+    table: Table, release: Release | None, traces: list[dict[str, Any]], number: int, runs: int
+) -> None:
+    """Each tool kind the traces use, its first call on an instance: the recorded arguments on
+    the trace's instance (budgets unlimited), as the first call of a new episode. Before every
+    timed call, untimed, ours gets a new episode state after the instance's stored replies and
+    their pieces were dropped (:func:`_forget_replies`), and the release a new ``Task``; then one
+    call of each is timed, interleaved, best of ``number * runs``. Mean over the domains."""
+    unlimited = {"extra_query_num": -1, "global_check_alpha": -1}
+    for kind, firsts in sorted(_first_calls(traces).items()):
+        pairs = [
+            _first_call_pair(release, trace, {**_trace_config(trace), **unlimited}, name, arguments, number * runs)
+            for trace, name, arguments in firsts
+        ]
+        tool = tool_names("course")[kind].replace("course", "<domain>")
+        table.add_mean(f"first {tool} on its instance (mean of {len(pairs)} domains)", pairs, "µs", ">= 1x")
+
+
 def bench_load(table: Table, release: Release | None, files: dict[str, Path], runs: int, scratch: Path) -> None:
     """Loading, each of ours twice: the first time a machine sees a file (full validation, then
     the validated-dataset cache entry written into an empty cache folder) and a file this machine
-    validated before (its entry read). The release's loader has no cache and validates nothing."""
+    validated before (its entry read). Every timed call of ours first empties the in-process
+    memo of the files' SHA-256 (``ace_gym.instance._file_sha256``), so that it hashes each file
+    as a new process must to find its cache entry. The release's loader has no cache and
+    validates nothing."""
 
     def first_time(load: Timed) -> Timed:
         def run() -> object:
@@ -317,9 +445,14 @@ def bench_load(table: Table, release: Release | None, files: dict[str, Path], ru
         return run
 
     def ours_load(domains: tuple[str, ...]) -> Timed:
-        return lambda: [read_dataset(files[d]) for d in domains]
+        def run() -> object:
+            instance._file_sha256.cache_clear()  # a new process hashes the file
+            return [read_dataset(files[d]) for d in domains]
+
+        return run
 
     def ours_load_setup() -> None:
+        instance._file_sha256.cache_clear()
         dataset = read_dataset(files["course"])
         config = ToolConfig()
         for index in range(len(dataset)):
@@ -558,6 +691,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_episodes(table, release, traces, runs)
         bench_score(table, release, number, runs)
         bench_cold(table, release, number, runs)
+        bench_cold_tools(table, release, traces, number, runs)
         bench_load(table, release, files, runs, scratch)
         if process_runs:
             bench_processes(table, release, files, args.traces, process_runs, scratch)
