@@ -491,20 +491,15 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
         return invalid(
             f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(compiled.allowed_fields)}"
         )
-    # serialised by hand from cached pieces; the same text as json.dumps of the published dict
-    texts = state.texts
-    entries = []
-    unique_fields = list(dict.fromkeys(fields))  # duplicates collapse in the payload, as dict keys did
-    for item_id in dict.fromkeys(ids):
-        k = compiled.item_index[item_id]
-        values, pairs = texts.attributes(compiled, k)
-        if len(fields) == 1:
-            shown = values[fields[0]]
-        else:
-            shown = "{" + ", ".join([pairs[f] for f in unique_fields]) + "}"
-        entries.append(f"{texts.cell_json[k]}: {shown}")
-    field_list = ", ".join([texts.field_json[f] for f in fields])
-    return ok_reply(f'{{"fields": [{field_list}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
+    # the published payload, serialised in one encoder call (its C path): on a miss that costs
+    # less than assembling it from per-item pieces, which a first call would have to build
+    items, item_index = compiled.items, compiled.item_index
+    if len(fields) == 1:
+        only = fields[0]
+        shown: dict[str, Any] = {i: items[item_index[i]][only] for i in ids}
+    else:
+        shown = {i: {f: items[item_index[i]][f] for f in fields} for i in ids}
+    return ok_reply(dumps({"fields": fields, "items": shown, "missing_ids": []}))
 
 
 def _parse_fields(field: Any) -> list[str] | ToolReply:
