@@ -173,14 +173,13 @@ class InstanceTexts:
 
     ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
     cell (-1 = empty) indexes it directly; ``item_replies`` holds the item-info replies by item,
-    ``query_columns`` the per-(slot, field) candidate values and match objects of the query tool, and ``query_charges[s]`` the
-    :class:`Charge` of a query on hidden slot ``s``. Every piece is built when first looked up
-    (an instance has hundreds of items; an episode shows a few dozen), so that the first call on
-    a fresh instance costs no more than the pieces it shows.
+    ``query_columns`` the per-(slot, field) candidate values and match objects of the query tool,
+    and ``query_charges[s]`` the :class:`Charge` of a query on hidden slot ``s``. Every piece is
+    built when first looked up (an instance has hundreds of items; an episode shows a few dozen),
+    so that the first call on a fresh instance costs no more than the pieces it shows.
 
     ``query_replies`` holds the envelope heads of successful queries (up to their remaining
-    budget) and the replies of refused ones,
-    and ``attribute_replies`` the replies of attribute lookups (keyed with the id and field limits
+    budget) and the replies of refused ones, and ``attribute_replies`` the replies of attribute lookups (keyed with the id and field limits
     they were checked against), by their arguments (see :func:`remember`): what those tools answer
     depends on the instance and the arguments alone, apart from the query budgets, which the query
     tool checks and charges per episode before it looks a reply up. Refusals are kept too: a model
