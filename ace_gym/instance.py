@@ -410,6 +410,18 @@ class CompiledInstance:
         items = self.__dict__.get("items")
         return self._item_rows.item(k) if items is None else items[k]
 
+    def item_values(self, key: str, items: Sequence[int]) -> list[Any]:
+        """The values item key ``key`` has in items ``items`` (item numbers), as their dicts hold
+        them: read from the compiled columns where they hold the key (validation guarantees the
+        same values), else from the item dicts."""
+        if key in self.numeric:
+            column = self.numeric[key]
+            return [column.item(i) for i in items]
+        if key in self.categorical:
+            codes, vocabulary = self.categorical[key]
+            return [vocabulary[codes.item(i)] for i in items]
+        return [self.item(i)[key] for i in items]
+
     @cached_property
     def _item_rows(self) -> ItemRows:
         return ItemRows(self._item_texts_source())

@@ -249,6 +249,8 @@ def test_compiled__from_the_entry_builds_each_item_alone_equal_to_a_full_validat
         assert "items" not in compiled.__dict__
         assert json.dumps([alone[k] for k in range(count)]) == json.dumps(validated.compiled(index).items)
         assert all(built is alone[k] for k, built in enumerate(compiled.items))  # the same dicts
+        for key in alone[0]:  # what the query tool reads, from the columns where they hold the key
+            assert compiled.item_values(key, range(count)) == [alone[k][key] for k in range(count)]
 
 
 def test_get_item_info__first_call_on_an_instance_from_the_entry_builds_that_item_alone(
@@ -267,6 +269,15 @@ def test_get_item_info__first_call_on_an_instance_from_the_entry_builds_that_ite
     assert reply.ok
     field = compiled.allowed_fields[0]
     assert call(state, names["item_attributes"], {"ids": [compiled.item_ids[shown]], "field": field}).ok
+    slot = compiled.slots[0]
+    query = {
+        "row": slot.row,
+        "col": slot.col,
+        "field": compiled.domain.numeric_attributes[0],
+        "operator": ">",
+        "value": 0,
+    }
+    assert call(state, names["query"], query).ok  # reads the compiled column: builds no item
     assert "items" not in compiled.__dict__ and "item_index" not in compiled.__dict__
     assert compiled._item_rows._built.keys() == {shown}
 

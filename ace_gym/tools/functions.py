@@ -403,10 +403,9 @@ def _query_column(compiled: CompiledInstance, texts: InstanceTexts, s: int, fiel
     """(value of ``field``, serialised match object) per candidate of slot ``s``, in stored order (cached)."""
     found = texts.query_columns.get((s, field))
     if found is None:  # ids escaped here, not through ``cell_json``: a miss there costs ~2x as much
-        key, item, item_ids = texts.field_json[field], compiled.item, compiled.item_ids
+        key, item_ids, candidates = texts.field_json[field], compiled.item_ids, compiled.slots[s].candidate_items
         column = []
-        for i in compiled.slots[s].candidate_items:
-            value = item(i)[field]
+        for i, value in zip(candidates, compiled.item_values(field, candidates), strict=True):
             column.append((value, f'{{"id": {string_json(item_ids[i])}, {key}: {value_json(value)}}}'))
         found = texts.query_columns[(s, field)] = tuple(column)
     return found
