@@ -65,9 +65,10 @@ class CachedDataset(NamedTuple):
         """Instance ``index``'s :meth:`ace_gym.instance.CompiledInstance.entry`."""
         return self._piece(3 * index)
 
-    def item_texts_json(self, index: int) -> bytes:
-        """Instance ``index``'s :func:`ace_gym.instance.entry_item_texts`."""
-        return self._piece(3 * index + 1)
+    def item_texts_start(self, index: int) -> int:
+        """Where instance ``index``'s :func:`ace_gym.instance.entry_item_texts` starts in
+        ``data`` (read in place, a line at a time: never copied whole)."""
+        return self.bounds[3 * index + 1]
 
     def instance_json(self, index: int) -> bytes:
         """Instance ``index``'s :func:`ace_gym.instance.entry_document`."""

@@ -251,15 +251,15 @@ class CompiledInstance:
         entry: Mapping[str, Any],
         domain: Domain,
         instance: Callable[[], Instance],
-        item_texts: Callable[[], bytes],
+        item_rows: Callable[[], ItemRows],
     ) -> CompiledInstance:
         """The compiled form a cache entry holds (:meth:`entry`, written from an instance that
         passed validation), read without building the pydantic model or looking any id up;
         ``instance()`` builds that model when :attr:`instance` is first used, and
-        ``item_texts()`` returns the instance's :func:`entry_item_texts` when an item dict
-        is first looked up (:meth:`item`)."""
+        ``item_rows()`` reads the instance's item dicts (from its :func:`entry_item_texts`) when
+        one is first looked up (:meth:`item`)."""
         compiled = cls.__new__(cls)
-        compiled._instance_source, compiled._item_texts_source = instance, item_texts
+        compiled._instance_source, compiled._item_rows_source = instance, item_rows
         compiled.task_instruction = entry["task_instruction"]
         numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
         heads = [(rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules]
@@ -391,7 +391,7 @@ class CompiledInstance:
         )
 
     _instance_source: Callable[[], Instance]
-    _item_texts_source: Callable[[], bytes]
+    _item_rows_source: Callable[[], ItemRows]
 
     @cached_property
     def instance(self) -> Instance:
@@ -415,16 +415,15 @@ class CompiledInstance:
         them: read from the compiled columns where they hold the key (validation guarantees the
         same values), else from the item dicts."""
         if key in self.numeric:
-            column = self.numeric[key]
-            return [column.item(i) for i in items]
+            return self.numeric[key].take(items).tolist()  # type: ignore[no-any-return]
         if key in self.categorical:
             codes, vocabulary = self.categorical[key]
-            return [vocabulary[codes.item(i)] for i in items]
+            return [vocabulary[code] for code in codes.take(items).tolist()]
         return [self.item(i)[key] for i in items]
 
     @cached_property
     def _item_rows(self) -> ItemRows:
-        return ItemRows(self._item_texts_source())
+        return self._item_rows_source()
 
     origin: tuple[Dataset, int] | None = None
 
@@ -479,20 +478,21 @@ class ItemRows:
     when that item is built. Each dict equals the validated item's, its keys in the order that
     item had."""
 
-    __slots__ = ("_built", "_keys", "_orders", "_texts", "_width")
+    __slots__ = ("_built", "_data", "_keys", "_orders", "_start", "_width")
 
-    def __init__(self, item_texts: bytes) -> None:
-        self._texts = item_texts
-        self._width = item_texts.index(b"\n") + 1
-        self._keys, self._orders = _item_header(item_texts[: self._width].rstrip())
+    def __init__(self, data: bytes, start: int = 0) -> None:
+        """``data``: holds the :func:`entry_item_texts` from ``start`` on (read in place)."""
+        self._data, self._start = data, start
+        self._width = data.index(b"\n", start) + 1 - start
+        self._keys, self._orders = _item_header(data[start : start + self._width].rstrip())
         self._built: dict[int, dict[str, int | str]] = {}
 
     def item(self, k: int) -> dict[str, int | str]:
         """Item number ``k``'s dict (the same dict on every call)."""
         found = self._built.get(k)
         if found is None:
-            width = self._width
-            line = self._texts[(k + 1) * width : (k + 2) * width].decode("ascii")
+            start = self._start + (k + 1) * self._width  # the header first
+            line = self._data[start : start + self._width].decode("ascii")
             found = dict(zip(self._keys, _JSON_VALUE.raw_decode(line)[0], strict=True))  # ~1/3 of json.loads
             order = self._orders.get(k)
             if order is not None:
@@ -708,13 +708,13 @@ class Dataset(Sequence["Instance"]):
             json.loads(self._entry.compiled_json(index)),
             self.domain,
             partial(self.__getitem__, index),
-            partial(self._item_texts, index),
+            partial(self._item_rows, index),
         )
 
-    def _item_texts(self, index: int) -> bytes:
-        """Instance ``index``'s :func:`entry_item_texts`, from its cache entry."""
+    def _item_rows(self, index: int) -> ItemRows:
+        """Instance ``index``'s item dicts, read from its cache entry's :func:`entry_item_texts`."""
         assert self._entry is not None
-        return self._entry.item_texts_json(index)
+        return ItemRows(self._entry.data, self._entry.item_texts_start(index))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a file-backed dataset re-opens from the per-process cache instead of pickling its data
