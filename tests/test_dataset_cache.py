@@ -16,7 +16,7 @@ import pytest
 from ace_gym.dataset_cache import cache_folder
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import DatasetError
-from ace_gym.instance import CompiledInstance, _packed, _unpacked, parse_dataset, read_dataset
+from ace_gym.instance import CompiledInstance, Dataset, _packed, _unpacked, parse_dataset, read_dataset
 from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
 from tests.conftest import published_file
 
@@ -211,14 +211,19 @@ def _arrays(compiled: CompiledInstance) -> list[np.ndarray]:
     ]
 
 
+def _validated_and_cached(path: Path) -> tuple[Dataset, Dataset]:
+    """The file validated in full (no entry), and read (the first time) from the entry it wrote."""
+    validated = parse_dataset(path.read_bytes(), str(path))
+    cached = read_dataset(path)
+    assert cached._entry is not None and validated._entry is None
+    return validated, cached
+
+
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_compiled__from_the_entry_equals_compiled_from_a_full_validation(
     domain: str, cache: Path, tmp_path: Path
 ) -> None:
-    path = _copy(domain, tmp_path)
-    validated = parse_dataset(path.read_bytes(), str(path))
-    cached = read_dataset(path)
-    assert cached._entry is not None and validated._entry is None
+    validated, cached = _validated_and_cached(_copy(domain, tmp_path))
     for index in range(len(cached)):
         assert _compiled_fields(cached.compiled(index)) == _compiled_fields(validated.compiled(index))
 
@@ -239,9 +244,7 @@ def test_compiled__from_the_entry_builds_its_items_only_when_asked_and_without_i
 def test_compiled__from_the_entry_builds_each_item_alone_equal_to_a_full_validation(
     domain: str, cache: Path, tmp_path: Path
 ) -> None:
-    path = _copy(domain, tmp_path)
-    validated = parse_dataset(path.read_bytes(), str(path))
-    cached = read_dataset(path)
+    validated, cached = _validated_and_cached(_copy(domain, tmp_path))
     for index in (0, len(cached) - 1):
         compiled = cached.compiled(index)
         count = len(compiled.item_ids)
@@ -291,9 +294,7 @@ def test_read_dataset__items_listing_their_keys_in_another_order_come_back_as_wr
     reordered = list(pool)[5]
     pool[reordered] = dict(reversed(pool[reordered].items()))
     path.write_text(json.dumps(document))
-    validated = parse_dataset(path.read_bytes(), str(path))
-    cached = read_dataset(path)
-    assert cached._entry is not None and validated._entry is None
+    validated, cached = _validated_and_cached(path)
     assert json.dumps(cached.compiled(2).item(5)) == json.dumps(validated.compiled(2).items[5])  # built alone
     assert list(cached[2].item_pool[reordered]) == list(pool[reordered]) == list(validated[2].item_pool[reordered])
     assert json.dumps(cached.compiled(2).items) == json.dumps(validated.compiled(2).items)
