@@ -5,11 +5,13 @@ An entry's name is the SHA-256 of the dataset file's bytes as stored and a finge
 validator (the source of the modules whose rules a file is checked against, the Python version),
 so a changed file or changed rules never meet an old entry. An entry is written, atomically, only
 after a file passed every check of :mod:`ace_gym.instance`; it holds the file's header fields, its
-instance ids and, for each instance, two JSON texts: its compiled form
-(:meth:`ace_gym.instance.CompiledInstance.entry`: the arrays and texts the tools work on, as
-ints and strings, so that setting an instance up is one parse and no lookups) and its fields
-(:func:`ace_gym.instance.entry_document`: as the validated model dumps them, the item pool by
-columns, read only when the pydantic model is asked for), with a CRC-32 of that text.
+instance ids and, for each instance, three JSON texts (:func:`ace_gym.instance.entry_texts`): its
+compiled form (:meth:`ace_gym.instance.CompiledInstance.entry`: the arrays and texts the tools work
+on, as ints and strings, so that setting an instance up is one parse and no lookups), its item
+texts (:func:`ace_gym.instance.entry_item_texts`: what the item dicts hold beyond the compiled
+columns, read on the first item lookup only) and its other fields
+(:func:`ace_gym.instance.entry_document`, read only when the pydantic model is asked for), with a
+CRC-32 of those texts.
 An entry that cannot be read, has another layout or fails its CRC is ignored (the file is then
 validated in full); a cache folder that cannot be written is skipped. Nothing is unpickled.
 
@@ -34,7 +36,7 @@ from ace_gym.atomic import AtomicFile
 
 logger = logging.getLogger(__name__)
 
-LAYOUT = 5
+LAYOUT = 6
 """Version of the entry layout below; part of every entry's name."""
 _VALIDATOR_MODULES = (
     "instance.py",
@@ -50,9 +52,9 @@ _VALIDATOR_MODULES = (
 
 class CachedDataset(NamedTuple):
     """An entry: the file's header fields (every ``DatasetFile`` field but ``instances``), its
-    instance ids, and ``data`` (the entry file's bytes) holding two JSON texts per instance, piece
-    ``j`` being ``data[bounds[j]:bounds[j+1]]``: instance ``k``'s compiled form (piece ``2k``)
-    and its fields (piece ``2k+1``)."""
+    instance ids, and ``data`` (the entry file's bytes) holding three JSON texts per instance,
+    piece ``j`` being ``data[bounds[j]:bounds[j+1]]``: instance ``k``'s compiled form (piece
+    ``3k``), its item texts (``3k+1``) and its other fields (``3k+2``)."""
 
     header: dict[str, Any]
     instance_ids: tuple[str, ...]
@@ -61,11 +63,16 @@ class CachedDataset(NamedTuple):
 
     def compiled_json(self, index: int) -> bytes:
         """Instance ``index``'s :meth:`ace_gym.instance.CompiledInstance.entry`."""
-        return self._piece(2 * index)
+        return self._piece(3 * index)
+
+    def item_texts_start(self, index: int) -> int:
+        """Where instance ``index``'s :func:`ace_gym.instance.entry_item_texts` starts in
+        ``data`` (read in place, a line at a time: never copied whole)."""
+        return self.bounds[3 * index + 1]
 
     def instance_json(self, index: int) -> bytes:
         """Instance ``index``'s :func:`ace_gym.instance.entry_document`."""
-        return self._piece(2 * index + 1)
+        return self._piece(3 * index + 2)
 
     def _piece(self, piece: int) -> bytes:
         return self.data[self.bounds[piece] : self.bounds[piece + 1]]
@@ -115,8 +122,8 @@ def read_entry(file_sha256: str) -> CachedDataset | None:
         body = memoryview(data)[start:]
         if index["layout"] != LAYOUT or zlib.crc32(body) != index["crc32"] or ends[-1:] != [len(body)]:
             raise ValueError("entry does not check out")
-        if len(ends) != 2 * count:
-            raise ValueError("entry does not hold two texts per instance")
+        if len(ends) != 3 * count:
+            raise ValueError("entry does not hold three texts per instance")
         bounds = (start, *[start + end for end in ends])
         return CachedDataset(index["header"], tuple(index["instance_ids"]), bounds, data)
     except (ValueError, KeyError, TypeError):
@@ -125,10 +132,13 @@ def read_entry(file_sha256: str) -> CachedDataset | None:
 
 
 def write_entry(
-    file_sha256: str, header: dict[str, Any], instance_ids: Sequence[str], texts: Iterable[tuple[bytes, bytes]]
+    file_sha256: str,
+    header: dict[str, Any],
+    instance_ids: Sequence[str],
+    texts: Iterable[tuple[bytes, bytes, bytes]],
 ) -> CachedDataset | None:
-    """Store a validated file's entry (``texts``: each instance's compiled form and fields, as
-    JSON; not iterated when the cache is off) and return it as :func:`read_entry` would read it
+    """Store a validated file's entry (``texts``: each instance's three JSON texts, in the order
+    :class:`CachedDataset` holds them; not iterated when the cache is off) and return it as :func:`read_entry` would read it
     back; None when the cache is off. Best effort: a folder that cannot be written is logged and
     skipped (the entry is still returned)."""
     path = _entry_path(file_sha256)

@@ -69,6 +69,7 @@ from functools import cache, cached_property, lru_cache, partial
 from importlib import resources
 from itertools import chain, compress, zip_longest
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -194,9 +195,11 @@ class CompiledInstance:
     Items are numbered in ``item_pool`` order. ``numeric[attr]`` is an int64 column over items;
     ``categorical[attr]`` is ``(codes, vocabulary)``. Grids are flat row-major int32 arrays of item
     indices with -1 for an empty cell. ``cell_slot[cell]`` is the hidden-slot index or -1.
-    ``items`` holds the pool's item dicts in that order; ``task_instruction`` is the instance's.
-    An instance compiled from a cache entry (:meth:`from_entry`) builds its pydantic ``instance``
-    and its ``items`` on first use only, each without the other (an episode needs no model).
+    ``items`` holds the pool's item dicts in that order (``item(k)`` one of them);
+    ``task_instruction`` is the instance's. An instance compiled from a cache entry
+    (:meth:`from_entry`) builds its pydantic ``instance`` on first use only, and its item dicts
+    one at a time as they are looked up (:meth:`item`), without the model (an episode needs no
+    model; its first item lookup builds that item alone).
     """
 
     def __init__(
@@ -248,14 +251,15 @@ class CompiledInstance:
         entry: Mapping[str, Any],
         domain: Domain,
         instance: Callable[[], Instance],
-        items: Callable[[], tuple[dict[str, int | str], ...]],
+        item_rows: Callable[[], ItemRows],
     ) -> CompiledInstance:
         """The compiled form a cache entry holds (:meth:`entry`, written from an instance that
         passed validation), read without building the pydantic model or looking any id up;
-        ``instance()`` builds that model when :attr:`instance` is first used, and ``items()`` the
-        item dicts when :attr:`items` is."""
+        ``instance()`` builds that model when :attr:`instance` is first used, and
+        ``item_rows()`` reads the instance's item dicts (from its :func:`entry_item_texts`) when
+        one is first looked up (:meth:`item`)."""
         compiled = cls.__new__(cls)
-        compiled._instance_source, compiled._items_source = instance, items
+        compiled._instance_source, compiled._item_rows_source = instance, item_rows
         compiled.task_instruction = entry["task_instruction"]
         numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
         heads = [(rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules]
@@ -387,7 +391,7 @@ class CompiledInstance:
         )
 
     _instance_source: Callable[[], Instance]
-    _items_source: Callable[[], tuple[dict[str, int | str], ...]]
+    _item_rows_source: Callable[[], ItemRows]
 
     @cached_property
     def instance(self) -> Instance:
@@ -396,8 +400,30 @@ class CompiledInstance:
 
     @cached_property
     def items(self) -> tuple[dict[str, int | str], ...]:
-        """The pool's item dicts, in item order (index = item number)."""
-        return self._items_source()
+        """The pool's item dicts, in item order (index = item number); the same dicts :meth:`item`
+        returns."""
+        return tuple(map(self._item_rows.item, range(len(self.item_ids))))
+
+    def item(self, k: int) -> dict[str, int | str]:
+        """Item number ``k``'s dict, ``items[k]`` (read-only, shared): on an instance from a cache
+        entry whose items were not all built, built alone (once)."""
+        items = self.__dict__.get("items")
+        return self._item_rows.item(k) if items is None else items[k]
+
+    def item_values(self, key: str, items: Sequence[int]) -> list[Any]:
+        """The values item key ``key`` has in items ``items`` (item numbers), as their dicts hold
+        them: read from the compiled columns where they hold the key (validation guarantees the
+        same values), else from the item dicts."""
+        if key in self.numeric:
+            return self.numeric[key].take(items).tolist()  # type: ignore[no-any-return]
+        if key in self.categorical:
+            codes, vocabulary = self.categorical[key]
+            return [vocabulary[code] for code in codes.take(items).tolist()]
+        return [self.item(i)[key] for i in items]
+
+    @cached_property
+    def _item_rows(self) -> ItemRows:
+        return self._item_rows_source()
 
     origin: tuple[Dataset, int] | None = None
 
@@ -415,9 +441,14 @@ class CompiledInstance:
         return dict(zip(self.item_ids, range(len(self.item_ids)), strict=True))
 
     @cached_property
+    def visible_items(self) -> dict[str, int]:
+        """The ids of the items the initial grid shows, each with its item number."""
+        return {self.item_ids[i]: i for i in self.initial_grid if i >= 0}
+
+    @cached_property
     def visible_ids(self) -> frozenset[str]:
         """The ids of the items the initial grid shows."""
-        return frozenset([self.item_ids[i] for i in self.initial_grid if i >= 0])
+        return frozenset(self.visible_items)
 
     @cached_property
     def cell_slot(self) -> np.ndarray:
@@ -438,6 +469,48 @@ class CompiledInstance:
             if item >= 0:
                 totals.add(cell, item)
         return totals
+
+
+class ItemRows:
+    """The item dicts of a compiled instance from a cache entry, each built on its first lookup
+    (then kept) from the instance's :func:`entry_item_texts`: the item keys' order, the items
+    listing them in another order, and each item's line of values, found by its number and parsed
+    when that item is built. Each dict equals the validated item's, its keys in the order that
+    item had."""
+
+    __slots__ = ("_built", "_data", "_keys", "_orders", "_start", "_width")
+
+    def __init__(self, data: bytes, start: int = 0) -> None:
+        """``data``: holds the :func:`entry_item_texts` from ``start`` on (read in place)."""
+        self._data, self._start = data, start
+        self._width = data.index(b"\n", start) + 1 - start
+        self._keys, self._orders = _item_header(data[start : start + self._width].rstrip())
+        self._built: dict[int, dict[str, int | str]] = {}
+
+    def item(self, k: int) -> dict[str, int | str]:
+        """Item number ``k``'s dict (the same dict on every call)."""
+        found = self._built.get(k)
+        if found is None:
+            start = self._start + (k + 1) * self._width  # the header first
+            line = self._data[start : start + self._width].decode("ascii")
+            found = dict(zip(self._keys, _JSON_VALUE.raw_decode(line)[0], strict=True))  # ~1/3 of json.loads
+            order = self._orders.get(k)
+            if order is not None:
+                found = {key: found[key] for key in order}
+            found = self._built.setdefault(k, found)  # two threads building it keep one
+        return found
+
+
+_JSON_VALUE = json.JSONDecoder()
+"""Reads the JSON value a text starts with (an item line: its padding after the value unread)."""
+
+
+@lru_cache(maxsize=64)  # the instances of a file mostly share one header: parsed once
+def _item_header(header: bytes) -> tuple[tuple[str, ...], Mapping[int, tuple[str, ...]]]:
+    """The item keys' order and the exceptions (by item number) of an :func:`entry_item_texts` header."""
+    parsed = json.loads(header)
+    exceptions = parsed.get("order_exceptions", {})
+    return tuple(parsed["keys"]), MappingProxyType({int(k): tuple(order) for k, order in exceptions.items()})
 
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:
@@ -596,8 +669,9 @@ class Dataset(Sequence["Instance"]):
                     from pydantic_core import from_json
 
                     assert self._entry is not None  # built from the JSON that passed validation
+                    compiled = self.compiled(index % len(self))
                     document = from_json(self._entry.instance_json(index % len(self)))
-                    found = self._instances[index] = _instance_from_checked(document)
+                    found = self._instances[index] = _instance_from_checked(document, compiled)
         return found
 
     def index_of(self, instance_id: str) -> int:
@@ -634,17 +708,13 @@ class Dataset(Sequence["Instance"]):
             json.loads(self._entry.compiled_json(index)),
             self.domain,
             partial(self.__getitem__, index),
-            partial(self._items, index),
+            partial(self._item_rows, index),
         )
 
-    def _items(self, index: int) -> tuple[dict[str, int | str], ...]:
-        """Instance ``index``'s item dicts: its model's when built, else read from its cache entry
-        without building the model (nor importing pydantic)."""
-        instance = self._instances[index]
-        if instance is not None:
-            return tuple(instance.item_pool.values())
+    def _item_rows(self, index: int) -> ItemRows:
+        """Instance ``index``'s item dicts, read from its cache entry's :func:`entry_item_texts`."""
         assert self._entry is not None
-        return tuple(_document_items(json.loads(self._entry.instance_json(index))))
+        return ItemRows(self._entry.data, self._entry.item_texts_start(index))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a file-backed dataset re-opens from the per-process cache instead of pickling its data
@@ -783,7 +853,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
             digest,
             model.model_dump(exclude={"instances"}),
             dataset.instance_ids,
-            ((compiled.entry(), entry_document(compiled)) for compiled in map(dataset.compiled, range(len(dataset)))),
+            map(entry_texts, map(dataset.compiled, range(len(dataset)))),
         )
         if written is not None:  # held as a later process holds it: a quarter of the models' memory
             return Dataset.from_cache_entry(written, str(path), cache_key=key)
@@ -799,62 +869,47 @@ def _unchanged(path: Path, status: os.stat_result) -> bool:
     return (now.st_mtime_ns, now.st_size) == (status.st_mtime_ns, status.st_size)
 
 
-def entry_document(compiled: CompiledInstance) -> bytes:
-    """The JSON an entry of :mod:`ace_gym.dataset_cache` holds for a validated instance (given
-    compiled, as validation returns it): its fields, with ``item_pool`` stored by columns
-    (``item_keys``, the keys of every item in the file's order, and ``item_columns``, each key's
-    values over the items), which read and compile without building a dict per item.
-    Validation guarantees a non-empty pool whose items have the same keys, with the values the
-    compiled columns hold (ints, and strings among each vocabulary); an item listing the keys in
-    another order than the first is stored by itself in ``item_order_exceptions`` so that every
-    item dict is rebuilt as it was."""
-    from pydantic_core import to_json  # the instance is a pydantic model: pydantic is loaded
+def entry_texts(compiled: CompiledInstance) -> tuple[bytes, bytes, bytes]:
+    """The three JSON texts an entry of :mod:`ace_gym.dataset_cache` holds for a validated
+    instance (given compiled, as validation returns it): :meth:`CompiledInstance.entry`,
+    :func:`entry_item_texts` and :func:`entry_document`."""
+    return compiled.entry(), entry_item_texts(compiled), entry_document(compiled)
 
-    instance = compiled.instance
-    items = list(instance.item_pool.values())
+
+def entry_item_texts(compiled: CompiledInstance) -> bytes:
+    """A validated instance's item dicts as lines of ASCII JSON, every line padded with spaces
+    to one width (its line break included): a header (``keys``: the keys of the first item, in
+    its order; and, when some item lists its keys in another order, ``order_exceptions``: that
+    order by item number), then a line per item: the JSON list of its values in ``keys`` order,
+    so that item ``k``'s line is the ``k + 1``-th times the first line's length in bytes.
+    :class:`ItemRows` builds the item dicts back from it, one line parsed per item. Validation
+    guarantees a non-empty pool whose items have the same keys."""
+    items = compiled.items
     keys = list(items[0])
-    columns = {"item_keys": keys, "item_columns": [_item_values(compiled, key) for key in keys]}
+    header: dict[str, Any] = {"keys": keys}
     if list(chain.from_iterable(items)) != keys * len(items):  # one pass in C; rarely true
-        columns["item_order_exceptions"] = {k: list(item) for k, item in enumerate(items) if list(item) != keys}
-    fields = instance.model_dump_json(exclude={"item_pool"}).encode()
-    # two JSON objects, both non-empty, merged into one: "{a...}" + "{b...}" -> "{a...,b...}"
-    return fields[:-1] + b"," + to_json(columns)[1:]
+        header["order_exceptions"] = {k: list(item) for k, item in enumerate(items) if list(item) != keys}
+    lines = [json.dumps(header), *[json.dumps([item[key] for key in keys]) for item in items]]  # ASCII
+    width = max(map(len, lines))
+    return "".join([line.ljust(width) + "\n" for line in lines]).encode("ascii")
 
 
-def _item_values(compiled: CompiledInstance, key: str) -> list[Any]:
-    """The values of item key ``key`` over the items of a validated instance, read from its
-    compiled columns where they hold the key."""
-    if key == compiled.domain.id_key:
-        return list(compiled.item_ids)
-    if key in compiled.numeric:
-        return compiled.numeric[key].tolist()  # type: ignore[no-any-return]
-    if key in compiled.categorical:
-        codes, vocabulary = compiled.categorical[key]
-        return np.asarray(vocabulary, dtype=object)[codes].tolist()  # type: ignore[no-any-return]
-    return [item[key] for item in compiled.items]
+def entry_document(compiled: CompiledInstance) -> bytes:
+    """The fields of a validated instance but its ``item_pool`` (which :meth:`CompiledInstance.entry`
+    and :func:`entry_item_texts` hold), as JSON: what :func:`_instance_from_checked` reads."""
+    return compiled.instance.model_dump_json(exclude={"item_pool"}).encode()
 
 
-def _document_items(document: Mapping[str, Any]) -> list[dict[str, int | str]]:
-    """The item dicts an :func:`entry_document` stores by columns, in pool order, each with its
-    keys in the order it had."""
-    keys, table = document["item_keys"], document["item_columns"]
-    items = [dict(zip(keys, values, strict=True)) for values in zip(*table, strict=True)]
-    for k, order in document.get("item_order_exceptions", {}).items():
-        items[int(k)] = {key: items[int(k)][key] for key in order}
-    return items
-
-
-def _instance_from_checked(document: dict[str, Any]) -> Instance:
+def _instance_from_checked(document: dict[str, Any], compiled: CompiledInstance) -> Instance:
     """An :class:`Instance` from the :func:`entry_document` of one that passed validation (a cache
-    entry's), built without validating again."""
+    entry's) and its compiled form (the item pool: its ids and item dicts), built without
+    validating again."""
     from ace_gym.dataset_schema import Instance, InstanceMeta, Position, SlotEntry
 
-    ids = document["item_columns"][document["item_keys"].index(DOMAINS[document["domain"]].id_key)]
-    fields = {key: value for key, value in document.items() if not key.startswith("item_")}
     return Instance.model_construct(
         **{
-            **fields,
-            "item_pool": dict(zip(ids, _document_items(document), strict=True)),
+            **document,
+            "item_pool": dict(zip(compiled.item_ids, compiled.items, strict=True)),
             "meta": InstanceMeta.model_construct(**document["meta"]),
             "hidden_slots": [Position.model_construct(**cell) for cell in document["hidden_slots"]],
             "slots": [SlotEntry.model_construct(**slot) for slot in document["slots"]],

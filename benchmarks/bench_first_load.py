@@ -37,7 +37,7 @@ from ace_gym.instance import (
     _read_json_bytes,
     bundled_dataset_path,
     check_dataset,
-    entry_document,
+    entry_texts,
     read_dataset,
 )
 
@@ -53,7 +53,7 @@ def stages(path: Path, scratch: Path) -> dict[str, Callable[[], object]]:
     raw = _read_json_bytes(path, size)
     model = DatasetFile.model_validate_json(raw)
     compiled = check_dataset(model, str(path))
-    texts = [(instance.entry(), entry_document(instance)) for instance in compiled]
+    texts = list(map(entry_texts, compiled))
     header = model.model_dump(exclude={"instances"})
     instance_ids = [instance.instance_id for instance in model.instances]
 
@@ -79,7 +79,7 @@ def stages(path: Path, scratch: Path) -> dict[str, Callable[[], object]]:
         SCHEMA: lambda: DatasetFile.model_validate_json(raw),
         "repeated-key screen": lambda: _check_distinct_keys(raw, _key_count_bound(raw), model, str(path)),
         "consistency checks + compile": lambda: check_dataset(model, str(path)),
-        "cache entry texts": lambda: [(instance.entry(), entry_document(instance)) for instance in compiled],
+        "cache entry texts": lambda: list(map(entry_texts, compiled)),
         "cache entry write": in_empty_cache(lambda: dataset_cache.write_entry("0" * 64, header, instance_ids, texts)),
         WHOLE: in_empty_cache(lambda: read_dataset(path)),
     }

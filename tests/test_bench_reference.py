@@ -40,7 +40,7 @@ ROWS = (
     "done through env.step",
     "first query on a (slot, field)",
     "cold get_current_grid_state",
-    *(f"first {tool} on its instance (mean of 6 domains)" for tool in TOOL_KINDS),
+    *(f"first {tool} on a new instance from the cache (mean of 6 domains)" for tool in TOOL_KINDS),
     *(
         f"{load}, {when}"
         for load in ("load one 5x5 file", "load all six 5x5 files", "load one file + set up every instance")

@@ -16,7 +16,8 @@ import pytest
 from ace_gym.dataset_cache import cache_folder
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import DatasetError
-from ace_gym.instance import CompiledInstance, _packed, _unpacked, parse_dataset, read_dataset
+from ace_gym.instance import CompiledInstance, Dataset, _packed, _unpacked, parse_dataset, read_dataset
+from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
 from tests.conftest import published_file
 
 
@@ -101,7 +102,7 @@ def test_read_dataset__corrupt_entry_is_ignored_and_the_file_validated(
     assert entry.read_bytes() == written  # validated in full, and the entry written anew
 
 
-def test_read_dataset__entry_without_two_texts_per_instance_is_ignored(
+def test_read_dataset__entry_without_three_texts_per_instance_is_ignored(
     cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = _copy("course", tmp_path)
@@ -109,7 +110,7 @@ def test_read_dataset__entry_without_two_texts_per_instance_is_ignored(
     (entry,) = _entries(cache)
     head, _, body = entry.read_bytes().partition(b"\n")
     index = json.loads(head)
-    index["ends"] = index["ends"][1::2]  # one text per instance, as an older layout wrote, CRC still right
+    index["ends"] = [end for k, end in enumerate(index["ends"]) if k % 3 != 1]  # two per instance, CRC right
     entry.write_bytes(json.dumps(index).encode() + b"\n" + body)
     with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
         assert len(read_dataset(path)) == index["header"]["num_instances"]
@@ -210,19 +211,24 @@ def _arrays(compiled: CompiledInstance) -> list[np.ndarray]:
     ]
 
 
+def _validated_and_cached(path: Path) -> tuple[Dataset, Dataset]:
+    """The file validated in full (no entry), and read (the first time) from the entry it wrote."""
+    validated = parse_dataset(path.read_bytes(), str(path))
+    cached = read_dataset(path)
+    assert cached._entry is not None and validated._entry is None
+    return validated, cached
+
+
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_compiled__from_the_entry_equals_compiled_from_a_full_validation(
     domain: str, cache: Path, tmp_path: Path
 ) -> None:
-    path = _copy(domain, tmp_path)
-    validated = parse_dataset(path.read_bytes(), str(path))
-    cached = read_dataset(path)
-    assert cached._entry is not None and validated._entry is None
+    validated, cached = _validated_and_cached(_copy(domain, tmp_path))
     for index in range(len(cached)):
         assert _compiled_fields(cached.compiled(index)) == _compiled_fields(validated.compiled(index))
 
 
-def test_compiled__from_the_entry_builds_its_items_and_pydantic_instance_only_when_asked_each_without_the_other(
+def test_compiled__from_the_entry_builds_its_items_only_when_asked_and_without_its_pydantic_instance(
     cache: Path, tmp_path: Path
 ) -> None:
     path = _copy("pc_build", tmp_path)
@@ -234,6 +240,51 @@ def test_compiled__from_the_entry_builds_its_items_and_pydantic_instance_only_wh
     assert compiled.instance == validated and "instance" in compiled.__dict__
 
 
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_compiled__from_the_entry_builds_each_item_alone_equal_to_a_full_validation(
+    domain: str, cache: Path, tmp_path: Path
+) -> None:
+    validated, cached = _validated_and_cached(_copy(domain, tmp_path))
+    for index in (0, len(cached) - 1):
+        compiled = cached.compiled(index)
+        count = len(compiled.item_ids)
+        alone = {k: compiled.item(k) for k in reversed(range(count))}  # each built by itself, last first
+        assert "items" not in compiled.__dict__
+        assert json.dumps([alone[k] for k in range(count)]) == json.dumps(validated.compiled(index).items)
+        assert all(built is alone[k] for k, built in enumerate(compiled.items))  # the same dicts
+        for key in alone[0]:  # what the query tool reads, from the columns where they hold the key
+            assert compiled.item_values(key, range(count)) == [alone[k][key] for k in range(count)]
+
+
+def test_get_item_info__first_call_on_an_instance_from_the_entry_builds_that_item_alone(
+    cache: Path, tmp_path: Path
+) -> None:
+    """Issue 10: the first item lookup on an instance read from the cache built every item dict
+    (json-parsing the whole instance): ~0.8 ms at H=15 where the release answers in ~25 µs."""
+    path = _copy("course", tmp_path)
+    read_dataset(path)
+    compiled = read_dataset(path).compiled(34)
+    state = EpisodeState(compiled, ToolConfig())
+    shown = next(item for item in compiled.initial_grid if item >= 0)
+    names = tool_names("course")
+    call = toolset(compiled.domain).call
+    reply = call(state, names["item_info"], {"id": compiled.item_ids[shown]})
+    assert reply.ok
+    field = compiled.allowed_fields[0]
+    assert call(state, names["item_attributes"], {"ids": [compiled.item_ids[shown]], "field": field}).ok
+    slot = compiled.slots[0]
+    query = {
+        "row": slot.row,
+        "col": slot.col,
+        "field": compiled.domain.numeric_attributes[0],
+        "operator": ">",
+        "value": 0,
+    }
+    assert call(state, names["query"], query).ok  # reads the compiled column: builds no item
+    assert "items" not in compiled.__dict__ and "item_index" not in compiled.__dict__
+    assert compiled._item_rows._built.keys() == {shown}
+
+
 def test_read_dataset__items_listing_their_keys_in_another_order_come_back_as_written(
     cache: Path, tmp_path: Path
 ) -> None:
@@ -243,9 +294,8 @@ def test_read_dataset__items_listing_their_keys_in_another_order_come_back_as_wr
     reordered = list(pool)[5]
     pool[reordered] = dict(reversed(pool[reordered].items()))
     path.write_text(json.dumps(document))
-    validated = parse_dataset(path.read_bytes(), str(path))
-    cached = read_dataset(path)
-    assert cached._entry is not None and validated._entry is None
+    validated, cached = _validated_and_cached(path)
+    assert json.dumps(cached.compiled(2).item(5)) == json.dumps(validated.compiled(2).items[5])  # built alone
     assert list(cached[2].item_pool[reordered]) == list(pool[reordered]) == list(validated[2].item_pool[reordered])
     assert json.dumps(cached.compiled(2).items) == json.dumps(validated.compiled(2).items)
     assert cached.model == validated.model

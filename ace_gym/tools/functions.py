@@ -403,10 +403,9 @@ def _query_column(compiled: CompiledInstance, texts: InstanceTexts, s: int, fiel
     """(value of ``field``, serialised match object) per candidate of slot ``s``, in stored order (cached)."""
     found = texts.query_columns.get((s, field))
     if found is None:  # ids escaped here, not through ``cell_json``: a miss there costs ~2x as much
-        key, items, item_ids = texts.field_json[field], compiled.items, compiled.item_ids
+        key, item_ids, candidates = texts.field_json[field], compiled.item_ids, compiled.slots[s].candidate_items
         column = []
-        for i in compiled.slots[s].candidate_items:
-            value = items[i][field]
+        for i, value in zip(candidates, compiled.item_values(field, candidates), strict=True):
             column.append((value, f'{{"id": {string_json(item_ids[i])}, {key}: {value_json(value)}}}'))
         found = texts.query_columns[(s, field)] = tuple(column)
     return found
@@ -420,13 +419,13 @@ def get_item_info(state: EpisodeState, id: str) -> ToolReply:
     if not isinstance(id, str):
         return invalid("id must be a string")
     compiled = state.compiled
-    if id not in compiled.visible_ids:
+    k = compiled.visible_items.get(id)
+    if k is None:
         return invalid(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
-    k = compiled.item_index[id]
     texts = state.texts
     reply = texts.item_replies.get(k)
     if reply is None:
-        reply = texts.item_replies[k] = ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {dumps(compiled.items[k])}}}')
+        reply = texts.item_replies[k] = ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {dumps(compiled.item(k))}}}')
     return reply
 
 
@@ -481,7 +480,8 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
         return fields
     if len(fields) > config.max_query_fields:
         return invalid(f"field can specify at most {config.max_query_fields} attributes")
-    inaccessible = [i for i in ids if i not in compiled.visible_ids]
+    visible = compiled.visible_items
+    inaccessible = [i for i in ids if i not in visible]
     if inaccessible:
         return invalid(
             f"ids contain inaccessible item(s): {echo(', '.join(inaccessible))}. You may only inspect ids from non-hidden slots."
@@ -493,17 +493,17 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
         )
     # the published payload ({"fields": fields, "items": {id: value, or {field: value}}, ...}),
     # serialised by hand from the values it shows: no per-item store to fill on a first call
-    items, item_index = compiled.items, compiled.item_index
+    item = compiled.item
     names = [string_json(f) for f in fields]
     if len(fields) == 1:
         only = fields[0]
-        entries = [f"{string_json(i)}: {value_json(items[item_index[i]][only])}" for i in dict.fromkeys(ids)]
+        entries = [f"{string_json(i)}: {value_json(item(visible[i])[only])}" for i in dict.fromkeys(ids)]
     else:
         shown = dict(zip(fields, names, strict=True))  # a repeated field is shown once, as a dict key was
         entries = []
         for i in dict.fromkeys(ids):
-            item = items[item_index[i]]
-            pairs = ", ".join([f"{name}: {value_json(item[f])}" for f, name in shown.items()])
+            values = item(visible[i])
+            pairs = ", ".join([f"{name}: {value_json(values[f])}" for f, name in shown.items()])
             entries.append(f"{string_json(i)}: {{{pairs}}}")
     return ok_reply(f'{{"fields": [{", ".join(names)}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
 
