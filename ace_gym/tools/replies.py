@@ -109,8 +109,11 @@ def value_json(value: object) -> str:
     """``dumps(value)`` of an attribute value; a plain int or str is written directly (json writes
     an int's ``int.__repr__`` and a str's :data:`string_json`; the encoder's path for an int costs
     ~10x more, and for a str adds a method call)."""
-    kind = type(value)
-    return repr(value) if kind is int else string_json(value) if kind is str else dumps(value)
+    if type(value) is int:
+        return repr(value)
+    if type(value) is str:
+        return string_json(value)
+    return dumps(value)
 
 
 def echo(text: object) -> str:
