@@ -377,6 +377,10 @@ class CompiledInstance:
         self.numeric, self.categorical = columns
         self.truth, self.initial = (_frozen(grid) for grid in grids)
         self.initial_grid: tuple[int, ...] = tuple(self.initial.tolist())
+        # the ids of the items the initial grid shows, each with its item number: read by the item
+        # tools and by every episode's texts (replies.texts_of); built here, where the ids are
+        # still in the CPU's cache, for a fraction of what building it on the first lookup costs
+        self.visible_items: dict[str, int] = {item_ids[i]: i for i in self.initial_grid if i >= 0}
         candidate_rows, valid_rows = (_frozen(array) for array in candidates)  # each slot's row: a read-only view
         cell_slot = [-1] * self.n_cells
         compiled_slots, tables = [], (candidate_rows, valid_rows)
@@ -440,11 +444,6 @@ class CompiledInstance:
     def item_index(self) -> dict[str, int]:
         """Each item id's item number."""
         return dict(zip(self.item_ids, range(len(self.item_ids)), strict=True))
-
-    @cached_property
-    def visible_items(self) -> dict[str, int]:
-        """The ids of the items the initial grid shows, each with its item number."""
-        return {self.item_ids[i]: i for i in self.initial_grid if i >= 0}
 
     @cached_property
     def visible_ids(self) -> frozenset[str]:
