@@ -426,9 +426,14 @@ class CompiledInstance:
             return [vocabulary[code] for code in codes.take(items).tolist()]
         return [self.item(i)[key] for i in items]
 
-    @cached_property
+    @property
     def _item_rows(self) -> ItemRows:
-        return self._item_rows_source()
+        # built on first use, kept as functools.cached_property would without the lock Python
+        # 3.11 takes on its first access (~0.3 µs of an instance's first item lookup)
+        rows = self.__dict__.get("_built_item_rows")
+        if rows is None:
+            rows = self.__dict__.setdefault("_built_item_rows", self._item_rows_source())
+        return rows  # type: ignore[no-any-return]
 
     origin: tuple[Dataset, int] | None = None
 
