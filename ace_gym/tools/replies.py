@@ -221,10 +221,12 @@ class InstanceTexts:
     )
 
     def __init__(self, compiled: CompiledInstance) -> None:
-        self.cell_json: dict[int, str] = _Filled(_id_json, compiled.item_ids)
+        item_ids = compiled.item_ids
+        self.cell_json: dict[int, str] = _Filled(_id_json, item_ids)
         self.cell_json[-1] = "null"
-        for item_id, item in compiled.visible_items.items():  # the grid every episode shows first
-            self.cell_json[item] = string_json(item_id)
+        for item in compiled.initial_grid:  # the grid every episode shows first
+            if item >= 0:
+                self.cell_json[item] = string_json(item_ids[item])
         self.field_json: dict[str, str] = _Filled(_field_json, None)
         self.item_replies: dict[int, ToolReply] = {}
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
