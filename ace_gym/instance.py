@@ -71,7 +71,7 @@ from itertools import chain, compress, zip_longest
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -188,6 +188,28 @@ class CompiledSlot:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         setattr(self, name, value)
         return value
+
+
+_T = TypeVar("_T")
+
+
+class _built_once(Generic[_T]):  # a decorator, named as functools.cached_property is
+    """functools.cached_property as Python 3.12 has it: built on first access and kept in the
+    instance's ``__dict__``, without the lock 3.11 takes on every first access (~0.3 µs, paid by
+    an episode's first calls). Two threads building it at once keep one value."""
+
+    def __init__(self, build: Callable[[Any], _T]) -> None:
+        self._build, self._name = build, build.__name__
+        self.__doc__ = build.__doc__
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _built_once[_T]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+    def __get__(self, instance: object | None, owner: type | None = None) -> _T | _built_once[_T]:
+        if instance is None:
+            return self
+        return instance.__dict__.setdefault(self._name, self._build(instance))  # type: ignore[no-any-return]
 
 
 class CompiledInstance:
@@ -422,7 +444,7 @@ class CompiledInstance:
             return [vocabulary[code] for code in codes.take(items).tolist()]
         return [self.item(i)[key] for i in items]
 
-    @cached_property
+    @_built_once
     def _item_rows(self) -> ItemRows:
         return self._item_rows_source()
 
@@ -441,7 +463,7 @@ class CompiledInstance:
         """Each item id's item number."""
         return dict(zip(self.item_ids, range(len(self.item_ids)), strict=True))
 
-    @cached_property
+    @_built_once
     def visible_items(self) -> dict[str, int]:
         """The ids of the items the initial grid shows, each with its item number."""
         return {self.item_ids[i]: i for i in self.initial_grid if i >= 0}
@@ -461,7 +483,7 @@ class CompiledInstance:
         """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
         return tuple(sorted(k for k in self.domain.item_keys if k != self.domain.id_key))
 
-    @cached_property
+    @_built_once
     def initial_totals(self) -> RunningTotals:
         """The running totals of the initial grid, built on first use; never changed (an episode
         works on a :meth:`RunningTotals.copy`, which costs a fraction of building them)."""

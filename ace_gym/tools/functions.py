@@ -492,18 +492,20 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
             f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(compiled.allowed_fields)}"
         )
     # the published payload ({"fields": fields, "items": {id: value, or {field: value}}, ...}),
-    # serialised by hand from the values it shows: no per-item store to fill on a first call
-    item = compiled.item
+    # serialised by hand from the values it shows, read from the compiled columns (as the query
+    # tool reads them): no item dict built on a first call
+    shown_ids = list(dict.fromkeys(ids))
+    items = [visible[i] for i in shown_ids]
     names = [string_json(f) for f in fields]
     if len(fields) == 1:
-        only = fields[0]
-        entries = [f"{string_json(i)}: {value_json(item(visible[i])[only])}" for i in dict.fromkeys(ids)]
+        values = compiled.item_values(fields[0], items)
+        entries = [f"{string_json(i)}: {value_json(v)}" for i, v in zip(shown_ids, values, strict=True)]
     else:
         shown = dict(zip(fields, names, strict=True))  # a repeated field is shown once, as a dict key was
+        columns = [(name, compiled.item_values(f, items)) for f, name in shown.items()]
         entries = []
-        for i in dict.fromkeys(ids):
-            values = item(visible[i])
-            pairs = ", ".join([f"{name}: {value_json(values[f])}" for f, name in shown.items()])
+        for n, i in enumerate(shown_ids):
+            pairs = ", ".join([f"{name}: {value_json(column[n])}" for name, column in columns])
             entries.append(f"{string_json(i)}: {{{pairs}}}")
     return ok_reply(f'{{"fields": [{", ".join(names)}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
 
