@@ -139,13 +139,14 @@ def main() -> None:
             for step_action in actions:
                 step(step_action)
 
-        parse_us, parse_first_us, env_us, env_first_us, turn_us, turn_first_us = _interleaved_us(
+        # each repeat candidate runs after the one it ran after before the parse 1st column came
+        parse_us, env_us, env_first_us, turn_us, parse_first_us, turn_first_us = _interleaved_us(
             [
                 (lambda action=action: parse_turn(action), lambda: None),
-                (lambda action=action: parse_turn(action), first.reset_unused),
                 (partial(bare_steps, lambda: bare), lambda: bare.reset(options=options)),
                 (partial(bare_steps, lambda: first.bare), first.reset_bare),
                 (lambda action=action: adapter.step(action), lambda: adapter.reset(options=options)),
+                (lambda action=action: parse_turn(action), first.reset_unused),
                 (lambda action=action: first.adapter.step(action), first.reset_adapter),
             ],
             args.turns,
