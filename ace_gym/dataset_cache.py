@@ -124,8 +124,7 @@ def read_entry(file_sha256: str) -> CachedDataset | None:
             raise ValueError("entry does not check out")
         if len(ends) != 3 * count:
             raise ValueError("entry does not hold three texts per instance")
-        bounds = (start, *[start + end for end in ends])
-        return CachedDataset(index["header"], tuple(index["instance_ids"]), bounds, data)
+        return _entry(index["header"], index["instance_ids"], data, start, ends)
     except (ValueError, KeyError, TypeError):
         logger.warning("ignoring the unreadable dataset cache entry %s", path)
         return None
@@ -138,13 +137,13 @@ def write_entry(
     texts: Iterable[tuple[bytes, bytes, bytes]],
 ) -> CachedDataset | None:
     """Store a validated file's entry (``texts``: each instance's three JSON texts, in the order
-    :class:`CachedDataset` holds them; not iterated when the cache is off) and return it as :func:`read_entry` would read it
-    back; None when the cache is off. Best effort: a folder that cannot be written is logged and
-    skipped (the entry is still returned)."""
+    :class:`CachedDataset` holds them; not iterated when the cache is off) and return it as
+    :func:`read_entry` would read it back; None when the cache is off. Best effort: a folder that
+    cannot be written is logged and skipped (the entry is still returned)."""
     path = _entry_path(file_sha256)
     if path is None:
         return None
-    pieces = [text for pair in texts for text in pair]
+    pieces = [text for instance_texts in texts for text in instance_texts]
     body = b"".join(pieces)
     ends, end = [], 0
     for text in pieces:
@@ -158,5 +157,11 @@ def write_entry(
             entry.handle.write(data)
     except OSError as error:
         logger.info("dataset cache not written at %s: %s", path, error)
-    start = len(data) - len(body)
+    return _entry(header, instance_ids, data, len(data) - len(body), ends)
+
+
+def _entry(
+    header: dict[str, Any], instance_ids: Sequence[str], data: bytes, start: int, ends: Sequence[int]
+) -> CachedDataset:
+    """The entry in ``data`` whose body starts at ``start`` and whose texts end at ``ends`` (offsets in the body)."""
     return CachedDataset(header, tuple(instance_ids), (start, *[start + end for end in ends]), data)

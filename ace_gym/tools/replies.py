@@ -192,13 +192,13 @@ class InstanceTexts:
     so that the first call on a fresh instance costs no more than the pieces it shows.
 
     ``query_replies`` holds the envelope heads of successful queries (up to their remaining
-    budget) and the replies of refused ones, and ``attribute_replies`` the replies of attribute lookups (keyed with the id and field limits
-    they were checked against), by their arguments (see :func:`remember`): what those tools answer
-    depends on the instance and the arguments alone, apart from the query budgets, which the query
-    tool checks and charges per episode before it looks a reply up. Refusals are kept too: a model
-    repeats its mistakes, within an episode and across the episodes of a group on one instance.
-    ``set_replies[(s, i)]`` is the reply to putting candidate ``i`` into hidden slot ``s`` (-1: clearing it),
-    ``grid_replies`` holds the grid-state replies by the grid they show (every episode's first
+    budget) and the replies of refused ones, and ``attribute_replies`` the replies of attribute
+    lookups (keyed with the id and field limits they were checked against), by their arguments
+    (see :func:`remember`): what those tools answer depends on the instance and the arguments
+    alone, apart from the query budgets, which the query tool checks and charges per episode
+    before it looks a reply up. Refusals are kept too: a model repeats its mistakes, within an
+    episode and across the episodes of a group on one instance. ``set_replies[(s, i)]`` is the
+    reply to putting candidate ``i`` into hidden slot ``s`` (-1: clearing it), ``grid_replies`` holds the grid-state replies by the grid they show (every episode's first
     one shows the initial grid), and ``state_replies`` the replies of the tools whose text is a
     function of a few numbers of the episode's state (a cell's item, a budget and its count, a
     check's verdict), keyed by the tool function and those numbers: looking one up costs a
