@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ace_gym.domains import DOMAIN_NAMES, DOMAINS, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import AceGymError, ConfigError, DatasetError
-from ace_gym.instance import Dataset, load_dataset
+from ace_gym.instance import Dataset, forget_loaded_datasets, load_dataset
 from ace_gym.lazy_exports import lazy_exports
 from ace_gym.registration import ENV_IDS, register_envs
 from ace_gym.spaces import ToolCall
@@ -33,6 +33,7 @@ __all__ = [
     "Instance",
     "ToolCall",
     "__version__",
+    "forget_loaded_datasets",
     "get_domain",
     "load_dataset",
 ]

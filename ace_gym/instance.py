@@ -803,6 +803,17 @@ def dataset_sha256(dataset: str | os.PathLike[str], domain: str) -> str:
     return _file_sha256(*loaded._cache_key)
 
 
+def forget_loaded_datasets() -> None:
+    """Forget the datasets :func:`load_dataset` keeps for the process and the files' hashes: the
+    next load of any file reads and hashes it again (then reads its on-disk cache entry when this
+    machine validated it before), as a new process does. A dataset or env made before keeps what
+    it holds. For a long run that loads many files (each is otherwise kept until the process
+    ends), and for measuring a first load."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+    _file_sha256.cache_clear()
+
+
 @lru_cache(maxsize=64)
 def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
     digest = hashlib.sha256()

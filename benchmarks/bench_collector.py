@@ -64,11 +64,10 @@ from typing import Any
 
 from bench_rollout import core_env_time
 
-from ace_gym import instance
 from ace_gym.agents import Completion, make_policy
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.eval import EpisodeSpec, run_episodes
-from ace_gym.instance import resolve_dataset
+from ace_gym.instance import forget_loaded_datasets, resolve_dataset
 from ace_gym.parsing import parse_turn
 
 MAX_TURNS = 10_000
@@ -250,7 +249,7 @@ def _read_datasets_again() -> None:
     dataset cache), then ``gc.collect()``: the instances played before are gone with their stored
     replies, and the next rollout compiles its instances and fills their stores as a trainer's
     first rollout does."""
-    instance._CACHE.clear()  # no public way to forget a loaded dataset; a benchmark-only reach
+    forget_loaded_datasets()
     gc.collect()
     for domain in DOMAIN_NAMES:
         resolve_dataset("5x5", domain)

@@ -38,6 +38,7 @@ from ace_gym.instance import (
     bundled_dataset_path,
     check_dataset,
     entry_texts,
+    forget_loaded_datasets,
     read_dataset,
 )
 
@@ -63,13 +64,13 @@ def stages(path: Path, scratch: Path) -> dict[str, Callable[[], object]]:
     def in_empty_cache(run: Callable[[], object]) -> Callable[[], object]:
         def fresh() -> object:
             os.environ["ACE_GYM_CACHE_DIR"] = tempfile.mkdtemp(dir=scratch)
-            _file_sha256.cache_clear()  # a new process hashes the file to find its entry
+            forget_loaded_datasets()  # a new process hashes the file to find its entry
             return run()
 
         return fresh
 
     def hash_file() -> object:
-        _file_sha256.cache_clear()
+        forget_loaded_datasets()
         return _file_sha256(*file_key)
 
     return {

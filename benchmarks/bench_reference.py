@@ -61,11 +61,15 @@ from typing import Any
 
 from bench_tools import DEFAULT_TRACES, _best_us, _filled_state, _load_traces, _trace_calls, _trace_config
 
-from ace_gym import instance
 from ace_gym.domains import DOMAIN_NAMES, get_domain
-from ace_gym.envs import AceEnv, ace_env
-from ace_gym.instance import CompiledInstance, bundled_dataset_path, read_dataset, resolve_dataset
-from ace_gym.tools import EpisodeState, ToolConfig, replies, tool_names, toolset
+from ace_gym.envs import AceEnv, forget_stored_replies
+from ace_gym.instance import (
+    bundled_dataset_path,
+    forget_loaded_datasets,
+    read_dataset,
+    resolve_dataset,
+)
+from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
 from ace_gym.tools.replies import InstanceTexts
 
 Timed = Callable[[], object]
@@ -170,17 +174,6 @@ def _pair(release_fn: Timed | None, ours_fn: Timed, number: int, runs: int) -> t
     return release_us, ours_us
 
 
-def _forget_replies(instances: list[CompiledInstance]) -> None:
-    """Drop what ace-gym stores per instance for every episode on it (the tool replies and
-    their pieces, the reset texts), so that the next episode on ``instances`` is their first:
-    the stores are private module dicts, emptied here (untimed) for the instances played. What
-    loading and compiling an instance builds (its tables and item dicts, as the release's loaded
-    objects hold theirs) is kept."""
-    for compiled in instances:
-        replies._TEXTS.pop(compiled, None)
-        ace_env._RESET_TEXTS.pop(compiled, None)
-
-
 def _best_after(timed: list[tuple[Timed | None, Timed]], runs: int) -> list[float]:
     """µs of one call of each ``(set_up, function)``: best of ``runs``, interleaved in the order
     given; each ``set_up`` (if any) runs untimed just before its function."""
@@ -197,7 +190,7 @@ def _best_after(timed: list[tuple[Timed | None, Timed]], runs: int) -> list[floa
 
 def bench_episodes(table: Table, release: Release | None, traces: list[dict[str, Any]], runs: int) -> None:
     """The recorded episodes, each of ours twice per run: first on its instance (the per-instance
-    stores emptied before, untimed: :func:`_forget_replies`) and replayed right after (every
+    stores emptied before, untimed: :func:`ace_gym.envs.forget_stored_replies`) and replayed right after (every
     reply of the identical episode stored). The release recomputes every call; its side is timed
     once per run."""
     prepared = []
@@ -211,7 +204,7 @@ def bench_episodes(table: Table, release: Release | None, traces: list[dict[str,
     instances = [compiled for _, _, _, compiled, _ in prepared]
 
     def forget() -> None:
-        _forget_replies(instances)
+        forget_stored_replies(instances)
 
     def ours_episodes() -> None:
         for trace, _, env, _, calls in prepared:
@@ -435,9 +428,9 @@ def bench_cold_tools(table: Table, release: Release | None, traces: list[dict[st
 def bench_load(table: Table, release: Release | None, files: dict[str, Path], runs: int, scratch: Path) -> None:
     """Loading, each of ours twice: the first time a machine sees a file (full validation, then
     the validated-dataset cache entry written into an empty cache folder) and a file this machine
-    validated before (its entry read). Every timed call of ours first empties the in-process
-    memo of the files' SHA-256 (``ace_gym.instance._file_sha256``), so that it hashes each file
-    as a new process must to find its cache entry. The release's loader has no cache and
+    validated before (its entry read). Every timed call of ours first forgets what the process
+    loaded and hashed (:func:`ace_gym.instance.forget_loaded_datasets`), so that it hashes each
+    file as a new process must to find its cache entry. The release's loader has no cache and
     validates nothing."""
 
     def first_time(load: Timed) -> Timed:
@@ -449,13 +442,13 @@ def bench_load(table: Table, release: Release | None, files: dict[str, Path], ru
 
     def ours_load(domains: tuple[str, ...]) -> Timed:
         def run() -> object:
-            instance._file_sha256.cache_clear()  # a new process hashes the file
+            forget_loaded_datasets()  # a new process hashes the file
             return [read_dataset(files[d]) for d in domains]
 
         return run
 
     def ours_load_setup() -> None:
-        instance._file_sha256.cache_clear()
+        forget_loaded_datasets()
         dataset = read_dataset(files["course"])
         config = ToolConfig()
         for index in range(len(dataset)):

@@ -16,11 +16,12 @@ import pytest
 from gymnasium.error import ResetNeeded
 
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.envs import AceEnv
+from ace_gym.envs import AceEnv, ace_env, forget_stored_replies
 from ace_gym.errors import ConfigError
 from ace_gym.registration import ENV_IDS
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import STOP
+from ace_gym.tools.replies import texts_of
 from tests.core_helpers import H1_INDEX, H15_INDEX, call, fill_with_truth, make_env, tool, truth_id
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -479,3 +480,29 @@ def test_reset__instance_option_serves_that_instance_whatever_the_source() -> No
     for wrong in (served.model_dump(), AceEnv("course").dataset[0], None):
         with pytest.raises(ConfigError, match="options\\['instance'\\]"):
             env.reset(options={"instance": wrong})
+
+
+def _played(env: AceEnv, index: int) -> list[str]:
+    """The observations of one episode on instance ``index``: reset, a query, a set, the grid, done."""
+    observation, _ = env.reset(options={"instance_index": index})
+    slot = env.compiled.slots[0]
+    calls = [
+        (tool(env, "query"), {"row": slot.row, "col": slot.col, "field": "credits", "operator": ">=", "value": 0}),
+        ("set_slot", {"row": slot.row, "col": slot.col, "id": truth_id(env.compiled, 0)}),
+        ("get_current_grid_state", {}),
+        ("done", {}),
+    ]
+    return [observation] + [env.step({"name": name, "arguments": arguments})[0] for name, arguments in calls]
+
+
+def test_forget_stored_replies__the_next_episode_writes_them_again_alike() -> None:
+    env = AceEnv("course")
+    first = [_played(env, index) for index in (H1_INDEX, H15_INDEX)]
+    h1, h15 = env.dataset.compiled(H1_INDEX), env.dataset.compiled(H15_INDEX)
+    kept = {compiled: (texts_of(compiled), ace_env._reset_texts(compiled)) for compiled in (h1, h15)}
+    forget_stored_replies([h1])  # the given instances only
+    assert texts_of(h1) is not kept[h1][0] and ace_env._reset_texts(h1) is not kept[h1][1]
+    assert (texts_of(h15), ace_env._reset_texts(h15)) == kept[h15]
+    forget_stored_replies()  # every instance
+    assert texts_of(h15) is not kept[h15][0] and ace_env._reset_texts(h15) is not kept[h15][1]
+    assert [_played(env, index) for index in (H1_INDEX, H15_INDEX)] == first

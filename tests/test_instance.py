@@ -401,6 +401,26 @@ def test_load_dataset__loads_once_per_process_whatever_the_spelling(course_raw: 
     assert envs[0].compiled is envs[1].compiled
 
 
+def test_forget_loaded_datasets__the_next_load_reads_and_hashes_the_file_again(
+    course_raw: dict[str, Any], tmp_path: Path
+) -> None:
+    path, text = tmp_path / "dataset.json", json.dumps(course_raw)
+    path.write_text(text + " ")
+    first, first_sha256 = load_dataset(path), instance_module.dataset_sha256(path, "course")
+    stamp = path.stat().st_mtime_ns
+    with path.open("r+") as stream:  # new bytes in the same file, of the same size and time
+        stream.write(" " + text)
+    os.utime(path, ns=(stamp, stamp))
+    assert load_dataset(path) is first  # a process keeps what it loaded...
+    assert instance_module.dataset_sha256(path, "course") == first_sha256
+    envs = [AceEnv("course", dataset=path)]
+    ace_gym.forget_loaded_datasets()  # ...until told to forget it
+    again = load_dataset(path)
+    assert again is not first and again.model == first.model
+    assert instance_module.dataset_sha256(path, "course") == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert envs[0].reset(options={"instance_index": 1})[1]["instance_id"] == first.instance_ids[1]
+
+
 def test_load_dataset__json_and_json_gz_give_equal_models(course_raw: dict[str, Any], tmp_path: Path) -> None:
     plain = _write(tmp_path, course_raw)
     packed = tmp_path / "dataset.json.gz"

@@ -9,7 +9,7 @@ generated instances, which it draws from an injected :class:`InstanceSource`
 
 from typing import TYPE_CHECKING
 
-from ace_gym.envs.ace_env import AceEnv, FinalScore
+from ace_gym.envs.ace_env import AceEnv, FinalScore, forget_stored_replies
 from ace_gym.envs.sources import DatasetSource, Drawn, InstanceSource
 from ace_gym.lazy_exports import lazy_exports
 
@@ -24,5 +24,6 @@ __all__ = [
     "GeneratorSource",
     "InstanceSource",
     "ProceduralAceEnv",
+    "forget_stored_replies",
 ]
 __getattr__, __dir__ = lazy_exports(__name__, "ace_gym.envs.procedural", ["GeneratorSource", "ProceduralAceEnv"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -18,6 +18,7 @@ from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
 from ace_gym.tools import INVALID, EpisodeState, ToolConfig, echo, failure, toolset
+from ace_gym.tools.replies import forget_texts
 
 ActionType = Mapping[str, Any] | ToolCall
 IdGrid = list[list[str | None]]
@@ -382,6 +383,21 @@ def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
             {},
         )
     return found
+
+
+def forget_stored_replies(instances: Iterable[CompiledInstance] | None = None) -> None:
+    """Forget what is kept per compiled instance for every episode on it, for ``instances`` (for
+    every instance when None): its tool replies and the pieces they are built from, and its reset
+    texts. The next episode on one writes them again, as its first episode did; what compiling it
+    built (its tables and item rows) stays. For measuring a first episode: nothing needs it to
+    free memory, as the stores go with their instance."""
+    if instances is None:
+        forget_texts()
+        _RESET_TEXTS.clear()
+        return
+    for compiled in instances:
+        forget_texts([compiled])
+        _RESET_TEXTS.pop(compiled, None)
 
 
 _NOT_A_CALL = failure(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')

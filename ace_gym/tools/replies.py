@@ -13,7 +13,7 @@ import functools
 import json
 import re
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
@@ -259,3 +259,13 @@ def texts_of(compiled: CompiledInstance) -> InstanceTexts:
     if found is None:
         found = _TEXTS.setdefault(compiled, InstanceTexts(compiled))
     return found
+
+
+def forget_texts(instances: Iterable[CompiledInstance] | None = None) -> None:
+    """Drop the :class:`InstanceTexts` of ``instances`` (of every instance when None): the next
+    episode on one builds them again, as its first did. Episodes under way keep the ones they hold."""
+    if instances is None:
+        _TEXTS.clear()
+        return
+    for compiled in instances:
+        _TEXTS.pop(compiled, None)
