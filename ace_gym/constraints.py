@@ -25,7 +25,7 @@ Adding a global rule kind:
    reading, aggregate and threshold range (a new threshold range is one small function here);
 3. a new *reading* or *aggregate* (rather than a new combination of existing ones) also needs its
    branch in :func:`read`/:func:`read_each`, or in :func:`combine`, :func:`components`,
-   :class:`RunningTotals` and the exact solver's search;
+   :class:`RunningTotals` (its updates and :func:`_grid_total`) and the exact solver's search;
 4. ``tests/test_rule_kinds.py`` then fails until the kind has a sentence and a plain-Python twin
    there; every other test covers it through the table.
 """
@@ -36,7 +36,6 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum, IntEnum
-from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -403,12 +402,6 @@ class CompiledGlobalRule:
     contribution: np.ndarray
     reason: str
 
-    @cached_property
-    def contribution_list(self) -> list[int]:
-        """``contribution`` as Python ints, for the running totals (built once per instance)."""
-        values: list[int] = self.contribution.tolist()
-        return values
-
     @property
     def is_lower_bound(self) -> bool:
         return not self.kind.upper
@@ -474,6 +467,35 @@ def first_global_violation(rules: tuple[CompiledGlobalRule, ...], grid: np.ndarr
     return None
 
 
+_GROUPS = (_TOTAL, _MOST_FREQUENT, _LARGEST_ROW_TOTAL, _LARGEST)
+"""The aggregates in the order :class:`RunningTotals` groups its rules."""
+
+
+def _grid_total(group: Aggregate, column: list[int], grid: Sequence[int], items: list[int], cols: int) -> Any:
+    """What :class:`RunningTotals` keeps for a rule of ``group`` with contributions ``column``, over
+    the filled cells of ``grid`` (``items``: their items, in cell order): the sum; a count per value
+    up to the column's largest; the sum of each row holding a filled cell; or, per value present,
+    how many cells hold it."""
+    if group is _TOTAL:
+        return sum(map(column.__getitem__, items))
+    if group is _MOST_FREQUENT:
+        counts = [0] * (max(column, default=0) + 1)
+        for item in items:
+            counts[column[item]] += 1
+        return counts
+    kept: dict[int, int] = {}
+    if group is _LARGEST_ROW_TOTAL:
+        for cell, item in enumerate(grid):
+            if item >= 0:
+                row = cell // cols
+                kept[row] = kept.get(row, 0) + column[item]
+        return kept
+    for item in items:
+        value = column[item]
+        kept[value] = kept.get(value, 0) + 1
+    return kept
+
+
 class RunningTotals:
     """The aggregates of :func:`aggregate`, kept current as cells change (for the tool hot path).
 
@@ -497,28 +519,32 @@ class RunningTotals:
         "_where",
     )
 
-    def __init__(self, rules: tuple[CompiledGlobalRule, ...], cols: int) -> None:
+    def __init__(self, rules: tuple[CompiledGlobalRule, ...], cols: int, grid: Sequence[int] = ()) -> None:
+        """Totals of ``rules`` over the filled cells of ``grid`` (flat row-major item indices, -1 =
+        empty; none given: an empty grid), each as :meth:`add` would have counted it."""
         self._cols = cols
-        columns: dict[Aggregate, list[list[int]]] = {how: [] for how in Aggregate}
-        where = []
+        items = [item for item in grid if item >= 0]
+        # per group, in _GROUPS order: (index in group, contribution column) pairs, so that updates
+        # loop without enumerate(), and the totals
+        columns: tuple[list[tuple[int, list[int]]], ...] = ([], [], [], [])
+        totals: tuple[list[Any], ...] = ([], [], [], [])
+        where, checks = [], []
         for rule in rules:
-            group = rule.kind.aggregate
-            where.append((group, len(columns[group])))
-            columns[group].append(rule.contribution_list)
+            group, column = rule.kind.aggregate, rule.contribution.tolist()
+            g = _GROUPS.index(group)  # by identity, in C: an Enum-keyed dict hashes in Python
+            i = len(totals[g])
+            columns[g].append((i, column))
+            totals[g].append(_grid_total(group, column, grid, items, cols))
+            where.append((group, i))
+            checks.append((group, i, rule.is_lower_bound, rule.bound, rule.reason))
         self._where: tuple[tuple[Aggregate, int], ...] = tuple(where)  # rule k -> (group, index in group)
-        self._checks = tuple(
-            (group, i, rule.is_lower_bound, rule.bound, rule.reason)
-            for (group, i), rule in zip(where, rules, strict=True)
-        )
-        # (index in group, contribution column) pairs, so that updates loop without enumerate()
-        self._sum_columns = tuple(enumerate(columns[_TOTAL]))
-        self._count_columns = tuple(enumerate(columns[_MOST_FREQUENT]))
-        self._row_columns = tuple(enumerate(columns[_LARGEST_ROW_TOTAL]))
-        self._cap_columns = tuple(enumerate(columns[_LARGEST]))
-        self._sums = [0] * len(self._sum_columns)
-        self._counts = [[0] * (max(column, default=0) + 1) for column in columns[_MOST_FREQUENT]]
-        self._row_sums: list[dict[int, int]] = [{} for _ in self._row_columns]
-        self._cap_values: list[dict[int, int]] = [{} for _ in self._cap_columns]  # value -> how many cells
+        self._checks = tuple(checks)
+        self._sum_columns, self._count_columns, self._row_columns, self._cap_columns = map(tuple, columns)
+        self._sums: list[int]
+        self._counts: list[list[int]]  # per value: how many cells
+        self._row_sums: list[dict[int, int]]  # row -> sum
+        self._cap_values: list[dict[int, int]]  # value -> how many cells
+        self._sums, self._counts, self._row_sums, self._cap_values = totals
 
     def copy(self) -> RunningTotals:
         """An independent twin: the same rules (shared, immutable) and the same current totals."""

@@ -487,11 +487,7 @@ class CompiledInstance:
     def initial_totals(self) -> RunningTotals:
         """The running totals of the initial grid, built on first use; never changed (an episode
         works on a :meth:`RunningTotals.copy`, which costs a fraction of building them)."""
-        totals = RunningTotals(self.global_rules, self.cols)
-        for cell, item in enumerate(self.initial_grid):
-            if item >= 0:
-                totals.add(cell, item)
-        return totals
+        return RunningTotals(self.global_rules, self.cols, self.initial_grid)
 
 
 class ItemRows:

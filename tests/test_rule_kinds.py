@@ -254,6 +254,32 @@ def test_running_totals__agree_with_the_array_aggregate_for_every_kind_through_a
         assert totals.value(0) == 0
 
 
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_running_totals__built_on_a_grid_count_every_kind_as_each_rule_alone_does(domain: str) -> None:
+    rng = np.random.default_rng(DOMAIN_NAMES.index(domain))
+    compiled = resolve_dataset("5x5", domain).compiled(int(rng.integers(35)))
+    # two rules of every kind, interleaved: each group holds several rules, in rule order
+    rules = tuple(_compiled_rule(kind, compiled, rng) for _ in range(2) for kind in RULE_KINDS.values())
+    empty = np.full(compiled.n_cells, -1, dtype=np.int32)
+    grids = [
+        compiled.initial,
+        compiled.truth,
+        empty,
+        *[_random_grid(compiled, rng, share) for share in (0.3, 0.6, 0.9)],
+    ]
+    assert [RunningTotals(rules, compiled.cols).value(k) for k in range(len(rules))] == [0] * len(rules)
+    for grid in grids:
+        totals = RunningTotals(rules, compiled.cols, grid.tolist())
+        for k, rule in enumerate(rules):
+            assert totals.value(k) == aggregate(rule, grid, compiled.cols), (rule.name, grid.tolist())
+        complete = bool((grid >= 0).all())
+        assert totals.first_violation(complete) == first_global_violation(rules, grid, compiled.cols)
+        # what is kept, not only its aggregate: counting every cell out again leaves nothing
+        for cell in np.flatnonzero(grid >= 0).tolist():
+            totals.remove(cell, int(grid[cell]))
+        assert [totals.value(k) for k in range(len(rules))] == [0] * len(rules), grid.tolist()
+
+
 @pytest.mark.parametrize("seed", KIND_SEEDS)
 def test_components__are_violated_exactly_when_the_rule_is_on_complete_grids(seed: int) -> None:
     for compiled, rule, grid in _cases(seed):
