@@ -172,12 +172,15 @@ class CompiledSlot:
     def __getattr__(self, name: str) -> Any:
         # called only while the slot ``name`` is empty
         value: Any
+        # each built from the tables, not through another of them: a slot's first set_slot
+        # builds ``item_of_id`` and ``valid_items`` alone
         if name == "candidate_ids":
             value = tuple([self._item_ids[i] for i in self.candidate_items])
         elif name == "item_of_id":
-            value = dict(zip(self.candidate_ids, self.candidate_items, strict=True))
+            item_ids = self._item_ids
+            value = {item_ids[i]: i for i in self.candidate_items}
         elif name == "valid_items":
-            value = frozenset(compress(self.candidate_items, self.slot_valid.tolist()))
+            value = frozenset(compress(self.candidate_items, self._arrays[1][self._index].tolist()))
         elif name == "allowed_ids_text":
             value = repr(sorted(self.candidate_ids))
         elif name == "candidates":

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import operator as op
 from collections.abc import Callable
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from ace_gym.constraints import slot_violation_reason
@@ -163,18 +163,9 @@ def get_current_grid_state(state: EpisodeState) -> ToolReply:
     grid, texts = tuple(state.grid), state.texts
     reply = texts.grid_replies.get(grid)
     if reply is None:
-        compiled = state.compiled
-        template = _grid_template(compiled.rows, compiled.cols)
-        reply = ok_reply(template % tuple(map(texts.cell_json.__getitem__, grid)))
+        reply = envelope_reply(f'{SUCCESS_HEAD}{{"slots": {texts.grid_json(grid)}}}}}')
         remember(texts.grid_replies, grid, reply)
     return reply
-
-
-@cache
-def _grid_template(rows: int, cols: int) -> str:
-    """The grid-state payload with a ``%s`` per cell (one format call fills it: ~2x faster than joins)."""
-    row = "[" + ", ".join(["%s"] * cols) + "]"
-    return '{"slots": [' + ", ".join([row] * rows) + "]}"
 
 
 def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> ToolReply:

@@ -185,7 +185,8 @@ class InstanceTexts:
     every episode on it (see :func:`texts_of`).
 
     ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
-    cell (-1 = empty) indexes it directly; ``item_replies`` holds the item-info replies by item,
+    cell (-1 = empty) indexes it directly; :meth:`grid_json` writes a grid of the instance (the
+    first user message's and the grid-state replies'); ``item_replies`` holds the item-info replies by item,
     ``query_columns`` the per-(slot, field) candidate values and match objects of the query tool,
     and ``query_charges[s]`` the :class:`Charge` of a query on hidden slot ``s``. Every piece is
     built when first looked up (an instance has hundreds of items; an episode shows a few dozen),
@@ -211,6 +212,8 @@ class InstanceTexts:
         "cell_json",
         "field_json",
         "grid_replies",
+        "grid_template",
+        "hidden_cells",
         "item_replies",
         "query_budgets",
         "query_charges",
@@ -224,9 +227,12 @@ class InstanceTexts:
         item_ids = compiled.item_ids
         self.cell_json: dict[int, str] = _Filled(_id_json, item_ids)
         self.cell_json[-1] = "null"
-        for item in compiled.initial_grid:  # the grid every episode shows first
-            if item >= 0:
-                self.cell_json[item] = string_json(item_ids[item])
+        # the grid with its visible cells written in, a %s per hidden cell: every grid an episode
+        # shows differs from the initial grid in those cells alone
+        self.hidden_cells = tuple([slot.cell for slot in compiled.slots])
+        self.grid_template = grid_template(compiled.rows, compiled.cols) % tuple(
+            ["%s" if item < 0 else string_json(item_ids[item]).replace("%", "%%") for item in compiled.initial_grid]
+        )
         self.field_json: dict[str, str] = _Filled(_field_json, None)
         self.item_replies: dict[int, ToolReply] = {}
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
@@ -237,6 +243,20 @@ class InstanceTexts:
         self.set_replies: dict[tuple[int, int], ToolReply] = {}
         self.grid_replies: dict[tuple[int, ...], ToolReply] = {}
         self.state_replies: dict[tuple[Any, ...], ToolReply] = {}
+
+    def grid_json(self, grid: Sequence[int]) -> str:
+        """``dumps`` of the id grid a flat item grid of the instance shows (-1: ``null``); the
+        grid's visible cells must hold their initial items (only hidden slots change)."""
+        cell_json = self.cell_json
+        return self.grid_template % tuple([cell_json[grid[cell]] for cell in self.hidden_cells])
+
+
+@functools.cache
+def grid_template(rows: int, cols: int) -> str:
+    """``dumps`` of a rows x cols grid with a ``%s`` per cell (one format call fills it: ~2x
+    faster than joins)."""
+    row = "[" + ", ".join(["%s"] * cols) + "]"
+    return "[" + ", ".join([row] * rows) + "]"
 
 
 REPLY_CACHE_LIMIT = 512
