@@ -445,7 +445,9 @@ class CompiledInstance:
         if key in self.categorical:
             codes, vocabulary = self.categorical[key]
             return [vocabulary[code] for code in codes.take(items).tolist()]
-        return [self.item(i)[key] for i in items]
+        built = self.__dict__.get("items")  # :meth:`item`'s two cases, told once for every item
+        item = self._item_rows.item if built is None else built.__getitem__
+        return [item(i)[key] for i in items]
 
     @_built_once
     def _item_rows(self) -> ItemRows:

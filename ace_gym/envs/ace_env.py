@@ -377,8 +377,8 @@ def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
     if found is None:
         found = _RESET_TEXTS[compiled] = _ResetTexts(
             render_user_message(compiled.domain, texts_of(compiled).grid_json(compiled.initial_grid)),
-            tuple((s.row, s.col) for s in compiled.slots),
-            tuple(f"{s.row},{s.col}" for s in compiled.slots),
+            tuple([(s.row, s.col) for s in compiled.slots]),
+            tuple([f"{s.row},{s.col}" for s in compiled.slots]),
             {},
             {},
         )
