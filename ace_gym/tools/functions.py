@@ -19,6 +19,7 @@ import json
 import operator as op
 from collections.abc import Callable
 from functools import lru_cache
+from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any, Literal
 
 from ace_gym.constraints import slot_violation_reason
@@ -339,21 +340,19 @@ def _query_payload(
         return invalid("numeric comparisons require a numeric value")
     if isinstance(parsed, int) and parsed.bit_length() > 64:  # where the release would answer, echoing it
         return invalid("numeric comparison values must fit in 64 bits")
-    column = _query_column(compiled, texts, s, field)
+    values, objects = _query_column(compiled, texts, s, field)
+    # which candidates match, told and picked in C loops
     if is_set_query:
-        wanted = frozenset(parsed)
-        if operator == "in":
-            matches = [f for v, f in column if v in wanted]
-        else:
-            matches = [f for v, f in column if v not in wanted]
+        wanted = frozenset(parsed).__contains__
+        selected = map(wanted, values) if operator == "in" else map(op.not_, map(wanted, values))
         shown = valid_text("[" + ", ".join(map(dumps, parsed)) + "]")
     else:
-        matches = [f for v, f in column if compare(v, parsed)]
+        selected = map(compare, values, repeat(parsed))
         shown = value_json(parsed)
     slot = compiled.slots[s]
     return (
         f'{SUCCESS_HEAD}{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
-        f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(matches)}], '
+        f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(compress(objects, selected))}], '
     )
 
 
@@ -390,15 +389,21 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
     return invalid("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
 
 
-def _query_column(compiled: CompiledInstance, texts: InstanceTexts, s: int, field: str) -> tuple[tuple[Any, str], ...]:
-    """(value of ``field``, serialised match object) per candidate of slot ``s``, in stored order (cached)."""
+def _query_column(
+    compiled: CompiledInstance, texts: InstanceTexts, s: int, field: str
+) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """The values of ``field`` of slot ``s``'s candidates and their serialised match objects, in
+    stored order (cached): two tuples, not a pair per candidate, as every object a first episode
+    keeps is traversed by the garbage collector's next young collection."""
     found = texts.query_columns.get((s, field))
     if found is None:  # ids escaped here, not through ``cell_json``: a miss there costs ~2x as much
         key, item_ids, candidates = texts.field_json[field], compiled.item_ids, compiled.slots[s].candidate_items
-        column = []
-        for i, value in zip(candidates, compiled.item_values(field, candidates), strict=True):
-            column.append((value, f'{{"id": {string_json(item_ids[i])}, {key}: {value_json(value)}}}'))
-        found = texts.query_columns[(s, field)] = tuple(column)
+        values = compiled.item_values(field, candidates)
+        objects = [
+            f'{{"id": {string_json(item_ids[i])}, {key}: {value_json(v)}}}'
+            for i, v in zip(candidates, values, strict=True)
+        ]
+        found = texts.query_columns[(s, field)] = (tuple(values), tuple(objects))
     return found
 
 
@@ -416,7 +421,7 @@ def get_item_info(state: EpisodeState, id: str) -> ToolReply:
     texts = state.texts
     reply = texts.item_replies.get(k)
     if reply is None:
-        reply = texts.item_replies[k] = ok_reply(f'{{"id": {texts.cell_json[k]}, "item": {dumps(compiled.item(k))}}}')
+        reply = texts.item_replies[k] = ok_reply(f'{{"id": {string_json(id)}, "item": {dumps(compiled.item(k))}}}')
     return reply
 
 

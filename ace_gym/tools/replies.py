@@ -235,7 +235,7 @@ class InstanceTexts:
         )
         self.field_json: dict[str, str] = _Filled(_field_json, None)
         self.item_replies: dict[int, ToolReply] = {}
-        self.query_columns: dict[tuple[int, str], tuple[tuple[Any, str], ...]] = {}
+        self.query_columns: dict[tuple[int, str], tuple[tuple[Any, ...], tuple[str, ...]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
         self.query_budgets: dict[int, tuple[int | None, ...]] = {}
         self.query_replies: dict[tuple[Any, ...], str | ToolReply] = {}
