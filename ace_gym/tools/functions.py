@@ -351,7 +351,7 @@ def _query_payload(
         shown = value_json(parsed)
     slot = compiled.slots[s]
     return (
-        f'{SUCCESS_HEAD}{{"row": {slot.row}, "col": {slot.col}, "field": {texts.field_json[field]}, '
+        f'{SUCCESS_HEAD}{{"row": {slot.row}, "col": {slot.col}, "field": {string_json(field)}, '
         f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(compress(objects, selected))}], '
     )
 
@@ -397,7 +397,7 @@ def _query_column(
     keeps is traversed by the garbage collector's next young collection."""
     found = texts.query_columns.get((s, field))
     if found is None:  # ids escaped here, not through ``cell_json``: a miss there costs ~2x as much
-        key, item_ids, candidates = texts.field_json[field], compiled.item_ids, compiled.slots[s].candidate_items
+        key, item_ids, candidates = string_json(field), compiled.item_ids, compiled.slots[s].candidate_items
         values = compiled.item_values(field, candidates)
         objects = [
             f'{{"id": {string_json(item_ids[i])}, {key}: {value_json(v)}}}'

@@ -172,10 +172,6 @@ def _id_json(item_ids: tuple[str, ...], item: int) -> str:
     return string_json(item_ids[item])
 
 
-def _field_json(_: None, field: str) -> str:
-    return string_json(field)
-
-
 def _query_charge(slots: Sequence[CompiledSlot], s: int) -> Charge:
     return Charge("query", (slots[s].row, slots[s].col))
 
@@ -210,10 +206,8 @@ class InstanceTexts:
     __slots__ = (
         "attribute_replies",
         "cell_json",
-        "field_json",
         "grid_replies",
         "grid_template",
-        "hidden_cells",
         "item_replies",
         "query_budgets",
         "query_charges",
@@ -227,13 +221,10 @@ class InstanceTexts:
         item_ids = compiled.item_ids
         self.cell_json: dict[int, str] = _Filled(_id_json, item_ids)
         self.cell_json[-1] = "null"
-        # the grid with its visible cells written in, a %s per hidden cell: every grid an episode
-        # shows differs from the initial grid in those cells alone
-        self.hidden_cells = tuple([slot.cell for slot in compiled.slots])
-        self.grid_template = grid_template(compiled.rows, compiled.cols) % tuple(
-            ["%s" if item < 0 else string_json(item_ids[item]).replace("%", "%%") for item in compiled.initial_grid]
-        )
-        self.field_json: dict[str, str] = _Filled(_field_json, None)
+        for item in compiled.initial_grid:  # the grid every episode shows first
+            if item >= 0:
+                self.cell_json[item] = string_json(item_ids[item])
+        self.grid_template = grid_template(compiled.rows, compiled.cols)
         self.item_replies: dict[int, ToolReply] = {}
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, ...], tuple[str, ...]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
@@ -245,10 +236,9 @@ class InstanceTexts:
         self.state_replies: dict[tuple[Any, ...], ToolReply] = {}
 
     def grid_json(self, grid: Sequence[int]) -> str:
-        """``dumps`` of the id grid a flat item grid of the instance shows (-1: ``null``); the
-        grid's visible cells must hold their initial items (only hidden slots change)."""
-        cell_json = self.cell_json
-        return self.grid_template % tuple([cell_json[grid[cell]] for cell in self.hidden_cells])
+        """``dumps`` of the id grid a flat item grid of the instance shows (-1: ``null``): the
+        first user message's grid and the grid-state replies'."""
+        return self.grid_template % tuple(map(self.cell_json.__getitem__, grid))
 
 
 @functools.cache
