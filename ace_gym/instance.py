@@ -483,11 +483,6 @@ class CompiledInstance:
         """``cell_slot_list`` as a read-only int32 array: each cell's hidden-slot index, or -1."""
         return _frozen(np.asarray(self.cell_slot_list, dtype=np.int32))
 
-    @cached_property
-    def allowed_fields(self) -> tuple[str, ...]:
-        """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
-        return tuple(sorted(k for k in self.domain.item_keys if k != self.domain.id_key))
-
     @_built_once
     def initial_totals(self) -> RunningTotals:
         """The running totals of the initial grid, built on first use; never changed (an episode

@@ -320,8 +320,9 @@ def _query_payload(
     if not isinstance(field, str) or not field.strip():
         return invalid("field must be a non-empty string")
     field = field.strip()
-    if field not in compiled.allowed_fields:
-        return invalid(f"unknown field: {echo(field)}. allowed fields: {', '.join(compiled.allowed_fields)}")
+    allowed = compiled.domain.allowed_fields
+    if field not in allowed:
+        return invalid(f"unknown field: {echo(field)}. allowed fields: {', '.join(allowed)}")
     # only a str names an operator: anything else (an unhashable list, where the published release
     # raised) is refused without a lookup that would raise
     compare = OPERATORS.get(operator) if isinstance(operator, str) else None
@@ -482,11 +483,10 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
         return invalid(
             f"ids contain inaccessible item(s): {echo(', '.join(inaccessible))}. You may only inspect ids from non-hidden slots."
         )
-    unknown = [f for f in fields if f not in compiled.allowed_fields]
+    allowed = compiled.domain.allowed_fields
+    unknown = [f for f in fields if f not in allowed]
     if unknown:
-        return invalid(
-            f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(compiled.allowed_fields)}"
-        )
+        return invalid(f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(allowed)}")
     # the published payload ({"fields": fields, "items": {id: value, or {field: value}}, ...}),
     # serialised by hand from the values it shows, read from the compiled columns (as the query
     # tool reads them): no item dict built on a first call
