@@ -400,10 +400,12 @@ def _query_column(
     if found is None:  # ids escaped here, not through ``cell_json``: a miss there costs ~2x as much
         key, item_ids, candidates = string_json(field), compiled.item_ids, compiled.slots[s].candidate_items
         values = compiled.item_values(field, candidates)
-        objects = [
-            f'{{"id": {string_json(item_ids[i])}, {key}: {value_json(v)}}}'
-            for i, v in zip(candidates, values, strict=True)
-        ]
+        pairs = zip(candidates, values, strict=True)
+        if field in compiled.numeric:  # ints, which an f-string writes as json does (int.__repr__)
+            objects = [f'{{"id": {string_json(item_ids[i])}, {key}: {v}}}' for i, v in pairs]
+        else:  # a categorical column's strs, or any values of a key the item dicts alone hold
+            write = string_json if field in compiled.categorical else value_json
+            objects = [f'{{"id": {string_json(item_ids[i])}, {key}: {write(v)}}}' for i, v in pairs]
         found = texts.query_columns[(s, field)] = (tuple(values), tuple(objects))
     return found
 
