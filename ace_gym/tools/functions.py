@@ -350,10 +350,10 @@ def _query_payload(
     else:
         selected = map(compare, values, repeat(parsed))
         shown = value_json(parsed)
-    slot = compiled.slots[s]
+    slot, matches = compiled.slots[s], ", ".join(compress(objects, selected))
     return (
         f'{SUCCESS_HEAD}{{"row": {slot.row}, "col": {slot.col}, "field": {string_json(field)}, '
-        f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{", ".join(compress(objects, selected))}], '
+        f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{matches}], '
     )
 
 

@@ -181,12 +181,13 @@ class InstanceTexts:
     every episode on it (see :func:`texts_of`).
 
     ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
-    cell (-1 = empty) indexes it directly; :meth:`grid_json` writes a grid of the instance (the
-    first user message's and the grid-state replies'); ``item_replies`` holds the item-info replies by item,
-    ``query_columns`` the per-(slot, field) candidate values and match objects of the query tool,
-    and ``query_charges[s]`` the :class:`Charge` of a query on hidden slot ``s``. Every piece is
-    built when first looked up (an instance has hundreds of items; an episode shows a few dozen),
-    so that the first call on a fresh instance costs no more than the pieces it shows.
+    cell (-1 = empty) indexes it directly; :meth:`grid_json` writes a grid of the instance from
+    them (the first user message's and the grid-state replies'); ``item_replies`` holds the
+    item-info replies by item, ``query_columns`` the per-(slot, field) candidate values and match
+    objects of the query tool, and ``query_charges[s]`` the :class:`Charge` of a query on hidden
+    slot ``s``. Every piece is built when first looked up (an instance has hundreds of items; an
+    episode shows a few dozen), so that the first call on a fresh instance costs no more than the
+    pieces it shows.
 
     ``query_replies`` holds the envelope heads of successful queries (up to their remaining
     budget) and the replies of refused ones, and ``attribute_replies`` the replies of attribute
@@ -224,7 +225,7 @@ class InstanceTexts:
         for item in compiled.initial_grid:  # the grid every episode shows first
             if item >= 0:
                 self.cell_json[item] = string_json(item_ids[item])
-        self.grid_template = grid_template(compiled.rows, compiled.cols)
+        self.grid_template = _grid_template(compiled.rows, compiled.cols)
         self.item_replies: dict[int, ToolReply] = {}
         self.query_columns: dict[tuple[int, str], tuple[tuple[Any, ...], tuple[str, ...]]] = {}
         self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
@@ -242,7 +243,7 @@ class InstanceTexts:
 
 
 @functools.cache
-def grid_template(rows: int, cols: int) -> str:
+def _grid_template(rows: int, cols: int) -> str:
     """``dumps`` of a rows x cols grid with a ``%s`` per cell (one format call fills it: ~2x
     faster than joins)."""
     row = "[" + ", ".join(["%s"] * cols) + "]"
