@@ -172,12 +172,15 @@ class CompiledSlot:
     def __getattr__(self, name: str) -> Any:
         # called only while the slot ``name`` is empty
         value: Any
+        # each built from the tables, not through another of them: a slot's first set_slot
+        # builds ``item_of_id`` and ``valid_items`` alone
         if name == "candidate_ids":
             value = tuple([self._item_ids[i] for i in self.candidate_items])
         elif name == "item_of_id":
-            value = dict(zip(self.candidate_ids, self.candidate_items, strict=True))
+            item_ids = self._item_ids
+            value = {item_ids[i]: i for i in self.candidate_items}
         elif name == "valid_items":
-            value = frozenset(compress(self.candidate_items, self.slot_valid.tolist()))
+            value = frozenset(compress(self.candidate_items, self._arrays[1][self._index].tolist()))
         elif name == "allowed_ids_text":
             value = repr(sorted(self.candidate_ids))
         elif name == "candidates":
@@ -442,7 +445,9 @@ class CompiledInstance:
         if key in self.categorical:
             codes, vocabulary = self.categorical[key]
             return [vocabulary[code] for code in codes.take(items).tolist()]
-        return [self.item(i)[key] for i in items]
+        built = self.__dict__.get("items")  # :meth:`item`'s two cases, told once for every item
+        item = self._item_rows.item if built is None else built.__getitem__
+        return [item(i)[key] for i in items]
 
     @_built_once
     def _item_rows(self) -> ItemRows:
@@ -477,11 +482,6 @@ class CompiledInstance:
     def cell_slot(self) -> np.ndarray:
         """``cell_slot_list`` as a read-only int32 array: each cell's hidden-slot index, or -1."""
         return _frozen(np.asarray(self.cell_slot_list, dtype=np.int32))
-
-    @cached_property
-    def allowed_fields(self) -> tuple[str, ...]:
-        """Queryable fields: item keys minus the id key, sorted (docs/compatibility.md §3.4)."""
-        return tuple(sorted(k for k in self.domain.item_keys if k != self.domain.id_key))
 
     @_built_once
     def initial_totals(self) -> RunningTotals:

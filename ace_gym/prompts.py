@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 from ace_gym.constraints import global_rule_text, slot_rule_text
 from ace_gym.domains import Domain
@@ -72,6 +72,37 @@ def render_system_prompt(
     max_query_fields: int,
 ) -> str:
     """The system message (docs/compatibility.md §4.1); ``global_check_budget`` None means unlimited."""
+    settings = (query_budget_limited, global_check_budget, max_query_ids, max_query_fields)
+    key = (domain.intro, domain.prompt_attributes, domain.tool_noun, *settings)
+    head = _SYSTEM_PROMPT_HEADS.get(key)
+    if head is None:
+        head = _system_prompt_head(domain, *settings)
+        if len(_SYSTEM_PROMPT_HEADS) < HEADS_KEPT:
+            _SYSTEM_PROMPT_HEADS[key] = head
+    return head + task_instruction + _SYSTEM_PROMPT_TAIL
+
+
+HEADS_KEPT = 256
+"""System-prompt heads kept (a process uses a few budget settings; more are rendered each time)."""
+_SYSTEM_PROMPT_HEADS: dict[tuple[Any, ...], str] = {}
+"""The heads by what they show: the domain's intro, prompt attributes and tool noun, and the settings."""
+
+
+_SYSTEM_PROMPT_TAIL = (
+    "\n</task_policy>\n<task_goal>\nComplete the partially filled solution grid. Keep existing non-null "
+    "entries unchanged and fill every null slot.\n</task_goal>"
+)
+
+
+def _system_prompt_head(
+    domain: Domain,
+    query_budget_limited: bool,
+    global_check_budget: int | None,
+    max_query_ids: int,
+    max_query_fields: int,
+) -> str:
+    """The system message up to its task instruction: it depends on the domain's texts, its tool
+    names and the budget settings alone, so every instance with them shares it."""
     names = tool_names(domain)
     check_tool = names["global_check"]
     if global_check_budget is None:
@@ -124,18 +155,28 @@ def render_system_prompt(
     return (
         "<instructions>\n" + "\n".join(instructions) + "\n</instructions>\n"
         "<tool_usage>\n" + "\n".join(usage) + "\n</tool_usage>\n"
-        "<task_policy>\n" + task_instruction + "\n</task_policy>\n"
-        "<task_goal>\nComplete the partially filled solution grid. Keep existing non-null entries "
-        "unchanged and fill every null slot.\n</task_goal>"
+        "<task_policy>\n"
     )
 
 
-def render_user_message(domain: Domain, partial_solution: list[list[str | None]]) -> str:
-    """The first user message (docs/compatibility.md §4.1)."""
-    names = tool_names(domain)
-    return (
-        "Here is the current partial solution grid.\nEach `null` value is a missing slot that still "
-        f"needs a valid item id.\n\n{json.dumps(partial_solution, ensure_ascii=False)}\n\nYou may work on any hidden slot "
-        f"directly.\nUse `{names['query']}` to filter a hidden slot's candidates by one attribute "
-        f"condition. Use `{names['set_slot']}` to fill or clear any hidden slot."
-    )
+def render_user_message(domain: Domain, grid_json: str) -> str:
+    """The first user message (docs/compatibility.md §4.1) around ``grid_json``, the partial
+    grid of ids as ``json.dumps(grid, ensure_ascii=False)`` writes it."""
+    tail = _USER_MESSAGE_TAILS.get(domain.tool_noun)
+    if tail is None:
+        names = tool_names(domain)
+        tail = _USER_MESSAGE_TAILS[domain.tool_noun] = (
+            f"\n\nYou may work on any hidden slot directly.\nUse `{names['query']}` to filter a hidden "
+            f"slot's candidates by one attribute condition. Use `{names['set_slot']}` to fill or clear any "
+            "hidden slot."
+        )
+    return _USER_MESSAGE_HEAD + grid_json + tail
+
+
+_USER_MESSAGE_HEAD = (
+    "Here is the current partial solution grid.\nEach `null` value is a missing slot that still "
+    "needs a valid item id.\n\n"
+)
+
+_USER_MESSAGE_TAILS: dict[str, str] = {}
+"""The user message after the grid, by the tool noun its tool names carry."""

@@ -270,7 +270,7 @@ def test_get_item_info__first_call_on_an_instance_from_the_entry_builds_that_ite
     call = toolset(compiled.domain).call
     reply = call(state, names["item_info"], {"id": compiled.item_ids[shown]})
     assert reply.ok
-    field = compiled.allowed_fields[0]
+    field = compiled.domain.allowed_fields[0]
     assert call(state, names["item_attributes"], {"ids": [compiled.item_ids[shown]], "field": field}).ok
     slot = compiled.slots[0]
     query = {

@@ -6,9 +6,7 @@ import json
 
 import pytest
 
-from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
-from ace_gym.prompts import render_user_message
 from ace_gym.tools import TOOL_CALL_FAILED
 from tests.conftest import DATA, load_traces, trace_env
 
@@ -93,9 +91,3 @@ def test_prompt__budget_sentences_are_the_releases(queries_limited: bool, checks
     assert instructions[4] == BUDGET_SENTENCES[queries_limited, checks_limited]
     disabled = "`check_meal_global_constraints` is disabled in this task, so do not call it."
     assert (disabled in system) == (checks_limited and alpha == 0)
-
-
-def test_prompt__user_message_keeps_non_ascii_ids_as_written() -> None:
-    grid = [["Ç01", None], ["日本", "id\u00a0x"]]
-    message = render_user_message(get_domain("course"), grid)
-    assert json.dumps(grid, ensure_ascii=False) in message

@@ -385,6 +385,35 @@ def test_get_current_grid_state__is_a_snapshot_of_the_live_grid(domain: str) -> 
     assert compiled.instance.partial_solution[slot.row][slot.col] is None
 
 
+def test_grid_texts__write_every_id_as_json_dumps(domain: str, tmp_path: Path) -> None:
+    """The first user message and every grid-state reply hold the grid as ``json.dumps(grid,
+    ensure_ascii=False)`` writes it, for ids with non-ASCII text, quotes, backslashes, NUL and ``%``
+    (the grid is written from each item id's kept JSON text)."""
+    raw = json.loads(published_file(domain).read_text())
+    instance = raw["instances"][H15_INDEX]
+    raw["instances"], raw["num_instances"] = [instance], 1
+    visible = next(i for row in instance["partial_solution"] for i in row if i is not None)
+    first, second = instance["slots"][0]["candidate_ids"][:2]
+    renamed = {visible: 'Ç%s "日本"\\ 1\x00', first: "%d\u2028x", second: "100%\x00"}
+    text = json.dumps(raw, ensure_ascii=False)
+    for old, new in renamed.items():
+        text = text.replace(json.dumps(old), json.dumps(new, ensure_ascii=False))
+    path = tmp_path / "renamed.json"
+    path.write_text(text, encoding="utf-8")
+    env = AceEnv(domain, dataset=path)
+    message = env.reset(options={"instance_index": 0})[0]
+    grid = [list(row) for row in env.compiled.instance.partial_solution]
+    assert renamed[visible] in (i for row in grid for i in row)
+    assert json.dumps(grid, ensure_ascii=False) in message
+    # call() checks each observation is json.dumps(decoded, ensure_ascii=False) byte for byte
+    assert call(env, "get_current_grid_state")["data"]["slots"] == grid
+    slot = env.compiled.slots[0]
+    for item_id in (renamed[first], renamed[second], None):
+        call(env, "set_slot", row=slot.row, col=slot.col, id=item_id)
+        grid[slot.row][slot.col] = item_id
+        assert call(env, "get_current_grid_state")["data"]["slots"] == grid
+
+
 # -- item tools ---------------------------------------------------------------------------------
 
 

@@ -69,7 +69,7 @@ def test_composites__equal_the_composition_of_their_atomic_calls(domain: str) ->
     env.reset(seed=0, options=OPTIONS)
     twin.reset(seed=0, options=OPTIONS)
     slot = twin.compiled.slots[0]
-    field = next(f for f in twin.compiled.allowed_fields if f in twin.compiled.numeric)
+    field = next(f for f in twin.compiled.domain.allowed_fields if f in twin.compiled.numeric)
     conditions = [
         {"field": field, "operator": ">=", "value": 0},
         {"field": "name", "operator": "not_in", "value": []},

@@ -125,3 +125,9 @@ class Domain:
     def item_keys(self) -> tuple[str, ...]:
         """Keys of an item dict in stored order: id key, name, then the attributes."""
         return (self.id_key, "name", *tuple(a.name for a in self.attributes))
+
+    @cached_property
+    def allowed_fields(self) -> tuple[str, ...]:
+        """The fields the query and attribute tools accept: item keys minus the id key, sorted
+        (docs/compatibility.md §3.4)."""
+        return tuple(sorted(k for k in self.item_keys if k != self.id_key))

@@ -18,7 +18,7 @@ from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
 from ace_gym.tools import INVALID, EpisodeState, ToolConfig, echo, failure, toolset
-from ace_gym.tools.replies import forget_texts
+from ace_gym.tools.replies import forget_texts, texts_of
 
 ActionType = Mapping[str, Any] | ToolCall
 IdGrid = list[list[str | None]]
@@ -376,9 +376,9 @@ def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
     found = _RESET_TEXTS.get(compiled)
     if found is None:
         found = _RESET_TEXTS[compiled] = _ResetTexts(
-            render_user_message(compiled.domain, grid_of_ids(compiled, compiled.initial_grid)),
-            tuple((s.row, s.col) for s in compiled.slots),
-            tuple(f"{s.row},{s.col}" for s in compiled.slots),
+            render_user_message(compiled.domain, texts_of(compiled).grid_json(compiled.initial_grid)),
+            tuple([(s.row, s.col) for s in compiled.slots]),
+            tuple([f"{s.row},{s.col}" for s in compiled.slots]),
             {},
             {},
         )

@@ -117,7 +117,7 @@ def facts_from_reset(compiled: CompiledInstance, info: Mapping[str, Any]) -> Tas
         hidden={(slot.row, slot.col): s for s, slot in enumerate(compiled.slots)},
         visible_ids=compiled.visible_ids,
         item_ids=frozenset(compiled.item_ids),
-        fields=frozenset(compiled.allowed_fields),
+        fields=frozenset(compiled.domain.allowed_fields),
         numeric_fields=frozenset(compiled.numeric),
         slot_valid={
             (slot.row, slot.col): frozenset(compiled.item_ids[i] for i in slot.valid_items) for slot in compiled.slots
