@@ -436,6 +436,14 @@ class CompiledInstance:
         items = self.__dict__.get("items")
         return self._item_rows.item(k) if items is None else items[k]
 
+    def item_json(self, k: int) -> str | None:
+        """Item number ``k``'s dict as ``json.dumps(item, ensure_ascii=False)`` writes it, read
+        from its cache entry line without building the dict (:meth:`ItemRows.item_json`); None
+        where that line cannot show it as is, or the items are built dicts: then dump :meth:`item`."""
+        if "items" in self.__dict__:
+            return None
+        return self._item_rows.item_json(k)
+
     def item_values(self, key: str, items: Sequence[int]) -> list[Any]:
         """The values item key ``key`` has in items ``items`` (item numbers), as their dicts hold
         them: read from the compiled columns where they hold the key (validation guarantees the
@@ -494,8 +502,8 @@ class ItemRows:
     """The item dicts of a compiled instance from a cache entry, each built on its first lookup
     (then kept) from the instance's :func:`entry_item_texts`: the item keys' order, the items
     listing them in another order, and each item's line of values, found by its number and parsed
-    when that item is built. Each dict equals the validated item's, its keys in the order that
-    item had."""
+    when that item is built (or written as the dict's JSON: :meth:`item_json`). Each dict equals
+    the validated item's, its keys in the order that item had."""
 
     __slots__ = ("_built", "_data", "_keys", "_orders", "_start", "_width")
 
@@ -510,14 +518,28 @@ class ItemRows:
         """Item number ``k``'s dict (the same dict on every call)."""
         found = self._built.get(k)
         if found is None:
-            start = self._start + (k + 1) * self._width  # the header first
-            line = self._data[start : start + self._width].decode("ascii")
-            found = dict(zip(self._keys, _JSON_VALUE.raw_decode(line)[0], strict=True))  # ~1/3 of json.loads
+            found = dict(zip(self._keys, _JSON_VALUE.raw_decode(self._line(k))[0], strict=True))  # ~1/3 of json.loads
             order = self._orders.get(k)
             if order is not None:
                 found = {key: found[key] for key in order}
             found = self._built.setdefault(k, found)  # two threads building it keep one
         return found
+
+    def item_json(self, k: int) -> str | None:
+        """``json.dumps(self.item(k), ensure_ascii=False)``, written from the item's line without
+        building its dict (half the cost); None for an item whose keys come in another
+        order, or whose line holds an escape (a string that JSON shows otherwise than as itself)."""
+        if k in self._orders:
+            return None
+        line = self._line(k)
+        if "\\" in line:
+            return None
+        values = _JSON_VALUE.raw_decode(line)[0]
+        return _item_template(self._keys, tuple(map(type, values))) % tuple(values)
+
+    def _line(self, k: int) -> str:
+        start = self._start + (k + 1) * self._width  # the header first
+        return self._data[start : start + self._width].decode("ascii")
 
 
 _JSON_VALUE = json.JSONDecoder()
@@ -530,6 +552,18 @@ def _item_header(header: bytes) -> tuple[tuple[str, ...], Mapping[int, tuple[str
     parsed = json.loads(header)
     exceptions = parsed.get("order_exceptions", {})
     return tuple(parsed["keys"]), MappingProxyType({int(k): tuple(order) for k, order in exceptions.items()})
+
+
+@lru_cache(maxsize=64)  # validation makes each key's values all ints or all strings: one per file, mostly
+def _item_template(keys: tuple[str, ...], kinds: tuple[type, ...]) -> str:
+    """The %-template of the JSON of an item dict with ``keys`` (in that order) whose values are
+    of ``kinds``: ints (``%s`` writes them as JSON does) and strings that JSON shows as they are
+    (``"%s"``, nothing to escape)."""
+    fields = [
+        json.dumps(key, ensure_ascii=False).replace("%", "%%") + (": %s" if kind is int else ': "%s"')
+        for key, kind in zip(keys, kinds, strict=True)
+    ]
+    return "{" + ", ".join(fields) + "}"
 
 
 def _compiled_from(dataset: Dataset, index: int) -> CompiledInstance:

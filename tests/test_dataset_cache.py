@@ -282,7 +282,59 @@ def test_get_item_info__first_call_on_an_instance_from_the_entry_builds_that_ite
     }
     assert call(state, names["query"], query).ok  # reads the compiled column: builds no item
     assert "items" not in compiled.__dict__ and "item_index" not in compiled.__dict__
-    assert compiled._item_rows._built.keys() == {shown}
+    assert not compiled._item_rows._built  # item_info writes the item's line as JSON: no dict either
+
+
+@pytest.mark.parametrize("domain", DOMAIN_NAMES)
+def test_item_json__from_the_entry_line_is_the_item_dict_as_json_dumps_writes_it(
+    domain: str, cache: Path, tmp_path: Path
+) -> None:
+    """Issue 10: the first get_<domain>_item_info on an instance from the cache was slower than
+    the release's (0.93x): it built the item's dict and dumped it; it now writes the line."""
+    validated, cached = _validated_and_cached(_copy(domain, tmp_path))
+    for index in (0, len(cached) - 1):
+        compiled = cached.compiled(index)
+        items = validated.compiled(index).items
+        assert validated.compiled(index).item_json(0) is None  # built dicts: the caller dumps them
+        shown = [compiled.item_json(k) for k in range(len(items))]
+        assert shown == [json.dumps(item, ensure_ascii=False) for item in items]
+        assert not compiled._item_rows._built
+
+
+def test_item_json__escaped_or_reordered_items_are_left_to_the_dict(cache: Path, tmp_path: Path) -> None:
+    path = _copy("course", tmp_path)
+    document = json.loads(path.read_bytes())
+    instance = document["instances"][2]
+    pool = instance["item_pool"]
+    visible = [item for row in instance["partial_solution"] for item in row if item is not None]
+    names = {visible[0]: 'Cours "Été" 100%', visible[1]: "back\\slash", visible[2]: "plain 7, [8] 50%"}
+    for item_id, name in names.items():
+        pool[item_id]["name"] = name
+    pool[visible[3]] = dict(reversed(pool[visible[3]].items()))
+    path.write_text(json.dumps(document))
+    _, cached = _validated_and_cached(path)
+    compiled = cached.compiled(2)
+    index = compiled.item_index
+    assert compiled.item_json(index[visible[0]]) is None  # \" and \u00c9 in its ASCII line
+    assert compiled.item_json(index[visible[1]]) is None
+    assert compiled.item_json(index[visible[2]]) == json.dumps(pool[visible[2]], ensure_ascii=False)
+    assert compiled.item_json(index[visible[3]]) is None  # keys in another order
+    state = EpisodeState(compiled, ToolConfig())
+    replies = {
+        item_id: toolset(compiled.domain).call(state, tool_names("course")["item_info"], {"id": item_id}).text
+        for item_id in visible[:4]
+    }
+    assert replies == {
+        item_id: json.dumps(
+            {
+                "status": "success",
+                "messages": "Successfully executed tool",
+                "data": {"id": item_id, "item": pool[item_id]},
+            },
+            ensure_ascii=False,
+        )
+        for item_id in visible[:4]
+    }
 
 
 def test_read_dataset__items_listing_their_keys_in_another_order_come_back_as_written(

@@ -424,7 +424,8 @@ def get_item_info(state: EpisodeState, id: str) -> ToolReply:
     texts = state.texts
     reply = texts.item_replies.get(k)
     if reply is None:
-        reply = texts.item_replies[k] = ok_reply(f'{{"id": {string_json(id)}, "item": {dumps(compiled.item(k))}}}')
+        shown = compiled.item_json(k) or dumps(compiled.item(k))
+        reply = texts.item_replies[k] = ok_reply(f'{{"id": {string_json(id)}, "item": {shown}}}')
     return reply
 
 
