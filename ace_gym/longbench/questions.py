@@ -334,7 +334,7 @@ def _verbose_intersection(c: _Context) -> Question | None:
     return Question(
         INTERSECTION,
         f"Which names appear in every list of the tool result of round {number}?",
-        [c.name(i) for i in np.flatnonzero(c.rounds[k].query.intersection)],  # type: ignore[union-attr]
+        [c.name(i) for i in np.flatnonzero(c.rounds[k].query.intersection).tolist()],  # type: ignore[union-attr]
         (c.trajectory.tool_message(k),),  # type: ignore[arg-type]
         {"round": number},
     )
