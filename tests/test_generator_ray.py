@@ -11,6 +11,7 @@ from ace_gym.cli import main
 from ace_gym.errors import ConfigError
 from ace_gym.generators import generate_dataset
 from ace_gym.generators.config import GenerationError
+from ace_gym.generators.ray_backend import map_on_ray
 
 ray = pytest.importorskip("ray")
 
@@ -61,6 +62,38 @@ def test_generate_dataset__a_failing_ray_task_raises_the_generators_error(cluste
             path=tmp_path / "x",
         )
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_map_on_ray__a_failed_task_stops_the_run_without_cancelling_and_few_tasks_in_flight(
+    cluster: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ray.cancel of a task whose result was on its way aborted the whole pytest process (Ray's
+    "Tried to complete task that was not pending", after the failing-task test above): the
+    backend no longer cancels, and keeps at most twice the CPUs (2 here) of tasks in flight."""
+    waited: list[int] = []
+    wait = ray.wait
+
+    def counting_wait(references: list[object], **options: object) -> object:
+        waited.append(len(references))
+        return wait(references, **options)
+
+    def refuse_cancel(*arguments: object, **options: object) -> None:
+        raise AssertionError("ray.cancel called")
+
+    monkeypatch.setattr(ray, "wait", counting_wait)
+    monkeypatch.setattr(ray, "cancel", refuse_cancel)
+
+    def job(n: int) -> int:
+        if n == 5:
+            raise ValueError(f"job {n} failed")
+        return n * n
+
+    assert map_on_ray(job, range(5)) == [0, 1, 4, 9, 16]
+    assert max(waited) == 4
+    with pytest.raises(ValueError, match="job 5 failed"):
+        map_on_ray(job, range(12))
+    assert max(waited) == 4
 
 
 def test_generate_dataset__unknown_backend_is_a_config_error() -> None:

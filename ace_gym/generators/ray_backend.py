@@ -10,6 +10,7 @@ before the call, or the ``RAY_ADDRESS`` environment variable), else starts a loc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any, TypeVar
 
 from ace_gym.ray_cluster import connect
@@ -25,21 +26,27 @@ def map_on_ray(
 ) -> list[Result]:
     """``[function(job) for job in jobs]`` computed by Ray tasks, in job order; ``progress(done,
     total)`` is called as results arrive. An exception raised by a task is raised here (Ray
-    re-raises it as an instance of the original class)."""
+    re-raises it as an instance of the original class).
+
+    At most twice the cluster's CPUs of tasks are in flight (submitted as results arrive), so a
+    failed task stops the run without cancelling anything: the tasks in flight then finish on
+    their own and are dropped. ``ray.cancel`` of a task whose result is on its way aborts the
+    calling process in Ray 2.x (its core worker's check "Tried to complete task that was not
+    pending": ray-project/ray#54846), which took down a whole test session here."""
     ray = connect()
     task = ray.remote(function)
-    pending: dict[Any, int] = {task.remote(job): n for n, job in enumerate(jobs)}
+    window = max(1, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    waiting = iter(enumerate(jobs))
+    pending: dict[Any, int] = {}
     results: list[Any] = [None] * len(jobs)
     done = 0
-    try:
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for reference in ready:
-                results[pending.pop(reference)] = ray.get(reference)
-                done += 1
-                if progress is not None:
-                    progress(done, len(jobs))
-    finally:
-        for reference in pending:  # a failed task stops the run: the rest is not needed
-            ray.cancel(reference)
-    return results
+    while True:
+        for n, job in islice(waiting, window - len(pending)):
+            pending[task.remote(job)] = n
+        if not pending:
+            return results
+        [reference], _ = ray.wait(list(pending), num_returns=1)
+        results[pending.pop(reference)] = ray.get(reference)
+        done += 1
+        if progress is not None:
+            progress(done, len(jobs))
