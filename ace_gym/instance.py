@@ -907,7 +907,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
     if path.suffix == ".gz" or status.st_size <= MAX_DATASET_BYTES:  # larger: refused unread below
         with contextlib.suppress(OSError):  # unreadable: _read_json_bytes names the problem
             digest = _file_sha256(*key)
-    entry = None if digest is None else dataset_cache.read_entry(digest)
+    entry = None if digest is None else dataset_cache.read_entry(digest, _entry_header_problem)
     if entry is not None:
         return Dataset.from_cache_entry(entry, str(path), cache_key=key)
     dataset = parse_dataset(_read_json_bytes(path, status.st_size), str(path), cache_key=key)
@@ -922,6 +922,30 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
         if written is not None:  # held as a later process holds it: a quarter of the models' memory
             return Dataset.from_cache_entry(written, str(path), cache_key=key)
     return dataset
+
+
+_ENTRY_HEADER_INTS = ("num_instances", "rows", "cols", "candidates_per_slot")
+_ENTRY_HEADER_LISTS = ("hidden_slots", "branch_budget")
+"""With ``domain``, the fields of an entry's header: every :class:`DatasetFile` field but ``instances``."""
+
+
+def _entry_header_problem(entry: CachedDataset) -> str | None:
+    """Why ``entry``'s header cannot be the one written for a validated file (its fields, their
+    types, a known domain, the instance count), or None: what :func:`Dataset.from_cache_entry`
+    and :attr:`Dataset.model` rely on, checked without pydantic."""
+    header = entry.header
+    if header.keys() != {"domain", *_ENTRY_HEADER_INTS, *_ENTRY_HEADER_LISTS}:
+        return f"its header holds the fields {_shown(sorted(header))}"
+    if not isinstance(header["domain"], str) or header["domain"] not in DOMAINS:
+        return f"its header names no domain: {_shown(header['domain'])}"
+    lists = [header[name] for name in _ENTRY_HEADER_LISTS]
+    if not all(type(header[name]) is int for name in _ENTRY_HEADER_INTS) or not all(
+        type(values) is list and all(type(value) is int for value in values) for values in lists
+    ):
+        return "its header holds a value of another type than the schema's"
+    if header["num_instances"] != len(entry.instance_ids):
+        return f"its header counts {header['num_instances']} instances but it lists {len(entry.instance_ids)}"
+    return None
 
 
 def _unchanged(path: Path, status: os.stat_result) -> bool:
