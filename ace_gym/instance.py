@@ -20,7 +20,8 @@ What a file must satisfy beyond the schema (every published and bundled file doe
 * Header: every instance has the file's ``rows`` and ``cols``, its ``meta.hidden_slots`` and
   ``meta.branch_budget`` appear in the file's ``hidden_slots`` and ``branch_budget`` lists, its
   ``meta.requested_candidates_per_slot`` is the file's ``candidates_per_slot``; instance ids
-  are unique and ``num_instances`` counts the instances.
+  are unique and at most :data:`MAX_INSTANCE_ID_LENGTH` (256) characters long (they name
+  episodes in records, replays and URLs), and ``num_instances`` counts the instances.
 * Items: the domain's keys, the pool key as id, integers for numeric attributes and strings
   otherwise; numeric values within :func:`accepted_ranges` and categorical values among the
   domain's declared values (``name`` is free text). The accepted range of an attribute is its
@@ -36,7 +37,8 @@ What a file must satisfy beyond the schema (every published and bundled file doe
   rule's usual list are fine (the release falls back to the truth's own value).
 * Grids and slots: ``truth_solution`` and ``partial_solution`` are rows x cols, the partial grid
   is the truth with the hidden cells null, ``hidden_slots`` and ``slots`` list those cells in
-  row-major order. Each slot holds ``meta.candidates_per_slot`` distinct pool ids, which its
+  row-major order; every slot has ``is_hidden`` true. Each slot holds ``meta.candidates_per_slot``
+  distinct pool ids, which its
   truth, ``decoy_ids`` and ``filter_candidate_ids`` list exactly once; ``allocated_budget``
   counts its decoys; its ``slot_constraints`` name each active rule once, with ``row``/``col``
   (if present) equal to the slot's and no other key.
@@ -781,6 +783,8 @@ _CACHE_LOCK = threading.Lock()
 BUNDLED_DATASETS: tuple[str, ...] = ("5x5", "5x7")
 MAX_DATASET_BYTES = 256 * 2**20
 """The largest dataset accepted: bytes of JSON, counted after decompression for ``.json.gz``."""
+MAX_INSTANCE_ID_LENGTH = 256
+"""The longest instance id accepted, in characters (the bundled files' longest is 23)."""
 _READ_CHUNK = 2**20
 
 
@@ -1328,6 +1332,11 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
     def fail(path: str, problem: str) -> DatasetError:
         return DatasetError(source, where + path, problem)
 
+    if len(instance.instance_id) > MAX_INSTANCE_ID_LENGTH:
+        raise fail(
+            ".instance_id",
+            f"is {len(instance.instance_id)} characters long, more than MAX_INSTANCE_ID_LENGTH = {MAX_INSTANCE_ID_LENGTH}",
+        )
     _check_shape(instance, fail)
     ranges = accepted_ranges(domain)
     item_table = _check_items(instance, domain, ranges, fail)
@@ -1483,7 +1492,9 @@ def _check_global_thresholds(
 def _check_slot(
     instance: Instance, slot: SlotEntry, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail
 ) -> None:
-    """One hidden slot: its truth and candidate partition, its active rules and their bounds."""
+    """One hidden slot: marked hidden, its truth and candidate partition, its active rules and their bounds."""
+    if not slot.is_hidden:
+        raise fail(".is_hidden", "is false, but every slot is a hidden cell")
     _check_candidates(instance, slot, fail)
     if slot.allocated_budget != len(slot.decoy_ids):
         raise fail(".allocated_budget", f"is {slot.allocated_budget} but the slot has {len(slot.decoy_ids)} decoys")
