@@ -1,19 +1,27 @@
 """A content-addressed cache of validated dataset files, so that a process need not validate again
 a file this machine has validated before (as Python's bytecode cache spares compiling a module).
 
-An entry's name is the SHA-256 of the dataset file's bytes as stored and a fingerprint of the
-validator (the source of the modules whose rules a file is checked against, the Python version),
-so a changed file or changed rules never meet an old entry. An entry is written, atomically, only
-after a file passed every check of :mod:`ace_gym.instance`; it holds the file's header fields, its
-instance ids and, for each instance, three JSON texts (:func:`ace_gym.instance.entry_texts`): its
+An entry's name (its key) is the SHA-256 of the dataset file's bytes as stored and a fingerprint of
+the validator (the source of the modules whose rules a file is checked against, the Python version,
+the entry layout), so a changed file or changed rules never meet an old entry. An entry is written,
+atomically, only after a file passed every check of :mod:`ace_gym.instance`. Its first line is the
+CRC-32 of everything after it: an index line (the layout, the key, the file's SHA-256 and the
+validator fingerprint it was written for, the file's header fields, its instance ids and where each
+text ends) and, for each instance, three JSON texts (:func:`ace_gym.instance.entry_texts`): its
 compiled form (:meth:`ace_gym.instance.CompiledInstance.entry`: the arrays and texts the tools work
 on, as ints and strings, so that setting an instance up is one parse and no lookups), its item
 texts (:func:`ace_gym.instance.entry_item_texts`: what the item dicts hold beyond the compiled
 columns, read on the first item lookup only) and its other fields
-(:func:`ace_gym.instance.entry_document`, read only when the pydantic model is asked for), with a
-CRC-32 of those texts.
-An entry that cannot be read, has another layout or fails its CRC is ignored (the file is then
-validated in full); a cache folder that cannot be written is skipped. Nothing is unpickled.
+(:func:`ace_gym.instance.entry_document`, read only when the pydantic model is asked for).
+
+An entry is served only for the file it was written for: its index must name the key, the file
+hash and the fingerprint the reader asks with (an entry of another file copied into a file's
+place, even with its checksum recomputed, is not served), and its checksum must hold. Anything
+else (absent, not a regular file, over :data:`MAX_ENTRY_BYTES`, another layout, corrupt, written
+for another file, an index the caller's check refuses) is a miss: the file is validated in full
+and its entry written anew. A cache folder that cannot be written is skipped. Nothing is
+unpickled. The checksum guards against corruption and misplaced entries, not against a writer who
+builds a whole entry for the file: the cache folder is trusted as the files it holds entries of are.
 
 The folder is ``$ACE_GYM_CACHE_DIR``, else ``$XDG_CACHE_HOME/ace-gym``, else ``~/.cache/ace-gym``;
 ``ACE_GYM_CACHE_DIR=""`` (set and empty) turns the cache off.
@@ -27,17 +35,21 @@ import logging
 import os
 import sys
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ace_gym.atomic import AtomicFile
+from ace_gym.atomic import AtomicFile, read_regular_file
 
 logger = logging.getLogger(__name__)
 
-LAYOUT = 6
+LAYOUT = 7
 """Version of the entry layout below; part of every entry's name."""
+MAX_ENTRY_BYTES = 512 * 2**20
+"""The largest entry written or read (an entry of a bundled file takes about 0.6 times its JSON)."""
+_CHECKSUM_LINE = 9
+"""Bytes of an entry's first line: its CRC-32 as 8 hex digits, and a line break."""
 _VALIDATOR_MODULES = (
     "instance.py",
     "dataset_schema.py",
@@ -100,34 +112,74 @@ def validator_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def _entry_path(file_sha256: str) -> Path | None:
+def _entry_key(file_sha256: str) -> str:
+    """The name (without ``.json``) of the entry of a file with these bytes under this validator."""
+    return f"{file_sha256}-{validator_fingerprint()}"
+
+
+def read_entry(
+    file_sha256: str, check: Callable[[CachedDataset], str | None] = lambda entry: None
+) -> CachedDataset | None:
+    """The entry written for a file with these bytes under this validator, or None: absent, not a
+    regular file or too large (never read: a FIFO or device in its place does not block or read
+    without end), another layout, corrupt, written for another file or validator, or refused by
+    ``check`` (which says why an entry that checks out here cannot be the file's, or returns None).
+    Every miss but an absent entry is logged as a warning."""
     folder = cache_folder()
-    return None if folder is None else folder / f"{file_sha256}-{validator_fingerprint()}.json"
+    if folder is None:
+        return None
+    key = _entry_key(file_sha256)
+    path = folder / f"{key}.json"
+    try:
+        data = read_regular_file(path, MAX_ENTRY_BYTES)
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        logger.warning("ignoring the dataset cache entry %s: %s", path, error.strerror or error)
+        return None
+    binding = {
+        "layout": LAYOUT,
+        "key": key,
+        "file_sha256": file_sha256,
+        "validator_fingerprint": validator_fingerprint(),
+    }
+    try:
+        entry = _checked_entry(data, binding)
+        problem = check(entry)
+    except ValueError as error:
+        problem = str(error)
+    except (KeyError, TypeError, RecursionError) as error:
+        problem = f"its index is malformed ({type(error).__name__}: {error})"
+    if problem is not None:
+        logger.warning("ignoring the dataset cache entry %s: %s", path, problem)
+        return None
+    return entry
 
 
-def read_entry(file_sha256: str) -> CachedDataset | None:
-    """The entry for a file with these bytes under this validator, or None (absent, unreadable,
-    another layout, or corrupt)."""
-    path = _entry_path(file_sha256)
-    if path is None:
-        return None
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    start = data.find(b"\n") + 1  # the body follows the index line; sliced, never copied whole
-    try:
-        index = json.loads(data[:start])
-        ends, count = index["ends"], len(index["instance_ids"])
-        body = memoryview(data)[start:]
-        if index["layout"] != LAYOUT or zlib.crc32(body) != index["crc32"] or ends[-1:] != [len(body)]:
-            raise ValueError("entry does not check out")
-        if len(ends) != 3 * count:
-            raise ValueError("entry does not hold three texts per instance")
-        return _entry(index["header"], index["instance_ids"], data, start, ends)
-    except (ValueError, KeyError, TypeError):
-        logger.warning("ignoring the unreadable dataset cache entry %s", path)
-        return None
+def _checked_entry(data: bytes, binding: dict[str, Any]) -> CachedDataset:
+    """The entry ``data`` holds if its checksum holds, its index records the values of
+    ``binding`` and is well formed; ValueError saying why not."""
+    checked = memoryview(data)[_CHECKSUM_LINE:]
+    if data[:_CHECKSUM_LINE] != b"%08x\n" % zlib.crc32(checked):
+        raise ValueError("its checksum does not hold")
+    start = data.find(b"\n", _CHECKSUM_LINE) + 1  # the body follows the index line; sliced, never copied whole
+    index = json.loads(data[_CHECKSUM_LINE:start])
+    if not isinstance(index, dict):
+        raise ValueError("its index is not a JSON object")
+    differing = [name for name, value in binding.items() if index.get(name) != value]
+    if differing:  # e.g. another file's entry copied into this one's place
+        raise ValueError(f"it records another {', '.join(differing)} than asked for")
+    instance_ids, ends = index["instance_ids"], index["ends"]
+    if not isinstance(index["header"], dict) or not _all_of_type(instance_ids, str) or not _all_of_type(ends, int):
+        raise ValueError("its index is malformed")
+    if len(ends) != 3 * len(instance_ids) or ends != sorted(ends) or ends[0] < 0 or ends[-1] != len(data) - start:
+        raise ValueError("its index does not hold three texts per instance")
+    return _entry(index["header"], instance_ids, data, start, ends)
+
+
+def _all_of_type(values: object, kind: type) -> bool:
+    """Whether ``values`` is a non-empty list of ``kind`` values (bool is no int here)."""
+    return isinstance(values, list) and bool(values) and all(type(value) is kind for value in values)
 
 
 def write_entry(
@@ -138,26 +190,42 @@ def write_entry(
 ) -> CachedDataset | None:
     """Store a validated file's entry (``texts``: each instance's three JSON texts, in the order
     :class:`CachedDataset` holds them; not iterated when the cache is off) and return it as
-    :func:`read_entry` would read it back; None when the cache is off. Best effort: a folder that
-    cannot be written is logged and skipped (the entry is still returned)."""
-    path = _entry_path(file_sha256)
-    if path is None:
+    :func:`read_entry` would read it back; None when the cache is off or the entry would exceed
+    :data:`MAX_ENTRY_BYTES`. Best effort: a folder that cannot be written is logged and skipped
+    (the entry is still returned)."""
+    folder = cache_folder()
+    if folder is None:
         return None
+    key = _entry_key(file_sha256)
+    path = folder / f"{key}.json"
     pieces = [text for instance_texts in texts for text in instance_texts]
-    body = b"".join(pieces)
     ends, end = [], 0
     for text in pieces:
         end += len(text)
         ends.append(end)
-    index = {"layout": LAYOUT, "crc32": zlib.crc32(body), "header": header, "instance_ids": list(instance_ids)}
-    index["ends"] = ends
-    data = json.dumps(index).encode() + b"\n" + body
+    index = {
+        "layout": LAYOUT,
+        "key": key,
+        "file_sha256": file_sha256,
+        "validator_fingerprint": validator_fingerprint(),
+        "header": header,
+        "instance_ids": list(instance_ids),
+        "ends": ends,
+    }
+    index_line = json.dumps(index).encode() + b"\n"
+    checksum = zlib.crc32(index_line)
+    for text in pieces:
+        checksum = zlib.crc32(text, checksum)
+    data = b"".join([b"%08x\n" % checksum, index_line, *pieces])
+    if len(data) > MAX_ENTRY_BYTES:
+        logger.info("dataset cache not written at %s: %d bytes, over MAX_ENTRY_BYTES", path, len(data))
+        return None
     try:
         with AtomicFile(path, durable=False) as entry:
             entry.handle.write(data)
     except OSError as error:
         logger.info("dataset cache not written at %s: %s", path, error)
-    return _entry(header, instance_ids, data, len(data) - len(body), ends)
+    return _entry(header, instance_ids, data, len(data) - end, ends)
 
 
 def _entry(

@@ -20,7 +20,8 @@ What a file must satisfy beyond the schema (every published and bundled file doe
 * Header: every instance has the file's ``rows`` and ``cols``, its ``meta.hidden_slots`` and
   ``meta.branch_budget`` appear in the file's ``hidden_slots`` and ``branch_budget`` lists, its
   ``meta.requested_candidates_per_slot`` is the file's ``candidates_per_slot``; instance ids
-  are unique and ``num_instances`` counts the instances.
+  are unique and at most :data:`MAX_INSTANCE_ID_LENGTH` (256) characters long (they name
+  episodes in records, replays and URLs), and ``num_instances`` counts the instances.
 * Items: the domain's keys, the pool key as id, integers for numeric attributes and strings
   otherwise; numeric values within :func:`accepted_ranges` and categorical values among the
   domain's declared values (``name`` is free text). The accepted range of an attribute is its
@@ -36,7 +37,8 @@ What a file must satisfy beyond the schema (every published and bundled file doe
   rule's usual list are fine (the release falls back to the truth's own value).
 * Grids and slots: ``truth_solution`` and ``partial_solution`` are rows x cols, the partial grid
   is the truth with the hidden cells null, ``hidden_slots`` and ``slots`` list those cells in
-  row-major order. Each slot holds ``meta.candidates_per_slot`` distinct pool ids, which its
+  row-major order; every slot has ``is_hidden`` true. Each slot holds ``meta.candidates_per_slot``
+  distinct pool ids, which its
   truth, ``decoy_ids`` and ``filter_candidate_ids`` list exactly once; ``allocated_budget``
   counts its decoys; its ``slot_constraints`` name each active rule once, with ``row``/``col``
   (if present) equal to the slot's and no other key.
@@ -781,6 +783,8 @@ _CACHE_LOCK = threading.Lock()
 BUNDLED_DATASETS: tuple[str, ...] = ("5x5", "5x7")
 MAX_DATASET_BYTES = 256 * 2**20
 """The largest dataset accepted: bytes of JSON, counted after decompression for ``.json.gz``."""
+MAX_INSTANCE_ID_LENGTH = 256
+"""The longest instance id accepted, in characters (the bundled files' longest is 23)."""
 _READ_CHUNK = 2**20
 
 
@@ -907,7 +911,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
     if path.suffix == ".gz" or status.st_size <= MAX_DATASET_BYTES:  # larger: refused unread below
         with contextlib.suppress(OSError):  # unreadable: _read_json_bytes names the problem
             digest = _file_sha256(*key)
-    entry = None if digest is None else dataset_cache.read_entry(digest)
+    entry = None if digest is None else dataset_cache.read_entry(digest, _entry_header_problem)
     if entry is not None:
         return Dataset.from_cache_entry(entry, str(path), cache_key=key)
     dataset = parse_dataset(_read_json_bytes(path, status.st_size), str(path), cache_key=key)
@@ -922,6 +926,30 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
         if written is not None:  # held as a later process holds it: a quarter of the models' memory
             return Dataset.from_cache_entry(written, str(path), cache_key=key)
     return dataset
+
+
+_ENTRY_HEADER_INTS = ("num_instances", "rows", "cols", "candidates_per_slot")
+_ENTRY_HEADER_LISTS = ("hidden_slots", "branch_budget")
+"""With ``domain``, the fields of an entry's header: every :class:`DatasetFile` field but ``instances``."""
+
+
+def _entry_header_problem(entry: CachedDataset) -> str | None:
+    """Why ``entry``'s header cannot be the one written for a validated file (its fields, their
+    types, a known domain, the instance count), or None: what :func:`Dataset.from_cache_entry`
+    and :attr:`Dataset.model` rely on, checked without pydantic."""
+    header = entry.header
+    if header.keys() != {"domain", *_ENTRY_HEADER_INTS, *_ENTRY_HEADER_LISTS}:
+        return f"its header holds the fields {_shown(sorted(header))}"
+    if not isinstance(header["domain"], str) or header["domain"] not in DOMAINS:
+        return f"its header names no domain: {_shown(header['domain'])}"
+    lists = [header[name] for name in _ENTRY_HEADER_LISTS]
+    if not all(type(header[name]) is int for name in _ENTRY_HEADER_INTS) or not all(
+        type(values) is list and all(type(value) is int for value in values) for values in lists
+    ):
+        return "its header holds a value of another type than the schema's"
+    if header["num_instances"] != len(entry.instance_ids):
+        return f"its header counts {header['num_instances']} instances but it lists {len(entry.instance_ids)}"
+    return None
 
 
 def _unchanged(path: Path, status: os.stat_result) -> bool:
@@ -1304,6 +1332,11 @@ def check_instance(instance: Instance, domain: Domain, source: str, where: str =
     def fail(path: str, problem: str) -> DatasetError:
         return DatasetError(source, where + path, problem)
 
+    if len(instance.instance_id) > MAX_INSTANCE_ID_LENGTH:
+        raise fail(
+            ".instance_id",
+            f"is {len(instance.instance_id)} characters long, more than MAX_INSTANCE_ID_LENGTH = {MAX_INSTANCE_ID_LENGTH}",
+        )
     _check_shape(instance, fail)
     ranges = accepted_ranges(domain)
     item_table = _check_items(instance, domain, ranges, fail)
@@ -1459,7 +1492,9 @@ def _check_global_thresholds(
 def _check_slot(
     instance: Instance, slot: SlotEntry, domain: Domain, ranges: dict[str, tuple[int, int]], fail: Fail
 ) -> None:
-    """One hidden slot: its truth and candidate partition, its active rules and their bounds."""
+    """One hidden slot: marked hidden, its truth and candidate partition, its active rules and their bounds."""
+    if not slot.is_hidden:
+        raise fail(".is_hidden", "is false, but every slot is a hidden cell")
     _check_candidates(instance, slot, fail)
     if slot.allocated_budget != len(slot.decoy_ids):
         raise fail(".allocated_budget", f"is {slot.allocated_budget} but the slot has {len(slot.decoy_ids)} decoys")

@@ -1,4 +1,5 @@
-"""Atomic file writes: whole files or nothing, no temporary files left behind."""
+"""Atomic file writes: whole files or nothing, no temporary files left behind; bounded reads of
+regular files only."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ace_gym.atomic import AtomicFile, write_atomic
+from ace_gym.atomic import AtomicFile, open_regular_file, read_regular_file, write_atomic
 
 
 def test_write_atomic__creates_the_folder_and_a_file_readable_by_all(tmp_path: Path) -> None:
@@ -57,3 +58,39 @@ def test_atomic_file__context_manager_commits_on_success_and_discards_on_error(t
         raise RuntimeError
     assert os.listdir(tmp_path) == ["kept.txt"]
     assert (tmp_path / "kept.txt").read_text(encoding="utf-8") == "ünïcode\n"
+
+
+def test_read_regular_file__reads_up_to_its_limit_and_refuses_more(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    path.write_bytes(b"x" * 10)
+    assert read_regular_file(path, 10) == b"x" * 10
+    with pytest.raises(OSError, match="holds more than 9 bytes"):
+        read_regular_file(path, 9)
+
+
+def test_open_regular_file__refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    """Issue 27 §3: reading a FIFO blocked until a writer came. A writer is held open here, so
+    that a regression fails the test instead of blocking it."""
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no os.mkfifo on this system")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    keeper = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader and writer: no open of it blocks
+    try:
+        with pytest.raises(OSError, match="is a FIFO, not a regular file"):
+            open_regular_file(fifo).close()
+    finally:
+        os.close(keeper)
+
+
+@pytest.mark.parametrize("special", ["/dev/zero", "directory"])
+def test_read_regular_file__refuses_a_device_or_folder_unread_links_followed(special: str, tmp_path: Path) -> None:
+    """Issue 27 §3: a link to /dev/zero in a cache entry's place read without end."""
+    target = tmp_path if special == "directory" else Path(special)
+    if not target.exists():
+        pytest.skip(f"no {special} on this system")
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    kind = "a directory" if special == "directory" else "a character device"
+    with pytest.raises(OSError, match=f"is {kind}, not a regular file"):
+        read_regular_file(link, 2**40)  # a read of /dev/zero would fill the memory long before 1 TiB

@@ -4,19 +4,37 @@ validation; anything that does not match (changed file, corrupt entry) is valida
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import logging
+import os
 import pickle
+import subprocess
+import sys
 import tracemalloc
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+from ace_gym import dataset_cache, instance
 from ace_gym.dataset_cache import cache_folder
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import DatasetError
-from ace_gym.instance import CompiledInstance, Dataset, _packed, _unpacked, parse_dataset, read_dataset
+from ace_gym.instance import (
+    CompiledInstance,
+    Dataset,
+    _packed,
+    _unpacked,
+    bundled_dataset_path,
+    forget_loaded_datasets,
+    parse_dataset,
+    read_dataset,
+    resolve_dataset,
+)
 from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
 from tests.conftest import published_file
 
@@ -98,7 +116,7 @@ def test_read_dataset__corrupt_entry_is_ignored_and_the_file_validated(
     with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
         again = read_dataset(path)
     assert again.model == expected
-    assert "ignoring the unreadable dataset cache entry" in caplog.text
+    assert "its checksum does not hold" in caplog.text
     assert entry.read_bytes() == written  # validated in full, and the entry written anew
 
 
@@ -108,14 +126,224 @@ def test_read_dataset__entry_without_three_texts_per_instance_is_ignored(
     path = _copy("course", tmp_path)
     read_dataset(path)
     (entry,) = _entries(cache)
-    head, _, body = entry.read_bytes().partition(b"\n")
-    index = json.loads(head)
-    index["ends"] = [end for k, end in enumerate(index["ends"]) if k % 3 != 1]  # two per instance, CRC right
-    entry.write_bytes(json.dumps(index).encode() + b"\n" + body)
+    index, body = _index_and_body(entry)
+    index["ends"] = [end for k, end in enumerate(index["ends"]) if k % 3 != 1]  # two per instance, checksum right
+    _write_entry(entry, json.dumps(index).encode() + b"\n" + body)
     with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
         assert len(read_dataset(path)) == index["header"]["num_instances"]
-    assert "ignoring the unreadable dataset cache entry" in caplog.text
-    assert entry.read_bytes().partition(b"\n")[0] != json.dumps(index).encode()  # validated, written anew
+    assert "its index does not hold three texts per instance" in caplog.text
+    assert _index_and_body(entry)[0]["ends"] != index["ends"]  # validated, written anew
+
+
+def _index_and_body(entry: Path) -> tuple[dict, bytes]:
+    """An entry file's index (the line after its checksum line) and body."""
+    checksum, _, rest = entry.read_bytes().partition(b"\n")
+    assert checksum == b"%08x" % zlib.crc32(rest)
+    head, _, body = rest.partition(b"\n")
+    return json.loads(head), body
+
+
+def _write_entry(entry: Path, checked: bytes) -> None:
+    """Write an entry of ``checked`` (its index line and body) under its right checksum."""
+    entry.write_bytes(b"%08x\n" % zlib.crc32(checked) + checked)
+
+
+def _entry_of(cache: Path, path: Path) -> Path:
+    """The entry a read of ``path`` wrote (the one named by the hash of its bytes)."""
+    (entry,) = cache.glob(f"{hashlib.sha256(path.read_bytes()).hexdigest()}-*.json")
+    return entry
+
+
+def _bundled_course_copies(tmp_path: Path) -> tuple[Path, Path]:
+    """Copies of the bundled 5x5 (35 instances) and 5x7 (54 instances) course files."""
+    copies = []
+    for name in ("5x5", "5x7"):
+        bundled = bundled_dataset_path(name, "course")
+        copy = tmp_path / name / bundled.name
+        copy.parent.mkdir()
+        copy.write_bytes(bundled.read_bytes())
+        copies.append(copy)
+    return copies[0], copies[1]
+
+
+def test_make__another_files_entry_copied_into_its_place_is_not_served(
+    cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27 §3: the 5x7 file's entry copied over the 5x5 file's made gym.make("ACE-course-v0")
+    serve the 54 instances of 5x7 instead of the 35 of 5x5."""
+    small, large = (bundled_dataset_path(name, "course") for name in ("5x5", "5x7"))
+    assert (len(read_dataset(small)), len(read_dataset(large))) == (35, 54)
+    _entry_of(cache, large).replace(_entry_of(cache, small))
+    forget_loaded_datasets()
+    try:
+        with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+            env = gym.make("ACE-course-v0")
+        assert len(env.unwrapped.dataset) == 35
+        env.close()
+    finally:
+        forget_loaded_datasets()  # the next test loads the bundled file afresh
+    assert "it records another key, file_sha256 than asked for" in caplog.text
+    assert _index_and_body(_entry_of(cache, small))[0]["header"]["num_instances"] == 35  # written anew
+
+
+@pytest.mark.parametrize("forged", [(), ("key",), ("key", "validator_fingerprint"), ("key", "layout", "header")])
+def test_read_dataset__another_files_entry_with_its_checksum_recomputed_is_a_miss(
+    forged: tuple[str, ...], cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27 §3: an entry names the file it was written for (its hash, under the checksum): a
+    copy of another file's entry, with index fields set to this file's and its checksum
+    recomputed, is still another file's entry."""
+    small, large = _bundled_course_copies(tmp_path)
+    read_dataset(small)
+    read_dataset(large)
+    target = _entry_of(cache, small)
+    own, _ = _index_and_body(target)
+    index, body = _index_and_body(_entry_of(cache, large))
+    index.update({name: own[name] for name in forged})
+    _write_entry(target, json.dumps(index).encode() + b"\n" + body)
+    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+        assert len(read_dataset(small)) == 35
+    assert "file_sha256 than asked for" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("written", "changed"), [(b'"rows": 5', b'"rows": 6'), (b'"course"', b'"meal"'), (b'"domain": "course", ', b"")]
+)
+def test_resolve_dataset__entry_with_its_index_line_changed_is_a_miss(
+    written: bytes, changed: bytes, cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27 §3: the checksum covered the body only, so a changed index line was served (another
+    domain there raised a ConfigError saying the file holds that domain, no domain a KeyError)."""
+    small, _ = _bundled_course_copies(tmp_path)
+    read_dataset(small)
+    entry = _entry_of(cache, small)
+    data = entry.read_bytes()
+    assert written in data
+    entry.write_bytes(data.replace(written, changed, 1))
+    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+        assert resolve_dataset(small, "course").model.rows == 5
+    assert "its checksum does not hold" in caplog.text
+
+
+_HEADER_TAMPERING: dict[str, Callable[[dict], object]] = {
+    "domain missing": lambda header: header.pop("domain"),
+    "unknown domain": lambda header: header.update(domain="nowhere"),
+    "domain a list": lambda header: header.update(domain=["course"]),
+    "rows a string": lambda header: header.update(rows="5"),
+    "cols a bool": lambda header: header.update(cols=True),
+    "hidden_slots of strings": lambda header: header.update(hidden_slots=["1"]),
+    "branch_budget a number": lambda header: header.update(branch_budget=3),
+    "extra field": lambda header: header.update(extra=1),
+    "count off": lambda header: header.update(num_instances=header["num_instances"] + 1),
+}
+_INDEX_TAMPERING: dict[str, Callable[[dict], object]] = {
+    "header not an object": lambda index: index.update(header=[1]),
+    "header missing": lambda index: index.pop("header"),
+    "ids missing": lambda index: index.pop("instance_ids"),
+    "an id a number": lambda index: index["instance_ids"].__setitem__(0, 7),
+    "ends strings": lambda index: index.update(ends=[str(end) for end in index["ends"]]),
+    "ends out of order": lambda index: index["ends"].reverse(),
+    "ends negative": lambda index: index["ends"].__setitem__(0, -1),
+    "layout a string": lambda index: index.update(layout=str(index["layout"])),
+    "index empty": lambda index: index.clear(),
+}
+_LINE_TAMPERING = {
+    "index not JSON": b"{not json\n",
+    "index deeply nested": b"[" * 100_000 + b"\n",
+    "no line break": b"",
+}
+
+
+@pytest.mark.parametrize("tampering", [*_HEADER_TAMPERING, *_INDEX_TAMPERING, *_LINE_TAMPERING])
+def test_read_dataset__tampered_index_under_a_right_checksum_is_a_miss_never_an_error(
+    tampering: str, cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27 §3: a tampered header gave a bare KeyError (no domain) or a misleading
+    ConfigError (another domain) instead of falling back to validating the file."""
+    path = _copy("course", tmp_path)
+    expected = read_dataset(path)
+    (entry,) = _entries(cache)
+    index, body = _index_and_body(entry)
+    if tampering in _LINE_TAMPERING:
+        line = _LINE_TAMPERING[tampering]
+        checked = line + body if line else json.dumps(index).encode()  # else: an index and no line break
+    else:
+        (_HEADER_TAMPERING.get(tampering) or _INDEX_TAMPERING[tampering])(
+            index["header"] if tampering in _HEADER_TAMPERING else index
+        )
+        checked = json.dumps(index).encode() + b"\n" + body
+    _write_entry(entry, checked)
+    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+        again = resolve_dataset(path, "course")
+    assert again.instance_ids == expected.instance_ids and again.model == expected.model
+    assert "ignoring the dataset cache entry" in caplog.text
+    assert _index_and_body(entry)[0]["header"] == expected.model.model_dump(exclude={"instances"})  # written anew
+
+
+def test_entry_header_fields__are_the_schemas_header_fields() -> None:
+    """What the header check of a cache entry expects is every DatasetFile field but instances."""
+    from ace_gym.dataset_schema import DatasetFile
+
+    fields = {"domain", *instance._ENTRY_HEADER_INTS, *instance._ENTRY_HEADER_LISTS}
+    assert fields == set(DatasetFile.model_fields) - {"instances"}
+
+
+def test_read_entry__an_entry_written_under_another_layout_is_never_read(cache: Path, tmp_path: Path) -> None:
+    """The layout is part of the fingerprint in an entry's name: an old entry is not even opened."""
+    path = _copy("course", tmp_path)
+    read_dataset(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert dataset_cache.read_entry(digest) is not None
+    layout = dataset_cache.LAYOUT
+    try:
+        dataset_cache.LAYOUT = layout + 1
+        dataset_cache.validator_fingerprint.cache_clear()
+        assert dataset_cache.read_entry(digest) is None
+    finally:
+        dataset_cache.LAYOUT = layout
+        dataset_cache.validator_fingerprint.cache_clear()
+
+
+_ENTRY_REPLACED_BY = """
+import os, sys
+from pathlib import Path
+from ace_gym.instance import read_dataset
+
+path, entry, special = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+entry.unlink()
+os.mkfifo(entry) if special == "fifo" else entry.symlink_to(special)
+print(len(read_dataset(path)), entry.is_file() and not entry.is_symlink())
+"""
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_read_dataset__fifo_or_device_in_an_entrys_place_is_a_miss_never_read(
+    special: str, cache: Path, tmp_path: Path
+) -> None:
+    """Issue 27 §3: a FIFO in an entry's place made gym.make hang, a link to /dev/zero read without
+    end. Read in a child process, so that a regression fails the test instead of hanging it."""
+    if special == "fifo" and not hasattr(os, "mkfifo"):
+        pytest.skip("no os.mkfifo on this system")
+    if special != "fifo" and not os.path.exists(special):
+        pytest.skip(f"no {special} on this system")
+    path = _copy("course", tmp_path)
+    count = len(read_dataset(path))
+    (entry,) = _entries(cache)
+    paths = os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _ENTRY_REPLACED_BY, str(path), str(entry), special],
+            capture_output=True,
+            text=True,
+            timeout=120,  # a load takes well under a second; only a regression comes near
+            env={**os.environ, "PYTHONPATH": paths},
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a read with {special} in the cache entry's place did not return")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(count), "True"]  # validated, and a regular entry written in its place
+    assert "ignoring the dataset cache entry" in done.stderr and "not a regular file" in done.stderr
 
 
 @pytest.mark.parametrize("high", [7, 2**15, 2**31, 2**62])

@@ -341,6 +341,21 @@ INCONSISTENT: dict[str, tuple[Mutation, str, str]] = {
         f"{I1}.slots[0].slot_constraints.active_rule_names",
         "lists 'min_credits' twice",
     ),
+    "hidden slot marked not hidden": (  # issue 27 §4: accepted silently
+        lambda r: r["instances"][1]["slots"][2].__setitem__("is_hidden", False),
+        f"{I1}.slots[2].is_hidden",
+        "is false, but every slot is a hidden cell",
+    ),
+    "instance id of 10 MB": (  # issue 27 §4: accepted silently
+        lambda r: r["instances"][0].__setitem__("instance_id", "x" * 10_000_000),
+        f"{I0}.instance_id",
+        "is 10000000 characters long, more than MAX_INSTANCE_ID_LENGTH = 256",
+    ),
+    "instance id one character too long": (
+        lambda r: r["instances"][1].__setitem__("instance_id", "x" * 257),
+        f"{I1}.instance_id",
+        "is 257 characters long",
+    ),
     "slot constraints at another cell": (
         lambda r: r["instances"][1]["slots"][0]["slot_constraints"].__setitem__("row", 4),
         f"{I1}.slots[0].slot_constraints.row",
@@ -956,3 +971,9 @@ def test_load_dataset__one_file_version_is_loaded_once_whatever_path_names_it(
     assert first.source == str(path.resolve())
     path.write_text(json.dumps(course_raw))  # a new version (size and time change) is loaded again
     assert load_dataset(link) is not first
+
+
+def test_load_dataset__instance_id_of_max_length_is_accepted(course_raw: dict[str, Any], tmp_path: Path) -> None:
+    raw = copy.deepcopy(course_raw)
+    raw["instances"][1]["instance_id"] = "x" * instance_module.MAX_INSTANCE_ID_LENGTH
+    assert load_dataset(_write(tmp_path, raw)).instance_ids[1] == raw["instances"][1]["instance_id"]
