@@ -37,6 +37,7 @@ ERROR_STATUS: dict[str, int] = {
     "VALIDATION_ERROR": 422,  # JSON of the wrong shape, or values the env refuses (reset options)
     "FACTORY_ERROR": 422,  # the env or a wrapper refused its make arguments
     "UNKNOWN_ENV": 404,  # an env id this server does not serve
+    "ENV_ID_REQUIRED": 404,  # a root endpoint of a server of several ids: the URL must name one
     "UNKNOWN_SESSION": 404,  # no such session (never opened, closed, or evicted)
     "RESET_NEEDED": 409,  # step before the session's first reset
     "PAYLOAD_TOO_LARGE": 413,
