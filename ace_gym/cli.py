@@ -3,7 +3,8 @@
 for every command: :func:`add_common_flags`), the progress bar, and the exit codes.
 
 Exit codes (also in ``ace-gym --help``): 0 success; 2 a bad argument, configuration or dataset,
-or an output directory that holds another run; 3 the output is in use by another run; 4 the
+an output directory that holds another run, or a ``--host``/``--port`` that ``ace-gym serve``
+cannot listen on; 3 the output directory or the port is in use by another process; 4 the
 results could not be read or written (not a directory, no permission, disk full); 5 the episode
 file holds malformed lines; 6 ``ace-gym replay`` found an episode that did not replay identically
 (docs/replay.md); 130 interrupted (Ctrl-C). Each failure prints one line on stderr;
@@ -24,8 +25,8 @@ from tqdm import tqdm
 
 from ace_gym import __version__
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.errors import AceGymError, ConfigError, did_you_mean
-from ace_gym.eval.results import FileInUseError, MalformedRecordsError
+from ace_gym.errors import AceGymError, ConfigError, InUseError, did_you_mean
+from ace_gym.eval.results import MalformedRecordsError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ace_gym.generators.cli",
@@ -42,9 +43,11 @@ EXIT_MALFORMED = 5
 EXIT_REPLAY_MISMATCH = 6
 EXIT_INTERRUPTED = 130
 EXIT_CODES_HELP = (
-    "exit codes: 0 success; 2 bad argument, configuration or dataset, or an output directory "
-    "holding another run; 3 output in use by another run; 4 results could not be read or written "
-    "(not a directory, no permission, disk full); 5 malformed lines in episodes.jsonl; 6 a replay differs from its record; 130 interrupted"
+    "exit codes: 0 success; 2 bad argument, configuration or dataset, an output directory holding "
+    "another run, or (serve) a --host/--port it cannot listen on; 3 output directory or (serve) port "
+    "in use by another process; 4 results could not be read or written (not a directory, no "
+    "permission, disk full); 5 malformed lines in episodes.jsonl; 6 a replay differs from its record; "
+    "130 interrupted"
 )
 
 
@@ -70,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     hint = getattr(args, "resume_hint", "")
     try:
         return int(args.handler(args) or EXIT_OK)
-    except FileInUseError as error:
+    except InUseError as error:
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_IN_USE
     except MalformedRecordsError as error:

@@ -26,6 +26,10 @@ class ConfigError(AceGymError, ValueError):
         return (type(self), (self.field, self.value, self.problem))
 
 
+class InUseError(AceGymError):
+    """Another process holds what a command needs (an output directory, a port): exit code 3."""
+
+
 class DatasetError(AceGymError, ValueError):
     """A dataset file is malformed; names the file, the JSON path inside it and the problem."""
 

@@ -244,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     server, url = start_server(
+        "--env",
+        "ACE-course-v0",  # the root endpoints serve it (a server of several ids would refuse them)
         "--log-level",
         "critical",
         "--max-sessions",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 from typing import Any
@@ -71,7 +72,7 @@ def test_http_reset_step_state__match_the_local_env(server: Any) -> None:
 
 def test_http_step__malformed_action_is_the_envs_error_observation(server: Any) -> None:
     url, _ = server
-    with httpx.Client(base_url=url) as client:  # the root serves the default id, ACE-course-v0
+    with httpx.Client(base_url=f"{url}/envs/ACE-course-v0") as client:
         session_id = client.post("/reset", json={"seed": 1}).json()["session_id"]
         for action in ({"name": "nope"}, "not a call", [1, 2], None, {"name": "set_slot", "arguments": "{bad"}):
             reply = client.post("/step", json={"action": action, "session_id": session_id})
@@ -115,10 +116,11 @@ def test_http__bad_requests_get_a_clean_json_error(server: Any, path: str, body:
 
 def test_http_step__before_reset_is_a_conflict(server: Any) -> None:
     url, _ = server
-    state = httpx.post(f"{url}/make", json={}).json()
-    reply = httpx.post(f"{url}/step", json={"action": QUERY, "session_id": state["session_id"]})
+    base = f"{url}/envs/ACE-course-v0"
+    state = httpx.post(f"{base}/make", json={}).json()
+    reply = httpx.post(f"{base}/step", json={"action": QUERY, "session_id": state["session_id"]})
     assert reply.status_code == 409 and reply.json()["code"] == "RESET_NEEDED"
-    httpx.post(f"{url}/close", json={"session_id": state["session_id"]})
+    httpx.post(f"{base}/close", json={"session_id": state["session_id"]})
 
 
 def test_http_health_schema_metadata_envs(server: Any) -> None:
@@ -130,7 +132,7 @@ def test_http_health_schema_metadata_envs(server: Any) -> None:
     assert "query_meal_candidate_from_attribute" in schema["action"]["properties"]["name"]["enum"]
     assert httpx.get(f"{url}/envs/ACE-meal-v0/metadata").json()["name"] == "ACE-meal-v0"
     listed = httpx.get(f"{url}/envs").json()
-    assert listed["default"] == "ACE-course-v0"
+    assert listed["default"] is None  # several ids: the root endpoints serve none of them
     assert "ACE-travel-procedural-10x10-v0" in listed["env_ids"]
 
 
@@ -238,12 +240,8 @@ def test_websocket__unknown_env_gets_an_error_frame(server: Any) -> None:
     assert reply["data"]["code"] == "UNKNOWN_ENV" and "ACE-course-v0" in reply["data"]["message"]
 
 
-def test_websocket__root_path_serves_the_default_env_and_other_paths_are_refused(server: Any) -> None:
+def test_websocket__paths_other_than_the_session_endpoints_are_refused(server: Any) -> None:
     url, _ = server
-    with connect(url.replace("http://", "ws://") + "/ws") as connection:
-        exchange(connection, {"type": "reset", "data": {"seed": 0}})
-        state = exchange(connection, {"type": "state"})
-    assert state["data"]["env_id"] == "ACE-course-v0"
     from websockets.exceptions import InvalidStatus
 
     for path in ("/envs/ACE-course-v0/extra/ws", "/envs//ws", "/nowhere/ws"):
@@ -251,11 +249,35 @@ def test_websocket__root_path_serves_the_default_env_and_other_paths_are_refused
             pass
 
 
+def test_root_url__of_a_server_of_several_ids_names_them_instead_of_serving_the_first(server: Any) -> None:
+    url, app = server
+    before = sessions(app)
+    for method, path in (("POST", "/reset"), ("POST", "/make"), ("GET", "/schema"), ("GET", "/metadata")):
+        reply = httpx.request(method, url + path, json={} if method == "POST" else None, timeout=30)
+        assert reply.status_code == 404 and reply.json()["code"] == "ENV_ID_REQUIRED", reply.text
+        assert "/envs/<env id>" in reply.json()["detail"] and "ACE-course-v0" in reply.json()["env_ids"]
+    with connect(url.replace("http://", "ws://") + "/ws") as connection:
+        refused = json.loads(connection.recv(timeout=30))
+    assert refused["type"] == "error" and refused["data"]["code"] == "ENV_ID_REQUIRED"
+    assert httpx.get(f"{url}/health").json()["status"] == "healthy"  # not an env's endpoint
+    assert sessions(app) == before
+
+
+def test_root_url__of_a_server_of_one_id_serves_it() -> None:
+    with serving(ServerConfig(env_ids=("ACE-meal-v0",))) as (url, _):
+        assert httpx.get(f"{url}/envs").json() == {"env_ids": ["ACE-meal-v0"], "default": "ACE-meal-v0"}
+        session_id = httpx.post(f"{url}/reset", json={"seed": 0}).json()["session_id"]
+        assert httpx.get(f"{url}/state", params={"session_id": session_id}).json()["env_id"] == "ACE-meal-v0"
+        with connect(url.replace("http://", "ws://") + "/ws") as connection:
+            exchange(connection, {"type": "reset", "data": {"seed": 0}})
+            assert exchange(connection, {"type": "state"})["data"]["env_id"] == "ACE-meal-v0"
+
+
 # -- limits ----------------------------------------------------------------------------------------
 
 
 def test_session_cap__refuses_sessions_beyond_it_and_frees_them_on_close() -> None:
-    with serving(ServerConfig(max_sessions=3)) as (url, app):
+    with serving(ServerConfig(env_ids=("ACE-course-v0",), max_sessions=3)) as (url, app):
         opened = [httpx.post(f"{url}/reset", json={}).json()["session_id"] for _ in range(3)]
         refused = httpx.post(f"{url}/reset", json={})
         assert refused.status_code == 503 and refused.json()["code"] == "CAPACITY_REACHED"
@@ -267,7 +289,7 @@ def test_session_cap__refuses_sessions_beyond_it_and_frees_them_on_close() -> No
 
 
 def test_idle_timeout__evicts_http_and_websocket_sessions() -> None:
-    with serving(ServerConfig(idle_timeout_s=0.5)) as (url, app):
+    with serving(ServerConfig(env_ids=("ACE-course-v0",), idle_timeout_s=0.5)) as (url, app):
         session_id = httpx.post(f"{url}/reset", json={}).json()["session_id"]
         with connect(ws_url(url)) as connection:
             exchange(connection, {"type": "reset", "data": {}})
@@ -326,3 +348,103 @@ def test_websocket__an_oversized_message_sent_whole_closes_the_connection_and_fr
             connection.send("x" * (2 << 20))
             connection.recv(timeout=30)
     wait_for(lambda: sessions(app) == before)
+
+
+# -- HTTP request bounds ---------------------------------------------------------------------------
+
+
+def raw_exchange(url: str, request: bytes, *, wait_s: float = 30.0) -> bytes:
+    """Send ``request`` on a new connection and read until the server closes it (or ``wait_s``
+    passes: socket.timeout). A reset while sending or reading counts as closed."""
+    host, port = url.removeprefix("http://").split(":")
+    received = b""
+    with socket.create_connection((host, int(port)), timeout=wait_s) as connection:
+        try:
+            connection.sendall(request)
+            while chunk := connection.recv(65536):
+                received += chunk
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+    return received
+
+
+@pytest.fixture(scope="module")
+def bounded_server() -> Any:
+    config = ServerConfig(env_ids=("ACE-course-v0",), max_header_bytes=16 << 10, max_headers=32, request_timeout_s=0.5)
+    with serving(config) as (url, app):
+        yield url, app
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * (1 << 20) + b"\r\n\r\n",  # 1 MB header line
+        b"GET /health HTTP/1.1\r\nhost: x\r\n" + b"".join(b"x-%d: 1\r\n" % i for i in range(200)) + b"\r\n",
+        b"GET /health?" + b"q" * (20 << 10) + b" HTTP/1.1\r\nhost: x\r\n\r\n",  # a head in one piece
+    ],
+    ids=["one-huge-header", "too-many-headers", "long-request-line"],
+)
+def test_http__oversized_request_heads_are_refused_and_the_server_stays_up(bounded_server: Any, head: bytes) -> None:
+    url, _ = bounded_server
+    reply = raw_exchange(url, head)
+    assert not reply.startswith(b"HTTP/1.1 200"), reply[:200]
+    assert reply == b"" or reply.startswith(b"HTTP/1.1 431"), reply[:200]  # or reset before the answer was read
+    assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+
+
+def test_http__a_request_head_within_the_bounds_is_served(bounded_server: Any) -> None:
+    url, _ = bounded_server
+    headers = {f"x-{i}": "v" * 100 for i in range(20)}
+    assert httpx.get(f"{url}/health", headers=headers, timeout=30).status_code == 200
+
+
+def test_http__a_partial_request_is_dropped_after_the_request_timeout(bounded_server: Any) -> None:
+    url, _ = bounded_server
+    started = time.monotonic()
+    reply = raw_exchange(url, b"GET /hea")  # half a request line, then silence
+    assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+    assert time.monotonic() - started < 25  # well before raw_exchange's own 30 s wait
+    assert raw_exchange(url, b"").startswith(b"HTTP/1.1 408")  # a connection that sends nothing too
+    assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+
+
+class Records(logging.Handler):
+    """Collects every log record, tracebacks included."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def server_log() -> Any:
+    """Every record of the app's and uvicorn's loggers (uvicorn's do not reach the root logger)."""
+    handler = Records()
+    loggers = [logging.getLogger(name) for name in ("ace_gym.server", "uvicorn", "uvicorn.error")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    yield handler.records
+    for logger, level in zip(loggers, levels, strict=True):
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+@pytest.mark.parametrize("how", ["client-closes", "body-too-slow"])
+def test_http__a_body_that_never_arrives_whole_logs_one_line(bounded_server: Any, server_log: Any, how: str) -> None:
+    url, _ = bounded_server
+    host, port = url.removeprefix("http://").split(":")
+    head = b"POST /reset HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(head)
+        if how == "body-too-slow":
+            assert connection.recv(1000) == b""  # the server closes it after the request timeout
+    wait_for(lambda: len(server_log) > 0, timeout=30)  # the server's first word on it
+    assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+    assert [record.getMessage() for record in server_log if record.exc_info] == []  # no traceback
+    lines = [record.getMessage() for record in server_log]
+    assert len(lines) == 1 and "\n" not in lines[0] and "POST /reset request arrived whole" in lines[0], lines

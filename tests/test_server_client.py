@@ -81,6 +81,30 @@ def test_remote_env__errors_are_typed(url: str) -> None:
         env.reset()
 
 
+def test_remote_env__an_action_json_cannot_hold_is_the_envs_error_and_the_session_goes_on(url: str) -> None:
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    deep: list[Any] = []
+    innermost = deep
+    for _ in range(5000):
+        innermost.append([])
+        innermost = innermost[0]
+    local = gym.make("ACE-course-v0")
+    local.reset(seed=0)
+    with RemoteEnv(url, "ACE-course-v0", timeout_s=30) as remote:
+        remote.reset(seed=0)
+        for arguments in ({"row": cycle, "col": 0, "id": "C1"}, {"row": deep, "col": 0, "id": "C1"}):
+            action = {"name": "set_slot", "arguments": arguments}
+            observation, reward, terminated, truncated, info = remote.step(action)
+            assert [observation, reward, terminated, truncated, info] == json.loads(json.dumps(local.step(action)))
+            assert json.loads(observation)["status"] == "failed"
+        observation, *_ = remote.step({"name": "set_slot", "arguments": {"row": 10**5000, "col": 0, "id": "C1"}})
+        assert json.loads(observation)["status"] == "failed"  # the integer arrives as "<16610-bit integer>"
+        observation, *_ = remote.step({"name": "get_current_grid_state", "arguments": {}})
+        assert json.loads(observation)["status"] == "success"
+        assert remote.state()["step_count"] == 4
+
+
 def _specs() -> list[EpisodeSpec]:
     return [
         EpisodeSpec("meal", instance_index=3, seed=5, tool_failure_rate=0.2, max_turns=200),

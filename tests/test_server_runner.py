@@ -7,6 +7,7 @@ import gc
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,7 +34,7 @@ def fresh(method: str, url: str, **kwargs: object) -> httpx.Response:
 
 @pytest.mark.slow
 def test_workers__http_sessions_are_reached_from_any_connection() -> None:
-    with serve_process("--workers", "3") as (url, _):
+    with serve_process("--env", "ACE-course-v0", "--workers", "3") as (url, _):
         session_ids: list[str] = []
         deadline = time.monotonic() + 60  # the first worker serves before the others have started
         while len(session_ids) < 12 or len({s.split("-")[0] for s in session_ids}) < 2:
@@ -51,7 +52,7 @@ def test_workers__http_sessions_are_reached_from_any_connection() -> None:
 
 @pytest.mark.slow
 def test_workers__a_killed_worker_is_replaced_and_its_sessions_are_unknown() -> None:
-    with serve_process("--workers", "2") as (url, _):
+    with serve_process("--env", "ACE-course-v0", "--workers", "2") as (url, _):
         opened = {}
         while len(opened) < 2:  # one session in each worker
             reply = fresh("POST", f"{url}/reset", json={}).json()
@@ -81,6 +82,35 @@ def test_serve__unknown_env_id_or_data_dir_is_a_clear_error(capsys: pytest.Captu
     assert "did you mean 'ACE-course-v0'" in capsys.readouterr().err
     assert main(["serve", "--data-dir", "/no/such/folder"]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+def serve_exit(*arguments: str) -> tuple[int, list[str]]:
+    """``ace-gym serve ARGUMENTS`` expected to exit at once: (exit code, stderr lines)."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "ace_gym", "serve", "--env", "ACE-course-v0", "--log-level", "warning"]
+    done = subprocess.run([*command, *arguments], capture_output=True, text=True, env=environment, timeout=120)
+    return done.returncode, done.stderr.splitlines()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_serve__a_port_out_of_range_is_one_line_and_exit_2(port: str, workers: str) -> None:
+    code, lines = serve_exit("--port", port, "--workers", workers)
+    assert (code, lines) == (2, [f"ace-gym serve: port={port}: must be an integer in [0, 65535]"])
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve__a_port_in_use_is_one_line_and_exit_3(workers: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as holder:
+        port = holder.getsockname()[1]
+        code, lines = serve_exit("--port", str(port), "--workers", workers)
+    assert code == 3 and len(lines) == 1, lines
+    assert lines[0].startswith(f"ace-gym serve: cannot listen on 127.0.0.1:{port}: Address already in use"), lines
+
+
+def test_serve__a_host_that_is_not_an_address_is_one_line_and_exit_2() -> None:
+    code, lines = serve_exit("--host", "no-such-host.invalid", "--port", "0")
+    assert code == 2 and len(lines) == 1 and "no-such-host.invalid" in lines[0], lines
 
 
 @pytest.mark.slow

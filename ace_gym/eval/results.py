@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym.atomic import write_atomic
-from ace_gym.errors import AceGymError
+from ace_gym.errors import AceGymError, InUseError
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class MalformedRecordsError(AceGymError):
         )
 
 
-class FileInUseError(AceGymError):
+class FileInUseError(InUseError):
     """Another process holds the lock of an episode file."""
 
     def __init__(self, path: Path, pid: int | None) -> None:

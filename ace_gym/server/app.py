@@ -3,7 +3,9 @@
 Each served id has its own OpenEnv base URL, ``/envs/<env id>``, under which live
 ``POST /reset``, ``POST /step``, ``GET /state``, ``GET /health``, ``GET /schema``,
 ``GET /metadata``, the WebSocket ``/ws``, and ace-gym's ``POST /make`` and ``POST /close``. The same
-endpoints at the root serve the default id (the first served one); ``GET /envs`` lists the ids.
+endpoints at the root serve the served id when there is only one; on a server of several ids they
+answer ENV_ID_REQUIRED (404) naming the ids, so that a client pointed at ``http://host:port`` never
+plays an env it did not choose. ``GET /envs`` lists the ids; ``GET /health`` answers at the root too.
 The protocol, the session lifecycle and the limits are described in ``docs/server.md``.
 
 HTTP sessions: ``/reset`` (or ``/make``) without a ``session_id`` opens a session and returns its
@@ -27,6 +29,7 @@ import gymnasium as gym
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import ace_gym
@@ -59,7 +62,9 @@ class ServerConfig:
     ``env_ids``: the served ids (empty: every ace-gym id); ``data_dirs``: folders whose dataset
     files clients may name; ``max_sessions``: open sessions per worker process;
     ``idle_timeout_s``: a session untouched this long is closed; ``max_body_bytes``: the largest
-    HTTP body or WebSocket frame; ``worker`` / ``workers`` / ``runtime_dir``: this process's index,
+    HTTP body or WebSocket frame; ``max_header_bytes`` / ``max_headers``: the largest HTTP request
+    head and its most headers (431 beyond); ``request_timeout_s``: a request must arrive whole
+    within this many seconds (see :mod:`ace_gym.server.http_protocol`); ``worker`` / ``workers`` / ``runtime_dir``: this process's index,
     the number of worker processes and the folder of their Unix sockets, set by
     :func:`ace_gym.server.runner.serve` (without a folder, requests are never forwarded).
     """
@@ -69,6 +74,9 @@ class ServerConfig:
     max_sessions: int = 1024
     idle_timeout_s: float = 600.0
     max_body_bytes: int = 1 << 20
+    max_header_bytes: int = 64 << 10
+    max_headers: int = 100
+    request_timeout_s: float = 30.0
     worker: int = 0
     workers: int = 1
     runtime_dir: str | None = None
@@ -78,6 +86,11 @@ class ServerConfig:
         set_field(self, "max_sessions", integer("max_sessions", self.max_sessions, minimum=1))
         set_field(self, "idle_timeout_s", number("idle_timeout_s", self.idle_timeout_s, above=0, note="(seconds)"))
         set_field(self, "max_body_bytes", integer("max_body_bytes", self.max_body_bytes, minimum=1024))
+        set_field(self, "max_header_bytes", integer("max_header_bytes", self.max_header_bytes, minimum=1024))
+        set_field(self, "max_headers", integer("max_headers", self.max_headers, minimum=8))
+        set_field(
+            self, "request_timeout_s", number("request_timeout_s", self.request_timeout_s, above=0, note="(seconds)")
+        )
         set_field(self, "workers", integer("workers", self.workers, minimum=1))
         set_field(self, "worker", integer("worker", self.worker, minimum=0, maximum=self.workers - 1))
 
@@ -128,7 +141,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     factory = EnvFactory(config.env_ids, config.data_dirs)
     store = SessionStore(config.max_sessions, config.idle_timeout_s, config.worker)
     forwarder = Forwarder(config.runtime_dir) if config.workers > 1 and config.runtime_dir else None
-    default_env_id = factory.env_ids[0]
+    default_env_id = factory.env_ids[0] if len(factory.env_ids) == 1 else None  # what the root endpoints serve
     schemas: dict[str, dict[str, Any]] = {}
 
     @contextlib.asynccontextmanager
@@ -154,6 +167,16 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     async def protocol_error(request: Request, error: ProtocolError) -> Response:
         return json_response(error.http_body(), error.status)
 
+    @app.exception_handler(ClientDisconnect)
+    async def client_gone(request: Request, error: ClientDisconnect) -> Response:
+        """A request whose body never arrived whole (the client left, or was too slow for the
+        request timeout): one log line, no traceback; the answer reaches nobody."""
+        client = request.client
+        peer = f"{client.host}:{client.port}" if client else "a client"
+        what = f"{request.method} {request.url.path}"
+        logger.info("%s: connection closed before its %s request arrived whole (disconnected or timed out)", peer, what)
+        return Response(status_code=400)
+
     @app.exception_handler(Exception)
     async def server_error(request: Request, error: Exception) -> Response:
         logger.exception("unexpected error serving %s", request.url.path)
@@ -162,8 +185,20 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
 
     def env_id_of(request: Request) -> str:
         env_id = request.path_params.get("env_id", default_env_id)
+        if env_id is None:
+            raise env_id_required(request.url.path)
         factory.check_env_id(env_id)
         return str(env_id)
+
+    def env_id_required(path: str) -> ProtocolError:
+        """The answer of a root endpoint on a server of several ids: name the id in the URL."""
+        ids = factory.env_ids
+        shown = ", ".join(ids[:5]) + (f", ... ({len(ids)} in all; GET /envs lists them)" if len(ids) > 5 else "")
+        return ProtocolError(
+            "ENV_ID_REQUIRED",
+            f"this server serves several env ids; name one in the URL: /envs/<env id>{path} ({shown})",
+            env_ids=list(ids),
+        )
 
     async def read_json(request: Request, *, empty: Any = None) -> tuple[bytes, Any]:
         """The body (at most ``max_body_bytes``) and its JSON value; ``empty`` for an empty body."""
@@ -292,12 +327,15 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         expiring.add(task)
         task.add_done_callback(expiring.discard)
 
-    async def websocket_session(env_id: str, receive: Receive, send: Send) -> None:
-        """One WebSocket connection, one session: each text (or binary) frame gets one reply frame."""
+    async def websocket_session(env_id: str | None, receive: Receive, send: Send) -> None:
+        """One WebSocket connection, one session: each text (or binary) frame gets one reply frame.
+        ``env_id`` None: the root ``/ws`` of a server of several ids, refused with ENV_ID_REQUIRED."""
         if (await receive())["type"] != "websocket.connect":
             return
         await send({"type": "websocket.accept"})
         try:
+            if env_id is None:
+                raise env_id_required("/ws")
             factory.check_env_id(env_id)
             session = store.open(env_id, "websocket")
         except ProtocolError as error:
@@ -379,7 +417,7 @@ class _WebSocketSessions:
     cost about 13 µs of server CPU per step in ``benchmarks/bench_server.py``)."""
 
     def __init__(
-        self, app: ASGIApp, serve: Callable[[str, Receive, Send], Awaitable[None]], default_env_id: str
+        self, app: ASGIApp, serve: Callable[[str | None, Receive, Send], Awaitable[None]], default_env_id: str | None
     ) -> None:
         self.app, self.serve, self.default_env_id = app, serve, default_env_id
 

@@ -36,7 +36,9 @@ class RemoteEnv(gym.Env[Any, Any]):
 
     One WebSocket connection is one server session, opened here and closed by :meth:`close`.
     ``reset``, ``step`` and the spaces behave as the local env's (observations and infos arrive as
-    JSON: tuples become lists). A malformed action comes back as the env's error observation;
+    JSON: tuples become lists). A malformed action comes back as the env's error observation,
+    also one JSON cannot hold (a container inside itself, an integer too long to print: sent as a
+    string naming it, see :func:`ace_gym.server.protocol.dumps`), and the session goes on;
     refused requests raise :class:`RemoteEnvError` (``RESET_NEEDED`` raises Gymnasium's
     ``ResetNeeded``), and a connection failure raises :class:`RemoteEnvError` with code
     ``CONNECTION``. ``wrappers`` name classes exported by :mod:`ace_gym.wrappers`, innermost
@@ -118,15 +120,19 @@ class RemoteEnv(gym.Env[Any, Any]):
     def _call(self, kind: str, data: Any) -> Any:
         if not self._open:
             raise RemoteEnvError("CONNECTION", "the session is closed")
-        timeout = self.timeout_s
+        text = dumps(frame(kind, data))  # never raises: what JSON cannot hold is sent as a string naming it
         try:
-            self._connection.send(dumps(frame(kind, data)))
-        except Exception:  # closed by the server: its last frame (why it closed) may still be unread
-            timeout = 0
-        try:
-            reply = json.loads(self._connection.recv(timeout=timeout))
-        except Exception as error:  # timeouts, websockets' ConnectionClosed, a reply that is not JSON
-            raise RemoteEnvError("CONNECTION", f"{kind} failed: {type(error).__name__}: {error}") from None
+            self._connection.send(text)
+        except Exception as error:  # closed by the server: its last frame (why it closed) may still be unread
+            try:
+                reply = json.loads(self._connection.recv(timeout=0))
+            except Exception:
+                raise RemoteEnvError("CONNECTION", f"{kind} failed: {type(error).__name__}: {error}") from None
+        else:
+            try:
+                reply = json.loads(self._connection.recv(timeout=self.timeout_s))
+            except Exception as error:  # timeouts, websockets' ConnectionClosed, a reply that is not JSON
+                raise RemoteEnvError("CONNECTION", f"{kind} failed: {type(error).__name__}: {error}") from None
         if reply.get("type") == "error":
             error_data = reply.get("data", {})
             code, message = str(error_data.get("code")), str(error_data.get("message"))

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from ace_gym.tools.replies import safe_repr
+
 orjson: ModuleType | None  # None: a client without the serve extra encodes with the standard library alone
 try:
     import orjson
@@ -35,6 +37,7 @@ ERROR_STATUS: dict[str, int] = {
     "VALIDATION_ERROR": 422,  # JSON of the wrong shape, or values the env refuses (reset options)
     "FACTORY_ERROR": 422,  # the env or a wrapper refused its make arguments
     "UNKNOWN_ENV": 404,  # an env id this server does not serve
+    "ENV_ID_REQUIRED": 404,  # a root endpoint of a server of several ids: the URL must name one
     "UNKNOWN_SESSION": 404,  # no such session (never opened, closed, or evicted)
     "RESET_NEEDED": 409,  # step before the session's first reset
     "PAYLOAD_TOO_LARGE": 413,
@@ -172,23 +175,27 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(","
 
 
 def dumps(payload: Any) -> str:
-    """``payload`` as JSON text that always encodes as UTF-8.
+    """``payload`` as JSON text that always encodes as UTF-8; never raises.
 
     numpy scalars and arrays become plain numbers and lists, other sequences (tuples, the
     adapter's conversation view) lists, mapping keys strings,
-    non-finite floats null, and other objects their ``repr``; lone surrogates become U+FFFD.
+    non-finite floats null, and other objects their ``repr``; lone surrogates become U+FFFD. What
+    JSON cannot hold becomes a string naming it: a container inside itself ``"{...}"`` or
+    ``"[...]"`` (as ``repr`` shows it), one nested deeper than :data:`MAX_DEPTH` levels
+    ``"<list nested too deeply>"``, an integer too long for Python to print
+    ``"<16610-bit integer>"``.
     Plain payloads take orjson (the ``serve`` extra; the same text as the standard library's
     encoder, about 7x faster), else the standard library's C encoder.
     """
     if orjson is not None:
         try:
             return orjson.dumps(payload).decode()
-        except TypeError:  # numpy values, non-string keys, lone surrogates, integers past 64 bits
+        except TypeError:  # numpy values, non-string keys, lone surrogates, integers past 64 bits, cycles
             pass
     try:
         text = _ENCODER.encode(payload)
-    except (TypeError, ValueError):  # numpy values, non-string keys, NaN/inf
-        text = _ENCODER.encode(_plain(payload))
+    except (TypeError, ValueError, RecursionError):  # numpy values, non-string keys, NaN/inf, cycles, depth
+        text = _ENCODER.encode(_plain(payload, set()))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: pair what pairs, replace the rest
@@ -196,22 +203,57 @@ def dumps(payload: Any) -> str:
     return text
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, str) or value is None or isinstance(value, (bool, int)):
+MAX_DEPTH = 200
+"""Containers deeper than this are sent as a string (below the JSON readers' depth limits)."""
+
+_INT_DIGITS_BITS = 14_000  # past about 4,200 digits, str(int) may refuse (sys.get_int_max_str_digits)
+
+
+def _plain(value: Any, path: set[int]) -> Any:
+    """``value`` as plain JSON values; ``path``: the ids of the containers it sits in."""
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if value.bit_length() > _INT_DIGITS_BITS:
+            return safe_repr(value) if _unprintable(value) else value
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {_key(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):  # lists, tuples, views
-        return [_plain(v) for v in value]
     if isinstance(value, np.generic):
-        return _plain(value.item())
-    return repr(value)
+        return _plain(value.item(), path)
+    is_mapping = isinstance(value, Mapping)
+    if not (is_mapping or isinstance(value, np.ndarray) or _is_sequence(value)):
+        try:
+            return repr(value)
+        except Exception:  # a repr that fails or recurses
+            return f"<{type(value).__name__}>"
+    if id(value) in path:
+        return "{...}" if is_mapping else "[...]"
+    if len(path) >= MAX_DEPTH:
+        return f"<{type(value).__name__} nested too deeply>"
+    path.add(id(value))
+    try:
+        if is_mapping:
+            return {_key(k, path): _plain(v, path) for k, v in value.items()}
+        if isinstance(value, np.ndarray):
+            return _plain(value.tolist(), path)
+        return [_plain(v, path) for v in value]  # lists, tuples, views
+    finally:
+        path.discard(id(value))
 
 
-def _key(key: Any) -> str:
-    plain = _plain(key)
+def _is_sequence(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray))
+
+
+def _unprintable(value: int) -> bool:
+    try:
+        str(value)
+    except ValueError:
+        return True
+    return False
+
+
+def _key(key: Any, path: set[int]) -> str:
+    plain = _plain(key, path)
     return plain if isinstance(plain, str) else json.dumps(plain)

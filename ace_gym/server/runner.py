@@ -11,6 +11,7 @@ server when one dies before, and stops every worker on SIGINT or SIGTERM.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import gc
 import logging
 import multiprocessing
@@ -24,18 +25,22 @@ from typing import Any
 import uvicorn
 from fastapi import FastAPI
 
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, InUseError, integer
 from ace_gym.server.app import ServerConfig, create_app, worker_socket
+from ace_gym.server.http_protocol import BoundedHttpProtocol
 
 logger = logging.getLogger("uvicorn.error")  # configured by uvicorn, like its own "running on" line
 
 
 def uvicorn_options(config: ServerConfig, log_level: str) -> dict[str, Any]:
-    """uvicorn settings for a worker: frames capped like bodies, no access log (one line per
-    step), the sans-I/O websockets protocol (about a fifth less CPU per frame than the legacy one
+    """uvicorn settings for a worker: HTTP with bounded request heads and a request timeout
+    (:class:`~ace_gym.server.http_protocol.BoundedHttpProtocol`), frames capped like bodies, no
+    access log (one line per step), the sans-I/O websockets protocol (about a fifth less CPU per frame than the legacy one
     in ``benchmarks/bench_server.py``), and no per-message deflate (frames of a few hundred bytes
     on a local network: zlib on every frame costs more CPU than it saves bandwidth)."""
+    http = BoundedHttpProtocol.configured(config.max_header_bytes, config.max_headers, config.request_timeout_s)
     return {
+        "http": http,
         "ws": "websockets-sansio",
         "ws_max_size": config.max_body_bytes,
         "ws_per_message_deflate": False,
@@ -56,13 +61,41 @@ def _server_app(config: ServerConfig) -> FastAPI:
     return app
 
 
-def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info") -> int:
-    """Serve until interrupted; returns the process exit code."""
-    if config.workers == 1:
-        uvicorn.run(_server_app(config), host=host, port=port, **uvicorn_options(config, log_level))
-        return 0
+def listen(host: str, port: int) -> socket.socket:
+    """The listening socket on ``host:port`` (port 0: any free port).
+
+    A port outside 0-65535, a host that is not an address or one that is not this machine's, and a
+    port this user may not bind raise ConfigError (exit code 2); a port another process holds
+    raises :class:`~ace_gym.errors.InUseError` (exit code 3). Either way one line names the
+    address and the reason, and no worker has started.
+    """
+    port = integer("port", port, minimum=0, maximum=65535)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listening = socket.create_server((host, port), family=family, backlog=2048)  # SO_REUSEADDR on POSIX
+    try:
+        return socket.create_server((host, port), family=family, backlog=2048)  # SO_REUSEADDR on POSIX
+    except OSError as error:
+        reason = (error.strerror or str(error)).partition(" (while attempting")[0]  # create_server's suffix
+        if error.errno == errno.EADDRINUSE:
+            raise InUseError(f"cannot listen on {host}:{port}: {reason} (another process holds the port)") from None
+        raise ConfigError("host/port", f"{host}:{port}", f"cannot listen there: {reason}") from None
+
+
+def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info") -> int:
+    """Serve until interrupted; returns the process exit code (1: the server or a worker failed
+    to start). The port is bound here, before any worker starts: see :func:`listen`."""
+    listening = listen(host, port)
+    address = f"http://{host}:{listening.getsockname()[1]}"
+    if config.workers == 1:
+        server = uvicorn.Server(uvicorn.Config(_server_app(config), **uvicorn_options(config, log_level)))
+        logger.info("serving on %s", address)  # after uvicorn.Config, which configures its loggers
+        try:
+            server.run(sockets=[listening])
+        except SystemExit:  # uvicorn's start-up failure: its code (3) would read as "port in use"
+            pass
+        finally:
+            listening.close()
+        return 0 if server.started else 1
+    uvicorn.Config("ace_gym.server.app:create_app", log_level=log_level)  # configures the parent's log lines
     runtime_dir = tempfile.mkdtemp(prefix="ace-gym-serve-")
     config = dataclasses.replace(config, runtime_dir=runtime_dir)
     context = multiprocessing.get_context("spawn")
@@ -80,7 +113,7 @@ def serve(config: ServerConfig, host: str, port: int, *, log_level: str = "info"
         return process, ready
 
     workers = [start(worker) for worker in range(config.workers)]
-    logger.info("serving on http://%s:%d with %d worker processes", host, port, config.workers)
+    logger.info("serving on %s with %d worker processes", address, config.workers)
     exit_code = 0
     try:
         while not stop.wait(0.5):
