@@ -13,7 +13,7 @@ that differs in any of them is refused, naming what differs. Domains, hidden-slo
 filters, tool-failure rates and trials may grow between evals: they add episodes to the same run.
 
 ``ace-gym report DIR`` rebuilds table, summary and heatmaps from ``episodes.jsonl``; it may run
-while an eval writes to DIR. Both commands refuse an episode file with malformed complete lines
+while an eval writes to DIR. Both remove the temporary files a report killed mid-write left. Both commands refuse an episode file with malformed complete lines
 (exit 5, naming them; the file is never modified) unless given ``--skip-malformed``, which
 leaves those lines out (listed in ``summary.json["skipped_lines"]``); eval then re-runs the
 episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
@@ -37,6 +37,7 @@ from typing import Any
 
 from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, is_engine_spec, make_policy, policy_label
+from ace_gym.atomic import remove_stale_temporaries
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.eval import agency
@@ -53,6 +54,8 @@ from ace_gym.wrappers import FAILURE_ENVELOPES
 logger = logging.getLogger(__name__)
 _RESUME_HINT = "; finished episodes are saved: re-run the same command to resume"
 _REPORT_HINT = "; episodes.jsonl is untouched: re-run the same command"
+_EVAL_WRITE_HINT = "choose a writable --out folder, or make this one writable"
+_REPORT_WRITE_HINT = "make the run folder writable, or copy it somewhere writable and report the copy"
 
 
 def register(subparsers: Any) -> None:
@@ -142,7 +145,7 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument("--ray-workers", type=int, default=None, help="Ray workers (default: one per cluster CPU)")
     agency.add_arguments(evaluate)
     alb_cli.add_arguments(evaluate)
-    evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
+    evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT, write_hint=_EVAL_WRITE_HINT)
 
     report = subparsers.add_parser(
         "report",
@@ -152,7 +155,7 @@ def register(subparsers: Any) -> None:
     )
     report.add_argument("dir", type=Path, help="output directory of an eval")
     _add_skip_malformed(report)
-    report.set_defaults(handler=run_report, resume_hint=_REPORT_HINT)
+    report.set_defaults(handler=run_report, resume_hint=_REPORT_HINT, write_hint=_REPORT_WRITE_HINT)
 
 
 def _add_skip_malformed(parser: argparse.ArgumentParser) -> None:
@@ -503,7 +506,10 @@ def _summary(out: Path, run: dict[str, Any] | None, report: _Report, skip_malfor
 
 
 def _write_report(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> int:
-    """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``."""
+    """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``, after removing
+    the temporary files of a report that was killed while writing them."""
+    for name_prefix in (SUMMARY_FILE, "heatmap_"):
+        remove_stale_temporaries(out, name_prefix)
     report = _report_of(out, run, skip_malformed)
     summary = _summary(out, run, report, skip_malformed)
     if not summary["episodes"]:
