@@ -102,6 +102,25 @@ def test_eval__reads_a_folder_of_generated_dataset_files(tmp_path: Path) -> None
     assert {r["dataset"] for r in records} == {str(p.resolve()) for p in tmp_path.glob("*_dataset_*")}
 
 
+def test_eval__a_folder_of_some_domains_files_runs_the_domains_it_holds_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from ace_gym.generators import dataset_file_name, generate_dataset
+
+    data = tmp_path / "data"
+    for domain in ("shopping", "workforce"):
+        name = dataset_file_name(domain, 4, 6, [3], [0], 25, 5)
+        generate_dataset(domain, rows=4, cols=6, hidden_slots=[3], decoy_budgets=[0], seed=5, path=data / name)
+    assert run_cli("--policy", "solver", "--dataset", str(data), "--out", str(tmp_path / "run")) == 0
+    assert {r["domain"] for r in read_records(tmp_path / "run" / "episodes.jsonl")} == {"shopping", "workforce"}
+    capsys.readouterr()
+    assert run_cli("--policy", "solver", "--dataset", str(data), "--domains", "meal", "--out", str(tmp_path / "m")) == 2
+    assert "needs exactly one meal_dataset_* file, found 0" in one_error_line(capsys)
+    (tmp_path / "empty").mkdir()
+    assert run_cli("--policy", "solver", "--dataset", str(tmp_path / "empty"), "--out", str(tmp_path / "e")) == 2
+    assert "holds no <domain>_dataset_* file" in one_error_line(capsys)
+
+
 def test_eval__refuses_to_mix_policies_or_budgets_in_one_directory(tmp_path: Path) -> None:
     out = tmp_path / "run"
     assert run_cli("--policy", "greedy", "--out", str(out), *MEAL) == 0
