@@ -1,30 +1,33 @@
-"""Atomic file writes (a file appears at its path whole, or not at all), and bounded reads of
-regular files.
+"""Atomic file writes: a file appears at its path whole, or not at all; and safe opening of a
+file for reading.
 
 Every file ace-gym produces for later reading (datasets, summaries, heatmaps, exported
 AgentLongBench rows, a vector env's observation hand-off) is written through
 :class:`AtomicFile`: under a uniquely named temporary file in the target's folder, then moved over
 the target with ``os.replace``. A reader never sees a partial file, concurrent writers never share
 a temporary file, and a failure (a full disk, Ctrl-C) leaves the old file and no temporary one.
+A writer holds an exclusive ``flock`` on its temporary file until it is in place, so the
+temporary file of a writer that was killed (``kill -9``, a power cut) is told apart from a live
+one and removed by :func:`remove_stale_temporaries`.
 
 A file ace-gym reads back from a folder others may write to (a dataset cache entry, a run's
-records) is opened with :func:`open_regular_file` or read with :func:`read_regular_file`: a FIFO,
-a device or a link to one is refused before a byte is read, so that a read never blocks on a FIFO
-nor runs on without end from ``/dev/zero``.
+records) is opened with :func:`open_regular` or read with :func:`read_regular_file`: a FIFO, a
+device or a link to one is refused with :class:`NotRegularFileError` before a byte is read, so
+that a read never blocks on a FIFO nor runs on without end from ``/dev/zero``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
+import glob
 import os
 import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, BinaryIO
-
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-"""Non-blocking: opening a FIFO that has no writer returns at once (and is then refused)."""
 
 
 class AtomicFile:
@@ -41,9 +44,7 @@ class AtomicFile:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.durable = durable
-        descriptor, self._temporary = tempfile.mkstemp(
-            prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent
-        )
+        descriptor, self._temporary = _locked_temporary(self.path)
         try:
             self.handle: IO[Any] = os.fdopen(descriptor, "w", encoding="utf-8") if text else os.fdopen(descriptor, "wb")
         except BaseException:
@@ -57,18 +58,18 @@ class AtomicFile:
             self.handle.flush()
             if self.durable:
                 os.fsync(self.handle.fileno())
+            os.fchmod(self.handle.fileno(), 0o644)  # mkstemp creates 0600; what we write is meant to be shared
+            os.replace(self._temporary, self.path)  # before closing: the lock marks a live writer until here
             self.handle.close()
-            os.chmod(self._temporary, 0o644)  # mkstemp creates 0600; what we write is meant to be shared
-            os.replace(self._temporary, self.path)
         except BaseException:
             self.discard()
             raise
         return self.path
 
     def discard(self) -> None:
-        """Close and remove the temporary file; ``path`` is left as it was."""
-        self.handle.close()
+        """Remove and close the temporary file; ``path`` is left as it was."""
         Path(self._temporary).unlink(missing_ok=True)
+        self.handle.close()
 
     def __enter__(self) -> AtomicFile:
         return self
@@ -80,37 +81,77 @@ class AtomicFile:
             self.discard()
 
 
-def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object], *, durable: bool = True) -> Path:
-    """Create or replace ``path`` with what ``write(binary_handle)`` writes, atomically
-    (:class:`AtomicFile`); returns ``path``."""
-    with AtomicFile(path, durable=durable) as target:
-        write(target.handle)
-    return target.path
+def _locked_temporary(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path`` (``.<name>.<random>.tmp``), exclusively locked:
+    its descriptor and path. Where the file system has no ``flock`` it is left unlocked."""
+    while True:
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+        except OSError:
+            return descriptor, temporary  # no locks here: remove_stale_temporaries leaves the file alone
+        except BaseException:
+            os.close(descriptor)
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        if os.fstat(descriptor).st_nlink:
+            return descriptor, temporary
+        os.close(descriptor)  # removed between its creation and the lock as a dead writer's: take another
 
 
-def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
-    """``path`` (links followed) opened for binary reading if it is a regular file. Raises
-    OSError when it cannot be opened or is not a regular file (a FIFO, a device, a socket, a
-    directory): checked on the open descriptor, before anything is read, and without blocking."""
-    descriptor = os.open(path, _OPEN_FLAGS)
-    try:
-        mode = os.fstat(descriptor).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, f"is {_file_kind(mode)}, not a regular file", os.fspath(path))
-        if hasattr(os, "set_blocking"):
+def remove_stale_temporaries(folder: str | os.PathLike[str], name_prefix: str) -> list[Path]:
+    """Remove the temporary files that killed :class:`AtomicFile` writers of files named
+    ``name_prefix*`` left in ``folder``; returns their paths. A file a live writer holds (its lock
+    is taken) is left alone, as is one whose lock cannot be tested."""
+    removed = []
+    for path in sorted(Path(folder).glob(f".{glob.escape(name_prefix)}*.tmp")):
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:  # gone since the listing, a link, or unreadable
+            continue
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                continue
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with contextlib.suppress(FileNotFoundError):  # a writer moved it into place meanwhile
+                path.unlink()
+                removed.append(path)
+        except OSError:  # held by a live writer (BlockingIOError), or no locks on this file system
+            continue
+        finally:
+            os.close(descriptor)
+    return removed
+
+
+class NotRegularFileError(OSError):
+    """A file to be read is a FIFO, a device, a socket or a folder, not a regular file."""
+
+
+def open_regular(path: str | os.PathLike[str], *, writable: bool = False) -> BinaryIO:
+    """Open ``path`` (symlinks followed) for binary reading (and writing in place when
+    ``writable``: mode ``rb+``) when it is a regular file.
+
+    A FIFO, device, socket or folder raises :class:`NotRegularFileError` (an OSError naming the
+    path and what it is) without waiting for a writer or reading from it; a missing file raises
+    FileNotFoundError."""
+    kind = _special_kind(os.stat(path).st_mode)
+    if kind is None:
+        flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_NONBLOCK  # never waits, even if swapped for a FIFO
+        descriptor = os.open(path, flags)
+        kind = _special_kind(os.fstat(descriptor).st_mode)
+        if kind is None:
             os.set_blocking(descriptor, True)
-        return os.fdopen(descriptor, "rb")
-    except BaseException:
+            return os.fdopen(descriptor, "rb+" if writable else "rb")
         os.close(descriptor)
-        raise
+    raise NotRegularFileError(errno.EINVAL, f"is {kind}, not a regular file", os.fspath(path))
 
 
 def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of the regular file at ``path`` (see :func:`open_regular_file`), at most
-    ``limit`` of them. Raises OSError when it is not a regular file or holds more than ``limit``
-    bytes (errno EFBIG; a file that grows while read is read no further than ``limit + 1``)."""
+    """The bytes of the regular file at ``path`` (see :func:`open_regular`), at most ``limit`` of
+    them. Raises OSError when it is not a regular file or holds more than ``limit`` bytes (errno
+    EFBIG; a file that grows while read is read no further than ``limit + 1``)."""
     too_large = OSError(errno.EFBIG, f"holds more than {limit} bytes", os.fspath(path))
-    with open_regular_file(path) as stream:
+    with open_regular(path) as stream:
         size = os.fstat(stream.fileno()).st_size
         if size > limit:
             raise too_large
@@ -122,13 +163,25 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
     return data
 
 
-def _file_kind(mode: int) -> str:
-    """What a file that is not a regular file is, in words."""
-    kinds = {
-        stat.S_ISDIR: "a directory",
-        stat.S_ISFIFO: "a FIFO",
-        stat.S_ISCHR: "a character device",
-        stat.S_ISBLK: "a block device",
-        stat.S_ISSOCK: "a socket",
-    }
-    return next((name for is_kind, name in kinds.items() if is_kind(mode)), "a special file")
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def _special_kind(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is when it is not a regular file; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _SPECIAL_KINDS if test(mode)), "a special file")
+
+
+def write_atomic(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object], *, durable: bool = True) -> Path:
+    """Create or replace ``path`` with what ``write(binary_handle)`` writes, atomically
+    (:class:`AtomicFile`); returns ``path``."""
+    with AtomicFile(path, durable=durable) as target:
+        write(target.handle)
+    return target.path

@@ -5,15 +5,17 @@ for every command: :func:`add_common_flags`), the progress bar, and the exit cod
 Exit codes (also in ``ace-gym --help``): 0 success; 2 a bad argument, configuration or dataset,
 an output directory that holds another run, or a ``--host``/``--port`` that ``ace-gym serve``
 cannot listen on; 3 the output directory or the port is in use by another process; 4 the
-results could not be read or written (not a directory, no permission, disk full); 5 the episode
-file holds malformed lines; 6 ``ace-gym replay`` found an episode that did not replay identically
-(docs/replay.md); 130 interrupted (Ctrl-C). Each failure prints one line on stderr;
-nothing already written is lost.
+results could not be read or written (not a directory, no permission, disk full, a FIFO or device
+where a file belongs); 5 the episode file holds malformed lines; 6 ``ace-gym replay`` found an
+episode that did not replay identically (docs/replay.md); 130 interrupted (Ctrl-C). Each failure
+prints one line on stderr, with what can help (re-running resumes; where a path cannot be
+written, it says what else to do); nothing already written is lost.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import sys
@@ -24,6 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from ace_gym import __version__
+from ace_gym.atomic import NotRegularFileError
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import AceGymError, ConfigError, InUseError, did_you_mean
 from ace_gym.eval.results import MalformedRecordsError
@@ -84,11 +87,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CONFIG
     except OSError as error:
         where = f"{error.filename}: " if error.filename else ""
-        print(f"{prefix} {where}{error.strerror or error}{hint}", file=sys.stderr)
+        print(f"{prefix} {where}{error.strerror or error}{_io_advice(error, args)}", file=sys.stderr)
         return EXIT_IO
     except KeyboardInterrupt:
         print(f"\n{prefix} interrupted{hint}", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _io_advice(error: OSError, args: argparse.Namespace) -> str:
+    """What to do after ``error``: re-running the same command cannot help where a path is no
+    regular file or cannot be written or read (a read-only file system, no permission), so the
+    advice says what can (the command's ``write_hint``); otherwise the command's ``resume_hint``."""
+    if isinstance(error, NotRegularFileError):
+        return ""
+    if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"; re-running will not help: {getattr(args, 'write_hint', 'check the permissions of that path')}"
+    return str(getattr(args, "resume_hint", ""))
 
 
 class ListAction(argparse.Action):

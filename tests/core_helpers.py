@@ -1,8 +1,12 @@
-"""Small helpers shared by the core tests: build an env on a bundled instance and call tools."""
+"""Small helpers shared by the core tests: build an env on a bundled instance and call tools; leave
+the temporary file of a killed atomic writer."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from ace_gym.envs import AceEnv
@@ -71,3 +75,25 @@ def nested_dict(depth: int = 100_000) -> dict[str, Any]:
     for _ in range(depth):
         value = {"a": value}
     return value
+
+
+def killed_writer(path: Path) -> Path:
+    """The temporary file an AtomicFile writer of ``path`` leaves when it is killed with SIGKILL
+    while writing (a subprocess, killed once it says it has written)."""
+    script = (
+        "import sys, time\n"
+        "from ace_gym.atomic import AtomicFile\n"
+        "target = AtomicFile(sys.argv[1])\n"
+        "target.handle.write(b'half a file')\n"
+        "target.handle.flush()\n"
+        "print(target._temporary, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script, str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        temporary = Path(process.stdout.readline().strip())  # type: ignore[union-attr]
+    finally:
+        process.kill()
+        process.wait(timeout=60)
+    assert temporary.parent == path.parent and temporary.exists()
+    return temporary

@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ace_gym.atomic import AtomicFile, open_regular_file, read_regular_file, write_atomic
+from ace_gym.atomic import (
+    AtomicFile,
+    NotRegularFileError,
+    open_regular,
+    read_regular_file,
+    remove_stale_temporaries,
+    write_atomic,
+)
+from tests.core_helpers import killed_writer
 
 
 def test_write_atomic__creates_the_folder_and_a_file_readable_by_all(tmp_path: Path) -> None:
@@ -68,7 +78,7 @@ def test_read_regular_file__reads_up_to_its_limit_and_refuses_more(tmp_path: Pat
         read_regular_file(path, 9)
 
 
-def test_open_regular_file__refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+def test_open_regular__refuses_a_fifo_with_a_writer_open(tmp_path: Path) -> None:
     """Issue 27 §3: reading a FIFO blocked until a writer came. A writer is held open here, so
     that a regression fails the test instead of blocking it."""
     if not hasattr(os, "mkfifo"):
@@ -78,7 +88,7 @@ def test_open_regular_file__refuses_a_fifo_without_blocking(tmp_path: Path) -> N
     keeper = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader and writer: no open of it blocks
     try:
         with pytest.raises(OSError, match="is a FIFO, not a regular file"):
-            open_regular_file(fifo).close()
+            open_regular(fifo).close()
     finally:
         os.close(keeper)
 
@@ -91,6 +101,52 @@ def test_read_regular_file__refuses_a_device_or_folder_unread_links_followed(spe
         pytest.skip(f"no {special} on this system")
     link = tmp_path / "link"
     link.symlink_to(target)
-    kind = "a directory" if special == "directory" else "a character device"
+    kind = "a folder" if special == "directory" else "a character device"
     with pytest.raises(OSError, match=f"is {kind}, not a regular file"):
         read_regular_file(link, 2**40)  # a read of /dev/zero would fill the memory long before 1 TiB
+
+
+def test_remove_stale_temporaries__removes_a_killed_writers_file_and_keeps_a_live_writers(tmp_path: Path) -> None:
+    dead = killed_writer(tmp_path / "heatmap_course.png")
+    other = killed_writer(tmp_path / "rows.jsonl")
+    live = AtomicFile(tmp_path / "heatmap_meal.png")
+    live.handle.write(b"being written")
+    assert remove_stale_temporaries(tmp_path, "heatmap_") == [dead]
+    assert not dead.exists() and other.exists()  # only the files of the names asked for
+    live.commit()  # a live writer's file was left alone
+    assert (tmp_path / "heatmap_meal.png").read_bytes() == b"being written"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["heatmap_meal.png", other.name])
+
+
+def test_atomic_file__a_temporary_file_removed_before_it_was_locked_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_mkstemp = tempfile.mkstemp
+    taken = []
+
+    def mkstemp_then_cleaned(**kwargs: Any) -> tuple[int, str]:
+        descriptor, name = real_mkstemp(**kwargs)
+        if not taken:  # a cleaner takes the first file for a dead writer's before the writer locks it
+            taken.append(remove_stale_temporaries(tmp_path, "result"))
+        return descriptor, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp_then_cleaned)
+    write_atomic(tmp_path / "result.json", lambda handle: handle.write(b"{}"))
+    assert len(taken[0]) == 1 and os.listdir(tmp_path) == ["result.json"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
+def test_open_regular__refuses_a_fifo_a_folder_or_a_device_without_waiting(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "episodes.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it to read would wait for a writer
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero")  # reading it would never end
+    with pytest.raises(NotRegularFileError, match="not a regular file") as raised:
+        open_regular(path)
+    assert raised.value.filename == str(path)
+    path.parent.joinpath("plain").write_bytes(b"line\n")
+    with open_regular(path.parent / "plain") as handle:
+        assert handle.read() == b"line\n"

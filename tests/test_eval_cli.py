@@ -10,15 +10,18 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import ace_gym.agents
 from ace_gym.cli import EXIT_CONFIG, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED, main
 from ace_gym.eval.results import read_records
+from tests.core_helpers import killed_writer
 
 SLICE = ["--domains", "course,travel", "--hidden-slots", "1,5", "--decoy-budgets", "0,4"]  # 2 domains x 4 instances
 MEAL = ["--domains", "meal", "--hidden-slots", "1", "--decoy-budgets", "0"]  # one instance
@@ -97,6 +100,25 @@ def test_eval__reads_a_folder_of_generated_dataset_files(tmp_path: Path) -> None
     records = list(read_records(out / "episodes.jsonl"))
     assert len(records) == 8 and all(r["score"] == 1.0 for r in records)
     assert {r["dataset"] for r in records} == {str(p.resolve()) for p in tmp_path.glob("*_dataset_*")}
+
+
+def test_eval__a_folder_of_some_domains_files_runs_the_domains_it_holds_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from ace_gym.generators import dataset_file_name, generate_dataset
+
+    data = tmp_path / "data"
+    for domain in ("shopping", "workforce"):
+        name = dataset_file_name(domain, 4, 6, [3], [0], 25, 5)
+        generate_dataset(domain, rows=4, cols=6, hidden_slots=[3], decoy_budgets=[0], seed=5, path=data / name)
+    assert run_cli("--policy", "solver", "--dataset", str(data), "--out", str(tmp_path / "run")) == 0
+    assert {r["domain"] for r in read_records(tmp_path / "run" / "episodes.jsonl")} == {"shopping", "workforce"}
+    capsys.readouterr()
+    assert run_cli("--policy", "solver", "--dataset", str(data), "--domains", "meal", "--out", str(tmp_path / "m")) == 2
+    assert "needs exactly one meal_dataset_* file, found 0" in one_error_line(capsys)
+    (tmp_path / "empty").mkdir()
+    assert run_cli("--policy", "solver", "--dataset", str(tmp_path / "empty"), "--out", str(tmp_path / "e")) == 2
+    assert "holds no <domain>_dataset_* file" in one_error_line(capsys)
 
 
 def test_eval__refuses_to_mix_policies_or_budgets_in_one_directory(tmp_path: Path) -> None:
@@ -181,6 +203,76 @@ def test_eval__read_only_out_dir_is_a_clear_error(tmp_path: Path, capsys: pytest
         assert "Permission denied" in one_error_line(capsys)
     finally:
         out.chmod(0o755)
+
+
+def read_only_file_system(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Make writes into ``folder`` fail as on a read-only file system (root ignores chmod)."""
+    real_open, real_mkstemp = os.open, tempfile.mkstemp
+
+    def refuse(path: object) -> None:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fsdecode(path))  # type: ignore[arg-type]
+
+    def read_only_open(path: object, flags: int, *args: object, **kwargs: object) -> int:
+        if Path(os.fsdecode(path)).parent == folder and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):  # type: ignore[arg-type]
+            refuse(path)
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
+
+    def read_only_mkstemp(**kwargs: Any) -> tuple[int, str]:
+        if Path(kwargs["dir"]) == folder:
+            refuse(folder / "tmp")
+        return real_mkstemp(**kwargs)
+
+    monkeypatch.setattr(os, "open", read_only_open)
+    monkeypatch.setattr(tempfile, "mkstemp", read_only_mkstemp)
+
+
+def test_eval_and_report__a_read_only_file_system_says_what_can_help_not_to_re_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0
+    capsys.readouterr()
+    read_only_file_system(monkeypatch, out)
+    assert main(["report", str(out)]) == EXIT_IO
+    line = one_error_line(capsys)
+    assert "Read-only file system; re-running will not help: make the run folder writable" in line
+    assert "re-run the same command" not in line
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == EXIT_IO
+    line = one_error_line(capsys)
+    assert "Read-only file system; re-running will not help: choose a writable --out folder" in line
+
+
+def test_report_and_resume__remove_the_temporary_heatmap_files_a_killed_report_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0
+    killed_writer(out / "heatmap_meal_failure0.0.pdf")  # a report killed while writing a heatmap
+    killed_writer(out / "summary.json")
+    assert len(hidden_files(out)) == 2
+    assert main(["report", str(out)]) == 0
+    assert hidden_files(out) == []
+    killed_writer(out / "heatmap_meal_failure0.0.svg")
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0  # the resume of the killed eval
+    assert hidden_files(out) == []
+
+
+@pytest.mark.parametrize("command", ["replay", "export", "report", "eval"])
+def test_commands__an_episode_file_that_is_a_fifo_is_refused_in_one_line_not_waited_on(
+    tmp_path: Path, command: str
+) -> None:
+    out = tmp_path / "run"
+    out.mkdir()
+    os.mkfifo(out / "episodes.jsonl")
+    argv = [command, str(out)] if command != "eval" else ["eval", "--policy", "solver", *MEAL, "--out", str(out)]
+    try:
+        finished = subprocess.run(  # a bound for the old behaviour (waiting forever), not a timing
+            [sys.executable, "-m", "ace_gym", *argv], capture_output=True, text=True, timeout=120, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ace-gym {command} waited on a FIFO")
+    assert finished.returncode == EXIT_IO
+    assert finished.stderr.strip() == f"ace-gym {command}: {out / 'episodes.jsonl'}: is a FIFO, not a regular file"
 
 
 def test_eval__full_disk_keeps_whole_records_says_so_and_the_rerun_resumes(

@@ -106,3 +106,65 @@ def test_export_row__normalises_tool_call_arguments_to_json_strings() -> None:
     (call,) = row["messages"][0]["tool_calls"]
     assert call == {"id": None, "type": "function", "function": {"name": "done", "arguments": "{}"}}
     assert row["rewards"] == [1.0] and row["prompt_ids"] is None
+
+
+def test_export__records_that_do_not_fit_the_columns_are_malformed_lines_skipped_on_request(
+    records: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    misfits = [
+        {**records[0], "key": "k-seed", "seed": "x"},  # a string in an integer column
+        {**records[0], "key": "k-float", "seed": 1.5},  # would be cut to 1
+        {**records[0], "key": "k-big", "instance_index": 2**70},  # beyond int64
+        {**records[0], "key": "k-content", "messages": [{"role": "user", "content": {"a": 1}}]},
+        {**records[0], "key": "k-turns", "turns": ["not a turn"]},
+        {key: value for key, value in records[0].items() if key != "messages"} | {"key": "k-none"},
+        {**records[0], "key": "k-tokens", "tokens": {"prompt_ids": [1, "2"]}},
+    ]
+    run = write_run(tmp_path / "run", records, extra_lines=tuple(json.dumps(r) for r in misfits))
+    assert main(["export", str(run)]) == 5
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "Traceback" not in error
+    assert "7 malformed line(s) among 9: line 3: 'seed' is 'x', not an integer within int64" in error
+    assert "line 6: messages[0] 'content' is {'a': 1}, not a string" in error
+    assert main(["export", str(run), "--skip-malformed"]) == 0
+    assert datasets.Dataset.from_parquet(str(run / "episodes.parquet"))["key"] == [r["key"] for r in records]
+
+
+def test_export__a_deeply_nested_line_is_malformed_not_a_crash(
+    records: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path / "run", records, extra_lines=('{"key": ' * 100_000 + "1" + "}" * 100_000,))
+    assert main(["export", str(run)]) == 5
+    assert "line 3: not JSON (nested too deeply)" in capsys.readouterr().err
+    assert main(["export", str(run), "--skip-malformed"]) == 0
+    assert datasets.Dataset.from_parquet(str(run / "episodes.parquet")).num_rows == 2
+
+
+def test_export__a_key_recorded_twice_is_exported_once_with_a_warning(
+    records: list[dict[str, Any]], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    run = write_run(tmp_path / "run", [records[0], records[1], {**records[0], "score": 0.0}, records[1]])
+    assert main(["export", str(run)]) == 0
+    exported = datasets.Dataset.from_parquet(str(run / "episodes.parquet"))
+    assert exported["key"] == [records[0]["key"], records[1]["key"]] and exported["score"] == [1.0, 1.0]
+    assert "left out 2 record(s) whose key an earlier line has (lines 3, 4)" in caplog.text
+
+
+def test_export__an_agentlongbench_record_and_a_lone_surrogate_export(
+    records: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    question = {
+        "key": "p|alb|q1",
+        "policy": "p",
+        "domain": "knowledge_free/native",
+        "question_type": "count",
+        "tokens": 32000,  # the context's length, not token ids
+        "score": None,
+        "messages": [{"role": "user", "content": "how many?"}, {"role": "assistant", "content": "7 \ud800"}],
+        "terminated": True,
+        "truncated": False,
+    }
+    run = write_run(tmp_path / "run", [question])
+    assert main(["export", str(run)]) == 0
+    (row,) = datasets.Dataset.from_parquet(str(run / "episodes.parquet"))
+    assert row["messages"][1]["content"] == "7 \ufffd" and row["prompt_ids"] is None and row["rewards"] == []

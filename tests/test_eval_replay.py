@@ -14,7 +14,8 @@ import pytest
 
 import ace_gym.wrappers.chat_adapter
 from ace_gym.agents import make_policy
-from ace_gym.cli import EXIT_CONFIG, EXIT_OK, EXIT_REPLAY_MISMATCH, main
+from ace_gym.cli import EXIT_CONFIG, EXIT_MALFORMED, EXIT_OK, EXIT_REPLAY_MISMATCH, main
+from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.replay import ReplayDiverged, ReplayPolicy, compare_records, replay_record
 from ace_gym.eval.results import read_records
@@ -177,6 +178,49 @@ def test_replay_cli__a_record_without_replay_fields_or_an_unknown_key_is_a_confi
     write_run(run, [record])
     assert replay_cli(str(run)) == EXIT_CONFIG
     assert "carries no replay fields" in capsys.readouterr().err
+
+
+def one_error_line(capsys: pytest.CaptureFixture) -> str:
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("missing", ["turns", "messages"])
+def test_replay_cli__a_record_without_turns_or_messages_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture, missing: str
+) -> None:
+    record = played(SPECS[:1], make_policy("solver"))[0]
+    del record[missing]
+    run = write_run(tmp_path / "run", [record])
+    assert replay_cli(str(run)) == EXIT_CONFIG
+    assert f"has no '{missing}' list" in one_error_line(capsys)
+    with pytest.raises(ConfigError, match=missing):
+        replay_record(record)
+
+
+def test_replay_cli__a_deeply_nested_line_is_malformed_and_skip_malformed_replays_the_rest(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    (record,) = played(SPECS[:1], make_policy("solver"))
+    run = write_run(tmp_path / "run", [record])
+    with (run / "episodes.jsonl").open("a") as handle:
+        handle.write('{"key": ' * 100_000 + "1" + "}" * 100_000 + "\n")
+    assert replay_cli(str(run)) == EXIT_MALFORMED
+    assert "line 2: not JSON (nested too deeply)" in one_error_line(capsys)
+    assert replay_cli(str(run), "--skip-malformed") == EXIT_OK  # the flag the message suggests exists
+    assert capsys.readouterr().out.strip().endswith("1 identical, 0 differ")
+
+
+def test_replay_cli__a_key_recorded_twice_is_replayed_once_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    records = played(SPECS[:2], make_policy("solver"))
+    run = write_run(tmp_path / "run", [records[0], records[1], records[0]])
+    assert replay_cli(str(run)) == EXIT_OK
+    captured = capsys.readouterr()
+    assert captured.out.strip() == "replayed 2 episodes: 2 identical, 0 differ"
+    assert "left out 1 record(s) whose key an earlier line has (lines 3)" in captured.err
 
 
 @pytest.fixture(scope="module")

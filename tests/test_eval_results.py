@@ -7,11 +7,13 @@ import math
 import os
 import statistics
 import struct
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ace_gym.atomic import NotRegularFileError
 from ace_gym.errors import ConfigError
 from ace_gym.eval.plots import PNG_DPI, heatmap_figure, write_heatmaps
 from ace_gym.eval.results import EpisodeLog, FileInUseError, MalformedRecordsError, read_records, write_json_atomic
@@ -83,6 +85,88 @@ def test_read_records__names_malformed_lines_or_skips_them_on_request(tmp_path: 
     skipped: list[int] = []
     assert [r["key"] for r in read_records(path, skipped=skipped)] == ["a", "b"] and skipped == [2, 3, 4, 5]
     assert list(read_records(tmp_path / "absent.jsonl")) == []
+
+
+def test_read_records__lines_too_deep_or_with_too_big_a_number_are_malformed_lines_not_crashes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "episodes.jsonl"
+    bad = [
+        "[" * 100_000 + "]" * 100_000,  # RecursionError in the parser
+        '{"key": ' * 100_000 + "1" + "}" * 100_000,
+        json.dumps({**record("c"), "tool_failure_rate": 10**400}),  # no float holds it (OverflowError)
+        '{"key": ' + "7" * 5000 + "}",  # more digits than int() takes (ValueError)
+    ]
+    path.write_text("\n".join([json.dumps(record("a")), *bad, json.dumps(record("b"))]) + "\n")
+    with pytest.raises(MalformedRecordsError) as raised:
+        list(read_records(path))
+    assert [number for number, _ in raised.value.problems] == [2, 3, 4, 5]
+    assert "line 2: not JSON (nested too deeply)" in str(raised.value)
+    assert "line 4: 'tool_failure_rate' is" in str(raised.value)
+    skipped: list[int] = []
+    assert [r["key"] for r in read_records(path, skipped=skipped)] == ["a", "b"] and skipped == [2, 3, 4, 5]
+
+
+def test_read_records__a_line_longer_than_the_bound_is_malformed_and_never_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "episodes.jsonl"
+    long = json.dumps({**record("d"), "padding": "x" * 1000})
+    path.write_text("\n".join([json.dumps(record("a")), long, json.dumps(record("b"))]) + "\n")
+    monkeypatch.setattr("ace_gym.eval.results.MAX_RECORD_BYTES", 256)
+    with pytest.raises(MalformedRecordsError, match="line 2: longer than 256 bytes"):
+        list(read_records(path))
+    skipped: list[int] = []
+    assert [r["key"] for r in read_records(path, skipped=skipped)] == ["a", "b"] and skipped == [2]
+
+
+def test_read_records__a_torn_last_line_longer_than_the_bound_is_still_torn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "episodes.jsonl"
+    path.write_text(json.dumps(record("a")) + "\n" + json.dumps(record("b")) * 3)
+    monkeypatch.setattr("ace_gym.eval.results.MAX_RECORD_BYTES", 256)
+    assert [r["key"] for r in read_records(path)] == ["a"]
+
+
+def test_read_records__leaves_out_later_records_of_a_key_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.jsonl"
+    lines = [record("a"), record("b"), {**record("a"), "score": 0.0}, record("c"), record("b")]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    duplicates: list[int] = []
+    kept = list(read_records(path, duplicates=duplicates))
+    assert [(r["key"], r["score"]) for r in kept] == [("a", 1.0), ("b", 1.0), ("c", 1.0)] and duplicates == [3, 5]
+    assert len(list(read_records(path))) == 5  # without the list, every record
+
+
+def test_read_records__a_caller_check_makes_more_lines_malformed(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.jsonl"
+    path.write_text(json.dumps(record("a")) + "\n" + json.dumps({**record("b"), "seed": "x"}) + "\n")
+    with pytest.raises(MalformedRecordsError, match="line 2: seed is no integer"):
+        list(read_records(path, check=lambda r: None if type(r.get("seed", 0)) is int else "seed is no integer"))
+
+
+def test_read_records__an_episode_file_that_is_a_fifo_is_refused_without_waiting(tmp_path: Path) -> None:
+    path = tmp_path / "episodes.jsonl"
+    os.mkfifo(path)  # opening it to read waits for a writer
+    outcome: list[BaseException | None] = []
+
+    def read() -> None:
+        try:
+            list(read_records(path))
+            outcome.append(None)
+        except BaseException as error:
+            outcome.append(error)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=60)  # a bound for the old behaviour (waiting forever), not a timing
+    if reader.is_alive():
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))  # let the waiting reader go
+        pytest.fail("read_records waited on a FIFO")
+    assert isinstance(outcome[0], NotRegularFileError) and "is a FIFO, not a regular file" in str(outcome[0])
+    with pytest.raises(NotRegularFileError):
+        EpisodeLog(path)
 
 
 def test_episode_log__writes_and_reads_back_lone_surrogates(tmp_path: Path) -> None:

@@ -12,8 +12,11 @@ An output directory holds one run: ``summary.json["run"]`` records its policy, d
 that differs in any of them is refused, naming what differs. Domains, hidden-slot and decoy-budget
 filters, tool-failure rates and trials may grow between evals: they add episodes to the same run.
 
+``--dataset FOLDER`` (files ``ace-gym generate`` wrote) runs the domains the folder holds files of,
+unless ``--domains`` names some.
+
 ``ace-gym report DIR`` rebuilds table, summary and heatmaps from ``episodes.jsonl``; it may run
-while an eval writes to DIR. Both commands refuse an episode file with malformed complete lines
+while an eval writes to DIR. Both remove the temporary files a report killed mid-write left. Both commands refuse an episode file with malformed complete lines
 (exit 5, naming them; the file is never modified) unless given ``--skip-malformed``, which
 leaves those lines out (listed in ``summary.json["skipped_lines"]``); eval then re-runs the
 episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
@@ -37,7 +40,9 @@ from typing import Any
 
 from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, is_engine_spec, make_policy, policy_label
+from ace_gym.atomic import remove_stale_temporaries
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
+from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.eval import agency
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
@@ -53,6 +58,8 @@ from ace_gym.wrappers import FAILURE_ENVELOPES
 logger = logging.getLogger(__name__)
 _RESUME_HINT = "; finished episodes are saved: re-run the same command to resume"
 _REPORT_HINT = "; episodes.jsonl is untouched: re-run the same command"
+_EVAL_WRITE_HINT = "choose a writable --out folder, or make this one writable"
+_REPORT_WRITE_HINT = "make the run folder writable, or copy it somewhere writable and report the copy"
 
 
 def register(subparsers: Any) -> None:
@@ -72,7 +79,8 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument(
         "--dataset",
         default="5x5",
-        help=f"bundled name ({', '.join(BUNDLED_DATASETS)}), a dataset file, or a folder of dataset files",
+        help=f"bundled name ({', '.join(BUNDLED_DATASETS)}), a dataset file, or a folder of dataset files "
+        "(default domains: those the folder holds)",
     )
     add_common_flags(
         evaluate,
@@ -142,7 +150,7 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument("--ray-workers", type=int, default=None, help="Ray workers (default: one per cluster CPU)")
     agency.add_arguments(evaluate)
     alb_cli.add_arguments(evaluate)
-    evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT)
+    evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT, write_hint=_EVAL_WRITE_HINT)
 
     report = subparsers.add_parser(
         "report",
@@ -152,7 +160,7 @@ def register(subparsers: Any) -> None:
     )
     report.add_argument("dir", type=Path, help="output directory of an eval")
     _add_skip_malformed(report)
-    report.set_defaults(handler=run_report, resume_hint=_REPORT_HINT)
+    report.set_defaults(handler=run_report, resume_hint=_REPORT_HINT, write_hint=_REPORT_WRITE_HINT)
 
 
 def _add_skip_malformed(parser: argparse.ArgumentParser) -> None:
@@ -170,11 +178,12 @@ def _probability(text: str) -> float:
     return value
 
 
-def dataset_sources(dataset: str, domains: Sequence[str]) -> dict[str, tuple[str, Dataset]]:
+def dataset_sources(dataset: str, domains: Sequence[str] | None) -> dict[str, tuple[str, Dataset]]:
     """For each domain: (dataset string stored in episode keys, loaded dataset).
 
     ``dataset`` is a bundled name, one dataset file (only its own domain is used) or a folder
     holding ``<domain>_dataset_*`` files (one per domain, as ``ace-gym generate`` writes them).
+    ``domains`` None (``--domains all``) is every domain: of a folder, those it holds files of.
     """
     path = Path(dataset)
     try:
@@ -182,19 +191,26 @@ def dataset_sources(dataset: str, domains: Sequence[str]) -> dict[str, tuple[str
     except OSError:  # e.g. a name too long for the system: resolve_dataset names the problem
         is_dir = is_file = False
     if is_dir:
+        names = sorted(p.name for p in path.iterdir())
+        if domains is None:
+            domains = [d for d in DOMAIN_NAMES if any(name.startswith(f"{d}_dataset_") for name in names)]
+            if not domains:
+                raise ConfigError("dataset", dataset, "holds no <domain>_dataset_* file (as ace-gym generate writes)")
         found = {}
         for domain in domains:
-            files = sorted(p for p in path.iterdir() if p.name.startswith(f"{domain}_dataset_"))
+            files = [path / name for name in names if name.startswith(f"{domain}_dataset_")]
             if len(files) != 1:
                 raise ConfigError("dataset", dataset, f"needs exactly one {domain}_dataset_* file, found {len(files)}")
             found[domain] = (str(files[0].resolve()), load_dataset(files[0]))
         return found
     if is_file:
         loaded = load_dataset(path)
-        if loaded.domain.name not in domains:
+        if domains is not None and loaded.domain.name not in domains:
             raise ConfigError("domains", list(domains), f"{dataset} holds domain {loaded.domain.name!r} only")
         return {loaded.domain.name: (str(path.resolve()), loaded)}
-    return {domain: (dataset, resolve_dataset(dataset, domain)) for domain in domains}
+    return {
+        domain: (dataset, resolve_dataset(dataset, domain)) for domain in (DOMAIN_NAMES if domains is None else domains)
+    }
 
 
 def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -212,7 +228,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
     when a hidden-slot or decoy-budget value is in none of the datasets, or nothing is selected
     (the message names the values the datasets hold)."""
     integer("trials", args.trials, minimum=1)
-    sources = dataset_sources(args.dataset, resolve_domains(args.domains))
+    sources = dataset_sources(args.dataset, None if args.domains == ["all"] else resolve_domains(args.domains))
     instances = [instance for _, dataset in sources.values() for instance in dataset]
     held = {
         "hidden-slots": sorted({i.meta.hidden_slots for i in instances}),
@@ -503,7 +519,10 @@ def _summary(out: Path, run: dict[str, Any] | None, report: _Report, skip_malfor
 
 
 def _write_report(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> int:
-    """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``."""
+    """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``, after removing
+    the temporary files of a report that was killed while writing them."""
+    for name_prefix in (SUMMARY_FILE, "heatmap_"):
+        remove_stale_temporaries(out, name_prefix)
     report = _report_of(out, run, skip_malformed)
     summary = _summary(out, run, report, skip_malformed)
     if not summary["episodes"]:

@@ -14,7 +14,8 @@ identical. The first difference is reported with its turn.
 (it raises :class:`ReplayDiverged` at the first difference it sees); :func:`replay_record` runs
 one record and returns its first :class:`ReplayMismatch` or None; ``ace-gym replay RUN_DIR`` runs
 a whole run (exit 0 when every episode replays identically, 6 on a mismatch, 2 for a record that
-cannot be replayed).
+cannot be replayed). A run's episode key is replayed once: a later record with a key an earlier one
+has is left out with a note.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ace_gym import __version__
 from ace_gym.cli import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.eval.loop import Actor, Episode, Turn
-from ace_gym.eval.results import EPISODES_FILE, read_records
+from ace_gym.eval.results import EPISODES_FILE, duplicates_note, read_records
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.instance import dataset_sha256
 
@@ -87,13 +88,20 @@ class ReplayDiverged(Exception):
 
 
 def replay_spec(record: Mapping[str, Any]) -> EpisodeSpec:
-    """The spec a record was played under; ConfigError when the record carries none (written
-    before records carried ``replay``, or by a vector env, whose episodes have no spec)."""
+    """The spec a record was played under, once the record is known to hold what a replay reads:
+    ConfigError naming the field when it carries no replay fields (written before records
+    carried ``replay``, or by a vector env, whose episodes have no spec), or its ``turns`` are
+    not a list of objects with an ``action``, or its ``messages`` not a list."""
     fields = record.get("replay")
     if not isinstance(fields, Mapping) or not isinstance(fields.get("spec"), Mapping):
         raise ConfigError(
             "record", record.get("key"), "carries no replay fields (a vector-env episode, or an older record)"
         )
+    turns = record.get("turns")
+    if not isinstance(turns, list) or not all(isinstance(turn, Mapping) and "action" in turn for turn in turns):
+        raise ConfigError("record", record.get("key"), "has no 'turns' list of objects with an 'action' to replay")
+    if not isinstance(record.get("messages"), list):
+        raise ConfigError("record", record.get("key"), "has no 'messages' list to compare the replay with")
     return EpisodeSpec.from_json(json.dumps(fields["spec"]))
 
 
@@ -227,10 +235,14 @@ def register(subparsers: Any) -> None:
         description="Replays every episode of RUN_DIR/episodes.jsonl (or the one --episode names): rebuilds "
         "its env from the record, sends the recorded actions and compares every observation, reward and the "
         "final score with the record (docs/replay.md). Exit 0: all identical; 6: a mismatch (the first "
-        "differing turn of each episode is printed); 2: a record that cannot be replayed.",
+        "differing turn of each episode is printed); 2: a record that cannot be replayed; 5: malformed lines "
+        "(--skip-malformed leaves them out). A key's later duplicate records are left out with a note.",
     )
     replay.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="output directory of an eval or rollout run")
     replay.add_argument("--episode", metavar="KEY", default=None, help="replay only the episode with this key")
+    replay.add_argument(
+        "--skip-malformed", action="store_true", help="leave out malformed lines of episodes.jsonl instead of stopping"
+    )
     replay.set_defaults(handler=run_replay)
 
 
@@ -238,7 +250,10 @@ def run_replay(args: argparse.Namespace) -> int:
     episodes = args.run_dir / EPISODES_FILE
     if not episodes.exists():
         raise ConfigError("run_dir", str(args.run_dir), f"holds no {EPISODES_FILE}")
-    records = list(read_records(episodes))
+    duplicates: list[int] = []
+    records = list(read_records(episodes, skipped=[] if args.skip_malformed else None, duplicates=duplicates))
+    if duplicates:
+        print(f"note: {duplicates_note(episodes, duplicates)}", file=sys.stderr)
     if args.episode is not None:
         keys = [str(record.get("key")) for record in records]
         records = [record for record in records if record.get("key") == args.episode]

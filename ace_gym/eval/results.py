@@ -24,11 +24,11 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from ace_gym.atomic import write_atomic
+from ace_gym.atomic import open_regular, write_atomic
 from ace_gym.errors import AceGymError, InUseError
 
 logger = logging.getLogger(__name__)
@@ -37,6 +37,8 @@ EPISODES_FILE = "episodes.jsonl"
 SUMMARY_FILE = "summary.json"
 RECORD_TEXT_FIELDS = ("key", "policy", "domain")
 RECORD_INT_FIELDS = ("hidden_slots", "decoy_budget")
+MAX_RECORD_BYTES = 256 * 2**20
+"""The longest line read as a record; a longer one is malformed (it would take gigabytes to parse)."""
 _MAX_NAMED_LINES = 5
 
 
@@ -86,10 +88,10 @@ def record_problem(record: Any) -> str | None:
     if problem is not None:
         return problem
     rate = record.get("tool_failure_rate")
-    if rate is not None and not _is_number(rate):
+    if rate is not None and not is_number(rate):
         return f"'tool_failure_rate' is {rate!r}, not a number"
     usage = record.get("usage", {})
-    if not isinstance(usage, dict) or not all(_is_number(v) for v in usage.values()):
+    if not isinstance(usage, dict) or not all(is_number(v) for v in usage.values()):
         return "'usage' is not an object of numbers"
     return None
 
@@ -99,7 +101,7 @@ def _ace_problem(record: dict[str, Any]) -> str | None:
         if type(record.get(name)) is not int:
             return f"{name!r} is missing or not an integer"
     score = record.get("score")
-    if not _is_number(score) or not 0.0 <= score <= 1.0:  # type: ignore[operator]
+    if not is_number(score) or not 0.0 <= score <= 1.0:  # type: ignore[operator]
         return f"'score' is {score!r}, not a number in [0, 1]"
     return None
 
@@ -107,40 +109,58 @@ def _ace_problem(record: dict[str, Any]) -> str | None:
 def _alb_problem(record: dict[str, Any]) -> str | None:
     """An AgentLongBench QA record has no grid; an unscorable answer has score None."""
     score = record.get("score")
-    if score is not None and not (_is_number(score) and 0.0 <= score <= 1.0):
+    if score is not None and not (is_number(score) and 0.0 <= score <= 1.0):
         return f"'score' is {score!r}, not null or a number in [0, 1]"
     return None
 
 
-def _is_number(value: Any) -> bool:
-    return type(value) in (int, float, bool) and math.isfinite(value)
+def is_number(value: Any) -> bool:
+    """Whether ``value`` is a finite JSON number (or bool) that a float holds."""
+    if type(value) not in (int, float, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
-def read_records(path: str | os.PathLike[str], *, skipped: list[int] | None = None) -> Iterator[dict[str, Any]]:
+def read_records(
+    path: str | os.PathLike[str],
+    *,
+    skipped: list[int] | None = None,
+    check: Callable[[dict[str, Any]], str | None] | None = None,
+    duplicates: list[int] | None = None,
+) -> Iterator[dict[str, Any]]:
     """Every valid record of a JSONL episode file, in file order; a missing file yields nothing.
 
-    A torn last line (no newline: a write cut short, or one in progress) is ignored with a
-    warning. Other lines that are not records: without ``skipped``, :class:`MalformedRecordsError`
-    naming them is raised once the valid records were yielded; with it, their line numbers are
-    appended to ``skipped`` and each is logged.
+    The file must be a regular file (:func:`~ace_gym.atomic.open_regular`: a FIFO or a device
+    raises NotRegularFileError, an OSError). A torn last line (no newline: a write cut short, or
+    one in progress) is ignored with a warning. Other lines that are not records (not JSON, nested
+    too deeply for the parser, longer than :data:`MAX_RECORD_BYTES`, failing
+    :func:`record_problem` or the caller's own ``check``): without ``skipped``,
+    :class:`MalformedRecordsError` naming them is raised once the valid records were yielded;
+    with it, their line numbers are appended to ``skipped`` and each is logged. With
+    ``duplicates``, a record whose key an earlier record has is left out and its line number
+    appended (the first record of each key is kept, as the summary keeps it).
     """
     path = Path(path)
     if not path.exists():
         return
     problems: list[tuple[int, str]] = []
     good = 0
-    with path.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.endswith(b"\n"):
+    keys: set[str] = set()
+    with open_regular(path) as handle:
+        for number, line in enumerate(_bounded_lines(handle, MAX_RECORD_BYTES), start=1):
+            if line is not None and not line.endswith(b"\n"):
                 logger.warning("%s: ignoring torn last line %d (%d bytes)", path, number, len(line))
                 break
-            try:
-                record = json.loads(line)
-            except ValueError as error:
-                problem: str | None = f"not JSON ({error})"
-            else:
-                problem = record_problem(record)
+            record, problem = _parse_record(line, check)
             if problem is None:
+                if duplicates is not None:
+                    if record["key"] in keys:
+                        duplicates.append(number)
+                        continue
+                    keys.add(record["key"])
                 good += 1
                 yield record
             elif skipped is not None:
@@ -150,6 +170,44 @@ def read_records(path: str | os.PathLike[str], *, skipped: list[int] | None = No
                 problems.append((number, problem))
     if problems:
         raise MalformedRecordsError(path, problems, good)
+
+
+def duplicates_note(path: Path, lines: list[int]) -> str:
+    """One line saying that the records on ``lines`` of ``path`` were left out as duplicates."""
+    named = ", ".join(map(str, lines[:_MAX_NAMED_LINES])) + (", ..." if len(lines) > _MAX_NAMED_LINES else "")
+    return (
+        f"{path}: left out {len(lines)} record(s) whose key an earlier line has (lines {named}); "
+        "the first record of each key is used"
+    )
+
+
+def _parse_record(line: bytes | None, check: Callable[[dict[str, Any]], str | None] | None) -> tuple[Any, str | None]:
+    """The record a complete line holds and why it is not a valid one (None when it is)."""
+    if line is None:
+        return None, f"longer than {MAX_RECORD_BYTES} bytes"
+    try:
+        record = json.loads(line)
+    except RecursionError:  # nested deeper than the parser goes; a RuntimeError, not a ValueError
+        return None, "not JSON (nested too deeply)"
+    except ValueError as error:  # also an integer of too many digits, or bytes that are no UTF-8
+        return None, f"not JSON ({error})"
+    problem = record_problem(record)
+    if problem is None and check is not None:
+        problem = check(record)
+    return record, problem
+
+
+def _bounded_lines(handle: BinaryIO, limit: int) -> Iterator[bytes | None]:
+    """The lines of ``handle``; None for a complete line longer than ``limit`` bytes (read past,
+    never held in memory whole). A last line without a newline is yielded as it is (its tail
+    only, when longer than ``limit``)."""
+    while line := handle.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):
+            tail, line = line, handle.readline(limit)
+        yield None if line else tail
 
 
 class EpisodeLog:
@@ -226,7 +284,7 @@ def _cut_torn_tail(path: Path) -> None:
     """Truncate a file after its last newline (the remains of a write cut short by a kill)."""
     if not path.exists():
         return
-    with path.open("rb+") as handle:
+    with open_regular(path, writable=True) as handle:
         size = handle.seek(0, os.SEEK_END)
         if size == 0:
             return
