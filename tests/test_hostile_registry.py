@@ -18,24 +18,12 @@ import gymnasium as gym
 import pytest
 
 import ace_gym
-import ace_gym.wrappers
+from ace_gym import wrappers
 from ace_gym.envs import AceEnv
 from ace_gym.envs.procedural import ProceduralAceEnv
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.registration import registered_env_ids
 from ace_gym.spaces import ToolCallSpace
-from ace_gym.wrappers import (
-    BrokenTool,
-    ChatAdapter,
-    CostAnnotatedTools,
-    Curriculum,
-    ExtraneousTools,
-    FeedbackRounds,
-    Refine,
-    StepBudget,
-    ToolFailureInjection,
-    UnsolvableMix,
-)
 from tests.hostile_corpus import (
     CHAT_REPRODUCERS,
     DONE_TEXT,
@@ -97,7 +85,7 @@ def _run_corpus(make: Callable[[], gym.Env], actions: list[Any]) -> list[str]:
     problems += _escapes(env, [{"name": t, "arguments": a} for t in tools for a in HOSTILE_ARGUMENTS], reset=True)
     problems += _escapes(env, PAST_THE_END, reset=False)
     if _takes_tool_calls(env):
-        chat = ChatAdapter(make())
+        chat = wrappers.ChatAdapter(make())
         chat.reset(seed=SEED)
         problems += [f"ChatAdapter: {p}" for p in _escapes(chat, actions, reset=True)]
         problems += [f"ChatAdapter: {p}" for p in _escapes(chat, PAST_THE_END, reset=False)]
@@ -121,28 +109,33 @@ def _core() -> AceEnv:
 
 
 def _chat() -> gym.Env:
-    return StepBudget(ChatAdapter(ToolFailureInjection(_core(), 0.5)), 9, notice=True)
+    return wrappers.StepBudget(wrappers.ChatAdapter(wrappers.ToolFailureInjection(_core(), 0.5)), 9, notice=True)
 
 
 def _curriculum() -> gym.Env:
     core = ProceduralAceEnv("course", rows=3, cols=4, hidden_slots=[2], decoy_budget=[1], max_steps=10**6)
-    return Curriculum(StepBudget(ChatAdapter(core), 9, notice=True), levels=[[2, 1], [3, 0]], window=1)
+    return wrappers.Curriculum(
+        wrappers.StepBudget(wrappers.ChatAdapter(core), 9, notice=True), levels=[[2, 1], [3, 0]], window=1
+    )
 
 
 WRAPPER_STACKS: dict[str, list[Callable[[], gym.Env]]] = {
-    "BrokenTool": [lambda: BrokenTool(_core(), hint=True)],
-    "ChatAdapter": [lambda: ChatAdapter(_core()), lambda: ChatAdapter(_core(), "pythonic", max_turns=5, notice=True)],
-    "CostAnnotatedTools": [lambda: CostAnnotatedTools(_core(), lam=0.1)],
-    "Curriculum": [_curriculum],
-    "ExtraneousTools": [lambda: ExtraneousTools(_core(), n=4, behaviour="misleading", penalty=0.1)],
-    "FeedbackRounds": [
-        lambda: FeedbackRounds(ToolFailureInjection(_core(), 0.5), max_attempts=3, threshold=1.0),
-        lambda: FeedbackRounds(_chat(), max_attempts=3, threshold=1.0, feedback="directive"),
+    "BrokenTool": [lambda: wrappers.BrokenTool(_core(), hint=True)],
+    "ChatAdapter": [
+        lambda: wrappers.ChatAdapter(_core()),
+        lambda: wrappers.ChatAdapter(_core(), "pythonic", max_turns=5, notice=True),
     ],
-    "Refine": [lambda: Refine(_core())],
-    "StepBudget": [lambda: StepBudget(_core(), 9, notice=True), _chat],
-    "ToolFailureInjection": [lambda: ToolFailureInjection(_core(), 0.5)],
-    "UnsolvableMix": [lambda: UnsolvableMix(_core(), 1.0, kinds=list(UNSOLVABLE_KINDS))],
+    "CostAnnotatedTools": [lambda: wrappers.CostAnnotatedTools(_core(), lam=0.1)],
+    "Curriculum": [_curriculum],
+    "ExtraneousTools": [lambda: wrappers.ExtraneousTools(_core(), n=4, behaviour="misleading", penalty=0.1)],
+    "FeedbackRounds": [
+        lambda: wrappers.FeedbackRounds(wrappers.ToolFailureInjection(_core(), 0.5), max_attempts=3, threshold=1.0),
+        lambda: wrappers.FeedbackRounds(_chat(), max_attempts=3, threshold=1.0, feedback="directive"),
+    ],
+    "Refine": [lambda: wrappers.Refine(_core())],
+    "StepBudget": [lambda: wrappers.StepBudget(_core(), 9, notice=True), _chat],
+    "ToolFailureInjection": [lambda: wrappers.ToolFailureInjection(_core(), 0.5)],
+    "UnsolvableMix": [lambda: wrappers.UnsolvableMix(_core(), 1.0, kinds=list(UNSOLVABLE_KINDS))],
 }
 """How to build each env wrapper of ``ace_gym.wrappers.__all__``: one or more stacks holding it."""
 NOT_ENV_WRAPPERS: dict[str, str] = {
@@ -156,13 +149,13 @@ STACKS = [(name, index, make) for name, makes in WRAPPER_STACKS.items() for inde
 
 
 def test_every_exported_name__has_a_way_to_build_it_here() -> None:
-    exported = set(ace_gym.wrappers.__all__)
+    exported = set(wrappers.__all__)
     unknown = exported - set(WRAPPER_STACKS) - set(NOT_ENV_WRAPPERS)
     assert not unknown, f"add a stack building {sorted(unknown)} to WRAPPER_STACKS (or say why not in NOT_ENV_WRAPPERS)"
     assert set(WRAPPER_STACKS) | set(NOT_ENV_WRAPPERS) == exported  # no stale entry
     assert not set(WRAPPER_STACKS) & set(NOT_ENV_WRAPPERS)
     for name in NOT_ENV_WRAPPERS:
-        value = getattr(ace_gym.wrappers, name)
+        value = getattr(wrappers, name)
         assert not (isinstance(value, type) and issubclass(value, gym.Wrapper)), f"{name} is a wrapper: build it"
 
 
@@ -173,5 +166,5 @@ def test_every_exported_wrapper__takes_the_hostile_corpus(name: str, index: int,
     while isinstance(env, gym.Wrapper):
         layers.append(type(env))
         env = env.env
-    assert getattr(ace_gym.wrappers, name) in layers  # the stack holds the wrapper it stands for
+    assert getattr(wrappers, name) in layers  # the stack holds the wrapper it stands for
     assert _run_corpus(make, EVERY_ACTION) == []
