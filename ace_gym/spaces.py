@@ -26,6 +26,7 @@ from gymnasium.vector.utils import (
 )
 
 from ace_gym.atomic import write_atomic
+from ace_gym.text import valid_text
 
 _PRINTABLE = tuple(chr(c) for c in range(32, 127))
 #: what a vector env hands an env in place of an action no env process could receive
@@ -46,7 +47,8 @@ _SORTED_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, default=repr, sort_keys
 
 
 def arguments_json(arguments: Any, *, sort_keys: bool = False) -> str:
-    """JSON text of tool-call arguments as a model sent them; never raises.
+    """JSON text of tool-call arguments as a model sent them; never raises, and valid UTF-8
+    (lone surrogates become U+FFFD).
 
     Values JSON has no type for (numpy scalars, sets...) are written as their ``repr``. When the
     value cannot be written at all (nesting past the recursion limit, an integer past Python's
@@ -54,7 +56,7 @@ def arguments_json(arguments: Any, *, sort_keys: bool = False) -> str:
     ``"<unserialisable list>"``.
     """
     try:
-        return (_SORTED_ARGUMENTS if sort_keys else _ARGUMENTS).encode(arguments)
+        return valid_text((_SORTED_ARGUMENTS if sort_keys else _ARGUMENTS).encode(arguments))
     except Exception:  # any model-sent value: what failed does not matter, only that we answer
         return json.dumps(f"<unserialisable {type(arguments).__name__}>")
 

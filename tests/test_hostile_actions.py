@@ -1,10 +1,10 @@
 """A bad model output never escapes ``step()``: every action gets a JSON envelope and the env keeps
-working, in the bare env, every wrapper, their stacks and sync/async vector envs."""
+working, in the bare env, every wrapper, their stacks and sync/async vector envs. The reproducers are
+the shared corpus of ``tests/hostile_corpus.py``."""
 
 from __future__ import annotations
 
 import json
-import math
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -38,28 +38,15 @@ from ace_gym.wrappers import (
     ToolFailureInjection,
     UnsolvableMix,
 )
-from tests.core_helpers import H15_INDEX, nested_dict, nested_list, truth_id
-
-MEGABYTE = "x" * 1_000_000
-SPECIAL_STRINGS = [
-    MEGABYTE,
-    "[" * 100_000,  # JSON nesting deep enough to blow the recursion limit
-    "[" + "1" * 5000 + "]",  # an integer beyond Python's str->int digit limit
-    "1" * 5000,
-    "\ud800",  # lone surrogates cannot be encoded to UTF-8
-    "a\udfffb",
-    "",
-    " ",
-    "null",
-    "NaN",
-    "[]",
-    '["a", 1]',
-    "2.9",
-    " 3 ",
-    "-1",
-    "🦜 ünïcödé ✓",
-]
-SPECIAL_NUMBERS = [10**5000, -(10**5000), 2**63, -(2**63) - 1, 2**64, math.nan, math.inf, -math.inf, -1, 0, 1, 4, 1e308]
+from tests.core_helpers import H15_INDEX, truth_id
+from tests.hostile_corpus import (
+    CHAT_REPRODUCERS,
+    HOSTILE_ARGUMENTS,
+    PLAN_REPRODUCERS,
+    SPECIAL_NUMBERS,
+    SPECIAL_STRINGS,
+    TOOL_CALL_REPRODUCERS,
+)
 
 
 def _special_number(index: int) -> Any:
@@ -239,55 +226,6 @@ def test_hostile_actions__lone_surrogates_are_not_echoed(domain: str) -> None:
 # -- every wrapper, their stacks, and vector envs: 0 escapes -----------------------------------------
 
 
-def _openai(function: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "function", "function": function}]}
-
-
-DONE_TEXT = '<tool_call>{"name": "done", "arguments": {}}</tool_call>'
-# what models and buggy clients send; each once came out of some layer's step() as an exception
-TOOL_CALL_REPRODUCERS: list[Any] = [
-    {"name": 5, "arguments": {}},
-    {"name": True, "arguments": {}},
-    {"name": np.array(["set_slot", "done"]), "arguments": {}},
-    {"name": np.array([1, 2]), "arguments": np.array([3, 4])},
-    {"name": "set_slot", "arguments": nested_list()},
-    {"name": "set_slot", "arguments": {"row": nested_dict()}},
-    {"name": "set_slot", "arguments": {"row": 10**5000, "col": 0}},
-    {"name": "set_slot", "arguments": '{"row": ' + "9" * 5000 + "}"},
-    {"name": "set_slot", "arguments": "[" * 100_000},
-    {"name": "x" * 1_000_000, "arguments": {}},
-    {"name": "\ud800", "arguments": {}},
-    {"arguments": {}},
-    ToolCall("nope"),
-    None,
-    "done",
-    np.array([1, 2]),
-    {"name": "get_current_grid_state", "arguments": {}},
-    {"name": "done", "arguments": {}},  # may end the episode: what follows is stepped after the end
-]
-CHAT_REPRODUCERS: list[Any] = [
-    "[set_slot(row=0x" + "f" * 4000 + ", col=1, id='C1')]",
-    "[set_slot(row=" + "1" * 5000 + ", col=1, id='C1')]",
-    "<tool_call>" + "<function=" * 20_000,
-    "<tool_call><function=a>" + "<parameter=" * 20_000 + "</function>",
-    '{"y":[{"type":1},' * 5000,
-    "[a(" * 5000,
-    _openai({"name": "set_slot", "arguments": '{"a":' * 100_000 + "1" + "}" * 100_000}),
-    _openai({"name": "set_slot", "arguments": nested_dict()}),
-    _openai({"name": np.array([1, 2]), "arguments": "{}"}),
-    _openai({"name": "set_slot", "arguments": {"row": 10**5000}}),
-    {"content": "", "tool_calls": np.array([{"function": {"name": "done", "arguments": "{}"}}] * 2)},
-    {"content": "", "tool_calls": "done"},
-    {"content": nested_list(), "reasoning_content": np.array([1])},
-    None,
-    5,
-    b"<tool_call>",
-    np.array(["x", "y"]),
-    '<tool_call>{"name": "get_current_grid_state", "arguments": {}}</tool_call>',
-    DONE_TEXT,  # may end the episode: what follows is stepped after the end
-]
-
-
 def _core() -> AceEnv:
     return AceEnv("course", max_steps=10**6)
 
@@ -421,23 +359,6 @@ def test_curriculum_layer__reproducers_never_escape_and_info_keeps_one_type_per_
     assert any("curriculum_outcome" in info for info in infos)
 
 
-HOSTILE_ARGUMENTS: list[Any] = [
-    None,
-    5,
-    "[" * 100_000,
-    '{"row": ' + "9" * 5000 + "}",
-    nested_list(),
-    nested_dict(),
-    {"row": 10**5000, "col": math.nan, "id": np.array([1, 2])},
-    {"conditions": nested_list(), "row": 0, "col": 0},
-    {"conditions": [{"field": nested_dict(), "operator": [], "value": math.inf}], "row": "0", "col": 1},
-    {"conditions": "[{]", "row": 0, "col": 0},
-    {"reason_code": nested_dict(), "explanation": MEGABYTE},
-    {"reason_code": "\ud800"},
-    {"ids": "[" * 100_000, "field": ["\ud800"], "query": MEGABYTE},
-]
-
-
 @pytest.mark.parametrize("make", list(PLANNING_LAYERS.values()), ids=list(PLANNING_LAYERS))
 def test_planning_layers__every_offered_tool_takes_hostile_arguments(make: Any) -> None:
     env = make()
@@ -447,22 +368,6 @@ def test_planning_layers__every_offered_tool_takes_hostile_arguments(make: Any) 
     escapes, infos = _run_counting_escapes(env, actions, reset=True)
     assert escapes == []
     assert _unstable_keys(infos) == {}
-
-
-PLAN_REPRODUCERS: list[Any] = [
-    {"plan": nested_list(), "tool_chain": nested_list()},
-    {"plan": "x", "tool_chain": [{"name": np.array([1]), "arguments": nested_dict()}]},
-    {
-        "plan": "x",
-        "tool_chain": [{"name": "set_slot", "arguments": {"row": 10**5000, "col": 0, "id": "step " + "9" * 5000}}],
-    },
-    {"plan": "x", "tool_chain": [{"name": "set_slot", "parameter_description": MEGABYTE}, "done"]},
-    {"status": "REJECT", "reason_code": nested_dict(), "reason": np.array([1])},
-    {"status": np.array(["REJECT"])},
-    '{"tool_chain": ' + "[" * 100_000,
-    [{"tool": "done", "arguments": "[" * 100_000}, nested_dict()],
-    [{"tool": nested_list(), "arguments": {}}] * 5,
-]
 
 
 @pytest.mark.parametrize("env_id", ["ACE-StepWise-v0", "ACE-Holistic-v0"])

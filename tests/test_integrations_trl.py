@@ -120,6 +120,18 @@ def test_environment__plays_an_episode_through_its_tool_methods_and_scores_it() 
     assert environment.get_reward() == 0.0 and environment.episode["tool_calls"] == 0
 
 
+def test_tool_methods__an_argument_named_self_or_positional_values_get_an_error_reply() -> None:
+    environment = environment_factory(["course"])["course"]()
+    environment.reset(**_course_row())
+    # TypeError ("got multiple values for argument 'self'") before issue 27's fix; now the env answers
+    fixed_cell = json.loads(environment.set_slot(**{"self": 1, "row": 0, "col": 0, "id": "C1"}))
+    assert fixed_cell["status"] == "failed"
+    assert json.loads(environment.get_current_grid_state(self=None))["status"] == "success"  # ignored, as extras are
+    positional = json.loads(environment.set_slot(0, 0, "C1"))
+    assert positional["status"] == "failed" and "must be a JSON object" in positional["messages"]
+    assert environment.episode["tool_calls"] == 3  # each was a call of the episode
+
+
 def test_environment__budgets_and_failure_injection_apply() -> None:
     limited = environment_factory(["meal"], env_kwargs={"max_steps": 2})["meal"]()
     limited.reset(instance_index=0, seed=0)

@@ -361,3 +361,34 @@ def test_hex_literal_beyond_the_digit_limit__is_read_as_the_integer_it_is() -> N
 def test_unprintable_literal_in_an_error__is_named_not_printed() -> None:
     turn = parse_turn("[done(), 0x" + "f" * 4000 + "]")
     assert turn.errors == ("'<Constant>' is not a call like name(key=value)",)
+
+
+SURROGATE_TURNS = [
+    '<tool_call>\n{"name": "x\ud800", "arguments": {',
+    '<think>\ud800</think>\udfff<tool_call>{"name": "x\\ud800", "arguments": {"a": "\\udfff"}}</tool_call>',
+    "[set_slot(row='\\ud800', col=0, id='\ud800')]",
+    "<tool_call>\n<function=x\ud800>\n<parameter=row\ud800>\n\ud800\n</parameter>\n</function>\n</tool_call>",
+    {
+        "content": "\ud800",
+        "reasoning_content": "\udfff",
+        "tool_calls": [{"id": "\ud800", "function": {"name": "a\ud800"}}],
+    },
+    {"content": "", "tool_calls": [{"id": "a", "function": {"name": "b", "arguments": '{"\ud800": 1}'}}, {"x": 1}]},
+]
+
+
+@pytest.mark.parametrize("turn", SURROGATE_TURNS)
+def test_lone_surrogates__every_string_of_the_parsed_turn_is_valid_utf8(turn: object) -> None:
+    parsed = parse_turn(turn)
+    strings = [parsed.content, parsed.reasoning or "", *parsed.errors]
+    for call in parsed.calls:
+        strings += [call.name, call.call_id or "", call.error or "", call.arguments_json or ""]
+    for text in strings:
+        text.encode("utf-8")
+    assert parsed.calls or parsed.errors  # the turn was read, not refused
+
+
+def test_lone_surrogates__become_the_replacement_character_and_valid_text_is_the_same_turn() -> None:
+    assert parse_turn('<tool_call>{"name": "x\\ud800", "arguments": {}}</tool_call>').calls[0].name == "x\ufffd"
+    text = '<tool_call>{"name": "done", "arguments": {}}</tool_call> ünïcödé'
+    assert parse_turn(text) == parse_text(text)

@@ -23,6 +23,7 @@ from ace_gym.tools import STOP, TOOL_CALL_FAILED
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 from ace_gym.wrappers.chat_adapter import ARGUMENTS_FAILED, NOT_EXECUTED
 from tests.core_helpers import nested_dict
+from tests.hostile_corpus import unencodable_strings
 
 
 def _adapter(domain: str = "course", index: int = 0, **kwargs: Any) -> ChatAdapter:
@@ -178,6 +179,35 @@ def test_openai_message__keeps_its_call_ids_and_reasoning() -> None:
             {"id": "abc", "type": "function", "function": {"name": "get_global_check_budget", "arguments": "{}"}}
         ],
     }
+
+
+SURROGATE_TURNS: list[Any] = [
+    '<tool_call>\n{"name": "x\ud800", "arguments": {',  # issue 27: a raw lone surrogate in a tool name
+    '<tool_call>{"name": "x\\ud800", "arguments": {"row": "\\udfff"}}</tool_call>',  # escaped in JSON
+    '<think>\ud800</think>a\udfffb <tool_call>{"name": "done\\ud800", "arguments": {}}</tool_call>',
+    "[set_slot(row='\\ud800', col=0, id='\\udfff')] \ud800",
+    "<tool_call>\n<function=x\ud800>\n<parameter=row>\n\ud800\n</parameter>\n</function>\n</tool_call>",
+    {
+        "content": "\ud800",
+        "reasoning_content": "\udfff",
+        "tool_calls": [{"id": "\ud800", "function": {"name": "get_slot_id\ud800", "arguments": {"\ud800": "\udfff"}}}],
+    },
+    {"content": "", "tool_calls": [{"id": "a", "function": {"name": "get_slot_id", "arguments": {"row": "\ud800"}}}]},
+    "no call at all \ud800",
+]
+
+
+@pytest.mark.parametrize("turn", SURROGATE_TURNS)
+def test_lone_surrogates__every_emitted_string_is_valid_utf8(turn: Any) -> None:
+    env = _adapter()
+    replies, *_, info = env.step(turn)
+    assert unencodable_strings([replies, list(info["messages"]), info]) == []  # the name, the content, ...
+    json.dumps(list(info["messages"]), ensure_ascii=False).encode("utf-8")  # the record serialises
+
+
+def test_lone_surrogate_in_a_tool_name__becomes_the_replacement_character() -> None:
+    replies = _adapter().step('<tool_call>\n{"name": "x\ud800", "arguments": {')[0]
+    assert replies[0]["name"] == "x\ufffd"
 
 
 def test_same_seed_and_turns__give_the_same_conversation() -> None:

@@ -17,6 +17,7 @@ from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
+from ace_gym.text import valid_text
 from ace_gym.tools import INVALID, EpisodeState, ToolConfig, echo, failure, toolset
 from ace_gym.tools.replies import forget_texts, texts_of
 
@@ -284,7 +285,7 @@ class AceEnv(gym.Env[str, ActionType]):
             observation, ok, terminated = _NOT_A_CALL, False, False
         else:
             observation, ok, terminated, _ = self.tools.call(state, name, arguments)
-        info: dict[str, Any] = {"tool": name if type(name) is str else tool_label(name), "ok": ok, "step": steps}
+        info: dict[str, Any] = {"tool": name if invoke is not None else tool_label(name), "ok": ok, "step": steps}
         if terminated or steps >= self.max_steps:
             self._finished = True
             final = self.score()
@@ -429,9 +430,10 @@ def _given_instance(instance: Any, domain: str) -> CompiledInstance:
 
 
 def tool_label(name: Any) -> str:
-    """``info["tool"]``: the tool name the action gave, or a short label of whatever it gave instead
-    (``5``, ``None``, ...), so that the key always holds a str (vector envs batch info by type)."""
-    return name if isinstance(name, str) else echo(name)
+    """``info["tool"]``: the tool name the action gave (lone surrogates as U+FFFD), or a short label
+    of whatever it gave instead (``5``, ``None``, ...), so that the key always holds a str (vector
+    envs batch info by type) that encodes as UTF-8."""
+    return valid_text(name) if isinstance(name, str) else echo(name)
 
 
 def _unpack(action: Any) -> tuple[Any, Any]:

@@ -123,7 +123,7 @@ class AceToolEnvironment:
         ``recovered_failures`` (:mod:`ace_gym.eval.recovery`)."""
         return {**self._episode, "score": self.get_reward(), "finished": self._score is not None}
 
-    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+    def _call(self, name: str, arguments: dict[str, Any] | list[Any]) -> str:
         observation, _, terminated, truncated, info = self._env.step({"name": name, "arguments": arguments})
         self._episode["tool_calls"] += 1
         for key in ("injected_failures", "recovered_failures"):
@@ -162,17 +162,18 @@ def _core_env(
 def tool_method(tool: Tool) -> Callable[..., str]:
     """A method that calls ``tool`` on the environment, with the tool's name, parameters, type
     hints and a Google docstring built from its schema (what ``transformers.get_json_schema``
-    reads). It takes any keyword arguments, so a call with missing or extra ones reaches the env,
-    which answers with an error envelope rather than an exception."""
+    reads). It takes any arguments, so a call with missing or extra ones, one named ``self``
+    included, reaches the env, which answers with an error envelope rather than an exception;
+    positional values are passed on as a list, which the env refuses (arguments must be an object)."""
     function = tool.schema["function"]
     properties = function["parameters"]["properties"]
 
-    def method(self: AceToolEnvironment, **arguments: Any) -> str:
-        return self._call(tool.name, arguments)
+    def method(environment: AceToolEnvironment, /, *positional: Any, **arguments: Any) -> str:
+        return environment._call(tool.name, list(positional) if positional else arguments)
 
     hints = inspect.get_annotations(tool.function, eval_str=True)
     original = inspect.signature(tool.function).parameters
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
     parameters += [original[name].replace(kind=inspect.Parameter.KEYWORD_ONLY) for name in tool.parameters]
     lines = [function["description"]]
     if tool.parameters:

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
 from ace_gym.longbench.tables import ItemTable
+from ace_gym.text import valid_text
+from ace_gym.tools.replies import safe_repr
 
 Comparator = Literal[">", "<", "=="]
 COMPARATORS: tuple[str, ...] = (">", "<", "==")
@@ -254,7 +256,10 @@ def parse_conditions(table: ItemTable, arguments: Any) -> tuple[Condition, ...]:
         if not isinstance(section, str) or section not in {s.name for s in table.sections}:
             raise QueryError(f"{where}: unknown section {_clip(section)}")
         kind = table.section(section).kind
-        if item.get("type") == "value":
+        kind_written = item.get("type")
+        if not isinstance(kind_written, str):  # e.g. an array, whose == is no truth value
+            raise QueryError(f'{where}: type must be "value" or "numeric"')
+        if kind_written == "value":
             if kind != "categorical":
                 raise QueryError(f"{where}: section {section} is numeric; use a numeric condition")
             values = item.get("values")
@@ -267,11 +272,11 @@ def parse_conditions(table: ItemTable, arguments: Any) -> tuple[Condition, ...]:
             if not isinstance(exclude, bool):
                 raise QueryError(f"{where}: exclude must be true or false")
             out.append(ValueCondition(section, tuple(dict.fromkeys(values)), exclude))
-        elif item.get("type") == "numeric":
+        elif kind_written == "numeric":
             if kind != "numeric":
                 raise QueryError(f"{where}: section {section} is categorical; use a value condition")
             comparator = item.get("comparator")
-            if comparator not in COMPARATORS:
+            if not isinstance(comparator, str) or comparator not in COMPARATORS:
                 raise QueryError(f"{where}: comparator must be one of {', '.join(COMPARATORS)}")
             threshold = item.get("threshold")
             if (
@@ -280,12 +285,15 @@ def parse_conditions(table: ItemTable, arguments: Any) -> tuple[Condition, ...]:
                 or (isinstance(threshold, float) and not threshold.is_integer())
             ):
                 raise QueryError(f"{where}: threshold must be an integer")
-            out.append(NumericCondition(section, comparator, int(threshold)))
+            out.append(NumericCondition(section, cast(Comparator, comparator), int(threshold)))
         else:
             raise QueryError(f'{where}: type must be "value" or "numeric"')
     return tuple(out)
 
 
 def _clip(value: object, limit: int = 80) -> str:
-    text = repr(value)
+    """A model-sent value quoted for an error message: a string's repr (lone surrogates escaped),
+    anything else as :func:`~ace_gym.tools.replies.safe_repr` writes it (never raises for a huge
+    integer or deep nesting), at most ``limit`` characters."""
+    text = repr(value) if isinstance(value, str) else valid_text(safe_repr(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."

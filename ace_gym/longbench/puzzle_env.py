@@ -30,6 +30,7 @@ from ace_gym.longbench.tables import ItemTable
 from ace_gym.longbench.tokens import Tokenizer, message_tokens, resolve_tokenizer
 from ace_gym.longbench.trajectory import build_trajectory
 from ace_gym.parsing import ParsedCall, parse_turn
+from ace_gym.spaces import arguments_json
 from ace_gym.wrappers.chat_adapter import ARGUMENTS_FAILED, NOT_EXECUTED
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 
@@ -206,7 +207,7 @@ class ALBPuzzleEnv(gym.Env[list[dict[str, Any]], Any]):
             assistant["tool_calls"] = []
             for index, call in enumerate(parsed.calls):
                 call_id = call.call_id or f"call_{self._turn}_{index}"
-                arguments = call.arguments_json if call.arguments_json is not None else _encode(call.arguments)
+                arguments = call.arguments_json if call.arguments_json is not None else arguments_json(call.arguments)
                 assistant["tool_calls"].append(
                     {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
                 )
@@ -299,13 +300,6 @@ class ALBPuzzleEnv(gym.Env[list[dict[str, Any]], Any]):
     def _append(self, *messages: dict[str, Any]) -> None:
         self._messages.extend(messages)
         self._tokens += sum(message_tokens(self.tokenizer, m) for m in messages)
-
-
-def _encode(arguments: Any) -> str:
-    try:
-        return json.dumps(arguments, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        return json.dumps(repr(arguments), ensure_ascii=False)
 
 
 def _tool_schemas(table: ItemTable) -> list[dict[str, Any]]:

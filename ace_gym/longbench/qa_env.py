@@ -21,6 +21,7 @@ from ace_gym.longbench.samples import (
 from ace_gym.longbench.scoring import extract_answer, parse_prediction, score_prediction
 from ace_gym.longbench.tokens import Tokenizer, resolve_tokenizer
 from ace_gym.spaces import UnicodeText
+from ace_gym.text import valid_text
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
 REWARDS: tuple[str, ...] = ("official", "relative_error")
@@ -170,6 +171,7 @@ class ALBQAEnv(gym.Env[Any, str]):
         if not isinstance(text, str):
             info.update(prediction=None, score=0.0, error="an action must be the answer text (a str)")
             return observation, 0.0, True, False, info
+        text = valid_text(text)  # the prediction, parsed from it, goes into info
         if not self.require_answer_tag and extract_answer(text) is None:
             text = f"<answer>{text}</answer>"
         question_type, fmt = info["question_type"], self.config.fmt

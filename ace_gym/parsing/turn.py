@@ -9,6 +9,7 @@ from ace_gym.parsing.calls import MAX_FOUND, Found, ParsedCall, call_from_object
 from ace_gym.parsing.formats import MISTRAL_MARKER, PYTHON_TAG, TAG_OPEN, find_json, find_mistral, find_tagged
 from ace_gym.parsing.pythonic import PYTHON_END, PYTHON_START, find_pythonic
 from ace_gym.parsing.reasoning import split_reasoning
+from ace_gym.text import valid_text
 
 _FINDERS: dict[str, Callable[[str], list[Found]]] = {
     "hermes": lambda text: find_tagged(text, xml_inside=False),
@@ -62,21 +63,67 @@ def parse_turn(action: Any, tool_format: str = "auto") -> ParsedTurn:
     Never raises for any ``action``; what cannot be read is reported in ``errors`` or as calls
     carrying an ``error``. Native ``tool_calls`` of a message are used whatever ``tool_format``
     says; without them the message content is parsed as text. ``tool_format`` must be one of
-    :data:`TOOL_FORMATS` (the caller validates it).
+    :data:`TOOL_FORMATS` (the caller validates it). Every string of the result is valid UTF-8
+    (lone surrogates, raw or decoded from an escape, become U+FFFD), so it can be emitted as it
+    is; only the decoded ``arguments`` of a call hold what the model sent.
     """
     try:
         if isinstance(action, str):
-            return parse_text(action, tool_format)
+            return _valid_turn(parse_text(action, tool_format))
         if isinstance(action, Mapping):
-            return _parse_message(action, tool_format)
+            return _valid_turn(_parse_message(action, tool_format))
     except (RecursionError, MemoryError) as error:  # absurdly nested input: a resource limit, not a bug
         return ParsedTurn((), "", None, (f"the turn could not be parsed ({type(error).__name__})",), None)
     kind = type(action).__name__
     return ParsedTurn((), "", None, (f"a turn must be text or an assistant message dict, got {kind}",), None)
 
 
+def _valid_turn(turn: ParsedTurn) -> ParsedTurn:
+    """``turn`` with lone surrogates in its strings (prose, reasoning, errors, call names, ids,
+    errors and arguments as written) replaced by U+FFFD; the same turn when all are ASCII."""
+    calls, content, reasoning, errors, found = turn
+    if (
+        content.isascii()
+        and (reasoning is None or reasoning.isascii())
+        and all(error.isascii() for error in errors)
+        and all(_ascii_call(call) for call in calls)
+    ):
+        return turn
+    return ParsedTurn(
+        tuple(map(_valid_call, calls)),
+        valid_text(content),
+        None if reasoning is None else valid_text(reasoning),
+        tuple(map(valid_text, errors)),
+        found,
+    )
+
+
+def _ascii_call(call: ParsedCall) -> bool:
+    name, _, call_id, error, written = call
+    return (
+        name.isascii()
+        and (call_id is None or call_id.isascii())
+        and (error is None or error.isascii())
+        and (written is None or written.isascii())
+    )
+
+
+def _valid_call(call: ParsedCall) -> ParsedCall:
+    if _ascii_call(call):
+        return call
+    name, arguments, call_id, error, written = call
+    return ParsedCall(
+        valid_text(name),
+        arguments,
+        None if call_id is None else valid_text(call_id),
+        None if error is None else valid_text(error),
+        None if written is None else valid_text(written),
+    )
+
+
 def parse_text(text: str, tool_format: str = "auto") -> ParsedTurn:
-    """Parse model text: split off ``<think>`` reasoning, then find calls in ``tool_format``."""
+    """Parse model text: split off ``<think>`` reasoning, then find calls in ``tool_format``. The
+    strings are as the text holds them (:func:`parse_turn` makes them valid UTF-8)."""
     reasoning, rest = split_reasoning(text)
     if tool_format == "auto":
         found, found_format = _detect(rest)

@@ -19,6 +19,7 @@ from ace_gym.planning.settings import APB_INFO, apply_settings, check_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import REFUSAL_TOOL
 from ace_gym.spaces import ObjectSpace
+from ace_gym.text import valid_text
 from ace_gym.tools import echo
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
@@ -160,7 +161,7 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
             "plan_correct": graded.correct,
             "refused": graded.refused,
             "reason_code": graded.reason_code,
-            "planned_tools": list(graded.tool_names),
+            "planned_tools": [valid_text(name) for name in graded.tool_names],  # the model's names
         }
         if self._costs:
             chain = (read_plan(action) or {}).get("tool_chain")

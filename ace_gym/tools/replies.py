@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from ace_gym.text import valid_text
 
 if TYPE_CHECKING:
     from ace_gym.instance import CompiledInstance, CompiledSlot
@@ -130,18 +131,6 @@ def echo(text: object) -> str:
     """A model-supplied value for an error message, clipped to :data:`ECHO_LIMIT` characters."""
     text = text if isinstance(text, str) else safe_repr(text)
     return valid_text(text if len(text) <= ECHO_LIMIT else f"{text[:ECHO_LIMIT]}...[{len(text)} chars]")
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def valid_text(text: str) -> str:
-    """``text`` with lone surrogates replaced by U+FFFD, so that it encodes as UTF-8.
-
-    JSON arguments may spell a lone surrogate as an escape (``"\\ud800"``); echoed back raw it
-    would make the observation unencodable for a tokenizer.
-    """
-    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def safe_repr(value: object) -> str:

@@ -14,6 +14,7 @@ from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import ConfigError, choice
 from ace_gym.parsing import FORMAT_EXAMPLES, TOOL_FORMATS, ParsedCall, ParsedTurn, parse_turn
 from ace_gym.spaces import arguments_json
+from ace_gym.text import valid_text
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 from ace_gym.wrappers.step_budget import TurnLimit
 
@@ -101,7 +102,9 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
     :data:`ARGUMENTS_FAILED` and not run. A turn without any readable call gets one corrective
     user message (what was wrong, the expected format) and still counts as a turn; fragments
     that could not be read in a turn that had calls get the same kind of note after the replies.
-    ``step`` never raises for any action.
+    ``step`` never raises for any action. Every string the adapter emits is valid UTF-8: a lone
+    surrogate (say, a JSON escape in a tool name) becomes U+FFFD, in the model's text, names, ids
+    and arguments (:func:`~ace_gym.parsing.parse_turn` guarantees it) and in the env's replies.
 
     ## Observation
     The messages the env adds this turn: ``{"role": "tool", "tool_call_id", "name", "content"}``
@@ -179,8 +182,8 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
     ) -> tuple[Messages, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         self._messages = [
-            {"role": "system", "content": info["system_prompt"]},
-            {"role": "user", "content": observation},
+            {"role": "system", "content": _valid(info["system_prompt"])},
+            {"role": "user", "content": _valid(observation)},
         ]
         self._turn = self._attempt_start = 0
         info.update(turn=0, messages=ConversationView(self._messages))
@@ -234,6 +237,8 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
                     reward += float(call_reward)
                     call_infos.append(call_info)
                     ended = terminated or truncated
+                if type(reply) is str:  # the model's own strings come valid from parse_turn; an env's reply may echo
+                    reply = valid_text(reply)
                 replies.append({"role": "tool", "tool_call_id": call_id, "name": name, "content": reply})
             if parse_errors:
                 replies.append({"role": "user", "content": self._correction(parsed)})
@@ -265,7 +270,7 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
         ``message`` as a user message; returns ``[that message]``, the next observation. A turn
         limit starts again (turns keep counting, so call ids stay unique)."""
         self.env.get_wrapper_attr("resume")(message)
-        self._messages.append({"role": "user", "content": message})
+        self._messages.append({"role": "user", "content": _valid(message)})
         self._attempt_start = self._turn
         if self._limit is None:
             return [self._messages[-1]]
@@ -293,6 +298,11 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
             f"Your last message was not executed: {found}. To act, call a tool in this format:\n{example}\n"
             "Call `done` when the grid is complete."
         )
+
+
+def _valid(text: Any) -> Any:
+    """A string the wrapped env or a caller handed over, made valid UTF-8; anything else as it is."""
+    return valid_text(text) if isinstance(text, str) else text
 
 
 @functools.lru_cache(maxsize=4096)

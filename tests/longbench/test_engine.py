@@ -176,3 +176,21 @@ def test_parse_conditions__reads_valid_calls_and_explains_bad_ones(synthetic: It
     for arguments in bad:
         with pytest.raises(QueryError):
             parse_conditions(synthetic, arguments)
+
+
+def test_parse_conditions__hostile_values_are_a_query_error_never_an_exception(synthetic: ItemTable) -> None:
+    deep: list = []
+    for _ in range(100_000):
+        deep = [deep]
+    hostile = [
+        {"type": "value", "section": 10**5000},  # its repr raised ValueError (issue 27)
+        {"type": "value", "section": deep},  # its repr raised RecursionError
+        {"type": "value", "section": "Attr_1", "values": [10**5000]},
+        {"type": np.array(["value", "numeric"]), "section": "Attr_2"},  # an array's == is no truth value
+        {"type": "numeric", "section": "Attr_2", "comparator": np.array([">", "<"]), "threshold": 1},
+        {"type": "value", "section": "\ud800"},
+    ]
+    for condition in hostile:
+        with pytest.raises(QueryError) as error:
+            parse_conditions(synthetic, {"conditions": [condition]})
+        str(error.value).encode("utf-8")

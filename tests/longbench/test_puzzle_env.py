@@ -190,3 +190,39 @@ def _env() -> ALBPuzzleEnv:
     if not _ENVS:
         _ENVS.append(ALBPuzzleEnv())
     return _ENVS[0]
+
+
+def _openai_call(name: str, arguments: object) -> dict:
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "a", "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
+
+
+def _deep_dict(depth: int = 100_000) -> dict:
+    value: dict = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "turn",
+    [
+        _openai_call("guess", {"name": 10**5000}),  # ValueError out of step() (issue 27)
+        _openai_call("guess", _deep_dict()),  # RecursionError out of step()
+        _openai_call("query_items", {"conditions": [{"type": "value", "section": 10**5000}]}),
+        _openai_call("query_items", {"conditions": [{"type": "value", "section": [_deep_dict()]}]}),
+        _openai_call("query_items", {"conditions": [{"type": np.array([1, 2]), "section": "Attr_2"}]}),
+        '<tool_call>\n{"name": "x\ud800", "arguments": {',  # a lone surrogate in the tool message's name
+        _openai_call("guess\ud800", {"\ud800": "\udfff"}),
+        '<tool_call>{"name": "guess", "arguments": {"name": "\\ud800"}}</tool_call> \ud800',
+    ],
+)
+def test_step__huge_deep_and_unencodable_arguments_are_answered_in_valid_utf8(turn) -> None:
+    env = _env()
+    env.reset(seed=0)
+    replies, reward, *_, info = env.step(turn)
+    assert replies and env.observation_space.contains(replies) and reward == 0.0
+    json.dumps([replies, info["messages"]], ensure_ascii=False).encode("utf-8")  # every string encodes

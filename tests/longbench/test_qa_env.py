@@ -171,3 +171,11 @@ def test_knowledge_free__same_seed_same_structure_and_mapped_answers(fmt: str, t
             assert (first is None) == (second is None)
             if first is not None:
                 assert second.answer == _mapped(first.answer, names) and second.evidence == first.evidence
+
+
+@pytest.mark.parametrize("question_type", QUESTION_TYPES)
+def test_step__a_lone_surrogate_in_the_answer_never_reaches_info(question_type: str) -> None:
+    env = _hostile_env()
+    env.reset(seed=0, options={"question_type": question_type})
+    info = env.step("<answer>\ud800, a\udfffb</answer>")[4]
+    json.dumps(info, ensure_ascii=False).encode("utf-8")  # the prediction held the surrogate
