@@ -6,7 +6,9 @@ Exit codes (also in ``ace-gym --help``): 0 success; 2 a bad argument, configurat
 or an output directory that holds another run; 3 the output is in use by another run; 4 the
 results could not be read or written (not a directory, no permission, disk full); 5 the episode
 file holds malformed lines; 6 ``ace-gym replay`` found an episode that did not replay identically
-(docs/replay.md); 130 interrupted (Ctrl-C). Each failure prints one line on stderr;
+(docs/replay.md); 7 the model could not be reached or loaded (an endpoint refusing the connection
+or the key, a wrong URL or model name, a model path that does not load: no episode is stored for
+it, and re-running the same command plays those episodes); 130 interrupted (Ctrl-C). Each failure prints one line on stderr;
 nothing already written is lost.
 """
 
@@ -24,7 +26,7 @@ from tqdm import tqdm
 
 from ace_gym import __version__
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.errors import AceGymError, ConfigError, did_you_mean
+from ace_gym.errors import AceGymError, ConfigError, EngineUnavailableError, did_you_mean
 from ace_gym.eval.results import FileInUseError, MalformedRecordsError
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -40,11 +42,14 @@ EXIT_IN_USE = 3
 EXIT_IO = 4
 EXIT_MALFORMED = 5
 EXIT_REPLAY_MISMATCH = 6
+EXIT_ENGINE = 7
 EXIT_INTERRUPTED = 130
+_ENGINE_HINT = "; no episode was stored for it: re-run the same command once the model is available"
 EXIT_CODES_HELP = (
     "exit codes: 0 success; 2 bad argument, configuration or dataset, or an output directory "
     "holding another run; 3 output in use by another run; 4 results could not be read or written "
-    "(not a directory, no permission, disk full); 5 malformed lines in episodes.jsonl; 6 a replay differs from its record; 130 interrupted"
+    "(not a directory, no permission, disk full); 5 malformed lines in episodes.jsonl; 6 a replay differs from its record; "
+    "7 the model could not be reached or loaded (nothing stored for it: re-run to resume); 130 interrupted"
 )
 
 
@@ -76,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MalformedRecordsError as error:
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_MALFORMED
+    except EngineUnavailableError as error:  # from its fields: a Ray worker's error prints a traceback
+        print(f"{prefix} {error.target}: {error.problem}{_ENGINE_HINT}", file=sys.stderr)
+        return EXIT_ENGINE
     except AceGymError as error:
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_CONFIG
