@@ -7,9 +7,12 @@ an output directory that holds another run, or a ``--host``/``--port`` that ``ac
 cannot listen on; 3 the output directory or the port is in use by another process; 4 the
 results could not be read or written (not a directory, no permission, disk full, a FIFO or device
 where a file belongs); 5 the episode file holds malformed lines; 6 ``ace-gym replay`` found an
-episode that did not replay identically (docs/replay.md); 130 interrupted (Ctrl-C). Each failure
-prints one line on stderr, with what can help (re-running resumes; where a path cannot be
-written, it says what else to do); nothing already written is lost.
+episode that did not replay identically (docs/replay.md); 7 the model could not be reached or
+loaded (an endpoint refusing the connection or the key, a wrong URL or model name, a model path
+that does not load: no episode is stored for it, and re-running the same command plays those
+episodes); 130 interrupted (Ctrl-C). Each failure prints one line on stderr, with what can help
+(re-running resumes; where a path cannot be written, it says what else to do); nothing already
+written is lost.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from tqdm import tqdm
 from ace_gym import __version__
 from ace_gym.atomic import NotRegularFileError
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.errors import AceGymError, ConfigError, InUseError, did_you_mean
+from ace_gym.errors import AceGymError, ConfigError, EngineUnavailableError, InUseError, did_you_mean
 from ace_gym.eval.results import MalformedRecordsError
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -44,13 +47,15 @@ EXIT_IN_USE = 3
 EXIT_IO = 4
 EXIT_MALFORMED = 5
 EXIT_REPLAY_MISMATCH = 6
+EXIT_ENGINE = 7
 EXIT_INTERRUPTED = 130
+_ENGINE_HINT = "; no episode was stored for it: re-run the same command once the model is available"
 EXIT_CODES_HELP = (
     "exit codes: 0 success; 2 bad argument, configuration or dataset, an output directory holding "
     "another run, or (serve) a --host/--port it cannot listen on; 3 output directory or (serve) port "
     "in use by another process; 4 results could not be read or written (not a directory, no "
     "permission, disk full); 5 malformed lines in episodes.jsonl; 6 a replay differs from its record; "
-    "130 interrupted"
+    "7 the model could not be reached or loaded (nothing stored for it: re-run to resume); 130 interrupted"
 )
 
 
@@ -82,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MalformedRecordsError as error:
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_MALFORMED
+    except EngineUnavailableError as error:  # from its fields: a Ray worker's error prints a traceback
+        print(f"{prefix} {error.target}: {error.problem}{_ENGINE_HINT}", file=sys.stderr)
+        return EXIT_ENGINE
     except AceGymError as error:
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_CONFIG

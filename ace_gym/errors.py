@@ -41,6 +41,32 @@ class DatasetError(AceGymError, ValueError):
         return (type(self), (self.source, self.json_path, self.problem))
 
 
+class EngineUnavailableError(AceGymError, RuntimeError):
+    """An LLM engine cannot reach or load its model: an endpoint that refuses the connection, does
+    not resolve, times out, rejects the key (401/403), does not serve the model (404) or stays
+    unavailable after the client's retries, or a local model that does not load.
+
+    An infrastructure failure, never an episode outcome: the rollouts let it propagate and store
+    nothing for the episodes in flight, so a resumed run plays them again. ``target`` is what was
+    tried (an endpoint's base URL and model, a model path), ``problem`` why it failed; the message
+    is one line."""
+
+    def __init__(self, target: str, problem: str) -> None:
+        self.target = target
+        self.problem = one_line(problem)
+        super().__init__(f"{target}: {self.problem}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        # Ray workers and vector envs pickle errors: keep the arguments
+        return (type(self), (self.target, self.problem))
+
+
+def one_line(text: object, limit: int = 300) -> str:
+    """``text`` as one line: whitespace runs collapsed, cut to ``limit`` characters (``...`` marks a cut)."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ' (did you mean X?)' for the closest choice, or '' when nothing is close."""
     close = difflib.get_close_matches(str(name), list(choices), n=1)

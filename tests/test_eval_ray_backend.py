@@ -117,6 +117,28 @@ def test_run_on_ray__an_error_in_a_rollout_is_raised_as_itself(cluster: Any, tmp
         list(solver_on_ray(specs, workers=1))
 
 
+@needs_ray
+@pytest.mark.slow
+def test_eval__ray_workers_on_an_unreachable_endpoint_exit_7_with_one_line_and_store_nothing(
+    cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    pytest.importorskip("openai")
+    from ace_gym.cli import EXIT_ENGINE
+    from tests.chat_server import ChatServer, chat_response
+    from tests.test_eval_cli import MEAL, one_error_line
+
+    server = ChatServer(lambda body: (200, chat_response("never")), listening=False)  # refuses connections
+    out = tmp_path / "ray"
+    try:
+        arguments = ["--policy", f"openai:fake@{server.url}", "--engine-option", "max_retries=0", *MEAL]
+        assert run_cli(*arguments, "--out", str(out), "--backend", "ray", "--ray-workers", "1") == EXIT_ENGINE
+    finally:
+        server.close()
+    line = one_error_line(capsys)  # the worker's error as its one line, not Ray's traceback
+    assert f"model endpoint {server.url}" in line and "ConnectionRefusedError" in line
+    assert list(read_records(out / "episodes.jsonl")) == []
+
+
 def test_run_on_ray__without_ray_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import fails as if not installed
     specs = [EpisodeSpec("course", instance_index=0)]

@@ -14,6 +14,7 @@ from ace_gym.agents.llm import make_engine  # noqa: E402
 from ace_gym.agents.llm.hf_engine import HFChatEngine  # noqa: E402
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
 from ace_gym.envs import AceEnv  # noqa: E402
+from ace_gym.errors import EngineUnavailableError  # noqa: E402
 from ace_gym.eval import EpisodeSpec, run_episodes  # noqa: E402
 from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done  # noqa: E402
 from tests.token_records import assert_token_exact  # noqa: E402
@@ -210,3 +211,20 @@ def test_hf_engine__a_conversation_the_chat_template_refuses_fails_alone(tiny_mo
     assert refused.finish_reason == "error" and "one tool call per turn only" in refused.text
     assert refused.completion_tokens == 0
     assert fine.finish_reason in ("stop", "length") and fine.completion_tokens >= 1
+
+
+@pytest.mark.parametrize("made", [False, True], ids=["missing", "empty-folder"])
+def test_hf_engine__a_model_path_that_does_not_load_raises_unavailable_naming_it(tmp_path: Path, made: bool) -> None:
+    path = tmp_path / "model"
+    if made:
+        path.mkdir()
+    with pytest.raises(EngineUnavailableError) as raised:
+        make_engine(f"hf:{path}")
+    assert str(raised.value).startswith(f"model {path}: cannot load") and "\n" not in str(raised.value)
+
+
+def test_hf_engine__a_tokenizer_path_that_does_not_load_raises_unavailable_naming_it(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(EngineUnavailableError, match=r"^tokenizer .*no-tokenizer: cannot load"):
+        HFChatEngine(str(tiny_model), tmp_path / "no-tokenizer")

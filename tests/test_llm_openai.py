@@ -15,11 +15,9 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -28,89 +26,19 @@ import pytest
 pytest.importorskip("openai")
 
 from ace_gym.agents.base import ChatEngine
+from ace_gym.agents.llm import make_engine
 from ace_gym.agents.llm.openai_engine import OpenAIChatEngine
-from ace_gym.errors import ConfigError
+from ace_gym.errors import EngineUnavailableError
 from ace_gym.eval import EpisodeSpec, run_episodes
-
-Reply = tuple[int, dict[str, Any]]
-
-
-class ChatServer:
-    """A threaded HTTP server; ``answer(request_body) -> (status, json_body)`` decides every reply."""
-
-    def __init__(self, answer: Callable[[dict[str, Any]], Reply], delay_s: float = 0.0) -> None:
-        self.answer = answer
-        self.delay_s = delay_s
-        self.requests: list[dict[str, Any]] = []
-        self.in_flight = self.max_in_flight = 0
-        self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    server.requests.append({"path": self.path, **body})
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                time.sleep(server.delay_s)
-                status, payload = server.answer(body)
-                with server._lock:
-                    server.in_flight -= 1
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                if status >= 400:  # the openai client's retries honour it: no half-second waits in tests
-                    self.send_header("retry-after-ms", "5")
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:  # keep test output clean
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self._thread.start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def chat_response(
-    content: str | None = "", tool_calls: list[dict[str, Any]] | None = None, reasoning: str | None = None
-) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    if reasoning is not None:
-        message["reasoning_content"] = reasoning
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "tiny",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
-    }
-
-
-def tool_call(name: str, arguments: dict[str, Any], call_id: str = "call_x") -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
-
-
-def error(status: int) -> Reply:
-    return status, {"error": {"message": f"status {status}", "type": "test", "code": status}}
+from tests.chat_server import ChatServer, Reply, chat_response, error, tool_call
 
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., ChatServer]]:
     servers: list[ChatServer] = []
 
-    def start(answer: Callable[[dict[str, Any]], Reply], delay_s: float = 0.0) -> ChatServer:
-        servers.append(ChatServer(answer, delay_s))
+    def start(answer: Callable[[dict[str, Any]], Reply], delay_s: float = 0.0, listening: bool = True) -> ChatServer:
+        servers.append(ChatServer(answer, delay_s, listening=listening))
         return servers[-1]
 
     yield start
@@ -221,11 +149,66 @@ def test_openai_engine__a_rejected_request_fails_alone_without_retry(serve: Call
     assert len(server.requests) == 2
 
 
-@pytest.mark.parametrize("status", [401, 404])
-def test_openai_engine__wrong_key_or_model_raises_config_error(serve: Callable[..., ChatServer], status: int) -> None:
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_openai_engine__wrong_key_or_model_raises_unavailable_naming_url_and_status(
+    serve: Callable[..., ChatServer], status: int
+) -> None:
     server = serve(lambda body: error(status))
-    with engine_for(server) as engine, pytest.raises(ConfigError):
+    with engine_for(server, max_retries=3) as engine, pytest.raises(EngineUnavailableError) as raised:
         engine.generate([CONVERSATION], [TOOLS])
+    message = str(raised.value)
+    assert server.url in message and f"HTTP {status}" in message and "'tiny'" in message
+    assert "\n" not in message and len(server.requests) == 1  # one line; refusals are not retried
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_openai_engine__an_endpoint_still_unavailable_after_retries_raises(
+    serve: Callable[..., ChatServer], status: int
+) -> None:
+    server = serve(lambda body: error(status))
+    with engine_for(server, max_retries=2) as engine, pytest.raises(EngineUnavailableError) as raised:
+        engine.generate([CONVERSATION], [TOOLS])
+    message = str(raised.value)
+    assert server.url in message and f"HTTP {status}" in message and "after 2 retries" in message
+    assert len(server.requests) == 3
+
+
+def test_openai_engine__a_refused_connection_raises_unavailable_naming_the_url(
+    serve: Callable[..., ChatServer],
+) -> None:
+    server = serve(lambda body: (200, chat_response("never")), listening=False)  # bound, refusing connections
+    conversations = [[{"role": "user", "content": f"episode {i}"}] for i in range(4)]
+    with engine_for(server, max_retries=0) as engine, pytest.raises(EngineUnavailableError) as raised:
+        engine.generate(conversations, [TOOLS] * 4)
+    assert str(raised.value).startswith(f"model endpoint {server.url}") and "ConnectionRefusedError" in str(
+        raised.value
+    )
+    assert "\n" not in str(raised.value)
+
+
+def test_openai_engine__without_url_names_the_base_url_it_tried(
+    serve: Callable[..., ChatServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = serve(lambda body: (200, chat_response("never")), listening=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    engine = make_engine("openai:fake", max_retries=0)
+    try:
+        with pytest.raises(EngineUnavailableError) as raised:
+            engine.generate([CONVERSATION], [TOOLS])
+        assert str(raised.value).startswith(f"model endpoint {server.url}/ (model 'fake'): cannot connect")
+    finally:
+        engine.close()  # type: ignore[attr-defined]
+
+
+def test_openai_engine__episodes_on_a_dead_endpoint_raise_and_yield_no_record(
+    serve: Callable[..., ChatServer],
+) -> None:
+    server = serve(lambda body: (200, chat_response("never")), listening=False)
+    specs = [EpisodeSpec(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
+    records: list[dict[str, Any]] = []
+    with engine_for(server, max_retries=0) as engine, pytest.raises(EngineUnavailableError):
+        records.extend(run_episodes(specs, engine, batch_size=2))
+    assert records == []
 
 
 def test_openai_engine__keeps_at_most_max_concurrency_requests_in_flight(serve: Callable[..., ChatServer]) -> None:

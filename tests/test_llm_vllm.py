@@ -109,5 +109,20 @@ def test_vllm_engine__generates_batches_and_plays_token_exact_episodes_through_t
         assert_token_exact(record, tokenizer)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("made", [False, True], ids=["missing", "empty-folder"])
+def test_vllm_engine__a_model_path_that_does_not_load_raises_unavailable_naming_it(tmp_path: Path, made: bool) -> None:
+    pytest.importorskip("vllm")
+    from ace_gym.agents.llm.vllm_engine import VLLMChatEngine
+    from ace_gym.errors import EngineUnavailableError
+
+    path = tmp_path / "model"
+    if made:
+        path.mkdir()
+    with pytest.raises(EngineUnavailableError) as raised:
+        VLLMChatEngine(str(path))  # refused before vLLM starts any worker process
+    assert str(raised.value).startswith(f"model {path}: cannot load") and "\n" not in str(raised.value)
+
+
 if __name__ == "__main__":
     run_script(sys.argv[1], sys.argv[2])

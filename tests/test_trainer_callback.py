@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -12,6 +15,7 @@ transformers = pytest.importorskip("transformers")
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
 from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.integrations.trainer_callback import (  # noqa: E402
+    EVAL_FAILED_METRIC,
     AceEvalCallback,
     ace_metrics,
     parse_error_turn,
@@ -173,3 +177,27 @@ def test_ace_eval_callback__logs_validation_metrics_from_the_live_model_during_t
         assert entry["ace/turns"] == 1.0 and entry["ace/episodes"] == 2.0
         assert 0.0 <= entry["ace/parse_error_rate"] <= 1.0
     assert not torch.equal(before, model.lm_head.weight)  # the model did train between evaluations
+
+
+def test_ace_eval_callback__an_evaluation_that_cannot_load_its_model_logs_the_failure_never_a_score(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Trainer:  # what the callback uses of a Trainer
+        processing_class = str(tmp_path / "no-tokenizer")  # a tokenizer path that does not load
+        model = object()
+
+        def __init__(self) -> None:
+            self.logged: list[dict[str, Any]] = []
+
+        def log(self, logs: dict[str, Any]) -> None:
+            self.logged.append(logs)
+
+    trainer = Trainer()
+    callback = AceEvalCallback(trainer, every_steps=1, domains=("course",), episodes_per_domain=1, max_turns=1)
+    control = SimpleNamespace(should_log=False)
+    with caplog.at_level(logging.WARNING, logger="ace_gym.integrations.trainer_callback"):
+        callback.on_step_end(SimpleNamespace(), SimpleNamespace(global_step=1), control)
+    assert trainer.logged == [{EVAL_FAILED_METRIC: 1.0}]  # no ace/score of any value
+    assert callback.metrics_history == [] and [step for step, _ in callback.failures] == [1]
+    assert "no-tokenizer: cannot load" in callback.failures[0][1] and "no-tokenizer: cannot load" in caplog.text
+    assert control.should_log is False  # the step's own training log is left as it was

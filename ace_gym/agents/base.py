@@ -57,7 +57,9 @@ class ChatEngine(Protocol):
     ``conversations[i]`` is episode i's whole message list (OpenAI chat format, system message
     first) and ``tools[i]`` its OpenAI tool schemas. Returns one :class:`Completion` per
     conversation, in order. An engine must not raise for one bad sample (return a Completion
-    with ``finish_reason="error"`` and the message in ``text`` instead).
+    with ``finish_reason="error"`` and the message in ``text`` instead); it raises
+    :class:`~ace_gym.errors.EngineUnavailableError` when it cannot reach or load its model (a dead
+    or refusing endpoint, a model that does not load), which is never an episode outcome.
     """
 
     def generate(

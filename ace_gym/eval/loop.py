@@ -355,7 +355,9 @@ def run_loop(
     each finished episode's record, in finishing order.
 
     ``open_episode`` opens an item's episode (:data:`EpisodeOpener`). ConfigError, at once, for a
-    ``batch_size`` that is not a positive integer.
+    ``batch_size`` that is not a positive integer. An error of the actor or an env, such as
+    :class:`~ace_gym.errors.EngineUnavailableError` from an engine that cannot reach its model,
+    propagates from the iterator: the episodes running then yield no record (none is scored).
     """
     return _refilling(iter(items), open_episode, actor, integer("batch_size", batch_size, minimum=1))
 

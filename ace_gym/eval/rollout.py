@@ -191,7 +191,9 @@ def run_episodes(
 ) -> Iterator[dict[str, Any]]:
     """Run every spec with ``policy`` (or an :class:`~ace_gym.eval.loop.Actor` of one's own),
     ``batch_size`` episodes at a time; yield each finished episode's record (see the module
-    docstring). ``name`` overrides the policy name in keys."""
+    docstring). ``name`` overrides the policy name in keys. An engine that cannot reach or load
+    its model raises :class:`~ace_gym.errors.EngineUnavailableError` from the iterator: the
+    episodes then running yield no record."""
     label = name or policy_name(policy)
     stacks = _IdleStacks()
     opener = partial(_open, label=label, stacks=stacks, digests={})

@@ -10,6 +10,7 @@ Usage (any ``transformers.Trainer``, including TRL's)::
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,10 +21,15 @@ from transformers import TrainerCallback
 
 from ace_gym.agents.llm.hf_engine import HFChatEngine
 from ace_gym.domains import DOMAIN_NAMES, get_domain
-from ace_gym.errors import integer, probability
+from ace_gym.errors import EngineUnavailableError, integer, probability
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.recovery import failure_log, recovery_counts, recovery_metrics
 from ace_gym.instance import resolve_dataset
+
+logger = logging.getLogger(__name__)
+
+EVAL_FAILED_METRIC = "ace/eval_failed"
+"""Logged as 1.0 (instead of any ``ace/score``) at a step whose evaluation could not run."""
 
 
 def parse_error_turn(turn: Mapping[str, Any]) -> bool:
@@ -157,6 +163,11 @@ class AceEvalCallback(TrainerCallback):
     give ``engine_options={"temperature": ...}``, for k > 1 to mean anything).
     Under data parallelism every process runs the slice (a sharded model needs all of them) and
     the Trainer logs from the main process. ``metrics_history`` keeps ``(step, metrics)`` pairs.
+
+    An evaluation whose engine cannot load or reach the model
+    (:class:`~ace_gym.errors.EngineUnavailableError`, e.g. a tokenizer path that does not load) is
+    no score: the step logs a warning and :data:`EVAL_FAILED_METRIC` = 1.0, no ``ace/score``, keeps
+    ``(step, message)`` in ``failures`` and training goes on.
     """
 
     def __init__(
@@ -192,6 +203,7 @@ class AceEvalCallback(TrainerCallback):
         self.batch_size = batch_size
         self.engine_options = {"temperature": 0.0, "max_new_tokens": 512, **dict(engine_options or {})}
         self.metrics_history: list[tuple[int, dict[str, float]]] = []
+        self.failures: list[tuple[int, str]] = []
         self._last_step = -1
 
     def evaluate(self, model: Any, tokenizer: Any) -> dict[str, float]:
@@ -205,8 +217,14 @@ class AceEvalCallback(TrainerCallback):
             return
         self._last_step = step
         tokenizer = kwargs.get("processing_class") or kwargs.get("tokenizer") or self.trainer.processing_class
-        metrics = self.evaluate(kwargs.get("model") or self.trainer.model, tokenizer)
-        self.metrics_history.append((step, metrics))
+        try:
+            metrics = self.evaluate(kwargs.get("model") or self.trainer.model, tokenizer)
+        except EngineUnavailableError as error:
+            logger.warning("ACE evaluation at step %d could not run, no score logged: %s", step, error)
+            self.failures.append((step, str(error)))
+            metrics = {EVAL_FAILED_METRIC: 1.0}
+        else:
+            self.metrics_history.append((step, metrics))
         should_log = control.should_log  # trainer.log clears it; keep the step's own training log
         self.trainer.log(dict(metrics))
         control.should_log = should_log

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ace_gym.agents.base import Completion
+from ace_gym.agents.llm.loading import loaded
 from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
 from ace_gym.errors import ConfigError, integer, number
 
@@ -40,6 +42,8 @@ class HFChatEngine:
     ``max_context`` (default: the model's ``max_position_embeddings``) is not generated: it
     returns empty text with ``finish_reason="length"``; one the chat template refuses (templates
     raise on shapes they do not support) returns the error as text with ``finish_reason="error"``.
+    A model or tokenizer path that does not load (missing, not a model, unreadable) raises
+    :class:`~ace_gym.errors.EngineUnavailableError` naming the path.
     """
 
     def __init__(
@@ -66,11 +70,11 @@ class HFChatEngine:
         if isinstance(model, (str, os.PathLike)):
             if tokenizer is None:
                 tokenizer = model
-            model = AutoModelForCausalLM.from_pretrained(model, dtype=dtype)
+            model = loaded("model", model, partial(AutoModelForCausalLM.from_pretrained, model, dtype=dtype))
         if tokenizer is None:
             raise ConfigError("tokenizer", None, "required when model is a live model object")
         if isinstance(tokenizer, (str, os.PathLike)):
-            tokenizer = AutoTokenizer.from_pretrained(tokenizer)
+            tokenizer = loaded("tokenizer", tokenizer, partial(AutoTokenizer.from_pretrained, tokenizer))
         if tokenizer.chat_template is None:
             raise ConfigError("tokenizer", getattr(tokenizer, "name_or_path", tokenizer), "has no chat template")
         self.model = model

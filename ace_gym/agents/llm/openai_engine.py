@@ -11,10 +11,22 @@ from typing import Any, TypeVar
 
 from ace_gym.agents.base import Completion
 from ace_gym.agents.llm.messages import for_openai
-from ace_gym.errors import ConfigError, integer
+from ace_gym.errors import EngineUnavailableError, integer, one_line
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
+
+UNAVAILABLE_STATUS = {
+    401: "authentication refused (API key)",
+    403: "permission denied",
+    404: "not found (base URL or model name)",
+    429: "rate limited or out of quota",
+    502: "bad gateway",
+    503: "service unavailable",
+    504: "gateway timeout",
+}
+"""HTTP statuses that say the endpoint cannot serve the model at all, whatever the request:
+:class:`~ace_gym.errors.EngineUnavailableError`, never an episode outcome."""
 
 
 class OpenAIChatEngine:
@@ -29,11 +41,15 @@ class OpenAIChatEngine:
 
     Errors: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried by the ``openai``
     client itself, up to ``max_retries`` times, with its exponential backoff and jitter (honouring
-    a server's ``Retry-After``); ``timeout_s`` bounds each attempt. When retries run out, or the
-    server rejects one request (any other 4xx, e.g. a prompt longer than the context), that
-    conversation gets ``Completion(text=<the error>, finish_reason="error")`` and the others are
-    unaffected. Authentication, permission and not-found errors (a wrong key, URL or model name)
-    raise :class:`~ace_gym.errors.ConfigError`.
+    a server's ``Retry-After``; about 14 s in all for the default 5 retries); ``timeout_s`` bounds
+    each attempt. An endpoint that cannot serve the model raises
+    :class:`~ace_gym.errors.EngineUnavailableError` (one line naming :attr:`base_url`, the model
+    and the cause), never a completion: a connection refused, a host that does not resolve or a
+    timeout once retries run out, a wrong key (401), a refusal (403), a wrong URL or model name
+    (404), and 429/502/503/504 once retries run out (:data:`UNAVAILABLE_STATUS`). A server that
+    answers about one request (a 500 once retries run out, any other 4xx, e.g. a prompt longer
+    than the context) gives that conversation ``Completion(text=<the error>,
+    finish_reason="error")``, and the others are unaffected.
 
     The completion holds the message ``content`` as ``text``, native ``tool_calls`` (OpenAI shape),
     the server-separated reasoning (``reasoning_content`` or ``reasoning``), the ``usage``
@@ -93,7 +109,13 @@ class OpenAIChatEngine:
             async with semaphore:
                 return await self._complete(conversation, conversation_tools)
 
-        return list(await asyncio.gather(*(bounded(c, t) for c, t in zip(conversations, tools, strict=True))))
+        tasks = [asyncio.ensure_future(bounded(c, t)) for c, t in zip(conversations, tools, strict=True)]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:  # an unavailable endpoint: the other requests would only retry in vain
+            for task in tasks:
+                task.cancel()
+            raise
 
     async def _complete(self, conversation: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
         import openai
@@ -103,12 +125,27 @@ class OpenAIChatEngine:
             request["tools"] = tools
         try:
             response = await self._client.chat.completions.create(**request)
-        except (openai.AuthenticationError, openai.PermissionDeniedError, openai.NotFoundError) as error:
-            raise ConfigError("model", f"{self.model}@{self._client.base_url}", str(error)) from error
-        except (openai.APIConnectionError, openai.APIStatusError) as error:  # after the client's retries
-            logger.warning("chat completion failed: %s", error)
+        except openai.APIConnectionError as error:  # refused, unresolved, timed out: after the client's retries
+            raise self._unavailable(f"cannot connect ({_root_cause(error)}){self._after_retries()}") from error
+        except openai.APIStatusError as error:
+            if error.status_code in UNAVAILABLE_STATUS:
+                problem = f"HTTP {error.status_code} {UNAVAILABLE_STATUS[error.status_code]}: {error.message}"
+                retried = error.status_code in (429, 502, 503, 504)
+                raise self._unavailable(problem + (self._after_retries() if retried else "")) from error
+            logger.warning("chat completion failed: %s", one_line(error))  # this request, after any retries
             return Completion(text=f"{type(error).__name__}: {error}", finish_reason="error")
         return _completion_of(response)
+
+    def _unavailable(self, problem: str) -> EngineUnavailableError:
+        return EngineUnavailableError(f"model endpoint {self.base_url} (model {self.model!r})", problem)
+
+    def _after_retries(self) -> str:
+        return f" after {self._client.max_retries} retries" if self._client.max_retries else ""
+
+    @property
+    def base_url(self) -> str:
+        """The base URL requests go to: the one given, else ``OPENAI_BASE_URL``, else the OpenAI API."""
+        return str(self._client.base_url)
 
     def _run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
@@ -150,3 +187,13 @@ def _completion_of(response: Any) -> Completion:
         finish_reason=choice.finish_reason,
         logprobs=[float(item.logprob) for item in token_logprobs] if token_logprobs is not None else None,
     )
+
+
+def _root_cause(error: BaseException) -> str:
+    """The innermost exception under ``error`` (the socket's "Connection refused", the resolver's
+    "Name or service not known"), as ``Type: message``; ``error`` itself when it wraps nothing."""
+    root, seen = error, {id(error)}
+    while (inner := root.__cause__ or root.__context__) is not None and id(inner) not in seen:
+        root = inner
+        seen.add(id(root))
+    return f"{type(root).__name__}: {root}"

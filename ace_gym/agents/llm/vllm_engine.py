@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from ace_gym.agents.base import Completion
+from ace_gym.agents.llm.loading import LOAD_ERRORS, loaded
 from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
 from ace_gym.errors import ConfigError
 
@@ -36,6 +38,9 @@ class VLLMChatEngine:
     ``finish_reason="length"``; one the chat template refuses returns the error as text with
     ``finish_reason="error"``.
 
+    A model that does not load (a missing path, not a model, an engine that fails to start)
+    raises :class:`~ace_gym.errors.EngineUnavailableError` naming the model.
+
     A script that builds one needs an ``if __name__ == "__main__":`` guard (vLLM starts worker
     processes).
     """
@@ -54,7 +59,10 @@ class VLLMChatEngine:
 
         if llm is None and model is None:
             raise ConfigError("model", None, "give a model path or name, or a vllm.LLM as llm=")
-        self.llm = llm if llm is not None else LLM(model=str(model), seed=seed, **llm_kwargs)
+        if llm is None:
+            load = partial(LLM, model=str(model), seed=seed, **llm_kwargs)
+            llm = loaded("model", str(model), load, (*LOAD_ERRORS, RuntimeError))  # RuntimeError: engine start
+        self.llm = llm
         if isinstance(sampling, SamplingParams):
             self.sampling = sampling
         else:

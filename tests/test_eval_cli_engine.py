@@ -1,0 +1,54 @@
+"""``ace-gym eval`` with a model it cannot reach or load: one line naming the URL or path, exit 7,
+no record stored for the episodes it could not play, and the same command plays them later."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ace_gym.cli import EXIT_ENGINE
+from ace_gym.eval.results import read_records
+from tests.chat_server import ChatServer, Reply, chat_response, tool_call
+from tests.test_eval_cli import MEAL, one_error_line, run_cli
+
+
+def _reads_the_grid_then_done(body: dict[str, Any]) -> Reply:
+    turns = sum(message["role"] == "assistant" for message in body["messages"])
+    name = "get_current_grid_state" if turns == 0 else "done"
+    return 200, chat_response("", [tool_call(name, {}, f"call_{turns}")])
+
+
+def test_eval__an_unreachable_endpoint_exits_7_naming_the_url_stores_nothing_and_the_rerun_plays_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    pytest.importorskip("openai")
+    server = ChatServer(_reads_the_grid_then_done, listening=False)  # its port refuses connections
+    out = tmp_path / "run"
+    command = ["--policy", f"openai:fake@{server.url}", "--engine-option", "max_retries=0", *MEAL]
+    command += ["--max-turns", "2", "--out", str(out)]
+    try:
+        assert run_cli(*command) == EXIT_ENGINE
+        line = one_error_line(capsys)
+        assert f"model endpoint {server.url}" in line and "ConnectionRefusedError" in line
+        assert list(read_records(out / "episodes.jsonl")) == []  # no 0.000 stored for it
+
+        server.listen()  # the endpoint comes up: the same command plays the episode
+        assert run_cli(*command) == 0
+        assert "resuming" not in capsys.readouterr().err
+        (record,) = read_records(out / "episodes.jsonl")
+        assert record["usage"]["turns"] == 2 and len(server.requests) == 2
+    finally:
+        server.close()
+
+
+def test_eval__a_model_path_that_does_not_load_exits_7_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    missing = tmp_path / "no-such-model"
+    out = tmp_path / "run"
+    assert run_cli("--policy", f"hf:{missing}", *MEAL, "--out", str(out)) == EXIT_ENGINE
+    line = one_error_line(capsys)
+    assert f"model {missing}: cannot load" in line
+    assert list(read_records(out / "episodes.jsonl")) == []
