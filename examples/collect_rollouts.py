@@ -13,7 +13,9 @@ Run it as written (a tiny random Llama built locally, transformers engine on CPU
 
 Other policies (:func:`ace_gym.agents.make_policy`): ``--policy vllm:/path/to/model`` (needs an
 ``if __name__ == "__main__"`` script, which this is), ``--policy openai:MODEL@http://127.0.0.1:8000/v1``
-against ``vllm serve``, or a scripted baseline such as ``--policy solver``.
+against ``vllm serve``, or a scripted baseline such as ``--policy solver``. A named policy gets the
+turn budget of ``ace-gym eval`` (1000, room for a whole solver episode); the tiny random model's
+default run stops after 2 turns.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import ace_gym  # noqa: F401  (registers the ACE-* env ids)
 from ace_gym.agents import POLICY_SPECS, make_policy
 from ace_gym.errors import ConfigError
 from ace_gym.eval import run_vector_episodes
+from ace_gym.eval.rollout import DEFAULT_MAX_TURNS
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
 
@@ -47,7 +50,12 @@ def main() -> None:
     parser.add_argument("--env-id", default="ACE-course-v0")
     parser.add_argument("--num-envs", type=int, default=4)
     parser.add_argument("--episodes", type=int, default=6)
-    parser.add_argument("--max-turns", type=int, default=2)
+    parser.add_argument(
+        "--max-turns",
+        type=int,
+        default=None,
+        help=f"policy turns per episode (default {DEFAULT_MAX_TURNS} with --policy, 2 for the tiny model)",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--vectorization-mode", choices=("sync", "async"), default="sync")
     parser.add_argument("--seed", type=int, default=0)
@@ -67,12 +75,13 @@ def main() -> None:
         sys.exit(f"collect_rollouts.py: {error.name} is missing; install it with pip install 'ace-gym[hf]'")
     except ConfigError as error:  # among them: an engine whose back end is not installed
         sys.exit(f"collect_rollouts.py: {error}")
+    max_turns = args.max_turns if args.max_turns is not None else DEFAULT_MAX_TURNS if args.policy else 2
     envs = gym.make_vec(
         args.env_id,
         num_envs=args.num_envs,
         vectorization_mode=args.vectorization_mode,
         vector_kwargs={"shared_memory": False} if args.vectorization_mode == "async" else {},
-        wrappers=[ChatAdapter, partial(StepBudget, max_turns=args.max_turns)],
+        wrappers=[ChatAdapter, partial(StepBudget, max_turns=max_turns)],
     )
     out = args.out or f"{workdir}/rollouts.jsonl"
     try:

