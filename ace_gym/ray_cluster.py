@@ -18,7 +18,9 @@ def connect(address: str | None = None) -> ModuleType:
     try:
         import ray
     except ImportError as error:
-        raise ConfigError("backend", "ray", f"needs ray ({error}): pip install 'ace-gym[ray]'") from None
+        raise ConfigError(
+            "backend", "ray", f"needs ray ({error}): pip install '.[ray]' in an ace-gym checkout"
+        ) from None
     if not ray.is_initialized():
         ray.init(address=address)
     return ray

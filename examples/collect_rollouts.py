@@ -72,7 +72,9 @@ def main() -> None:
             model = build_tiny_model(f"{workdir}/tiny-model", seed=args.seed)
             policy = make_policy(f"hf:{model}", max_new_tokens=args.max_new_tokens, seed=args.seed)
     except ImportError as error:
-        sys.exit(f"collect_rollouts.py: {error.name} is missing; install it with pip install 'ace-gym[hf]'")
+        sys.exit(
+            f"collect_rollouts.py: {error.name} is missing; install it with pip install '.[hf]' in an ace-gym checkout"
+        )
     except ConfigError as error:  # among them: an engine whose back end is not installed
         sys.exit(f"collect_rollouts.py: {error}")
     max_turns = args.max_turns if args.max_turns is not None else DEFAULT_MAX_TURNS if args.policy else 2

@@ -16,7 +16,7 @@ Run it as written (builds a tiny random Llama locally, two CPU steps, under a mi
     python examples/grpo_train.py
 
 With a real model: ``python examples/grpo_train.py --model Qwen/Qwen3-0.6B --max-steps 500
---max-completion-length 4096 --max-turns 40`` (needs ``pip install "ace-gym[train]"``: trl >= 1.8,
+--max-completion-length 4096 --max-turns 40`` (needs ``pip install ".[train]"``: trl >= 1.8,
 transformers >= 5.2; the model's chat template must be one TRL parses tool calls for, e.g. Qwen).
 """
 
@@ -51,7 +51,9 @@ def main() -> None:
         from ace_gym.integrations.trainer_callback import AceEvalCallback, validation_specs
         from ace_gym.integrations.trl import AceMetrics, environment_factory, train_dataset
     except ImportError as error:
-        sys.exit(f"grpo_train.py: {error.name} is missing; install it with pip install 'ace-gym[train]'")
+        sys.exit(
+            f"grpo_train.py: {error.name} is missing; install it with pip install '.[train]' in an ace-gym checkout"
+        )
 
     workdir = tempfile.mkdtemp(prefix="ace-grpo-")
     model_path = args.model or str(build_tiny_model(f"{workdir}/tiny-model", seed=args.seed))

@@ -56,7 +56,9 @@ def main() -> None:
         engine_options = {"sampling": sampling, "seed": args.seed, **llm_options}
         engine = make_policy(policy_spec, **engine_options)
     except ImportError as error:
-        sys.exit(f"vllm_eval.py: {error.name} is missing; install it with pip install 'ace-gym[vllm,hf]'")
+        sys.exit(
+            f"vllm_eval.py: {error.name} is missing; install it with pip install '.[vllm,hf]' in an ace-gym checkout"
+        )
     except ConfigError as error:  # among them: vllm not installed
         sys.exit(f"vllm_eval.py: {error}")
     domains = list(DOMAIN_NAMES) if args.domains == "all" else args.domains.split(",")

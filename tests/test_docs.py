@@ -59,11 +59,15 @@ def test_readme_and_docs__print_no_absolute_path_of_a_machine() -> None:
     assert not offenders, "\n".join(offenders)
 
 
-def test_readme_and_docs__install_extras_from_a_checkout_never_from_pypi() -> None:
+CODE = sorted((ROOT / "ace_gym").rglob("*.py")) + sorted((ROOT / "examples").glob("*.py"))
+
+
+def test_readme_docs_and_messages__install_extras_from_a_checkout_never_from_pypi() -> None:
+    """The pages, and the install hints the library and examples print, name ``".[extra]"``."""
     offenders = [
         f"{page.relative_to(ROOT)}: {line.strip()}"
-        for page in PAGES
-        for line in page.read_text().splitlines()
+        for page in [*PAGES, *CODE]
+        for line in page.read_text(encoding="utf-8").splitlines()
         if PYPI_EXTRA.search(line)
     ]
     assert not offenders, "\n".join(offenders)

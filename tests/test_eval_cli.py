@@ -474,7 +474,7 @@ def test_eval__llm_policy_without_the_llm_package_is_a_clear_error(
     monkeypatch.setitem(sys.modules, "ace_gym.agents.llm", None)  # import fails as if not installed
     monkeypatch.delattr(ace_gym.agents, "llm", raising=False)
     assert run_cli("--policy", "vllm:/models/tiny", "--out", str(tmp_path / "run"), *SLICE) == 2
-    assert "pip install 'ace-gym[vllm]'" in capsys.readouterr().err
+    assert "pip install '.[vllm]' in an ace-gym checkout" in capsys.readouterr().err
 
 
 def test_report__rebuilds_summary_and_heatmaps_from_the_records(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -34,7 +34,7 @@ def test_examples__help_and_install_hint_without_the_optional_extras(script: str
     assert shown.stdout.startswith("usage:")
     refused = run()  # the default run needs a back end: a one-line install hint, not a traceback
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr[-2000:]
-    assert "is missing; install it with pip install 'ace-gym[" in refused.stderr
+    assert "is missing; install it with pip install '.[" in refused.stderr
 
 
 def _run(script: str, *args: str) -> str:

@@ -100,5 +100,5 @@ def make_policy(spec: str, **engine_options: Any) -> Policy:
             "policy",
             spec,
             f"LLM policies need ace_gym.agents.llm and its optional dependencies ({error}); "
-            f"install e.g. pip install 'ace-gym[{kind}]'",
+            f"install e.g. pip install '.[{kind}]' in an ace-gym checkout",
         ) from None

@@ -531,7 +531,9 @@ def _write_report(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -
     if matplotlib_available():
         report.write_heatmaps(summary, out)
     else:
-        print("matplotlib is not installed: no heatmaps (pip install 'ace-gym[plot]')", file=sys.stderr)
+        print(
+            "matplotlib is not installed: no heatmaps (pip install '.[plot]' in an ace-gym checkout)", file=sys.stderr
+        )
     print(report.format_table(summary))
     if summary.get("skipped_lines"):
         print(f"left out malformed lines {summary['skipped_lines']} of {EPISODES_FILE}", file=sys.stderr)

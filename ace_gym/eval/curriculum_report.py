@@ -85,7 +85,7 @@ def trajectory_figure(records: Iterable[Mapping[str, Any]], title: str = "curric
 def write_trajectory_plot(records: Iterable[Mapping[str, Any]], path: str | Path, title: str = "curriculum") -> Path:
     """Write :func:`trajectory_figure` to ``path`` atomically (format from its suffix, e.g.
     ``.png``); returns the path. Raises ImportError when matplotlib is missing
-    (``pip install ace-gym[plot]``)."""
+    (``pip install ".[plot]"``)."""
     path = Path(path)
     figure = trajectory_figure(records, title)
     write_atomic(path, partial(figure.savefig, format=path.suffix.lstrip(".") or "png", dpi=PLOT_DPI))

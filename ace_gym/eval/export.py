@@ -1,7 +1,7 @@
 """``ace-gym export RUN_DIR --format parquet|hf``: a run's episodes as a Hugging Face dataset.
 
 One row per episode record of ``RUN_DIR/episodes.jsonl``, so evaluation and rollout runs become
-SFT or RL data (``pip install "ace-gym[export]"``, the ``datasets`` library):
+SFT or RL data (``pip install ".[export]"``, the ``datasets`` library):
 
 * the episode: ``key``, ``policy``, ``dataset``, ``domain``, ``instance_id``, ``instance_index``,
   ``seed``, ``trial``, ``tool_failure_rate``, ``hidden_slots``, ``decoy_budget``, ``score``,
@@ -226,7 +226,9 @@ def export_episodes(
     try:
         from datasets import Dataset
     except ImportError:
-        raise ConfigError("format", fmt, "needs the datasets library: pip install 'ace-gym[export]'") from None
+        raise ConfigError(
+            "format", fmt, "needs the datasets library: pip install '.[export]' in an ace-gym checkout"
+        ) from None
     duplicates: list[int] = []
     skipped: list[int] | None = [] if skip_malformed else None
     count = sum(1 for _ in read_records(episodes, skipped=skipped, check=export_problem, duplicates=duplicates))
@@ -290,7 +292,7 @@ def register(subparsers: Any) -> None:
         help="write a run's episodes as a Hugging Face dataset (parquet or save_to_disk)",
         description="One row per episode of RUN_DIR/episodes.jsonl: the conversation, tools, per-turn "
         "rewards, score and, for token-exact runs, prompt/response token ids, assistant mask and logprobs. "
-        "Needs pip install 'ace-gym[export]'.",
+        "Needs pip install '.[export]' in an ace-gym checkout.",
     )
     export.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="output directory of an eval or rollout run")
     export.add_argument("--format", choices=FORMATS, default="parquet", help="parquet (one file) or hf (a folder)")

@@ -85,7 +85,7 @@ def heatmap_figure(summary: Mapping[str, Any], domain: str, failure_rate: str) -
 def write_heatmaps(summary: Mapping[str, Any], out_dir: str | Path) -> list[Path]:
     """Write ``<heatmap_name>.{png,pdf,svg}`` for every domain and tool-failure rate of
     ``summary`` into ``out_dir``, each atomically; returns the paths. Raises ImportError when
-    matplotlib is missing (``pip install ace-gym[plot]``)."""
+    matplotlib is missing (``pip install ".[plot]"``)."""
     from matplotlib import rc_context
 
     out_dir = Path(out_dir)

@@ -1,4 +1,4 @@
-"""OpenRLHF (``pip install "ace-gym[openrlhf]"``): this module is an ``agent_func`` file.
+"""OpenRLHF (``pip install ".[openrlhf]"``): this module is an ``agent_func`` file.
 
 Train with ``--train.agent_func_path $(python -c "import ace_gym.integrations.openrlhf as m;
 print(m.__file__)")`` on rows from :func:`write_dataset` (``--data.label_key label``). OpenRLHF's

