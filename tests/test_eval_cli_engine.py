@@ -3,6 +3,7 @@ no record stored for the episodes it could not play, and the same command plays 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ def test_eval__an_unreachable_endpoint_exits_7_naming_the_url_stores_nothing_and
         line = one_error_line(capsys)
         assert f"model endpoint {server.url}" in line and "ConnectionRefusedError" in line
         assert list(read_records(out / "episodes.jsonl")) == []  # no 0.000 stored for it
+        summary = json.loads((out / "summary.json").read_text())  # the run's identity, and no score
+        assert summary["episodes"] == 0 and summary["overall"]["score"] is None
 
         server.listen()  # the endpoint comes up: the same command plays the episode
         assert run_cli(*command) == 0

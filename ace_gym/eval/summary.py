@@ -109,7 +109,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     are ``episodes``, ``score``, ``score_se``, ``steps``, ``tool_calls``, ``time_s``, ``tokens``,
     ``datasets`` lists the dataset each domain's episodes came from and recovery is ``failures``,
     ``recovered``, ``recovery_rate`` and ``turns_to_recover`` (:mod:`ace_gym.eval.recovery`; None
-    where no failure was injected or recovered). No records: policy None, empty views. Under
+    where no failure was injected or recovered). No records: policy None, score None, empty views. Under
     AgencyBench's protocol, :func:`ace_gym.eval.agency.add_metrics` adds its
     metrics. Raises ConfigError when the records come from more than one policy.
     """
@@ -132,7 +132,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         stats["datasets"] = sorted({str(r.get("dataset")) for r in domain_records})
         per_domain[domain] = stats
     overall = _stats(list(records))
-    overall["score"] = _mean([d["score"] for d in per_domain.values()])
+    overall["score"] = _mean([d["score"] for d in per_domain.values()]) if per_domain else None  # no 0.0 for no episode
     domain_errors = [d["score_se"] for d in per_domain.values()]
     overall["score_se"] = (
         None
