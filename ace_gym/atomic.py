@@ -146,13 +146,18 @@ def open_regular(path: str | os.PathLike[str], *, writable: bool = False) -> Bin
     raise NotRegularFileError(errno.EINVAL, f"is {kind}, not a regular file", os.fspath(path))
 
 
-def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
+def read_regular_file(path: str | os.PathLike[str], limit: int, *, trusted_only: bool = False) -> bytes:
     """The bytes of the regular file at ``path`` (see :func:`open_regular`), at most ``limit`` of
     them. Raises OSError when it is not a regular file or holds more than ``limit`` bytes (errno
-    EFBIG; a file that grows while read is read no further than ``limit + 1``)."""
+    EFBIG; a file that grows while read is read no further than ``limit + 1``); with
+    ``trusted_only``, also when another user than this process's (or root) owns it or its group or
+    others may write it (errno EPERM): a file someone else could have written is not read."""
     too_large = OSError(errno.EFBIG, f"holds more than {limit} bytes", os.fspath(path))
     with open_regular(path) as stream:
-        size = os.fstat(stream.fileno()).st_size
+        status = os.fstat(stream.fileno())
+        if trusted_only and not _written_by_this_user_only(status):
+            raise OSError(errno.EPERM, "is owned by another user or writable by others", os.fspath(path))
+        size = status.st_size
         if size > limit:
             raise too_large
         data = stream.read(size + 1)  # to the end, in one read
@@ -161,6 +166,13 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
     if len(data) > limit:
         raise too_large
     return data
+
+
+def _written_by_this_user_only(status: os.stat_result) -> bool:
+    """Whether only this process's user (or root) can have written a file of this status."""
+    if not hasattr(os, "getuid"):  # no POSIX owners (Windows): nothing to tell
+        return True
+    return status.st_uid in (os.getuid(), 0) and not status.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
 _SPECIAL_KINDS = (

@@ -20,8 +20,10 @@ place, even with its checksum recomputed, is not served), and its checksum must 
 else (absent, not a regular file, over :data:`MAX_ENTRY_BYTES`, another layout, corrupt, written
 for another file, an index the caller's check refuses) is a miss: the file is validated in full
 and its entry written anew. A cache folder that cannot be written is skipped. Nothing is
-unpickled. The checksum guards against corruption and misplaced entries, not against a writer who
-builds a whole entry for the file: the cache folder is trusted as the files it holds entries of are.
+unpickled. The checksum guards against corruption and misplaced entries; against a writer who
+builds a whole entry for the file, an entry is read only when this process's user (or root) owns
+it and neither its group nor others may write it (a cache folder shared between users then serves
+each user the entries that user wrote).
 
 The folder is ``$ACE_GYM_CACHE_DIR``, else ``$XDG_CACHE_HOME/ace-gym``, else ``~/.cache/ace-gym``;
 ``ACE_GYM_CACHE_DIR=""`` (set and empty) turns the cache off.
@@ -122,7 +124,7 @@ def read_entry(
 ) -> CachedDataset | None:
     """The entry written for a file with these bytes under this validator, or None: absent, not a
     regular file or too large (never read: a FIFO or device in its place does not block or read
-    without end), another layout, corrupt, written for another file or validator, or refused by
+    without end), owned by another user or writable by others, another layout, corrupt, written for another file or validator, or refused by
     ``check`` (which says why an entry that checks out here cannot be the file's, or returns None).
     Every miss but an absent entry is logged as a warning."""
     folder = cache_folder()
@@ -131,7 +133,7 @@ def read_entry(
     key = _entry_key(file_sha256)
     path = folder / f"{key}.json"
     try:
-        data = read_regular_file(path, MAX_ENTRY_BYTES)
+        data = read_regular_file(path, MAX_ENTRY_BYTES, trusted_only=True)
     except FileNotFoundError:
         return None
     except OSError as error:

@@ -78,34 +78,6 @@ def test_read_regular_file__reads_up_to_its_limit_and_refuses_more(tmp_path: Pat
         read_regular_file(path, 9)
 
 
-def test_open_regular__refuses_a_fifo_with_a_writer_open(tmp_path: Path) -> None:
-    """Issue 27 §3: reading a FIFO blocked until a writer came. A writer is held open here, so
-    that a regression fails the test instead of blocking it."""
-    if not hasattr(os, "mkfifo"):
-        pytest.skip("no os.mkfifo on this system")
-    fifo = tmp_path / "fifo"
-    os.mkfifo(fifo)
-    keeper = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader and writer: no open of it blocks
-    try:
-        with pytest.raises(OSError, match="is a FIFO, not a regular file"):
-            open_regular(fifo).close()
-    finally:
-        os.close(keeper)
-
-
-@pytest.mark.parametrize("special", ["/dev/zero", "directory"])
-def test_read_regular_file__refuses_a_device_or_folder_unread_links_followed(special: str, tmp_path: Path) -> None:
-    """Issue 27 §3: a link to /dev/zero in a cache entry's place read without end."""
-    target = tmp_path if special == "directory" else Path(special)
-    if not target.exists():
-        pytest.skip(f"no {special} on this system")
-    link = tmp_path / "link"
-    link.symlink_to(target)
-    kind = "a folder" if special == "directory" else "a character device"
-    with pytest.raises(OSError, match=f"is {kind}, not a regular file"):
-        read_regular_file(link, 2**40)  # a read of /dev/zero would fill the memory long before 1 TiB
-
-
 def test_remove_stale_temporaries__removes_a_killed_writers_file_and_keeps_a_live_writers(tmp_path: Path) -> None:
     dead = killed_writer(tmp_path / "heatmap_course.png")
     other = killed_writer(tmp_path / "rows.jsonl")
@@ -136,17 +108,44 @@ def test_atomic_file__a_temporary_file_removed_before_it_was_locked_is_replaced(
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder", "device"])
-def test_open_regular__refuses_a_fifo_a_folder_or_a_device_without_waiting(tmp_path: Path, kind: str) -> None:
+def test_open_and_read_regular__refuse_a_fifo_a_folder_or_a_device_unread(tmp_path: Path, kind: str) -> None:
+    """Issue 27 §3: a FIFO in a file's place blocked its reader until a writer came, a link to
+    /dev/zero read without end. A FIFO's writer is held open here, so that a regression fails the
+    test instead of blocking it."""
     path = tmp_path / "episodes.jsonl"
+    keeper = None
     if kind == "fifo":
-        os.mkfifo(path)  # opening it to read would wait for a writer
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no os.mkfifo on this system")
+        os.mkfifo(path)
+        keeper = os.open(path, os.O_RDWR | os.O_NONBLOCK)  # a reader and writer: no open of it blocks
     elif kind == "folder":
         path.mkdir()
+    elif not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero on this system")
     else:
-        path.symlink_to("/dev/zero")  # reading it would never end
-    with pytest.raises(NotRegularFileError, match="not a regular file") as raised:
-        open_regular(path)
-    assert raised.value.filename == str(path)
+        path.symlink_to("/dev/zero")  # links are followed: this is a device
+    what = {"fifo": "a FIFO", "folder": "a folder", "device": "a character device"}[kind]
+    try:
+        with pytest.raises(NotRegularFileError, match=f"is {what}, not a regular file") as raised:
+            open_regular(path)
+        assert raised.value.filename == str(path)
+        with pytest.raises(NotRegularFileError):
+            read_regular_file(path, 2**40)  # a read of /dev/zero would fill the memory long before 1 TiB
+    finally:
+        if keeper is not None:
+            os.close(keeper)
     path.parent.joinpath("plain").write_bytes(b"line\n")
     with open_regular(path.parent / "plain") as handle:
         assert handle.read() == b"line\n"
+
+
+def test_read_regular_file__trusted_only_refuses_a_file_others_may_write(tmp_path: Path) -> None:
+    path = tmp_path / "entry"
+    path.write_bytes(b"data")
+    path.chmod(0o644)
+    assert read_regular_file(path, 10, trusted_only=True) == b"data"
+    path.chmod(0o664)  # its group may write it
+    assert read_regular_file(path, 10) == b"data"
+    with pytest.raises(OSError, match="owned by another user or writable by others"):
+        read_regular_file(path, 10, trusted_only=True)

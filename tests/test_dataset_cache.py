@@ -186,6 +186,30 @@ def test_make__another_files_entry_copied_into_its_place_is_not_served(
     assert _index_and_body(_entry_of(cache, small))[0]["header"]["num_instances"] == 35  # written anew
 
 
+@pytest.mark.parametrize("how", ["writable by others", "owned by another user"])
+def test_read_dataset__an_entry_someone_else_could_have_written_is_a_miss(
+    how: str, cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 27 §3: whoever could write to a shared cache folder could forge a whole entry for a
+    file and change benchmark results; an entry is read only when this user alone can have
+    written it."""
+    small, _ = _bundled_course_copies(tmp_path)
+    read_dataset(small)
+    entry = _entry_of(cache, small)
+    if how == "writable by others":
+        entry.chmod(0o666)
+    elif os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    else:
+        os.chown(entry, 54321, -1)
+    forget_loaded_datasets()
+    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+        assert len(read_dataset(small)) == 35  # validated again
+    assert "is owned by another user or writable by others" in caplog.text
+    status = _entry_of(cache, small).stat()  # and written anew, by this user alone
+    assert status.st_uid == os.geteuid() and not status.st_mode & 0o022
+
+
 @pytest.mark.parametrize("forged", [(), ("key",), ("key", "validator_fingerprint"), ("key", "layout", "header")])
 def test_read_dataset__another_files_entry_with_its_checksum_recomputed_is_a_miss(
     forged: tuple[str, ...], cache: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture

@@ -557,6 +557,7 @@ def _eval_process(out: Path, *, wait_after_one_episode: bool = False) -> subproc
     sent once a record is on disk always lands mid-run, however loaded the machine."""
     program = ["-c", WAITING_SOLVER] if wait_after_one_episode else ["-m", "ace_gym"]
     command = [sys.executable, *program, "eval", "--policy", "solver", "--domains", "course,meal,travel"]
+    command += ["--batch-size", "1"]  # one episode at a time: a waiting second episode holds no first
     return subprocess.Popen([*command, "--out", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
