@@ -62,7 +62,7 @@ def _detector(trajectories: list[tuple[str, list[dict[str, Any]]]]) -> float:
         env = AceEnv(domain)
         _, info = env.reset(seed=0, options={"instance_index": H15_INDEX})
         tracker = ErrorTracker(facts_from_reset(env.compiled, info))
-        replies = [env.step(action)[0] for action in actions]
+        replies = [env.step(action)[4]["reply"] for action in actions]
         began = time.perf_counter()
         for action, reply in zip(actions, replies, strict=True):
             tracker.judge(action)

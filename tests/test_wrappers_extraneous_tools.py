@@ -63,7 +63,7 @@ def test_oracle__earns_the_unwrapped_reward_and_leaves_the_same_grid() -> None:
         env = ExtraneousTools(AceEnv(domain), n=4)
         env.reset(seed=0, options=OPTIONS)
         replies = [env.step(action) for action, _ in steps]
-        assert [r[0] for r in replies] == [reply for _, reply in steps]
+        assert [r[0] for r in replies] == [reply.text for _, reply in steps]
         assert replies[-1][1] == reward == 1.0
         assert replies[-1][4]["grid"] == _grid(bare)
         assert replies[-1][4]["apb"]["extraneous_tools"]["strict_success"] is True

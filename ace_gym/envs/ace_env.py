@@ -19,7 +19,7 @@ from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
 from ace_gym.text import valid_text
 from ace_gym.tools import INVALID, EpisodeState, ToolConfig, echo, failure, toolset
-from ace_gym.tools.replies import forget_texts, texts_of
+from ace_gym.tools.replies import REPLY_INFO, failed_reply, forget_texts, texts_of
 
 ActionType = Mapping[str, Any] | ToolCall
 IdGrid = list[list[str | None]]
@@ -98,7 +98,8 @@ class AceEnv(gym.Env[str, ActionType]):
     ``system_prompt``, ``tools`` (a new list of the shared read-only schemas), ``budgets``, then the
     source's own keys (a generator source: ``instance_seed``).
     Step: ``tool`` (the name called, always a str: see :func:`tool_label`), ``ok`` (envelope
-    status is success), ``step``. Last step also ``score`` (float, 1.0 or 0.0, as the reward),
+    status is success), ``step``, ``reply`` (the call's :class:`~ace_gym.tools.ToolReply`, whose
+    ``text`` is the observation: what wrappers read instead of parsing the text). Last step also ``score`` (float, 1.0 or 0.0, as the reward),
     ``reason`` (first failure, or None) and ``grid`` (the final id grid).
 
     ## Departures from the published release
@@ -280,12 +281,18 @@ class AceEnv(gym.Env[str, ActionType]):
         steps = self._steps = self._steps + 1
         invoke = self.tools.invokers.get(name) if type(name) is str else None
         if invoke is not None and type(arguments) is dict:  # what ToolSet.call runs here, without its frame
-            observation, ok, terminated, _ = invoke(state, arguments)
+            reply = invoke(state, arguments)
         elif name is None:
-            observation, ok, terminated = _NOT_A_CALL, False, False
+            reply = _NOT_A_CALL
         else:
-            observation, ok, terminated, _ = self.tools.call(state, name, arguments)
-        info: dict[str, Any] = {"tool": name if invoke is not None else tool_label(name), "ok": ok, "step": steps}
+            reply = self.tools.call(state, name, arguments)
+        observation, ok, terminated, _ = reply
+        info: dict[str, Any] = {
+            "tool": name if invoke is not None else tool_label(name),
+            "ok": ok,
+            "step": steps,
+            REPLY_INFO: reply,
+        }
         if terminated or steps >= self.max_steps:
             self._finished = True
             final = self.score()
@@ -297,11 +304,11 @@ class AceEnv(gym.Env[str, ActionType]):
         """A step before reset (ResetNeeded) or after the episode ended (a failed envelope)."""
         self._require_state()
         return (
-            failure(f"{INVALID}, the episode has ended; call reset()"),
+            EPISODE_ENDED_REPLY.text,
             0.0,
             True,
             False,
-            {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps},
+            {"tool": tool_label(_unpack(action)[0]), "ok": False, "step": self._steps, REPLY_INFO: EPISODE_ENDED_REPLY},
         )
 
     def render(self) -> str | None:
@@ -401,7 +408,9 @@ def forget_stored_replies(instances: Iterable[CompiledInstance] | None = None) -
         _RESET_TEXTS.pop(compiled, None)
 
 
-_NOT_A_CALL = failure(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')
+_NOT_A_CALL = failed_reply(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')
+EPISODE_ENDED_REPLY = failed_reply(f"{INVALID}, the episode has ended; call reset()")
+"""The reply to a step after the episode ended (wrappers that end an episode themselves answer it too)."""
 
 
 def _instance_source(

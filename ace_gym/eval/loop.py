@@ -36,11 +36,13 @@ from ace_gym.agents.base import ChatEngine, Completion, Policy, ScriptedEpisode,
 from ace_gym.agents.task_view import ToolCallDict
 from ace_gym.chat_template import ChatTokens
 from ace_gym.errors import ConfigError, integer
+from ace_gym.tools.replies import REPLY_INFO
 
 logger = logging.getLogger(__name__)
 
-INFO_DROPPED = frozenset({"messages", "system_prompt", "tools"})
-"""Info entries stored once per record (the conversation, the tool schemas), not per turn."""
+INFO_DROPPED = frozenset({"messages", "system_prompt", "tools", REPLY_INFO})
+"""Info entries stored once per record (the conversation, the tool schemas), not per turn; a
+step's typed reply (``info["reply"]``) is the observation's text again, already in the record."""
 
 WALL_CLOCK_USAGE = ("time_s", "env_s", "generation_s")
 """The ``usage`` entries of a record that measure wall time (everything else in a record of a

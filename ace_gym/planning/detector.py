@@ -28,7 +28,7 @@ from ace_gym.planning.knowledge import (
     split_action,
 )
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS, Flag
-from ace_gym.tools import OPERATORS, echo
+from ace_gym.tools import OPERATORS, ToolReply, echo
 
 SET_OPERATORS = frozenset({"in", "not_in"})
 
@@ -335,5 +335,6 @@ class ErrorTracker:
     def judge(self, action: Any) -> tuple[Flag, ...]:
         return detect_errors(self.facts, self.knowledge, action)
 
-    def observe(self, action: Any, reply: Any) -> None:
+    def observe(self, action: Any, reply: ToolReply | None) -> None:
+        """Update the knowledge from an executed call and its typed reply (the step's ``info["reply"]``)."""
         self.knowledge.observe(self.facts, action, reply)

@@ -7,7 +7,7 @@ distractor, a replacement for a broken tool, a refusal tool...). :func:`facts_fr
 all of it from a compiled instance and the reset ``info`` of a wrapped env (public data only).
 
 :class:`Knowledge` is what the agent has observed so far, updated from each executed call and the
-reply it got (:meth:`Knowledge.observe`): the grid as its own successful ``set_slot`` calls left
+typed reply it got (:meth:`Knowledge.observe`, the step's ``info["reply"]``): the grid as its own successful ``set_slot`` calls left
 it, the candidate ids each query returned for each slot, which questions were answered, what the
 last checks said, which tools failed.
 """
@@ -22,7 +22,7 @@ from typing import Any
 from ace_gym.instance import CompiledInstance
 from ace_gym.planning.settings import APB_INFO
 from ace_gym.spaces import ToolCall, arguments_json
-from ace_gym.tools import tool_names
+from ace_gym.tools import ToolReply, tool_names
 
 Cell = tuple[int, int]
 
@@ -182,17 +182,6 @@ def call_key(name: str, arguments: Mapping[Any, Any]) -> str:
     return arguments_json([name, dict(arguments)], sort_keys=True)
 
 
-def envelope_of(reply: Any) -> dict[str, Any]:
-    """A reply decoded as an envelope; anything that is not one counts as a failure."""
-    try:
-        envelope = json.loads(reply) if isinstance(reply, str) else None
-    except (ValueError, RecursionError):
-        envelope = None
-    if not isinstance(envelope, dict) or not isinstance(envelope.get("data", {}), dict):
-        return {"status": "failed", "messages": "", "data": {}}
-    return envelope
-
-
 @dataclass
 class Knowledge:
     """What the agent has observed so far in one episode (see the module docstring).
@@ -240,27 +229,29 @@ class Knowledge:
             return None
         return self.global_verdict[1]
 
-    def observe(self, facts: TaskFacts, action: Any, reply: Any) -> None:
-        """Update from one executed call and the reply it got."""
+    def observe(self, facts: TaskFacts, action: Any, reply: ToolReply | None) -> None:
+        """Update from one executed call and the reply it got: the step's ``info["reply"]``
+        (:func:`ace_gym.tools.reply_in`; None, a call that got no reply, counts as a failure)."""
+        if reply is not None and not isinstance(reply, ToolReply):
+            raise TypeError(f"reply must be the step's ToolReply (info['reply']), not {type(reply).__name__}")
         name, raw = split_action(action)
         entry = facts.tools.get(name) if isinstance(name, str) else None
         arguments = decode_arguments(raw)
         if entry is None or arguments is None:
             return
         arguments = {entry.renamed.get(key, key): value for key, value in arguments.items()}
-        envelope = envelope_of(reply)
-        if envelope.get("status") != "success":
+        if reply is None or not reply.ok:
             self.failed_tools.add(entry.name)
             return
-        data = envelope.get("data", {})
+        data = reply.data
         kind = entry.kind
         if kind in ("set_slot", "set_and_check"):
             self._placed(data)
         if kind in ("query", "multi_query"):
-            cell = (data.get("row"), data.get("col"))
+            cell: Any = (data.get("row"), data.get("col"))  # as the reply gives it (a Cell when it is a query's)
             ids = {m["id"] for m in data.get("matches", ()) if type(m) is dict and "id" in m}
-            self.observed.setdefault(cell, set()).update(ids)  # type: ignore[arg-type]
-            self.query_calls[cell] = self.query_calls.get(cell, 0) + (  # type: ignore[index]
+            self.observed.setdefault(cell, set()).update(ids)
+            self.query_calls[cell] = self.query_calls.get(cell, 0) + (
                 len(arguments.get("conditions", ())) if kind == "multi_query" else 1
             )
             self.version += 1
@@ -279,8 +270,9 @@ class Knowledge:
             self.version += 1
 
 
-def trace_knowledge(facts: TaskFacts, steps: Iterable[tuple[Any, Any]]) -> Knowledge:
-    """The knowledge after a sequence of executed ``(action, reply)`` steps."""
+def trace_knowledge(facts: TaskFacts, steps: Iterable[tuple[Any, ToolReply | None]]) -> Knowledge:
+    """The knowledge after a sequence of executed ``(action, reply)`` steps (typed replies, as
+    :meth:`Knowledge.observe` takes them)."""
     knowledge = Knowledge.start(facts)
     for action, reply in steps:
         knowledge.observe(facts, action, reply)

@@ -1,21 +1,26 @@
 """What the planning wrappers answer, in one place: the wrappers build their replies here and
 scripted agents recognise them here.
 
-Every reply is an ACE envelope (``{"status", "messages", "data"}``). The persistent failure of a
-broken tool and the outage of a compliance tool are worded apart from the *transient* failures
-:class:`~ace_gym.wrappers.ToolFailureInjection` injects (``Tool call failed``, ``Timeout, ...``),
-so that an agent can tell when retrying may help and when it cannot.
+Every reply is a :class:`~ace_gym.tools.ToolReply` whose text is an ACE envelope
+(``{"status", "messages", "data"}``) written by the tool layer's encoder; a wrapper returns its
+``text`` as the observation and the reply itself in ``info["reply"]`` (:func:`ace_gym.wrappers.surface.answered`).
+The persistent failure of a broken tool and the outage of a compliance tool are worded apart
+from the *transient* failures :class:`~ace_gym.wrappers.ToolFailureInjection` injects (``Tool
+call failed``, ``Timeout, ...``), so that an agent can tell when retrying may help and when it cannot.
 """
 
 from __future__ import annotations
 
-from ace_gym.tools import failure
-from ace_gym.tools.replies import ok_reply
+from collections.abc import Mapping
+from typing import Any
+
+from ace_gym.tools import ToolReply, failed_reply
+from ace_gym.tools.replies import dumps, ok_reply
 
 
-def success(data_json: str) -> str:
-    """A success envelope around already-serialised ``data``."""
-    return ok_reply(data_json).text
+def success(data: Mapping[str, Any]) -> ToolReply:
+    """A success reply around ``data`` (a JSON-serialisable mapping, written by the tool layer's encoder)."""
+    return ok_reply(dumps(data))
 
 
 BROKEN = "Service error"
@@ -28,23 +33,23 @@ REVIEW = "Not executed"
 """Error type of a proposal held back for review (``Refine``): send the call again to run it."""
 
 
-def broken(tool: str, replacement: str | None = None) -> str:
+def broken(tool: str, replacement: str | None = None) -> ToolReply:
     """The persistent failure of ``tool``; ``replacement`` named when given (a hint)."""
     hint = f"; {replacement} does the same job" if replacement else ""
-    return failure(f"{BROKEN}, {tool} is out of service for the rest of this task and will not recover{hint}")
+    return failed_reply(f"{BROKEN}, {tool} is out of service for the rest of this task and will not recover{hint}")
 
 
-def outage(tool: str) -> str:
-    return failure(f"{OUTAGE}, {tool} is unavailable: the approval service is down for the rest of this task")
+def outage(tool: str) -> ToolReply:
+    return failed_reply(f"{OUTAGE}, {tool} is unavailable: the approval service is down for the rest of this task")
 
 
-def unavailable(tool: str) -> str:
-    return failure(f"{UNAVAILABLE}, {tool} has no data for this task")
+def unavailable(tool: str) -> ToolReply:
+    return failed_reply(f"{UNAVAILABLE}, {tool} has no data for this task")
 
 
-def review(critique: str) -> str:
+def review(critique: str) -> ToolReply:
     """A held-back proposal: the critique, then how to proceed."""
-    return failure(f"{REVIEW}, your proposed call was held back for review. {critique}")
+    return failed_reply(f"{REVIEW}, your proposed call was held back for review. {critique}")
 
 
 def is_persistent_failure(messages: object) -> bool:
@@ -56,5 +61,5 @@ def is_review(messages: object) -> bool:
     return isinstance(messages, str) and messages.startswith(f"{REVIEW}, ")
 
 
-def no_attachment() -> str:
-    return success('{"attachment": null, "message": "No file is attached to this task."}')
+def no_attachment() -> ToolReply:
+    return success({"attachment": None, "message": "No file is attached to this task."})

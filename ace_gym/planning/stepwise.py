@@ -20,6 +20,7 @@ from ace_gym.planning.settings import apply_settings, check_settings
 from ace_gym.planning.taxonomy import Flag, grade
 from ace_gym.planning.trajectory import POSITIONS, Step, cut_point, prefix_messages, scripted_trajectory
 from ace_gym.spaces import arguments_json
+from ace_gym.tools import reply_in
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 
 MAX_HORIZON = 3
@@ -225,8 +226,8 @@ class _Task:
             flags.append(found)
             if ended:
                 continue
-            reply, _, terminated, truncated, _ = env.step(call)
-            tracker.observe(call, reply)
+            _, _, terminated, truncated, info = env.step(call)
+            tracker.observe(call, reply_in(info))
             ended = terminated or truncated
         last = (
             self.facts.tools.get(predicted[-1]["name"])

@@ -1,7 +1,8 @@
 """Trajectories for the planning probes: where APB cuts a prefix, and a trajectory as a plan.
 
 A trajectory here is the list of executed ``(action, reply)`` steps of one episode (one tool call
-per assistant turn, as the scripted solver plays).
+per assistant turn, as the scripted solver plays); a reply is the step's typed
+:class:`~ace_gym.tools.ToolReply` (``info["reply"]``), whose ``text`` the agent saw.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import gymnasium as gym
 from ace_gym.agents.base import ScriptedPolicy
 from ace_gym.planning.knowledge import TaskFacts, decode_arguments, split_action
 from ace_gym.spaces import arguments_json
+from ace_gym.tools import REPLY_INFO, ToolReply
 
-Step = tuple[Mapping[str, Any], str]
+Step = tuple[Mapping[str, Any], ToolReply]
 POSITIONS: dict[str, float] = {"early": 0.25, "middle": 0.5, "late": 0.75}
 """APB's named cut positions, as ratios of the tool-result positions."""
 
@@ -24,14 +26,14 @@ def scripted_trajectory(
     env: gym.Env, policy: ScriptedPolicy, observation: Any, info: Mapping[str, Any], seed: int = 0
 ) -> tuple[list[Step], float]:
     """Play ``policy`` on an env just reset to ``(observation, info)`` until the episode ends:
-    the executed ``(action, reply)`` steps and the last reward."""
+    the executed ``(action, reply)`` steps and the last reward. The env is a tool-call stack over
+    :class:`~ace_gym.envs.AceEnv`, whose steps carry their reply in ``info["reply"]``."""
     episode = policy.start(observation, info, seed)
     steps: list[Step] = []
-    reply = observation
     while True:
-        action = episode.act(reply)
-        reply, reward, terminated, truncated, _ = env.step(action)
-        steps.append((action, reply))
+        action = episode.act(observation)
+        observation, reward, terminated, truncated, step_info = env.step(action)
+        steps.append((action, step_info[REPLY_INFO]))
         if terminated or truncated:
             return steps, float(reward)
 
@@ -76,7 +78,7 @@ def prefix_messages(steps: Sequence[Step]) -> list[dict[str, Any]]:
     for number, (action, reply) in enumerate(steps, start=1):
         call_id = f"call_{number}_0"
         messages.append(call_message(action, call_id))
-        messages.append({"role": "tool", "tool_call_id": call_id, "name": str(action["name"]), "content": reply})
+        messages.append({"role": "tool", "tool_call_id": call_id, "name": str(action["name"]), "content": reply.text})
     return messages
 
 

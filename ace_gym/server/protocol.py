@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from ace_gym.tools.replies import safe_repr
+from ace_gym.tools.replies import REPLY_INFO, safe_repr
 
 orjson: ModuleType | None  # None: a client without the serve extra encodes with the standard library alone
 try:
@@ -127,8 +127,11 @@ def reset_result(observation: Any, info: Mapping[str, Any]) -> dict[str, Any]:
 def step_result(
     observation: Any, reward: Any, terminated: Any, truncated: Any, info: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """OpenEnv's step response for a Gymnasium ``step``."""
+    """OpenEnv's step response for a Gymnasium ``step`` (without the step's typed reply,
+    ``info["reply"]``: its text is the observation)."""
     terminated, truncated = bool(terminated), bool(truncated)
+    if REPLY_INFO in info:
+        info = {key: value for key, value in info.items() if key != REPLY_INFO}
     return {
         "observation": {"value": observation, "info": info, "terminated": terminated, "truncated": truncated},
         "reward": float(reward),

@@ -22,12 +22,15 @@ from ace_gym.tools.names import TOOL_KEYS, TOOL_NAMES, ToolKey, tool_key, tool_n
 from ace_gym.tools.replies import (
     ECHO_LIMIT,
     INVALID,
+    REPLY_INFO,
     STOP,
     TOOL_CALL_FAILED,
     Charge,
     ToolReply,
     echo,
+    failed_reply,
     failure,
+    reply_in,
     valid_text,
 )
 from ace_gym.tools.state import MAX_GLOBAL_CHECK_ALPHA, EpisodeState, ToolConfig
@@ -37,6 +40,7 @@ __all__ = [
     "INVALID",
     "MAX_GLOBAL_CHECK_ALPHA",
     "OPERATORS",
+    "REPLY_INFO",
     "STOP",
     "TOOL_CALL_FAILED",
     "TOOL_KEYS",
@@ -50,7 +54,9 @@ __all__ = [
     "ToolReply",
     "ToolSet",
     "echo",
+    "failed_reply",
     "failure",
+    "reply_in",
     "tool_key",
     "tool_name",
     "tool_names",

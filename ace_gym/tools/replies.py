@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ace_gym.text import valid_text
@@ -49,6 +49,23 @@ class ToolReply(NamedTuple):
     ends_episode: bool = False
     charged: Charge | None = None
 
+    @property
+    def data(self) -> dict[str, Any]:
+        """The envelope's ``data`` as a value, read back by the layer that wrote it ({} when the
+        text holds no envelope with an object ``data``, e.g. a reply cut short)."""
+        try:
+            envelope = json.loads(self.text)
+        except (ValueError, RecursionError):
+            return {}
+        data = envelope.get("data") if type(envelope) is dict else None
+        return data if type(data) is dict else {}
+
+
+REPLY_INFO = "reply"
+"""The ``info`` key of a step's :class:`ToolReply`: the env puts the reply of each call there,
+and a wrapper that answers or rewrites a call puts its own, so wrappers above read the reply's
+status and data as values, never the observation text. Not part of any record or wire message
+(the observation holds its text)."""
 
 _new_reply = tuple.__new__  # ToolReply(...) without the keyword-handling __new__: replies are built per call
 
@@ -97,6 +114,13 @@ def failure(message: str) -> str:
 
 
 STOP_REPLY = ToolReply(STOP, ok=True, ends_episode=True)
+
+
+def reply_in(info: Mapping[str, Any]) -> ToolReply | None:
+    """The :class:`ToolReply` a step's ``info`` carries under :data:`REPLY_INFO` (None when the
+    step ran no tool call, e.g. a step budget's refused turn)."""
+    reply = info.get(REPLY_INFO)
+    return reply if isinstance(reply, ToolReply) else None
 
 
 # what ``json.dumps`` writes for a str with ``ensure_ascii=False``, without the encoder's type dispatch

@@ -15,8 +15,9 @@ from ace_gym.planning import replies
 from ace_gym.planning.knowledge import decode_arguments, real_tool_kinds, split_action
 from ace_gym.planning.settings import APB_INFO
 from ace_gym.planning.vocabulary import renamed_parameters, replacement_name
-from ace_gym.tools import INVALID, TOOL_KEYS, failure, tool_name
+from ace_gym.tools import TOOL_KEYS, ToolReply, tool_name
 from ace_gym.tools.readonly import read_only
+from ace_gym.tools.replies import invalid
 from ace_gym.wrappers.surface import answered, called_name, episode_rng, record, schema_names
 
 INFO_KEY = "broken_tool"
@@ -137,22 +138,18 @@ class BrokenTool(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Record
         if name == self._broken:
             self._retries += self._failures > 0
             self._failures += 1
-            observation, reward, terminated, truncated = (
-                replies.broken(self._broken, self._replacement if self.hint else None),
-                0.0,
-                False,
-                False,
-            )
-            info = answered(action, False)
+            reply = replies.broken(self._broken, self._replacement if self.hint else None)
+            observation, reward, terminated, truncated = reply.text, 0.0, False, False
+            info = answered(action, reply)
         elif name == self._replacement:
             translated = self._translated(action)
-            if isinstance(translated, str):  # the replacement's own argument check failed
+            if isinstance(translated, ToolReply):  # the replacement's own argument check failed
                 observation, reward, terminated, truncated, info = (
-                    translated,
+                    translated.text,
                     0.0,
                     False,
                     False,
-                    answered(action, False),
+                    answered(action, translated),
                 )
             else:
                 observation, reward, terminated, truncated, info = self.env.step(translated)
@@ -187,15 +184,15 @@ class BrokenTool(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Record
             return 2
         return 5
 
-    def _translated(self, action: Any) -> dict[str, Any] | str:
+    def _translated(self, action: Any) -> dict[str, Any] | ToolReply:
         """The replacement call as a call of the broken tool under its original parameter names,
-        or the failed envelope when a required parameter is missing."""
+        or the failed reply when a required parameter is missing."""
         arguments = decode_arguments(split_action(action)[1])
         if arguments is None:  # not an object: let the env explain, under the original name
             return {"name": self._broken, "arguments": split_action(action)[1]}
         missing = [p for p in self._required if p not in arguments]
         if missing:
-            return failure(f"{INVALID}, missing required argument(s): {', '.join(missing)}")
+            return invalid(f"missing required argument(s): {', '.join(missing)}")
         return {
             "name": self._broken,
             "arguments": {old: arguments[new] for new, old in self._renamed.items() if new in arguments},

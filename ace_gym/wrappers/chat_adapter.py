@@ -15,6 +15,7 @@ from ace_gym.errors import ConfigError, choice
 from ace_gym.parsing import FORMAT_EXAMPLES, TOOL_FORMATS, ParsedCall, ParsedTurn, parse_turn
 from ace_gym.spaces import arguments_json
 from ace_gym.text import valid_text
+from ace_gym.tools import REPLY_INFO
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 from ace_gym.wrappers.step_budget import TurnLimit
 
@@ -235,6 +236,7 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
                         {"name": name, "arguments": arguments}
                     )
                     reward += float(call_reward)
+                    call_info.pop(REPLY_INFO, None)  # the reply is in the conversation: records keep its text once
                     call_infos.append(call_info)
                     ended = terminated or truncated
                 if type(reply) is str:  # the model's own strings come valid from parse_turn; an env's reply may echo

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, SupportsFloat
 
@@ -22,10 +21,11 @@ from ace_gym.planning.cost import (
     multi_query_schema,
     set_and_check_schema,
 )
-from ace_gym.planning.knowledge import decode_arguments, envelope_of, json_argument, real_tool_kinds, split_action
+from ace_gym.planning.knowledge import decode_arguments, json_argument, real_tool_kinds, split_action
 from ace_gym.planning.replies import success
-from ace_gym.tools import INVALID, failure
+from ace_gym.tools import REPLY_INFO, reply_in
 from ace_gym.tools.readonly import ReadOnlyDict, read_only
+from ace_gym.tools.replies import invalid
 from ace_gym.wrappers.surface import called_name, record
 
 if TYPE_CHECKING:
@@ -166,13 +166,7 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
     def _composite(self, kind: str, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         arguments = decode_arguments(split_action(action)[1])
         if arguments is None:
-            return (
-                failure(f"{INVALID}, arguments must be a JSON object"),
-                0.0,
-                False,
-                False,
-                {"tool": kind, "ok": False},
-            )
+            return _refused(kind, "arguments must be a JSON object")
         if kind == "multi_query":
             return self._multi_query(arguments)
         return self._set_and_check(arguments)
@@ -184,8 +178,7 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
     def _multi_query(self, arguments: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         conditions = json_argument(arguments.get("conditions"))
         if not isinstance(conditions, list) or not conditions or not all(isinstance(c, Mapping) for c in conditions):
-            reply = failure(f"{INVALID}, conditions must be a non-empty list of {{field, operator, value}} objects")
-            return reply, 0.0, False, False, {"tool": "multi_query", "ok": False}
+            return _refused("multi_query", "conditions must be a non-empty list of {field, operator, value} objects")
         cell: dict[str, Any] = {key: arguments[key] for key in ("row", "col") if key in arguments}
         matches: dict[str, dict[str, Any]] | None = None
         fields = []
@@ -194,10 +187,10 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
             query = {**cell, **{k: condition[k] for k in ("field", "operator", "value") if k in condition}}
             observation, reward, terminated, truncated, info = self._atomic("query", query)
             total += float(reward)
-            envelope = envelope_of(observation)
-            if envelope.get("status") != "success" or terminated or truncated:
+            reply = reply_in(info)
+            if reply is None or not reply.ok or terminated or truncated:
                 return observation, total, terminated, truncated, info
-            data = envelope["data"]
+            data = reply.data
             fields.append({"field": data["field"], "operator": data["operator"], "value": data["value"]})
             found = {m["id"]: m for m in data["matches"]}
             if matches is None:
@@ -211,28 +204,35 @@ class CostAnnotatedTools(gym.Wrapper[str, ActionType, str, ActionType], gym.util
             "matches": list((matches or {}).values()),
             "remaining_budget": data["remaining_budget"],
         }
-        return success(json.dumps(payload, ensure_ascii=False)), total, False, False, {**info, "tool": "multi_query"}
+        reply = success(payload)
+        return reply.text, total, False, False, {**info, "tool": "multi_query", REPLY_INFO: reply}
 
     def _set_and_check(self, arguments: dict[str, Any]) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self._atomic("set_slot", arguments)
-        envelope = envelope_of(observation)
-        if envelope.get("status") != "success" or terminated or truncated:
+        placed = reply_in(info)
+        if placed is None or not placed.ok or terminated or truncated:
             return observation, float(reward), terminated, truncated, info
-        placed = envelope["data"]
+        data = placed.data
         check, check_reward, terminated, truncated, info = self._atomic(
-            "slot_check", {"row": placed["row"], "col": placed["col"]}
+            "slot_check", {"row": data["row"], "col": data["col"]}
         )
-        checked = envelope_of(check)
-        if checked.get("status") != "success":
+        checked = reply_in(info)
+        if checked is None or not checked.ok:
             return check, float(reward) + float(check_reward), terminated, truncated, info
-        payload = {**placed, **checked["data"]}
+        reply = success({**data, **checked.data})
         return (
-            success(json.dumps(payload, ensure_ascii=False)),
+            reply.text,
             float(reward) + float(check_reward),
             terminated,
             truncated,
-            {**info, "tool": "set_and_check"},
+            {**info, "tool": "set_and_check", REPLY_INFO: reply},
         )
+
+
+def _refused(kind: str, detail: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    """A composite call refused before any atomic call ran (``info["tool"]`` is its kind)."""
+    reply = invalid(detail)
+    return reply.text, 0.0, False, False, {"tool": kind, "ok": False, REPLY_INFO: reply}
 
 
 @functools.cache

@@ -16,6 +16,7 @@ from ace_gym.planning import replies
 from ace_gym.planning.knowledge import call_key, decode_arguments, split_action
 from ace_gym.planning.replies import success
 from ace_gym.planning.vocabulary import Distractor, distractor_parameters, draw_distractors, tool_schema
+from ace_gym.tools import ToolReply
 from ace_gym.tools.readonly import ReadOnlyDict
 from ace_gym.wrappers.surface import answered, called_name, episode_rng, record, schema_names
 
@@ -106,10 +107,10 @@ class ExtraneousTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.R
         name = called_name(action)
         if not self._ended and name in self._distractors:
             self._calls += 1
-            observation = self._answer(self._distractors[name], action)
-            info = answered(action, self.behaviour != "error")
+            reply = self._answer(self._distractors[name], action)
+            info = answered(action, reply)
             record(info, INFO_KEY, {"calls": self._calls, "called": True})
-            return observation, -self.penalty, False, False, info
+            return reply.text, -self.penalty, False, False, info
         observation, reward, terminated, truncated, info = self.env.step(action)
         record(info, INFO_KEY, {"calls": self._calls, "called": False})
         if (terminated or truncated) and not self._ended:
@@ -117,7 +118,7 @@ class ExtraneousTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.R
             record(info, INFO_KEY, {"strict_success": info.get("score") == 1.0 and self._calls == 0})
         return observation, reward, terminated, truncated, info
 
-    def _answer(self, distractor: Distractor, action: Any) -> str:
+    def _answer(self, distractor: Distractor, action: Any) -> ToolReply:
         if self.behaviour == "error":
             return replies.unavailable(distractor.name)
         arguments = decode_arguments(split_action(action)[1])
@@ -125,15 +126,14 @@ class ExtraneousTools(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.R
             f"{self._salt}|{call_key(distractor.name, arguments or {})}".encode("utf-8", "replace"), digest_size=16
         ).digest()
         draw = np.random.default_rng(list(digest))
-        data = (
-            f'{{"metric": "{distractor.name}", "value": {round(float(draw.random()), 3)}, '
-            f'"trend": "{_TRENDS[int(draw.integers(3))]}", "confidence": "{_CONFIDENCE[int(draw.integers(3))]}", '
-            f'"sample_size": {int(draw.integers(20, 2000))}'
-        )
+        data: dict[str, Any] = {"metric": distractor.name, "value": round(float(draw.random()), 3)}
+        data["trend"] = _TRENDS[int(draw.integers(3))]
+        data["confidence"] = _CONFIDENCE[int(draw.integers(3))]
+        data["sample_size"] = int(draw.integers(20, 2000))
         recommended = self._recommended(distractor, arguments, draw) if self.behaviour == "misleading" else None
         if recommended is not None:
-            data += ', "recommended": [' + ", ".join(f'"{item}"' for item in recommended) + "]"
-        return success(data + "}")
+            data["recommended"] = recommended
+        return success(data)
 
     def _recommended(
         self, distractor: Distractor, arguments: dict[Any, Any] | None, draw: np.random.Generator

@@ -13,7 +13,7 @@ import numpy as np
 from ace_gym.envs.ace_env import ActionType, tool_label
 from ace_gym.errors import ConfigError, choice, did_you_mean, probability
 from ace_gym.spaces import ToolCall, arguments_json
-from ace_gym.tools import TOOL_CALL_FAILED, failure
+from ace_gym.tools import REPLY_INFO, TOOL_CALL_FAILED, ToolReply, failure
 from ace_gym.tools.names import TOOL_NAMES, ToolKey, tool_name
 
 #: what an injected failure returns, by mode; "failed" is the published envelope
@@ -24,6 +24,8 @@ FAILURE_ENVELOPES: dict[str, str] = {
     "empty": '{"status": "success", "messages": "Successfully executed tool", "data": {}}',
     "truncated": '{"status": "success", "messages": "Successfully executed tool", "data": {"',
 }
+_FAILURE_REPLIES = {mode: ToolReply(text, ok=False) for mode, text in FAILURE_ENVELOPES.items()}
+"""The typed reply of each mode (a failure whatever its envelope says: the call did not run)."""
 RNG_KINDS = ("numpy", "python")
 _STREAM_TAG = 0xFA11  # separates this wrapper's stream from the env's own np_random for the same seed
 
@@ -135,6 +137,7 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
                 "failure_injected": True,
                 "failure_mode": mode,
                 "failure_id": self._injected,
+                REPLY_INFO: _FAILURE_REPLIES[mode],
             }
             return FAILURE_ENVELOPES[mode], 0.0, False, False, self._with_stats(info)
         observation, reward, terminated, truncated, info = self.env.step(action)

@@ -13,6 +13,7 @@ from ace_gym.planning.detector import ErrorTracker
 from ace_gym.planning.knowledge import facts_from_reset
 from ace_gym.planning.taxonomy import CODES, DEFINITIONS, STEP_NAMES, Flag
 from ace_gym.spaces import arguments_json
+from ace_gym.tools import reply_in
 from ace_gym.wrappers.surface import answered, record
 
 INFO_KEY = "refine"
@@ -88,14 +89,14 @@ class Refine(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordCons
         flags = self._tracker.judge(action)
         if self._proposal is None:
             self._proposal = (action, flags)
-            observation = replies.review(critique(flags if self.critic == "rules" else None, self.mode))
-            info = answered(action, False)
+            reply = replies.review(critique(flags if self.critic == "rules" else None, self.mode))
+            info = answered(action, reply)
             self._record(info, "proposal", flags)
-            return observation, 0.0, False, False, info
+            return reply.text, 0.0, False, False, info
         proposed, before = self._proposal
         self._proposal = None
         observation, reward, terminated, truncated, info = self.env.step(action)
-        self._tracker.observe(action, observation)
+        self._tracker.observe(action, reply_in(info))
         counts = self._counts
         counts["proposals"] += 1
         counts["correct_before"] += not before

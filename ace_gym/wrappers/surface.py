@@ -3,7 +3,8 @@
 Such a wrapper adds, removes or answers tools: it replaces the reset ``info["tools"]`` (the OpenAI
 schemas the agent is shown) with a new list of read-only schemas (:mod:`ace_gym.tools.readonly`:
 a changed schema is a new one, never one edited in place), answers some calls itself without the
-env below seeing them, and records its perturbation under ``info["apb"][<its key>]`` so an episode can be replayed from its
+env below seeing them (its reply, a :class:`~ace_gym.tools.ToolReply`, in ``info["reply"]`` as the
+env puts its own: wrappers read replies from there, never from the observation text), and records its perturbation under ``info["apb"][<its key>]`` so an episode can be replayed from its
 log. Each draws its randomness from its own generator, seeded from the ``reset`` seed, a tag of
 its own and the episode's instance id (:func:`episode_rng`), continued by a ``reset`` without a seed.
 """
@@ -16,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from ace_gym.envs.ace_env import tool_label
+from ace_gym.envs.ace_env import EPISODE_ENDED_REPLY, tool_label
 from ace_gym.planning.knowledge import split_action
 from ace_gym.planning.settings import APB_INFO
-from ace_gym.tools import INVALID, failure
+from ace_gym.tools import REPLY_INFO, ToolReply
 
-EPISODE_ENDED = failure(f"{INVALID}, the episode has ended; call reset()")
+EPISODE_ENDED = EPISODE_ENDED_REPLY.text
 
 
 def episode_rng(
@@ -51,6 +52,7 @@ def called_name(action: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def answered(action: Any, ok: bool) -> dict[str, Any]:
-    """The ``info`` of a call a wrapper answered itself (the env below never saw it)."""
-    return {"tool": tool_label(split_action(action)[0]), "ok": ok}
+def answered(action: Any, reply: ToolReply) -> dict[str, Any]:
+    """The ``info`` of a call a wrapper answered itself with ``reply`` (the env below never saw
+    it): ``tool``, ``ok`` and the reply under ``info["reply"]``, as the env's step info has them."""
+    return {"tool": tool_label(split_action(action)[0]), "ok": reply.ok, REPLY_INFO: reply}

@@ -12,7 +12,7 @@ import numpy as np
 from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import ConfigError, did_you_mean, number, probability
 from ace_gym.planning import replies
-from ace_gym.planning.knowledge import decode_arguments, envelope_of, split_action
+from ace_gym.planning.knowledge import decode_arguments, split_action
 from ace_gym.planning.replies import success
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import (
@@ -23,10 +23,10 @@ from ace_gym.planning.unsolvable import (
     make_variant,
 )
 from ace_gym.planning.vocabulary import tool_schema
-from ace_gym.tools import tool_name
+from ace_gym.tools import REPLY_INFO, ToolReply, reply_in, tool_name
 from ace_gym.tools.readonly import ReadOnlyDict
 from ace_gym.tools.replies import unknown_tool
-from ace_gym.wrappers.surface import EPISODE_ENDED, answered, called_name, episode_rng, record
+from ace_gym.wrappers.surface import EPISODE_ENDED_REPLY, answered, called_name, episode_rng, record
 
 INFO_KEY = "unsolvable"
 DEFAULT_REWARDS: dict[str, float] = {
@@ -192,22 +192,27 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
 
     def _step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._state == "ended here":
-            return EPISODE_ENDED, 0.0, True, False, answered(action, False)
+            return EPISODE_ENDED_REPLY.text, 0.0, True, False, answered(action, EPISODE_ENDED_REPLY)
         if self._state == "ended below":
             return self.env.step(action)
         name = called_name(action)
         variant = self._variant
         if name == REFUSAL_TOOL:
             return self._refusal(action)
+        reply: ToolReply | None = None
         if variant is not None and name in variant.removed_tools:
-            return unknown_tool(name, self._domain).text, 0.0, False, False, answered(action, False)
-        if variant is not None and variant.approval_required and name == APPROVAL_TOOL:
-            return replies.outage(APPROVAL_TOOL), 0.0, False, False, answered(action, False)
-        if variant is not None and variant.attachment_cells and name == ATTACHMENT_TOOL:
-            return replies.no_attachment(), 0.0, False, False, answered(action, True)
+            reply = unknown_tool(name, self._domain)
+        elif variant is not None and variant.approval_required and name == APPROVAL_TOOL:
+            reply = replies.outage(APPROVAL_TOOL)
+        elif variant is not None and variant.attachment_cells and name == ATTACHMENT_TOOL:
+            reply = replies.no_attachment()
+        if reply is not None:
+            return reply.text, 0.0, False, False, answered(action, reply)
         observation, reward, terminated, truncated, info = self.env.step(action)
         if variant is not None:
-            observation = self._unverifiable(name, action, observation)
+            unverifiable = self._unverifiable(name, reply_in(info))
+            if unverifiable is not None:
+                observation, info[REPLY_INFO] = unverifiable.text, unverifiable
         if terminated or truncated:
             self._state = "ended below"
             if variant is not None:
@@ -221,7 +226,9 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
         given = arguments.get("reason_code") if arguments is not None else None
         code = given if isinstance(given, str) and given in UNSOLVABLE_KINDS else ""  # any other: a wrong code
         self._state = "ended here"
-        info = answered(action, True)
+        shown = code or None
+        reply = success({"reported": True, "reason_code": shown})
+        info = answered(action, reply)
         final = self.env.get_wrapper_attr("score")()
         info.update(reason=f"reported infeasible: {code}", grid=final.grid)
         if self._variant is None:
@@ -230,9 +237,7 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
             right = code == self._variant.kind
             matrix = self.rewards["refuse_right_code" if right else "refuse_wrong_code"]
             reward = self._final(info, matrix, refused=True, code=code, grid_score=final.score)
-        shown = f'"{code}"' if code else "null"
-        reply = success(f'{{"reported": true, "reason_code": {shown}}}')
-        return reply, reward, True, False, info
+        return reply.text, reward, True, False, info
 
     def _final(
         self, info: dict[str, Any], reward: float, *, refused: bool, code: str, grid_score: float | None = None
@@ -258,22 +263,23 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
             },
         )
 
-    def _unverifiable(self, name: str | None, action: Any, observation: Any) -> Any:
-        """A check that would say "valid" about something the agent was never told, answered as
-        unverifiable instead."""
+    def _unverifiable(self, name: str | None, reply: ToolReply | None) -> ToolReply | None:
+        """The reply to a check that would say "valid" about something the agent was never
+        told, answered as unverifiable instead (None: the env's ``reply`` stands)."""
         variant = self._variant
         assert variant is not None
-        envelope = envelope_of(observation)
-        data = envelope.get("data", {})
-        if envelope.get("status") != "success" or data.get("is_valid") is not True:
-            return observation
+        if name not in (self._global_check, self._slot_check) or reply is None or not reply.ok:
+            return None
+        data = reply.data
+        if data.get("is_valid") is not True:
+            return None
         if name == self._global_check and variant.unverifiable_rule:
-            return success(f'{{"is_valid": null, "unverifiable": "{_UNVERIFIABLE_RULE}"}}')
+            return success({"is_valid": None, "unverifiable": _UNVERIFIABLE_RULE})
         if name == self._slot_check and (data.get("row"), data.get("col")) in variant.attachment_cells:
             return success(
-                f'{{"is_valid": null, "row": {data["row"]}, "col": {data["col"]}, "unverifiable": "{_UNVERIFIABLE_SLOT}"}}'
+                {"is_valid": None, "row": data["row"], "col": data["col"], "unverifiable": _UNVERIFIABLE_SLOT}
             )
-        return observation
+        return None
 
 
 def _kinds(kinds: Sequence[str]) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.planning.detector import ErrorTracker, detect_errors
 from ace_gym.planning.knowledge import Knowledge, TaskFacts, ToolEntry, facts_from_reset, trace_knowledge
 from ace_gym.planning.taxonomy import CAUSES, Flag, grade
+from ace_gym.tools import failed_reply
 from tests.core_helpers import H15_INDEX
 from tests.planning.helpers import Step, solver_steps
 
@@ -77,7 +78,7 @@ class Scenario:
     def replay(self, actions: list[dict[str, Any]]) -> list[Step]:
         """Execute ``actions`` on a fresh episode of the same instance: real replies."""
         self.env.reset(seed=0, options={"instance_index": H15_INDEX})
-        return [(action, self.env.step(action)[0]) for action in actions]
+        return [(action, self.env.step(action)[4]["reply"]) for action in actions]
 
 
 def _scenario(domain: str) -> Scenario:
@@ -142,7 +143,7 @@ def _done_after_failed_check(s: Scenario) -> Built:
             prefix = s.replay(
                 [*actions, _call("set_slot", row=cell[0], col=cell[1], id=decoy), _call(s.name("global_check"))]
             )
-            if json.loads(prefix[-1][1])["data"]["is_valid"] is False:
+            if prefix[-1][1].data["is_valid"] is False:
                 return (s.facts, prefix, _call("done"))
     raise AssertionError("no decoy breaks a global rule")
 
@@ -150,7 +151,7 @@ def _done_after_failed_check(s: Scenario) -> Built:
 def _retry_broken_query(s: Scenario) -> Built:
     index = s.first("query")
     action = s.steps[index][0]
-    failed = (action, '{"status": "failed", "messages": "Service error, the tool is out of service", "data": {}}')
+    failed = (action, failed_reply("Service error, the tool is out of service"))
     return (dataclasses.replace(s.facts, broken=frozenset({action["name"]})), [*s.steps[:index], failed], action)
 
 
@@ -280,10 +281,10 @@ def test_detector__flags_every_call_the_tools_refuse(domain: str) -> None:
     def run(name: str, arguments: dict[str, Any]) -> None:
         action = {"name": name, "arguments": arguments}
         flags = detect_errors(facts, knowledge[0], action)
-        reply, _, terminated, _, _ = env.step(action)
+        reply, _, terminated, _, info = env.step(action)
         if json.loads(reply)["status"] == "failed":
             assert flags, (action, reply)
-        knowledge[0].observe(facts, action, reply)
+        knowledge[0].observe(facts, action, info["reply"])
         if terminated:
             env.reset(seed=0, options={"instance_index": H15_INDEX})
             knowledge[0] = Knowledge.start(facts)
