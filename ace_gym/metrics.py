@@ -21,8 +21,8 @@ The paper's definitions (scores as shares in [0, 1]; the paper prints them as pe
   ``pass_within_feedback_rounds(f)`` = ``pass_within_attempts(f + 1)``; summaries write it as
   ``pass_within@k`` ("within k attempts", :data:`PASS_CONVENTION`). The paper calls it Pass@k,
   but in ace-gym ``pass@k`` is always the unbiased estimator over samples (:mod:`ace_gym.stats`);
-* ``rise`` = (Pass@K - Pass@1) / Pass@1 (the paper's K = 2, on ``pass_within@k``), None when
-  Pass@1 is 0;
+* ``rise`` = (pass_within@K - pass_within@1) / pass_within@1 (the paper's K = 2), None when
+  pass_within@1 is 0;
 * ``e_att`` = S / Att and ``e_tok`` = S / Tok, Tok in millions of tokens.
 
 Usage per episode (``turns`` as :func:`ace_gym.stats.episode_turns` counts them, ``tokens``,
@@ -153,7 +153,8 @@ def pass_within_feedback_rounds(tasks: Sequence[Attempts], rounds: int) -> float
 
 
 def rise(pass_first: float, pass_later: float) -> float | None:
-    """Rise = (Pass@later - Pass@first) / Pass@first; None when Pass@first is 0 (undefined)."""
+    """Rise = (pass_later - pass_first) / pass_first (shares passed within some attempts); None
+    when pass_first is 0 (undefined)."""
     return None if pass_first == 0 else (pass_later - pass_first) / pass_first
 
 
