@@ -227,8 +227,8 @@ def agency_summary(
     """The paper's view of a group of episode records, pooled over their tasks.
 
     Keys: ``tasks``, ``s_avg`` (and ``s_avg_of``: ``which``), ``att``, ``pass_within@1`` ...
-    ``pass_within@K`` (K = the smallest max_attempts; :data:`PASS_CONVENTION`), ``rise`` (Pass@K over Pass@1; None
-    when undefined or K = 1), ``e_att``, ``e_tok`` (S_avg per million tokens; None without
+    ``pass_within@K`` (K = the smallest max_attempts; :data:`PASS_CONVENTION`), ``rise``
+    (pass_within@K over pass_within@1; None when undefined or K = 1), ``e_att``, ``e_tok`` (S_avg per million tokens; None without
     tokens), ``turns``, ``tokens``, ``tokens_source``, ``wall_time_s``. Shares are in [0, 1].
     """
     tasks = all_tasks(records)
