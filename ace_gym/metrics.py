@@ -18,12 +18,15 @@ The paper's definitions (scores as shares in [0, 1]; the paper prints them as pe
 * ``s_avg``: the mean score, of the ``"final"`` attempt or the ``"best"`` one (named);
 * ``att`` = M_att / M: attempts used per task, j on a pass at attempt j and K on a failure;
 * ``pass_within_attempts(k)``: the share of tasks passed at an attempt <= k, and
-  ``pass_within_feedback_rounds(f)`` = ``pass_within_attempts(f + 1)``; summaries report
-  ``pass@k`` as "within k attempts" (:data:`PASS_CONVENTION`);
-* ``rise`` = (Pass@K - Pass@1) / Pass@1 (the paper's K = 2), None when Pass@1 is 0;
+  ``pass_within_feedback_rounds(f)`` = ``pass_within_attempts(f + 1)``; summaries write it as
+  ``pass_within@k`` ("within k attempts", :data:`PASS_CONVENTION`). The paper calls it Pass@k,
+  but in ace-gym ``pass@k`` is always the unbiased estimator over samples (:mod:`ace_gym.stats`);
+* ``rise`` = (pass_within@K - pass_within@1) / pass_within@1 (the paper's K = 2), None when
+  pass_within@1 is 0;
 * ``e_att`` = S / Att and ``e_tok`` = S / Tok, Tok in millions of tokens.
 
-Usage per episode (``turns``, ``tokens``, ``wall_time``) is read from ``record["usage"]``. Tokens
+Usage per episode (``turns`` as :func:`ace_gym.stats.episode_turns` counts them, ``tokens``,
+``wall_time``) is read from ``record["usage"]``. Tokens
 are the engine's reported prompt + completion tokens summed over turns; a record without them
 (scripted policies) gets a proxy: every assistant message counted as its completion plus the whole
 conversation before it as its prompt, with :class:`~ace_gym.longbench.tokens.ApproxTokenizer`.
@@ -38,11 +41,21 @@ from typing import Any, Literal
 
 from ace_gym.errors import ConfigError
 from ace_gym.longbench.tokens import ApproxTokenizer, Tokenizer, message_tokens
+from ace_gym.stats import episode_turns, mean
 
 Which = Literal["final", "best"]
 TokenSource = Literal["engine", "proxy", "mixed"]
 PASS_CONVENTION = "within k attempts"
-"""What ``pass@k`` means in summaries: passed at attempt k or earlier (k - 1 feedback rounds)."""
+"""What ``pass_within@k`` means in summaries: passed at attempt k or earlier (k - 1 feedback rounds)."""
+PASS_WITHIN = "pass_within@"
+"""The prefix of AgencyBench's "passed within k attempts" keys (``pass_within@1`` ...)."""
+
+
+def pass_within_key(k: int) -> str:
+    """The summary key of "passed within ``k`` attempts": ``pass_within@k``."""
+    return f"{PASS_WITHIN}{k}"
+
+
 TOKENS_PER_UNIT = 1e6
 """E_tok divides by tokens in millions, as the paper does."""
 
@@ -109,21 +122,17 @@ def all_tasks(records: Iterable[Mapping[str, Any]]) -> list[Attempts]:
     return [task for record in records for task in tasks_of(record)]
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
 # -- scores and attempts ------------------------------------------------------------------------
 
 
 def s_avg(tasks: Sequence[Attempts], which: Which = "final") -> float:
     """S_avg: the mean final (or best) attempt score; 0.0 for no tasks."""
-    return _mean([task.score(which) for task in tasks])
+    return mean([task.score(which) for task in tasks])
 
 
 def att(tasks: Sequence[Attempts]) -> float:
     """Att = M_att / M: the mean attempts used (K for a failed task); 0.0 for no tasks."""
-    return _mean([task.attempts_used for task in tasks])
+    return mean([task.attempts_used for task in tasks])
 
 
 def pass_within_attempts(tasks: Sequence[Attempts], k: int) -> float:
@@ -133,7 +142,7 @@ def pass_within_attempts(tasks: Sequence[Attempts], k: int) -> float:
         raise ConfigError("k", k, "must be an integer >= 1")
     if any(k > task.max_attempts for task in tasks):
         raise ConfigError("k", k, f"exceeds the attempts allowed ({min(t.max_attempts for t in tasks)})")
-    return _mean([float(task.passed_at is not None and task.passed_at <= k) for task in tasks])
+    return mean([float(task.passed_at is not None and task.passed_at <= k) for task in tasks])
 
 
 def pass_within_feedback_rounds(tasks: Sequence[Attempts], rounds: int) -> float:
@@ -144,7 +153,8 @@ def pass_within_feedback_rounds(tasks: Sequence[Attempts], rounds: int) -> float
 
 
 def rise(pass_first: float, pass_later: float) -> float | None:
-    """Rise = (Pass@later - Pass@first) / Pass@first; None when Pass@first is 0 (undefined)."""
+    """Rise = (pass_later - pass_first) / pass_first (shares passed within some attempts); None
+    when pass_first is 0 (undefined)."""
     return None if pass_first == 0 else (pass_later - pass_first) / pass_first
 
 
@@ -166,13 +176,13 @@ def e_tok(score: float, tokens: float, per: float = TOKENS_PER_UNIT) -> float | 
 
 
 def turns(records: Sequence[Mapping[str, Any]]) -> float:
-    """Mean policy turns per episode."""
-    return _mean([float(record.get("usage", {}).get("turns", 0)) for record in records])
+    """Mean policy turns per episode (:func:`ace_gym.stats.episode_turns`)."""
+    return mean(float(episode_turns(record)) for record in records)
 
 
 def wall_time(records: Sequence[Mapping[str, Any]]) -> float:
     """Mean wall-clock seconds per episode."""
-    return _mean([float(record.get("usage", {}).get("time_s", 0.0)) for record in records])
+    return mean([float(record.get("usage", {}).get("time_s", 0.0)) for record in records])
 
 
 @dataclass(frozen=True)
@@ -205,7 +215,7 @@ def tokens(records: Sequence[Mapping[str, Any]], tokenizer: Tokenizer | None = N
     counted = [episode_tokens(record, tokenizer) for record in records]
     sources = {source for _, source in counted}
     source: TokenSource = sources.pop() if len(sources) == 1 else ("mixed" if sources else "proxy")
-    return TokenCount(_mean([float(n) for n, _ in counted]), source)
+    return TokenCount(mean([float(n) for n, _ in counted]), source)
 
 
 # -- summaries ----------------------------------------------------------------------------------
@@ -216,15 +226,15 @@ def agency_summary(
 ) -> dict[str, Any]:
     """The paper's view of a group of episode records, pooled over their tasks.
 
-    Keys: ``tasks``, ``s_avg`` (and ``s_avg_of``: ``which``), ``att``, ``pass@1`` ... ``pass@K``
-    (K = the smallest max_attempts; :data:`PASS_CONVENTION`), ``rise`` (Pass@K over Pass@1; None
-    when undefined or K = 1), ``e_att``, ``e_tok`` (S_avg per million tokens; None without
+    Keys: ``tasks``, ``s_avg`` (and ``s_avg_of``: ``which``), ``att``, ``pass_within@1`` ...
+    ``pass_within@K`` (K = the smallest max_attempts; :data:`PASS_CONVENTION`), ``rise``
+    (pass_within@K over pass_within@1; None when undefined or K = 1), ``e_att``, ``e_tok`` (S_avg per million tokens; None without
     tokens), ``turns``, ``tokens``, ``tokens_source``, ``wall_time_s``. Shares are in [0, 1].
     """
     tasks = all_tasks(records)
     k_max = min((task.max_attempts for task in tasks), default=1)
     score, attempts = s_avg(tasks, which), att(tasks)
-    passes = {f"pass@{k}": pass_within_attempts(tasks, k) for k in range(1, k_max + 1)}
+    passes = {pass_within_key(k): pass_within_attempts(tasks, k) for k in range(1, k_max + 1)}
     counted = tokens(records, tokenizer)
     return {
         "tasks": len(tasks),
@@ -233,7 +243,7 @@ def agency_summary(
         "att": attempts,
         **passes,
         "pass_convention": PASS_CONVENTION,
-        "rise": rise(passes["pass@1"], passes[f"pass@{k_max}"]) if k_max > 1 else None,
+        "rise": rise(passes[pass_within_key(1)], passes[pass_within_key(k_max)]) if k_max > 1 else None,
         "e_att": e_att(score, attempts) if tasks else None,
         "e_tok": e_tok(score, counted.mean),
         "turns": turns(records),
@@ -245,7 +255,7 @@ def agency_summary(
 
 def stage_summary(records: Sequence[Mapping[str, Any]], which: Which = "final") -> list[dict[str, Any]]:
     """Per stage position of scenario records: ``stage`` (1-based), ``tasks``, ``s_avg``, ``att``,
-    ``pass@1`` ... ``pass@K``. Records without a scenario are ignored."""
+    ``pass_within@1`` ... ``pass_within@K``. Records without a scenario are ignored."""
     by_stage: dict[int, list[Attempts]] = {}
     for record in records:
         for position, stage in enumerate(record.get("scenario", {}).get("stages_log", ()), start=1):
@@ -259,7 +269,7 @@ def stage_summary(records: Sequence[Mapping[str, Any]], which: Which = "final") 
                 "tasks": len(tasks),
                 "s_avg": s_avg(tasks, which),
                 "att": att(tasks),
-                **{f"pass@{k}": pass_within_attempts(tasks, k) for k in range(1, k_max + 1)},
+                **{pass_within_key(k): pass_within_attempts(tasks, k) for k in range(1, k_max + 1)},
             }
         )
     return out
@@ -268,4 +278,4 @@ def stage_summary(records: Sequence[Mapping[str, Any]], which: Which = "final") 
 def scenario_pass(records: Sequence[Mapping[str, Any]], k: int) -> float:
     """The share of scenario records whose every stage passed within ``k`` attempts."""
     scenarios = [tasks_of(record) for record in records if "scenario" in record]
-    return _mean([float(pass_within_attempts(stages, k) == 1.0) for stages in scenarios])
+    return mean(float(pass_within_attempts(stages, k) == 1.0) for stages in scenarios)

@@ -44,11 +44,11 @@ def test_eval__feedback_rounds_summary_has_the_papers_metrics_overall_and_per_do
     args = ["--policy", "greedy-revise", "--domains", "course,meal", *H15, "--out", str(out)]
     assert run_cli(*args, "--feedback-rounds", "2", "--threshold", "1.0", "--feedback", "names") == 0
     table = capsys.readouterr().out
-    assert "AgencyBench metrics" in table and "Pass@2" in table and "E_tok" in table
+    assert "AgencyBench metrics" in table and "Within2" in table and "E_tok" in table
     summary = json.loads((out / "summary.json").read_text())
     for stats in [summary["overall"], *summary["per_domain"].values()]:
-        assert {"s_avg", "att", "pass@1", "pass@2", "rise", "e_att", "e_tok"} <= set(stats)
-        assert 1.0 <= stats["att"] <= 2.0 and stats["pass@1"] <= stats["pass@2"]
+        assert {"s_avg", "att", "pass_within@1", "pass_within@2", "rise", "e_att", "e_tok"} <= set(stats)
+        assert 1.0 <= stats["att"] <= 2.0 and stats["pass_within@1"] <= stats["pass_within@2"]
     assert summary["run"]["settings"]["feedback_rounds"] == {"max_attempts": 2, "threshold": 1.0, "feedback": "names"}
     records = list(read_records(out / "episodes.jsonl"))
     assert all(r["feedback_rounds"]["threshold"] == 1.0 for r in records)
@@ -62,8 +62,10 @@ def test_eval__scenario_summary_has_per_stage_metrics(tmp_path: Path, capsys: py
     assert "per stage position" in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
     assert [stage["stage"] for stage in summary["per_stage"]] == [1, 2, 3]
-    assert summary["per_stage"][0]["pass@1"] == 1.0  # the solver never fails a first stage
-    assert {"s_avg", "att", "pass@1", "rise", "e_att", "e_tok", "scenario_pass@1"} <= set(summary["overall"])
+    assert summary["per_stage"][0]["pass_within@1"] == 1.0  # the solver never fails a first stage
+    assert {"s_avg", "att", "pass_within@1", "rise", "e_att", "e_tok", "scenario_pass_within@1"} <= set(
+        summary["overall"]
+    )
     records = list(read_records(out / "episodes.jsonl"))
     assert all(len(r["scenario"]["stages_log"]) == 3 for r in records)
 

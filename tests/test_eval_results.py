@@ -245,10 +245,10 @@ def test_summarize__cells_domains_and_overall_follow_the_paper_means() -> None:
     assert summary["per_domain"]["course"]["score"] == 0.75
     assert summary["per_domain"]["meal"]["score"] == 0.0
     assert summary["overall"]["score"] == 0.375  # mean of the domain scores, not of episodes
-    assert summary["overall"]["steps"] == (10 + 10 + 10 + 30) / 4
+    assert summary["overall"]["turns"] == summary["overall"]["steps"] == (10 + 10 + 10 + 30) / 4  # steps: old name
     assert summary["overall"]["tokens"] == 120.0
     for stats in [summary["overall"], *summary["per_domain"].values(), *summary["cells"]]:
-        assert {"episodes", "score", "score_se", "steps", "tool_calls", "time_s", "tokens"} <= set(stats)
+        assert {"episodes", "score", "score_se", "turns", "steps", "tool_calls", "time_s", "tokens"} <= set(stats)
     assert summary["per_domain"]["course"]["datasets"] == ["5x5"]
     assert score_grid(summary, "course") == ([1, 5], [0, 2], [[0.5, None], [None, 1.0]], [[2, 0], [0, 1]])
 
@@ -282,7 +282,7 @@ def test_format_table__one_row_per_domain_with_standard_errors_and_a_legend() ->
     average = next(line for line in lines if line.startswith("average"))
     assert average.split()[:3] == ["average", "3", "0.750"]
     assert lines[-len(TABLE_LEGEND) :] == list(TABLE_LEGEND)
-    for column in ("score", "episodes", "steps", "calls", "time s", "tokens"):
+    for column in ("score", "episodes", "turns", "calls", "time s", "tokens"):
         assert any(column in line for line in TABLE_LEGEND)
 
 

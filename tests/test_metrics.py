@@ -49,7 +49,7 @@ def test_rise__reproduces_the_papers_88_9_percent_from_9_of_32_to_17_of_32() -> 
     first, second = pass_within_attempts(tasks, 1), pass_within_attempts(tasks, 2)
     assert (round(100 * first, 1), round(100 * second, 1)) == (28.1, 53.1)
     summary = agency_summary(_paper_pass_records())
-    assert summary["pass@1"] == 9 / 32 and summary["pass@2"] == 17 / 32
+    assert summary["pass_within@1"] == 9 / 32 and summary["pass_within@2"] == 17 / 32
     assert round(100 * summary["rise"], 1) == 88.9
 
 
@@ -128,8 +128,8 @@ def test_scenario_views__per_stage_and_per_scenario_pass() -> None:
         {"scenario": {"stages_log": [stage(1.0), stage(0.5, 0.5)]}},
     ]
     stages = stage_summary(records)
-    assert [s["pass@1"] for s in stages] == [1.0, 0.0]
-    assert [s["pass@2"] for s in stages] == [1.0, 0.5]
+    assert [s["pass_within@1"] for s in stages] == [1.0, 0.0]
+    assert [s["pass_within@2"] for s in stages] == [1.0, 0.5]
     assert [s["att"] for s in stages] == [1.0, 2.0]
     assert (scenario_pass(records, 1), scenario_pass(records, 2)) == (0.0, 0.5)
 

@@ -175,7 +175,7 @@ def test_scenario__records_give_per_stage_and_per_scenario_metrics() -> None:
         _play(env, index)
         records.append({"scenario": env.scenario_log()})
     per_stage = stage_summary(records)
-    assert [s["pass@1"] for s in per_stage] == [1.0] * 5
+    assert [s["pass_within@1"] for s in per_stage] == [1.0] * 5
     assert scenario_pass(records, 1) == 1.0
     assert agency_summary(records)["tasks"] == sum(len(r["scenario"]["stages_log"]) for r in records)
 

@@ -5,9 +5,10 @@ summary metrics and their table (docs/feedback_rounds.md).
 up to K attempts (K - 1 rounds of feedback); ``--scenario [STAGES]`` plays every instance as an
 ``ACE-Scenario`` (its stages get K attempts each when ``--feedback-rounds`` is given too);
 ``--threshold T`` and ``--feedback STYLE`` set the pass threshold and the feedback style. The
-summary then carries, under ``overall`` and per domain, ``s_avg``, ``att``, ``pass@1`` ...
-``pass@K``, ``rise``, ``e_att``, ``e_tok`` (:mod:`ace_gym.metrics`; shares in [0, 1]), and for
-scenarios ``per_stage`` and ``scenario_pass@k``.
+summary then carries, under ``overall`` and per domain, ``s_avg``, ``att``, ``pass_within@1``
+... ``pass_within@K`` (passed within k attempts; ``pass@k`` is only ever the unbiased estimator
+over trials, :mod:`ace_gym.stats`), ``rise``, ``e_att``, ``e_tok`` (:mod:`ace_gym.metrics`;
+shares in [0, 1]), and for scenarios ``per_stage`` and ``scenario_pass_within@k``.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from typing import Any
 
 from ace_gym.errors import ConfigError, integer, probability
 from ace_gym.feedback.texts import FEEDBACK_STYLES
-from ace_gym.metrics import PASS_CONVENTION, agency_summary, scenario_pass, stage_summary
+from ace_gym.metrics import PASS_CONVENTION, PASS_WITHIN, agency_summary, pass_within_key, scenario_pass, stage_summary
 
 METRIC_KEYS = ("tasks", "s_avg", "s_avg_of", "att", "rise", "e_att", "e_tok", "pass_convention", "tokens_source")
-"""The keys :func:`add_metrics` copies from :func:`ace_gym.metrics.agency_summary` (besides ``pass@k``)."""
+"""The keys :func:`add_metrics` copies from :func:`ace_gym.metrics.agency_summary` (besides ``pass_within@k``)."""
+SCENARIO_PASS_WITHIN = "scenario_pass_within@"
+"""The prefix of the share of scenarios passing every stage within k attempts (``scenario_pass_within@1`` ...)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,8 +91,8 @@ def uses_protocol(records: Sequence[Mapping[str, Any]]) -> bool:
 
 def add_metrics(summary: dict[str, Any], records: Sequence[Mapping[str, Any]]) -> None:
     """Add the protocol's metrics to a :func:`~ace_gym.eval.summary.summarize` result, in place:
-    :data:`METRIC_KEYS` and ``pass@k`` under ``overall`` and each domain (tasks pooled), and for
-    scenarios ``per_stage`` and ``scenario_pass@k`` under ``overall``. Nothing for plain runs."""
+    :data:`METRIC_KEYS` and ``pass_within@k`` under ``overall`` and each domain (tasks pooled), and
+    for scenarios ``per_stage`` and ``scenario_pass_within@k`` under ``overall``. Nothing for plain runs."""
     if not uses_protocol(records):
         return
     for domain, stats in summary["per_domain"].items():
@@ -99,33 +102,33 @@ def add_metrics(summary: dict[str, Any], records: Sequence[Mapping[str, Any]]) -
     if scenarios:
         summary["per_stage"] = stage_summary(scenarios)
         for k in range(1, _attempts(summary["overall"]) + 1):
-            summary["overall"][f"scenario_pass@{k}"] = scenario_pass(scenarios, k)
+            summary["overall"][f"{SCENARIO_PASS_WITHIN}{k}"] = scenario_pass(scenarios, k)
 
 
 def _metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     metrics = agency_summary(records)
-    return {key: value for key, value in metrics.items() if key in METRIC_KEYS or key.startswith("pass@")}
+    return {key: value for key, value in metrics.items() if key in METRIC_KEYS or key.startswith(PASS_WITHIN)}
 
 
 def _attempts(stats: Mapping[str, Any]) -> int:
-    return sum(1 for key in stats if key.startswith("pass@"))
+    return sum(1 for key in stats if key.startswith(PASS_WITHIN))
 
 
 def format_table(summary: Mapping[str, Any]) -> str | None:
-    """The protocol's table (S_avg, Att, Pass@1..K, Rise, E_att, E_tok per domain and pooled, per
+    """The protocol's table (S_avg, Att, Within1..K, Rise, E_att, E_tok per domain and pooled, per
     stage for scenarios) with a legend, or None when the summary has none of its metrics."""
     overall = summary["overall"]
     if "s_avg" not in overall:
         return None
     k_max = _attempts(overall)
-    passes = [f"Pass@{k}" for k in range(1, k_max + 1)]
+    passes = [f"Within{k}" for k in range(1, k_max + 1)]
     header = f"{'domain':<12}{'tasks':>7}{'S_avg':>8}{'Att':>6}" + "".join(f"{p:>8}" for p in passes)
     header += f"{'Rise':>8}{'E_att':>8}{'E_tok':>8}"
     lines = ["AgencyBench metrics (per task, pooled)", header, "-" * len(header)]
 
     def row(name: str, stats: Mapping[str, Any]) -> str:
         cells = f"{name:<12}{stats['tasks']:>7d}{_percent(stats['s_avg']):>8}{stats['att']:>6.2f}"
-        cells += "".join(f"{_percent(stats.get(f'pass@{k}')):>8}" for k in range(1, k_max + 1))
+        cells += "".join(f"{_percent(stats.get(pass_within_key(k))):>8}" for k in range(1, k_max + 1))
         return cells + f"{_percent(stats['rise']):>8}{_percent(stats['e_att']):>8}{_number(stats['e_tok']):>8}"
 
     for domain, stats in summary["per_domain"].items():
@@ -137,12 +140,14 @@ def format_table(summary: Mapping[str, Any]) -> str | None:
             lines.append(row(f"stage {stage['stage']}", {**stage, "rise": None, "e_att": None, "e_tok": None}))
         lines.append(
             "scenarios passing every stage: "
-            + ", ".join(f"within {k}: {_percent(overall[f'scenario_pass@{k}']).strip()}" for k in range(1, k_max + 1))
+            + ", ".join(
+                f"within {k}: {_percent(overall[f'{SCENARIO_PASS_WITHIN}{k}']).strip()}" for k in range(1, k_max + 1)
+            )
         )
     lines += [
         "",
         f"S_avg  mean rubric score of the {overall['s_avg_of']} attempt, %; Att  attempts used per task (K on a failure)",
-        f"Pass@k share of tasks passed {PASS_CONVENTION}, %; Rise  (Pass@K - Pass@1) / Pass@1, %",
+        f"Within<k>  share of tasks passed {PASS_CONVENTION} (pass_within@k), %; Rise  (WithinK - Within1) / Within1, %",
         f"E_att  S_avg / Att, %; E_tok  S_avg (%) per million tokens ({overall['tokens_source']} token counts)",
     ]
     return "\n".join(lines)

@@ -3,8 +3,14 @@
 Aggregation follows the published notebook (docs/compatibility.md §4.4): a *cell* is one
 (domain, hidden slots, decoy budget) and averages every episode in it (trials and tool-failure
 rates pooled); a domain's score is the mean of its cells' scores; the overall score is the mean
-of the domains' scores. Usage (steps = policy turns, tool calls, time, tokens) is averaged over
-episodes.
+of the domains' scores. Usage (turns = policy turns as :func:`ace_gym.stats.episode_turns`
+counts them, tool calls, time, tokens) is averaged over episodes; ``steps`` is the old name of
+``turns``, written beside it for one release.
+
+When some episodes share an instance and seed (``--trials``; :func:`ace_gym.stats.group_key`),
+``overall`` also gets ``pass@k`` and ``avg@k`` over those groups, k the smallest group's size
+(:func:`ace_gym.stats.group_metrics`: the unbiased estimator the trainer logs under the same
+name). AgencyBench's "passed within k attempts" is ``pass_within@k`` (:mod:`ace_gym.eval.agency`).
 
 Every score comes with its standard error ``score_se`` (None below two episodes), episodes taken
 as independent draws: for a plain mean, the sample standard deviation over sqrt(n); for a
@@ -23,12 +29,15 @@ from typing import Any
 from ace_gym.errors import ConfigError
 from ace_gym.eval import agency
 from ace_gym.eval.recovery import recovery_counts, recovery_metrics
+from ace_gym.stats import episode_turns, group_key, group_metrics, mean
 
-USAGE_FIELDS = ("steps", "tool_calls", "time_s", "tokens")
+USAGE_FIELDS = ("turns", "tool_calls", "time_s", "tokens")
+LEGACY_USAGE_NAMES = {"steps": "turns"}
+"""Old usage names written beside the new ones for one release: old name -> new name."""
 TABLE_LEGEND = (
     "score     share of episodes solved (1 = every rule holds) ± its standard error; a domain's score is",
     "          the mean of its (hidden slots, decoy budget) cells, the average the mean of the domains",
-    "episodes  episodes in the row; per episode: steps = policy turns, calls = tool calls,",
+    "episodes  episodes in the row; per episode: turns = policy turns, calls = tool calls,",
     "          time s = wall seconds, tokens = prompt + completion tokens (LLM policies)",
 )
 
@@ -36,23 +45,19 @@ TABLE_LEGEND = (
 def _usage(record: Mapping[str, Any]) -> dict[str, float]:
     usage = record.get("usage", {})
     return {
-        "steps": float(usage.get("turns", 0)),
+        "turns": float(episode_turns(record)),
         "tool_calls": float(usage.get("tool_calls", 0)),
         "time_s": float(usage.get("time_s", 0.0)),
         "tokens": float(usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)),
     }
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
 def _weighted_se(scores: Sequence[float], weights: Sequence[float]) -> float | None:
     """Standard error of ``sum(w * s)`` with the scores' sample variance; None below two scores."""
     if len(scores) < 2:
         return None
-    mean = _mean(scores)
-    variance = sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)
+    centre = mean(scores)
+    variance = sum((s - centre) ** 2 for s in scores) / (len(scores) - 1)
     return math.sqrt(variance * sum(w * w for w in weights))
 
 
@@ -61,11 +66,13 @@ def _stats(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     scores = [float(r["score"]) for r in records]
     stats: dict[str, Any] = {
         "episodes": len(records),
-        "score": _mean(scores),
+        "score": mean(scores),
         "score_se": _weighted_se(scores, [1.0 / len(scores) for _ in scores]),
     }
     for name in USAGE_FIELDS:
-        stats[name] = _mean([u[name] for u in usages])
+        stats[name] = mean(u[name] for u in usages)
+    for old, new in LEGACY_USAGE_NAMES.items():
+        stats[old] = stats[new]
     return stats
 
 
@@ -106,10 +113,12 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     Returns ``{"policy", "episodes", "overall", "per_domain": {domain: stats + datasets},
     "per_failure_rate": {rate: stats + recovery}, "cells": [stats + domain, hidden_slots,
     decoy_budget], "cells_by_failure_rate": {rate: [cells of that rate's episodes]}}`` where stats
-    are ``episodes``, ``score``, ``score_se``, ``steps``, ``tool_calls``, ``time_s``, ``tokens``,
+    are ``episodes``, ``score``, ``score_se``, ``turns`` (and ``steps``, its old name), ``tool_calls``, ``time_s``, ``tokens``,
     ``datasets`` lists the dataset each domain's episodes came from and recovery is ``failures``,
     ``recovered``, ``recovery_rate`` and ``turns_to_recover`` (:mod:`ace_gym.eval.recovery`; None
-    where no failure was injected or recovered). No records: policy None, score None, empty views. Under
+    where no failure was injected or recovered); ``overall`` adds ``pass@k`` and ``avg@k`` when
+    episodes repeat an instance (see the module docstring). No records: policy None, score None,
+    empty views. Under
     AgencyBench's protocol, :func:`ace_gym.eval.agency.add_metrics` adds its
     metrics. Raises ConfigError when the records come from more than one policy.
     """
@@ -123,7 +132,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         domain_records = [r for r in records if r["domain"] == domain]
         domain_cells = {(c["hidden_slots"], c["decoy_budget"]): c for c in cells if c["domain"] == domain}
         stats = _stats(domain_records)
-        stats["score"] = _mean([c["score"] for c in domain_cells.values()])
+        stats["score"] = mean([c["score"] for c in domain_cells.values()])
         weights = [
             1.0 / (len(domain_cells) * domain_cells[r["hidden_slots"], r["decoy_budget"]]["episodes"])
             for r in domain_records
@@ -132,13 +141,14 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         stats["datasets"] = sorted({str(r.get("dataset")) for r in domain_records})
         per_domain[domain] = stats
     overall = _stats(list(records))
-    overall["score"] = _mean([d["score"] for d in per_domain.values()]) if per_domain else None  # no 0.0 for no episode
+    overall["score"] = mean(d["score"] for d in per_domain.values()) if per_domain else None  # no 0.0 for no episode
     domain_errors = [d["score_se"] for d in per_domain.values()]
     overall["score_se"] = (
         None
         if None in domain_errors or not domain_errors
         else math.sqrt(sum(e * e for e in domain_errors)) / len(domain_errors)
     )
+    overall.update(_trial_metrics(records))
     rates: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         rates.setdefault(_rate(record), []).append(record)
@@ -155,6 +165,16 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def _trial_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """``pass@k`` and ``avg@k`` over the records' groups when every group has k >= 2 episodes, else nothing."""
+    groups: dict[str, list[float]] = {}
+    for record in records:
+        groups.setdefault(group_key(record), []).append(float(record["score"]))
+    if min((len(scores) for scores in groups.values()), default=0) < 2:
+        return {}
+    return group_metrics(groups.values())
+
+
 def _score_text(stats: Mapping[str, Any]) -> str:
     error = stats.get("score_se")
     return f"{stats['score']:.3f} ±{error:.3f}" if error is not None else f"{stats['score']:.3f}       "
@@ -162,13 +182,13 @@ def _score_text(stats: Mapping[str, Any]) -> str:
 
 def format_table(summary: Mapping[str, Any]) -> str:
     """The paper-style table: score ± standard error per domain and the average, with mean
-    steps, tool calls, time and tokens, then a legend saying what each column means."""
-    header = f"{'domain':<12}{'episodes':>9}{'score':>15}{'steps':>9}{'calls':>9}{'time s':>9}{'tokens':>10}"
+    turns, tool calls, time and tokens, then a legend saying what each column means."""
+    header = f"{'domain':<12}{'episodes':>9}{'score':>15}{'turns':>9}{'calls':>9}{'time s':>9}{'tokens':>10}"
     lines = [f"policy: {summary.get('policy')}", header, "-" * len(header)]
 
     def row(name: str, stats: Mapping[str, Any]) -> str:
         return (
-            f"{name:<12}{stats['episodes']:>9d}{_score_text(stats):>15}{stats['steps']:>9.1f}"
+            f"{name:<12}{stats['episodes']:>9d}{_score_text(stats):>15}{stats['turns']:>9.1f}"
             f"{stats['tool_calls']:>9.1f}{stats['time_s']:>9.3f}{stats['tokens']:>10.0f}"
         )
 

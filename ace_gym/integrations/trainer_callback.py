@@ -9,9 +9,7 @@ Usage (any ``transformers.Trainer``, including TRL's)::
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -25,6 +23,8 @@ from ace_gym.errors import EngineUnavailableError, integer, probability
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.recovery import failure_log, recovery_counts, recovery_metrics
 from ace_gym.instance import resolve_dataset
+from ace_gym.stats import episode_turns, group_key, group_metrics, mean
+from ace_gym.stats import pass_at_k as pass_at_k  # its home was here: still importable from this module
 
 logger = logging.getLogger(__name__)
 
@@ -40,17 +40,18 @@ def parse_error_turn(turn: Mapping[str, Any]) -> bool:
 
 
 def episode_summary(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What :func:`summary_metrics` reads of a rollout record: ``domain``, ``group`` (the GRPO
-    group: same dataset, domain, instance and seed), ``score``, ``turns``, ``parse_error_turns``
+    """What :func:`summary_metrics` reads of a rollout record: ``domain``, ``group``
+    (:func:`ace_gym.stats.group_key`: same dataset, domain, instance and seed), ``score``,
+    ``turns`` (:func:`ace_gym.stats.episode_turns`), ``parse_error_turns``
     (:func:`parse_error_turn`), ``tool_failure_rate`` and the failure-recovery counts
     (:data:`ace_gym.eval.recovery.COUNT_KEYS`)."""
     turns = record["turns"]
     return {
         "domain": record["domain"],
         "tool_failure_rate": float(record.get("tool_failure_rate") or 0.0),
-        "group": json.dumps([record.get(key) for key in ("dataset", "domain", "instance_id", "seed")]),
+        "group": group_key(record),
         "score": float(record["score"]),
-        "turns": len(turns),
+        "turns": episode_turns(record),
         "parse_error_turns": sum(parse_error_turn(turn) for turn in turns),
         **recovery_counts(failure_log(turns)),
     }
@@ -60,13 +61,12 @@ def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace")
     """Training metrics of episode summaries (:func:`episode_summary`), only those defined:
 
     ``<prefix>/score`` and ``<prefix>/score/<domain>``: mean scores; ``<prefix>/turns``: mean
-    assistant turns; ``<prefix>/parse_error_rate``: share of turns that could not be read;
+    policy turns (:func:`ace_gym.stats.episode_turns`); ``<prefix>/parse_error_rate``: share of turns that could not be read;
     ``<prefix>/recovery_rate`` and ``<prefix>/turns_to_recover`` (:mod:`ace_gym.eval.recovery`),
     pooled and per tool-failure rate (``<prefix>/recovery_rate/fail=<rate>``), where failures were
     injected (turns only when the summaries count them); ``<prefix>/pass@k`` and ``<prefix>/avg@k`` over
-    groups (episodes sharing ``group``), k the smallest group's size: the unbiased estimate of the
-    chance that at least one of k samples solves the instance (Chen et al., 2021), and the mean
-    score, both averaged over groups; ``<prefix>/episodes``.
+    groups (episodes sharing ``group``; :func:`ace_gym.stats.group_metrics`, as summaries write
+    them); ``<prefix>/episodes``.
     """
     summaries = list(summaries)
     if not summaries:
@@ -77,13 +77,11 @@ def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace")
         by_domain[summary["domain"]].append(float(summary["score"]))
         by_group[summary["group"]].append(float(summary["score"]))
     turns = sum(int(s["turns"]) for s in summaries)
-    k = min(len(scores) for scores in by_group.values())
     metrics = {
-        f"{prefix}/score": float(np.mean([float(s["score"]) for s in summaries])),
+        f"{prefix}/score": mean(float(s["score"]) for s in summaries),
         f"{prefix}/turns": turns / len(summaries),
         f"{prefix}/parse_error_rate": sum(int(s["parse_error_turns"]) for s in summaries) / turns if turns else 0.0,
-        f"{prefix}/pass@{k}": float(np.mean([pass_at_k(scores, k) for scores in by_group.values()])),
-        f"{prefix}/avg@{k}": float(np.mean([np.mean(scores) for scores in by_group.values()])),
+        **{f"{prefix}/{name}": value for name, value in group_metrics(by_group.values()).items()},
         f"{prefix}/episodes": float(len(summaries)),
     }
     by_rate: dict[float, list[Mapping[str, Any]]] = defaultdict(list)
@@ -94,17 +92,8 @@ def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace")
         for name in ("recovery_rate", "turns_to_recover"):
             if recovery[name] is not None:
                 metrics[f"{prefix}/{name}{suffix}"] = recovery[name]
-    metrics.update({f"{prefix}/score/{domain}": float(np.mean(scores)) for domain, scores in sorted(by_domain.items())})
+    metrics.update({f"{prefix}/score/{domain}": mean(scores) for domain, scores in sorted(by_domain.items())})
     return metrics
-
-
-def pass_at_k(scores: Sequence[float], k: int) -> float:
-    """The unbiased estimate of pass@k from ``n = len(scores)`` samples with ``c`` successes
-    (score 1): ``1 - C(n - c, k) / C(n, k)``."""
-    n, solved = len(scores), sum(score >= 1.0 for score in scores)
-    if n - solved < k:
-        return 1.0
-    return 1.0 - math.comb(n - solved, k) / math.comb(n, k)
 
 
 def ace_metrics(records: Iterable[Mapping[str, Any]], prefix: str = "ace") -> dict[str, float]:

@@ -35,6 +35,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, integer
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.presets import PROCEDURAL_PRESETS
+from ace_gym.stats import group_key
 from ace_gym.tools import Tool, toolset
 from ace_gym.wrappers import ToolFailureInjection
 
@@ -101,7 +102,9 @@ class AceToolEnvironment:
         self._score = None
         self._episode = {
             "domain": self.domain,
-            "group": json.dumps([self.dataset, self.domain, info["instance_id"], seed]),
+            "group": group_key(
+                {"dataset": self.dataset, "domain": self.domain, "instance_id": info["instance_id"], "seed": seed}
+            ),
             "tool_calls": 0,
             "tool_failure_rate": self.tool_failure_rate,
             "injected_failures": 0,
@@ -451,12 +454,13 @@ class AceMetrics:
     the reward) and logs :func:`~ace_gym.integrations.trainer_callback.summary_metrics` of each
     training batch through TRL's ``log_metric``, under ``prefix`` (default ``ace/train``, apart
     from the validation callback's ``ace``): ``ace/train/score``, ``ace/train/score/<domain>``,
-    ``ace/train/parse_error_rate``, ``ace/train/recovery_rate``, ``ace/train/pass@k`` and
-    ``ace/train/avg@k`` over the batch's GRPO groups, ...
+    ``ace/train/parse_error_rate``, ``ace/train/recovery_rate``, ``ace/train/pass@k`` (the unbiased
+    estimator, as ``summary.json`` writes it) and ``ace/train/avg@k`` over the batch's GRPO groups, ...
 
     Under ``environment_factory`` it reads each rollout's environment (``episode``) and counts
-    turns in the completion's messages: an assistant message without a tool call before the
-    episode finished is a turn TRL could not read as a call. Under :func:`rollout_func` it reads
+    turns in the completion's messages: one per assistant message, as
+    :func:`ace_gym.stats.episode_turns` counts policy turns; an assistant message without a tool
+    call before the episode finished is a turn TRL could not read as a call. Under :func:`rollout_func` it reads
     the ``ace_episode`` summaries the rollout returns.
     """
 

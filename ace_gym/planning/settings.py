@@ -20,6 +20,7 @@ import gymnasium as gym
 
 from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
+from ace_gym.stats import mean
 
 Metrics = dict[str, float]
 APB_INFO = "apb"
@@ -51,32 +52,22 @@ class Setting:
         return found
 
 
-def _share(values: Iterable[bool]) -> float:
-    listed = list(values)
-    return sum(listed) / len(listed) if listed else 0.0
-
-
-def _mean(values: Iterable[float]) -> float:
-    listed = list(values)
-    return sum(listed) / len(listed) if listed else 0.0
-
-
 def _extraneous(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
     return {
-        "distractor_use": _share(o.get("calls", 0) > 0 for o in outcomes),
-        "distractor_calls": _mean(float(o.get("calls", 0)) for o in outcomes),
-        "strict_success": _share(bool(o.get("strict_success")) for o in outcomes),
+        "distractor_use": mean(o.get("calls", 0) > 0 for o in outcomes),
+        "distractor_calls": mean(float(o.get("calls", 0)) for o in outcomes),
+        "strict_success": mean(bool(o.get("strict_success")) for o in outcomes),
     }
 
 
 def _broken(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
     failed = [o for o in outcomes if o.get("failures", 0) > 0]
-    metrics = {"failed_episodes": _share(o.get("failures", 0) > 0 for o in outcomes)}
+    metrics = {"failed_episodes": mean(o.get("failures", 0) > 0 for o in outcomes)}
     for category in range(1, 6):
-        metrics[f"category_{category}"] = _share(o.get("category") == category for o in failed)
-    metrics["correct"] = _share(o.get("category") in (1, 2) for o in failed)
-    metrics["retries"] = _mean(float(o.get("retries", 0)) for o in failed)
-    metrics["recovered"] = _share(bool(o.get("recovered")) for o in failed)
+        metrics[f"category_{category}"] = mean(o.get("category") == category for o in failed)
+    metrics["correct"] = mean(o.get("category") in (1, 2) for o in failed)
+    metrics["retries"] = mean(float(o.get("retries", 0)) for o in failed)
+    metrics["recovered"] = mean(bool(o.get("recovered")) for o in failed)
     return metrics
 
 
@@ -85,23 +76,23 @@ def _unsolvable(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
     solvable = [o for o in outcomes if not o.get("unsolvable")]
     refused = [o for o in unsolvable if o.get("refused")]
     metrics = {
-        "unsolvable_share": _share(bool(o.get("unsolvable")) for o in outcomes),
-        "refusal_recall": _share(bool(o.get("refused")) for o in unsolvable),
-        "false_refusal_rate": _share(bool(o.get("refused")) for o in solvable),
-        "reason_code_accuracy": _share(bool(o.get("code_correct")) for o in refused),
+        "unsolvable_share": mean(bool(o.get("unsolvable")) for o in outcomes),
+        "refusal_recall": mean(bool(o.get("refused")) for o in unsolvable),
+        "false_refusal_rate": mean(bool(o.get("refused")) for o in solvable),
+        "reason_code_accuracy": mean(bool(o.get("code_correct")) for o in refused),
     }
     for kind in UNSOLVABLE_KINDS:
         of_kind = [o for o in unsolvable if o.get("kind") == kind]
         if of_kind:
-            metrics[f"recall_{kind}"] = _share(bool(o.get("refused")) for o in of_kind)
+            metrics[f"recall_{kind}"] = mean(bool(o.get("refused")) for o in of_kind)
     return metrics
 
 
 def _cost(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
     return {
-        "cost": _mean(float(o.get("total", 0.0)) for o in outcomes),
-        "reference_cost": _mean(float(o.get("reference", 0.0)) for o in outcomes),
-        "efficiency": _mean(float(o.get("efficiency", 0.0)) for o in outcomes),
+        "cost": mean(float(o.get("total", 0.0)) for o in outcomes),
+        "reference_cost": mean(float(o.get("reference", 0.0)) for o in outcomes),
+        "efficiency": mean(float(o.get("efficiency", 0.0)) for o in outcomes),
     }
 
 
