@@ -1,4 +1,4 @@
-"""The dispatcher's tool table: parameter schemas built without a pydantic validator per parameter."""
+"""The dispatcher's tool table: parameter schemas as pydantic writes them, and how a tool binds its arguments."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import TypeAdapter
 
-from ace_gym.tools.dispatch import TOOL_FUNCTIONS, _invoker, type_schema
+from ace_gym.tools.dispatch import TOOL_FUNCTIONS, Tool, type_schema
+from ace_gym.tools.readonly import read_only
 
 
 def _parameter_types() -> list[Any]:
@@ -29,8 +30,11 @@ def test_type_schema__refuses_a_type_it_cannot_write_exactly(annotation: Any) ->
         type_schema(annotation)
 
 
-def _parameters(function: Any) -> list[inspect.Parameter]:
-    return [p for p in inspect.signature(function).parameters.values() if p.name != "state"]
+def _tool(function: Any) -> Tool:
+    """``function`` as a tool: its parameters after ``state``, those without a default required."""
+    parameters = [p for p in inspect.signature(function).parameters.values() if p.name != "state"]
+    required = frozenset(p.name for p in parameters if p.default is inspect.Parameter.empty)
+    return Tool("done", "tool", function, tuple(p.name for p in parameters), required, read_only({}))
 
 
 def test_invoke__binds_arguments_by_name_and_lets_a_tool_s_own_key_error_through() -> None:
@@ -39,18 +43,18 @@ def test_invoke__binds_arguments_by_name_and_lets_a_tool_s_own_key_error_through
             raise KeyError("a bug inside the tool")
         return (state, row, col)
 
-    invoke = _invoker(tool, _parameters(tool))
+    invoke = _tool(tool).invoke
     assert invoke("state", {"col": 2, "row": 1, "extra": 3}) == ("state", 1, 2)
     with pytest.raises(KeyError, match="a bug inside the tool"):  # not mistaken for a missing argument
         invoke("state", {"row": -1, "col": 2})
-    assert _invoker(lambda state: state, [])("state", {"ignored": 1}) == "state"
+    assert _tool(lambda state: state).invoke("state", {"ignored": 1}) == "state"
 
 
 def test_invoke__fills_a_left_out_optional_argument_with_its_default() -> None:
     def tool(state: Any, row: int, id: str | None = None, note: str = "n") -> Any:
         return (state, row, id, note)
 
-    invoke = _invoker(tool, _parameters(tool))
+    invoke = _tool(tool).invoke
     assert invoke("state", {"row": 1}) == ("state", 1, None, "n")
     assert invoke("state", {"note": "x", "row": 1, "id": "a"}) == ("state", 1, "a", "x")
 
@@ -59,7 +63,7 @@ def test_invoke__names_the_required_arguments_left_out_without_calling_the_tool(
     def tool(state: Any, row: int, col: int, field: str, id: str | None = None) -> Any:
         raise AssertionError("called without its required arguments")
 
-    invoke = _invoker(tool, _parameters(tool))
+    invoke = _tool(tool).invoke
     reply = invoke("state", {"col": 1, "id": "a"})
     assert not reply.ok
     assert json.loads(reply.text)["messages"] == "Invalid tool arguments, missing required argument(s): row, field"

@@ -274,25 +274,11 @@ class AceEnv(gym.Env[str, ActionType]):
         state = self._state
         if state is None or self._finished:
             return self._step_refused(action)
-        if type(action) is dict:  # the common case, without _unpack's call
-            name, arguments = action.get("name"), action.get("arguments")  # None: the dispatcher's {}
-        else:
-            name, arguments = _unpack(action)
+        name, arguments = _unpack(action)
         steps = self._steps = self._steps + 1
-        invoke = self.tools.invokers.get(name) if type(name) is str else None
-        if invoke is not None and type(arguments) is dict:  # what ToolSet.call runs here, without its frame
-            reply = invoke(state, arguments)
-        elif name is None:
-            reply = _NOT_A_CALL
-        else:
-            reply = self.tools.call(state, name, arguments)
+        reply = _NOT_A_CALL if name is None else self.tools.call(state, name, arguments)
         observation, ok, terminated, _ = reply
-        info: dict[str, Any] = {
-            "tool": name if invoke is not None else tool_label(name),
-            "ok": ok,
-            "step": steps,
-            REPLY_INFO: reply,
-        }
+        info: dict[str, Any] = {"tool": tool_label(name), "ok": ok, "step": steps, REPLY_INFO: reply}
         if terminated or steps >= self.max_steps:
             self._finished = True
             final = self.score()

@@ -4,11 +4,10 @@ the dispatcher."""
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -49,7 +48,8 @@ TOOL_FUNCTIONS: dict[ToolKey, Callable[..., ToolReply]] = {
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """One tool bound to a domain: its key, public name, function, parameters and (read-only) schema."""
+    """One tool bound to a domain: its key, public name, function, parameters (in the function's
+    order, ``state`` left out), the required ones among them and its (read-only) schema."""
 
     key: ToolKey
     name: str
@@ -57,45 +57,20 @@ class Tool:
     parameters: tuple[str, ...]
     required: frozenset[str]
     schema: ReadOnlyDict
-    invoke: Callable[[EpisodeState, dict[str, Any]], ToolReply]
 
-
-def _invoker(
-    function: Callable[..., ToolReply], parameters: Sequence[inspect.Parameter]
-) -> Callable[[EpisodeState, dict[str, Any]], ToolReply]:
-    """``(state, arguments) -> function(state, arguments[p0], arguments[p1], ...)`` for
-    ``parameters`` (those with a default read with ``arguments.get(p, default)``), or the failed
-    reply naming the required ones ``arguments`` lacks (no call is made then).
-
-    Compiled once per tool: the values go in as positional arguments of a direct call, which
-    costs ~0.25 us less per call than ``function(state, *itemgetter(...)(arguments))`` (a star
-    call enters a new interpreter frame instead of an inlined one). A recorded episode leaves an
-    argument out in one call of 25: the required ones are read in one ``try`` (free unless one
-    is missing), the optional ones with ``get``, so that leaving one of those out costs nothing.
-    """
-    values = {p.name: f"_{k}" for k, p in enumerate(parameters)}  # a local per parameter, in order
-    required = tuple(p.name for p in parameters if p.default is inspect.Parameter.empty)
-    namespace: dict[str, Any] = {"function": function, "missing": functools.partial(_missing_reply, required)}
-    lines = ["def invoke(state, arguments):"]
-    if required:
-        lines.append("    try:")
-        lines += [f"        {values[name]} = arguments[{name!r}]" for name in required]
-        lines += ["    except KeyError:", "        return missing(arguments)"]
-    for parameter in parameters:
-        if parameter.name not in required:
-            value = values[parameter.name]
-            namespace[f"default{value}"] = parameter.default
-            lines.append(f"    {value} = arguments.get({parameter.name!r}, default{value})")
-    lines.append(f"    return function({', '.join(['state', *values.values()])})")
-    source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<invoke {function.__name__}>", "exec"), namespace)
-    invoke: Callable[[EpisodeState, dict[str, Any]], ToolReply] = namespace["invoke"]
-    return invoke
-
-
-def _missing_reply(required: tuple[str, ...], arguments: dict[str, Any]) -> ToolReply:
-    """The failed reply to a call whose ``arguments`` leave out some of the ``required`` parameters."""
-    return invalid(f"missing required argument(s): {', '.join(p for p in required if p not in arguments)}")
+    def invoke(self, state: EpisodeState, arguments: dict[str, Any]) -> ToolReply:
+        """``function(state, **values)`` with the values ``arguments`` gives for the tool's
+        parameters: a left-out optional one takes its default and keys the tool does not take are
+        ignored, as the published ``**kwargs`` did. When ``arguments`` lacks a required one, the
+        failed reply naming every one it lacks (in the function's order), without calling the tool."""
+        values = {}
+        for parameter in self.parameters:
+            if parameter in arguments:
+                values[parameter] = arguments[parameter]
+            elif parameter in self.required:
+                missing = [p for p in self.parameters if p in self.required and p not in arguments]
+                return invalid(f"missing required argument(s): {', '.join(missing)}")
+        return self.function(state, **values)
 
 
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
@@ -114,9 +89,8 @@ _SCALAR_TYPES: dict[Any, str] = {int: "integer", str: "string", float: "number",
 def type_schema(annotation: Any) -> dict[str, Any]:
     """The JSON schema of a tool parameter's type, exactly as pydantic's
     ``TypeAdapter(annotation).json_schema()`` writes it (keys in its order) for the types tool
-    parameters use: scalars, ``list[...]``, a ``Literal`` of strings and unions of these. Building
-    the schema directly spares a pydantic validator per parameter (~60 ms of a process's first
-    tool set). TypeError for any other type."""
+    parameters use: scalars, ``list[...]``, a ``Literal`` of strings and unions of these.
+    TypeError for any other type."""
     origin, args = get_origin(annotation), get_args(annotation)
     if origin is Literal and all(type(a) is str for a in args):
         return {"enum": list(args), "type": "string"}
@@ -158,7 +132,7 @@ def _make_tool(key: ToolKey, name: str, function: Callable[..., ToolReply], doma
         },
     }
     names = tuple(p.name for p in parameters)
-    return Tool(key, name, function, names, frozenset(required), read_only(schema), _invoker(function, parameters))
+    return Tool(key, name, function, names, frozenset(required), read_only(schema))
 
 
 class ToolSet:
@@ -172,7 +146,8 @@ class ToolSet:
         self.invokers: dict[str, Callable[[EpisodeState, dict[str, Any]], ToolReply]] = {
             t.name: t.invoke for t in tools
         }
-        """Each tool's ``invoke`` by name: what :meth:`call` runs for a known name and a dict of arguments."""
+        """Each tool's :meth:`Tool.invoke` by name (kept for callers of earlier releases; :meth:`call`
+        is the dispatch path)."""
         self.schemas = ReadOnlyList([t.schema for t in tools])
         """The tools' OpenAI schemas, in order: read-only, shared by every env of the domain."""
 
@@ -181,14 +156,10 @@ class ToolSet:
         return toolset, (self.domain,)
 
     def call(self, state: EpisodeState, name: Any, arguments: Any) -> ToolReply:
-        """Run one tool call. Never raises for bad input: unknown names, non-object or missing
-        arguments and bad values become failed replies."""
-        # extra arguments are ignored, as the published **kwargs did; positional values bind
-        # without building the keyword dict a ** call does (~0.3 us of a ~2.5 us call)
-        if type(name) is str and type(arguments) is dict:  # the common case, without coercions
-            invoke = self.invokers.get(name)
-            if invoke is not None:
-                return invoke(state, arguments)
+        """Run one tool call: the tool named ``name`` with ``arguments`` (a dict, a JSON object
+        as text, any other mapping, or None or blank text for none), through :meth:`Tool.invoke`.
+        Never raises for bad input: unknown names, non-object or missing arguments and bad values
+        become failed replies; keys the tool does not take are ignored."""
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return unknown_tool(name, self.domain.name)
