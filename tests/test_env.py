@@ -249,7 +249,8 @@ def test_step__reward_is_zero_until_a_successful_done_scores_the_grid(domain: st
             {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": truth_id(compiled, slot_index)}}
         )
         assert (reward, terminated, truncated) == (0.0, False, False)
-        assert info == {"tool": "set_slot", "ok": True, "step": slot_index + 1}
+        assert info == {"tool": "set_slot", "ok": True, "step": slot_index + 1, "reply": info["reply"]}
+        assert info["reply"].text == observation and info["reply"].ok  # the typed reply wrappers read
     observation, reward, terminated, truncated, info = env.step({"name": "done", "arguments": {}})
     assert observation == STOP
     assert (reward, terminated, truncated) == (1.0, True, False)
