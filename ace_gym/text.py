@@ -1,10 +1,17 @@
-"""Text that can leave ace-gym: every string an env or wrapper emits encodes as UTF-8."""
+"""Text that can leave ace-gym: every string an env or wrapper emits encodes as UTF-8, and every
+JSON value read back is nested within a bound."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+MAX_JSON_DEPTH = 200
+"""The deepest nesting of containers (JSON objects and arrays; the outermost is level 1) a JSON
+value read from outside may have: deeper ones are refused or replaced, well below the depth at
+which Python's recursive readers and writers (``json``, ``repr``, ``==``) raise RecursionError."""
 
 
 def valid_text(text: str) -> str:
@@ -14,3 +21,20 @@ def valid_text(text: str) -> str:
     it would make an observation unencodable for a tokenizer and a record unwritable as UTF-8.
     """
     return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def nested_deeper_than(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value`` holds dicts and lists nested more than ``limit`` levels deep (``value``
+    itself, when a container, is level 1). Iterative, so it never recurses, and it stops at the
+    first level past ``limit``; each container is visited once."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    for _ in range(limit):
+        level = [
+            child
+            for container in level
+            for child in (container.values() if isinstance(container, dict) else container)
+            if isinstance(child, (dict, list))
+        ]
+        if not level:
+            return False
+    return bool(level)
