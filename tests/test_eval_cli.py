@@ -275,6 +275,25 @@ def test_commands__an_episode_file_that_is_a_fifo_is_refused_in_one_line_not_wai
     assert finished.stderr.strip() == f"ace-gym {command}: {out / 'episodes.jsonl'}: is a FIFO, not a regular file"
 
 
+@pytest.mark.parametrize("command", ["report", "eval"])
+def test_commands__a_summary_that_is_a_fifo_is_refused_in_one_line_not_waited_on(
+    tmp_path: Path, command: str
+) -> None:
+    out = tmp_path / "run"
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0
+    (out / "summary.json").unlink()
+    os.mkfifo(out / "summary.json")
+    argv = [command, str(out)] if command != "eval" else ["eval", "--policy", "solver", *MEAL, "--out", str(out)]
+    try:
+        finished = subprocess.run(  # a bound for the old behaviour (waiting forever), not a timing
+            [sys.executable, "-m", "ace_gym", *argv], capture_output=True, text=True, timeout=120, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"ace-gym {command} waited on a FIFO")
+    assert finished.returncode == EXIT_IO
+    assert finished.stderr.strip() == f"ace-gym {command}: {out / 'summary.json'}: is a FIFO, not a regular file"
+
+
 def test_eval__full_disk_keeps_whole_records_says_so_and_the_rerun_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

@@ -42,6 +42,8 @@ RECORD_TEXT_FIELDS = ("key", "policy", "domain")
 RECORD_INT_FIELDS = ("hidden_slots", "decoy_budget")
 MAX_RECORD_BYTES = 256 * 2**20
 """The longest line read as a record; a longer one is malformed (it would take gigabytes to parse)."""
+MAX_SUMMARY_BYTES = 64 * 2**20
+"""The largest ``summary.json`` read back (for its run identity); a larger one is refused (OSError)."""
 _MAX_NAMED_LINES = 5
 
 
