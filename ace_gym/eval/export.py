@@ -41,7 +41,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ace_gym.atomic import AtomicFile
+from ace_gym.atomic import AtomicFile, open_regular
 from ace_gym.errors import ConfigError, choice
 from ace_gym.eval.results import EPISODES_FILE, duplicates_note, is_number, read_records
 
@@ -312,6 +312,7 @@ def run_export(args: argparse.Namespace) -> int:
     episodes = args.run_dir / EPISODES_FILE
     if not episodes.exists():
         raise ConfigError("run_dir", str(args.run_dir), f"holds no {EPISODES_FILE}")
+    open_regular(episodes).close()  # a FIFO or a device is refused (exit 4) before datasets is needed
     out = args.out or args.run_dir / ("episodes.parquet" if args.format == "parquet" else "episodes_hf")
     count = export_episodes(episodes, out, args.format, skip_malformed=args.skip_malformed)
     print(f"{count} episodes -> {out}")
