@@ -23,6 +23,19 @@ def valid_text(text: str) -> str:
     return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def valid_strings(value: Any) -> Any:
+    """``value`` with every string made valid by :func:`valid_text`: a string itself, and the
+    strings (keys too) inside dicts and lists, at any depth (new containers; the others are
+    returned as they are). Recursive: for values nested within :data:`MAX_JSON_DEPTH`."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_strings(key): valid_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [valid_strings(item) for item in value]
+    return value
+
+
 def nested_deeper_than(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether ``value`` holds dicts and lists nested more than ``limit`` levels deep (``value``
     itself, when a container, is level 1). Iterative, so it never recurses, and it stops at the

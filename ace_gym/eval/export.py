@@ -34,7 +34,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -44,6 +43,7 @@ from typing import Any
 from ace_gym.atomic import AtomicFile, open_regular
 from ace_gym.errors import ConfigError, choice
 from ace_gym.eval.results import EPISODES_FILE, duplicates_note, is_number, read_records
+from ace_gym.text import valid_strings
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,6 @@ TOKEN_FIELDS = {
 }
 MESSAGE_TEXT_KEYS = ("role", "content", "reasoning_content", "tool_call_id", "name")
 _KIND_WORDS = {"string": "a string", "int64": "an integer within int64", "float64": "a number", "bool": "a bool"}
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def features() -> Any:
@@ -109,7 +108,7 @@ def export_row(record: Mapping[str, Any]) -> dict[str, Any]:
         "rewards": [float(turn.get("reward", 0.0)) for turn in record.get("turns", ())],
         **{name: tokens.get(name) for name in TOKEN_FIELDS},
     }
-    return _valid_text(row)
+    return valid_strings(row)  # a lone surrogate becomes U+FFFD: UTF-8 holds none
 
 
 def export_problem(record: Mapping[str, Any]) -> str | None:
@@ -181,17 +180,6 @@ def _message_problem(message: Any) -> str | None:
 def _short(value: Any, limit: int = 40) -> str:
     text = repr(value)
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
-
-
-def _valid_text(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings replaced by U+FFFD (UTF-8 holds none)."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {key: _valid_text(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_valid_text(item) for item in value]
-    return value
 
 
 def _message(message: Mapping[str, Any]) -> dict[str, Any]:
