@@ -1,5 +1,5 @@
-"""Text that can leave ace-gym: every string an env or wrapper emits encodes as UTF-8, and every
-JSON value read back is nested within a bound."""
+"""Text that can leave ace-gym: every string an env or wrapper emits encodes as UTF-8, every value
+quoted in a message is shown short, and every JSON value read back is nested within a bound."""
 
 from __future__ import annotations
 
@@ -34,6 +34,21 @@ def valid_strings(value: Any) -> Any:
     if isinstance(value, list):
         return [valid_strings(item) for item in value]
     return value
+
+
+def clipped(value: object, limit: int = 80) -> str:
+    """``repr(value)`` to quote in a message, at most ``limit`` characters (``...`` marks a cut),
+    with lone surrogates replaced. Never raises: an integer too long to print is shown as
+    ``<N-bit integer>``, a value whose ``repr`` fails or recurses too deeply as ``<type name>``."""
+    try:
+        text = repr(value)
+    except Exception:  # ValueError (int past the digit limit), RecursionError, a broken __repr__
+        if isinstance(value, int):
+            text = f"<{value.bit_length()}-bit integer>"
+        else:
+            text = f"<{type(value).__name__}>"
+    text = valid_text(text)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def nested_deeper_than(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:

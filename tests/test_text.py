@@ -1,10 +1,13 @@
-"""Text leaving ace-gym: valid UTF-8 strings, bounded JSON nesting."""
+"""Text leaving ace-gym: valid UTF-8 strings, clipped reprs for messages, bounded JSON nesting."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from ace_gym.text import MAX_JSON_DEPTH, nested_deeper_than, valid_strings
+import pytest
+
+from ace_gym.text import MAX_JSON_DEPTH, clipped, nested_deeper_than, valid_strings
 from tests.core_helpers import nested_dict, nested_list
 
 
@@ -15,6 +18,36 @@ def test_valid_strings__replaces_lone_surrogates_in_every_string_at_any_depth() 
     assert json.dumps(valid, ensure_ascii=False).encode("utf-8")  # encodes now
     assert value["a\ud800"][0] == "x\udfff"  # the argument is left as it was
     assert valid_strings("plain") == "plain" and valid_strings(7) == 7 and valid_strings(None) is None
+
+
+class BrokenRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+class SurrogateRepr:
+    def __repr__(self) -> str:
+        return "<\ud800>"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("abc", "'abc'"),
+        ({"a": [1, None]}, "{'a': [1, None]}"),
+        ("x" * 100, "'" + "x" * 36 + "..."),
+        ("\ud800", "'\\ud800'"),  # a string's repr escapes a lone surrogate
+        (SurrogateRepr(), "<\ufffd>"),
+        (10**5000, "<16610-bit integer>"),  # past Python's digit limit for str(int)
+        (nested_list(), "<list>"),  # repr recurses too deeply
+        (nested_dict(), "<dict>"),
+        (BrokenRepr(), "<BrokenRepr>"),
+    ],
+    ids=["str", "dict", "long", "surrogate", "surrogate-repr", "huge-int", "deep-list", "deep-dict", "broken-repr"],
+)
+def test_clipped__a_short_repr_that_never_raises(value: Any, shown: str) -> None:
+    assert clipped(value, 40) == shown
+    assert len(clipped(value, 40)) <= 40
 
 
 def test_nested_deeper_than__counts_container_levels_without_recursing() -> None:

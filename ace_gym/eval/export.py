@@ -43,7 +43,7 @@ from typing import Any
 from ace_gym.atomic import AtomicFile, open_regular
 from ace_gym.errors import ConfigError, choice
 from ace_gym.eval.results import EPISODES_FILE, duplicates_note, is_number, read_records
-from ace_gym.text import valid_strings
+from ace_gym.text import clipped, valid_strings
 
 logger = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def export_problem(record: Mapping[str, Any]) -> str | None:
     have one; a ``tokens`` object holds lists of numbers of its columns' types."""
     for name, kind in EPISODE_FIELDS.items():
         if not _fits(record.get(name), kind):
-            return f"{name!r} is {_short(record.get(name))}, not {_KIND_WORDS[kind]}"
+            return f"{name!r} is {clipped(record.get(name), 40)}, not {_KIND_WORDS[kind]}"
     messages = record.get("messages")
     if not isinstance(messages, list):
         return "'messages' is missing or not a list"
@@ -160,7 +160,7 @@ def _message_problem(message: Any) -> str | None:
         return "is not an object"
     for key in MESSAGE_TEXT_KEYS:
         if not _fits(message.get(key), "string"):
-            return f"{key!r} is {_short(message.get(key))}, not a string"
+            return f"{key!r} is {clipped(message.get(key), 40)}, not a string"
     calls = message.get("tool_calls")
     if calls is None:
         return None
@@ -175,11 +175,6 @@ def _message_problem(message: Any) -> str | None:
         if not _fits(function.get("name"), "string"):
             return "'tool_calls' holds a call whose function 'name' is not a string"
     return None
-
-
-def _short(value: Any, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def _message(message: Mapping[str, Any]) -> dict[str, Any]:
