@@ -96,6 +96,7 @@ from ace_gym.domains import DOMAINS, Domain, GlobalRule, NumericAttribute
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
 from ace_gym.lazy_exports import lazy_exports
 from ace_gym.prompts import render_task_instruction
+from ace_gym.text import clipped
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -939,9 +940,9 @@ def _entry_header_problem(entry: CachedDataset) -> str | None:
     and :attr:`Dataset.model` rely on, checked without pydantic."""
     header = entry.header
     if header.keys() != {"domain", *_ENTRY_HEADER_INTS, *_ENTRY_HEADER_LISTS}:
-        return f"its header holds the fields {_shown(sorted(header))}"
+        return f"its header holds the fields {clipped(sorted(header))}"
     if not isinstance(header["domain"], str) or header["domain"] not in DOMAINS:
-        return f"its header names no domain: {_shown(header['domain'])}"
+        return f"its header names no domain: {clipped(header['domain'])}"
     lists = [header[name] for name in _ENTRY_HEADER_LISTS]
     if not all(type(header[name]) is int for name in _ENTRY_HEADER_INTS) or not all(
         type(values) is list and all(type(value) is int for value in values) for values in lists
@@ -1156,7 +1157,7 @@ def _check_distinct_keys(data: bytes | bytearray, key_bound: int, model: Dataset
         raise DatasetError(
             source,
             _json_path((*loc, key)),
-            f"key {_shown(key)} appears more than once in one JSON object (a JSON reader keeps only its last value)",
+            f"key {clipped(key)} appears more than once in one JSON object (a JSON reader keeps only its last value)",
         )
 
 
@@ -1237,12 +1238,6 @@ def _first_repeated_key(data: bytes | bytearray) -> tuple[tuple[int | str, ...],
 # consistency checks
 
 
-def _shown(value: object, limit: int = 80) -> str:
-    """``repr(value)`` clipped to ``limit`` characters, for error messages about file content."""
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
-
-
 def accepted_ranges(domain: Domain) -> dict[str, tuple[int, int]]:
     """``[low, high]`` a dataset file may hold for each numeric attribute of ``domain``.
 
@@ -1291,10 +1286,10 @@ def check_dataset(model: DatasetFile, source: str) -> list[CompiledInstance]:
         where = f"$.instances[{k}]"
         _check_against_header(instance, model, source, where)
         if instance.instance_id in seen:
-            raise DatasetError(source, f"{where}.instance_id", f"duplicate instance id {_shown(instance.instance_id)}")
+            raise DatasetError(source, f"{where}.instance_id", f"duplicate instance id {clipped(instance.instance_id)}")
         seen.add(instance.instance_id)
         if instance.domain != model.domain:
-            raise DatasetError(source, f"{where}.domain", f"{_shown(instance.domain)} in a {model.domain!r} file")
+            raise DatasetError(source, f"{where}.domain", f"{clipped(instance.domain)} in a {model.domain!r} file")
         compiled.append(check_instance(instance, DOMAINS[model.domain], source, where))
     return compiled
 
@@ -1313,7 +1308,7 @@ def _check_against_header(instance: Instance, model: DatasetFile, source: str, w
             raise DatasetError(
                 source,
                 f"{where}.meta.{name}",
-                f"is {getattr(instance.meta, name)} but the file header lists {name} {_shown(listed)}",
+                f"is {getattr(instance.meta, name)} but the file header lists {name} {clipped(listed)}",
             )
     if instance.meta.requested_candidates_per_slot != model.candidates_per_slot:
         raise DatasetError(
@@ -1382,10 +1377,10 @@ def _check_cells(instance: Instance, fail: Fail) -> None:
     for r, row in enumerate(instance.truth_solution):
         for c, item_id in enumerate(row):
             if item_id not in instance.item_pool:
-                raise fail(f".truth_solution[{r}][{c}]", f"id {_shown(item_id)} is not in item_pool")
+                raise fail(f".truth_solution[{r}][{c}]", f"id {clipped(item_id)} is not in item_pool")
             shown = instance.partial_solution[r][c]
             if shown is not None and shown != item_id:
-                raise fail(f".partial_solution[{r}][{c}]", f"is {_shown(shown)} but the truth is {_shown(item_id)}")
+                raise fail(f".partial_solution[{r}][{c}]", f"is {clipped(shown)} but the truth is {clipped(item_id)}")
     hidden = [(r, c) for r, row in enumerate(instance.partial_solution) for c, shown in enumerate(row) if shown is None]
     if [(p.row, p.col) for p in instance.hidden_slots] != hidden:
         raise fail(".hidden_slots", "must list the null cells of partial_solution in row-major order")
@@ -1415,7 +1410,7 @@ def _check_items(
             item_id, value = next((i, v) for i, v in zip(pool, column, strict=True) if not low <= v <= high)  # type: ignore[operator]
             raise fail(
                 f".item_pool.{item_id}.{name}",
-                f"is {_shown(value)}, outside the accepted range [{low}, {high}] of {domain.name} {name}",
+                f"is {clipped(value)}, outside the accepted range [{low}, {high}] of {domain.name} {name}",
             )
         allowed = set(attribute.values)
         if allowed.issuperset(column):
@@ -1423,7 +1418,7 @@ def _check_items(
         item_id, value = next((i, v) for i, v in zip(pool, column, strict=True) if v not in allowed)
         raise fail(
             f".item_pool.{item_id}.{name}",
-            f"{_shown(value)} is not a {name} of the {domain.name} domain "
+            f"{clipped(value)} is not a {name} of the {domain.name} domain "
             f"({', '.join(attribute.values)}){did_you_mean(str(value), attribute.values)}",
         )
     return columns
@@ -1455,14 +1450,14 @@ def _checked_columns(pool: dict[str, dict[str, int | str]], domain: Domain, fail
             missing, extra = sorted(keys - set(item)), sorted(set(item) - keys)
             raise fail(
                 f".item_pool.{item_id}",
-                f"item keys differ from the {domain.name} domain (missing {missing}, unexpected {_shown(extra)})",
+                f"item keys differ from the {domain.name} domain (missing {missing}, unexpected {clipped(extra)})",
             )
         if item[domain.id_key] != item_id:
-            raise fail(f".item_pool.{item_id}.{domain.id_key}", f"is {_shown(item[domain.id_key])}, not the pool key")
+            raise fail(f".item_pool.{item_id}.{domain.id_key}", f"is {clipped(item[domain.id_key])}, not the pool key")
         for key, value in item.items():
             if (key in numeric) != (type(value) is int):
                 kind = "an integer" if key in numeric else "a string"
-                raise fail(f".item_pool.{item_id}.{key}", f"must be {kind}, got {_shown(value)}")
+                raise fail(f".item_pool.{item_id}.{key}", f"must be {kind}, got {clipped(value)}")
     return {key: [item[key] for item in pool.values()] for key in domain.item_keys}
 
 
@@ -1484,7 +1479,7 @@ def _check_global_thresholds(
         if not 0 <= bound <= top:
             raise fail(
                 f".global_constraints.{rule.name}",
-                f"is {_shown(bound)}, outside [0, {top}], the values a {rule.kind} aggregate takes on a "
+                f"is {clipped(bound)}, outside [0, {top}], the values a {rule.kind} aggregate takes on a "
                 f"{instance.meta.rows}x{instance.meta.cols} grid",
             )
 
@@ -1542,10 +1537,10 @@ def _check_candidates_by_rule(instance: Instance, slot: SlotEntry, fail: Fail) -
     for field, ids in (("candidate_ids", candidates), ("decoy_ids", decoys), ("filter_candidate_ids", filters)):
         if not pool >= ids:
             stray = next(i for i in getattr(slot, field) if i not in pool)
-            raise fail(f".{field}", f"id {_shown(stray)} is not in item_pool")
+            raise fail(f".{field}", f"id {clipped(stray)} is not in item_pool")
         if not candidates >= ids:
             stray = next(i for i in getattr(slot, field) if i not in candidates)
-            raise fail(f".{field}", f"id {_shown(stray)} is not among the slot's candidate_ids")
+            raise fail(f".{field}", f"id {clipped(stray)} is not among the slot's candidate_ids")
         if field != "candidate_ids" and slot.truth_id in ids:
             raise fail(f".{field}", "contains the truth id")
     labelled = len(slot.decoy_ids) + len(slot.filter_candidate_ids)
@@ -1566,7 +1561,7 @@ def _active_rule_names(slot: SlotEntry, domain: Domain, fail: Fail) -> list[str]
         if name not in rule_names:
             raise fail(
                 ".slot_constraints.active_rule_names",
-                f"unknown slot rule {_shown(name)}{did_you_mean(name, rule_names)}",
+                f"unknown slot rule {clipped(name)}{did_you_mean(name, rule_names)}",
             )
         if name in active[:k]:
             raise fail(".slot_constraints.active_rule_names", f"lists {name!r} twice")
@@ -1588,13 +1583,13 @@ def _check_slot_bounds(
         if not low <= bound <= high:
             raise fail(
                 f".slot_constraints.{rule.name}",
-                f"is {_shown(bound)}, outside the accepted range [{low}, {high}] of {rule.attribute}",
+                f"is {clipped(bound)}, outside the accepted range [{low}, {high}] of {rule.attribute}",
             )
     for key, value in slot.slot_constraints.items():
         if key in ("row", "col"):
             if value != getattr(slot, key):
                 raise fail(
-                    f".slot_constraints.{key}", f"is {_shown(value)} but the slot's {key} is {getattr(slot, key)}"
+                    f".slot_constraints.{key}", f"is {clipped(value)} but the slot's {key} is {getattr(slot, key)}"
                 )
         elif key != "active_rule_names" and key not in active:
             raise fail(f".slot_constraints.{key}", "is not listed in active_rule_names")
@@ -1608,7 +1603,7 @@ def _check_branches(instance: Instance, fail: Fail) -> None:
         if slot.branch_rank != rank:
             raise fail(
                 f".slots[{s}].branch_rank",
-                f"is {_shown(slot.branch_rank)} but must be {rank} (slots with decoys are ranked 0, 1, ... row-major; "
+                f"is {clipped(slot.branch_rank)} but must be {rank} (slots with decoys are ranked 0, 1, ... row-major; "
                 "others null)",
             )
         if slot.decoy_ids:
@@ -1619,7 +1614,7 @@ def _check_branches(instance: Instance, fail: Fail) -> None:
     if meta.branch_budget_allocations != allocations:
         raise fail(
             ".meta.branch_budget_allocations",
-            f"is {_shown(meta.branch_budget_allocations)} but the branch slots hold {_shown(allocations)} decoys",
+            f"is {clipped(meta.branch_budget_allocations)} but the branch slots hold {clipped(allocations)} decoys",
         )
     if meta.branch_budget != sum(allocations):
         raise fail(".meta.branch_budget", f"is {meta.branch_budget} but the slots hold {sum(allocations)} decoys")
@@ -1658,7 +1653,7 @@ def _check_truth_by_rule(instance: Instance, compiled: CompiledInstance, fail: F
         s, name, attribute, _, bound, value = tested[int(np.flatnonzero(~passed)[0])]
         raise fail(
             f".slots[{s}].slot_constraints.{name}",
-            f"is {bound} but the slot's truth {_shown(instance.slots[s].truth_id)} has {attribute} {value}: "
+            f"is {bound} but the slot's truth {clipped(instance.slots[s].truth_id)} has {attribute} {value}: "
             "the truth breaks its own slot rule",
         )
     for rule in compiled.global_rules:  # the rules the array pass evaluated, so that both passes agree
@@ -1685,13 +1680,13 @@ def _check_instruction(instance: Instance, domain: Domain, slot_rules: list[Slot
         return
     have, want = instance.task_instruction.split("\n"), expected.split("\n")
     line = next(n for n, pair in enumerate(zip_longest(have, want)) if pair[0] != pair[1])
-    said = _shown(have[line]) if line < len(have) else "nothing"
+    said = clipped(have[line]) if line < len(have) else "nothing"
     if line >= len(want):
         raise fail(".task_instruction", f"line {line + 1} reads {said} after the text the constraints give")
     raise fail(
         ".task_instruction",
         f"line {line + 1} ({_rule_of_line(want[line], instance, domain, slot_rules)}) reads {said} "
-        f"but the constraints give {_shown(want[line], 200)}",
+        f"but the constraints give {clipped(want[line], 200)}",
     )
 
 

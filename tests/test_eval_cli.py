@@ -22,6 +22,7 @@ import ace_gym.agents
 from ace_gym.cli import EXIT_CONFIG, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED, main
 from ace_gym.eval.results import read_records
 from tests.core_helpers import killed_writer
+from tests.missing_modules import without_modules
 
 SLICE = ["--domains", "course,travel", "--hidden-slots", "1,5", "--decoy-budgets", "0,4"]  # 2 domains x 4 instances
 MEAL = ["--domains", "meal", "--hidden-slots", "1", "--decoy-budgets", "0"]  # one instance
@@ -257,13 +258,21 @@ def test_report_and_resume__remove_the_temporary_heatmap_files_a_killed_report_l
     assert hidden_files(out) == []
 
 
-@pytest.mark.parametrize("command", ["replay", "export", "report", "eval"])
-def test_commands__an_episode_file_that_is_a_fifo_is_refused_in_one_line_not_waited_on(
-    tmp_path: Path, command: str
+@pytest.mark.parametrize(
+    ("command", "fifo"),
+    [(command, "episodes.jsonl") for command in ("replay", "export", "report", "eval")]
+    + [(command, "summary.json") for command in ("report", "eval")],
+)
+def test_commands__an_episode_file_or_summary_that_is_a_fifo_is_refused_in_one_line_not_waited_on(
+    tmp_path: Path, command: str, fifo: str
 ) -> None:
     out = tmp_path / "run"
-    out.mkdir()
-    os.mkfifo(out / "episodes.jsonl")
+    if fifo == "summary.json":  # a finished run, its summary swapped for a FIFO
+        assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0
+        (out / fifo).unlink()
+    else:
+        out.mkdir()
+    os.mkfifo(out / fifo)
     argv = [command, str(out)] if command != "eval" else ["eval", "--policy", "solver", *MEAL, "--out", str(out)]
     try:
         finished = subprocess.run(  # a bound for the old behaviour (waiting forever), not a timing
@@ -272,7 +281,32 @@ def test_commands__an_episode_file_that_is_a_fifo_is_refused_in_one_line_not_wai
     except subprocess.TimeoutExpired:
         pytest.fail(f"ace-gym {command} waited on a FIFO")
     assert finished.returncode == EXIT_IO
-    assert finished.stderr.strip() == f"ace-gym {command}: {out / 'episodes.jsonl'}: is a FIFO, not a regular file"
+    assert finished.stderr.strip() == f"ace-gym {command}: {out / fifo}: is a FIFO, not a regular file"
+
+
+@pytest.mark.parametrize("episodes", ["fifo", "records"])
+def test_export__without_datasets_a_fifo_is_refused_first_and_records_name_the_extra(
+    tmp_path: Path, episodes: str
+) -> None:
+    out = tmp_path / "run"
+    if episodes == "fifo":
+        out.mkdir()
+        os.mkfifo(out / "episodes.jsonl")
+    else:
+        assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0
+    script = without_modules(["datasets"]) + f"from ace_gym.cli import main\nsys.exit(main(['export', {str(out)!r}]))"
+    try:
+        finished = subprocess.run(  # a bound for waiting on the FIFO, not a timing
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("ace-gym export waited on a FIFO")
+    if episodes == "fifo":
+        assert finished.returncode == EXIT_IO
+        assert finished.stderr.strip() == f"ace-gym export: {out / 'episodes.jsonl'}: is a FIFO, not a regular file"
+    else:
+        assert finished.returncode == EXIT_CONFIG
+        assert "needs the datasets library: pip install '.[export]'" in finished.stderr
 
 
 def test_eval__full_disk_keeps_whole_records_says_so_and_the_rerun_resumes(

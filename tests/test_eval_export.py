@@ -15,6 +15,8 @@ from ace_gym.cli import main  # noqa: E402
 from ace_gym.eval import EpisodeSpec, run_episodes  # noqa: E402
 from ace_gym.eval.export import export_row, features  # noqa: E402
 from ace_gym.eval.results import EPISODES_FILE  # noqa: E402
+from ace_gym.text import MAX_JSON_DEPTH  # noqa: E402
+from tests.core_helpers import nested_dict  # noqa: E402
 
 TOKENS = {
     "prompt_ids": [1, 2, 3],
@@ -136,6 +138,21 @@ def test_export__a_deeply_nested_line_is_malformed_not_a_crash(
     run = write_run(tmp_path / "run", records, extra_lines=('{"key": ' * 100_000 + "1" + "}" * 100_000,))
     assert main(["export", str(run)]) == 5
     assert "line 3: not JSON (nested too deeply)" in capsys.readouterr().err
+    assert main(["export", str(run), "--skip-malformed"]) == 0
+    assert datasets.Dataset.from_parquet(str(run / "episodes.parquet")).num_rows == 2
+
+
+def test_export__a_record_nested_past_the_bound_is_a_malformed_line_not_a_traceback(
+    records: list[dict[str, Any]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = json.loads(json.dumps(records[0]))
+    deep["key"] += "-deep"
+    call = next(message for message in deep["messages"] if message.get("tool_calls"))["tool_calls"][0]
+    call["function"]["arguments"] = nested_dict(MAX_JSON_DEPTH + 50)  # parseable, but deeper than a record may nest
+    run = write_run(tmp_path / "run", [*records, deep])
+    assert main(["export", str(run)]) == 5
+    error = capsys.readouterr().err
+    assert f"line 3: nested deeper than {MAX_JSON_DEPTH} levels" in error and "Traceback" not in error
     assert main(["export", str(run), "--skip-malformed"]) == 0
     assert datasets.Dataset.from_parquet(str(run / "episodes.parquet")).num_rows == 2
 

@@ -20,7 +20,9 @@ from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.replay import ReplayDiverged, ReplayPolicy, compare_records, replay_record
 from ace_gym.eval.results import read_records
 from ace_gym.parsing import parse_turn
+from ace_gym.text import MAX_JSON_DEPTH
 from ace_gym.tools.state import EpisodeState
+from tests.core_helpers import nested_dict
 
 SPECS = (
     EpisodeSpec("course", instance_index=0, tool_failure_rate=0.3, max_turns=200),
@@ -209,6 +211,27 @@ def test_replay_cli__a_deeply_nested_line_is_malformed_and_skip_malformed_replay
     assert replay_cli(str(run)) == EXIT_MALFORMED
     assert "line 2: not JSON (nested too deeply)" in one_error_line(capsys)
     assert replay_cli(str(run), "--skip-malformed") == EXIT_OK  # the flag the message suggests exists
+    assert capsys.readouterr().out.strip().endswith("1 identical, 0 differ")
+
+
+def with_deep_arguments(record: dict[str, Any], levels: int) -> dict[str, Any]:
+    """``record`` with its first tool call's ``arguments`` an object ``levels`` deep (parseable, but
+    deeper than a record may nest)."""
+    deep = json.loads(json.dumps(record))
+    deep["key"] += "-deep"
+    call = next(message for message in deep["messages"] if message.get("tool_calls"))["tool_calls"][0]
+    call["function"]["arguments"] = nested_dict(levels)
+    return deep
+
+
+def test_replay_cli__a_record_nested_past_the_bound_is_a_malformed_line_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    (record,) = played(SPECS[:1], make_policy("solver"))
+    run = write_run(tmp_path / "run", [record, with_deep_arguments(record, MAX_JSON_DEPTH + 50)])
+    assert replay_cli(str(run)) == EXIT_MALFORMED
+    assert f"line 2: nested deeper than {MAX_JSON_DEPTH} levels" in one_error_line(capsys)
+    assert replay_cli(str(run), "--skip-malformed") == EXIT_OK
     assert capsys.readouterr().out.strip().endswith("1 identical, 0 differ")
 
 

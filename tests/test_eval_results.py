@@ -18,6 +18,8 @@ from ace_gym.errors import ConfigError
 from ace_gym.eval.plots import PNG_DPI, heatmap_figure, write_heatmaps
 from ace_gym.eval.results import EpisodeLog, FileInUseError, MalformedRecordsError, read_records, write_json_atomic
 from ace_gym.eval.summary import TABLE_LEGEND, format_table, score_grid, summarize
+from ace_gym.text import MAX_JSON_DEPTH
+from tests.core_helpers import nested_dict
 
 
 def record(
@@ -105,6 +107,20 @@ def test_read_records__lines_too_deep_or_with_too_big_a_number_are_malformed_lin
     assert "line 4: 'tool_failure_rate' is" in str(raised.value)
     skipped: list[int] = []
     assert [r["key"] for r in read_records(path, skipped=skipped)] == ["a", "b"] and skipped == [2, 3, 4, 5]
+
+
+def test_read_records__a_record_nested_past_the_bound_is_malformed_even_where_the_parser_reads_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "episodes.jsonl"
+    at_bound = {**record("a"), "arguments": nested_dict(MAX_JSON_DEPTH - 2)}  # MAX_JSON_DEPTH levels in all
+    past_bound = {**record("b"), "arguments": nested_dict(MAX_JSON_DEPTH - 1)}
+    path.write_text("".join(json.dumps(value) + "\n" for value in (at_bound, past_bound, record("c"))))
+    with pytest.raises(MalformedRecordsError) as raised:
+        list(read_records(path))
+    assert f"line 2: nested deeper than {MAX_JSON_DEPTH} levels" in str(raised.value)
+    skipped: list[int] = []
+    assert [r["key"] for r in read_records(path, skipped=skipped)] == ["a", "c"] and skipped == [2]
 
 
 def test_read_records__a_line_longer_than_the_bound_is_malformed_and_never_read_whole(

@@ -40,13 +40,20 @@ from typing import Any
 
 from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, is_engine_spec, make_policy, policy_label
-from ace_gym.atomic import remove_stale_temporaries
+from ace_gym.atomic import read_regular_file, remove_stale_temporaries
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.eval import agency
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
-from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
+from ace_gym.eval.results import (
+    EPISODES_FILE,
+    MAX_SUMMARY_BYTES,
+    SUMMARY_FILE,
+    EpisodeLog,
+    read_records,
+    write_json_atomic,
+)
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize, unique_records
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
@@ -449,12 +456,14 @@ def _run_pending(
 
 
 def _stored_run(out: Path) -> dict[str, Any] | None:
-    """The run identity recorded in ``out/summary.json``, or None (no file, or none recorded)."""
+    """The run identity recorded in ``out/summary.json``, or None (no file, or none recorded; a
+    file that is not a JSON object is ignored with a warning). A summary that is no regular file
+    (a FIFO, a device) or holds more than :data:`~ace_gym.eval.results.MAX_SUMMARY_BYTES` raises OSError, never waits."""
     try:
-        stored = json.loads((out / SUMMARY_FILE).read_bytes()).get("run")
+        stored = json.loads(read_regular_file(out / SUMMARY_FILE, MAX_SUMMARY_BYTES)).get("run")
     except FileNotFoundError:
         return None
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         logger.warning("%s is not a JSON object: ignoring it", out / SUMMARY_FILE)
         return None
     return stored if isinstance(stored, dict) else None

@@ -34,16 +34,16 @@ import contextlib
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ace_gym.atomic import AtomicFile
+from ace_gym.atomic import AtomicFile, open_regular
 from ace_gym.errors import ConfigError, choice
 from ace_gym.eval.results import EPISODES_FILE, duplicates_note, is_number, read_records
+from ace_gym.text import clipped, valid_strings
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,6 @@ TOKEN_FIELDS = {
 }
 MESSAGE_TEXT_KEYS = ("role", "content", "reasoning_content", "tool_call_id", "name")
 _KIND_WORDS = {"string": "a string", "int64": "an integer within int64", "float64": "a number", "bool": "a bool"}
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def features() -> Any:
@@ -109,7 +108,7 @@ def export_row(record: Mapping[str, Any]) -> dict[str, Any]:
         "rewards": [float(turn.get("reward", 0.0)) for turn in record.get("turns", ())],
         **{name: tokens.get(name) for name in TOKEN_FIELDS},
     }
-    return _valid_text(row)
+    return valid_strings(row)  # a lone surrogate becomes U+FFFD: UTF-8 holds none
 
 
 def export_problem(record: Mapping[str, Any]) -> str | None:
@@ -121,7 +120,7 @@ def export_problem(record: Mapping[str, Any]) -> str | None:
     have one; a ``tokens`` object holds lists of numbers of its columns' types."""
     for name, kind in EPISODE_FIELDS.items():
         if not _fits(record.get(name), kind):
-            return f"{name!r} is {_short(record.get(name))}, not {_KIND_WORDS[kind]}"
+            return f"{name!r} is {clipped(record.get(name), 40)}, not {_KIND_WORDS[kind]}"
     messages = record.get("messages")
     if not isinstance(messages, list):
         return "'messages' is missing or not a list"
@@ -161,7 +160,7 @@ def _message_problem(message: Any) -> str | None:
         return "is not an object"
     for key in MESSAGE_TEXT_KEYS:
         if not _fits(message.get(key), "string"):
-            return f"{key!r} is {_short(message.get(key))}, not a string"
+            return f"{key!r} is {clipped(message.get(key), 40)}, not a string"
     calls = message.get("tool_calls")
     if calls is None:
         return None
@@ -176,22 +175,6 @@ def _message_problem(message: Any) -> str | None:
         if not _fits(function.get("name"), "string"):
             return "'tool_calls' holds a call whose function 'name' is not a string"
     return None
-
-
-def _short(value: Any, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
-
-
-def _valid_text(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings replaced by U+FFFD (UTF-8 holds none)."""
-    if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
-    if isinstance(value, dict):
-        return {key: _valid_text(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_valid_text(item) for item in value]
-    return value
 
 
 def _message(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -312,6 +295,7 @@ def run_export(args: argparse.Namespace) -> int:
     episodes = args.run_dir / EPISODES_FILE
     if not episodes.exists():
         raise ConfigError("run_dir", str(args.run_dir), f"holds no {EPISODES_FILE}")
+    open_regular(episodes).close()  # a FIFO or a device is refused (exit 4) before datasets is needed
     out = args.out or args.run_dir / ("episodes.parquet" if args.format == "parquet" else "episodes_hf")
     count = export_episodes(episodes, out, args.format, skip_malformed=args.skip_malformed)
     print(f"{count} episodes -> {out}")

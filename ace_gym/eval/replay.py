@@ -35,6 +35,7 @@ from ace_gym.eval.loop import Actor, Episode, Turn
 from ace_gym.eval.results import EPISODES_FILE, duplicates_note, read_records
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.instance import dataset_sha256
+from ace_gym.text import clipped
 
 ENDING_FIELDS = (
     "instance_id",
@@ -74,8 +75,8 @@ class ReplayMismatch:
     def describe(self) -> str:
         where = "before the first turn" if self.turn is None else f"at turn {self.turn}"
         return (
-            f"{self.key}: {where}, {self.field} differs: recorded {_short(self.recorded)}, "
-            f"replayed {_short(self.replayed)}"
+            f"{self.key}: {where}, {self.field} differs: recorded {clipped(self.recorded, 160)}, "
+            f"replayed {clipped(self.replayed, 160)}"
         )
 
 
@@ -221,11 +222,6 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
 def _plain(value: Any) -> Any:
     """``value`` as it reads back from a JSON record (tuples as lists, keys as strings)."""
     return json.loads(json.dumps(value))
-
-
-def _short(value: Any, limit: int = 160) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
 def register(subparsers: Any) -> None:

@@ -12,8 +12,10 @@ Every record is writable: text is serialised as UTF-8, and a lone surrogate (whi
 encode; a model can emit one) is written as its JSON escape ``\\udXXX``, which reads back as the
 same Python string.
 
-Reading checks each line against what a summary needs (:func:`record_problem`); a complete line
-that fails raises :class:`MalformedRecordsError` naming the lines, unless the caller asks to skip them.
+Reading checks each line against what a summary needs (:func:`record_problem`) and that it nests
+no deeper than :data:`~ace_gym.text.MAX_JSON_DEPTH` levels (so that every consumer can walk it); a
+complete line that fails raises :class:`MalformedRecordsError` naming the lines, unless the caller
+asks to skip them.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any, BinaryIO
 
 from ace_gym.atomic import open_regular, write_atomic
 from ace_gym.errors import AceGymError, InUseError
+from ace_gym.text import MAX_JSON_DEPTH, nested_deeper_than
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +42,8 @@ RECORD_TEXT_FIELDS = ("key", "policy", "domain")
 RECORD_INT_FIELDS = ("hidden_slots", "decoy_budget")
 MAX_RECORD_BYTES = 256 * 2**20
 """The longest line read as a record; a longer one is malformed (it would take gigabytes to parse)."""
+MAX_SUMMARY_BYTES = 64 * 2**20
+"""The largest ``summary.json`` read back (for its run identity); a larger one is refused (OSError)."""
 _MAX_NAMED_LINES = 5
 
 
@@ -136,7 +141,7 @@ def read_records(
     The file must be a regular file (:func:`~ace_gym.atomic.open_regular`: a FIFO or a device
     raises NotRegularFileError, an OSError). A torn last line (no newline: a write cut short, or
     one in progress) is ignored with a warning. Other lines that are not records (not JSON, nested
-    too deeply for the parser, longer than :data:`MAX_RECORD_BYTES`, failing
+    deeper than :data:`~ace_gym.text.MAX_JSON_DEPTH` levels, longer than :data:`MAX_RECORD_BYTES`, failing
     :func:`record_problem` or the caller's own ``check``): without ``skipped``,
     :class:`MalformedRecordsError` naming them is raised once the valid records were yielded;
     with it, their line numbers are appended to ``skipped`` and each is logged. With
@@ -191,6 +196,8 @@ def _parse_record(line: bytes | None, check: Callable[[dict[str, Any]], str | No
         return None, "not JSON (nested too deeply)"
     except ValueError as error:  # also an integer of too many digits, or bytes that are no UTF-8
         return None, f"not JSON ({error})"
+    if nested_deeper_than(record, MAX_JSON_DEPTH):  # every reader (replay, export, repr, ==) would recurse too deep
+        return None, f"nested deeper than {MAX_JSON_DEPTH} levels"
     problem = record_problem(record)
     if problem is None and check is not None:
         problem = check(record)

@@ -26,8 +26,7 @@ from typing import Any, Literal, cast
 import numpy as np
 
 from ace_gym.longbench.tables import ItemTable
-from ace_gym.text import valid_text
-from ace_gym.tools.replies import safe_repr
+from ace_gym.text import clipped
 
 Comparator = Literal[">", "<", "=="]
 COMPARATORS: tuple[str, ...] = (">", "<", "==")
@@ -254,7 +253,7 @@ def parse_conditions(table: ItemTable, arguments: Any) -> tuple[Condition, ...]:
             raise QueryError(f"{where} must be an object")
         section = item.get("section")
         if not isinstance(section, str) or section not in {s.name for s in table.sections}:
-            raise QueryError(f"{where}: unknown section {_clip(section)}")
+            raise QueryError(f"{where}: unknown section {clipped(section)}")
         kind = table.section(section).kind
         kind_written = item.get("type")
         if not isinstance(kind_written, str):  # e.g. an array, whose == is no truth value
@@ -267,7 +266,7 @@ def parse_conditions(table: ItemTable, arguments: Any) -> tuple[Condition, ...]:
                 raise QueryError(f"{where}: values must be a non-empty list of strings")
             unknown = [v for v in values if v not in table.vocab[section]]
             if unknown:
-                raise QueryError(f"{where}: {_clip(unknown[0])} is not a value of {section}")
+                raise QueryError(f"{where}: {clipped(unknown[0])} is not a value of {section}")
             exclude = item.get("exclude", False)
             if not isinstance(exclude, bool):
                 raise QueryError(f"{where}: exclude must be true or false")
@@ -289,11 +288,3 @@ def parse_conditions(table: ItemTable, arguments: Any) -> tuple[Condition, ...]:
         else:
             raise QueryError(f'{where}: type must be "value" or "numeric"')
     return tuple(out)
-
-
-def _clip(value: object, limit: int = 80) -> str:
-    """A model-sent value quoted for an error message: a string's repr (lone surrogates escaped),
-    anything else as :func:`~ace_gym.tools.replies.safe_repr` writes it (never raises for a huge
-    integer or deep nesting), at most ``limit`` characters."""
-    text = repr(value) if isinstance(value, str) else valid_text(safe_repr(value))
-    return text if len(text) <= limit else text[: limit - 3] + "..."

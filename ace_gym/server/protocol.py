@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
+from ace_gym.text import MAX_JSON_DEPTH
 from ace_gym.tools.replies import REPLY_INFO, safe_repr
 
 orjson: ModuleType | None  # None: a client without the serve extra encodes with the standard library alone
@@ -206,8 +207,9 @@ def dumps(payload: Any) -> str:
     return text
 
 
-MAX_DEPTH = 200
-"""Containers deeper than this are sent as a string (below the JSON readers' depth limits)."""
+MAX_DEPTH = MAX_JSON_DEPTH
+"""Containers deeper than this are sent as a string (:data:`ace_gym.text.MAX_JSON_DEPTH`, below the
+JSON readers' depth limits, the bound an episode file's records are read with)."""
 
 _INT_DIGITS_BITS = 14_000  # past about 4,200 digits, str(int) may refuse (sys.get_int_max_str_digits)
 

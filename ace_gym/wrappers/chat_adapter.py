@@ -14,7 +14,7 @@ from ace_gym.envs.ace_env import ActionType
 from ace_gym.errors import ConfigError, choice
 from ace_gym.parsing import FORMAT_EXAMPLES, TOOL_FORMATS, ParsedCall, ParsedTurn, parse_turn
 from ace_gym.spaces import arguments_json
-from ace_gym.text import valid_text
+from ace_gym.text import valid_strings, valid_text
 from ace_gym.tools import REPLY_INFO
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 from ace_gym.wrappers.step_budget import TurnLimit
@@ -183,8 +183,8 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
     ) -> tuple[Messages, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
         self._messages = [
-            {"role": "system", "content": _valid(info["system_prompt"])},
-            {"role": "user", "content": _valid(observation)},
+            {"role": "system", "content": valid_strings(info["system_prompt"])},
+            {"role": "user", "content": valid_strings(observation)},
         ]
         self._turn = self._attempt_start = 0
         info.update(turn=0, messages=ConversationView(self._messages))
@@ -272,7 +272,7 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
         ``message`` as a user message; returns ``[that message]``, the next observation. A turn
         limit starts again (turns keep counting, so call ids stay unique)."""
         self.env.get_wrapper_attr("resume")(message)
-        self._messages.append({"role": "user", "content": _valid(message)})
+        self._messages.append({"role": "user", "content": valid_strings(message)})
         self._attempt_start = self._turn
         if self._limit is None:
             return [self._messages[-1]]
@@ -300,11 +300,6 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
             f"Your last message was not executed: {found}. To act, call a tool in this format:\n{example}\n"
             "Call `done` when the grid is complete."
         )
-
-
-def _valid(text: Any) -> Any:
-    """A string the wrapped env or a caller handed over, made valid UTF-8; anything else as it is."""
-    return valid_text(text) if isinstance(text, str) else text
 
 
 @functools.lru_cache(maxsize=4096)
