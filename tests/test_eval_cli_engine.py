@@ -46,6 +46,30 @@ def test_eval__an_unreachable_endpoint_exits_7_naming_the_url_stores_nothing_and
         server.close()
 
 
+def test_eval__an_endpoint_that_answers_400_to_every_request_exits_7_and_stores_no_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``vllm serve`` without ``--enable-auto-tool-choice`` refuses every request that carries tools."""
+    pytest.importorskip("openai")
+    refusal = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    server = ChatServer(lambda body: (400, {"object": "error", "message": refusal, "code": 400}))
+    out = tmp_path / "run"
+    command = ["--policy", f"openai:fake@{server.url}", "--engine-option", "max_retries=0", *MEAL]
+    command += ["--max-turns", "2", "--out", str(out)]
+    try:
+        assert run_cli(*command) == EXIT_ENGINE
+        line = one_error_line(capsys)
+        assert f"model endpoint {server.url}" in line and "HTTP 400" in line and refusal in line
+        assert list(read_records(out / "episodes.jsonl")) == []  # no 0.000 stored for it
+
+        server.answer = _reads_the_grid_then_done  # the server restarted with tool calling on
+        assert run_cli(*command) == 0
+        (record,) = read_records(out / "episodes.jsonl")
+        assert record["usage"]["turns"] == 2
+    finally:
+        server.close()
+
+
 def test_eval__a_model_path_that_does_not_load_exits_7_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
