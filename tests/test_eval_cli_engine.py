@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ace_gym.cli import EXIT_ENGINE
+from ace_gym.cli import EXIT_CONFIG, EXIT_ENGINE
 from ace_gym.eval.results import read_records
 from tests.chat_server import ChatServer, Reply, chat_response, tool_call
 from tests.test_eval_cli import MEAL, one_error_line, run_cli
@@ -79,3 +79,19 @@ def test_eval__a_model_path_that_does_not_load_exits_7_naming_it(tmp_path: Path,
     line = one_error_line(capsys)
     assert f"model {missing}: cannot load" in line
     assert list(read_records(out / "episodes.jsonl")) == []
+
+
+def test_eval__a_bad_dtype_for_a_model_that_loads_exits_2_naming_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A configuration mistake, not exit 7's "re-run once the model is available"."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from ace_gym.agents.llm.tiny_model import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny")
+    capsys.readouterr()  # its progress bars
+    out = tmp_path / "run"
+    assert run_cli("--policy", f"hf:{model}", "--engine-option", "dtype=int8", *MEAL, "--out", str(out)) == EXIT_CONFIG
+    line = one_error_line(capsys)
+    assert "dtype='int8'" in line and "floating-point" in line
