@@ -21,14 +21,19 @@ def _reads_the_grid_then_done(body: dict[str, Any]) -> Reply:
     return 200, chat_response("", [tool_call(name, {}, f"call_{turns}")])
 
 
+def _eval_command(server: ChatServer, out: Path) -> list[str]:
+    """``ace-gym eval`` of one two-turn meal episode against ``server``, without retries."""
+    command = ["--policy", f"openai:fake@{server.url}", "--engine-option", "max_retries=0", *MEAL]
+    return [*command, "--max-turns", "2", "--out", str(out)]
+
+
 def test_eval__an_unreachable_endpoint_exits_7_naming_the_url_stores_nothing_and_the_rerun_plays_it(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     pytest.importorskip("openai")
     server = ChatServer(_reads_the_grid_then_done, listening=False)  # its port refuses connections
     out = tmp_path / "run"
-    command = ["--policy", f"openai:fake@{server.url}", "--engine-option", "max_retries=0", *MEAL]
-    command += ["--max-turns", "2", "--out", str(out)]
+    command = _eval_command(server, out)
     try:
         assert run_cli(*command) == EXIT_ENGINE
         line = one_error_line(capsys)
@@ -54,8 +59,7 @@ def test_eval__an_endpoint_that_answers_400_to_every_request_exits_7_and_stores_
     refusal = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
     server = ChatServer(lambda body: (400, {"object": "error", "message": refusal, "code": 400}))
     out = tmp_path / "run"
-    command = ["--policy", f"openai:fake@{server.url}", "--engine-option", "max_retries=0", *MEAL]
-    command += ["--max-turns", "2", "--out", str(out)]
+    command = _eval_command(server, out)
     try:
         assert run_cli(*command) == EXIT_ENGINE
         line = one_error_line(capsys)
