@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ace_gym.cli import EXIT_ENGINE
+from ace_gym.cli import EXIT_CONFIG, EXIT_ENGINE
 from ace_gym.eval.results import read_records
 from tests.chat_server import ChatServer, Reply, chat_response, tool_call
 from tests.test_eval_cli import MEAL, one_error_line, run_cli
@@ -21,14 +21,19 @@ def _reads_the_grid_then_done(body: dict[str, Any]) -> Reply:
     return 200, chat_response("", [tool_call(name, {}, f"call_{turns}")])
 
 
+def _eval_command(server: ChatServer, out: Path) -> list[str]:
+    """``ace-gym eval`` of one two-turn meal episode against ``server``, without retries."""
+    command = ["--policy", f"openai:fake@{server.url}", "--engine-option", "max_retries=0", *MEAL]
+    return [*command, "--max-turns", "2", "--out", str(out)]
+
+
 def test_eval__an_unreachable_endpoint_exits_7_naming_the_url_stores_nothing_and_the_rerun_plays_it(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     pytest.importorskip("openai")
     server = ChatServer(_reads_the_grid_then_done, listening=False)  # its port refuses connections
     out = tmp_path / "run"
-    command = ["--policy", f"openai:fake@{server.url}", "--engine-option", "max_retries=0", *MEAL]
-    command += ["--max-turns", "2", "--out", str(out)]
+    command = _eval_command(server, out)
     try:
         assert run_cli(*command) == EXIT_ENGINE
         line = one_error_line(capsys)
@@ -46,6 +51,29 @@ def test_eval__an_unreachable_endpoint_exits_7_naming_the_url_stores_nothing_and
         server.close()
 
 
+def test_eval__an_endpoint_that_answers_400_to_every_request_exits_7_and_stores_no_score(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """``vllm serve`` without ``--enable-auto-tool-choice`` refuses every request that carries tools."""
+    pytest.importorskip("openai")
+    refusal = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    server = ChatServer(lambda body: (400, {"object": "error", "message": refusal, "code": 400}))
+    out = tmp_path / "run"
+    command = _eval_command(server, out)
+    try:
+        assert run_cli(*command) == EXIT_ENGINE
+        line = one_error_line(capsys)
+        assert f"model endpoint {server.url}" in line and "HTTP 400" in line and refusal in line
+        assert list(read_records(out / "episodes.jsonl")) == []  # no 0.000 stored for it
+
+        server.answer = _reads_the_grid_then_done  # the server restarted with tool calling on
+        assert run_cli(*command) == 0
+        (record,) = read_records(out / "episodes.jsonl")
+        assert record["usage"]["turns"] == 2
+    finally:
+        server.close()
+
+
 def test_eval__a_model_path_that_does_not_load_exits_7_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
@@ -55,3 +83,19 @@ def test_eval__a_model_path_that_does_not_load_exits_7_naming_it(tmp_path: Path,
     line = one_error_line(capsys)
     assert f"model {missing}: cannot load" in line
     assert list(read_records(out / "episodes.jsonl")) == []
+
+
+def test_eval__a_bad_dtype_for_a_model_that_loads_exits_2_naming_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A configuration mistake, not exit 7's "re-run once the model is available"."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from ace_gym.agents.llm.tiny_model import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "tiny")
+    capsys.readouterr()  # its progress bars
+    out = tmp_path / "run"
+    assert run_cli("--policy", f"hf:{model}", "--engine-option", "dtype=int8", *MEAL, "--out", str(out)) == EXIT_CONFIG
+    line = one_error_line(capsys)
+    assert "dtype='int8'" in line and "floating-point" in line

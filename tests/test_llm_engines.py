@@ -7,8 +7,9 @@ import json
 import pytest
 
 from ace_gym.agents.llm import make_engine
+from ace_gym.agents.llm.loading import loaded
 from ace_gym.agents.llm.messages import for_chat_template, for_openai
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, EngineUnavailableError
 
 CONVERSATION = [
     {"role": "system", "content": "sys"},
@@ -74,3 +75,40 @@ def test_for_openai__keeps_standard_keys_and_string_arguments() -> None:
 def test_for_openai__drops_an_empty_tool_calls_list() -> None:
     messages = for_openai([{"role": "assistant", "content": "hi", "tool_calls": []}])
     assert messages == [{"role": "assistant", "content": "hi"}]
+
+
+def _raises(error: Exception) -> None:
+    raise error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        FileNotFoundError(2, "No such file or directory", "/models/x/config.json"),
+        OSError("/models/x does not appear to have a file named config.json"),
+        ValueError("Unrecognized model in /models/x. Should have a `model_type` key in its config.json."),
+        ValueError("Value error, Invalid repository ID or local directory specified: '/models/x'."),
+    ],
+)
+def test_loaded__a_model_that_is_not_there_or_not_readable_is_unavailable_naming_it(error: Exception) -> None:
+    with pytest.raises(EngineUnavailableError) as raised:
+        loaded("model", "/models/x", lambda: _raises(error))
+    assert str(raised.value).startswith(f"model /models/x: cannot load: {type(error).__name__}")
+    assert raised.value.__cause__ is error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ValueError(
+            "LlamaForCausalLM cannot be instantiated under `dtype=torch.int8` as it's not a floating-point dtype"
+        ),
+        ValueError("User-specified max_model_len (10000000) is greater than the derived max_model_len (8192)."),
+        RuntimeError("Engine core initialization failed. See root cause above."),
+    ],
+)
+def test_loaded__a_configuration_error_propagates_as_it_is(error: Exception) -> None:
+    """A bad dtype or an impossible max_model_len is no missing model: never "re-run once it is available"."""
+    with pytest.raises(type(error)) as raised:
+        loaded("model", "/models/x", lambda: _raises(error))
+    assert raised.value is error

@@ -14,7 +14,7 @@ from ace_gym.agents.llm import make_engine  # noqa: E402
 from ace_gym.agents.llm.hf_engine import HFChatEngine  # noqa: E402
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
 from ace_gym.envs import AceEnv  # noqa: E402
-from ace_gym.errors import EngineUnavailableError  # noqa: E402
+from ace_gym.errors import ConfigError, EngineUnavailableError  # noqa: E402
 from ace_gym.eval import EpisodeSpec, run_episodes  # noqa: E402
 from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done  # noqa: E402
 from tests.token_records import assert_token_exact  # noqa: E402
@@ -228,3 +228,17 @@ def test_hf_engine__a_tokenizer_path_that_does_not_load_raises_unavailable_namin
 ) -> None:
     with pytest.raises(EngineUnavailableError, match=r"^tokenizer .*no-tokenizer: cannot load"):
         HFChatEngine(str(tiny_model), tmp_path / "no-tokenizer")
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float33", 5])
+def test_hf_engine__a_dtype_that_is_no_float_dtype_raises_a_config_error_naming_it(
+    tiny_model: Path, dtype: object
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        HFChatEngine(str(tiny_model), dtype=dtype)
+    assert raised.value.field == "dtype" and raised.value.value == dtype
+
+
+def test_hf_engine__takes_a_float_dtype_by_name_or_as_a_torch_dtype(tiny_model: Path) -> None:
+    assert HFChatEngine(str(tiny_model), dtype="bfloat16").model.dtype == torch.bfloat16
+    assert HFChatEngine(str(tiny_model), dtype=torch.float32).model.dtype == torch.float32

@@ -15,6 +15,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -131,22 +132,97 @@ def test_openai_engine__client_retries_server_errors_then_succeeds(serve: Callab
     assert len(server.requests) == 3
 
 
-def test_openai_engine__gives_an_error_completion_when_retries_run_out(serve: Callable[..., ChatServer]) -> None:
-    server = serve(lambda body: error(500))
+WARM_UP = [{"role": "user", "content": "warm-up"}]
+
+
+def _warm_up_then(answer: Callable[[dict[str, Any]], Reply]) -> Callable[[dict[str, Any]], Reply]:
+    """A server's answers: a completion for the WARM_UP conversation, ``answer`` for any other."""
+    return lambda body: (200, chat_response("warm")) if body["messages"] == WARM_UP else answer(body)
+
+
+def test_openai_engine__after_a_success_a_500_gives_an_error_completion_when_retries_run_out(
+    serve: Callable[..., ChatServer],
+) -> None:
+    server = serve(_warm_up_then(lambda body: error(500)))
     with engine_for(server, max_retries=2) as engine:
+        (warm,) = engine.generate([WARM_UP], [TOOLS])
         (completion,) = engine.generate([CONVERSATION], [TOOLS])
+    assert warm.text == "warm"
     assert completion.finish_reason == "error" and "500" in completion.text
-    assert len(server.requests) == 3
+    assert len(server.requests) == 1 + 3
 
 
-def test_openai_engine__a_rejected_request_fails_alone_without_retry(serve: Callable[..., ChatServer]) -> None:
+def test_openai_engine__after_a_success_a_rejected_request_fails_alone_without_retry(
+    serve: Callable[..., ChatServer],
+) -> None:
     server = serve(
-        lambda body: error(400) if body["messages"][-1]["content"] == "bad" else (200, chat_response("good"))
+        _warm_up_then(
+            lambda body: error(400) if body["messages"][-1]["content"] == "bad" else (200, chat_response("good"))
+        )
     )
     with engine_for(server, max_retries=3) as engine:
+        engine.generate([WARM_UP], [TOOLS])
         bad, good = engine.generate([[{"role": "user", "content": "bad"}], CONVERSATION], [TOOLS, TOOLS])
-    assert bad.finish_reason == "error" and good.text == "good"
-    assert len(server.requests) == 2
+    assert bad.finish_reason == "error" and "400" in bad.text and good.text == "good"
+    assert len(server.requests) == 1 + 2
+
+
+VLLM_WITHOUT_TOOL_CHOICE = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+
+
+@pytest.mark.parametrize("status", [400, 422, 500])
+def test_openai_engine__an_endpoint_that_fails_every_request_raises_unavailable_naming_status_and_message(
+    serve: Callable[..., ChatServer], status: int
+) -> None:
+    """What ``vllm serve`` without ``--enable-auto-tool-choice`` answers to every request with tools."""
+    body = {"object": "error", "message": VLLM_WITHOUT_TOOL_CHOICE, "type": "BadRequestError", "code": status}
+    server = serve(lambda request: (status, body))
+    conversations = [[{"role": "user", "content": f"episode {i}"}] for i in range(3)]
+    with engine_for(server, max_retries=0) as engine, pytest.raises(EngineUnavailableError) as raised:
+        engine.generate(conversations, [TOOLS] * 3)
+    message = str(raised.value)
+    assert message.startswith(f"model endpoint {server.url}/ (model 'tiny'): HTTP {status}")
+    assert VLLM_WITHOUT_TOOL_CHOICE in message and "\n" not in message
+
+
+def test_openai_engine__a_500_before_any_success_raises_unavailable_after_retries(
+    serve: Callable[..., ChatServer],
+) -> None:
+    server = serve(lambda body: error(500))
+    with engine_for(server, max_retries=2) as engine, pytest.raises(EngineUnavailableError) as raised:
+        engine.generate([CONVERSATION], [TOOLS])
+    assert "HTTP 500 after 2 retries" in str(raised.value) and len(server.requests) == 3
+
+
+@pytest.fixture
+def never_answered() -> Iterator[threading.Event]:
+    """Set at the test's end: until then the server holds every request that is not WARM_UP."""
+    release = threading.Event()
+    yield release
+    release.set()
+
+
+def test_openai_engine__a_timeout_before_any_success_raises_unavailable_naming_timeout_s(
+    serve: Callable[..., ChatServer], never_answered: threading.Event
+) -> None:
+    server = serve(lambda body: (never_answered.wait(30), (200, chat_response("late")))[1])
+    with engine_for(server, max_retries=0, timeout_s=0.5) as engine, pytest.raises(EngineUnavailableError) as raised:
+        engine.generate([CONVERSATION], [TOOLS])
+    message = str(raised.value)
+    assert message.startswith(f"model endpoint {server.url}/ (model 'tiny'): no answer within timeout_s=0.5")
+    assert "before any request succeeded" in message
+
+
+def test_openai_engine__a_timeout_after_a_success_gives_an_error_completion(
+    serve: Callable[..., ChatServer], never_answered: threading.Event
+) -> None:
+    server = serve(_warm_up_then(lambda body: (never_answered.wait(30), (200, chat_response("late")))[1]))
+    with engine_for(server, max_retries=0, timeout_s=0.5) as engine:
+        (warm,) = engine.generate([WARM_UP], [TOOLS])
+        (slow,) = engine.generate([CONVERSATION], [TOOLS])
+        (again,) = engine.generate([WARM_UP], [TOOLS])  # the run goes on
+    assert warm.text == again.text == "warm"
+    assert slow.finish_reason == "error" and "timeout_s=0.5" in slow.text
 
 
 @pytest.mark.parametrize("status", [401, 403, 404])

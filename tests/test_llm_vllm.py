@@ -124,5 +124,19 @@ def test_vllm_engine__a_model_path_that_does_not_load_raises_unavailable_naming_
     assert str(raised.value).startswith(f"model {path}: cannot load") and "\n" not in str(raised.value)
 
 
+@pytest.mark.slow
+def test_vllm_engine__an_impossible_max_model_len_propagates_as_a_configuration_error(tmp_path: Path) -> None:
+    """A model that is there but an option vLLM refuses: not "re-run once the model is available"."""
+    pytest.importorskip("vllm")
+    from ace_gym.agents.llm.tiny_model import build_tiny_model
+    from ace_gym.agents.llm.vllm_engine import VLLMChatEngine
+    from ace_gym.errors import EngineUnavailableError
+
+    model_dir = build_tiny_model(tmp_path / "tiny")
+    with pytest.raises(ValueError, match="max_model_len") as raised:
+        VLLMChatEngine(str(model_dir), max_model_len=10**7, dtype="float32")  # refused before any worker starts
+    assert not isinstance(raised.value, EngineUnavailableError)
+
+
 if __name__ == "__main__":
     run_script(sys.argv[1], sys.argv[2])

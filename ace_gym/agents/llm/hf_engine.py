@@ -43,7 +43,9 @@ class HFChatEngine:
     returns empty text with ``finish_reason="length"``; one the chat template refuses (templates
     raise on shapes they do not support) returns the error as text with ``finish_reason="error"``.
     A model or tokenizer path that does not load (missing, not a model, unreadable) raises
-    :class:`~ace_gym.errors.EngineUnavailableError` naming the path.
+    :class:`~ace_gym.errors.EngineUnavailableError` naming the path; a ``dtype`` that is neither
+    ``"auto"`` nor a floating-point torch dtype raises :class:`~ace_gym.errors.ConfigError`, and
+    any other error the loader raises propagates as it is.
     """
 
     def __init__(
@@ -58,7 +60,7 @@ class HFChatEngine:
         seed: int = 0,
         max_context: int | None = None,
         logprobs: bool = True,
-        dtype: str = "auto",
+        dtype: Any = "auto",
         chat_template_kwargs: Mapping[str, Any] | None = None,
         generation_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
@@ -68,6 +70,7 @@ class HFChatEngine:
         batch_size = integer("batch_size", batch_size, minimum=1)
         temperature = number("temperature", temperature, minimum=0, note="(0 = greedy)")
         if isinstance(model, (str, os.PathLike)):
+            dtype = _model_dtype(dtype)
             if tokenizer is None:
                 tokenizer = model
             model = loaded("model", model, partial(AutoModelForCausalLM.from_pretrained, model, dtype=dtype))
@@ -184,3 +187,14 @@ class HFChatEngine:
             for k, logits in enumerate(step_logits)
         ]
         return torch.stack(columns, dim=1).tolist()
+
+
+def _model_dtype(dtype: Any) -> Any:
+    """``dtype`` if it is ``"auto"``, a floating-point ``torch.dtype`` or the name of one (``"bfloat16"``);
+    ConfigError naming ``dtype`` otherwise."""
+    import torch
+
+    resolved = getattr(torch, dtype, None) if isinstance(dtype, str) and dtype != "auto" else dtype
+    if dtype == "auto" or (isinstance(resolved, torch.dtype) and resolved.is_floating_point):
+        return dtype
+    raise ConfigError("dtype", dtype, "must be 'auto' or a floating-point torch dtype (float32, bfloat16, float16)")

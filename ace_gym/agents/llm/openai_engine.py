@@ -42,14 +42,22 @@ class OpenAIChatEngine:
     Errors: connection errors, timeouts, HTTP 408/409/429 and 5xx are retried by the ``openai``
     client itself, up to ``max_retries`` times, with its exponential backoff and jitter (honouring
     a server's ``Retry-After``; about 14 s in all for the default 5 retries); ``timeout_s`` bounds
-    each attempt. An endpoint that cannot serve the model raises
-    :class:`~ace_gym.errors.EngineUnavailableError` (one line naming :attr:`base_url`, the model
-    and the cause), never a completion: a connection refused, a host that does not resolve or a
-    timeout once retries run out, a wrong key (401), a refusal (403), a wrong URL or model name
-    (404), and 429/502/503/504 once retries run out (:data:`UNAVAILABLE_STATUS`). A server that
-    answers about one request (a 500 once retries run out, any other 4xx, e.g. a prompt longer
-    than the context) gives that conversation ``Completion(text=<the error>,
-    finish_reason="error")``, and the others are unaffected.
+    each attempt. What a request that still fails becomes follows one rule:
+
+    * An endpoint that cannot serve the model raises :class:`~ace_gym.errors.EngineUnavailableError`
+      (one line naming :attr:`base_url`, the model and the cause), never a completion: a connection
+      refused or a host that does not resolve once retries run out, a wrong key (401), a refusal
+      (403), a wrong URL or model name (404), and 429/502/503/504 once retries run out
+      (:data:`UNAVAILABLE_STATUS`).
+    * Until the engine has had one successful completion, any failed request raises it too: an
+      endpoint that answers its first requests with a 400 or a 500 (``vllm serve`` started without
+      ``--enable-auto-tool-choice`` answers 400 to every request that carries ``tools``) or that
+      gives no answer within ``timeout_s`` is taken as unable to serve the model; the error names
+      the status and the server's message, or the ``timeout_s`` that ran out.
+    * Once one request has succeeded, a server that answers about one request (any other 4xx, e.g.
+      a prompt longer than the context; a 500 once retries run out) or one that times out gives
+      that conversation ``Completion(text=<the error>, finish_reason="error")``, and the others
+      are unaffected: one bad sample does not stop a run.
 
     The completion holds the message ``content`` as ``text``, native ``tool_calls`` (OpenAI shape),
     the server-separated reasoning (``reasoning_content`` or ``reasoning``), the ``usage``
@@ -59,8 +67,8 @@ class OpenAIChatEngine:
     ``extra_body={"return_token_ids": True}``: ``prompt_token_ids`` and the choice's ``token_ids``).
 
     ``vllm serve`` answers requests that carry ``tools`` only when started with
-    ``--enable-auto-tool-choice --tool-call-parser NAME`` (else every request is a 400 and every
-    turn an error completion).
+    ``--enable-auto-tool-choice --tool-call-parser NAME`` (else every request is a 400, and the
+    first one raises :class:`~ace_gym.errors.EngineUnavailableError`).
     """
 
     def __init__(
@@ -81,6 +89,8 @@ class OpenAIChatEngine:
         self.model = model
         self.sampling = dict(sampling or {})
         self.max_concurrency = max_concurrency
+        self.timeout_s = timeout_s
+        self._served = False  # set by the first successful completion: see the class docstring's rule
         self._client = AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY",
@@ -125,22 +135,38 @@ class OpenAIChatEngine:
             request["tools"] = tools
         try:
             response = await self._client.chat.completions.create(**request)
-        except openai.APIConnectionError as error:  # refused, unresolved, timed out: after the client's retries
+        except openai.APITimeoutError as error:  # an APIConnectionError too: a healthy server may be slow
+            problem = f"no answer within timeout_s={self.timeout_s}{self._after_retries()}"
+            if not self._served:
+                raise self._unavailable(f"{problem}, before any request succeeded") from error
+            return self._error_completion(error, problem)
+        except openai.APIConnectionError as error:  # refused, unresolved: after the client's retries
             raise self._unavailable(f"cannot connect ({_root_cause(error)}){self._after_retries()}") from error
         except openai.APIStatusError as error:
-            if error.status_code in UNAVAILABLE_STATUS:
-                problem = f"HTTP {error.status_code} {UNAVAILABLE_STATUS[error.status_code]}: {error.message}"
-                retried = error.status_code in (429, 502, 503, 504)
-                raise self._unavailable(problem + (self._after_retries() if retried else "")) from error
-            logger.warning("chat completion failed: %s", one_line(error))  # this request, after any retries
-            return Completion(text=f"{type(error).__name__}: {error}", finish_reason="error")
+            status = error.status_code
+            if status in UNAVAILABLE_STATUS:
+                problem = f"HTTP {status} {UNAVAILABLE_STATUS[status]}: {error.message}"
+                raise self._unavailable(problem + self._after_retries(status)) from error
+            if not self._served:
+                problem = f"HTTP {status}{self._after_retries(status)} before any request succeeded: {error.message}"
+                raise self._unavailable(problem) from error
+            return self._error_completion(error, str(error))
+        self._served = True
         return _completion_of(response)
+
+    @staticmethod
+    def _error_completion(error: Exception, problem: str) -> Completion:
+        """The completion of one request that failed after any retries, once the endpoint has served one."""
+        logger.warning("chat completion failed: %s", one_line(problem))
+        return Completion(text=f"{type(error).__name__}: {problem}", finish_reason="error")
 
     def _unavailable(self, problem: str) -> EngineUnavailableError:
         return EngineUnavailableError(f"model endpoint {self.base_url} (model {self.model!r})", problem)
 
-    def _after_retries(self) -> str:
-        return f" after {self._client.max_retries} retries" if self._client.max_retries else ""
+    def _after_retries(self, status: int | None = None) -> str:
+        """`` after N retries`` for a failure the client retries (no answer, HTTP 408/409/429/5xx); else ""."""
+        retried = status is None or status in (408, 409, 429) or status >= 500
+        return f" after {self._client.max_retries} retries" if retried and self._client.max_retries else ""
 
     @property
     def base_url(self) -> str:

@@ -7,7 +7,7 @@ from functools import partial
 from typing import Any
 
 from ace_gym.agents.base import Completion
-from ace_gym.agents.llm.loading import LOAD_ERRORS, loaded
+from ace_gym.agents.llm.loading import loaded
 from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
 from ace_gym.errors import ConfigError
 
@@ -38,8 +38,10 @@ class VLLMChatEngine:
     ``finish_reason="length"``; one the chat template refuses returns the error as text with
     ``finish_reason="error"``.
 
-    A model that does not load (a missing path, not a model, an engine that fails to start)
-    raises :class:`~ace_gym.errors.EngineUnavailableError` naming the model.
+    A model that is not there or cannot be read (a missing path, a folder that holds no model)
+    raises :class:`~ace_gym.errors.EngineUnavailableError` naming the model; any other error
+    (a bad option such as an impossible ``max_model_len``, an engine that fails to start)
+    propagates as vLLM raises it.
 
     A script that builds one needs an ``if __name__ == "__main__":`` guard (vLLM starts worker
     processes).
@@ -61,7 +63,7 @@ class VLLMChatEngine:
             raise ConfigError("model", None, "give a model path or name, or a vllm.LLM as llm=")
         if llm is None:
             load = partial(LLM, model=str(model), seed=seed, **llm_kwargs)
-            llm = loaded("model", str(model), load, (*LOAD_ERRORS, RuntimeError))  # RuntimeError: engine start
+            llm = loaded("model", str(model), load)
         self.llm = llm
         if isinstance(sampling, SamplingParams):
             self.sampling = sampling
