@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import logging
 import socket
@@ -406,6 +408,30 @@ def test_http__a_partial_request_is_dropped_after_the_request_timeout(bounded_se
     assert time.monotonic() - started < 25  # well before raw_exchange's own 30 s wait
     assert raw_exchange(url, b"").startswith(b"HTTP/1.1 408")  # a connection that sends nothing too
     assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+
+
+def test_http__an_oversized_head_on_a_keep_alive_connection_is_refused_from_its_first_byte(
+    bounded_server: Any,
+) -> None:
+    url, _ = bounded_server
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request("GET", "/health")
+        first = connection.getresponse()
+        assert (first.status, first.getheader("connection")) == (200, None)  # kept alive
+        first.read()
+        # the next head: 17 KiB (the bound is 16) that never ends, in one or two reads; counted from
+        # its first byte it is refused at once, else it waits for the request timeout's 408
+        assert connection.sock is not None
+        connection.sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * (17 << 10))
+        reply = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := connection.sock.recv(65536):
+                reply += chunk
+    finally:
+        connection.close()
+    assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
 
 
 class Records(logging.Handler):
