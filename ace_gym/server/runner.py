@@ -226,6 +226,7 @@ def _run_worker(config: ServerConfig, listening: socket.socket, log_level: str, 
     """A worker process: the shared listening socket plus this worker's own Unix socket. It sends
     None on ``report`` once it serves, or the cause (one line) when it fails before, and exits 1
     (the parent then stops the server with that cause; ``--log-level debug`` logs the traceback)."""
+    _configure_logging(log_level)  # a spawned process starts without: the debug traceback below needs it
     server: _Server | None = None
     try:
         if config.runtime_dir is None:
