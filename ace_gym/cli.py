@@ -2,9 +2,10 @@
 ``register(subparsers)``; this module assembles them, defines the flags they share (one spelling
 for every command: :func:`add_common_flags`), the progress bar, and the exit codes.
 
-Exit codes (also in ``ace-gym --help``): 0 success; 2 a bad argument, configuration or dataset,
-an output directory that holds another run, or a ``--host``/``--port`` that ``ace-gym serve``
-cannot listen on; 3 the output directory or the port is in use by another process; 4 the
+Exit codes (also in ``ace-gym --help``): 0 success; 1 ``ace-gym serve``'s server or one of its
+worker processes failed while starting; 2 a bad argument, configuration or dataset, an output
+directory that holds another run, or a ``--host``/``--port`` that ``ace-gym serve`` cannot
+listen on; 3 the output directory or the port is in use by another process; 4 the
 results could not be read or written (not a directory, no permission, disk full, a FIFO or device
 where a file belongs); 5 the episode file holds malformed lines; 6 ``ace-gym replay`` found an
 episode that did not replay identically (docs/replay.md); 7 the model could not be reached or
@@ -12,7 +13,8 @@ loaded (an endpoint refusing the connection or the key, a wrong URL or model nam
 that does not load: no episode is stored for it, and re-running the same command plays those
 episodes); 130 interrupted (Ctrl-C). Each failure prints one line on stderr, with what can help
 (re-running resumes; where a path cannot be written, it says what else to do); nothing already
-written is lost.
+written is lost. A server that fails while starting may log first (uvicorn's lines, a worker's);
+the one line naming the cause comes last.
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ from tqdm import tqdm
 from ace_gym import __version__
 from ace_gym.atomic import NotRegularFileError
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.errors import AceGymError, ConfigError, EngineUnavailableError, InUseError, did_you_mean
+from ace_gym.errors import (
+    AceGymError,
+    ConfigError,
+    EngineUnavailableError,
+    InUseError,
+    ServerStartError,
+    did_you_mean,
+)
 from ace_gym.eval.results import MalformedRecordsError
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -42,6 +51,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ace_gym.server.cli",
 )
 EXIT_OK = 0
+EXIT_SERVER_START = 1
 EXIT_CONFIG = 2
 EXIT_IN_USE = 3
 EXIT_IO = 4
@@ -51,11 +61,12 @@ EXIT_ENGINE = 7
 EXIT_INTERRUPTED = 130
 _ENGINE_HINT = "; no episode was stored for it: re-run the same command once the model is available"
 EXIT_CODES_HELP = (
-    "exit codes: 0 success; 2 bad argument, configuration or dataset, an output directory holding "
-    "another run, or (serve) a --host/--port it cannot listen on; 3 output directory or (serve) port "
-    "in use by another process; 4 results could not be read or written (not a directory, no "
-    "permission, disk full); 5 malformed lines in episodes.jsonl; 6 a replay differs from its record; "
-    "7 the model could not be reached or loaded (nothing stored for it: re-run to resume); 130 interrupted"
+    "exit codes: 0 success; 1 (serve) the server or a worker failed while starting; 2 bad argument, "
+    "configuration or dataset, an output directory holding another run, or (serve) a --host/--port "
+    "it cannot listen on; 3 output directory or (serve) port in use by another process; 4 results "
+    "could not be read or written (not a directory, no permission, disk full); 5 malformed lines in "
+    "episodes.jsonl; 6 a replay differs from its record; 7 the model could not be reached or loaded "
+    "(nothing stored for it: re-run to resume); 130 interrupted"
 )
 
 
@@ -84,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InUseError as error:
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_IN_USE
+    except ServerStartError as error:  # after the server's own log lines: the last line names the cause
+        print(f"{prefix} {error}", file=sys.stderr)
+        return EXIT_SERVER_START
     except MalformedRecordsError as error:
         print(f"{prefix} {error}", file=sys.stderr)
         return EXIT_MALFORMED

@@ -30,6 +30,11 @@ class InUseError(AceGymError):
     """Another process holds what a command needs (an output directory, a port): exit code 3."""
 
 
+class ServerStartError(AceGymError):
+    """The env server, or one of its worker processes, failed while starting (``ace-gym serve``:
+    exit code 1); the message is one line naming the cause."""
+
+
 class DatasetError(AceGymError, ValueError):
     """A dataset file is malformed; names the file, the JSON path inside it and the problem."""
 

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @contextlib.contextmanager
 def serving(config: ServerConfig | None = None) -> Iterator[tuple[str, FastAPI]]:
-    """A server on a free loopback port in a background thread: yields (base URL, app)."""
+    """A server on a free loopback port in a background thread: yields (base URL, app). The
+    uvicorn server is ``app.state.server`` (its ``server_state.tasks``: the requests in flight)."""
     config = config or ServerConfig()
     app = create_app(config)
     listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -35,6 +36,7 @@ def serving(config: ServerConfig | None = None) -> Iterator[tuple[str, FastAPI]]
     listening.listen(1024)
     port = listening.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(config, "warning")))
+    app.state.server = server
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

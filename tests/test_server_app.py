@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import json
 import logging
 import socket
@@ -408,6 +410,30 @@ def test_http__a_partial_request_is_dropped_after_the_request_timeout(bounded_se
     assert httpx.get(f"{url}/health", timeout=30).status_code == 200
 
 
+def test_http__an_oversized_head_on_a_keep_alive_connection_is_refused_from_its_first_byte(
+    bounded_server: Any,
+) -> None:
+    url, _ = bounded_server
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.request("GET", "/health")
+        first = connection.getresponse()
+        assert (first.status, first.getheader("connection")) == (200, None)  # kept alive
+        first.read()
+        # the next head: 17 KiB (the bound is 16) that never ends, in one or two reads; counted from
+        # its first byte it is refused at once, else it waits for the request timeout's 408
+        assert connection.sock is not None
+        connection.sock.sendall(b"GET /health HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * (17 << 10))
+        reply = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := connection.sock.recv(65536):
+                reply += chunk
+    finally:
+        connection.close()
+    assert reply.startswith(b"HTTP/1.1 431"), reply[:200]
+
+
 class Records(logging.Handler):
     """Collects every log record, tracebacks included."""
 
@@ -436,14 +462,16 @@ def server_log() -> Any:
 
 @pytest.mark.parametrize("how", ["client-closes", "body-too-slow"])
 def test_http__a_body_that_never_arrives_whole_logs_one_line(bounded_server: Any, server_log: Any, how: str) -> None:
-    url, _ = bounded_server
+    url, app = bounded_server
     host, port = url.removeprefix("http://").split(":")
     head = b"POST /reset HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"
     with socket.create_connection((host, int(port)), timeout=30) as connection:
         connection.sendall(head)
         if how == "body-too-slow":
             assert connection.recv(1000) == b""  # the server closes it after the request timeout
-    wait_for(lambda: len(server_log) > 0, timeout=30)  # the server's first word on it
+    wait_for(lambda: len(server_log) > 0, timeout=30)  # the server's first word on it, from its request's task
+    in_flight = app.state.server.server_state.tasks
+    wait_for(lambda: not in_flight, timeout=30)  # that task ended: whatever it logs, it has logged
     assert httpx.get(f"{url}/health", timeout=30).status_code == 200
     assert [record.getMessage() for record in server_log if record.exc_info] == []  # no traceback
     lines = [record.getMessage() for record in server_log]

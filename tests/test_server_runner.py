@@ -3,6 +3,7 @@ a barrage of hostile requests survived with bounded memory."""
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import os
@@ -10,7 +11,11 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from multiprocessing.context import SpawnProcess
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +24,8 @@ pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn
 import httpx
 
 from ace_gym.cli import main
+from ace_gym.errors import ServerStartError
+from ace_gym.server import runner
 from ace_gym.server.app import ServerConfig
 from ace_gym.server.runner import _server_app
 from tests.server_helpers import ROOT, serve_process
@@ -84,10 +91,12 @@ def test_serve__unknown_env_id_or_data_dir_is_a_clear_error(capsys: pytest.Captu
     assert "not a directory" in capsys.readouterr().err
 
 
-def serve_exit(*arguments: str) -> tuple[int, list[str]]:
-    """``ace-gym serve ARGUMENTS`` expected to exit at once: (exit code, stderr lines)."""
-    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
-    command = [sys.executable, "-m", "ace_gym", "serve", "--env", "ACE-course-v0", "--log-level", "warning"]
+def serve_exit(*arguments: str, prelude: str = "", **environment: str) -> tuple[int, list[str]]:
+    """``ace-gym serve ARGUMENTS`` expected to exit at once, in a process that first runs the
+    Python code ``prelude`` and has ``environment`` added: (exit code, stderr lines)."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **environment}
+    script = f"import sys\n{prelude}\nfrom ace_gym.cli import main\nsys.exit(main(sys.argv[1:]))"
+    command = [sys.executable, "-c", script, "serve", "--env", "ACE-course-v0", "--log-level", "warning"]
     done = subprocess.run([*command, *arguments], capture_output=True, text=True, env=environment, timeout=120)
     return done.returncode, done.stderr.splitlines()
 
@@ -111,6 +120,90 @@ def test_serve__a_port_in_use_is_one_line_and_exit_3(workers: str) -> None:
 def test_serve__a_host_that_is_not_an_address_is_one_line_and_exit_2() -> None:
     code, lines = serve_exit("--host", "no-such-host.invalid", "--port", "0")
     assert code == 2 and len(lines) == 1 and "no-such-host.invalid" in lines[0], lines
+
+
+FAILING_APP = """
+import ace_gym.server.runner
+def failing_app(config):
+    raise RuntimeError("no app today")
+ace_gym.server.runner._server_app = failing_app
+"""
+
+
+def test_serve__a_server_that_fails_while_starting_ends_with_one_line_and_exit_1() -> None:
+    code, lines = serve_exit("--port", "0", prelude=FAILING_APP)
+    assert code == 1 and lines, lines
+    assert lines[-1] == "ace-gym serve: the server failed while starting: RuntimeError: no app today", lines
+
+
+def test_serve__a_worker_that_fails_while_starting_ends_with_one_line_and_exit_1(tmp_path: Path) -> None:
+    too_long = tmp_path / ("x" * 100)  # a folder whose worker sockets' paths are too long for AF_UNIX
+    too_long.mkdir()
+    code, lines = serve_exit("--port", "0", "--workers", "2", TMPDIR=str(too_long))
+    assert code == 1 and lines, lines
+    assert lines[-1].startswith("ace-gym serve: worker "), lines
+    assert "failed while starting: OSError: cannot listen on " in lines[-1], lines
+    assert lines[-1].endswith("worker-0.sock: AF_UNIX path too long") or "worker-1.sock" in lines[-1], lines
+    assert list(too_long.iterdir()) == []  # the workers' socket folder is removed
+
+
+@pytest.fixture
+def opened_sockets(monkeypatch: pytest.MonkeyPatch) -> list[socket.socket]:
+    """Every listening socket ``serve`` opens."""
+    opened: list[socket.socket] = []
+
+    def recording_listen(host: str, port: int) -> socket.socket:
+        opened.append(listen(host, port))
+        return opened[-1]
+
+    listen = runner.listen
+    monkeypatch.setattr(runner, "listen", recording_listen)
+    return opened
+
+
+def assert_port_released(listening: socket.socket, port: int) -> None:
+    assert listening.fileno() == -1, "the listening socket was left open"
+    with socket.create_server(("127.0.0.1", port)):  # a socket left listening there would refuse this
+        pass
+
+
+def test_serve__an_app_that_fails_to_build_releases_the_port(
+    opened_sockets: list[socket.socket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_app(config: ServerConfig) -> Any:
+        port.append(opened_sockets[0].getsockname()[1])
+        raise RuntimeError("no app today")
+
+    port: list[int] = []
+    monkeypatch.setattr(runner, "_server_app", failing_app)
+    with pytest.raises(ServerStartError, match="the server failed while starting: RuntimeError: no app today"):
+        runner.serve(ServerConfig(env_ids=("ACE-course-v0",)), "127.0.0.1", 0, log_level="critical")
+    assert_port_released(opened_sockets[0], port[0])
+
+
+def test_serve__workers_that_cannot_be_started_release_the_port_folder_and_signal_handlers(
+    opened_sockets: list[socket.socket], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_start(process: SpawnProcess) -> None:
+        port.append(opened_sockets[0].getsockname()[1])
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    def recording_mkdtemp(**kwargs: Any) -> str:
+        folders.append(mkdtemp(**kwargs))
+        return folders[-1]
+
+    port: list[int] = []
+    folders: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+    monkeypatch.setattr(SpawnProcess, "start", failing_start)
+    monkeypatch.setattr(tempfile, "mkdtemp", recording_mkdtemp)
+    handlers = [signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)]
+    config = ServerConfig(env_ids=("ACE-course-v0",), workers=2)
+    with pytest.raises(ServerStartError, match=r"worker 0 could not be started: .*Resource temporarily unavailable"):
+        runner.serve(config, "127.0.0.1", 0, log_level="critical")
+    assert_port_released(opened_sockets[0], port[0])
+    assert len(folders) == 1 and not os.path.exists(folders[0])
+    assert [signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)] == handlers
 
 
 @pytest.mark.slow

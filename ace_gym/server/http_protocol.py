@@ -10,11 +10,17 @@ long as the client keeps the connection open. :class:`BoundedHttpProtocol` adds 
 * a request must arrive whole (head and body) within ``request_timeout_s`` of its first byte, and
   the first request within ``request_timeout_s`` of the connection opening; a head that is late
   is answered ``408``, a late body ends the request as a client disconnect (one log line, by the
-  app). Between
-  requests, uvicorn's keep-alive timeout closes an idle connection; a WebSocket connection is
-  timed only until its upgrade.
+  app). Between requests, uvicorn's keep-alive timeout closes an idle connection; a WebSocket
+  connection is timed only until its upgrade.
 
-The checks cost one timer and a few additions per request, nothing per WebSocket frame.
+A head is counted from its first byte, on a keep-alive connection too; only a request pipelined
+behind another in the same read has that read's part of its head counted when the head is
+complete (so at most one read more than ``max_header_bytes`` is held). The checks cost one timer
+and a few additions per request, nothing per WebSocket frame.
+
+:class:`BoundedHttpProtocol` overrides ``data_received`` with a copy of uvicorn's and calls
+private methods of :class:`HttpToolsProtocol`; ``pyproject.toml`` pins uvicorn to the versions
+checked, and ``tests/test_server_http_protocol.py`` fails if uvicorn's copy or those methods change.
 """
 
 from __future__ import annotations
@@ -54,7 +60,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._reading_head = True  # between a request's first byte (or the connection's) and its headers' end
+        # from the end of the previous request (or the connection's start) to the end of this one's headers
+        self._reading_head = True
         self._head_bytes = 0  # bytes received while reading the head
         self._deadline: asyncio.TimerHandle | None = self.loop.call_later(self.request_timeout_s, self._time_out)
 
@@ -112,6 +119,8 @@ class BoundedHttpProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._disarm()
+        self._reading_head = True  # the connection's next byte starts the next request's head
+        self._head_bytes = 0
         super().on_message_complete()
 
     def _disarm(self) -> None:
