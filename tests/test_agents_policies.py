@@ -38,7 +38,7 @@ def test_make_policy__a_missing_back_end_is_a_config_error_with_the_extra_to_ins
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "ace_gym.agents.llm", None)  # import fails as if not installed
-    with pytest.raises(ConfigError, match=r"pip install 'ace-gym\[hf\]'"):
+    with pytest.raises(ConfigError, match=r"pip install '\.\[hf\]' in an ace-gym checkout"):
         make_policy("hf:/models/tiny")
 
 
