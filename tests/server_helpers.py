@@ -5,14 +5,16 @@ Import it after ``pytest.importorskip("fastapi")``: it needs the ``serve`` extra
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -20,6 +22,7 @@ from fastapi import FastAPI
 
 from ace_gym.server.app import ServerConfig, create_app
 from ace_gym.server.runner import uvicorn_options
+from ace_gym.tools import REPLY_INFO
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,3 +88,15 @@ def serve_process(*arguments: str) -> Iterator[tuple[str, subprocess.Popen[bytes
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def as_sent(info: Mapping[str, Any]) -> Any:
+    """A local env's step ``info`` as the server sends it: JSON, without the step's typed reply
+    (``info["reply"]``, whose text is the observation)."""
+    return json.loads(json.dumps({key: value for key, value in info.items() if key != REPLY_INFO}))
+
+
+def step_as_sent(step: tuple[Any, ...]) -> Any:
+    """A local env's ``step`` result as a remote env returns it (see :func:`as_sent`)."""
+    *values, info = step
+    return [*json.loads(json.dumps(values)), as_sent(info)]

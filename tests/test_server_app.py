@@ -19,7 +19,7 @@ from websockets.sync.client import connect
 
 from ace_gym.envs import AceEnv
 from ace_gym.server.app import ServerConfig
-from tests.server_helpers import serving
+from tests.server_helpers import as_sent, serving
 
 QUERY = {
     "name": "query_course_candidate_from_attribute",
@@ -63,7 +63,7 @@ def test_http_reset_step_state__match_the_local_env(server: Any) -> None:
         step = client.post("/step", json={"action": QUERY, "session_id": session_id}).json()
         assert step["observation"]["value"] == local_step[0]
         assert (step["reward"], step["done"]) == (0.0, False)
-        assert step["observation"]["info"] == local_step[4]
+        assert step["observation"]["info"] == as_sent(local_step[4])
         state = client.get("/state", params={"session_id": session_id}).json()
         assert state["step_count"] == 1 and state["env_id"] == "ACE-course-v0"
         assert state["action_space"]["type"] == "ToolCallSpace"

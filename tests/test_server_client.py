@@ -25,7 +25,7 @@ from ace_gym.server.app import ServerConfig
 from ace_gym.server.client import RemoteEnv, RemoteEnvError
 from ace_gym.server.episodes import remote_specs
 from ace_gym.spaces import ToolCall
-from tests.server_helpers import serving
+from tests.server_helpers import serving, step_as_sent
 from tests.test_eval_rollout import SolverChatEngine
 
 # what differs between two runs of the same episode: timings
@@ -59,7 +59,7 @@ def test_remote_env__same_seed_same_episode_as_the_local_env(url: str, env_id: s
         assert observation == local_observation and info == json.loads(json.dumps(local_info))
         for action in [remote.action_space.sample() for _ in range(20)] + [ToolCall("done"), {"bad": 1}]:
             expected = local.step(action if not isinstance(action, ToolCall) else action.__dict__)
-            assert list(remote.step(action)) == json.loads(json.dumps(expected))
+            assert list(remote.step(action)) == step_as_sent(expected)
 
 
 def test_remote_env__errors_are_typed(url: str) -> None:
@@ -96,7 +96,7 @@ def test_remote_env__an_action_json_cannot_hold_is_the_envs_error_and_the_sessio
         for arguments in ({"row": cycle, "col": 0, "id": "C1"}, {"row": deep, "col": 0, "id": "C1"}):
             action = {"name": "set_slot", "arguments": arguments}
             observation, reward, terminated, truncated, info = remote.step(action)
-            assert [observation, reward, terminated, truncated, info] == json.loads(json.dumps(local.step(action)))
+            assert [observation, reward, terminated, truncated, info] == step_as_sent(local.step(action))
             assert json.loads(observation)["status"] == "failed"
         observation, *_ = remote.step({"name": "set_slot", "arguments": {"row": 10**5000, "col": 0, "id": "C1"}})
         assert json.loads(observation)["status"] == "failed"  # the integer arrives as "<16610-bit integer>"
