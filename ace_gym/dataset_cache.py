@@ -114,9 +114,17 @@ def validator_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def _entry_key(file_sha256: str) -> str:
-    """The name (without ``.json``) of the entry of a file with these bytes under this validator."""
-    return f"{file_sha256}-{validator_fingerprint()}"
+def _binding(file_sha256: str) -> dict[str, Any]:
+    """What the index of the entry of a file with these bytes under this validator records of
+    them: the layout, the entry's key (its name without ``.json``), the file's hash and the
+    validator's fingerprint."""
+    fingerprint = validator_fingerprint()
+    return {
+        "layout": LAYOUT,
+        "key": f"{file_sha256}-{fingerprint}",
+        "file_sha256": file_sha256,
+        "validator_fingerprint": fingerprint,
+    }
 
 
 def read_entry(
@@ -124,14 +132,15 @@ def read_entry(
 ) -> CachedDataset | None:
     """The entry written for a file with these bytes under this validator, or None: absent, not a
     regular file or too large (never read: a FIFO or device in its place does not block or read
-    without end), owned by another user or writable by others, another layout, corrupt, written for another file or validator, or refused by
-    ``check`` (which says why an entry that checks out here cannot be the file's, or returns None).
+    without end), owned by another user or writable by others, another layout, corrupt, written
+    for another file or validator, or refused by ``check`` (which says why an entry that checks
+    out here cannot be the file's, or returns None).
     Every miss but an absent entry is logged as a warning."""
     folder = cache_folder()
     if folder is None:
         return None
-    key = _entry_key(file_sha256)
-    path = folder / f"{key}.json"
+    binding = _binding(file_sha256)
+    path = folder / f"{binding['key']}.json"
     try:
         data = read_regular_file(path, MAX_ENTRY_BYTES, trusted_only=True)
     except FileNotFoundError:
@@ -139,12 +148,6 @@ def read_entry(
     except OSError as error:
         logger.warning("ignoring the dataset cache entry %s: %s", path, error.strerror or error)
         return None
-    binding = {
-        "layout": LAYOUT,
-        "key": key,
-        "file_sha256": file_sha256,
-        "validator_fingerprint": validator_fingerprint(),
-    }
     try:
         entry = _checked_entry(data, binding)
         problem = check(entry)
@@ -198,18 +201,15 @@ def write_entry(
     folder = cache_folder()
     if folder is None:
         return None
-    key = _entry_key(file_sha256)
-    path = folder / f"{key}.json"
+    binding = _binding(file_sha256)
+    path = folder / f"{binding['key']}.json"
     pieces = [text for instance_texts in texts for text in instance_texts]
     ends, end = [], 0
     for text in pieces:
         end += len(text)
         ends.append(end)
     index = {
-        "layout": LAYOUT,
-        "key": key,
-        "file_sha256": file_sha256,
-        "validator_fingerprint": validator_fingerprint(),
+        **binding,
         "header": header,
         "instance_ids": list(instance_ids),
         "ends": ends,
