@@ -16,10 +16,10 @@ filters, tool-failure rates and trials may grow between evals: they add episodes
 unless ``--domains`` names some.
 
 ``ace-gym report DIR`` rebuilds table, summary and heatmaps from ``episodes.jsonl``; it may run
-while an eval writes to DIR. Both remove the temporary files a report killed mid-write left. Both commands refuse an episode file with malformed complete lines
-(exit 5, naming them; the file is never modified) unless given ``--skip-malformed``, which
-leaves those lines out (listed in ``summary.json["skipped_lines"]``); eval then re-runs the
-episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
+while an eval writes to DIR. Both remove the temporary files a report killed mid-write left.
+Both refuse an episode file with malformed complete lines (exit 5, naming them; the file is never
+modified) unless given ``--skip-malformed``, which leaves those lines out (listed in
+``summary.json["skipped_lines"]``); eval then re-runs the episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
 
 ``ace-gym eval --env ALB-QA-v0`` (AgentLongBench questions; options in :mod:`ace_gym.longbench.cli`)
 runs through the same code: lock, run identity, resume, malformed lines, report, exit codes.
