@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
@@ -25,5 +26,39 @@ def lazy_exports(module: str, home: str, names: Iterable[str]) -> tuple[Callable
 
     def __dir__() -> list[str]:
         return sorted({*vars(sys.modules[module]), *lazy})
+
+    return __getattr__, __dir__
+
+
+def moved_module(module: str, home: str) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of module ``module``, which moved to ``home`` and stays
+    importable under its old name for one release: every attribute is looked up in ``home``.
+    Importing the old name warns (DeprecationWarning) once, naming the new one."""
+    warnings.warn(f"{module} moved to {home}; the old name goes in the next release", DeprecationWarning, stacklevel=3)
+
+    def __getattr__(name: str) -> Any:  # the module hook's own name
+        return getattr(importlib.import_module(home), name)
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[module]), *dir(importlib.import_module(home))})
+
+    return __getattr__, __dir__
+
+
+def moved_names(module: str, homes: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of module ``module`` for names that moved out of it:
+    ``homes`` maps each to the module that now holds it; looking one up here warns
+    (DeprecationWarning), naming that module, and returns the same object."""
+
+    def __getattr__(name: str) -> Any:  # the module hook's own name
+        if name not in homes:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{module}.{name} moved to {homes[name]}; the old name goes in the next release", DeprecationWarning, 2
+        )
+        return getattr(importlib.import_module(homes[name]), name)
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[module]), *homes})
 
     return __getattr__, __dir__

@@ -19,7 +19,7 @@ SCENARIO_ENV_IDS: dict[str, dict[str, str]] = {
     "ACE-Scenario-v0": {},
     **{f"ACE-{domain}-scenario-v0": {"domain": domain} for domain in DOMAIN_NAMES},
 }
-"""AgencyBench-style staged scenarios (:class:`ace_gym.envs.scenario.ScenarioEnv`) -> kwargs;
+"""AgencyBench-style staged scenarios (:class:`ace_gym.feedback.scenario.ScenarioEnv`) -> kwargs;
 ``ACE-Scenario-v0`` takes ``domain=`` (course by default)."""
 
 ALB_ENTRY_POINTS: dict[str, str] = {
@@ -70,7 +70,7 @@ def register_envs() -> None:
                 )
     for env_id, kwargs in SCENARIO_ENV_IDS.items():
         if env_id not in registry:
-            register(id=env_id, entry_point="ace_gym.envs.scenario:ScenarioEnv", kwargs=kwargs)
+            register(id=env_id, entry_point="ace_gym.feedback.scenario:ScenarioEnv", kwargs=kwargs)
     for env_id, entry_point in {**PLANNING_ENTRY_POINTS, **ALB_ENTRY_POINTS}.items():
         if env_id not in registry:
             register(id=env_id, entry_point=entry_point)

@@ -9,7 +9,7 @@
 * :func:`pass_at_k` and :func:`group_metrics`: ``pass@k`` is always the unbiased estimate of the
   chance that at least one of k samples solves the instance (Chen et al., 2021), and ``avg@k``
   the mean score, both averaged over groups. AgencyBench's "passed within k attempts" is a
-  different metric, ``pass_within@k`` (:mod:`ace_gym.metrics`).
+  different metric, ``pass_within@k`` (:mod:`ace_gym.feedback.metrics`).
 
 Imports nothing from ace_gym: the summaries (``eval.summary``), the AgencyBench metrics and the
 trainer integrations all read these definitions from here.

@@ -20,24 +20,14 @@ from ace_gym.constraints import aggregate
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.envs.procedural import ProceduralAceEnv
-from ace_gym.envs.scenario import ScenarioEnv
+from ace_gym.feedback import FeedbackRounds
+from ace_gym.feedback.scenario import ScenarioEnv
+from ace_gym.planning import BrokenTool, CostAnnotatedTools, ExtraneousTools, Refine, UnsolvableMix
 from ace_gym.planning.settings import SETTINGS, apply_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.spaces import ToolCall
 from ace_gym.tools import toolset
-from ace_gym.wrappers import (
-    BrokenTool,
-    ChatAdapter,
-    ChatMessages,
-    CostAnnotatedTools,
-    Curriculum,
-    ExtraneousTools,
-    FeedbackRounds,
-    Refine,
-    StepBudget,
-    ToolFailureInjection,
-    UnsolvableMix,
-)
+from ace_gym.wrappers import ChatAdapter, ChatMessages, Curriculum, StepBudget, ToolFailureInjection
 from tests.core_helpers import H15_INDEX, truth_id
 from tests.hostile_corpus import (
     CHAT_REPRODUCERS,

@@ -2,7 +2,7 @@
 (``tests/hostile_corpus.py``) without an exception escaping ``step()`` and without emitting a
 string that does not encode as UTF-8 (issue 27).
 
-The ids come from Gymnasium's registry and the wrappers from ``ace_gym.wrappers.__all__``, so an
+The ids come from Gymnasium's registry and the wrappers from ``ace_gym.wrappers.__all__`` and the benchmark homes' exports, so an
 env or wrapper added later is covered without anyone remembering to: a new id is built with its
 registered defaults (:data:`MAKE_KWARGS` may shrink a slow one), and a new name in ``__all__`` fails
 :func:`test_every_exported_name__has_a_way_to_build_it_here` until :data:`WRAPPER_STACKS` says how
@@ -18,7 +18,7 @@ import gymnasium as gym
 import pytest
 
 import ace_gym
-from ace_gym import wrappers
+from ace_gym import feedback, planning, wrappers
 from ace_gym.envs import AceEnv
 from ace_gym.envs.procedural import ProceduralAceEnv
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
@@ -120,22 +120,22 @@ def _curriculum() -> gym.Env:
 
 
 WRAPPER_STACKS: dict[str, list[Callable[[], gym.Env]]] = {
-    "BrokenTool": [lambda: wrappers.BrokenTool(_core(), hint=True)],
+    "BrokenTool": [lambda: planning.BrokenTool(_core(), hint=True)],
     "ChatAdapter": [
         lambda: wrappers.ChatAdapter(_core()),
         lambda: wrappers.ChatAdapter(_core(), "pythonic", max_turns=5, notice=True),
     ],
-    "CostAnnotatedTools": [lambda: wrappers.CostAnnotatedTools(_core(), lam=0.1)],
+    "CostAnnotatedTools": [lambda: planning.CostAnnotatedTools(_core(), lam=0.1)],
     "Curriculum": [_curriculum],
-    "ExtraneousTools": [lambda: wrappers.ExtraneousTools(_core(), n=4, behaviour="misleading", penalty=0.1)],
+    "ExtraneousTools": [lambda: planning.ExtraneousTools(_core(), n=4, behaviour="misleading", penalty=0.1)],
     "FeedbackRounds": [
-        lambda: wrappers.FeedbackRounds(wrappers.ToolFailureInjection(_core(), 0.5), max_attempts=3, threshold=1.0),
-        lambda: wrappers.FeedbackRounds(_chat(), max_attempts=3, threshold=1.0, feedback="directive"),
+        lambda: feedback.FeedbackRounds(wrappers.ToolFailureInjection(_core(), 0.5), max_attempts=3, threshold=1.0),
+        lambda: feedback.FeedbackRounds(_chat(), max_attempts=3, threshold=1.0, feedback="directive"),
     ],
-    "Refine": [lambda: wrappers.Refine(_core())],
+    "Refine": [lambda: planning.Refine(_core())],
     "StepBudget": [lambda: wrappers.StepBudget(_core(), 9, notice=True), _chat],
     "ToolFailureInjection": [lambda: wrappers.ToolFailureInjection(_core(), 0.5)],
-    "UnsolvableMix": [lambda: wrappers.UnsolvableMix(_core(), 1.0, kinds=list(UNSOLVABLE_KINDS))],
+    "UnsolvableMix": [lambda: planning.UnsolvableMix(_core(), 1.0, kinds=list(UNSOLVABLE_KINDS))],
 }
 """How to build each env wrapper of ``ace_gym.wrappers.__all__``: one or more stacks holding it."""
 NOT_ENV_WRAPPERS: dict[str, str] = {
@@ -148,14 +148,25 @@ NOT_ENV_WRAPPERS: dict[str, str] = {
 STACKS = [(name, index, make) for name, makes in WRAPPER_STACKS.items() for index, make in enumerate(makes)]
 
 
+def _exported() -> dict[str, Any]:
+    """Every name ``ace_gym.wrappers`` exports, and every wrapper the benchmark homes export."""
+    found = {name: getattr(wrappers, name) for name in wrappers.__all__}
+    for home in (planning, feedback):
+        for name in home.__all__:
+            value = getattr(home, name)
+            if isinstance(value, type) and issubclass(value, gym.Wrapper):
+                found[name] = value
+    return found
+
+
 def test_every_exported_name__has_a_way_to_build_it_here() -> None:
-    exported = set(wrappers.__all__)
+    exported = set(_exported())
     unknown = exported - set(WRAPPER_STACKS) - set(NOT_ENV_WRAPPERS)
     assert not unknown, f"add a stack building {sorted(unknown)} to WRAPPER_STACKS (or say why not in NOT_ENV_WRAPPERS)"
     assert set(WRAPPER_STACKS) | set(NOT_ENV_WRAPPERS) == exported  # no stale entry
     assert not set(WRAPPER_STACKS) & set(NOT_ENV_WRAPPERS)
     for name in NOT_ENV_WRAPPERS:
-        value = getattr(wrappers, name)
+        value = _exported()[name]
         assert not (isinstance(value, type) and issubclass(value, gym.Wrapper)), f"{name} is a wrapper: build it"
 
 
@@ -166,5 +177,5 @@ def test_every_exported_wrapper__takes_the_hostile_corpus(name: str, index: int,
     while isinstance(env, gym.Wrapper):
         layers.append(type(env))
         env = env.env
-    assert getattr(wrappers, name) in layers  # the stack holds the wrapper it stands for
+    assert _exported()[name] in layers  # the stack holds the wrapper it stands for
     assert _run_corpus(make, EVERY_ACTION) == []

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ace_gym.errors import ConfigError
-from ace_gym.metrics import (
+from ace_gym.feedback.metrics import (
     Attempts,
     agency_summary,
     att,

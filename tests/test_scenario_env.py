@@ -16,12 +16,11 @@ import pytest
 from ace_gym.constraints import aggregate
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
-from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.errors import ConfigError
-from ace_gym.feedback import grade, mentions_a_cell
+from ace_gym.feedback import FeedbackRounds, grade, mentions_a_cell
+from ace_gym.feedback.metrics import agency_summary, scenario_pass, stage_summary
+from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import CompiledInstance
-from ace_gym.metrics import agency_summary, scenario_pass, stage_summary
-from ace_gym.wrappers import FeedbackRounds
 from tests.core_helpers import H15_INDEX, call
 
 ROOT = Path(__file__).resolve().parents[1]

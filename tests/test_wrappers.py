@@ -16,17 +16,8 @@ from gymnasium.envs.registration import EnvSpec
 
 import ace_gym.wrappers
 from ace_gym.envs import AceEnv
-from ace_gym.wrappers import (
-    BrokenTool,
-    ChatAdapter,
-    CostAnnotatedTools,
-    Curriculum,
-    ExtraneousTools,
-    Refine,
-    StepBudget,
-    ToolFailureInjection,
-    UnsolvableMix,
-)
+from ace_gym.planning import BrokenTool, CostAnnotatedTools, ExtraneousTools, Refine, UnsolvableMix
+from ace_gym.wrappers import ChatAdapter, Curriculum, StepBudget, ToolFailureInjection
 
 WRAPPER_CLASSES = [
     obj

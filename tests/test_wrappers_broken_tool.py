@@ -9,15 +9,15 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-from ace_gym.agents.probes import AlternativeProbe, RefuseProbe, ReplaceProbe, RetryProbe
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
+from ace_gym.planning import BrokenTool, ExtraneousTools
 from ace_gym.planning.knowledge import real_tool_kinds
+from ace_gym.planning.probes import AlternativeProbe, RefuseProbe, ReplaceProbe, RetryProbe
 from ace_gym.planning.vocabulary import clashes, is_variant_name
 from ace_gym.tools import TOOL_KEYS
-from ace_gym.wrappers import BrokenTool, ExtraneousTools
 from ace_gym.wrappers.failure_injection import FAILURE_ENVELOPES
 from tests.core_helpers import H15_INDEX
 from tests.planning.helpers import solver_steps

@@ -9,15 +9,15 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-from ace_gym.agents.cost_solver import CostAwareSolver
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
+from ace_gym.planning import CostAnnotatedTools
 from ace_gym.planning.cost import DEFAULT_COSTS, SET_AND_CHECK_TOOL, call_cost, multi_query_name
+from ace_gym.planning.cost_solver import CostAwareSolver
 from ace_gym.tools import tool_name
 from ace_gym.tools.readonly import ReadOnlyDict
-from ace_gym.wrappers import CostAnnotatedTools
 from tests.core_helpers import H15_INDEX
 
 OPTIONS = {"instance_index": H15_INDEX}

@@ -12,10 +12,10 @@ import pytest
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
+from ace_gym.planning import ExtraneousTools
 from ace_gym.planning.knowledge import real_tool_kinds
 from ace_gym.planning.vocabulary import clashes
 from ace_gym.scoring import grid_of_ids
-from ace_gym.wrappers import ExtraneousTools
 from tests.core_helpers import H15_INDEX
 from tests.planning.helpers import solver_steps
 

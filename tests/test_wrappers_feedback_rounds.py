@@ -16,9 +16,9 @@ from ace_gym.agents.base import Completion
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
-from ace_gym.feedback import FEEDBACK_STYLES, EngineUserSimulator, grade, mentions_a_cell
-from ace_gym.metrics import agency_summary
-from ace_gym.wrappers import ChatAdapter, FeedbackRounds, StepBudget, ToolFailureInjection
+from ace_gym.feedback import FEEDBACK_STYLES, EngineUserSimulator, FeedbackRounds, grade, mentions_a_cell
+from ace_gym.feedback.metrics import agency_summary
+from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 from tests.core_helpers import H15_INDEX, call, truth_id
 
 INSTANCES = 35  # per domain in the bundled 5x5 data

@@ -11,8 +11,8 @@ import pytest
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
+from ace_gym.planning import Refine
 from ace_gym.planning.taxonomy import DEFINITIONS
-from ace_gym.wrappers import Refine
 from tests.core_helpers import H15_INDEX
 
 OPTIONS = {"instance_index": H15_INDEX}

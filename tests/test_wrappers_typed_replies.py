@@ -15,9 +15,9 @@ import pytest
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
+from ace_gym.planning import CostAnnotatedTools, Refine, UnsolvableMix
 from ace_gym.planning.cost import SET_AND_CHECK_TOOL, multi_query_name
 from ace_gym.tools import REPLY_INFO, ToolReply, tool_name
-from ace_gym.wrappers import CostAnnotatedTools, Refine, UnsolvableMix
 from tests.core_helpers import H15_INDEX
 from tests.planning.helpers import solver_steps
 

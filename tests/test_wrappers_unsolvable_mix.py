@@ -9,14 +9,14 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
-from ace_gym.agents.probes import AlwaysRefuse
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
+from ace_gym.planning import UnsolvableMix
+from ace_gym.planning.probes import AlwaysRefuse
 from ace_gym.planning.settings import setting_metrics
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import APPROVAL_TOOL, ATTACHMENT_TOOL, REFUSAL_TOOL
-from ace_gym.wrappers import UnsolvableMix
 
 EPISODES = 40
 

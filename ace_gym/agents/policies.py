@@ -2,7 +2,7 @@
 
 A policy spec is a scripted policy's name (``solver``, ``greedy``, ``greedy-revise``, ``random``; the planning
 settings' ``cost-solver``, ``refuse`` and ``probe-retry|replace|alternative|refuse``, see
-:mod:`ace_gym.agents.probes`) or an LLM engine
+:mod:`ace_gym.planning.probes`) or an LLM engine
 ``KIND:TARGET`` (``vllm:MODEL_PATH``, ``hf:MODEL_PATH``, ``openai:MODEL@URL``; see
 :func:`~ace_gym.agents.llm.make_engine`). :func:`policy_label` is how a policy is named in episode
 records and keys; :func:`make_policy` builds it.
@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_gym.agents.base import Policy, ScriptedPolicy
-from ace_gym.agents.cost_solver import CostAwareSolver
 from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.llm import ENGINE_KINDS
-from ace_gym.agents.probes import PROBES
 from ace_gym.agents.random_policy import RandomPolicy
 from ace_gym.agents.revise import GreedyRevise
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.errors import ConfigError, did_you_mean
+from ace_gym.planning.cost_solver import CostAwareSolver
+from ace_gym.planning.probes import PROBES
 
 _SCRIPTED_CLASSES: tuple[type[ScriptedPolicy], ...] = (
     ExactSolver,

@@ -2,7 +2,7 @@
 
 Attempt 1 is greedy-local's (:mod:`ace_gym.agents.greedy`), then ``done``. When the answer to
 ``done`` is feedback rather than the end of the episode (under
-:class:`~ace_gym.wrappers.FeedbackRounds`), the policy:
+:class:`~ace_gym.feedback.FeedbackRounds`), the policy:
 
 1. finds the global rules the feedback names, by their sentences as the task instruction states
    them (feedback never names a cell, so this is all it learns about where the fault is; a text

@@ -139,7 +139,7 @@ class AceEnv(gym.Env[str, ActionType]):
     ## Methods for wrappers and agents
     :meth:`score` (the current grid scored as a last step would score it), :attr:`grid` (a copy
     of the current id grid), :meth:`budgets`, :meth:`resume` (reopen an ended episode for another
-    attempt, for :class:`~ace_gym.wrappers.FeedbackRounds`), :attr:`compiled` and :attr:`state`
+    attempt, for :class:`~ace_gym.feedback.FeedbackRounds`), :attr:`compiled` and :attr:`state`
     (the current instance and episode state; solvers and tests read them, wrappers use the others).
 
     ## Version History

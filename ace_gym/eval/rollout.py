@@ -28,7 +28,7 @@ policies), ``usage`` (:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted poli
 ``failures`` (every injected tool failure, whether and in how many turns the agent recovered:
 :func:`ace_gym.eval.recovery.failure_log`), ``replay`` (what a replay needs,
 :func:`replay_fields`, docs/replay.md), and under AgencyBench's protocol ``feedback_rounds`` /
-``scenario`` (:func:`ace_gym.eval.agency.protocol_fields`). Members of a GRPO-style group share
+``scenario`` (:func:`ace_gym.feedback.evaluation.protocol_fields`). Members of a GRPO-style group share
 instance and seed and differ in ``trial``.
 """
 
@@ -50,14 +50,15 @@ from ace_gym import __version__
 from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.envs import AceEnv
-from ace_gym.envs.scenario import ScenarioEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
-from ace_gym.eval.agency import protocol_fields
 from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.eval.recovery import failure_log
+from ace_gym.feedback import FeedbackRounds
+from ace_gym.feedback.evaluation import protocol_fields
+from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import apply_settings, check_settings
-from ace_gym.wrappers import ChatAdapter, FeedbackRounds, StepBudget, ToolFailureInjection
+from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
 
 DEFAULT_MAX_TURNS = 1000
 """Turn limit of episodes without one (the published loop's ``max_steps``)."""
@@ -73,9 +74,9 @@ class EpisodeSpec:
     ``max_query_ids``, ``max_query_fields``). ``max_turns`` bounds policy turns (assistant
     messages: one tool call each for a scripted policy). AgencyBench's protocol
     (docs/feedback_rounds.md): ``scenario``, keyword arguments of
-    :class:`~ace_gym.envs.scenario.ScenarioEnv` (``stages``, ``max_attempts``, ``threshold``,
+    :class:`~ace_gym.feedback.scenario.ScenarioEnv` (``stages``, ``max_attempts``, ``threshold``,
     ``feedback``), plays the instance in stages; ``feedback_rounds``, keyword arguments of
-    :class:`~ace_gym.wrappers.FeedbackRounds`, wraps the episode in feedback rounds.
+    :class:`~ace_gym.feedback.FeedbackRounds`, wraps the episode in feedback rounds.
     ``failure_injection``: keyword arguments of :class:`~ace_gym.wrappers.ToolFailureInjection`
     besides the rate (``failure_modes``, ``tool_rates``, ``rng``); None (the default) injects the
     published failure only.
@@ -143,7 +144,7 @@ class EpisodeSpec:
         else:
             kwargs.update(self.scenario)
             env = ScenarioEnv(**kwargs)
-            env.spec = EnvSpec(f"ACE-{self.domain}-scenario-v0", "ace_gym.envs.scenario:ScenarioEnv", kwargs=kwargs)
+            env.spec = EnvSpec(f"ACE-{self.domain}-scenario-v0", "ace_gym.feedback.scenario:ScenarioEnv", kwargs=kwargs)
         if self.tool_failure_rate > 0 or self.failure_injection is not None:
             env = ToolFailureInjection(env, self.tool_failure_rate, **(self.failure_injection or {}))
         return apply_settings(env, self.settings)

@@ -3,12 +3,15 @@
 Data flows one way: a grid and its compiled instance are graded into a :class:`Rubric`
 (:mod:`.rubric`, through the constraint code); a failed submission becomes feedback text
 (:mod:`.texts`, or an LLM through :mod:`.simulator`); :mod:`.rounds` runs one task's attempts;
-:mod:`.stages` cuts an instance into a scenario's ascending stages. The wrapper and the scenario env that use them are
-:class:`ace_gym.wrappers.FeedbackRounds` and ``ACE-Scenario-v0``; docs/feedback_rounds.md.
+:mod:`.stages` cuts an instance into a scenario's ascending stages. The wrapper and the scenario env that use them,
+:class:`FeedbackRounds` and :class:`ScenarioEnv` (``ACE-Scenario-v0``), and AgencyBench's metrics
+(:mod:`.metrics`) and evaluation flags (:mod:`.evaluation`) live here too; docs/feedback_rounds.md.
 """
 
+from ace_gym.feedback.feedback_rounds import FeedbackRounds
 from ace_gym.feedback.rounds import FINAL_REWARDS, Rounds, Verdict
 from ace_gym.feedback.rubric import GlobalItem, Rubric, SlotItem, SlotState, cells_of, grade, item_names
+from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.feedback.simulator import EngineUserSimulator, TemplateFeedback, UserSimulator
 from ace_gym.feedback.stages import Stage, grade_stage, split_stages, stage_sizes
 from ace_gym.feedback.texts import FEEDBACK_STYLES, FeedbackStyle, Submission, feedback_text, mentions_a_cell
@@ -17,10 +20,12 @@ __all__ = [
     "FEEDBACK_STYLES",
     "FINAL_REWARDS",
     "EngineUserSimulator",
+    "FeedbackRounds",
     "FeedbackStyle",
     "GlobalItem",
     "Rounds",
     "Rubric",
+    "ScenarioEnv",
     "SlotItem",
     "SlotState",
     "Stage",

@@ -3,7 +3,7 @@
 :class:`Rounds` holds a task's attempts. Each submission is graded on its rubric; a score at or
 above the threshold passes and ends the task, and so does the last attempt; otherwise the
 feedback is written (by the template or a :class:`UserSimulator`) and the next attempt begins.
-:class:`~ace_gym.wrappers.FeedbackRounds` and the scenario env both run their tasks through it,
+:class:`~ace_gym.feedback.FeedbackRounds` and the scenario env both run their tasks through it,
 so both report the same ``info`` fields and rewards.
 """
 
@@ -111,7 +111,7 @@ class Rounds:
         """The task's log: ``attempt``, ``max_attempts``, ``threshold``, ``scores`` (per attempt),
         ``passed``, ``finished``, ``attempts_used``; ``full`` adds ``rubric_items`` and ``rubrics``
         (per attempt, whether each item was met), ``feedback`` (the latest, None once finished)
-        and its ``feedback_source``. The metrics of :mod:`ace_gym.metrics` read it."""
+        and its ``feedback_source``. The metrics of :mod:`ace_gym.feedback.metrics` read it."""
         log: dict[str, Any] = {
             "attempt": self.attempt,
             "max_attempts": self.max_attempts,

@@ -4,7 +4,7 @@
 :mod:`ace_gym.feedback.texts`). :class:`EngineUserSimulator` has an LLM write it through the same
 :class:`~ace_gym.agents.base.ChatEngine` layer the policies use, AgencyBench's user-simulation
 agent: it is shown the diagnostic report (which names no cell) and asked for the four-part form.
-Whatever a simulator writes, :class:`~ace_gym.wrappers.FeedbackRounds` checks it with
+Whatever a simulator writes, :class:`~ace_gym.feedback.FeedbackRounds` checks it with
 :func:`~ace_gym.feedback.texts.mentions_a_cell` and falls back to the template when it fails.
 """
 

@@ -9,29 +9,40 @@
   (:mod:`~ace_gym.planning.holistic`), and the registry of robustness settings for evaluations
   (:mod:`~ace_gym.planning.settings`), are imported where they are used.
 
-The wrappers (``ExtraneousTools``, ``BrokenTool``, ``UnsolvableMix``, ``CostAnnotatedTools``,
-``Refine``) live in :mod:`ace_gym.wrappers`. The definitions that are ours are in docs/planning.md.
+The settings' wrappers (:class:`CostAnnotatedTools`, :class:`ExtraneousTools`, :class:`UnsolvableMix`,
+:class:`BrokenTool`, :class:`Refine`) and the scripted probes (:mod:`~ace_gym.planning.probes`,
+:class:`~ace_gym.planning.cost_solver.CostAwareSolver`) live here too. The definitions that are ours are in docs/planning.md.
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ace_gym.planning.broken_tool import BrokenTool
+    from ace_gym.planning.cost_annotated_tools import CostAnnotatedTools
     from ace_gym.planning.detector import ErrorTracker, detect_errors
+    from ace_gym.planning.extraneous_tools import ExtraneousTools
     from ace_gym.planning.knowledge import Knowledge, TaskFacts, facts_from_reset
     from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence
+    from ace_gym.planning.refine import Refine
     from ace_gym.planning.taxonomy import CAUSES, CODES, UNSOLVABLE_KINDS, Flag, grade
     from ace_gym.planning.unsolvable import UnsolvableVariant, check_certificate, make_variant
+    from ace_gym.planning.unsolvable_mix import UnsolvableMix
 
 __all__ = [
     "CAUSES",
     "CODES",
     "UNSOLVABLE_KINDS",
+    "BrokenTool",
+    "CostAnnotatedTools",
     "ErrorTracker",
+    "ExtraneousTools",
     "Flag",
     "Knowledge",
     "PlanGrade",
+    "Refine",
     "TaskFacts",
+    "UnsolvableMix",
     "UnsolvableVariant",
     "check_certificate",
     "detect_errors",
@@ -44,6 +55,11 @@ __all__ = [
 # Imported on first access: registering the env ids (``import ace_gym``) reads the settings
 # registry, which must not load the detector, the plan grader and the variant builder.
 _HOMES = {
+    "BrokenTool": "broken_tool",
+    "CostAnnotatedTools": "cost_annotated_tools",
+    "ExtraneousTools": "extraneous_tools",
+    "Refine": "refine",
+    "UnsolvableMix": "unsolvable_mix",
     "ErrorTracker": "detector",
     "detect_errors": "detector",
     "Knowledge": "knowledge",

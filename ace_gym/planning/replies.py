@@ -3,7 +3,7 @@ scripted agents recognise them here.
 
 Every reply is a :class:`~ace_gym.tools.ToolReply` whose text is an ACE envelope
 (``{"status", "messages", "data"}``) written by the tool layer's encoder; a wrapper returns its
-``text`` as the observation and the reply itself in ``info["reply"]`` (:func:`ace_gym.wrappers.surface.answered`).
+``text`` as the observation and the reply itself in ``info["reply"]`` (:func:`ace_gym.planning.surface.answered`).
 The persistent failure of a broken tool and the outage of a compliance tool are worded apart
 from the *transient* failures :class:`~ace_gym.wrappers.ToolFailureInjection` injects (``Tool
 call failed``, ``Timeout, ...``), so that an agent can tell when retrying may help and when it cannot.

@@ -112,19 +112,19 @@ def _refine(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
 SETTINGS: dict[str, Setting] = {
     setting.name: setting
     for setting in (
-        Setting("cost", "ace_gym.wrappers.cost_annotated_tools:CostAnnotatedTools", "cost", {}, _cost),
+        Setting("cost", "ace_gym.planning.cost_annotated_tools:CostAnnotatedTools", "cost", {}, _cost),
         Setting(
-            "extraneous", "ace_gym.wrappers.extraneous_tools:ExtraneousTools", "extraneous_tools", {"n": 4}, _extraneous
+            "extraneous", "ace_gym.planning.extraneous_tools:ExtraneousTools", "extraneous_tools", {"n": 4}, _extraneous
         ),
         Setting(
             "unsolvable",
-            "ace_gym.wrappers.unsolvable_mix:UnsolvableMix",
+            "ace_gym.planning.unsolvable_mix:UnsolvableMix",
             "unsolvable",
             {"p_unsolvable": 0.5},
             _unsolvable,
         ),
-        Setting("broken", "ace_gym.wrappers.broken_tool:BrokenTool", "broken_tool", {"target": "auto"}, _broken),
-        Setting("refine", "ace_gym.wrappers.refine:Refine", "refine", {"critic": "rules", "mode": "metric"}, _refine),
+        Setting("broken", "ace_gym.planning.broken_tool:BrokenTool", "broken_tool", {"target": "auto"}, _broken),
+        Setting("refine", "ace_gym.planning.refine:Refine", "refine", {"critic": "rules", "mode": "metric"}, _refine),
     )
 }
 """Every setting, in stacking order (innermost first)."""

@@ -3,7 +3,7 @@
 :func:`make_variant` is a pure function of an :class:`~ace_gym.instance.Instance`, a kind and a
 numpy Generator. It returns an :class:`UnsolvableVariant`: the instance the env serves *as the
 agent can know it* (its rules and instruction text changed), the tool-surface changes the
-wrapper applies (:class:`~ace_gym.wrappers.UnsolvableMix`), and a certificate that
+wrapper applies (:class:`~ace_gym.planning.UnsolvableMix`), and a certificate that
 :func:`check_certificate` re-derives from the variant's data alone:
 
 ``conflicting_constraints``

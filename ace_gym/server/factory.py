@@ -9,6 +9,8 @@ from pathlib import Path
 
 import gymnasium as gym
 
+import ace_gym.feedback
+import ace_gym.planning
 import ace_gym.wrappers
 from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.instance import BUNDLED_DATASETS
@@ -17,10 +19,12 @@ from ace_gym.server.protocol import MakeRequest, ProtocolError
 
 WRAPPERS: dict[str, type[gym.Wrapper]] = {
     name: obj
-    for name in ace_gym.wrappers.__all__
-    if inspect.isclass(obj := getattr(ace_gym.wrappers, name)) and issubclass(obj, gym.Wrapper)
+    for module in (ace_gym.wrappers, ace_gym.planning, ace_gym.feedback)
+    for name in sorted(module.__all__)
+    if inspect.isclass(obj := getattr(module, name)) and issubclass(obj, gym.Wrapper)
 }
-"""Wrappers a session may stack, by class name: every wrapper :mod:`ace_gym.wrappers` exports."""
+"""Wrappers a session may stack, by class name: every wrapper :mod:`ace_gym.wrappers`,
+:mod:`ace_gym.planning` and :mod:`ace_gym.feedback` export."""
 
 
 class EnvFactory:

@@ -1,0 +1,213 @@
+"""ACE as an AgencyBench scenario: one instance in ascending stages, each with feedback rounds."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ace_gym.envs.ace_env import AceEnv, ActionType
+from ace_gym.errors import integer
+from ace_gym.feedback.rounds import Rounds
+from ace_gym.feedback.rubric import graded_rules, item_names
+from ace_gym.feedback.simulator import UserSimulator
+from ace_gym.feedback.stages import Stage, grade_stage, split_stages
+from ace_gym.instance import CompiledInstance
+from ace_gym.prompts import render_task_instruction
+from ace_gym.scoring import grid_of_ids
+from ace_gym.tools.names import TOOL_NAMES
+
+FINAL_KEYS = ("score", "reason", "grid")
+"""What the core env reports when a ``done`` ends its episode; dropped when only a stage ends."""
+
+
+class ScenarioEnv(AceEnv):
+    """One ACE instance played as a scenario of ascending stages (docs/feedback_rounds.md).
+
+    ## Description
+    AgencyBench's scenarios chain subtasks of rising difficulty whose earlier results shape later
+    ones. Here the instance's hidden slots are split, in reading order, into ``stages`` stages
+    that grow in size (:func:`ace_gym.feedback.stages.stage_sizes`); stage i reveals its own
+    slots. A stage is accepted on its slots' rubric items plus the upper-bound global rules of the
+    grid as it stands; the final stage adds the lower bounds on the complete grid. The grid
+    carries over and a closed stage's slots are fixed, so an early choice can doom later stages.
+    Each stage runs AgencyBench's feedback rounds (:class:`~ace_gym.feedback.rounds.Rounds`).
+
+    ## Action, tools
+    As :class:`AceEnv`. A tool that names a hidden slot of a later stage answers that it is not
+    revealed yet; ``set_slot`` on a slot of a closed stage answers that it is fixed. ``done``
+    submits the current stage (so does the ``max_steps`` limit, which counts the tool calls of
+    one attempt). The global check needs a complete grid, as in ACE: it helps at the final stage.
+
+    ## Observation
+    At reset, the core env's user message and a note naming stage 1's slots; the system prompt
+    (``info["system_prompt"]``) states the global rules and stage 1's slot rules only. After a
+    submission: below the threshold with attempts left, a failed envelope whose ``messages`` is
+    the feedback (it never names a cell); when a stage closes, a success envelope whose
+    ``messages`` opens the next stage (the verdict, the grid, the new slots and their rules)
+    and whose ``data`` is ``{"stage", "stages", "accepted"}``; the final stage's ``done`` gives the
+    core env's stop envelope.
+
+    ## Reward
+    When a stage closes, its :meth:`Rounds.reward <ace_gym.feedback.rounds.Rounds.reward>`
+    divided by the number of stages (the episode's return is the mean stage reward); 0 otherwise.
+
+    ## Episode End
+    Terminated by the final stage's last submission through ``done``; truncated when it ends
+    through ``max_steps``. A stage that fails its last attempt closes as it stands and the next
+    one opens.
+
+    ## Arguments
+    ``stages`` (default 5); per stage ``max_attempts`` (2, AgencyBench's K), ``threshold`` (1.0:
+    a stage is accepted when every item is met), ``feedback``, ``final_reward``, ``gamma`` as in
+    :class:`~ace_gym.feedback.FeedbackRounds`; the rest as :class:`AceEnv`.
+
+    ## Information
+    Every step: ``scenario`` = ``{"stage"`` (1-based), ``"stages"``, ``"stage_slots"`` (positions
+    of the current stage's slots), ``"passed"`` (every closed stage accepted), ``"finished"}``; at
+    reset and on every step that submitted, in full (:meth:`scenario_log`): also ``"stage_sizes"``
+    and ``"stages_log"``, one :meth:`Rounds.info <ace_gym.feedback.rounds.Rounds.info>` per stage
+    opened so far (the metrics read ``scores``, ``max_attempts``, ``threshold``). The final step
+    also carries the core env's ``score``, ``reason``, ``grid`` (ACE's verdict on the whole grid).
+
+    ## Version History
+    * v0: first release.
+    """
+
+    def __init__(
+        self,
+        domain: str = "course",
+        dataset: str | os.PathLike[str] | None = None,
+        *,
+        stages: int = 5,
+        max_attempts: int = 2,
+        threshold: float = 1.0,
+        feedback: str | UserSimulator = "diagnostic",
+        final_reward: str = "final",
+        gamma: float = 0.9,
+        **env_options: Any,
+    ) -> None:
+        self.stage_count = integer("stages", stages, minimum=1)
+        self.rounds = Rounds(max_attempts, threshold, feedback, final_reward, gamma)
+        super().__init__(domain, dataset, **env_options)
+        self._stages: tuple[Stage, ...] = ()
+        self._stage = 0
+        self._logs: list[dict[str, Any]] = []
+        self._hidden_ids: frozenset[str] = frozenset()
+
+    # -- gymnasium API -----------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        observation, info = super().reset(seed=seed, options=options)
+        compiled = self.compiled
+        self._stages = split_stages(compiled, self.stage_count)
+        self._hidden_ids = frozenset(item for slot in compiled.slots for item in slot.candidate_ids)
+        self._logs = []
+        self._open(0)
+        info["system_prompt"] = self._system_prompt(stage_instruction(compiled, self._stages[0]))
+        info["scenario"] = self.scenario_log()
+        return f"{observation}\n\n{_opening_note(compiled, self._stages[0])}", info
+
+    def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        observation, _, terminated, truncated, info = super().step(action)
+        if (self.rounds.finished and self._stage == len(self._stages) - 1) or not (terminated or truncated):
+            info["scenario"] = self._progress()
+            return observation, 0.0, terminated, truncated, info
+        stage = self._stages[self._stage]
+        verdict = self.rounds.submit(grade_stage(self.compiled, self.state.grid, stage), self._hidden_ids)
+        self._logs[-1] = self.rounds.info()
+        reward = self.rounds.reward() / len(self._stages) if verdict.finished else 0.0
+        if verdict.feedback is not None:
+            observation = self.resume(verdict.feedback)
+            terminated = truncated = False
+        elif not stage.final:
+            self._open(self._stage + 1)
+            self._reopen()
+            observation = self._next_stage_envelope(verdict.passed)
+            terminated = truncated = False
+        if not (terminated or truncated):
+            for key in FINAL_KEYS:
+                info.pop(key, None)
+        info["scenario"] = self.scenario_log()
+        return observation, reward, terminated, truncated, info
+
+    # -- stages --------------------------------------------------------------------------------
+
+    def _open(self, index: int) -> None:
+        """Open stage ``index``: reveal its slots, make only them writable, start its rounds."""
+        self._stage = index
+        stage = self._stages[index]
+        compiled = self.compiled
+        revealed = [s for earlier in self._stages[: index + 1] for s in earlier.slots]
+        self.state.revealed = frozenset(revealed)
+        self.state.writable = frozenset(stage.slots)
+        self.rounds.begin(item_names(compiled, stage.slots, graded_rules(compiled, stage.final)))
+        self._logs.append(self.rounds.info())
+
+    def scenario_log(self) -> dict[str, Any]:
+        """Where the scenario stands, in full: the step's ``info["scenario"]`` (see Information)
+        with ``stage_sizes`` and one :meth:`Rounds.info <ace_gym.feedback.rounds.Rounds.info>` per
+        stage opened so far (``stages_log``); ResetNeeded before ``reset``."""
+        self._require_state()
+        return {
+            **self._progress(),
+            "stage_sizes": [len(stage.slots) for stage in self._stages],
+            "stages_log": [dict(log) for log in self._logs],
+        }
+
+    def _next_stage_envelope(self, accepted: bool) -> str:
+        compiled, stage = self.compiled, self._stages[self._stage]
+        verdict = "was accepted" if accepted else "was not accepted"
+        text = (
+            f"Stage {stage.index} of {stage.count} {verdict}; its slots are now fixed. "
+            f"Stage {stage.index + 1} of {stage.count}: fill these hidden slots now, then call `{TOOL_NAMES['done']}`.\n\n"
+            f"{_slot_blocks(compiled, stage)}\n\n"
+            f"The current grid:\n{json.dumps(grid_of_ids(compiled, self.state.grid), ensure_ascii=False)}\n\n"
+            f"{_later_note(stage)}"
+        )
+        data = {"stage": stage.index + 1, "stages": stage.count, "accepted": accepted}
+        return json.dumps({"status": "success", "messages": text, "data": data}, ensure_ascii=False)
+
+    def _progress(self) -> dict[str, Any]:
+        compiled, stage = self.compiled, self._stages[self._stage]
+        closed = self._logs if self.rounds.finished else self._logs[:-1]
+        return {
+            "stage": stage.index + 1,
+            "stages": stage.count,
+            "stage_slots": [[compiled.slots[s].row, compiled.slots[s].col] for s in stage.slots],
+            "passed": all(log["passed"] for log in closed),
+            "finished": self.rounds.finished and stage.final,
+        }
+
+
+def stage_instruction(compiled: CompiledInstance, stage: Stage) -> str:
+    """The task policy text stating every global rule and the slot rules of ``stage``'s slots."""
+    slot_rules = [
+        (
+            compiled.slots[s].row,
+            compiled.slots[s].col,
+            [(attribute, kind, bound) for _, attribute, kind, bound in compiled.slots[s].rules],
+        )
+        for s in stage.slots
+    ]
+    bounds = {rule.name: rule.bound for rule in compiled.global_rules}
+    return render_task_instruction(compiled.domain, compiled.rows, compiled.cols, bounds, slot_rules)
+
+
+def _slot_blocks(compiled: CompiledInstance, stage: Stage) -> str:
+    """The "For slot (r, c):" blocks of ``stage``, as the task policy writes them."""
+    return stage_instruction(compiled, stage).split("For the hidden-slot constraints:\n", 1)[1].rsplit("\n\n", 1)[0]
+
+
+def _later_note(stage: Stage) -> str:
+    if stage.final:
+        return "This is the final stage: the completed grid must satisfy every global constraint."
+    return "The other empty slots belong to later stages: leave them empty for now."
+
+
+def _opening_note(compiled: CompiledInstance, stage: Stage) -> str:
+    cells = ", ".join(f"({compiled.slots[s].row}, {compiled.slots[s].col})" for s in stage.slots)
+    return (
+        f"This task comes in {stage.count} stages. Stage 1 of {stage.count}: fill the hidden slots {cells} "
+        f"(their constraints are in the task policy), then call `{TOOL_NAMES['done']}`. {_later_note(stage)}"
+    )

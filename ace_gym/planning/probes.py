@@ -1,0 +1,216 @@
+"""Scripted probes of the planning-robustness settings: fixed, known behaviours whose metrics a
+test can predict.
+
+* :class:`RecoveryProbe` subclasses play the exact solver and react to a tool that fails
+  persistently (``BrokenTool``, an outage) in one fixed way: call it again (``probe-retry``), call
+  its replacement and keep using it (``probe-replace``), call another working tool first and then
+  the replacement (``probe-alternative``), or give up (``probe-refuse``). They land in APB's
+  categories 3, 1, 2 and 4. The replacement is found as an agent would find it: the offered tool
+  with the same description, its parameters matched by their descriptions.
+* :class:`AlwaysRefuse` reports every task infeasible at once (``refuse``); the exact solver is
+  the never-refusing counterpart.
+* :class:`RetryTransientFailures` (``probe-retry-failures``) plays the exact solver and sends a
+  call again, unchanged, while its reply looks like a transient failure (:func:`is_transient_failure`:
+  a failed call, a timeout, a rate limit, an empty or a cut-off result): every injected failure is
+  recovered. :class:`NeverRetry` (``probe-no-retry``) gives up at the first such reply and calls
+  ``done``: no failure is recovered (unless ``done`` itself fails and is called again).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
+from ace_gym.agents.solver import ExactSolver
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict
+from ace_gym.planning.replies import is_persistent_failure
+from ace_gym.planning.unsolvable import REFUSAL_TOOL
+
+
+def find_replacement(tools: Sequence[Mapping[str, Any]], broken: str) -> tuple[str, dict[str, str]] | None:
+    """The offered tool doing what ``broken`` does (same description, another name) and its
+    parameter names by ``broken``'s: ``(name, {broken parameter: its parameter})``."""
+    functions = {schema["function"]["name"]: schema["function"] for schema in tools}
+    original = functions.get(broken)
+    if original is None:
+        return None
+    for name, function in functions.items():
+        if name != broken and function.get("description") == original.get("description"):
+            theirs = function["parameters"]["properties"]
+            mapping = {}
+            for parameter, spec in original["parameters"]["properties"].items():
+                match = next((p for p, s in theirs.items() if s == spec), None)
+                if match is not None:
+                    mapping[parameter] = match
+            return name, mapping
+    return None
+
+
+class RecoveryProbe(ScriptedPolicy):
+    """The exact solver plus one fixed reaction to a persistent failure (see the module docstring);
+    ``notes["reaction"]`` names the reaction once it happened."""
+
+    reaction: ClassVar[str]
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        tools = info["tools"]
+        names = {schema["function"]["name"] for schema in tools}
+        solver = ExactSolver().script(view, info, rng, notes)
+        routes: dict[str, tuple[str, dict[str, str]]] = {}
+        try:
+            call = next(solver)
+        except StopIteration:
+            return
+        while True:
+            reply = yield _routed(call, routes)
+            if is_persistent_failure(_messages(reply)) and "reaction" not in notes:
+                notes["reaction"] = self.reaction
+                found = find_replacement(tools, call["name"])
+                if self.reaction == "refuse":
+                    if REFUSAL_TOOL in names:
+                        yield {"name": REFUSAL_TOOL, "arguments": {"reason_code": "missing_tool", "explanation": ""}}
+                    return
+                if self.reaction == "retry":
+                    reply = yield call
+                else:
+                    if self.reaction == "alternative":
+                        yield {"name": view.tool("grid_state"), "arguments": {}}
+                    if found is not None:
+                        routes[call["name"]] = found
+                        reply = yield _routed(call, routes)
+            try:
+                call = solver.send(reply)
+            except StopIteration:
+                return
+
+
+def _routed(call: ToolCallDict, routes: Mapping[str, tuple[str, dict[str, str]]]) -> ToolCallDict:
+    """``call`` sent to the replacement of its tool, if it has one."""
+    if call["name"] not in routes:
+        return call
+    name, mapping = routes[call["name"]]
+    return {"name": name, "arguments": {mapping.get(k, k): v for k, v in call["arguments"].items()}}
+
+
+def _messages(reply: Any) -> Any:
+    try:
+        return json.loads(reply).get("messages")
+    except (TypeError, ValueError, AttributeError):
+        return None
+
+
+class RetryProbe(RecoveryProbe):
+    name: ClassVar[str] = "probe-retry"
+    reaction: ClassVar[str] = "retry"
+
+
+class ReplaceProbe(RecoveryProbe):
+    name: ClassVar[str] = "probe-replace"
+    reaction: ClassVar[str] = "replace"
+
+
+class AlternativeProbe(RecoveryProbe):
+    name: ClassVar[str] = "probe-alternative"
+    reaction: ClassVar[str] = "alternative"
+
+
+class RefuseProbe(RecoveryProbe):
+    name: ClassVar[str] = "probe-refuse"
+    reaction: ClassVar[str] = "refuse"
+
+
+class AlwaysRefuse(ScriptedPolicy):
+    """Reports every task infeasible at once (reason ``conflicting_constraints``); calls ``done``
+    when the env offers no refusal tool."""
+
+    name: ClassVar[str] = "refuse"
+    reason_code: ClassVar[str] = "conflicting_constraints"
+
+    def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
+        """Begin an episode; unlike other scripted policies it need not read the task text (a
+        task whose text withholds a bound is one it should refuse)."""
+        return ScriptedEpisode(self._refusal(info), {})
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        return self._refusal(info)
+
+    def _refusal(self, info: Mapping[str, Any]) -> Script:
+        if any(schema["function"]["name"] == REFUSAL_TOOL for schema in info["tools"]):
+            yield {"name": REFUSAL_TOOL, "arguments": {"reason_code": self.reason_code, "explanation": "refused"}}
+
+
+TRANSIENT_FAILURES = ("Tool call failed", "Timeout", "RateLimitError")
+"""How the failed envelopes of transient tool failures begin (what a retry can fix)."""
+MAX_TRANSIENT_RETRIES = 100
+
+
+def is_transient_failure(reply: Any) -> bool:
+    """Whether a tool reply looks like a transient failure an agent may retry: not a JSON object
+    (a cut-off result), a failed envelope whose message begins with one of
+    :data:`TRANSIENT_FAILURES`, or a success envelope without data."""
+    try:
+        envelope = json.loads(reply)
+    except (TypeError, ValueError):
+        return True
+    if not isinstance(envelope, dict):
+        return True
+    if envelope.get("status") == "success":
+        return envelope.get("data") == {}
+    return str(envelope.get("messages", "")).startswith(TRANSIENT_FAILURES)
+
+
+class TransientFailureProbe(ScriptedPolicy):
+    """The exact solver plus one fixed reaction to a transient failure (:func:`is_transient_failure`):
+    send the call again unchanged until its reply is none (``retries``; up to
+    :data:`MAX_TRANSIENT_RETRIES` times, the solver seeing only the final reply), or give up and
+    call ``done`` (``notes["gave_up"]`` names the failed call's tool)."""
+
+    retries: ClassVar[bool]
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        solver = ExactSolver().script(view, info, rng, notes)
+        try:
+            call = next(solver)
+            while True:
+                reply = yield call
+                if is_transient_failure(reply) and not self.retries:
+                    notes["gave_up"] = call["name"]
+                    return  # every later call is done
+                for _ in range(MAX_TRANSIENT_RETRIES):
+                    if not is_transient_failure(reply):
+                        break
+                    reply = yield call
+                call = solver.send(reply)
+        except StopIteration:
+            return
+
+
+class RetryTransientFailures(TransientFailureProbe):
+    name: ClassVar[str] = "probe-retry-failures"
+    retries: ClassVar[bool] = True
+
+
+class NeverRetry(TransientFailureProbe):
+    name: ClassVar[str] = "probe-no-retry"
+    retries: ClassVar[bool] = False
+
+
+PROBES: tuple[type[ScriptedPolicy], ...] = (
+    RetryProbe,
+    ReplaceProbe,
+    AlternativeProbe,
+    RefuseProbe,
+    AlwaysRefuse,
+    RetryTransientFailures,
+    NeverRetry,
+)
