@@ -44,7 +44,6 @@ from ace_gym.atomic import read_regular_file, remove_stale_temporaries
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
-from ace_gym.eval import agency
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
 from ace_gym.eval.results import (
     EPISODES_FILE,
@@ -56,6 +55,7 @@ from ace_gym.eval.results import (
 )
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize, unique_records
+from ace_gym.feedback import evaluation as agency
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
 from ace_gym.longbench import cli as alb_cli
 from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps

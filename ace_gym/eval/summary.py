@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym.errors import ConfigError
-from ace_gym.eval import agency
 from ace_gym.eval.recovery import recovery_counts, recovery_metrics
+from ace_gym.feedback import evaluation as agency
 from ace_gym.stats import episode_turns, group_key, group_metrics, mean
 
 USAGE_FIELDS = ("turns", "tool_calls", "time_s", "tokens")

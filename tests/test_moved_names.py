@@ -1,0 +1,95 @@
+"""Modules and names that moved (issue 28's benchmark homes) stay importable under their old
+names for one release, with a DeprecationWarning naming the new home; nothing in ace_gym, the
+tests, benchmarks or examples uses an old name."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import ace_gym
+from ace_gym.wrappers import MOVED
+
+ROOT = Path(ace_gym.__file__).resolve().parents[1]
+SOURCES = sorted(
+    path
+    for folder in ("ace_gym", "tests", "benchmarks", "examples")
+    for path in (ROOT / folder).rglob("*.py")
+    if path.name != "test_moved_names.py"
+)
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _shims() -> dict[str, str]:
+    """Old module name -> new module name, for every module in ace_gym that defines ``__moved_to__``."""
+    found = {}
+    for path in (ROOT / "ace_gym").rglob("*.py"):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__moved_to__" for t in node.targets):
+                found[_module_name(path)] = ast.literal_eval(node.value)
+    return found
+
+
+SHIMS = _shims()
+
+
+def test_there_are_moved_modules_to_check() -> None:
+    assert "ace_gym.wrappers.unsolvable_mix" in SHIMS
+    assert SHIMS["ace_gym.eval.agency"] == "ace_gym.feedback.evaluation"
+
+
+@pytest.mark.parametrize("old", sorted(SHIMS))
+def test_a_moved_module__is_importable_by_its_old_name_with_a_deprecation_warning(old: str) -> None:
+    new = importlib.import_module(SHIMS[old])
+    sys.modules.pop(old, None)
+    with pytest.warns(DeprecationWarning, match=SHIMS[old].replace(".", r"\.")):
+        module = importlib.import_module(old)
+    public = [name for name in vars(new) if not name.startswith("_")]
+    assert public and all(getattr(module, name) is getattr(new, name) for name in public)
+
+
+@pytest.mark.parametrize("name", sorted(MOVED))
+def test_a_moved_wrapper__is_the_same_class_under_its_old_name_with_a_warning(name: str) -> None:
+    with pytest.warns(DeprecationWarning, match=MOVED[name].replace(".", r"\.")):
+        old = getattr(ace_gym.wrappers, name)
+    assert old is getattr(importlib.import_module(MOVED[name]), name)
+
+
+def test_nothing_in_the_repository_imports_an_old_name() -> None:
+    found = []
+    for path in SOURCES:
+        if _module_name(path) in SHIMS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+                if node.module == "ace_gym.wrappers":
+                    modules += [f"ace_gym.wrappers:{a.name}" for a in node.names if a.name in MOVED]
+            else:
+                continue
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} {m}" for m in modules if m in SHIMS or ":" in m]
+    assert found == []
+
+
+def test_importing_every_module__warns_of_no_moved_name() -> None:
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", r".* moved to ace_gym\.", DeprecationWarning)
+        for path in sorted((ROOT / "ace_gym").rglob("*.py")):
+            name = _module_name(path)
+            if name not in SHIMS and "__main__" not in name:
+                try:
+                    importlib.import_module(name)
+                except ImportError as error:  # an optional extra this machine lacks
+                    if not isinstance(error, ModuleNotFoundError) or (error.name or "").startswith("ace_gym"):
+                        raise
