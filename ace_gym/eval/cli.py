@@ -19,7 +19,7 @@ unless ``--domains`` names some.
 while an eval writes to DIR. Both remove the temporary files a report killed mid-write left.
 Both refuse an episode file with malformed complete lines (exit 5, naming them; the file is never
 modified) unless given ``--skip-malformed``, which leaves those lines out (listed in
-``summary.json["skipped_lines"]``); eval then re-runs the episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
+``summary.json["skipped_lines"]``); eval then re-runs the episodes they held. Exit codes are listed in :mod:`ace_gym.exit_codes`.
 
 ``ace-gym eval --env ALB-QA-v0`` (AgentLongBench questions; options in :mod:`ace_gym.longbench.cli`)
 runs through the same code: lock, run identity, resume, malformed lines, report, exit codes.
@@ -41,7 +41,7 @@ from typing import Any
 from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, is_engine_spec, make_policy, policy_label
 from ace_gym.atomic import read_regular_file, remove_stale_temporaries
-from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
+from ace_gym.cli_flags import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.eval import agency

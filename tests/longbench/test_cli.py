@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ace_gym.cli import EXIT_CONFIG, EXIT_IN_USE, EXIT_MALFORMED, build_parser, main
+from ace_gym.cli import build_parser, main
 from ace_gym.eval.results import EpisodeLog, read_records
+from ace_gym.exit_codes import EXIT_CONFIG, EXIT_IN_USE, EXIT_MALFORMED
 from ace_gym.longbench.cli import build_specs
 from tests.longbench.answers import OracleEngine
 
