@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 import ace_gym.agents
-from ace_gym.cli import EXIT_CONFIG, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED, main
+from ace_gym.cli import main
 from ace_gym.eval.results import read_records
+from ace_gym.exit_codes import EXIT_CONFIG, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED
 from tests.core_helpers import killed_writer
 from tests.missing_modules import without_modules
 

@@ -123,7 +123,7 @@ def test_eval__ray_workers_on_an_unreachable_endpoint_exit_7_with_one_line_and_s
     cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
     pytest.importorskip("openai")
-    from ace_gym.cli import EXIT_ENGINE
+    from ace_gym.exit_codes import EXIT_ENGINE
     from tests.chat_server import ChatServer, chat_response
     from tests.test_eval_cli import MEAL, one_error_line
 

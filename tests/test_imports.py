@@ -112,3 +112,12 @@ def test_imports__the_cycle_finder_finds_deferred_and_type_checking_imports(tmp_
     assert graph == {"ace_gym.a": {"ace_gym.b"}, "ace_gym.b": {"ace_gym.c"}, "ace_gym.c": {"ace_gym.a"}}
     assert _cycles(graph) == [["ace_gym.a", "ace_gym.b", "ace_gym.c", "ace_gym.a"]]
     assert _cycles({"ace_gym.a": {"ace_gym.b"}, "ace_gym.b": set()}) == []
+
+
+def test_imports__only_the_entry_point_imports_the_cli_dispatcher() -> None:
+    """``ace_gym.cli`` assembles every command, so a module importing it depends on all of them:
+    commands and libraries take the shared flags from ``cli_flags`` and the exit codes from
+    ``exit_codes``; only ``python -m ace_gym`` (and the ``ace-gym`` script) runs the dispatcher."""
+    modules = _modules()
+    importers = sorted(name for name, path in modules.items() if "ace_gym.cli" in _imports(name, path, modules))
+    assert importers == ["ace_gym.__main__"]

@@ -19,9 +19,9 @@ unless ``--domains`` names some.
 while an eval writes to DIR. Both remove the temporary files a report killed mid-write left.
 Both refuse an episode file with malformed complete lines (exit 5, naming them; the file is never
 modified) unless given ``--skip-malformed``, which leaves those lines out (listed in
-``summary.json["skipped_lines"]``); eval then re-runs the episodes they held. Exit codes are listed in :mod:`ace_gym.cli`.
+``summary.json["skipped_lines"]``); eval then re-runs the episodes they held. Exit codes are listed in :mod:`ace_gym.exit_codes`.
 
-``ace-gym eval --env ALB-QA-v0`` (AgentLongBench questions; options in :mod:`ace_gym.longbench.cli`)
+``ace-gym eval --env ALB-QA-v0`` (AgentLongBench questions; options in :mod:`ace_gym.longbench.eval_options`)
 runs through the same code: lock, run identity, resume, malformed lines, report, exit codes.
 """
 
@@ -41,7 +41,7 @@ from typing import Any
 from ace_gym import __version__
 from ace_gym.agents import POLICY_SPECS, is_engine_spec, make_policy, policy_label
 from ace_gym.atomic import read_regular_file, remove_stale_temporaries
-from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
+from ace_gym.cli_flags import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
@@ -57,7 +57,7 @@ from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize, unique_records
 from ace_gym.feedback import evaluation as agency
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
-from ace_gym.longbench import cli as alb_cli
+from ace_gym.longbench import eval_options as alb_options
 from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
 from ace_gym.planning.settings import SETTINGS, check_settings, format_metrics, summarize_settings
 from ace_gym.wrappers import FAILURE_ENVELOPES
@@ -156,7 +156,7 @@ def register(subparsers: Any) -> None:
     evaluate.add_argument("--address", default=None, help="Ray cluster to join (default: RAY_ADDRESS, else local)")
     evaluate.add_argument("--ray-workers", type=int, default=None, help="Ray workers (default: one per cluster CPU)")
     agency.add_arguments(evaluate)
-    alb_cli.add_arguments(evaluate)
+    alb_options.add_arguments(evaluate)
     evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT, write_hint=_EVAL_WRITE_HINT)
 
     report = subparsers.add_parser(
@@ -377,13 +377,13 @@ def _ace_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
 
 
 def _alb_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
-    items, key, rollout = alb_cli.selection(args, label)
+    items, key, rollout = alb_options.selection(args, label)
     return _Evaluation(
         items=items,
         key=key,
         rollout=rollout,
-        run=alb_cli.run_identity(args, label),
-        refuse_mixing=partial(alb_cli.refuse_mixing, label=label),
+        run=alb_options.run_identity(args, label),
+        refuse_mixing=partial(alb_options.refuse_mixing, label=label),
         report=ALB_REPORT,
         default_batch_size=lambda policy: 8,
     )

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ace_gym.cli import add_common_flags, output_directory, progress_bar, resolve_domains
+from ace_gym.cli_flags import add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.generators.dataset import BACKENDS, dataset_file_name, generate_dataset
 from ace_gym.presets import PAPER_5X7
 
