@@ -16,13 +16,17 @@ to both; every other trainer name is listed in ``TRAINER_ONLY_METRICS``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("transformers")
 
+import ace_gym
+from ace_gym import stats
 from ace_gym.agents import GreedyRevise
 from ace_gym.envs import AceEnv
 from ace_gym.eval import EpisodeSpec, run_episodes
@@ -236,3 +240,19 @@ def test_trl_environment_episode__carries_the_cell_the_score_averages() -> None:
     environment.reset(dataset="5x5", instance_index=30, seed=0)
     _, info = AceEnv("course", "5x5").reset(options={"instance_index": 30})
     assert {field: environment.episode[field] for field in CELL_FIELDS} == {field: info[field] for field in CELL_FIELDS}
+
+
+_AVERAGING = re.compile(r"def _?mean\(|sum\(([^()]+)\) */ *len\(\1\)")
+"""A definition of a mean, or a mean spelt out as ``sum(x) / len(x)``."""
+
+
+def test_averaging__is_defined_once_in_stats() -> None:
+    package = Path(ace_gym.__file__).parent
+    twins = [
+        f"{path.relative_to(package)}:{number}: {line.strip()}"
+        for path in sorted(package.rglob("*.py"))
+        if path != Path(stats.__file__)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if _AVERAGING.search(line)
+    ]
+    assert not twins, "average with ace_gym.stats.mean:\n" + "\n".join(twins)
