@@ -9,7 +9,7 @@
 * :func:`pass_at_k` and :func:`group_metrics`: ``pass@k`` is always the unbiased estimate of the
   chance that at least one of k samples solves the instance (Chen et al., 2021), and ``avg@k``
   the mean score, both averaged over groups. AgencyBench's "passed within k attempts" is a
-  different metric, ``pass_within@k`` (:mod:`ace_gym.metrics`).
+  different metric, ``pass_within@k`` (:mod:`ace_gym.feedback.metrics`).
 * :func:`aggregate` (over :func:`episode_fields` of the records): every metric that
   ``summary.json`` and the trainer logs both write, computed once. ``score`` is the published
   aggregate (docs/compatibility.md §4.4): a *cell* (domain, hidden slots, decoy budget) averages

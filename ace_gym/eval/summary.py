@@ -14,8 +14,8 @@ The names ``summary.json`` shares with the trainer logs (``episodes``, ``score``
 
 When some episodes share an instance and seed (``--trials``; :func:`ace_gym.stats.group_key`),
 ``overall`` also gets ``pass@k`` and ``avg@k`` over those groups, k the smallest group's size
-(:func:`ace_gym.stats.trial_metrics`: the unbiased estimator the trainer logs under the same
-name). AgencyBench's "passed within k attempts" is ``pass_within@k`` (:mod:`ace_gym.eval.agency`).
+(:func:`ace_gym.stats.group_metrics`: the unbiased estimator the trainer logs under the same
+name). AgencyBench's "passed within k attempts" is ``pass_within@k`` (:mod:`ace_gym.feedback.evaluation`).
 
 Every score comes with its standard error ``score_se`` (None below two episodes), episodes taken
 as independent draws: for a plain mean, the sample standard deviation over sqrt(n); for a
@@ -124,7 +124,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     where no failure was injected or recovered); ``overall`` adds ``pass@k`` and ``avg@k`` when
     episodes repeat an instance (see the module docstring). No records: policy None, score None,
     empty views. Under
-    AgencyBench's protocol, :func:`ace_gym.eval.agency.add_metrics` adds its
+    AgencyBench's protocol, :func:`ace_gym.feedback.evaluation.add_metrics` adds its
     metrics. Raises ConfigError when the records come from more than one policy.
     """
     records = unique_records(records)
