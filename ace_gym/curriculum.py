@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from ace_gym.errors import ConfigError, choice, did_you_mean, integer, probability
 from ace_gym.presets import CURRICULUM_LADDERS
+from ace_gym.stats import mean
 
 
 class Level(NamedTuple):
@@ -132,7 +133,7 @@ class CurriculumState:
             return position
         if self.schedule == "linear":
             return min(position + 1, top)
-        rate = sum(window) / len(window)
+        rate = mean(window)
         if rate > self.target_success:
             return min(position + 1, top)
         if rate < self.floor:

@@ -118,6 +118,8 @@ def test_environment__plays_an_episode_through_its_tool_methods_and_scores_it() 
     assert environment.get_reward() == 1.0
     assert environment.episode | {"group": None} == {
         "domain": "course",
+        "hidden_slots": 1,
+        "decoy_budget": 0,
         "group": None,
         "score": 1.0,
         "finished": True,

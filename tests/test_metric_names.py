@@ -8,26 +8,39 @@ unbiased estimator over the groups, ``turns`` the policy turns, ``score`` and ``
 AgencyBench's "passed within k attempts" is ``pass_within@k``, written only for runs whose
 episodes have attempts (feedback rounds, scenarios), never by the trainer.
 
-The slices here are balanced (each (domain, hidden slots, decoy budget) cell holds one instance
-and every instance the same number of episodes), as ``validation_specs`` draws them: summaries
-average a domain's cells (the paper's notebook) where the trainer averages its episodes, and the
-two agree on such slices.
+Both sides take the shared names from :func:`ace_gym.stats.aggregate`: ``score`` is the mean of
+the domains' means of their (hidden slots, decoy budget) cells' means (the paper's notebook) on
+either side, so an unbalanced slice (cells and domains of different sizes) gives the same value
+to both; every other trainer name is listed in ``TRAINER_ONLY_METRICS``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("transformers")
 
+import ace_gym
+from ace_gym import stats
 from ace_gym.agents import GreedyRevise
+from ace_gym.envs import AceEnv
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import summarize
-from ace_gym.integrations.trainer_callback import ace_metrics, episode_summary, pass_at_k
-from ace_gym.integrations.trl import AceMetrics
+from ace_gym.integrations.trainer_callback import (
+    EVAL_FAILED_METRIC,
+    TRAINER_ONLY_METRICS,
+    ace_metrics,
+    episode_summary,
+    pass_at_k,
+    summary_path,
+)
+from ace_gym.integrations.trl import AceMetrics, environment_factory
+from ace_gym.stats import CELL_FIELDS, mean
 from ace_gym.stats import pass_at_k as stats_pass_at_k
 
 SHARED = {"score", "turns", "episodes", "pass@2", "avg@2"}
@@ -79,6 +92,20 @@ def _rounds_records() -> list[dict[str, Any]]:
     return out
 
 
+def _unbalanced_records() -> list[dict[str, Any]]:
+    """Cells and domains of different sizes, two trials per instance. Course: cell 0 holds two
+    instances, all four episodes solved; cell 2 one instance, both episodes failed; so course's
+    score is 0.5 (the mean of its cells) where its six episodes average 2/3. Meal: one instance,
+    one trial of two solved."""
+    out = [
+        {**_record("course", 0, trial, None, 1.0), "instance_id": f"course-0{copy}", "key": f"course|0{copy}|{trial}"}
+        for copy in ("a", "b")
+        for trial in (0, 1)
+    ]
+    out += [_record("course", 2, trial, None, 0.0) for trial in (0, 1)]
+    return out + [_record("meal", 0, trial, None, score) for trial, score in ((0, 1.0), (1, 0.0))]
+
+
 def _plain_records() -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if k != "feedback_rounds"} for r in _rounds_records()]
 
@@ -112,17 +139,26 @@ def _trainer_logs(records: Sequence[Mapping[str, Any]]) -> list[dict[str, float]
     return [callback, train]
 
 
+_MISSING = object()
+
+
+def _at(summary: Mapping[str, Any], path: Sequence[str]) -> Any:
+    """The value at ``path`` in ``summary``, or ``_MISSING``."""
+    node: Any = summary
+    for step in path:
+        if not isinstance(node, Mapping) or step not in node:
+            return _MISSING
+        node = node[step]
+    return node
+
+
 def _shared_pairs(summary: Mapping[str, Any], logs: Mapping[str, float]) -> dict[str, tuple[Any, float]]:
     """Each trainer metric that summary.json also writes: name -> (summary's value, trainer's)."""
     pairs = {}
     for name, value in logs.items():
-        metric, _, scope = name.partition("/")
-        if not scope and metric in summary["overall"]:
-            pairs[name] = (summary["overall"][metric], value)
-        elif metric == "score" and scope in summary["per_domain"]:
-            pairs[name] = (summary["per_domain"][scope]["score"], value)
-        elif scope.startswith("fail=") and metric in summary["per_failure_rate"].get(scope[5:], {}):
-            pairs[name] = (summary["per_failure_rate"][scope[5:]][metric], value)
+        written = _at(summary, summary_path(name))
+        if written is not _MISSING:
+            pairs[name] = (written, value)
     return pairs
 
 
@@ -135,7 +171,7 @@ def _keys(tree: Any) -> set[str]:
     return set()
 
 
-@pytest.mark.parametrize("make_records", [_rounds_records, _plain_records, _played_records])
+@pytest.mark.parametrize("make_records", [_rounds_records, _plain_records, _played_records, _unbalanced_records])
 def test_summary_and_trainer_logs__every_shared_name_has_the_same_value(make_records: Any) -> None:
     records = make_records()
     summary = summarize(records)
@@ -165,3 +201,58 @@ def test_pass_within__appears_only_where_attempts_are_rounds() -> None:
     assert {"pass_within@1", "pass_within@2"} <= set(rounds["overall"]) & set(rounds["per_domain"]["course"])
     single = summarize([r for r in _plain_records() if r["trial"] == 0])  # no trials: no groups to estimate over
     assert not any(key.startswith("pass@") for key in _keys(single))
+
+
+def test_score__is_the_mean_of_domains_of_cells_on_both_sides_of_an_unbalanced_slice() -> None:
+    records = _unbalanced_records()
+    summary = summarize(records)
+    assert summary["per_domain"]["course"]["score"] == 0.5 != mean(r["score"] for r in records[:6])
+    assert summary["overall"]["score"] == 0.5
+    for logs in _trainer_logs(records):
+        assert (logs["score"], logs["score/course"], logs["score/meal"]) == (0.5, 0.5, 0.5)
+
+
+@pytest.mark.parametrize("make_records", [_rounds_records, _played_records, _unbalanced_records])
+def test_trainer_logs__every_name_is_the_summarys_or_a_listed_trainer_only_one(make_records: Any) -> None:
+    records = make_records()
+    summary = summarize(records)
+    for logs in _trainer_logs(records):
+        for name in logs:
+            written = _at(summary, summary_path(name))
+            if written is _MISSING:
+                assert name.partition("/")[0] in TRAINER_ONLY_METRICS, f"{name}: not in summary.json, not listed"
+            else:
+                assert written == pytest.approx(logs[name]), name
+    assert EVAL_FAILED_METRIC.removeprefix("ace/") in TRAINER_ONLY_METRICS
+    assert all(isinstance(meaning, str) and meaning for meaning in TRAINER_ONLY_METRICS.values())
+
+
+def test_single_trials__neither_side_writes_pass_at_k() -> None:
+    records = [r for r in _unbalanced_records() if r["trial"] == 0]  # one episode per instance
+    summary = summarize(records)
+    assert not any(key.startswith(("pass@", "avg@")) for key in summary["overall"])
+    for logs in _trainer_logs(records):
+        assert not any(name.startswith(("pass@", "avg@")) for name in logs)
+
+
+def test_trl_environment_episode__carries_the_cell_the_score_averages() -> None:
+    environment = environment_factory(["course"])["course"]()
+    environment.reset(dataset="5x5", instance_index=30, seed=0)
+    _, info = AceEnv("course", "5x5").reset(options={"instance_index": 30})
+    assert {field: environment.episode[field] for field in CELL_FIELDS} == {field: info[field] for field in CELL_FIELDS}
+
+
+_AVERAGING = re.compile(r"def _?mean\(|sum\(([^()]+)\) */ *len\(\1\)")
+"""A definition of a mean, or a mean spelt out as ``sum(x) / len(x)``."""
+
+
+def test_averaging__is_defined_once_in_stats() -> None:
+    package = Path(ace_gym.__file__).parent
+    twins = [
+        f"{path.relative_to(package)}:{number}: {line.strip()}"
+        for path in sorted(package.rglob("*.py"))
+        if path != Path(stats.__file__)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if _AVERAGING.search(line)
+    ]
+    assert not twins, "average with ace_gym.stats.mean:\n" + "\n".join(twins)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ace_gym.atomic import write_atomic
 from ace_gym.eval.summary import dataset_label, score_grid
+from ace_gym.stats import mean
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -69,7 +70,7 @@ def heatmap_figure(summary: Mapping[str, Any], domain: str, failure_rate: str) -
             axes.text(c, r, text, ha="center", va="center", fontsize=cell_font, color=color, linespacing=1.1)
     figure.colorbar(image, ax=axes, label="score (share solved)")
     present = [v for row in scores for v in row if v is not None]
-    score = sum(present) / len(present) if present else 0.0
+    score = mean(present)
     characters = int(width * 72 / (_TITLE_SIZE * 0.6))  # a line of the title fits the figure's width
     title = [
         str(summary.get("policy")),

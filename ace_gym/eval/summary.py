@@ -7,6 +7,11 @@ of the domains' scores. Usage (turns = policy turns as :func:`ace_gym.stats.epis
 counts them, tool calls, time, tokens) is averaged over episodes; ``steps`` is the old name of
 ``turns``, written beside it for one release.
 
+The names ``summary.json`` shares with the trainer logs (``episodes``, ``score``, a domain's
+``score``, ``turns``, ``pass@k``, ``avg@k``) come from one function,
+:func:`ace_gym.stats.aggregate`, which ``AceEvalCallback`` and ``AceMetrics`` log under ``ace/``
+(:mod:`ace_gym.integrations.trainer_callback`; docs/usage.md, "Metric names").
+
 When some episodes share an instance and seed (``--trials``; :func:`ace_gym.stats.group_key`),
 ``overall`` also gets ``pass@k`` and ``avg@k`` over those groups, k the smallest group's size
 (:func:`ace_gym.stats.group_metrics`: the unbiased estimator the trainer logs under the same
@@ -29,7 +34,7 @@ from typing import Any
 from ace_gym.errors import ConfigError
 from ace_gym.eval.recovery import recovery_counts, recovery_metrics
 from ace_gym.feedback import evaluation as agency
-from ace_gym.stats import episode_turns, group_key, group_metrics, mean
+from ace_gym.stats import aggregate, episode_fields, episode_turns, mean
 
 USAGE_FIELDS = ("turns", "tool_calls", "time_s", "tokens")
 LEGACY_USAGE_NAMES = {"steps": "turns"}
@@ -127,12 +132,13 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     if len(policies) > 1:
         raise ConfigError("records", policies, "come from several policies; summarise one policy at a time")
     cells = _cells(records)
+    shared = aggregate(episode_fields(record) for record in records)
     per_domain: dict[str, Any] = {}
     for domain in dict.fromkeys(c["domain"] for c in cells):
         domain_records = [r for r in records if r["domain"] == domain]
         domain_cells = {(c["hidden_slots"], c["decoy_budget"]): c for c in cells if c["domain"] == domain}
         stats = _stats(domain_records)
-        stats["score"] = mean([c["score"] for c in domain_cells.values()])
+        stats["score"] = shared[f"score/{domain}"]
         weights = [
             1.0 / (len(domain_cells) * domain_cells[r["hidden_slots"], r["decoy_budget"]]["episodes"])
             for r in domain_records
@@ -141,14 +147,14 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         stats["datasets"] = sorted({str(r.get("dataset")) for r in domain_records})
         per_domain[domain] = stats
     overall = _stats(list(records))
-    overall["score"] = mean(d["score"] for d in per_domain.values()) if per_domain else None  # no 0.0 for no episode
+    overall.update({name: value for name, value in shared.items() if not name.startswith("score/")})
+    overall["score"] = shared.get("score")  # None, not 0.0, for no episode
     domain_errors = [d["score_se"] for d in per_domain.values()]
     overall["score_se"] = (
         None
         if None in domain_errors or not domain_errors
         else math.sqrt(sum(e * e for e in domain_errors)) / len(domain_errors)
     )
-    overall.update(_trial_metrics(records))
     rates: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
         rates.setdefault(_rate(record), []).append(record)
@@ -163,16 +169,6 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     }
     agency.add_metrics(summary, records)
     return summary
-
-
-def _trial_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """``pass@k`` and ``avg@k`` over the records' groups when every group has k >= 2 episodes, else nothing."""
-    groups: dict[str, list[float]] = {}
-    for record in records:
-        groups.setdefault(group_key(record), []).append(float(record["score"]))
-    if min((len(scores) for scores in groups.values()), default=0) < 2:
-        return {}
-    return group_metrics(groups.values())
 
 
 def _score_text(stats: Mapping[str, Any]) -> str:

@@ -5,6 +5,12 @@ Usage (any ``transformers.Trainer``, including TRL's)::
     trainer = GRPOTrainer(...)
     trainer.add_callback(AceEvalCallback(trainer, every_steps=50, domains=("course", "meal")))
     trainer.train()   # logs ace/score, ace/score/<domain>, ace/parse_error_rate, ace/pass@k... (summary_metrics)
+
+A logged name that ``summary.json`` also writes means the same there, computed by the same
+function (:func:`ace_gym.stats.aggregate`): ``ace/score`` is the summary's ``overall.score`` (the
+mean of the domains' means of their (hidden slots, decoy budget) cells' means, not the plain mean
+over episodes), ``ace/score/<domain>`` a domain's ``score``, and so on (:func:`summary_path`).
+The names the summary does not write are :data:`TRAINER_ONLY_METRICS`.
 """
 
 from __future__ import annotations
@@ -23,13 +29,33 @@ from ace_gym.errors import EngineUnavailableError, integer, probability
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.recovery import failure_log, recovery_counts, recovery_metrics
 from ace_gym.instance import resolve_dataset
-from ace_gym.stats import episode_turns, group_key, group_metrics, mean
+from ace_gym.stats import aggregate, episode_fields
 from ace_gym.stats import pass_at_k as pass_at_k  # its home was here: still importable from this module
 
 logger = logging.getLogger(__name__)
 
 EVAL_FAILED_METRIC = "ace/eval_failed"
 """Logged as 1.0 (instead of any ``ace/score``) at a step whose evaluation could not run."""
+TRAINER_ONLY_METRICS = {
+    "parse_error_rate": "share of policy turns the adapter could not read as a tool call",
+    "recovery_rate": "recovered / injected tool failures, all failure rates pooled (summary.json: per rate)",
+    "turns_to_recover": "mean turns to recover a recovered failure, all rates pooled (summary.json: per rate)",
+    "eval_failed": "1.0 at a step whose evaluation could not run, logged instead of every other metric",
+}
+"""The trainer metrics ``summary.json`` does not write (name without prefix or ``/fail=<rate>``
+-> meaning); every other name is the summary's, at :func:`summary_path`."""
+
+
+def summary_path(name: str) -> tuple[str, ...]:
+    """Where ``summary.json`` writes the value of the trainer metric ``name`` (without its prefix):
+    ``score/<domain>`` -> ``("per_domain", domain, "score")``; ``<metric>/fail=<rate>`` ->
+    ``("per_failure_rate", rate, metric)``; any other -> ``("overall", name)``."""
+    metric, _, scope = name.partition("/")
+    if scope.startswith("fail="):
+        return ("per_failure_rate", scope.removeprefix("fail="), metric)
+    if metric == "score" and scope:
+        return ("per_domain", scope, "score")
+    return ("overall", name)
 
 
 def parse_error_turn(turn: Mapping[str, Any]) -> bool:
@@ -40,18 +66,14 @@ def parse_error_turn(turn: Mapping[str, Any]) -> bool:
 
 
 def episode_summary(record: Mapping[str, Any]) -> dict[str, Any]:
-    """What :func:`summary_metrics` reads of a rollout record: ``domain``, ``group``
-    (:func:`ace_gym.stats.group_key`: same dataset, domain, instance and seed), ``score``,
-    ``turns`` (:func:`ace_gym.stats.episode_turns`), ``parse_error_turns``
-    (:func:`parse_error_turn`), ``tool_failure_rate`` and the failure-recovery counts
-    (:data:`ace_gym.eval.recovery.COUNT_KEYS`)."""
+    """What :func:`summary_metrics` reads of a rollout record: :func:`ace_gym.stats.episode_fields`
+    (``domain``, ``hidden_slots``, ``decoy_budget``, ``group``: same dataset, domain, instance and
+    seed, ``score``, ``turns``), ``parse_error_turns`` (:func:`parse_error_turn`),
+    ``tool_failure_rate`` and the failure-recovery counts (:data:`ace_gym.eval.recovery.COUNT_KEYS`)."""
     turns = record["turns"]
     return {
-        "domain": record["domain"],
+        **episode_fields(record),
         "tool_failure_rate": float(record.get("tool_failure_rate") or 0.0),
-        "group": group_key(record),
-        "score": float(record["score"]),
-        "turns": episode_turns(record),
         "parse_error_turns": sum(parse_error_turn(turn) for turn in turns),
         **recovery_counts(failure_log(turns)),
     }
@@ -60,30 +82,25 @@ def episode_summary(record: Mapping[str, Any]) -> dict[str, Any]:
 def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace") -> dict[str, float]:
     """Training metrics of episode summaries (:func:`episode_summary`), only those defined:
 
-    ``<prefix>/score`` and ``<prefix>/score/<domain>``: mean scores; ``<prefix>/turns``: mean
-    policy turns (:func:`ace_gym.stats.episode_turns`); ``<prefix>/parse_error_rate``: share of turns that could not be read;
-    ``<prefix>/recovery_rate`` and ``<prefix>/turns_to_recover`` (:mod:`ace_gym.eval.recovery`),
-    pooled and per tool-failure rate (``<prefix>/recovery_rate/fail=<rate>``), where failures were
-    injected (turns only when the summaries count them); ``<prefix>/pass@k`` and ``<prefix>/avg@k`` over
-    groups (episodes sharing ``group``; :func:`ace_gym.stats.group_metrics`, as summaries write
-    them); ``<prefix>/episodes``.
+    what ``summary.json`` writes for the same episodes (:func:`ace_gym.stats.aggregate`, at
+    :func:`summary_path`): ``<prefix>/episodes``; ``<prefix>/score``, the mean over domains of
+    ``<prefix>/score/<domain>``, each the mean of its (hidden slots, decoy budget) cells' mean
+    scores; ``<prefix>/turns``, mean policy turns (:func:`ace_gym.stats.episode_turns`);
+    ``<prefix>/pass@k`` and ``<prefix>/avg@k`` over groups (episodes sharing ``group``) when
+    every group holds two or more; ``<prefix>/recovery_rate/fail=<rate>`` and
+    ``<prefix>/turns_to_recover/fail=<rate>`` (:mod:`ace_gym.eval.recovery`) where failures were
+    injected (turns only when the summaries count them); and the :data:`TRAINER_ONLY_METRICS`
+    ``<prefix>/parse_error_rate`` (share of turns that could not be read) and the pooled
+    ``<prefix>/recovery_rate`` and ``<prefix>/turns_to_recover``.
     """
     summaries = list(summaries)
     if not summaries:
         return {}
-    by_domain: dict[str, list[float]] = defaultdict(list)
-    by_group: dict[str, list[float]] = defaultdict(list)
-    for summary in summaries:
-        by_domain[summary["domain"]].append(float(summary["score"]))
-        by_group[summary["group"]].append(float(summary["score"]))
     turns = sum(int(s["turns"]) for s in summaries)
-    metrics = {
-        f"{prefix}/score": mean(float(s["score"]) for s in summaries),
-        f"{prefix}/turns": turns / len(summaries),
-        f"{prefix}/parse_error_rate": sum(int(s["parse_error_turns"]) for s in summaries) / turns if turns else 0.0,
-        **{f"{prefix}/{name}": value for name, value in group_metrics(by_group.values()).items()},
-        f"{prefix}/episodes": float(len(summaries)),
-    }
+    metrics = {f"{prefix}/{name}": float(value) for name, value in aggregate(summaries).items()}
+    metrics[f"{prefix}/parse_error_rate"] = (
+        sum(int(s["parse_error_turns"]) for s in summaries) / turns if turns else 0.0
+    )
     by_rate: dict[float, list[Mapping[str, Any]]] = defaultdict(list)
     for summary in summaries:
         by_rate[float(summary.get("tool_failure_rate") or 0.0)].append(summary)
@@ -92,7 +109,6 @@ def summary_metrics(summaries: Iterable[Mapping[str, Any]], prefix: str = "ace")
         for name in ("recovery_rate", "turns_to_recover"):
             if recovery[name] is not None:
                 metrics[f"{prefix}/{name}{suffix}"] = recovery[name]
-    metrics.update({f"{prefix}/score/{domain}": mean(scores) for domain, scores in sorted(by_domain.items())})
     return metrics
 
 
@@ -148,8 +164,9 @@ class AceEvalCallback(TrainerCallback):
     (default greedy decoding, ``max_new_tokens=512``). The slice is :func:`validation_specs`
     (``domains``, ``episodes_per_domain``, ``dataset``, ``seed``, ``max_turns``, ``env_kwargs``,
     ``tool_failure_rates``),
-    each episode played ``group_size`` times (pass@k and avg@k over those groups; sample, i.e.
-    give ``engine_options={"temperature": ...}``, for k > 1 to mean anything).
+    each episode played ``group_size`` times (pass@k and avg@k over those groups when
+    ``group_size`` >= 2, as ``summary.json`` writes them over ``--trials``; sample, i.e. give
+    ``engine_options={"temperature": ...}``, for them to mean anything).
     Under data parallelism every process runs the slice (a sharded model needs all of them) and
     the Trainer logs from the main process. ``metrics_history`` keeps ``(step, metrics)`` pairs.
 

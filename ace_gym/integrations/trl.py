@@ -102,6 +102,8 @@ class AceToolEnvironment:
         self._score = None
         self._episode = {
             "domain": self.domain,
+            "hidden_slots": info["hidden_slots"],
+            "decoy_budget": info["decoy_budget"],
             "group": group_key(
                 {"dataset": self.dataset, "domain": self.domain, "instance_id": info["instance_id"], "seed": seed}
             ),
@@ -121,7 +123,8 @@ class AceToolEnvironment:
     @property
     def episode(self) -> dict[str, Any]:
         """The current episode for :func:`~ace_gym.integrations.trainer_callback.summary_metrics`:
-        ``domain``, ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
+        ``domain``, ``hidden_slots``, ``decoy_budget`` (the cell whose mean ``ace/train/score``
+        averages), ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
         ``done`` or a budget), ``tool_calls``, ``tool_failure_rate``, ``injected_failures``,
         ``recovered_failures`` (:mod:`ace_gym.eval.recovery`)."""
         return {**self._episode, "score": self.get_reward(), "finished": self._score is not None}
@@ -455,7 +458,9 @@ class AceMetrics:
     training batch through TRL's ``log_metric``, under ``prefix`` (default ``ace/train``, apart
     from the validation callback's ``ace``): ``ace/train/score``, ``ace/train/score/<domain>``,
     ``ace/train/parse_error_rate``, ``ace/train/recovery_rate``, ``ace/train/pass@k`` (the unbiased
-    estimator, as ``summary.json`` writes it) and ``ace/train/avg@k`` over the batch's GRPO groups, ...
+    estimator) and ``ace/train/avg@k`` over the batch's GRPO groups, ... Each name the summary also
+    writes means what ``summary.json`` means by it for the same episodes (``score``: the mean of
+    the domains' means of their cells' means).
 
     Under ``environment_factory`` it reads each rollout's environment (``episode``) and counts
     turns in the completion's messages: one per assistant message, as

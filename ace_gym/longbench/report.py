@@ -18,6 +18,7 @@ from ace_gym.errors import ConfigError
 from ace_gym.eval.summary import unique_records
 from ace_gym.longbench.question_types import QUESTION_TYPES
 from ace_gym.longbench.tokens import BUCKETS
+from ace_gym.stats import mean
 
 
 def is_alb_record(record: Mapping[str, Any]) -> bool:
@@ -38,8 +39,8 @@ def _stats(records: list[Mapping[str, Any]]) -> dict[str, Any]:
         "episodes": len(records),
         "scored": len(scores),
         "unscored": len(records) - len(scores),
-        "score": sum(scores) / len(scores) if scores else 0.0,
-        "tokens": sum(tokens) / len(tokens) if tokens else 0.0,
+        "score": mean(scores),
+        "tokens": mean(tokens),
     }
 
 
