@@ -362,7 +362,7 @@ class _Evaluation:
 def _ace_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
     specs = build_specs(args)
     if args.env_url:
-        from ace_gym.server.episodes import remote_specs
+        from ace_gym.eval.remote import remote_specs
 
         specs = [*remote_specs(specs, args.env_url)]
     return _Evaluation(
