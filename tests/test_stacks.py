@@ -248,3 +248,16 @@ def test_episode_spec__refuses_a_stack_it_cannot_express() -> None:
         EpisodeSpec.from_stack(base.below("chat_adapter"))
     with pytest.raises(ConfigError, match="ACE-<domain>-v0"):
         EpisodeSpec.from_stack(StackSpec("ACE-StepWise-v0", {"domain": "course"}, base.wrappers))
+
+
+def test_trainer_adapters__build_their_stacks_from_the_registry() -> None:
+    pytest.importorskip("datasets")
+    from ace_gym.integrations import trl
+
+    environment = trl.environment_class("course", tool_failure_rate=0.5)()
+    assert type(environment._env) is stacks.WRAPPERS["failure_injection"].wrapper
+    with pytest.raises(ConfigError) as caught:
+        trl.environment_class("course", tool_failure_rate=2.0)
+    assert caught.value.field == "rate"
+    spec = EpisodeSpec("course", tool_failure_rate=0.5, settings=("cost",))  # verl, SkyRL, OpenRLHF rows
+    assert EpisodeSpec.from_json(spec.to_json()).stack() == spec.stack()
