@@ -16,9 +16,9 @@ stack, and ``gym.make(env.spec)`` rebuilds it).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec, load_env_creator
@@ -133,7 +133,7 @@ class StackSpec:
     ) -> StackSpec:
         """A stack with ``wrappers`` put in the registry's stacking order (a bare name takes its
         entry's default arguments)."""
-        layers = []
+        layers: list[tuple[str, Mapping[str, Any]]] = []
         for index, layer in enumerate(wrappers):
             if isinstance(layer, str):
                 layers.append((layer, dict(wrapper_entry(layer, f"wrappers[{index}]").defaults)))
@@ -160,10 +160,13 @@ class StackSpec:
                 "env_id", self.env_id, f"not a registered env id{did_you_mean(self.env_id, ids)}"
             ) from None
         kwargs = {**registered.kwargs, **self.env_kwargs}
-        env: gym.Env = load_env_creator(registered.entry_point)(**kwargs)
-        env.spec = EnvSpec(self.env_id, registered.entry_point, kwargs=kwargs)
+        entry_point = registered.entry_point
+        if entry_point is None:
+            raise ConfigError("env_id", self.env_id, "is registered without an entry point")
+        env = _creator(entry_point)(**kwargs)
+        env.spec = EnvSpec(self.env_id, entry_point, kwargs=kwargs)
         for extra in registered.additional_wrappers:
-            env = load_env_creator(extra.entry_point)(env, **(extra.kwargs or {}))
+            env = _creator(extra.entry_point)(env, **(extra.kwargs or {}))
         return wrap(env, self.wrappers)
 
     def to_dict(self) -> dict[str, Any]:
@@ -204,6 +207,11 @@ class StackSpec:
         """The stack's identity: equal stacks have equal keys, whatever order their keyword
         arguments were given in."""
         return self.to_json()
+
+
+def _creator(entry_point: Any) -> Callable[..., gym.Env]:
+    """What an entry point (``"module:Name"`` or a callable) calls."""
+    return cast(Callable[..., gym.Env], entry_point if callable(entry_point) else load_env_creator(entry_point))
 
 
 def _layer(index: int, layer: Any) -> tuple[str, Mapping[str, Any]]:
