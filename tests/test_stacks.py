@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -19,6 +22,8 @@ from ace_gym.registration import SETTING_ENV_IDS, SETTING_VARIANTS
 from ace_gym.stacks import StackSpec
 from ace_gym.wrapper_entry import WrapperEntry
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # -- one registry, read by every consumer --------------------------------------------------------
 
@@ -261,3 +266,27 @@ def test_trainer_adapters__build_their_stacks_from_the_registry() -> None:
     assert caught.value.field == "rate"
     spec = EpisodeSpec("course", tool_failure_rate=0.5, settings=("cost",))  # verl, SkyRL, OpenRLHF rows
     assert EpisodeSpec.from_json(spec.to_json()).stack() == spec.stack()
+
+
+def test_import_ace_gym__reads_the_registry_without_loading_any_wrapper() -> None:
+    code = (
+        "import sys, ace_gym\n"
+        "assert 'ace_gym.stacks' in sys.modules\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('ace_gym.wrappers', 'ace_gym.feedback.'))"
+        " and m != 'ace_gym.feedback.entries')\n"
+        "assert not loaded, loaded\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_feedback_package__exports_each_name_from_its_module_on_first_access() -> None:
+    import importlib
+
+    import ace_gym.feedback
+
+    for name in ace_gym.feedback.__all__:
+        home = importlib.import_module(f"ace_gym.feedback.{ace_gym.feedback._HOMES[name]}")
+        assert getattr(ace_gym.feedback, name) is getattr(home, name) and name in dir(ace_gym.feedback)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        ace_gym.feedback.nothing  # noqa: B018

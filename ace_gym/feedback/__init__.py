@@ -8,8 +8,9 @@ Data flows one way: a grid and its compiled instance are graded into a :class:`R
 (:mod:`.metrics`) and evaluation flags (:mod:`.evaluation`) live here too; docs/feedback_rounds.md.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ace_gym.lazy_exports import lazy_homes
 
 if TYPE_CHECKING:
     from ace_gym.feedback.feedback_rounds import FeedbackRounds
@@ -48,7 +49,7 @@ __all__ = [
 ]
 # Imported on first access: the wrapper registry (``import ace_gym`` registers the env ids from
 # it) reads :mod:`ace_gym.feedback.entries`, which must not load the rubric, the simulators and the wrapper.
-_HOMES = {
+_HOMES = {  # name -> its module
     "FeedbackRounds": "feedback_rounds",
     "FINAL_REWARDS": "rounds",
     "Rounds": "rounds",
@@ -74,16 +75,4 @@ _HOMES = {
     "feedback_text": "texts",
     "mentions_a_cell": "texts",
 }
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    found = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = found  # later lookups skip this hook
-    return found
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_homes(__name__, {name: f"{__name__}.{home}" for name, home in _HOMES.items()})
