@@ -290,3 +290,38 @@ def test_feedback_package__exports_each_name_from_its_module_on_first_access() -
         assert getattr(ace_gym.feedback, name) is getattr(home, name) and name in dir(ace_gym.feedback)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         ace_gym.feedback.nothing  # noqa: B018
+
+
+def test_server_make_request__takes_todays_shape_and_a_stack_and_refuses_a_mismatch() -> None:
+    pytest.importorskip("pydantic")
+    from ace_gym.server.factory import EnvFactory
+    from ace_gym.server.protocol import MakeRequest, ProtocolError
+
+    factory = EnvFactory(["ACE-course-v0"])
+    old = MakeRequest.model_validate(
+        {"kwargs": {"dataset": "5x5"}, "wrappers": [{"name": "ToolFailureInjection", "kwargs": {"rate": 0.5}}]}
+    )
+    stack = StackSpec.of("ACE-course-v0", {"dataset": "5x5"}, [("failure_injection", {"rate": 0.5})])
+    assert factory.stack("ACE-course-v0", old) == stack
+    assert factory.stack("ACE-course-v0", MakeRequest.model_validate(stack.to_dict())) == stack
+    for data, message in [
+        ({**stack.to_dict(), "env_id": "ACE-meal-v0"}, "not this session's"),
+        ({**stack.to_dict(), "kwargs": {"dataset": "5x5"}}, "not both"),
+        ({"wrappers": [{"name": "os.system"}]}, "unknown wrapper"),
+    ]:
+        with pytest.raises(ProtocolError, match=message) as caught:
+            factory.make("ACE-course-v0", MakeRequest.model_validate(data))
+        assert caught.value.code == "FACTORY_ERROR"
+
+
+def test_server_episodes__is_a_deprecated_alias_of_eval_remote(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("websockets")
+    from ace_gym.eval import remote
+
+    monkeypatch.delitem(sys.modules, "ace_gym.server.episodes", raising=False)  # warn on this import
+
+    with pytest.warns(DeprecationWarning, match="ace_gym.eval.remote"):
+        import ace_gym.server.episodes as old  # noqa: F401
+    assert sys.modules["ace_gym.server.episodes"].RemoteEpisodeSpec is remote.RemoteEpisodeSpec
+    (played,) = remote.remote_specs([EpisodeSpec("course", scenario={"stages": 2})], "ws://unused")
+    assert played.stack().env_id == "ACE-course-scenario-v0"  # the remote plays the spec's own stack
