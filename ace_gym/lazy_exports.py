@@ -45,6 +45,24 @@ def moved_module(module: str, home: str) -> tuple[Callable[[str], Any], Callable
     return __getattr__, __dir__
 
 
+def lazy_homes(module: str, homes: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """:func:`lazy_exports` for names from several home modules: ``homes`` maps each name to the
+    module that holds it."""
+    hooks = {
+        home: lazy_exports(module, home, [n for n, h in homes.items() if h == home])[0] for home in {*homes.values()}
+    }
+
+    def __getattr__(name: str) -> Any:  # the module hook's own name
+        if name not in homes:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        return hooks[homes[name]](name)
+
+    def __dir__() -> list[str]:
+        return sorted({*vars(sys.modules[module]), *homes})
+
+    return __getattr__, __dir__
+
+
 def moved_names(module: str, homes: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of module ``module`` for names that moved out of it:
     ``homes`` maps each to the module that now holds it; looking one up here warns

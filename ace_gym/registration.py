@@ -5,8 +5,8 @@ from __future__ import annotations
 from gymnasium.envs.registration import WrapperSpec, register, registry
 
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.planning.settings import SETTINGS
 from ace_gym.presets import PROCEDURAL_PRESETS
+from ace_gym.stacks import WRAPPERS
 
 ENV_IDS: tuple[str, ...] = tuple(f"ACE-{domain}-v0" for domain in DOMAIN_NAMES)
 
@@ -35,8 +35,9 @@ PLANNING_ENTRY_POINTS: dict[str, str] = {
 }
 """Planning probes (``ace_gym.planning``): one id each, the domain a keyword argument."""
 SETTING_VARIANTS: dict[str, str] = {"unsolvable": "unsolvable", "distractors": "extraneous", "broken": "broken"}
-"""Robustness variants: ``ACE-<domain>-<variant>-v0`` -> the planning setting wrapped around
-``ACE-<domain>-v0`` with its default arguments (:data:`ace_gym.planning.settings.SETTINGS`)."""
+"""Robustness variants: ``ACE-<domain>-<variant>-v0`` -> the entry of the wrapper registry
+(:data:`ace_gym.stacks.WRAPPERS`, a planning setting) wrapped around ``ACE-<domain>-v0`` with its
+default arguments."""
 SETTING_ENV_IDS: tuple[str, ...] = tuple(
     f"ACE-{domain}-{variant}-v0" for domain in DOMAIN_NAMES for variant in SETTING_VARIANTS
 )
@@ -59,8 +60,8 @@ def register_envs() -> None:
     for domain in DOMAIN_NAMES:
         for variant, name in SETTING_VARIANTS.items():
             env_id = f"ACE-{domain}-{variant}-v0"
-            setting = SETTINGS[name]
-            wrapper = WrapperSpec(setting.class_name, setting.entry_point, dict(setting.defaults))
+            entry = WRAPPERS[name]
+            wrapper = WrapperSpec(entry.class_name, entry.entry_point, dict(entry.defaults))
             if env_id not in registry:
                 register(
                     id=env_id,

@@ -2,11 +2,13 @@
 (``tests/hostile_corpus.py``) without an exception escaping ``step()`` and without emitting a
 string that does not encode as UTF-8 (issue 27).
 
-The ids come from Gymnasium's registry and the wrappers from ``ace_gym.wrappers.__all__`` and the benchmark homes' exports, so an
-env or wrapper added later is covered without anyone remembering to: a new id is built with its
-registered defaults (:data:`MAKE_KWARGS` may shrink a slow one), and a new name in ``__all__`` fails
-:func:`test_every_exported_name__has_a_way_to_build_it_here` until :data:`WRAPPER_STACKS` says how
-to build it (or :data:`NOT_ENV_WRAPPERS` why it is no env wrapper).
+The ids come from Gymnasium's registry and the wrappers from the wrapper registry
+(:data:`ace_gym.stacks.WRAPPERS`), so an env or wrapper added later is covered without anyone
+remembering to: a new id is built with its registered defaults (:data:`MAKE_KWARGS` may shrink a
+slow one), and a new registry entry fails
+:func:`test_every_registered_wrapper__has_a_way_to_build_it_here` until :data:`WRAPPER_STACKS` says
+how to build it. A wrapper class exported by ``ace_gym.wrappers`` or a benchmark home but missing
+from the registry fails :func:`test_every_exported_wrapper__is_in_the_registry`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import gymnasium as gym
 import pytest
 
 import ace_gym
-from ace_gym import feedback, planning, wrappers
+from ace_gym import feedback, planning, stacks, wrappers
 from ace_gym.envs import AceEnv
 from ace_gym.envs.procedural import ProceduralAceEnv
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
@@ -137,45 +139,37 @@ WRAPPER_STACKS: dict[str, list[Callable[[], gym.Env]]] = {
     "ToolFailureInjection": [lambda: wrappers.ToolFailureInjection(_core(), 0.5)],
     "UnsolvableMix": [lambda: planning.UnsolvableMix(_core(), 1.0, kinds=list(UNSOLVABLE_KINDS))],
 }
-"""How to build each env wrapper of ``ace_gym.wrappers.__all__``: one or more stacks holding it."""
-NOT_ENV_WRAPPERS: dict[str, str] = {
-    "AssistantTurn": "the action space of chat envs",
-    "ChatMessages": "the observation space of chat envs",
-    "FAILURE_ENVELOPES": "the texts ToolFailureInjection answers with",
-    "TurnLimit": "ChatAdapter's turn limit, run by StepBudget(ChatAdapter(...)) above",
-}
-"""The other names of ``__all__``, and what each is (none may be a ``gym.Wrapper``)."""
+"""How to build each wrapper of the registry (by class name): one or more stacks holding it."""
 STACKS = [(name, index, make) for name, makes in WRAPPER_STACKS.items() for index, make in enumerate(makes)]
 
 
-def _exported() -> dict[str, Any]:
-    """Every name ``ace_gym.wrappers`` exports, and every wrapper the benchmark homes export."""
-    found = {name: getattr(wrappers, name) for name in wrappers.__all__}
-    for home in (planning, feedback):
+def _registered() -> dict[str, type]:
+    """Every wrapper of the registry, by class name."""
+    return {entry.class_name: entry.wrapper for entry in stacks.WRAPPERS.values()}
+
+
+def test_every_registered_wrapper__has_a_way_to_build_it_here() -> None:
+    registered = set(_registered())
+    unknown = registered - set(WRAPPER_STACKS)
+    assert not unknown, f"add a stack building {sorted(unknown)} to WRAPPER_STACKS"
+    assert set(WRAPPER_STACKS) == registered  # no stale entry
+
+
+def test_every_exported_wrapper__is_in_the_registry() -> None:
+    classes = set(_registered().values())
+    for home in (wrappers, planning, feedback):
         for name in home.__all__:
             value = getattr(home, name)
             if isinstance(value, type) and issubclass(value, gym.Wrapper):
-                found[name] = value
-    return found
-
-
-def test_every_exported_name__has_a_way_to_build_it_here() -> None:
-    exported = set(_exported())
-    unknown = exported - set(WRAPPER_STACKS) - set(NOT_ENV_WRAPPERS)
-    assert not unknown, f"add a stack building {sorted(unknown)} to WRAPPER_STACKS (or say why not in NOT_ENV_WRAPPERS)"
-    assert set(WRAPPER_STACKS) | set(NOT_ENV_WRAPPERS) == exported  # no stale entry
-    assert not set(WRAPPER_STACKS) & set(NOT_ENV_WRAPPERS)
-    for name in NOT_ENV_WRAPPERS:
-        value = _exported()[name]
-        assert not (isinstance(value, type) and issubclass(value, gym.Wrapper)), f"{name} is a wrapper: build it"
+                assert value in classes, f"{home.__name__}.{name} is a wrapper: add its entry to the wrapper registry"
 
 
 @pytest.mark.parametrize(("name", "index", "make"), STACKS, ids=[f"{n}-{i}" for n, i, _ in STACKS])
-def test_every_exported_wrapper__takes_the_hostile_corpus(name: str, index: int, make: Callable[[], gym.Env]) -> None:
+def test_every_registered_wrapper__takes_the_hostile_corpus(name: str, index: int, make: Callable[[], gym.Env]) -> None:
     env = make()
     layers = []
     while isinstance(env, gym.Wrapper):
         layers.append(type(env))
         env = env.env
-    assert _exported()[name] in layers  # the stack holds the wrapper it stands for
+    assert _registered()[name] in layers  # the stack holds the wrapper it stands for
     assert _run_corpus(make, EVERY_ACTION) == []

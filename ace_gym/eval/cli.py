@@ -59,7 +59,8 @@ from ace_gym.feedback import evaluation as agency
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
 from ace_gym.longbench import eval_options as alb_options
 from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
-from ace_gym.planning.settings import SETTINGS, check_settings, format_metrics, summarize_settings
+from ace_gym.planning.settings import check_settings, format_metrics, summarize_settings
+from ace_gym.stacks import wrapper_names
 from ace_gym.wrappers import FAILURE_ENVELOPES
 
 logger = logging.getLogger(__name__)
@@ -67,6 +68,9 @@ _RESUME_HINT = "; finished episodes are saved: re-run the same command to resume
 _REPORT_HINT = "; episodes.jsonl is untouched: re-run the same command"
 _EVAL_WRITE_HINT = "choose a writable --out folder, or make this one writable"
 _REPORT_WRITE_HINT = "make the run folder writable, or copy it somewhere writable and report the copy"
+
+WRAPPER_CHOICES: tuple[str, ...] = wrapper_names(settings=True)
+"""What ``--wrappers`` takes: the planning settings of the wrapper registry (:mod:`ace_gym.stacks`)."""
 
 
 def register(subparsers: Any) -> None:
@@ -144,7 +148,7 @@ def register(subparsers: Any) -> None:
         const=str,
         default=[],
         metavar="SETTING",
-        help=f"planning settings to wrap the env in ({', '.join(SETTINGS)}), e.g. unsolvable,broken,extraneous; "
+        help=f"planning settings to wrap the env in ({', '.join(WRAPPER_CHOICES)}), e.g. unsolvable,broken,extraneous; "
         "their metrics join the summary (docs/planning.md)",
     )
     evaluate.add_argument(
@@ -362,7 +366,7 @@ class _Evaluation:
 def _ace_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
     specs = build_specs(args)
     if args.env_url:
-        from ace_gym.server.episodes import remote_specs
+        from ace_gym.eval.remote import remote_specs
 
         specs = [*remote_specs(specs, args.env_url)]
     return _Evaluation(

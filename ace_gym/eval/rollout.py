@@ -35,6 +35,7 @@ instance and seed and differ in ``trial``.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -44,21 +45,21 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.envs.registration import EnvSpec
 
 from ace_gym import __version__
 from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
+from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
 from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.eval.recovery import failure_log
-from ace_gym.feedback import FeedbackRounds
 from ace_gym.feedback.evaluation import protocol_fields
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
-from ace_gym.planning.settings import apply_settings, check_settings
-from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
+from ace_gym.planning.settings import check_settings
+from ace_gym.stacks import WRAPPERS, StackSpec
+from ace_gym.wrappers import ToolFailureInjection
 
 DEFAULT_MAX_TURNS = 1000
 """Turn limit of episodes without one (the published loop's ``max_steps``)."""
@@ -131,29 +132,55 @@ class EpisodeSpec:
         """AgencyBench's settings of this spec (``scenario``, ``feedback_rounds``), None when unused."""
         return {"scenario": self.scenario, "feedback_rounds": self.feedback_rounds}
 
-    def make_core_env(self) -> gym.Env:
-        """The core env for this spec (a scenario when ``scenario`` is set), wrapped in failure
-        injection when the rate is > 0 or ``failure_injection`` is given, then in the planning settings (:mod:`ace_gym.planning.settings`).
-        The core env carries the spec of its registered id with this spec's keyword arguments, so
-        ``env.spec`` of any stack built on it names the whole stack (``gym.make(env.spec)`` rebuilds it)."""
-        kwargs = {"domain": self.domain, "dataset": self.dataset, **self.env_kwargs}
-        env: gym.Env
+    def stack(self) -> StackSpec:
+        """The env stack this spec plays, as the wrapper registry (:mod:`ace_gym.stacks`) orders
+        it: the ``ACE-<domain>-v0`` env (``ACE-<domain>-scenario-v0`` with ``scenario``'s
+        arguments when set), failure injection when the rate is > 0 or ``failure_injection`` is
+        given, the planning settings with their default arguments, the chat adapter, the turn
+        budget (``max_turns``, else :data:`DEFAULT_MAX_TURNS`) and, when ``feedback_rounds`` is
+        set, feedback rounds."""
+        get_domain(self.domain)  # an unknown domain is refused as the env refuses it, naming the field
+        env_kwargs = {"domain": self.domain, "dataset": self.dataset, **self.env_kwargs}
         if self.scenario is None:
-            env = AceEnv(**kwargs)
-            env.spec = EnvSpec(f"ACE-{self.domain}-v0", "ace_gym.envs.ace_env:AceEnv", kwargs=kwargs)
+            env_id = f"ACE-{self.domain}-v0"
         else:
-            kwargs.update(self.scenario)
-            env = ScenarioEnv(**kwargs)
-            env.spec = EnvSpec(f"ACE-{self.domain}-scenario-v0", "ace_gym.feedback.scenario:ScenarioEnv", kwargs=kwargs)
+            env_id = f"ACE-{self.domain}-scenario-v0"
+            env_kwargs.update(self.scenario)
+        layers: list[str | tuple[str, Mapping[str, Any]]] = list(self.settings)
         if self.tool_failure_rate > 0 or self.failure_injection is not None:
-            env = ToolFailureInjection(env, self.tool_failure_rate, **(self.failure_injection or {}))
-        return apply_settings(env, self.settings)
+            layers.append(("failure_injection", {"rate": self.tool_failure_rate, **(self.failure_injection or {})}))
+        layers += [("chat_adapter", {}), ("step_budget", {"max_turns": self.max_turns or DEFAULT_MAX_TURNS})]
+        if self.feedback_rounds is not None:
+            layers.append(("feedback_rounds", dict(self.feedback_rounds)))
+        return StackSpec.of(env_id, env_kwargs, layers)
+
+    @classmethod
+    def from_stack(
+        cls,
+        stack: StackSpec,
+        *,
+        instance_index: int | None = None,
+        instance_id: str | None = None,
+        seed: int = 0,
+        trial: int = 0,
+    ) -> EpisodeSpec:
+        """The spec playing ``stack`` (one :meth:`stack` builds: an ACE or scenario env id, the
+        chat adapter and turn budget, the settings with their default arguments) on the instance,
+        seed and trial given; ConfigError naming what this spec cannot express."""
+        return cls(
+            **_fields_of_stack(stack), instance_index=instance_index, instance_id=instance_id, seed=seed, trial=trial
+        )
+
+    def make_core_env(self) -> gym.Env:
+        """The tool-call env under the chat adapter: :meth:`stack` below ``chat_adapter``. The core
+        env carries the spec of its registered id with this spec's keyword arguments, so
+        ``env.spec`` of any stack built on it names the whole stack (``gym.make(env.spec)`` rebuilds it)."""
+        return self.stack().below("chat_adapter").make()
 
     def make_env(self) -> gym.Env:
-        """The env every policy plays: ``StepBudget(ChatAdapter(core env), max_turns)``, inside
-        ``FeedbackRounds`` when ``feedback_rounds`` is set."""
-        env: gym.Env = StepBudget(ChatAdapter(self.make_core_env()), self.max_turns or DEFAULT_MAX_TURNS)
-        return env if self.feedback_rounds is None else FeedbackRounds(env, **self.feedback_rounds)
+        """The env every policy plays: :meth:`stack` made (``StepBudget(ChatAdapter(core env),
+        max_turns)``, inside ``FeedbackRounds`` when ``feedback_rounds`` is set)."""
+        return self.stack().make()
 
     def opening(self) -> list[dict[str, str]]:
         """The episode's opening ``[system, user]`` messages (``role`` and ``content``), as
@@ -181,6 +208,51 @@ class EpisodeSpec:
     def policy_seed(self) -> int:
         """The seed of a scripted policy's own draws: a function of ``seed`` and ``trial``."""
         return int(np.random.SeedSequence([self.seed, self.trial]).generate_state(1)[0])
+
+
+def _fields_of_stack(stack: StackSpec) -> dict[str, Any]:
+    """The :class:`EpisodeSpec` fields (but the instance, seed and trial) of a stack
+    :meth:`EpisodeSpec.stack` could have built; ConfigError naming the part it could not."""
+    env_kwargs = dict(stack.env_kwargs)
+    domain, dataset = env_kwargs.pop("domain", None), env_kwargs.pop("dataset", "5x5")
+    fields: dict[str, Any] = {"domain": domain, "dataset": dataset, "settings": (), "scenario": None}
+    if stack.env_id == f"ACE-{domain}-scenario-v0":
+        scenario_keys = set(inspect.signature(ScenarioEnv).parameters) - set(inspect.signature(AceEnv).parameters)
+        fields["scenario"] = {k: env_kwargs.pop(k) for k in list(env_kwargs) if k in scenario_keys}
+    elif stack.env_id != f"ACE-{domain}-v0":
+        raise ConfigError("env_id", stack.env_id, "an EpisodeSpec plays ACE-<domain>-v0 or ACE-<domain>-scenario-v0")
+    fields["env_kwargs"] = env_kwargs
+    layers = dict(stack.wrappers)
+    if len(layers) != len(stack.wrappers) or [n for n, _ in stack.wrappers] != [n for n in WRAPPERS if n in layers]:
+        raise ConfigError(
+            "wrappers", [n for n, _ in stack.wrappers], "an EpisodeSpec stacks each wrapper once, in registry order"
+        )
+    if "failure_injection" in layers:
+        options = dict(layers.pop("failure_injection"))
+        fields["tool_failure_rate"] = options.pop("rate", 0.0)
+        fields["failure_injection"] = options or None
+    if layers.pop("chat_adapter", None) != {} or "step_budget" not in layers:
+        raise ConfigError(
+            "wrappers",
+            [n for n, _ in stack.wrappers],
+            "an EpisodeSpec plays chat_adapter (no arguments) and step_budget",
+        )
+    budget = dict(layers.pop("step_budget"))
+    fields["max_turns"] = budget.pop("max_turns", None)
+    if budget:
+        raise ConfigError("wrappers.step_budget", budget, "an EpisodeSpec sets max_turns only")
+    if "feedback_rounds" in layers:
+        fields["feedback_rounds"] = dict(layers.pop("feedback_rounds"))
+    for name, kwargs in layers.items():
+        entry = WRAPPERS[name]
+        if not entry.setting or dict(kwargs) != dict(entry.defaults):
+            raise ConfigError(
+                f"wrappers.{name}",
+                dict(kwargs),
+                "an EpisodeSpec holds planning settings with their default arguments only",
+            )
+        fields["settings"] += (name,)
+    return fields
 
 
 def run_episodes(

@@ -8,13 +8,18 @@ Data flows one way: a grid and its compiled instance are graded into a :class:`R
 (:mod:`.metrics`) and evaluation flags (:mod:`.evaluation`) live here too; docs/feedback_rounds.md.
 """
 
-from ace_gym.feedback.feedback_rounds import FeedbackRounds
-from ace_gym.feedback.rounds import FINAL_REWARDS, Rounds, Verdict
-from ace_gym.feedback.rubric import GlobalItem, Rubric, SlotItem, SlotState, cells_of, grade, item_names
-from ace_gym.feedback.scenario import ScenarioEnv
-from ace_gym.feedback.simulator import EngineUserSimulator, TemplateFeedback, UserSimulator
-from ace_gym.feedback.stages import Stage, grade_stage, split_stages, stage_sizes
-from ace_gym.feedback.texts import FEEDBACK_STYLES, FeedbackStyle, Submission, feedback_text, mentions_a_cell
+from typing import TYPE_CHECKING
+
+from ace_gym.lazy_exports import lazy_homes
+
+if TYPE_CHECKING:
+    from ace_gym.feedback.feedback_rounds import FeedbackRounds
+    from ace_gym.feedback.rounds import FINAL_REWARDS, Rounds, Verdict
+    from ace_gym.feedback.rubric import GlobalItem, Rubric, SlotItem, SlotState, cells_of, grade, item_names
+    from ace_gym.feedback.scenario import ScenarioEnv
+    from ace_gym.feedback.simulator import EngineUserSimulator, TemplateFeedback, UserSimulator
+    from ace_gym.feedback.stages import Stage, grade_stage, split_stages, stage_sizes
+    from ace_gym.feedback.texts import FEEDBACK_STYLES, FeedbackStyle, Submission, feedback_text, mentions_a_cell
 
 __all__ = [
     "FEEDBACK_STYLES",
@@ -42,3 +47,32 @@ __all__ = [
     "split_stages",
     "stage_sizes",
 ]
+# Imported on first access: the wrapper registry (``import ace_gym`` registers the env ids from
+# it) reads :mod:`ace_gym.feedback.entries`, which must not load the rubric, the simulators and the wrapper.
+_HOMES = {  # name -> its module
+    "FeedbackRounds": "feedback_rounds",
+    "FINAL_REWARDS": "rounds",
+    "Rounds": "rounds",
+    "Verdict": "rounds",
+    "GlobalItem": "rubric",
+    "Rubric": "rubric",
+    "SlotItem": "rubric",
+    "SlotState": "rubric",
+    "cells_of": "rubric",
+    "grade": "rubric",
+    "item_names": "rubric",
+    "ScenarioEnv": "scenario",
+    "EngineUserSimulator": "simulator",
+    "TemplateFeedback": "simulator",
+    "UserSimulator": "simulator",
+    "Stage": "stages",
+    "grade_stage": "stages",
+    "split_stages": "stages",
+    "stage_sizes": "stages",
+    "FEEDBACK_STYLES": "texts",
+    "FeedbackStyle": "texts",
+    "Submission": "texts",
+    "feedback_text": "texts",
+    "mentions_a_cell": "texts",
+}
+__getattr__, __dir__ = lazy_homes(__name__, {name: f"{__name__}.{home}" for name, home in _HOMES.items()})

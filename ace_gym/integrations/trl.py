@@ -35,9 +35,9 @@ from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, integer
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.presets import PROCEDURAL_PRESETS
+from ace_gym.stacks import wrap
 from ace_gym.stats import group_key
 from ace_gym.tools import Tool, toolset
-from ace_gym.wrappers import ToolFailureInjection
 
 RETURNS = 'The tool\'s reply: a JSON object with "status", "messages" and "data".'
 """The ``Returns:`` section of every generated tool method."""
@@ -84,7 +84,7 @@ class AceToolEnvironment:
     def __init__(self) -> None:
         core = _core_env(self.domain, self.dataset, self.env_kwargs, self.curriculum, self.grid)
         self._core = core
-        self._env = ToolFailureInjection(core, self.tool_failure_rate) if self.tool_failure_rate > 0 else core
+        self._env = wrap(core, _wrappers(self.tool_failure_rate))
         self._score: float | None = None
         self._episode: dict[str, Any] = {}
 
@@ -137,6 +137,12 @@ class AceToolEnvironment:
         if (terminated or truncated) and "score" in info and self._score is None:
             self._score = float(info["score"])
         return str(observation)
+
+
+def _wrappers(tool_failure_rate: float, *, always: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """The registry's wrappers (:mod:`ace_gym.stacks`) around an :class:`AceToolEnvironment`'s env:
+    failure injection when the rate is > 0 (``always``: also at 0, to validate the rate)."""
+    return [("failure_injection", {"rate": tool_failure_rate})] if always or tool_failure_rate > 0 else []
 
 
 def _core_env(
@@ -215,7 +221,9 @@ def environment_class(
     spec = get_domain(domain)
     kwargs = dict(env_kwargs or {})
     grid = dict(DEFAULT_GRID if grid is None else grid)
-    ToolFailureInjection(_core_env(domain, dataset, kwargs, curriculum, grid), tool_failure_rate)  # validates once
+    wrap(
+        _core_env(domain, dataset, kwargs, curriculum, grid), _wrappers(tool_failure_rate, always=True)
+    )  # validates once
     attributes: dict[str, Any] = {
         "domain": domain,
         "dataset": dataset,

@@ -1,8 +1,9 @@
 """The planning-robustness settings by name: which wrapper each applies, in which order, and the
 metrics an evaluation reports for it.
 
-``ace-gym eval --wrappers unsolvable,broken,extraneous`` and the registered convenience ids read
-this table. Settings stack in one order whatever order they are named in: cost (innermost: it
+Each setting is an entry of the one wrapper registry (:mod:`ace_gym.stacks`), declared here:
+``ace-gym eval --wrappers unsolvable,broken,extraneous``, the registered convenience ids and the
+server read it from there. Settings stack in one order whatever order they are named in: cost (innermost: it
 charges the calls that reach the env), extraneous, unsolvable, broken (it classifies the agent's
 next action, so it sits outside every wrapper that answers calls itself), refine (outermost: it
 judges calls against the whole tool surface). A setting's metrics read the planning record of
@@ -11,9 +12,7 @@ each episode's last call (``info["apb"][key]``); see :func:`episode_apb`.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -21,35 +20,15 @@ import gymnasium as gym
 from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.stats import mean
+from ace_gym.wrapper_entry import Metrics, WrapperEntry
 
-Metrics = dict[str, float]
 APB_INFO = "apb"
 """The ``info`` key under which planning wrappers record their perturbations, one sub-key each
 (a setting's :attr:`Setting.key`)."""
 
 
-@dataclass(frozen=True)
-class Setting:
-    """One setting: its wrapper (an entry point), its ``info["apb"]`` key, the keyword arguments
-    of the registered convenience ids (paper-like defaults) and its metrics."""
-
-    name: str
-    entry_point: str
-    key: str
-    defaults: Mapping[str, Any]
-    metrics: Callable[[Sequence[Mapping[str, Any]]], Metrics]
-
-    @property
-    def class_name(self) -> str:
-        """The wrapper's class name (how a server session names it)."""
-        return self.entry_point.rpartition(":")[2]
-
-    @property
-    def wrapper(self) -> Callable[..., gym.Env]:
-        """The wrapper class (imported on first use: registering ids must not load every wrapper)."""
-        module, _, attribute = self.entry_point.partition(":")
-        found: Callable[..., gym.Env] = getattr(importlib.import_module(module), attribute)
-        return found
+Setting = WrapperEntry
+"""A planning setting: its registry entry (the name kept for one release; see :mod:`ace_gym.wrapper_entry`)."""
 
 
 def _extraneous(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
@@ -109,25 +88,54 @@ def _refine(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
     }
 
 
-SETTINGS: dict[str, Setting] = {
-    setting.name: setting
-    for setting in (
-        Setting("cost", "ace_gym.planning.cost_annotated_tools:CostAnnotatedTools", "cost", {}, _cost),
-        Setting(
-            "extraneous", "ace_gym.planning.extraneous_tools:ExtraneousTools", "extraneous_tools", {"n": 4}, _extraneous
-        ),
-        Setting(
-            "unsolvable",
-            "ace_gym.planning.unsolvable_mix:UnsolvableMix",
-            "unsolvable",
-            {"p_unsolvable": 0.5},
-            _unsolvable,
-        ),
-        Setting("broken", "ace_gym.planning.broken_tool:BrokenTool", "broken_tool", {"target": "auto"}, _broken),
-        Setting("refine", "ace_gym.planning.refine:Refine", "refine", {"critic": "rules", "mode": "metric"}, _refine),
-    )
-}
-"""Every setting, in stacking order (innermost first)."""
+PLANNING_WRAPPERS: tuple[WrapperEntry, ...] = (
+    WrapperEntry(
+        "cost", "ace_gym.planning.cost_annotated_tools:CostAnnotatedTools", 210, {}, "apb.cost", _cost, setting=True
+    ),
+    WrapperEntry(
+        "extraneous",
+        "ace_gym.planning.extraneous_tools:ExtraneousTools",
+        220,
+        {"n": 4},
+        "apb.extraneous_tools",
+        _extraneous,
+        setting=True,
+    ),
+    WrapperEntry(
+        "unsolvable",
+        "ace_gym.planning.unsolvable_mix:UnsolvableMix",
+        230,
+        {"p_unsolvable": 0.5},
+        "apb.unsolvable",
+        _unsolvable,
+        setting=True,
+    ),
+    WrapperEntry(
+        "broken",
+        "ace_gym.planning.broken_tool:BrokenTool",
+        240,
+        {"target": "auto"},
+        "apb.broken_tool",
+        _broken,
+        setting=True,
+    ),
+    WrapperEntry(
+        "refine",
+        "ace_gym.planning.refine:Refine",
+        250,
+        {"critic": "rules", "mode": "metric"},
+        "apb.refine",
+        _refine,
+        setting=True,
+    ),
+)
+"""APB's entries of the wrapper registry (:data:`ace_gym.stacks.WRAPPERS`), in stacking order
+(innermost first): every one a setting ``ace-gym eval --wrappers`` may name. Their orders sit
+between failure injection (100) and the chat adapter (300)."""
+
+SETTINGS: dict[str, Setting] = {entry.name: entry for entry in PLANNING_WRAPPERS}
+"""Every setting by name, in stacking order (innermost first): the planning rows of the wrapper
+registry (:mod:`ace_gym.stacks` lists the same entries)."""
 
 
 def check_settings(names: Iterable[str], field: str = "settings") -> tuple[str, ...]:
@@ -172,9 +180,8 @@ def setting_metrics(names: Iterable[str], records: Sequence[Mapping[str, Any]]) 
     found = {}
     for name in check_settings(names):
         setting = SETTINGS[name]
-        found[name] = {"episodes": float(sum(setting.key in a for a in apb))} | setting.metrics(
-            [a[setting.key] for a in apb if setting.key in a]
-        )
+        outcomes = [a[setting.key] for a in apb if setting.key in a]
+        found[name] = {"episodes": float(len(outcomes))} | (setting.metrics(outcomes) if setting.metrics else {})
     return found
 
 

@@ -18,6 +18,7 @@ from ace_gym.errors import AceGymError, ConfigError
 from ace_gym.server.protocol import dumps, frame
 from ace_gym.server.spaces import space_from_description
 from ace_gym.spaces import ToolCall
+from ace_gym.stacks import StackSpec
 
 WrapperArgument = tuple[str, Mapping[str, Any]] | Mapping[str, Any]
 """A wrapper of the served stack: ``("ChatAdapter", {})`` or ``{"name": "ChatAdapter", "kwargs": {}}``."""
@@ -41,8 +42,9 @@ class RemoteEnv(gym.Env[Any, Any]):
     string naming it, see :func:`ace_gym.server.protocol.dumps`), and the session goes on;
     refused requests raise :class:`RemoteEnvError` (``RESET_NEEDED`` raises Gymnasium's
     ``ResetNeeded``), and a connection failure raises :class:`RemoteEnvError` with code
-    ``CONNECTION``. ``wrappers`` name classes exported by :mod:`ace_gym.wrappers`, innermost
-    first; ``kwargs`` and wrapper arguments must be plain JSON values. ``timeout_s`` bounds the
+    ``CONNECTION``. ``wrappers`` name entries of the wrapper registry (:mod:`ace_gym.stacks`, by
+    name or class name), innermost first; ``kwargs`` and wrapper arguments must be plain JSON
+    values. :meth:`from_stack` plays a :class:`~ace_gym.stacks.StackSpec` (sent as its JSON). ``timeout_s`` bounds the
     wait for each answer (a procedural reset may generate for a while).
     """
 
@@ -54,6 +56,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         wrappers: Sequence[WrapperArgument] = (),
         timeout_s: float = 300.0,
         max_message_bytes: int = 1 << 26,
+        stack: StackSpec | None = None,
         **kwargs: Any,
     ) -> None:
         try:
@@ -73,13 +76,24 @@ class RemoteEnv(gym.Env[Any, Any]):
             raise RemoteEnvError("CONNECTION", f"cannot open a session at {endpoint}: {error}") from None
         self._open = True
         try:
-            state = self._call("make", {"kwargs": kwargs, "wrappers": [_wrapper(w) for w in wrappers]})
+            request = (
+                stack.to_dict()
+                if stack is not None
+                else {"kwargs": kwargs, "wrappers": [_wrapper(w) for w in wrappers]}
+            )
+            state = self._call("make", request)
         except BaseException:
             self.close()
             raise
         self.session_id: str = state["session_id"]
         self.observation_space = space_from_description(state["observation_space"])
         self.action_space = space_from_description(state["action_space"])
+
+    @classmethod
+    def from_stack(cls, url: str, stack: StackSpec, **options: Any) -> RemoteEnv:
+        """The env ``stack`` builds, running in the server at ``url`` (``options``: ``timeout_s``,
+        ``max_message_bytes``)."""
+        return cls(url, stack.env_id, stack=stack, **options)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         super().reset(seed=seed)

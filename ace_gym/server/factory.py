@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 
-import ace_gym.feedback
-import ace_gym.planning
-import ace_gym.wrappers
 from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.instance import BUNDLED_DATASETS
 from ace_gym.registration import ENV_IDS, registered_env_ids
 from ace_gym.server.protocol import MakeRequest, ProtocolError
+from ace_gym.stacks import StackSpec, accepted_names, wrap, wrapper_entry
 
-WRAPPERS: dict[str, type[gym.Wrapper]] = {
-    name: obj
-    for module in (ace_gym.wrappers, ace_gym.planning, ace_gym.feedback)
-    for name in sorted(module.__all__)
-    if inspect.isclass(obj := getattr(module, name)) and issubclass(obj, gym.Wrapper)
-}
-"""Wrappers a session may stack, by class name: every wrapper :mod:`ace_gym.wrappers`,
-:mod:`ace_gym.planning` and :mod:`ace_gym.feedback` export."""
+WRAPPERS: dict[str, Any] = {name: wrapper_entry(name).wrapper for name in accepted_names()}
+"""Wrappers a session may stack: every entry of the wrapper registry (:data:`ace_gym.stacks.WRAPPERS`),
+by its registry name and by its class name (how clients before the registry named it)."""
 
 
 class EnvFactory:
@@ -61,23 +54,34 @@ class EnvFactory:
         refuses its arguments, names an unknown wrapper, or a dataset outside the allowed ones.
         """
         self.check_env_id(env_id)
-        if "dataset" in request.kwargs:
-            self._check_dataset(request.kwargs["dataset"])
-        for wrapper in request.wrappers:
-            if wrapper.name not in WRAPPERS:
-                raise ProtocolError(
-                    "FACTORY_ERROR",
-                    f"unknown wrapper {wrapper.name!r}; known: {', '.join(WRAPPERS)}{did_you_mean(wrapper.name, WRAPPERS)}",
-                )
+        stack = self.stack(env_id, request)
+        if "dataset" in stack.env_kwargs:
+            self._check_dataset(stack.env_kwargs["dataset"])
         try:
-            env = gym.make(env_id, disable_env_checker=True, **request.kwargs)
-            for wrapper in request.wrappers:
-                env = WRAPPERS[wrapper.name](env, **wrapper.kwargs)
+            env = gym.make(env_id, disable_env_checker=True, **stack.env_kwargs)
+            env = wrap(env, stack.wrappers)
         except Exception as error:  # construction is a function of the client's arguments: they were refused
             raise ProtocolError(
                 "FACTORY_ERROR", f"cannot make {env_id}: {type(error).__name__}: {str(error)[:500]}"
             ) from None
         return env
+
+    @staticmethod
+    def stack(env_id: str, request: MakeRequest) -> StackSpec:
+        """The stack ``request`` asks for on ``env_id`` (today's ``kwargs`` + ``wrappers`` shape or
+        a :class:`~ace_gym.stacks.StackSpec`'s JSON); ProtocolError FACTORY_ERROR for one naming
+        another env id, both ``kwargs`` and ``env_kwargs``, or a wrapper the registry does not hold."""
+        if request.env_id is not None and request.env_id != env_id:
+            raise ProtocolError(
+                "FACTORY_ERROR", f"the stack's env_id {request.env_id!r} is not this session's {env_id!r}"
+            )
+        if request.env_kwargs is not None and request.kwargs:
+            raise ProtocolError("FACTORY_ERROR", "give kwargs or env_kwargs, not both")
+        kwargs = request.kwargs if request.env_kwargs is None else request.env_kwargs
+        try:
+            return StackSpec(env_id, kwargs, tuple((wrapper.name, wrapper.kwargs) for wrapper in request.wrappers))
+        except ConfigError as error:
+            raise ProtocolError("FACTORY_ERROR", str(error)[:1000]) from None
 
     def _check_dataset(self, dataset: object) -> None:
         if not isinstance(dataset, str):

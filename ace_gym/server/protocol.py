@@ -78,7 +78,8 @@ JsonObject = dict[str, Any]
 
 
 class WrapperRequest(BaseModel):
-    """One wrapper of the session's stack: a class exported by :mod:`ace_gym.wrappers`."""
+    """One wrapper of the session's stack: a name of the wrapper registry (:mod:`ace_gym.stacks`)
+    or its class name."""
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(max_length=100)
@@ -86,11 +87,16 @@ class WrapperRequest(BaseModel):
 
 
 class MakeRequest(BaseModel):
-    """How to build a session's env: ``gym.make(env_id, **kwargs)``, then ``wrappers`` innermost first."""
+    """How to build a session's env: ``gym.make(env_id, **kwargs)``, then ``wrappers`` innermost first.
+
+    A :class:`~ace_gym.stacks.StackSpec` as JSON (``{"env_id", "env_kwargs", "wrappers"}``) is
+    one too: ``env_kwargs`` stands for ``kwargs``, and ``env_id`` must be the session's env id."""
 
     model_config = ConfigDict(extra="forbid")
     kwargs: JsonObject = Field(default_factory=dict)
     wrappers: list[WrapperRequest] = Field(default_factory=list, max_length=16)
+    env_id: str | None = Field(default=None, max_length=200)
+    env_kwargs: JsonObject | None = None
 
 
 class ResetRequest(BaseModel):

@@ -105,7 +105,7 @@ class Session:
             "step_count": self.step_count,
             "session_id": self.session_id,
             "env_id": self.env_id,
-            "make": self.make_request.model_dump(),
+            "make": self.make_request.model_dump(exclude_none=True),
             "observation_space": describe_space(env.observation_space) if env is not None else None,
             "action_space": describe_space(env.action_space) if env is not None else None,
         }
