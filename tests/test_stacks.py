@@ -314,14 +314,9 @@ def test_server_make_request__takes_todays_shape_and_a_stack_and_refuses_a_misma
         assert caught.value.code == "FACTORY_ERROR"
 
 
-def test_server_episodes__is_a_deprecated_alias_of_eval_remote(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_remote_episode__plays_its_specs_own_stack() -> None:
     pytest.importorskip("websockets")
     from ace_gym.eval import remote
 
-    monkeypatch.delitem(sys.modules, "ace_gym.server.episodes", raising=False)  # warn on this import
-
-    with pytest.warns(DeprecationWarning, match="ace_gym.eval.remote"):
-        import ace_gym.server.episodes as old  # noqa: F401
-    assert sys.modules["ace_gym.server.episodes"].RemoteEpisodeSpec is remote.RemoteEpisodeSpec
     (played,) = remote.remote_specs([EpisodeSpec("course", scenario={"stages": 2})], "ws://unused")
     assert played.stack().env_id == "ACE-course-scenario-v0"  # the remote plays the spec's own stack
