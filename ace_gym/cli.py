@@ -41,7 +41,7 @@ from ace_gym.errors import (
     ServerStartError,
     did_you_mean,
 )
-from ace_gym.eval.results import MalformedRecordsError
+from ace_gym.runs.results import MalformedRecordsError
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ace_gym.generators.cli",

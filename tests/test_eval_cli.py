@@ -20,7 +20,7 @@ import pytest
 
 import ace_gym.agents
 from ace_gym.cli import EXIT_CONFIG, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED, main
-from ace_gym.eval.results import read_records
+from ace_gym.runs.results import read_records
 from tests.core_helpers import killed_writer
 from tests.missing_modules import without_modules
 
@@ -423,7 +423,7 @@ def test_report__malformed_lines_are_named_and_refused_or_skipped_on_request(
 def test_eval__a_second_writer_of_the_same_out_is_refused_in_process(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from ace_gym.eval.results import EpisodeLog
+    from ace_gym.runs.results import EpisodeLog
 
     out = tmp_path / "run"
     with EpisodeLog(out / "episodes.jsonl"):

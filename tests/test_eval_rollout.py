@@ -15,8 +15,8 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, rollout, run_env_episodes, run_episodes, run_vector_episodes
-from ace_gym.eval.loop import WALL_CLOCK_USAGE
 from ace_gym.instance import dataset_sha256
+from ace_gym.runs.loop import WALL_CLOCK_USAGE
 from ace_gym.tools import tool_names
 from ace_gym.wrappers import ChatAdapter, StepBudget
 

@@ -19,8 +19,8 @@ from gymnasium.utils.env_checker import check_env
 from ace_gym.agents import make_scripted_policy
 from ace_gym.cli import main
 from ace_gym.eval.replay import replay_record
-from ace_gym.eval.results import read_records
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.runs.results import read_records
 from ace_gym.server.app import ServerConfig
 from ace_gym.server.client import RemoteEnv, RemoteEnvError
 from ace_gym.server.episodes import remote_specs

@@ -44,22 +44,23 @@ from ace_gym.atomic import read_regular_file, remove_stale_temporaries
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
-from ace_gym.eval import agency
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
-from ace_gym.eval.results import (
+from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.eval.summary import format_table, summarize
+from ace_gym.feedback import evaluation as agency
+from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
+from ace_gym.longbench import cli as alb_cli
+from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
+from ace_gym.planning.settings import SETTINGS, check_settings, format_metrics, summarize_settings
+from ace_gym.runs.results import (
     EPISODES_FILE,
     MAX_SUMMARY_BYTES,
     SUMMARY_FILE,
     EpisodeLog,
     read_records,
+    unique_records,
     write_json_atomic,
 )
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes
-from ace_gym.eval.summary import format_table, summarize, unique_records
-from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
-from ace_gym.longbench import cli as alb_cli
-from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
-from ace_gym.planning.settings import SETTINGS, check_settings, format_metrics, summarize_settings
 from ace_gym.wrappers import FAILURE_ENVELOPES
 
 logger = logging.getLogger(__name__)
@@ -458,7 +459,7 @@ def _run_pending(
 def _stored_run(out: Path) -> dict[str, Any] | None:
     """The run identity recorded in ``out/summary.json``, or None (no file, or none recorded; a
     file that is not a JSON object is ignored with a warning). A summary that is no regular file
-    (a FIFO, a device) or holds more than :data:`~ace_gym.eval.results.MAX_SUMMARY_BYTES` raises OSError, never waits."""
+    (a FIFO, a device) or holds more than :data:`~ace_gym.runs.results.MAX_SUMMARY_BYTES` raises OSError, never waits."""
     try:
         stored = json.loads(read_regular_file(out / SUMMARY_FILE, MAX_SUMMARY_BYTES)).get("run")
     except FileNotFoundError:

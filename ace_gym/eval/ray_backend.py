@@ -19,7 +19,7 @@ itself (a bad dataset, an unreachable env server) stops the run and is raised he
 class, as the local backend raises it.
 
 A record is the one the local backend writes for the same item, apart from the wall-clock usage
-entries (:data:`ace_gym.eval.loop.WALL_CLOCK_USAGE`); the order records arrive in differs.
+entries (:data:`ace_gym.runs.loop.WALL_CLOCK_USAGE`); the order records arrive in differs.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -175,6 +175,17 @@ def read_records(
                 problems.append((number, problem))
     if problems:
         raise MalformedRecordsError(path, problems, good)
+
+
+def unique_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Records with distinct keys (the first of each key wins), in input order."""
+    seen: set[Any] = set()
+    out = []
+    for record in records:
+        if record.get("key") not in seen:
+            seen.add(record.get("key"))
+            out.append(record)
+    return out
 
 
 def duplicates_note(path: Path, lines: list[int]) -> str:
