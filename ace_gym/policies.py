@@ -6,6 +6,10 @@ settings' ``cost-solver``, ``refuse`` and ``probe-retry|replace|alternative|refu
 ``KIND:TARGET`` (``vllm:MODEL_PATH``, ``hf:MODEL_PATH``, ``openai:MODEL@URL``; see
 :func:`~ace_gym.agents.llm.make_engine`). :func:`policy_label` is how a policy is named in episode
 records and keys; :func:`make_policy` builds it.
+
+The table lists the benchmark homes' scripted policies (APB's probes and cost-aware solver), so it
+sits above them, in the stacks layer (docs/architecture.md); it was ``ace_gym.agents.policies``,
+whose names stay importable from there and from ``ace_gym.agents`` for one release.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 
 from ace_gym.agents.base import Policy, ScriptedPolicy
 from ace_gym.agents.greedy import GreedyLocal
-from ace_gym.agents.llm import ENGINE_KINDS
+from ace_gym.agents.policies import is_engine_spec
 from ace_gym.agents.random_policy import RandomPolicy
 from ace_gym.agents.revise import GreedyRevise
 from ace_gym.agents.solver import ExactSolver
@@ -33,20 +37,17 @@ _SCRIPTED_CLASSES: tuple[type[ScriptedPolicy], ...] = (
     *PROBES,
 )
 SCRIPTED_POLICIES: dict[str, type[ScriptedPolicy]] = {policy.name: policy for policy in _SCRIPTED_CLASSES}
+__all__ = [
+    "POLICY_SPECS",
+    "SCRIPTED_POLICIES",
+    "check_policy_spec",
+    "make_policy",
+    "make_scripted_policy",
+    "policy_label",
+]
+
 POLICY_SPECS = f"{'|'.join(SCRIPTED_POLICIES)}|vllm:MODEL_PATH|hf:MODEL_PATH|openai:MODEL@URL"
 """The policy specs, as a command line's help shows them."""
-
-
-def policy_name(policy: object) -> str:
-    """How a policy object is named in records when no label is given: its ``name`` attribute,
-    else its class name."""
-    return str(getattr(policy, "name", None) or type(policy).__name__)
-
-
-def is_engine_spec(spec: str) -> bool:
-    """Whether ``spec`` names an LLM engine (``KIND:TARGET`` with a known kind)."""
-    kind, sep, target = spec.partition(":")
-    return bool(sep and target) and kind in ENGINE_KINDS
 
 
 def check_policy_spec(spec: str) -> None:

@@ -567,7 +567,7 @@ def test_eval__sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path:
 
 WAITING_SOLVER = """
 import signal, sys
-from ace_gym.agents import policies
+from ace_gym import policies
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.cli import main
 

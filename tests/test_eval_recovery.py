@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from ace_gym.agents import make_policy
 from ace_gym.cli import EXIT_CONFIG, EXIT_OK, main
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.recovery import failure_log, recovery_counts, recovery_metrics
 from ace_gym.eval.replay import replay_record
 from ace_gym.eval.summary import format_table, summarize
 from ace_gym.planning.probes import is_transient_failure
+from ace_gym.policies import make_policy
 from ace_gym.runs.results import read_records
 from ace_gym.wrappers import FAILURE_ENVELOPES
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym import __version__
-from ace_gym.agents import POLICY_SPECS, is_engine_spec, make_policy, policy_label
+from ace_gym.agents import is_engine_spec
 from ace_gym.atomic import read_regular_file, remove_stale_temporaries
 from ace_gym.cli import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
@@ -52,6 +52,7 @@ from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_da
 from ace_gym.longbench import cli as alb_cli
 from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
 from ace_gym.planning.settings import SETTINGS, check_settings, format_metrics, summarize_settings
+from ace_gym.policies import POLICY_SPECS, make_policy, policy_label
 from ace_gym.runs.results import (
     EPISODES_FILE,
     MAX_SUMMARY_BYTES,

@@ -93,7 +93,7 @@ def run_on_ray(
     each record once, as it arrives (module docstring).
 
     ``key(item)`` must be the ``"key"`` of the item's record; ``make_policy`` (picklable, e.g.
-    ``functools.partial(ace_gym.agents.make_policy, spec)``) builds the policy in each worker;
+    ``functools.partial(ace_gym.policies.make_policy, spec)``) builds the policy in each worker;
     ``batch_size`` episodes run together in a worker; ``address`` names the cluster
     (:func:`ace_gym.ray_cluster.connect`). ConfigError for a bad number or duplicate keys.
     """

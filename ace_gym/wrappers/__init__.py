@@ -44,22 +44,12 @@ curriculum) is written the same way and ``tests/test_wrappers.py`` checks it:
   randomness comes from a generator seeded by ``reset(seed=...)``.
 """
 
-from typing import TYPE_CHECKING
-
 from ace_gym.lazy_exports import moved_names
 from ace_gym.wrappers.chat_adapter import ChatAdapter
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 from ace_gym.wrappers.curriculum import Curriculum
 from ace_gym.wrappers.failure_injection import FAILURE_ENVELOPES, ToolFailureInjection
 from ace_gym.wrappers.step_budget import StepBudget, TurnLimit
-
-if TYPE_CHECKING:
-    from ace_gym.feedback.feedback_rounds import FeedbackRounds
-    from ace_gym.planning.broken_tool import BrokenTool
-    from ace_gym.planning.cost_annotated_tools import CostAnnotatedTools
-    from ace_gym.planning.extraneous_tools import ExtraneousTools
-    from ace_gym.planning.refine import Refine
-    from ace_gym.planning.unsolvable_mix import UnsolvableMix
 
 MOVED: dict[str, str] = {
     "BrokenTool": "ace_gym.planning",
