@@ -325,6 +325,25 @@ def _unknown(edges: list[Edge]) -> list[Edge]:
     return [edge for edge in edges if (edge.source, edge.target) not in KNOWN_VIOLATIONS]
 
 
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def _doc_layers(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The layer table of docs/architecture.md: rows ``| RANK NAME | `package`, ... |``, ranks in order."""
+    rows = re.findall(r"^\| (\d+) (\w+) \| (.*) \|$", text, flags=re.M)
+    assert [int(rank) for rank, _, _ in rows] == list(range(len(rows))), "layer ranks out of order"
+    return tuple((name, tuple(re.findall(r"`([^`]+)`", cells))) for _, name, cells in rows)
+
+
+def test_layers__the_architecture_doc_states_this_table() -> None:
+    assert _doc_layers(ARCHITECTURE.read_text(encoding="utf-8")) == LAYERS
+
+
+def test_layers__the_doc_table_reader_reads_ranks_names_and_packages() -> None:
+    text = "| Layer | Packages |\n|---|---|\n| 0 foundation | `errors`, `atomic` |\n| 1 data | `domains` |\n"
+    assert _doc_layers(text) == (("foundation", ("errors", "atomic")), ("data", ("domains",)))
+
+
 def test_layers__every_package_has_a_layer_and_every_layer_entry_a_package() -> None:
     on_disk = _packages_on_disk()
     placed = set(LAYER_OF)
