@@ -1,9 +1,14 @@
-"""Data flows one way: no import cycle among ace_gym's modules.
+"""Data flows one way: ace_gym's packages sit in layers (LAYERS, the table docs/architecture.md
+prints), none imports a higher layer or another benchmark home, and neither the package graph nor
+the module graph has a cycle.
 
 Every import statement counts, wherever it stands: at module level, inside a function (a
-deferred import is still a dependency) or under ``TYPE_CHECKING``. ``from package import name``
-depends on the submodule ``package.name`` when there is one, else on the package itself;
-importing ``a.b.c`` is not counted as depending on the packages ``a`` and ``a.b``.
+deferred import is still a dependency) or under ``TYPE_CHECKING``; for the layers, so does every
+string naming an ace_gym module or an entry point in one (``"ace_gym.x.y:Name"``), so that a
+string cannot hide an edge. ``from package import name`` depends on the submodule ``package.name`` when there is one,
+else on the package itself; importing ``a.b.c`` is not counted as depending on the packages ``a``
+and ``a.b``. A deprecated alias (a module defining ``__moved_to__``, a ``MOVED`` table of names
+that moved out) points to its new home on purpose for one release and is no edge.
 """
 
 from __future__ import annotations
@@ -28,21 +33,24 @@ def _modules() -> dict[str, Path]:
     return {_module_name(path): path for path in sorted(PACKAGE_ROOT.rglob("*.py"))}
 
 
+def _import_targets(node: ast.AST, package: str, modules: dict[str, Path]) -> list[str]:
+    """The modules an import statement ``node`` in package ``package`` depends on ([] for another node)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*anchor, *([node.module] if node.module else [])])
+    return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The ace_gym modules that module ``name`` (file ``path``) imports."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            for alias in node.names:
-                submodule = f"{base}.{alias.name}"
-                found.add(submodule if submodule in modules else base)
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = {target for node in ast.walk(tree) for target in _import_targets(node, package, modules)}
     return {module for module in found if module in modules and module != name}
 
 
@@ -235,18 +243,8 @@ def _edges(name: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     edges: list[Edge] = []
     for node in ast.walk(tree):
-        targets: list[tuple[str, str]] = []
-        if isinstance(node, ast.Import):
-            targets = [(alias.name, "import") for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            for alias in node.names:
-                submodule = f"{base}.{alias.name}"
-                targets.append((submodule if submodule in modules else base, "import"))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in exempt:
+        targets = [(target, "import") for target in _import_targets(node, package, modules)]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in exempt:
             match = ENTRY_POINT.match(node.value)
             if match:
                 targets = [(match.group(1), repr(node.value))]
