@@ -13,11 +13,10 @@ from ace_gym.instance import Dataset, forget_loaded_datasets, load_dataset
 from ace_gym.lazy_exports import lazy_exports
 from ace_gym.registration import ENV_IDS, register_envs
 from ace_gym.spaces import ToolCall
+from ace_gym.version import __version__
 
 if TYPE_CHECKING:
     from ace_gym.dataset_schema import Instance
-
-__version__ = "0.1.0"
 
 register_envs()
 

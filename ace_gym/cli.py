@@ -23,7 +23,6 @@ from ace_gym import __version__
 from ace_gym.atomic import NotRegularFileError
 from ace_gym.cli_flags import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.errors import AceGymError, EngineUnavailableError, InUseError, ServerStartError
-from ace_gym.eval.results import MalformedRecordsError
 from ace_gym.exit_codes import (
     EXIT_CODES_HELP,
     EXIT_CONFIG,
@@ -36,6 +35,7 @@ from ace_gym.exit_codes import (
     EXIT_REPLAY_MISMATCH,
     EXIT_SERVER_START,
 )
+from ace_gym.runs.results import MalformedRecordsError
 
 # The exit codes (home: ace_gym.exit_codes) and the shared flags (home: ace_gym.cli_flags) stay
 # importable from here for one release.

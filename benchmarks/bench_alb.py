@@ -32,7 +32,7 @@ def measure(fmt: str, question_type: str, budget: str, seed: int) -> dict[str, f
 
     began = time.perf_counter()
     from ace_gym.longbench.samples import SampleConfig, build_sample
-    from ace_gym.longbench.tokens import ApproxTokenizer
+    from ace_gym.runs.tokens import ApproxTokenizer
 
     config = SampleConfig(fmt=fmt, target_tokens=budget)
     table = config.resolve_table()[0]

@@ -64,11 +64,12 @@ from typing import Any
 
 from bench_rollout import core_env_time
 
-from ace_gym.agents import Completion, make_policy
+from ace_gym.agents import Completion
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.instance import forget_loaded_datasets, resolve_dataset
 from ace_gym.parsing import parse_turn
+from ace_gym.policies import make_policy
 
 MAX_TURNS = 10_000
 

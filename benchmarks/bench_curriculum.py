@@ -21,9 +21,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from ace_gym.agents import make_policy
 from ace_gym.eval import run_env_episodes, run_vector_episodes
 from ace_gym.eval.curriculum_report import level_trajectory, success_per_level, write_trajectory_plot
+from ace_gym.policies import make_policy
 from ace_gym.wrappers import ChatAdapter, Curriculum, StepBudget
 
 LADDER = [[2, 0], [3, 0], [3, 1], [4, 4], [4, 8]]

@@ -34,12 +34,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ace_gym.agents import POLICY_SPECS, ChatEngine, Completion, ScriptedPolicy, make_policy
+from ace_gym.agents import ChatEngine, Completion, ScriptedPolicy
 from ace_gym.agents.llm.tiny_model import build_tiny_model
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.instance import resolve_dataset
+from ace_gym.policies import POLICY_SPECS, make_policy
 
 
 class TimedEngine:

@@ -11,7 +11,7 @@ Run it as written (a tiny random Llama built locally, transformers engine on CPU
 
     python examples/collect_rollouts.py
 
-Other policies (:func:`ace_gym.agents.make_policy`): ``--policy vllm:/path/to/model`` (needs an
+Other policies (:func:`ace_gym.policies.make_policy`): ``--policy vllm:/path/to/model`` (needs an
 ``if __name__ == "__main__"`` script, which this is), ``--policy openai:MODEL@http://127.0.0.1:8000/v1``
 against ``vllm serve``, or a scripted baseline such as ``--policy solver``. A named policy gets the
 turn budget of ``ace-gym eval`` (1000, room for a whole solver episode); the tiny random model's
@@ -30,10 +30,10 @@ import gymnasium as gym
 import numpy as np
 
 import ace_gym  # noqa: F401  (registers the ACE-* env ids)
-from ace_gym.agents import POLICY_SPECS, make_policy
 from ace_gym.errors import ConfigError
 from ace_gym.eval import run_vector_episodes
 from ace_gym.eval.rollout import DEFAULT_MAX_TURNS
+from ace_gym.policies import POLICY_SPECS, make_policy
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
 

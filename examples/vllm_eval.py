@@ -22,12 +22,12 @@ import argparse
 import sys
 import tempfile
 
-from ace_gym.agents import make_policy, policy_label
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError
 from ace_gym.eval import run_episodes
-from ace_gym.eval.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 from ace_gym.eval.summary import format_table, summarize
+from ace_gym.policies import make_policy, policy_label
+from ace_gym.runs.results import EPISODES_FILE, SUMMARY_FILE, EpisodeLog, read_records, write_json_atomic
 
 
 def main() -> None:

@@ -7,16 +7,9 @@ import types
 
 import pytest
 
-from ace_gym.agents import (
-    ExactSolver,
-    GreedyLocal,
-    RandomPolicy,
-    is_engine_spec,
-    make_policy,
-    policy_label,
-    policy_name,
-)
+from ace_gym.agents import ExactSolver, GreedyLocal, RandomPolicy, is_engine_spec, policy_name
 from ace_gym.errors import ConfigError
+from ace_gym.policies import make_policy, policy_label
 
 
 @pytest.mark.parametrize(("spec", "kind"), [("solver", ExactSolver), ("greedy", GreedyLocal), ("random", RandomPolicy)])

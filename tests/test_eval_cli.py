@@ -20,8 +20,8 @@ import pytest
 
 import ace_gym.agents
 from ace_gym.cli import main
-from ace_gym.eval.results import read_records
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED
+from ace_gym.runs.results import read_records
 from tests.core_helpers import killed_writer
 from tests.missing_modules import without_modules
 
@@ -424,7 +424,7 @@ def test_report__malformed_lines_are_named_and_refused_or_skipped_on_request(
 def test_eval__a_second_writer_of_the_same_out_is_refused_in_process(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    from ace_gym.eval.results import EpisodeLog
+    from ace_gym.runs.results import EpisodeLog
 
     out = tmp_path / "run"
     with EpisodeLog(out / "episodes.jsonl"):
@@ -568,7 +568,7 @@ def test_eval__sigkill_mid_run_then_rerun_loses_and_duplicates_nothing(tmp_path:
 
 WAITING_SOLVER = """
 import signal, sys
-from ace_gym.agents import policies
+from ace_gym import policies
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.cli import main
 

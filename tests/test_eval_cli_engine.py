@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from ace_gym.eval.results import read_records
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_ENGINE
+from ace_gym.runs.results import read_records
 from tests.chat_server import ChatServer, Reply, chat_response, tool_call
 from tests.test_eval_cli import MEAL, one_error_line, run_cli
 

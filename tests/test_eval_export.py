@@ -14,7 +14,7 @@ from ace_gym.agents import ExactSolver  # noqa: E402
 from ace_gym.cli import main  # noqa: E402
 from ace_gym.eval import EpisodeSpec, run_episodes  # noqa: E402
 from ace_gym.eval.export import export_row, features  # noqa: E402
-from ace_gym.eval.results import EPISODES_FILE  # noqa: E402
+from ace_gym.runs.results import EPISODES_FILE  # noqa: E402
 from ace_gym.text import MAX_JSON_DEPTH  # noqa: E402
 from tests.core_helpers import nested_dict  # noqa: E402
 

@@ -10,7 +10,7 @@ import pytest
 
 from ace_gym.agents import Completion
 from ace_gym.errors import ConfigError
-from ace_gym.eval.loop import Actor, EngineActor, Episode, Turn, jsonable, run_loop
+from ace_gym.runs.loop import Actor, EngineActor, Episode, Turn, jsonable, run_loop
 
 
 class CountdownEnv:

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from ace_gym.agents import make_policy
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes
-from ace_gym.eval.loop import WALL_CLOCK_USAGE
 from ace_gym.eval.ray_backend import run_on_ray
-from ace_gym.eval.results import encode_json, read_records
+from ace_gym.policies import make_policy
+from ace_gym.runs.loop import WALL_CLOCK_USAGE
+from ace_gym.runs.results import encode_json, read_records
 from tests.test_eval_cli import run_cli
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")

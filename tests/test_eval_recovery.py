@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from ace_gym.agents import make_policy
 from ace_gym.cli import main
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.recovery import failure_log, recovery_counts, recovery_metrics
 from ace_gym.eval.replay import replay_record
-from ace_gym.eval.results import read_records
 from ace_gym.eval.summary import format_table, summarize
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_OK
 from ace_gym.planning.probes import is_transient_failure
+from ace_gym.policies import make_policy
+from ace_gym.runs.results import read_records
 from ace_gym.wrappers import FAILURE_ENVELOPES
 
 RATES = (0.1, 0.3, 0.6)

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 
 import ace_gym.wrappers.chat_adapter
-from ace_gym.agents import make_policy
 from ace_gym.cli import main
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.replay import ReplayDiverged, ReplayPolicy, compare_records, replay_record
-from ace_gym.eval.results import read_records
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_MALFORMED, EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.parsing import parse_turn
+from ace_gym.policies import make_policy
+from ace_gym.runs.results import read_records
 from ace_gym.text import MAX_JSON_DEPTH
 from ace_gym.tools.state import EpisodeState
 from tests.core_helpers import nested_dict

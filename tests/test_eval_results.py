@@ -16,8 +16,8 @@ import pytest
 from ace_gym.atomic import NotRegularFileError
 from ace_gym.errors import ConfigError
 from ace_gym.eval.plots import PNG_DPI, heatmap_figure, write_heatmaps
-from ace_gym.eval.results import EpisodeLog, FileInUseError, MalformedRecordsError, read_records, write_json_atomic
 from ace_gym.eval.summary import TABLE_LEGEND, format_table, score_grid, summarize
+from ace_gym.runs.results import EpisodeLog, FileInUseError, MalformedRecordsError, read_records, write_json_atomic
 from ace_gym.text import MAX_JSON_DEPTH
 from tests.core_helpers import nested_dict
 
@@ -129,7 +129,7 @@ def test_read_records__a_line_longer_than_the_bound_is_malformed_and_never_read_
     path = tmp_path / "episodes.jsonl"
     long = json.dumps({**record("d"), "padding": "x" * 1000})
     path.write_text("\n".join([json.dumps(record("a")), long, json.dumps(record("b"))]) + "\n")
-    monkeypatch.setattr("ace_gym.eval.results.MAX_RECORD_BYTES", 256)
+    monkeypatch.setattr("ace_gym.runs.results.MAX_RECORD_BYTES", 256)
     with pytest.raises(MalformedRecordsError, match="line 2: longer than 256 bytes"):
         list(read_records(path))
     skipped: list[int] = []
@@ -141,7 +141,7 @@ def test_read_records__a_torn_last_line_longer_than_the_bound_is_still_torn(
 ) -> None:
     path = tmp_path / "episodes.jsonl"
     path.write_text(json.dumps(record("a")) + "\n" + json.dumps(record("b")) * 3)
-    monkeypatch.setattr("ace_gym.eval.results.MAX_RECORD_BYTES", 256)
+    monkeypatch.setattr("ace_gym.runs.results.MAX_RECORD_BYTES", 256)
     assert [r["key"] for r in read_records(path)] == ["a"]
 
 

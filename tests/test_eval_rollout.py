@@ -10,13 +10,14 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from ace_gym.agents import ChatEngine, Completion, ExactSolver, make_policy
+from ace_gym.agents import ChatEngine, Completion, ExactSolver
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, rollout, run_env_episodes, run_episodes, run_vector_episodes
-from ace_gym.eval.loop import WALL_CLOCK_USAGE
 from ace_gym.instance import dataset_sha256
+from ace_gym.policies import make_policy
+from ace_gym.runs.loop import WALL_CLOCK_USAGE
 from ace_gym.tools import tool_names
 from ace_gym.wrappers import ChatAdapter, StepBudget
 

@@ -1,14 +1,22 @@
-"""Data flows one way: no import cycle among ace_gym's modules.
+"""Data flows one way: ace_gym's packages sit in layers (LAYERS, the table docs/architecture.md
+prints), none imports a higher layer or another benchmark home, and neither the package graph nor
+the module graph has a cycle.
 
 Every import statement counts, wherever it stands: at module level, inside a function (a
-deferred import is still a dependency) or under ``TYPE_CHECKING``. ``from package import name``
-depends on the submodule ``package.name`` when there is one, else on the package itself;
-importing ``a.b.c`` is not counted as depending on the packages ``a`` and ``a.b``.
+deferred import is still a dependency) or under ``TYPE_CHECKING``; for the layers, so does every
+string naming an ace_gym module or an entry point in one (``"ace_gym.x.y:Name"``), so that a
+string cannot hide an edge. ``from package import name`` depends on the submodule ``package.name`` when there is one,
+else on the package itself; importing ``a.b.c`` is not counted as depending on the packages ``a``
+and ``a.b``. A deprecated alias (a module defining ``__moved_to__``, a ``MOVED`` table of names
+that moved out) points to its new home on purpose for one release and is no edge.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import ace_gym
@@ -25,21 +33,24 @@ def _modules() -> dict[str, Path]:
     return {_module_name(path): path for path in sorted(PACKAGE_ROOT.rglob("*.py"))}
 
 
+def _import_targets(node: ast.AST, package: str, modules: dict[str, Path]) -> list[str]:
+    """The modules an import statement ``node`` in package ``package`` depends on ([] for another node)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*anchor, *([node.module] if node.module else [])])
+    return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The ace_gym modules that module ``name`` (file ``path``) imports."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            for alias in node.names:
-                submodule = f"{base}.{alias.name}"
-                found.add(submodule if submodule in modules else base)
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = {target for node in ast.walk(tree) for target in _import_targets(node, package, modules)}
     return {module for module in found if module in modules and module != name}
 
 
@@ -121,3 +132,312 @@ def test_imports__only_the_entry_point_imports_the_cli_dispatcher() -> None:
     modules = _modules()
     importers = sorted(name for name, path in modules.items() if "ace_gym.cli" in _imports(name, path, modules))
     assert importers == ["ace_gym.__main__"]
+
+
+# --- Package layers -----------------------------------------------------------------------------
+#
+# A package is ``ace_gym.<first component>`` (a top-level module is its own package; the root
+# package ``ace_gym/__init__.py`` is "ace_gym"). A package may import only packages of its own or a
+# lower layer, the package-level graph has no cycle, and the benchmark homes import none of each
+# other. docs/architecture.md prints the same table (test_layers__the_architecture_doc_states_this_table).
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "foundation",
+        (
+            "errors",
+            "atomic",
+            "text",
+            "stats",
+            "lazy_exports",
+            "presets",
+            "ray_cluster",
+            "version",
+            "exit_codes",
+            "wrapper_entry",
+        ),
+    ),
+    (
+        "data",
+        (
+            "domains",
+            "constraints",
+            "dataset_schema",
+            "dataset_cache",
+            "instance",
+            "scoring",
+            "prompts",
+            "generators",
+            "curriculum",
+            "chat_template",
+            "cli_flags",
+        ),
+    ),
+    ("tools", ("tools", "parsing", "spaces")),
+    ("envs", ("envs",)),
+    ("core", ("wrappers", "agents")),
+    ("runs", ("runs",)),
+    ("benchmarks", ("planning", "feedback", "longbench")),
+    ("stacks", ("stacks", "policies")),
+    ("apps", ("eval", "server", "integrations", "registration", "cli", "__main__", "ace_gym")),
+)
+"""Lowest first: (layer name, its packages)."""
+
+INDEPENDENT_LAYERS = frozenset({"benchmarks"})
+"""Layers whose packages import none of each other (one home per benchmark)."""
+
+LAYER_OF: dict[str, int] = {package: rank for rank, (_, packages) in enumerate(LAYERS) for package in packages}
+
+KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset(
+    {
+        # (importer module, imported module): edges other issue-28 pieces remove; the lead empties
+        # this set when merging them. An entry that no longer occurs fails the test.
+        # -- the instance helper (plain tool layer): the tool-name table (tools/names.py imports
+        #    only domains) belongs below prompts, which renders tool names into the task texts:
+        ("ace_gym.prompts", "ace_gym.tools.names"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Module ``source`` (file ``path``, line ``line``) depends on module ``target``."""
+
+    source: str
+    target: str
+    path: Path
+    line: int
+    how: str  # "import", or the string entry point that names the target
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(PACKAGE_ROOT.parent)}:{self.line}"
+
+
+def _package(module: str) -> str:
+    """``ace_gym.eval.loop`` -> ``eval``; ``ace_gym`` -> ``ace_gym``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _layer(package: str) -> str:
+    return f"{LAYERS[LAYER_OF[package]][0]} ({LAYER_OF[package]})" if package in LAYER_OF else "no layer"
+
+
+def _is_shim(tree: ast.Module) -> bool:
+    """A deprecated alias: a module that moved and only points to its new home (``__moved_to__``)."""
+    return any(
+        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__moved_to__" for t in node.targets)
+        for node in tree.body
+    )
+
+
+def _moved_tables(tree: ast.Module) -> list[ast.expr]:
+    """The module-level ``MOVED`` tables (names that moved out, for ``lazy_exports.moved_names``)."""
+    tables = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MOVED" for t in node.targets):
+            tables.append(node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "MOVED":
+            if node.value is not None:
+                tables.append(node.value)
+    return tables
+
+
+ENTRY_POINT = re.compile(r"^(ace_gym(?:\.\w+)+)(?::[\w.]+)?$")
+"""A string naming an ace_gym module (``"ace_gym.x.y"``) or an entry point in it (``"ace_gym.x.y:Name"``)."""
+
+
+def _edges(name: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
+    """Every dependency of module ``name`` on another ace_gym module: each import statement,
+    wherever it stands, and each string literal naming an ace_gym module or an entry point in one
+    (an ``importlib.import_module`` or ``lazy_exports`` argument, a Gymnasium entry point). A
+    deprecated alias (a shim, a ``MOVED`` table) points to its new home on purpose and is no edge."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    if _is_shim(tree):
+        return []
+    exempt = {id(node) for table in _moved_tables(tree) for node in ast.walk(table)}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    edges: list[Edge] = []
+    for node in ast.walk(tree):
+        targets = [(target, "import") for target in _import_targets(node, package, modules)]
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in exempt:
+            match = ENTRY_POINT.match(node.value)
+            if match:
+                targets = [(match.group(1), repr(node.value))]
+        edges.extend(
+            Edge(name, target, path, getattr(node, "lineno", 0), how)
+            for target, how in targets
+            if target in modules and target != name
+        )
+    return edges
+
+
+def _all_edges() -> tuple[dict[str, Path], list[Edge]]:
+    modules = _modules()
+    edges = {edge: None for name, path in modules.items() for edge in _edges(name, path, modules)}  # ordered, once each
+    return modules, list(edges)
+
+
+def _shims(modules: dict[str, Path]) -> dict[str, str]:
+    """Deprecated module paths -> their new homes."""
+    found = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        if _is_shim(tree):
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+                    if any(isinstance(t, ast.Name) and t.id == "__moved_to__" for t in node.targets):
+                        found[name] = str(node.value.value)
+    return found
+
+
+def _packages_on_disk() -> set[str]:
+    """Every package and top-level module of ace_gym (deprecated top-level aliases aside)."""
+    shims = _shims(_modules())
+    found = {"ace_gym"}
+    for child in PACKAGE_ROOT.iterdir():
+        if child.is_dir() and (child / "__init__.py").exists():
+            found.add(child.name)
+        elif child.suffix == ".py" and child.name != "__init__.py" and f"ace_gym.{child.stem}" not in shims:
+            found.add(child.stem)
+    return found
+
+
+def _describe(edge: Edge) -> str:
+    source, target = _package(edge.source), _package(edge.target)
+    via = "" if edge.how == "import" else f" (string {edge.how})"
+    return (
+        f"{edge.where}: {edge.source} -> {edge.target}{via}: {source} [{_layer(source)}] -> {target} [{_layer(target)}]"
+    )
+
+
+def _layer_violations(edges: list[Edge]) -> list[Edge]:
+    """Edges from a lower layer up, or between two packages of an independent layer."""
+    found = []
+    for edge in edges:
+        source, target = _package(edge.source), _package(edge.target)
+        if source == target:
+            continue
+        if LAYER_OF[target] > LAYER_OF[source]:
+            found.append(edge)
+        elif LAYER_OF[target] == LAYER_OF[source] and LAYERS[LAYER_OF[source]][0] in INDEPENDENT_LAYERS:
+            found.append(edge)
+    return found
+
+
+def _package_graph(edges: list[Edge]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {package: set() for package in LAYER_OF}
+    for edge in edges:
+        source, target = _package(edge.source), _package(edge.target)
+        if source != target:
+            graph.setdefault(source, set()).add(target)
+            graph.setdefault(target, set())
+    return graph
+
+
+def _unknown(edges: list[Edge]) -> list[Edge]:
+    return [edge for edge in edges if (edge.source, edge.target) not in KNOWN_VIOLATIONS]
+
+
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def _doc_layers(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The layer table of docs/architecture.md: rows ``| RANK NAME | `package`, ... |``, ranks in order."""
+    rows = re.findall(r"^\| (\d+) (\w+) \| (.*) \|$", text, flags=re.M)
+    assert [int(rank) for rank, _, _ in rows] == list(range(len(rows))), "layer ranks out of order"
+    return tuple((name, tuple(re.findall(r"`([^`]+)`", cells))) for _, name, cells in rows)
+
+
+def test_layers__the_architecture_doc_states_this_table() -> None:
+    assert _doc_layers(ARCHITECTURE.read_text(encoding="utf-8")) == LAYERS
+
+
+def test_layers__the_doc_table_reader_reads_ranks_names_and_packages() -> None:
+    text = "| Layer | Packages |\n|---|---|\n| 0 foundation | `errors`, `atomic` |\n| 1 data | `domains` |\n"
+    assert _doc_layers(text) == (("foundation", ("errors", "atomic")), ("data", ("domains",)))
+
+
+def test_layers__every_package_has_a_layer_and_every_layer_entry_a_package() -> None:
+    on_disk = _packages_on_disk()
+    placed = set(LAYER_OF)
+    assert len(LAYER_OF) == sum(len(packages) for _, packages in LAYERS), "a package is in two layers"
+    assert not on_disk - placed, f"packages with no layer (add each to LAYERS): {sorted(on_disk - placed)}"
+    assert not placed - on_disk, f"LAYERS names packages that do not exist: {sorted(placed - on_disk)}"
+
+
+def test_layers__no_package_imports_a_higher_layer_or_another_benchmark() -> None:
+    _, edges = _all_edges()
+    found = [_describe(edge) for edge in _unknown(_layer_violations(edges))]
+    assert not found, "imports against the layers (LAYERS in tests/test_imports.py):\n" + "\n".join(sorted(found))
+
+
+def test_layers__the_package_graph_has_no_cycle() -> None:
+    _, edges = _all_edges()
+    edges = _unknown(edges)
+    graph = _package_graph(edges)
+    first_edge: dict[tuple[str, str], Edge] = {}
+    for edge in sorted(edges, key=lambda e: (e.where, e.target)):
+        first_edge.setdefault((_package(edge.source), _package(edge.target)), edge)
+    cycles = [
+        " -> ".join(cycle) + "\n" + "\n".join(f"  {_describe(first_edge[pair])}" for pair in itertools.pairwise(cycle))
+        for cycle in _cycles(graph)
+    ]
+    assert not cycles, "package import cycles:\n" + "\n".join(cycles)
+
+
+def test_layers__no_module_imports_a_deprecated_alias() -> None:
+    """A shim's package is not its home's, so importing one would hide an edge: import the home."""
+    modules, edges = _all_edges()
+    shims = _shims(modules)
+    found = [
+        f"{edge.where}: {edge.source} -> {edge.target}, moved to {shims[edge.target]}"
+        for edge in edges
+        if edge.target in shims
+    ]
+    assert not found, "imports of deprecated module paths:\n" + "\n".join(sorted(found))
+
+
+def test_layers__every_known_violation_still_occurs() -> None:
+    """KNOWN_VIOLATIONS cannot go stale: an entry whose edge is gone must leave the set."""
+    _, edges = _all_edges()
+    occurring = {(edge.source, edge.target) for edge in edges}
+    assert not KNOWN_VIOLATIONS - occurring, f"remove from KNOWN_VIOLATIONS: {sorted(KNOWN_VIOLATIONS - occurring)}"
+
+
+def test_layers__edges_count_deferred_imports_strings_but_not_deprecated_aliases(tmp_path: Path) -> None:
+    sources = {
+        "ace_gym.errors": "",
+        "ace_gym.text": 'import importlib\ndef f():\n    return importlib.import_module("ace_gym.eval.loop")\n',
+        "ace_gym.stats": 'ENTRY = "ace_gym.envs:AceEnv"\nNAME = "ace_gym.not_a_module:X"\n',
+        "ace_gym.envs": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ace_gym.eval import loop\n",
+        "ace_gym.eval": "",
+        "ace_gym.eval.loop": 'from ace_gym.lazy_exports import moved_names\nMOVED = {"X": "ace_gym.envs"}\n',
+        "ace_gym.lazy_exports": '__moved_to__ = "ace_gym.eval.loop"\nimport ace_gym.eval.loop\n',
+    }
+    modules = {name: tmp_path / f"{name}.py" for name in sources}
+    for name, text in sources.items():
+        modules[name].write_text(text)
+    edges = {name: {(e.target, e.how) for e in _edges(name, path, modules)} for name, path in modules.items()}
+    assert edges == {
+        "ace_gym.errors": set(),
+        "ace_gym.text": {("ace_gym.eval.loop", "'ace_gym.eval.loop'")},
+        "ace_gym.stats": {("ace_gym.envs", "'ace_gym.envs:AceEnv'")},
+        "ace_gym.envs": {("ace_gym.eval.loop", "import")},
+        "ace_gym.eval": set(),
+        "ace_gym.eval.loop": {("ace_gym.lazy_exports", "import")},
+        "ace_gym.lazy_exports": set(),
+    }
+
+
+def test_layers__a_violation_names_file_line_edge_and_both_layers() -> None:
+    path = PACKAGE_ROOT / "text.py"
+    edge = Edge("ace_gym.text", "ace_gym.planning.probes", PACKAGE_ROOT / "text.py", 7, "import")
+    assert _layer_violations([edge]) == [edge]
+    assert _describe(edge) == (
+        "ace_gym/text.py:7: ace_gym.text -> ace_gym.planning.probes: text [foundation (0)] -> planning [benchmarks (6)]"
+    )
+    sideways = Edge("ace_gym.longbench.x", "ace_gym.planning", path, 1, "import")
+    down = Edge("ace_gym.planning.x", "ace_gym.runs.loop", path, 1, "import")
+    assert _layer_violations([sideways, down]) == [sideways]

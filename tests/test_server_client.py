@@ -16,12 +16,12 @@ pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn
 from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
-from ace_gym.agents import make_scripted_policy
 from ace_gym.cli import main
 from ace_gym.eval.remote import remote_specs
 from ace_gym.eval.replay import replay_record
-from ace_gym.eval.results import read_records
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.policies import make_scripted_policy
+from ace_gym.runs.results import read_records
 from ace_gym.server.app import ServerConfig
 from ace_gym.server.client import RemoteEnv, RemoteEnvError
 from ace_gym.spaces import ToolCall

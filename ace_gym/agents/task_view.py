@@ -17,10 +17,12 @@ from typing import Any
 
 from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
 from ace_gym.domains import Domain, GlobalRule, get_domain
-from ace_gym.planning.replies import is_review
 from ace_gym.tools.names import ToolKey, tool_name
 
 TOOL_FAILED_MESSAGE = "Tool call failed"
+REVIEW = "Not executed"
+"""Error type of a call held back for review (a wrapper may hold a proposed call back, as APB's
+``Refine`` does): :func:`call` sends it again unchanged to run it."""
 MAX_RETRIES = 8
 _BOUND_SENTINEL = 987654321
 _SLOT_HEADER = re.compile(r"^For slot \((\d+), (\d+)\):$", re.MULTILINE)
@@ -161,6 +163,11 @@ def call(name: str, **arguments: Any) -> Generator[ToolCallDict, str, dict[str, 
         if envelope.get("messages") != TOOL_FAILED_MESSAGE:
             break
     return envelope
+
+
+def is_review(messages: object) -> bool:
+    """Whether an envelope's ``messages`` says the call was held back for review (:data:`REVIEW`)."""
+    return isinstance(messages, str) and messages.startswith(f"{REVIEW}, ")
 
 
 def _decoded(response: Any) -> dict[str, Any]:

@@ -39,27 +39,29 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym import __version__
-from ace_gym.agents import POLICY_SPECS, is_engine_spec, make_policy, policy_label
+from ace_gym.agents import is_engine_spec
 from ace_gym.atomic import read_regular_file, remove_stale_temporaries
 from ace_gym.cli_flags import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
 from ace_gym.eval.plots import matplotlib_available, write_heatmaps
-from ace_gym.eval.results import (
-    EPISODES_FILE,
-    MAX_SUMMARY_BYTES,
-    SUMMARY_FILE,
-    EpisodeLog,
-    read_records,
-    write_json_atomic,
-)
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
-from ace_gym.eval.summary import format_table, summarize, unique_records
+from ace_gym.eval.summary import format_table, summarize
 from ace_gym.feedback import evaluation as agency
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
 from ace_gym.longbench import eval_options as alb_options
 from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
 from ace_gym.planning.settings import check_settings, format_metrics, summarize_settings
+from ace_gym.policies import POLICY_SPECS, make_policy, policy_label
+from ace_gym.runs.results import (
+    EPISODES_FILE,
+    MAX_SUMMARY_BYTES,
+    SUMMARY_FILE,
+    EpisodeLog,
+    read_records,
+    unique_records,
+    write_json_atomic,
+)
 from ace_gym.stacks import wrapper_names
 from ace_gym.wrappers import FAILURE_ENVELOPES
 
@@ -462,7 +464,7 @@ def _run_pending(
 def _stored_run(out: Path) -> dict[str, Any] | None:
     """The run identity recorded in ``out/summary.json``, or None (no file, or none recorded; a
     file that is not a JSON object is ignored with a warning). A summary that is no regular file
-    (a FIFO, a device) or holds more than :data:`~ace_gym.eval.results.MAX_SUMMARY_BYTES` raises OSError, never waits."""
+    (a FIFO, a device) or holds more than :data:`~ace_gym.runs.results.MAX_SUMMARY_BYTES` raises OSError, never waits."""
     try:
         stored = json.loads(read_regular_file(out / SUMMARY_FILE, MAX_SUMMARY_BYTES)).get("run")
     except FileNotFoundError:

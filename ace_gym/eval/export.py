@@ -42,7 +42,7 @@ from typing import Any
 
 from ace_gym.atomic import AtomicFile, open_regular
 from ace_gym.errors import ConfigError, choice
-from ace_gym.eval.results import EPISODES_FILE, duplicates_note, is_number, read_records
+from ace_gym.runs.results import EPISODES_FILE, duplicates_note, is_number, read_records
 from ace_gym.text import clipped, valid_strings
 
 logger = logging.getLogger(__name__)
@@ -201,7 +201,7 @@ def export_episodes(
 ) -> int:
     """Write the records of the episode file ``episodes`` as a dataset at ``out`` in format ``fmt``
     (:data:`FORMATS`); returns the number of rows. The file is checked first
-    (:func:`~ace_gym.eval.results.read_records` with :func:`export_problem`: MalformedRecordsError
+    (:func:`~ace_gym.runs.results.read_records` with :func:`export_problem`: MalformedRecordsError
     names bad lines unless ``skip_malformed``; a record whose key an earlier one has is left out with
     a warning), then streamed, so a run never has to fit in memory. ConfigError for an
     unknown format, a file without records, or when ``datasets`` is not installed."""

@@ -19,7 +19,7 @@ itself (a bad dataset, an unreachable env server) stops the run and is raised he
 class, as the local backend raises it.
 
 A record is the one the local backend writes for the same item, apart from the wall-clock usage
-entries (:data:`ace_gym.eval.loop.WALL_CLOCK_USAGE`); the order records arrive in differs.
+entries (:data:`ace_gym.runs.loop.WALL_CLOCK_USAGE`); the order records arrive in differs.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def run_on_ray(
     each record once, as it arrives (module docstring).
 
     ``key(item)`` must be the ``"key"`` of the item's record; ``make_policy`` (picklable, e.g.
-    ``functools.partial(ace_gym.agents.make_policy, spec)``) builds the policy in each worker;
+    ``functools.partial(ace_gym.policies.make_policy, spec)``) builds the policy in each worker;
     ``batch_size`` episodes run together in a worker; ``address`` names the cluster
     (:func:`ace_gym.ray_cluster.connect`). ConfigError for a bad number or duplicate keys.
     """

@@ -30,11 +30,11 @@ from typing import Any
 
 from ace_gym import __version__
 from ace_gym.errors import ConfigError, did_you_mean
-from ace_gym.eval.loop import Actor, Episode, Turn
-from ace_gym.eval.results import EPISODES_FILE, duplicates_note, read_records
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.instance import dataset_sha256
+from ace_gym.runs.loop import Actor, Episode, Turn
+from ace_gym.runs.results import EPISODES_FILE, duplicates_note, read_records
 from ace_gym.text import clipped
 
 ENDING_FIELDS = (

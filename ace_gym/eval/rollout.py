@@ -1,7 +1,7 @@
 """Batched rollouts of ACE episodes, one JSON record each, with any policy.
 
 :func:`run_episodes` takes :class:`EpisodeSpec` s and a policy and yields one record per finished
-episode (in finishing order), through the one rollout loop (:mod:`ace_gym.eval.loop`): up to
+episode (in finishing order), through the one rollout loop (:mod:`ace_gym.runs.loop`): up to
 ``batch_size`` episodes run at once, and when one finishes the next spec takes its place. Every
 policy plays ``StepBudget(ChatAdapter(ToolFailureInjection(AceEnv)), max_turns)`` (failure
 injection only when the spec's rate is > 0): a :class:`~ace_gym.agents.ScriptedPolicy` one tool
@@ -24,7 +24,7 @@ engine reports them, token counts and ``prompt_token_ids`` / ``completion_token_
 transformers, plays token-exact: ``prompt_ids``, ``response_ids``, ``assistant_mask``,
 ``logprobs``, ``turn_starts`` as :meth:`~ace_gym.chat_template.ChatTokens.trajectory` lays them
 out, the prompt of turn t being ``prompt_ids + response_ids[:turn_starts[t]]``; None for other
-policies), ``usage`` (:mod:`ace_gym.eval.loop`), ``notes`` (what a scripted policy reports),
+policies), ``usage`` (:mod:`ace_gym.runs.loop`), ``notes`` (what a scripted policy reports),
 ``failures`` (every injected tool failure, whether and in how many turns the agent recovered:
 :func:`ace_gym.eval.recovery.failure_log`), ``replay`` (what a replay needs,
 :func:`replay_fields`, docs/replay.md), and under AgencyBench's protocol ``feedback_rounds`` /
@@ -52,12 +52,12 @@ from ace_gym.agents.policies import policy_name
 from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
-from ace_gym.eval.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.eval.recovery import failure_log
 from ace_gym.feedback.evaluation import protocol_fields
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import check_settings
+from ace_gym.runs.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.stacks import WRAPPERS, StackSpec
 from ace_gym.wrappers import ToolFailureInjection
 
@@ -262,7 +262,7 @@ def run_episodes(
     batch_size: int = 32,
     name: str | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Run every spec with ``policy`` (or an :class:`~ace_gym.eval.loop.Actor` of one's own),
+    """Run every spec with ``policy`` (or an :class:`~ace_gym.runs.loop.Actor` of one's own),
     ``batch_size`` episodes at a time; yield each finished episode's record (see the module
     docstring). ``name`` overrides the policy name in keys. An engine that cannot reach or load
     its model raises :class:`~ace_gym.errors.EngineUnavailableError` from the iterator: the

@@ -34,6 +34,7 @@ from typing import Any
 from ace_gym.errors import ConfigError
 from ace_gym.eval.recovery import recovery_counts, recovery_metrics
 from ace_gym.feedback import evaluation as agency
+from ace_gym.runs.results import unique_records
 from ace_gym.stats import aggregate, episode_fields, episode_turns, mean
 
 USAGE_FIELDS = ("turns", "tool_calls", "time_s", "tokens")
@@ -99,17 +100,6 @@ def _cells(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         {"domain": domain, "hidden_slots": hidden, "decoy_budget": budget, **_stats(group)}
         for (domain, hidden, budget), group in sorted(groups.items())
     ]
-
-
-def unique_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Records with distinct keys (the first of each key wins), in input order."""
-    seen: set[Any] = set()
-    out = []
-    for record in records:
-        if record.get("key") not in seen:
-            seen.add(record.get("key"))
-            out.append(record)
-    return out
 
 
 def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

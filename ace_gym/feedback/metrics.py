@@ -29,7 +29,7 @@ Usage per episode (``turns`` as :func:`ace_gym.stats.episode_turns` counts them,
 ``wall_time``) is read from ``record["usage"]``. Tokens
 are the engine's reported prompt + completion tokens summed over turns; a record without them
 (scripted policies) gets a proxy: every assistant message counted as its completion plus the whole
-conversation before it as its prompt, with :class:`~ace_gym.longbench.tokens.ApproxTokenizer`.
+conversation before it as its prompt, with :class:`~ace_gym.runs.tokens.ApproxTokenizer`.
 :func:`tokens` says which (``"engine"``, ``"proxy"`` or ``"mixed"``).
 """
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ace_gym.errors import ConfigError
-from ace_gym.longbench.tokens import ApproxTokenizer, Tokenizer, message_tokens
+from ace_gym.runs.tokens import ApproxTokenizer, Tokenizer, message_tokens
 from ace_gym.stats import episode_turns, mean
 
 Which = Literal["final", "best"]

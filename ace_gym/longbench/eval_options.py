@@ -20,14 +20,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ace_gym import __version__
 from ace_gym.agents import is_engine_spec
 from ace_gym.errors import ConfigError
-from ace_gym.eval.results import read_records
 from ace_gym.longbench.official import load_official
 from ace_gym.longbench.question_types import resolve_question_types
 from ace_gym.longbench.report import is_alb_record
 from ace_gym.longbench.rollout import QASpec, official_key, qa_specs, run_official_rows, run_qa_episodes
+from ace_gym.runs.results import read_records
+from ace_gym.version import __version__
 
 ENV_CHOICES = ("ALB-QA-v0",)
 

@@ -27,9 +27,9 @@ from ace_gym.longbench.samples import SampleConfig, config_from_options
 from ace_gym.longbench.scoring import extract_answer
 from ace_gym.longbench.simulator import simulate
 from ace_gym.longbench.tables import ItemTable
-from ace_gym.longbench.tokens import Tokenizer, message_tokens, resolve_tokenizer
 from ace_gym.longbench.trajectory import build_trajectory
 from ace_gym.parsing import ParsedCall, parse_turn
+from ace_gym.runs.tokens import Tokenizer, message_tokens, resolve_tokenizer
 from ace_gym.spaces import arguments_json
 from ace_gym.wrappers.chat_adapter import ARGUMENTS_FAILED, NOT_EXECUTED
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages

@@ -19,7 +19,7 @@ from ace_gym.longbench.samples import (
     config_from_options,
 )
 from ace_gym.longbench.scoring import extract_answer, parse_prediction, score_prediction
-from ace_gym.longbench.tokens import Tokenizer, resolve_tokenizer
+from ace_gym.runs.tokens import Tokenizer, resolve_tokenizer
 from ace_gym.spaces import UnicodeText
 from ace_gym.text import valid_text
 from ace_gym.wrappers.chat_spaces import ChatMessages

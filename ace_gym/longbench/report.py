@@ -15,9 +15,9 @@ from typing import Any
 
 from ace_gym.atomic import write_atomic
 from ace_gym.errors import ConfigError
-from ace_gym.eval.summary import unique_records
 from ace_gym.longbench.question_types import QUESTION_TYPES
-from ace_gym.longbench.tokens import BUCKETS
+from ace_gym.runs.results import unique_records
+from ace_gym.runs.tokens import BUCKETS
 from ace_gym.stats import mean
 
 

@@ -25,10 +25,10 @@ from typing import Any
 from ace_gym.agents.base import ChatEngine, Completion
 from ace_gym.agents.policies import policy_name
 from ace_gym.errors import integer
-from ace_gym.eval.loop import EngineActor, Episode, run_loop
 from ace_gym.longbench.official import OfficialRow, setting_dir
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.scoring import parse_prediction
+from ace_gym.runs.loop import EngineActor, Episode, run_loop
 
 ENV_ID = "ALB-QA-v0"
 

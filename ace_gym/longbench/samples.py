@@ -31,8 +31,8 @@ from ace_gym.longbench.questions import Question, ask
 from ace_gym.longbench.render import FORMATS
 from ace_gym.longbench.simulator import Behaviour, simulate
 from ace_gym.longbench.tables import ItemTable, Mask, load_table, mask_table
-from ace_gym.longbench.tokens import Tokenizer, message_tokens, resolve_target_tokens
 from ace_gym.longbench.trajectory import Trajectory, build_trajectory
+from ace_gym.runs.tokens import Tokenizer, message_tokens, resolve_target_tokens
 
 KNOWLEDGE: tuple[str, ...] = ("kf", "ki")
 MAX_ATTEMPTS = 24

@@ -15,7 +15,7 @@ from typing import Any
 from ace_gym.longbench.render import feedback_text, guess_message, tool_call_message, tool_result_message
 from ace_gym.longbench.simulator import Round
 from ace_gym.longbench.tables import ItemTable
-from ace_gym.longbench.tokens import Tokenizer, message_tokens
+from ace_gym.runs.tokens import Tokenizer, message_tokens
 
 
 def render_round(table: ItemTable, fmt: str, played: Round) -> list[dict[str, Any]]:

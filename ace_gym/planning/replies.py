@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ace_gym.agents.task_view import REVIEW  # error type of a call held back for review (Refine)
+from ace_gym.agents.task_view import is_review as is_review  # re-exported: the agent side reads it
 from ace_gym.tools import ToolReply, failed_reply
 from ace_gym.tools.replies import dumps, ok_reply
 
@@ -29,8 +31,6 @@ OUTAGE = "Outage"
 """Error type of the compliance tool in outage (``UnsolvableMix``, tool_outage)."""
 UNAVAILABLE = "Unavailable"
 """Error type of a distractor with ``behaviour="error"`` (``ExtraneousTools``)."""
-REVIEW = "Not executed"
-"""Error type of a proposal held back for review (``Refine``): send the call again to run it."""
 
 
 def broken(tool: str, replacement: str | None = None) -> ToolReply:
@@ -55,10 +55,6 @@ def review(critique: str) -> ToolReply:
 def is_persistent_failure(messages: object) -> bool:
     """Whether an envelope's ``messages`` is a broken tool's failure or an outage."""
     return isinstance(messages, str) and messages.startswith((f"{BROKEN}, ", f"{OUTAGE}, "))
-
-
-def is_review(messages: object) -> bool:
-    return isinstance(messages, str) and messages.startswith(f"{REVIEW}, ")
 
 
 def no_attachment() -> ToolReply:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ace_gym.longbench.tables import ItemTable, load_table
-from ace_gym.longbench.tokens import ApproxTokenizer
+from ace_gym.runs.tokens import ApproxTokenizer
 
 
 @pytest.fixture(scope="session")

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from ace_gym.cli import build_parser, main
-from ace_gym.eval.results import EpisodeLog, read_records
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_IN_USE, EXIT_MALFORMED
 from ace_gym.longbench import eval_options
 from ace_gym.longbench.eval_options import build_specs
+from ace_gym.runs.results import EpisodeLog, read_records
 from tests.longbench.answers import OracleEngine
 
 ARGS = ["--env", "ALB-QA-v0", "--buckets", "6000,12000", "--knowledge", "kf,ki", "--samples", "1", "--seed", "3"]

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ace_gym.errors import ConfigError
-from ace_gym.longbench.tokens import (
+from ace_gym.runs.tokens import (
     BUCKETS,
     MESSAGE_OVERHEAD,
     ApproxTokenizer,

@@ -15,8 +15,8 @@ import pytest
 from ace_gym.longbench.question_types import QUESTION_TYPES
 from ace_gym.longbench.samples import SampleConfig, build_sample
 from ace_gym.longbench.simulator import Behaviour, simulate
-from ace_gym.longbench.tokens import message_tokens
 from ace_gym.longbench.trajectory import build_trajectory, render_round
+from ace_gym.runs.tokens import message_tokens
 
 
 @pytest.mark.parametrize("fmt", ["concise", "verbose"])
@@ -74,7 +74,7 @@ def test_sample__same_seed_gives_byte_identical_messages_and_other_seeds_differ(
 def test_sample__is_identical_in_another_process_with_other_hash_seeds(tokenizer) -> None:
     code = (
         "import hashlib, json; from ace_gym.longbench.samples import SampleConfig, build_sample; "
-        "from ace_gym.longbench.tokens import ApproxTokenizer; "
+        "from ace_gym.runs.tokens import ApproxTokenizer; "
         "s = build_sample(SampleConfig(knowledge='ki', table='ace:shopping', target_tokens=20000), "
         "'Count Frequency(Env)', 9, ApproxTokenizer()); "
         "print(hashlib.sha256(json.dumps([s.observation(), s.question.answer]).encode()).hexdigest())"

@@ -13,10 +13,10 @@ import pytest
 from ace_gym.cli import main
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
-from ace_gym.eval.results import read_records
 from ace_gym.exit_codes import EXIT_CONFIG
 from ace_gym.planning import BrokenTool, ExtraneousTools, Refine, UnsolvableMix
 from ace_gym.planning.settings import SETTINGS, apply_settings, check_settings, episode_apb, setting_metrics
+from ace_gym.runs.results import read_records
 from ace_gym.tools.readonly import ReadOnlyDict
 
 

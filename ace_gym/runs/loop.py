@@ -1,0 +1,418 @@
+"""The one rollout loop: running episodes, how a batch of actions is produced, the batch refill.
+
+:func:`run_loop` keeps up to ``batch_size`` episodes running. It opens the next episode whenever
+one finishes, asks an :class:`Actor` for one action per running episode in a single call (one
+batched ``generate`` for a chat engine), steps each episode's env with its action and yields the
+record of every episode that ended. The ACE rollouts (:mod:`ace_gym.eval.rollout`), vector-env
+collection and the AgentLongBench evaluation (:mod:`ace_gym.longbench.rollout`) differ only in
+how they open an episode and build its record.
+
+Every policy plays the same chat env: a scripted policy's tool call becomes an OpenAI assistant
+message with native ``tool_calls`` (:class:`ScriptedActor`), a chat engine's completion becomes
+its text or assistant message (:func:`completion_action`), and the adapter builds the
+conversation, the call ids (``call_{turn}_{index}``) and the tool replies for both.
+
+An :class:`Episode` counts ``usage``: ``turns``, ``tool_calls``, ``prompt_tokens``,
+``completion_tokens``, ``time_s`` (wall time from opening to the end: with batching it includes
+the batch mates' work), ``env_s`` (the episode's own env reset and steps) and ``generation_s``
+(a scripted policy: its share of each batched act call; an engine: the whole of each generate
+call the episode took part in, since a batch is generated at once). The last three are wall-clock
+measurements (:data:`WALL_CLOCK_USAGE`): the one part of a record that differs between two runs
+of the same episode.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ace_gym.agents.base import ChatEngine, Completion, Policy, ScriptedEpisode, ScriptedPolicy, TokenChatEngine
+from ace_gym.agents.task_view import ToolCallDict
+from ace_gym.chat_template import ChatTokens
+from ace_gym.errors import ConfigError, integer
+from ace_gym.tools.replies import REPLY_INFO
+
+logger = logging.getLogger(__name__)
+
+INFO_DROPPED = frozenset({"messages", "system_prompt", "tools", REPLY_INFO})
+"""Info entries stored once per record (the conversation, the tool schemas), not per turn; a
+step's typed reply (``info["reply"]``) is the observation's text again, already in the record."""
+
+WALL_CLOCK_USAGE = ("time_s", "env_s", "generation_s")
+"""The ``usage`` entries of a record that measure wall time (everything else in a record of a
+deterministic policy is the same in any process, on any backend)."""
+
+RecordBuilder = Callable[["Episode", bool, bool, Mapping[str, Any]], dict[str, Any]]
+"""Builds a finished episode's record from the episode, ``terminated``, ``truncated`` and the last info."""
+
+EpisodeOpener = Callable[[Any], tuple["Episode", Any, dict[str, Any]]]
+"""Builds and resets the episode of an item; returns it with its reset ``(observation, info)``."""
+
+
+class Turn(NamedTuple):
+    """What an actor produced for one episode: the env action and, from an engine, its completion."""
+
+    action: Any
+    completion: Completion | None = None
+
+
+class Episode:
+    """A running episode: its env (None when a vector env owns it), key, policy label, the
+    conversation so far, a per-turn log and the usage counters (module docstring).
+
+    ``build_record`` turns the finished episode into its record; ``release`` is called with the
+    env when the episode ends (default: ``env.close``). ``policy_seed`` seeds a scripted policy:
+    an int, or a function computing it on first use (only scripted actors read it); ``agent``
+    holds the actor's state for this episode and ``notes`` what the policy reports.
+    """
+
+    def __init__(
+        self,
+        key: str,
+        policy: str,
+        env: Any,
+        build_record: RecordBuilder,
+        *,
+        policy_seed: int | Callable[[], int] = 0,
+        release: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.key, self.policy, self.env = key, policy, env
+        self.build_record = build_record
+        self._policy_seed = policy_seed
+        self._release = release
+        self.start = time.perf_counter()
+        self.messages: list[dict[str, Any]] = []
+        self.tools: list[dict[str, Any]] = []
+        self.reset_info: dict[str, Any] = {}
+        self.turns: list[dict[str, Any]] = []
+        self.usage: dict[str, Any] = {
+            "turns": 0,
+            "tool_calls": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "time_s": 0.0,
+            "env_s": 0.0,
+            "generation_s": 0.0,
+        }
+        self.last_completion: Completion | None = None
+        self.agent: Any = None
+        self.notes: dict[str, Any] = {}
+
+    @property
+    def policy_seed(self) -> int:
+        """The seed of a scripted policy's draws for this episode."""
+        if callable(self._policy_seed):  # a SeedSequence costs 20 µs: computed when an actor first asks
+            self._policy_seed = self._policy_seed()
+        return self._policy_seed
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset the env (``kwargs``: ``seed``, ``options``) and :meth:`begin`; returns its ``(observation, info)``."""
+        began = time.perf_counter()
+        observation, info = self.env.reset(**kwargs)
+        self.usage["env_s"] += time.perf_counter() - began
+        self.begin(observation, info)
+        return observation, info
+
+    def begin(self, observation: Any, info: Mapping[str, Any]) -> None:
+        """Start the conversation from a reset: ``observation`` is its message list."""
+        self.messages = list(observation)
+        self.tools = info.get("tools", [])
+        self.reset_info = {k: v for k, v in info.items() if k not in INFO_DROPPED}
+
+    def step(self, turn: Turn) -> tuple[bool, bool, dict[str, Any]]:
+        """Step the env with ``turn.action`` and :meth:`record_step`; returns ``(terminated, truncated, info)``."""
+        began = time.perf_counter()
+        _, reward, terminated, truncated, info = self.env.step(turn.action)
+        self.usage["env_s"] += time.perf_counter() - began
+        self.record_step(float(reward), info, turn)
+        return terminated, truncated, info
+
+    def record_step(self, reward: float, info: Mapping[str, Any], turn_played: Turn) -> None:
+        """Log one step: the action as played (what a replay sends again), its reward and info
+        (without :data:`INFO_DROPPED`), the completion's token counts and ids, the calls it ran;
+        append the adapter's new messages to the conversation."""
+        completion = turn_played.completion
+        usage = self.usage
+        if "messages" in info:  # the whole conversation, as a view: copy only this turn's messages
+            self.messages += info["messages"][len(self.messages) :]
+        usage["tool_calls"] += len(info.get("calls", ()))
+        action = turn_played.action
+        played = action if type(action) is str else jsonable(action)
+        entries = {
+            k if type(k) is str else str(k): v if type(v) in _PLAIN_TYPES else jsonable(v)
+            for k, v in info.items()
+            if k not in INFO_DROPPED
+        }
+        turn: dict[str, Any]
+        if completion is None:
+            turn = {"action": played, "reward": float(reward), "info": entries}
+        else:
+            turn = {
+                "action": played,
+                "reward": float(reward),
+                "info": entries,
+                "prompt_tokens": completion.prompt_tokens,
+                "completion_tokens": completion.completion_tokens,
+                "finish_reason": completion.finish_reason,
+            }
+            if completion.prompt_token_ids is not None:
+                turn["prompt_token_ids"] = list(completion.prompt_token_ids)
+            if completion.completion_token_ids is not None:
+                turn["completion_token_ids"] = list(completion.completion_token_ids)
+            if completion.logprobs is not None:
+                turn["logprobs"] = list(completion.logprobs)
+            usage["prompt_tokens"] += completion.prompt_tokens
+            usage["completion_tokens"] += completion.completion_tokens
+            self.last_completion = completion
+        self.turns.append(turn)
+        usage["turns"] += 1
+
+    def finish(self, terminated: bool, truncated: bool, info: Mapping[str, Any]) -> dict[str, Any]:
+        """Stop the clock, build the record, release the env; returns the record."""
+        self.usage["time_s"] = time.perf_counter() - self.start
+        record = self.build_record(self, terminated, truncated, info)
+        if self.env is not None:
+            (self._release or _close)(self.env)
+        return record
+
+
+def _close(env: Any) -> None:
+    env.close()
+
+
+class Actor(ABC):
+    """How a batch of actions is produced for running episodes; charges ``generation_s``."""
+
+    def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:  # noqa: B027
+        """Called once per episode, after its reset ``(observation, info)``; nothing by default."""
+
+    @abstractmethod
+    def act(self, episodes: Sequence[Episode]) -> list[Turn]:
+        """One :class:`Turn` per episode, in order."""
+
+
+class ScriptedActor(Actor):
+    """A :class:`~ace_gym.agents.ScriptedPolicy`: each turn one tool call, sent as an assistant
+    message with a native ``tool_calls`` entry; the policy reads the call's tool reply.
+
+    The env must show the policy the replies unchanged: the adapter's tool messages, without
+    a turn-budget notice appended.
+    """
+
+    def __init__(self, policy: ScriptedPolicy) -> None:
+        self.policy = policy
+
+    def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:
+        user_message = observation[-1]["content"]  # the core env's reset observation
+        episode.agent = self.policy.start(user_message, info, episode.policy_seed)
+        episode.notes = episode.agent.notes
+
+    def act(self, episodes: Sequence[Episode]) -> list[Turn]:
+        began = time.perf_counter()
+        agents: list[ScriptedEpisode] = [episode.agent for episode in episodes]
+        # the last message is the previous call's tool reply (ignored on the first turn)
+        calls = self.policy.act_batch(agents, [episode.messages[-1]["content"] for episode in episodes])
+        share = (time.perf_counter() - began) / len(episodes)  # the policy acts episode by episode
+        for episode in episodes:
+            episode.usage["generation_s"] += share
+        return [Turn(tool_call_message(call)) for call in calls]
+
+
+def tool_call_message(call: ToolCallDict) -> dict[str, Any]:
+    """An assistant message holding ``call`` as its one native tool call, arguments as JSON text
+    (as OpenAI messages carry them); the adapter gives the call its id."""
+    function = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
+    return {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": function}]}
+
+
+class EngineActor(Actor):
+    """A :class:`~ace_gym.agents.ChatEngine`: one ``generate`` call for all running
+    conversations; ``action_of`` turns each completion into the env action (default
+    :func:`completion_action`)."""
+
+    def __init__(self, engine: ChatEngine, action_of: Callable[[Completion], Any] | None = None) -> None:
+        self.engine = engine
+        self.action_of = action_of or completion_action
+
+    def act(self, episodes: Sequence[Episode]) -> list[Turn]:
+        began = time.perf_counter()
+        completions = self.engine.generate([e.messages for e in episodes], [e.tools for e in episodes])
+        elapsed = time.perf_counter() - began  # generated together: each episode waited for all of it
+        if len(completions) != len(episodes):
+            raise RuntimeError(f"engine returned {len(completions)} completions for {len(episodes)} conversations")
+        for episode in episodes:
+            episode.usage["generation_s"] += elapsed
+        return [Turn(self.action_of(completion), completion) for completion in completions]
+
+
+class TokenEngineActor(EngineActor):
+    """A :class:`~ace_gym.agents.base.TokenChatEngine` (vLLM, transformers), token-exact: each
+    episode keeps its prompt as append-only ids (:class:`~ace_gym.chat_template.ChatTokens`, with
+    the engine's tokenizer and template options), grown by the ids the model generated and the
+    env's rendered replies, and ``generate_ids`` gets those ids. The model thus sees, turn after
+    turn, exactly the ids its record holds (:func:`token_trajectory`), never a re-tokenisation.
+
+    An episode whose conversation the chat template refuses (templates raise on shapes they do
+    not support) goes on through ``generate`` on its messages, and has no token trajectory.
+    """
+
+    engine: TokenChatEngine
+
+    def __init__(self, engine: TokenChatEngine, action_of: Callable[[Completion], Any] | None = None) -> None:
+        super().__init__(engine, action_of)
+
+    def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:
+        from jinja2 import TemplateError  # the engine's tokenizer renders with jinja2 (the hf extra)
+
+        tokens = ChatTokens(self.engine.tokenizer, info.get("tools"), **self.engine.chat_template_kwargs)
+        try:
+            tokens.reset(observation)
+        except TemplateError as error:
+            logger.warning("chat template refused an episode's opening: %s", error)
+            return
+        episode.agent = tokens
+
+    def act(self, episodes: Sequence[Episode]) -> list[Turn]:
+        began = time.perf_counter()
+        exact = [episode for episode in episodes if _synced_tokens(episode) is not None]
+        rest = [episode for episode in episodes if episode.agent is None]
+        completions = dict(
+            zip(map(id, exact), self.engine.generate_ids([e.agent.token_ids for e in exact]), strict=True)
+        )
+        if rest:
+            generated = self.engine.generate([e.messages for e in rest], [e.tools for e in rest])
+            completions.update(zip(map(id, rest), generated, strict=True))
+        elapsed = time.perf_counter() - began
+        for episode in episodes:
+            episode.usage["generation_s"] += elapsed
+        return [Turn(self.action_of(completions[id(e)]), completions[id(e)]) for e in episodes]
+
+
+def _synced_tokens(episode: Episode) -> ChatTokens | None:
+    """The episode's ChatTokens, caught up with the turn it played last (its completion's ids and
+    logprobs, the adapter's replies); None (and dropped) when the template refuses the turn."""
+    tokens = episode.agent
+    if not isinstance(tokens, ChatTokens):
+        return None
+    from jinja2 import TemplateError  # the hf extra; only token-exact episodes (an hf/vllm engine) get here
+
+    if len(episode.messages) > tokens.message_count and episode.last_completion is not None:
+        completion = episode.last_completion
+        try:
+            tokens.sync(episode.messages, completion.completion_token_ids, completion.logprobs)
+        except TemplateError as error:
+            logger.warning("chat template refused a turn; the episode goes on without token ids: %s", error)
+            episode.agent = None
+            return None
+    return tokens
+
+
+def token_trajectory(episode: Episode) -> dict[str, Any] | None:
+    """A finished episode's tokens (:meth:`~ace_gym.chat_template.ChatTokens.trajectory`: prompt
+    ids, response ids, assistant mask, logprobs, turn starts), the last turn's replies included;
+    None when it was not played token-exact."""
+    tokens = _synced_tokens(episode)
+    return None if tokens is None else tokens.trajectory()
+
+
+def completion_action(completion: Completion) -> str | dict[str, Any]:
+    """The adapter action of a completion: its text, or an assistant message when the engine
+    parsed tool calls or separated reasoning."""
+    if completion.tool_calls is None and completion.reasoning is None:
+        return completion.text
+    message: dict[str, Any] = {"role": "assistant", "content": completion.text or ""}
+    if completion.tool_calls is not None:
+        message["tool_calls"] = completion.tool_calls
+    if completion.reasoning is not None:
+        message["reasoning_content"] = completion.reasoning
+    return message
+
+
+def actor_of(policy: Policy | Actor) -> Actor:
+    """The actor of a scripted policy or a chat engine (an actor is its own); ConfigError for anything else."""
+    if isinstance(policy, Actor):
+        return policy
+    if isinstance(policy, ScriptedPolicy):
+        return ScriptedActor(policy)
+    if isinstance(policy, TokenChatEngine):
+        return TokenEngineActor(policy)
+    if isinstance(policy, ChatEngine):
+        return EngineActor(policy)
+    raise ConfigError("policy", policy, "must be a ScriptedPolicy or a ChatEngine (has generate())")
+
+
+def run_loop(
+    items: Iterable[Any],
+    open_episode: EpisodeOpener,
+    actor: Actor,
+    batch_size: int,
+) -> Iterator[dict[str, Any]]:
+    """Play one episode per item, ``batch_size`` at a time, refilling as episodes end; yields
+    each finished episode's record, in finishing order.
+
+    ``open_episode`` opens an item's episode (:data:`EpisodeOpener`). ConfigError, at once, for a
+    ``batch_size`` that is not a positive integer. An error of the actor or an env, such as
+    :class:`~ace_gym.errors.EngineUnavailableError` from an engine that cannot reach its model,
+    propagates from the iterator: the episodes running then yield no record (none is scored).
+    """
+    return _refilling(iter(items), open_episode, actor, integer("batch_size", batch_size, minimum=1))
+
+
+def _refilling(
+    pending: Iterator[Any],
+    open_episode: EpisodeOpener,
+    actor: Actor,
+    batch_size: int,
+) -> Iterator[dict[str, Any]]:
+    active: list[Episode] = []
+    while True:
+        while len(active) < batch_size:
+            item = next(pending, _END)
+            if item is _END:
+                break
+            episode, observation, info = open_episode(item)
+            actor.start(episode, observation, info)
+            active.append(episode)
+        if not active:
+            return
+        still_active = []
+        for episode, turn in zip(active, actor.act(active), strict=True):
+            terminated, truncated, info = episode.step(turn)
+            if terminated or truncated:
+                yield episode.finish(terminated, truncated, info)
+            else:
+                still_active.append(episode)
+        active = still_active
+
+
+_END = object()
+_PLAIN_TYPES = frozenset({str, int, float, bool, type(None)})
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays and tuples turned into plain JSON types."""
+    kind = type(value)
+    if kind in _PLAIN_TYPES:  # the common case first: this runs over every turn's info (plain items skip the call)
+        return value
+    if kind is dict:
+        for k, v in value.items():  # a flat dict of str keys and plain values (a call's info) is copied in C
+            if type(v) not in _PLAIN_TYPES or type(k) is not str:
+                return {str(k): v if type(v) in _PLAIN_TYPES else jsonable(v) for k, v in value.items()}
+        return value.copy()
+    if kind is list:
+        return [v if type(v) in _PLAIN_TYPES else jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return [jsonable(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
