@@ -20,21 +20,20 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from ace_gym import dataset_cache, instance
 from ace_gym.dataset_cache import cache_folder
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import DatasetError
 from ace_gym.instance import (
     CompiledInstance,
     Dataset,
-    _packed,
-    _unpacked,
     bundled_dataset_path,
     forget_loaded_datasets,
     parse_dataset,
     read_dataset,
     resolve_dataset,
 )
+from ace_gym.instance import cache as dataset_cache
+from ace_gym.instance.cache import _ENTRY_HEADER_INTS, _ENTRY_HEADER_LISTS, _packed, _unpacked
 from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
 from tests.conftest import published_file
 
@@ -308,7 +307,7 @@ def test_entry_header_fields__are_the_schemas_header_fields() -> None:
     """What the header check of a cache entry expects is every DatasetFile field but instances."""
     from ace_gym.dataset_schema import DatasetFile
 
-    fields = {"domain", *instance._ENTRY_HEADER_INTS, *instance._ENTRY_HEADER_LISTS}
+    fields = {"domain", *_ENTRY_HEADER_INTS, *_ENTRY_HEADER_LISTS}
     assert fields == set(DatasetFile.model_fields) - {"instances"}
 
 
@@ -393,8 +392,10 @@ def test_read_dataset__empty_cache_dir_setting_turns_the_cache_off(
 def test_read_dataset__cache_off_builds_no_entry_text_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACE_GYM_CACHE_DIR", "")
     written = []
-    original = CompiledInstance.entry
-    monkeypatch.setattr(CompiledInstance, "entry", lambda self: written.append(self) or original(self))
+    original = dataset_cache.compiled_entry
+    monkeypatch.setattr(
+        dataset_cache, "compiled_entry", lambda compiled: written.append(compiled) or original(compiled)
+    )
     dataset = read_dataset(_copy("meal", tmp_path))
     assert written == []
     # validation compiles every instance (the rules on the truth are checked on the arrays): kept
@@ -534,26 +535,12 @@ def test_get_item_info__first_call_on_an_instance_from_the_entry_builds_that_ite
     }
     assert call(state, names["query"], query).ok  # reads the compiled column: builds no item
     assert "items" not in compiled.__dict__ and "item_index" not in compiled.__dict__
-    assert not compiled._item_rows._built  # item_info writes the item's line as JSON: no dict either
+    assert list(compiled._item_rows._built) == [shown]  # item_info builds that item's dict alone
 
 
-@pytest.mark.parametrize("domain", DOMAIN_NAMES)
-def test_item_json__from_the_entry_line_is_the_item_dict_as_json_dumps_writes_it(
-    domain: str, cache: Path, tmp_path: Path
+def test_get_item_info__escaped_or_reordered_items_from_the_entry_are_shown_as_written(
+    cache: Path, tmp_path: Path
 ) -> None:
-    """Issue 10: the first get_<domain>_item_info on an instance from the cache was slower than
-    the release's (0.93x): it built the item's dict and dumped it; it now writes the line."""
-    validated, cached = _validated_and_cached(_copy(domain, tmp_path))
-    for index in (0, len(cached) - 1):
-        compiled = cached.compiled(index)
-        items = validated.compiled(index).items
-        assert validated.compiled(index).item_json(0) is None  # built dicts: the caller dumps them
-        shown = [compiled.item_json(k) for k in range(len(items))]
-        assert shown == [json.dumps(item, ensure_ascii=False) for item in items]
-        assert not compiled._item_rows._built
-
-
-def test_item_json__escaped_or_reordered_items_are_left_to_the_dict(cache: Path, tmp_path: Path) -> None:
     path = _copy("course", tmp_path)
     document = json.loads(path.read_bytes())
     instance = document["instances"][2]
@@ -566,11 +553,6 @@ def test_item_json__escaped_or_reordered_items_are_left_to_the_dict(cache: Path,
     path.write_text(json.dumps(document))
     _, cached = _validated_and_cached(path)
     compiled = cached.compiled(2)
-    index = compiled.item_index
-    assert compiled.item_json(index[visible[0]]) is None  # \" and \u00c9 in its ASCII line
-    assert compiled.item_json(index[visible[1]]) is None
-    assert compiled.item_json(index[visible[2]]) == json.dumps(pool[visible[2]], ensure_ascii=False)
-    assert compiled.item_json(index[visible[3]]) is None  # keys in another order
     state = EpisodeState(compiled, ToolConfig())
     replies = {
         item_id: toolset(compiled.domain).call(state, tool_names("course")["item_info"], {"id": item_id}).text

@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_gym.tools import ToolReply, failed_reply
-from ace_gym.tools.replies import dumps, ok_reply
+from ace_gym.tools.replies import ok_reply
 
 
 def success(data: Mapping[str, Any]) -> ToolReply:
     """A success reply around ``data`` (a JSON-serialisable mapping, written by the tool layer's encoder)."""
-    return ok_reply(dumps(data))
+    return ok_reply(data)
 
 
 BROKEN = "Service error"
