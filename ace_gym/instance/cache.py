@@ -328,12 +328,12 @@ def compiled_from_entry(
     entry: Mapping[str, Any],
     domain: Domain,
     instance: Callable[[], Instance],
-    item_rows: Callable[[], ItemRows],
+    item_rows: ItemRows,
 ) -> CompiledInstance:
     """The compiled instance a :func:`compiled_entry` holds (written from an instance that passed
     validation), read without building the pydantic model or looking any id up; ``instance()``
-    builds that model when it is first used, and ``item_rows()`` reads the item dicts (from the
-    instance's :func:`entry_item_texts`) when one is first looked up."""
+    builds that model when it is first used, and ``item_rows`` (over the instance's
+    :func:`entry_item_texts`) builds each item dict on its first lookup."""
     numeric_names, categorical_names = domain.numeric_attributes, domain.categorical_attributes
     heads = [(rule.name, rule.attribute, rule.kind) for rule in domain.slot_rules]
     header, item_count, slot_count, rule_count = entry["header"], len(entry["item_ids"]), entry["slots"], len(heads)

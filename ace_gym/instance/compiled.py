@@ -42,8 +42,7 @@ SlotRules = tuple[tuple[str, str, str, int], ...]
 
 class CompiledSlot:
     """A hidden cell ready for the tools: where it is, its candidates and which pass its rules.
-    Read-only; an instance's slots are shared by every episode on it. The candidates' ids, id
-    index and valid set are built on first use (setting an instance up reads none of them)."""
+    Read-only; an instance's slots are shared by every episode on it."""
 
     def __init__(
         self,
@@ -63,25 +62,15 @@ class CompiledSlot:
         self.slot_valid = slot_valid
         """Whether each candidate passes the slot's rules (read-only)."""
         self.candidate_items: tuple[int, ...] = tuple(candidates.tolist())
+        self.candidate_ids: tuple[str, ...] = tuple([item_ids[i] for i in self.candidate_items])
+        self.item_of_id: dict[str, int] = dict(zip(self.candidate_ids, self.candidate_items, strict=True))
+        """Candidate id -> item index."""
+        self.valid_items: frozenset[int] = frozenset(compress(self.candidate_items, slot_valid.tolist()))
+        """The candidates that pass the slot's rules."""
         self.rules = rules
         self.rule_count = len(rules)
-        self._item_ids = item_ids
 
-    @cached_property
-    def candidate_ids(self) -> tuple[str, ...]:
-        return tuple([self._item_ids[i] for i in self.candidate_items])
-
-    @cached_property
-    def item_of_id(self) -> dict[str, int]:
-        """Candidate id -> item index."""
-        return dict(zip(self.candidate_ids, self.candidate_items, strict=True))
-
-    @cached_property
-    def valid_items(self) -> frozenset[int]:
-        """The candidates that pass the slot's rules."""
-        return frozenset(compress(self.candidate_items, self.slot_valid.tolist()))
-
-    @cached_property
+    @property
     def allowed_ids_text(self) -> str:
         """The sorted candidate ids as a Python list's repr: the published release leaks it in
         set_slot errors (docs/compatibility.md §3.3)."""
@@ -144,10 +133,10 @@ class CompiledInstance:
         domain: Domain,
         parts: CompiledParts,
         instance: Callable[[], Instance],
-        item_rows: Callable[[], ItemRows],
+        item_rows: ItemRows,
     ) -> CompiledInstance:
-        """The instance ``parts`` describe, whose pydantic model ``instance()`` builds and whose
-        item dicts ``item_rows()`` reads, each on first use."""
+        """The instance ``parts`` describe, whose pydantic model ``instance()`` builds when it is
+        first used and whose item dicts ``item_rows`` builds one at a time as they are looked up."""
         compiled = cls.__new__(cls)
         compiled._build(domain, parts, instance, item_rows)
         return compiled
@@ -157,9 +146,12 @@ class CompiledInstance:
         domain: Domain,
         parts: CompiledParts,
         instance: Callable[[], Instance],
-        item_rows: Callable[[], ItemRows] | None,
+        item_rows: ItemRows | None,
     ) -> None:
-        self._instance_source, self._item_rows_source = instance, item_rows
+        self._instance_source = instance
+        self._item_rows = item_rows
+        """Where an instance from a cache entry reads its item dicts, each on its first lookup
+        (None for an instance compiled from its model, which holds them)."""
         self.domain = domain
         self.instance_id, self.rows, self.cols, self.decoy_budget = parts.header
         self.n_cells = self.rows * self.cols
@@ -212,12 +204,6 @@ class CompiledInstance:
     def instance(self) -> Instance:
         """The validated model this instance was compiled from."""
         return self._instance_source()
-
-    @cached_property
-    def _item_rows(self) -> ItemRows | None:
-        """The item dicts of an instance from a cache entry, each built on its first lookup (None
-        for an instance compiled from its model, which holds them)."""
-        return None if self._item_rows_source is None else self._item_rows_source()
 
     @cached_property
     def items(self) -> tuple[dict[str, int | str], ...]:

@@ -151,13 +151,8 @@ class Dataset(Sequence["Instance"]):
             json.loads(self._entry.compiled_json(index)),
             self.domain,
             partial(self.__getitem__, index),
-            partial(self._item_rows, index),
+            ItemRows(self._entry.data, self._entry.item_texts_start(index)),
         )
-
-    def _item_rows(self, index: int) -> ItemRows:
-        """Instance ``index``'s item dicts, read from its cache entry's :func:`entry_item_texts`."""
-        assert self._entry is not None
-        return ItemRows(self._entry.data, self._entry.item_texts_start(index))
 
     def __reduce__(self) -> tuple[Any, ...]:
         # a file-backed dataset re-opens from the per-process cache instead of pickling its data
