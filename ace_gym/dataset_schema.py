@@ -3,7 +3,7 @@
 One home for the schema. :mod:`ace_gym.instance` validates files against it, compiles instances
 and re-exports these names; it imports this module (and with it pydantic) on first use only, so
 that ``import ace_gym`` and an env on a file validated before (read from its
-:mod:`ace_gym.dataset_cache` entry) never import pydantic.
+:mod:`ace_gym.instance.cache` entry) never import pydantic.
 """
 
 from __future__ import annotations

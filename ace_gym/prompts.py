@@ -6,7 +6,7 @@ from typing import Any
 
 from ace_gym.constraints import global_rule_text, slot_rule_text
 from ace_gym.domains import Domain
-from ace_gym.tools.names import tool_names
+from ace_gym.domains.tool_names import tool_names
 
 
 def render_task_instruction(

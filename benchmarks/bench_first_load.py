@@ -28,19 +28,17 @@ from pathlib import Path
 
 from pydantic_core import from_json
 
-from ace_gym import dataset_cache
 from ace_gym.instance import (
     DatasetFile,
-    _check_distinct_keys,
-    _file_sha256,
-    _key_count_bound,
-    _read_json_bytes,
     bundled_dataset_path,
     check_dataset,
     entry_texts,
     forget_loaded_datasets,
     read_dataset,
 )
+from ace_gym.instance import cache as dataset_cache
+from ace_gym.instance.loading import _file_sha256, _read_json_bytes
+from ace_gym.instance.repeated_keys import _check_distinct_keys, _key_count_bound
 
 WHOLE = "whole first use (read_dataset, empty cache)"
 READ = "read + gunzip the file"

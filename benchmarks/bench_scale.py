@@ -39,12 +39,12 @@ from typing import Any
 
 import ray
 
-from ace_gym import dataset_cache
 from ace_gym.agents import Completion, Policy
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.ray_backend import run_on_ray
 from ace_gym.instance import bundled_dataset_path
+from ace_gym.instance import cache as dataset_cache
 from ace_gym.policies import make_policy
 
 

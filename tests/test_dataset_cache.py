@@ -20,21 +20,19 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from ace_gym import dataset_cache, instance
-from ace_gym.dataset_cache import cache_folder
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import DatasetError
 from ace_gym.instance import (
     CompiledInstance,
     Dataset,
-    _packed,
-    _unpacked,
     bundled_dataset_path,
     forget_loaded_datasets,
     parse_dataset,
     read_dataset,
     resolve_dataset,
 )
+from ace_gym.instance import cache as dataset_cache
+from ace_gym.instance.cache import _ENTRY_HEADER_INTS, _ENTRY_HEADER_LISTS, _packed, _unpacked, cache_folder
 from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
 from tests.conftest import published_file
 
@@ -113,7 +111,7 @@ def test_read_dataset__corrupt_entry_is_ignored_and_the_file_validated(
     data = bytearray(written)
     data[-10] ^= 1
     entry.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+    with caplog.at_level(logging.WARNING, logger="ace_gym.instance.cache"):
         again = read_dataset(path)
     assert again.model == expected
     assert "its checksum does not hold" in caplog.text
@@ -129,7 +127,7 @@ def test_read_dataset__entry_without_three_texts_per_instance_is_ignored(
     index, body = _index_and_body(entry)
     index["ends"] = [end for k, end in enumerate(index["ends"]) if k % 3 != 1]  # two per instance, checksum right
     _write_entry(entry, json.dumps(index).encode() + b"\n" + body)
-    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+    with caplog.at_level(logging.WARNING, logger="ace_gym.instance.cache"):
         assert len(read_dataset(path)) == index["header"]["num_instances"]
     assert "its index does not hold three texts per instance" in caplog.text
     assert _index_and_body(entry)[0]["ends"] != index["ends"]  # validated, written anew
@@ -176,7 +174,7 @@ def test_make__another_files_entry_copied_into_its_place_is_not_served(
     _entry_of(cache, large).replace(_entry_of(cache, small))
     forget_loaded_datasets()
     try:
-        with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+        with caplog.at_level(logging.WARNING, logger="ace_gym.instance.cache"):
             env = gym.make("ACE-course-v0")
         assert len(env.unwrapped.dataset) == 35
         env.close()
@@ -203,7 +201,7 @@ def test_read_dataset__an_entry_someone_else_could_have_written_is_a_miss(
     else:
         os.chown(entry, 54321, -1)
     forget_loaded_datasets()
-    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+    with caplog.at_level(logging.WARNING, logger="ace_gym.instance.cache"):
         assert len(read_dataset(small)) == 35  # validated again
     assert "is owned by another user or writable by others" in caplog.text
     status = _entry_of(cache, small).stat()  # and written anew, by this user alone
@@ -225,7 +223,7 @@ def test_read_dataset__another_files_entry_with_its_checksum_recomputed_is_a_mis
     index, body = _index_and_body(_entry_of(cache, large))
     index.update({name: own[name] for name in forged})
     _write_entry(target, json.dumps(index).encode() + b"\n" + body)
-    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+    with caplog.at_level(logging.WARNING, logger="ace_gym.instance.cache"):
         assert len(read_dataset(small)) == 35
     assert "file_sha256 than asked for" in caplog.text
 
@@ -244,7 +242,7 @@ def test_resolve_dataset__entry_with_its_index_line_changed_is_a_miss(
     data = entry.read_bytes()
     assert written in data
     entry.write_bytes(data.replace(written, changed, 1))
-    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+    with caplog.at_level(logging.WARNING, logger="ace_gym.instance.cache"):
         assert resolve_dataset(small, "course").model.rows == 5
     assert "its checksum does not hold" in caplog.text
 
@@ -297,7 +295,7 @@ def test_read_dataset__tampered_index_under_a_right_checksum_is_a_miss_never_an_
         )
         checked = json.dumps(index).encode() + b"\n" + body
     _write_entry(entry, checked)
-    with caplog.at_level(logging.WARNING, logger="ace_gym.dataset_cache"):
+    with caplog.at_level(logging.WARNING, logger="ace_gym.instance.cache"):
         again = resolve_dataset(path, "course")
     assert again.instance_ids == expected.instance_ids and again.model == expected.model
     assert "ignoring the dataset cache entry" in caplog.text
@@ -308,7 +306,7 @@ def test_entry_header_fields__are_the_schemas_header_fields() -> None:
     """What the header check of a cache entry expects is every DatasetFile field but instances."""
     from ace_gym.dataset_schema import DatasetFile
 
-    fields = {"domain", *instance._ENTRY_HEADER_INTS, *instance._ENTRY_HEADER_LISTS}
+    fields = {"domain", *_ENTRY_HEADER_INTS, *_ENTRY_HEADER_LISTS}
     assert fields == set(DatasetFile.model_fields) - {"instances"}
 
 
@@ -393,8 +391,10 @@ def test_read_dataset__empty_cache_dir_setting_turns_the_cache_off(
 def test_read_dataset__cache_off_builds_no_entry_text_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACE_GYM_CACHE_DIR", "")
     written = []
-    original = CompiledInstance.entry
-    monkeypatch.setattr(CompiledInstance, "entry", lambda self: written.append(self) or original(self))
+    original = dataset_cache.compiled_entry
+    monkeypatch.setattr(
+        dataset_cache, "compiled_entry", lambda compiled: written.append(compiled) or original(compiled)
+    )
     dataset = read_dataset(_copy("meal", tmp_path))
     assert written == []
     # validation compiles every instance (the rules on the truth are checked on the arrays): kept
@@ -534,26 +534,12 @@ def test_get_item_info__first_call_on_an_instance_from_the_entry_builds_that_ite
     }
     assert call(state, names["query"], query).ok  # reads the compiled column: builds no item
     assert "items" not in compiled.__dict__ and "item_index" not in compiled.__dict__
-    assert not compiled._item_rows._built  # item_info writes the item's line as JSON: no dict either
+    assert list(compiled._item_rows._built) == [shown]  # item_info builds that item's dict alone
 
 
-@pytest.mark.parametrize("domain", DOMAIN_NAMES)
-def test_item_json__from_the_entry_line_is_the_item_dict_as_json_dumps_writes_it(
-    domain: str, cache: Path, tmp_path: Path
+def test_get_item_info__escaped_or_reordered_items_from_the_entry_are_shown_as_written(
+    cache: Path, tmp_path: Path
 ) -> None:
-    """Issue 10: the first get_<domain>_item_info on an instance from the cache was slower than
-    the release's (0.93x): it built the item's dict and dumped it; it now writes the line."""
-    validated, cached = _validated_and_cached(_copy(domain, tmp_path))
-    for index in (0, len(cached) - 1):
-        compiled = cached.compiled(index)
-        items = validated.compiled(index).items
-        assert validated.compiled(index).item_json(0) is None  # built dicts: the caller dumps them
-        shown = [compiled.item_json(k) for k in range(len(items))]
-        assert shown == [json.dumps(item, ensure_ascii=False) for item in items]
-        assert not compiled._item_rows._built
-
-
-def test_item_json__escaped_or_reordered_items_are_left_to_the_dict(cache: Path, tmp_path: Path) -> None:
     path = _copy("course", tmp_path)
     document = json.loads(path.read_bytes())
     instance = document["instances"][2]
@@ -566,11 +552,6 @@ def test_item_json__escaped_or_reordered_items_are_left_to_the_dict(cache: Path,
     path.write_text(json.dumps(document))
     _, cached = _validated_and_cached(path)
     compiled = cached.compiled(2)
-    index = compiled.item_index
-    assert compiled.item_json(index[visible[0]]) is None  # \" and \u00c9 in its ASCII line
-    assert compiled.item_json(index[visible[1]]) is None
-    assert compiled.item_json(index[visible[2]]) == json.dumps(pool[visible[2]], ensure_ascii=False)
-    assert compiled.item_json(index[visible[3]]) is None  # keys in another order
     state = EpisodeState(compiled, ToolConfig())
     replies = {
         item_id: toolset(compiled.domain).call(state, tool_names("course")["item_info"], {"id": item_id}).text

@@ -163,7 +163,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "domains",
             "constraints",
             "dataset_schema",
-            "dataset_cache",
             "instance",
             "scoring",
             "prompts",
@@ -187,16 +186,6 @@ INDEPENDENT_LAYERS = frozenset({"benchmarks"})
 """Layers whose packages import none of each other (one home per benchmark)."""
 
 LAYER_OF: dict[str, int] = {package: rank for rank, (_, packages) in enumerate(LAYERS) for package in packages}
-
-KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset(
-    {
-        # (importer module, imported module): edges other issue-28 pieces remove; the lead empties
-        # this set when merging them. An entry that no longer occurs fails the test.
-        # -- the instance helper (plain tool layer): the tool-name table (tools/names.py imports
-        #    only domains) belongs below prompts, which renders tool names into the task texts:
-        ("ace_gym.prompts", "ace_gym.tools.names"),
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -336,10 +325,6 @@ def _package_graph(edges: list[Edge]) -> dict[str, set[str]]:
     return graph
 
 
-def _unknown(edges: list[Edge]) -> list[Edge]:
-    return [edge for edge in edges if (edge.source, edge.target) not in KNOWN_VIOLATIONS]
-
-
 ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 
@@ -369,13 +354,12 @@ def test_layers__every_package_has_a_layer_and_every_layer_entry_a_package() -> 
 
 def test_layers__no_package_imports_a_higher_layer_or_another_benchmark() -> None:
     _, edges = _all_edges()
-    found = [_describe(edge) for edge in _unknown(_layer_violations(edges))]
+    found = [_describe(edge) for edge in _layer_violations(edges)]
     assert not found, "imports against the layers (LAYERS in tests/test_imports.py):\n" + "\n".join(sorted(found))
 
 
 def test_layers__the_package_graph_has_no_cycle() -> None:
     _, edges = _all_edges()
-    edges = _unknown(edges)
     graph = _package_graph(edges)
     first_edge: dict[tuple[str, str], Edge] = {}
     for edge in sorted(edges, key=lambda e: (e.where, e.target)):
@@ -397,13 +381,6 @@ def test_layers__no_module_imports_a_deprecated_alias() -> None:
         if edge.target in shims
     ]
     assert not found, "imports of deprecated module paths:\n" + "\n".join(sorted(found))
-
-
-def test_layers__every_known_violation_still_occurs() -> None:
-    """KNOWN_VIOLATIONS cannot go stale: an entry whose edge is gone must leave the set."""
-    _, edges = _all_edges()
-    occurring = {(edge.source, edge.target) for edge in edges}
-    assert not KNOWN_VIOLATIONS - occurring, f"remove from KNOWN_VIOLATIONS: {sorted(KNOWN_VIOLATIONS - occurring)}"
 
 
 def test_layers__edges_count_deferred_imports_strings_but_not_deprecated_aliases(tmp_path: Path) -> None:

@@ -24,7 +24,16 @@ from ace_gym.constraints import aggregate
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, DatasetError
-from ace_gym.instance import CompiledInstance, Instance, accepted_ranges, load_dataset, resolve_dataset
+from ace_gym.instance import (
+    CompiledInstance,
+    Instance,
+    accepted_ranges,
+    load_dataset,
+    loading,
+    repeated_keys,
+    resolve_dataset,
+    validation,
+)
 from ace_gym.scoring import evaluate_grid
 from ace_gym.tools import EpisodeState, ToolConfig
 from tests.conftest import PUBLISHED_SHA256, published_file
@@ -381,7 +390,7 @@ def test_load_dataset__broken_file_raises_one_error_naming_file_path_and_problem
     assert error.json_path == json_path
     assert problem in error.problem
     assert str(path.resolve()) in str(error) and json_path in str(error)
-    assert not [d for d in instance_module._CACHE.values() if d.source == str(path.resolve())]
+    assert not [d for d in loading._CACHE.values() if d.source == str(path.resolve())]
 
 
 def test_load_dataset__not_json_raises_dataset_error(tmp_path: Path) -> None:
@@ -773,8 +782,8 @@ def test_check_truth__the_array_pass_and_the_rule_by_rule_pass_agree_at_every_th
             edit(edited, step)
             instance = Instance.model_validate(edited)
             compiled = CompiledInstance(instance, spec)
-            passes = instance_module._truth_passes(compiled)
-            assert passes != _names_a_problem(partial(instance_module._check_truth_by_rule, instance, compiled))
+            passes = validation._truth_passes(compiled)
+            assert passes != _names_a_problem(partial(validation._check_truth_by_rule, instance, compiled))
             verdicts.add(passes)
     assert verdicts == {True, False}
 
@@ -806,8 +815,8 @@ def test_check_candidates__the_set_pass_and_the_rule_by_rule_pass_agree() -> Non
                 if source:
                     target.append(source.pop())
         edited = slot.model_copy(update=lists)
-        passes = instance_module._candidates_well_formed(instance, edited)
-        assert passes != _names_a_problem(partial(instance_module._check_candidates_by_rule, instance, edited))
+        passes = validation._candidates_well_formed(instance, edited)
+        assert passes != _names_a_problem(partial(validation._check_candidates_by_rule, instance, edited))
         verdicts.add(passes)
     assert verdicts == {True, False}
 
@@ -873,7 +882,7 @@ def test_load_dataset__published_files_need_no_exact_key_pass(monkeypatch: pytes
     def exact_pass(data: bytes) -> None:
         raise AssertionError("the cheap screen should settle a file without repeated keys")
 
-    monkeypatch.setattr(instance_module, "_first_repeated_key", exact_pass)
+    monkeypatch.setattr(repeated_keys, "_first_repeated_key", exact_pass)
     for domain in DOMAIN_NAMES:
         instance_module.parse_dataset(REFERENCE_FILES[domain].read_bytes(), domain)
 
@@ -930,11 +939,11 @@ def test_load_dataset__size_limit_is_inclusive(
 ) -> None:
     path = _write(tmp_path, course_raw)
     size = path.stat().st_size
-    monkeypatch.setattr(instance_module, "MAX_DATASET_BYTES", size - 1)
+    monkeypatch.setattr(loading, "MAX_DATASET_BYTES", size - 1)
     with pytest.raises(DatasetError) as caught:
         load_dataset(path)
     assert caught.value.json_path == "$" and f"more than MAX_DATASET_BYTES = {size - 1} bytes" in caught.value.problem
-    monkeypatch.setattr(instance_module, "MAX_DATASET_BYTES", size)
+    monkeypatch.setattr(loading, "MAX_DATASET_BYTES", size)
     packed = tmp_path / "dataset.json.gz"
     packed.write_bytes(gzip.compress(path.read_bytes()))
     assert len(load_dataset(path)) == len(load_dataset(packed)) == len(KEEP)
@@ -943,7 +952,7 @@ def test_load_dataset__size_limit_is_inclusive(
 def test_load_dataset__gzip_bomb_is_abandoned_at_the_limit_without_inflating(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(instance_module, "MAX_DATASET_BYTES", 2**20)
+    monkeypatch.setattr(loading, "MAX_DATASET_BYTES", 2**20)
     bomb = tmp_path / "bomb.json.gz"
     with gzip.open(bomb, "wb") as stream:
         for _ in range(64):  # 64 MiB of zeros in about 64 KB

@@ -49,3 +49,52 @@ def test_ace_gym__generates_no_code_at_run_time() -> None:
         if (calls := code_generating_calls(path.read_text(encoding="utf-8")))
     }
     assert found == {}
+
+
+MAX_MODULE_LINES = 800
+
+
+def test_ace_gym__no_module_exceeds_800_lines() -> None:
+    """Issue 28: a module holds one concern (``instance.py`` held four in 1,702 lines)."""
+    package = Path(ace_gym.__file__).parent
+    long = {
+        str(path.relative_to(package)): lines
+        for path in sorted(package.rglob("*.py"))
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+
+
+def json_written_by_hand(source: str) -> list[int]:
+    """Lines of ``source`` whose string literals (f-string parts included) hold a piece of a JSON
+    object written out: an opening ``{"`` or a ``": `` between a key and its value. Docstrings
+    (and other bare string statements) are left out."""
+    tree = ast.parse(source)
+    documentation = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)}
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in documentation:
+            if '{"' in node.value or '": ' in node.value:
+                found.add(node.lineno)
+    return sorted(found)
+
+
+def test_json_written_by_hand__finds_envelope_pieces_and_not_plain_text() -> None:
+    source = """head = '{"status": "success", "data": '
+row = f'{{"row": {r}}}'
+message = f"Slot (row={r}) is fixed"
+'The envelope ``{"status": ...}``.'
+"""
+    assert json_written_by_hand(source) == [1, 2]
+
+
+def test_tool_layer__writes_json_only_through_its_encoder() -> None:
+    """Issue 28: replies are built as values and serialised by one encoder
+    (:func:`ace_gym.tools.replies.dumps`), never assembled from hand-written JSON pieces."""
+    tools = Path(ace_gym.__file__).parent / "tools"
+    found = {
+        path.name: lines
+        for path in sorted(tools.glob("*.py"))
+        if (lines := json_written_by_hand(path.read_text(encoding="utf-8")))
+    }
+    assert not found, f"hand-written JSON (file: lines): {found}"

@@ -19,7 +19,7 @@ NAME_SUFFIXES = (
     "_slot_constraints",
     "_global_constraints",
 )
-TABLE_MODULES = {PACKAGE / "tools" / "names.py"}
+TABLE_MODULES = {PACKAGE / "domains" / "tool_names.py"}
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
@@ -64,4 +64,4 @@ def test_tool_names__no_module_builds_or_parses_a_domain_tool_name() -> None:
         for line, text in _code_strings(path)
         if any(suffix in text for suffix in NAME_SUFFIXES)
     ]
-    assert found == [], "domain tool names are built from ace_gym.tools.names only:\n" + "\n".join(found)
+    assert found == [], "domain tool names are built from ace_gym.domains.tool_names only:\n" + "\n".join(found)

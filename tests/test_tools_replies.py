@@ -13,7 +13,7 @@ import pytest
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.instance import CompiledInstance, resolve_dataset
 from ace_gym.tools import OPERATORS, STOP, Charge, EpisodeState, Operator, ToolConfig, ToolReply, tool_names, toolset
-from ace_gym.tools.replies import texts_of, value_json
+from ace_gym.tools.replies import InstanceTexts, dumps, texts_of
 from tests.core_helpers import H15_INDEX, truth_id
 
 
@@ -70,11 +70,11 @@ def test_operator_enum__comes_from_the_operator_type() -> None:
         assert operator["enum"] == list(get_args(Operator))
 
 
-def test_texts__one_cache_per_compiled_instance_owned_by_the_tool_layer() -> None:
+def test_texts__one_cache_per_compiled_instance_kept_in_its_one_store() -> None:
     dataset = resolve_dataset("5x5", "course")
     fresh = CompiledInstance(dataset[3], dataset.domain)
     first, second = EpisodeState(fresh, ToolConfig()), EpisodeState(fresh, ToolConfig())
-    assert first.texts is second.texts is texts_of(fresh)
+    assert first.texts is second.texts is texts_of(fresh) is fresh.derived(InstanceTexts)
     assert not any("text" in key for key in vars(fresh))  # nothing hides in the instance's __dict__
     instance = weakref.ref(fresh)
     del first, second, fresh
@@ -83,8 +83,8 @@ def test_texts__one_cache_per_compiled_instance_owned_by_the_tool_layer() -> Non
 
 
 @pytest.mark.parametrize("value", [0, -7, 2**70, True, False, 3.5, -0.0, "café", 'a "quoted" \\ value', None])
-def test_value_json__writes_what_json_dumps_writes(value: object) -> None:
-    assert value_json(value) == json.dumps(value, ensure_ascii=False)
+def test_dumps__writes_what_json_dumps_writes(value: object) -> None:
+    assert dumps(value) == json.dumps(value, ensure_ascii=False)
 
 
 def _cache_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
 from ace_gym.domains import Domain, GlobalRule, get_domain
-from ace_gym.tools.names import ToolKey, tool_name
+from ace_gym.domains.tool_names import ToolKey, tool_name
 
 TOOL_FAILED_MESSAGE = "Tool call failed"
 REVIEW = "Not executed"
@@ -93,7 +93,7 @@ class TaskView:
         return [item for row in self.grid for item in row if item is not None]
 
     def tool(self, key: ToolKey) -> str:
-        """The name of tool ``key`` (see :data:`ace_gym.tools.names.TOOL_NAMES`) in this domain."""
+        """The name of tool ``key`` (see :data:`ace_gym.domains.tool_names.TOOL_NAMES`) in this domain."""
         return tool_name(key, self.domain)
 
     def global_rules(self) -> list[tuple[GlobalRule, int]]:

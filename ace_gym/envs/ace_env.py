@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import weakref
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -13,13 +12,13 @@ from gymnasium.error import ResetNeeded
 from ace_gym.domains import get_domain
 from ace_gym.envs.sources import DatasetSource, InstanceSource
 from ace_gym.errors import ConfigError, choice, integer
-from ace_gym.instance import CompiledInstance, Dataset, resolve_dataset
+from ace_gym.instance import CompiledInstance, Dataset, forget_derived, resolve_dataset
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
 from ace_gym.text import valid_text
 from ace_gym.tools import INVALID, EpisodeState, ToolConfig, echo, failure, toolset
-from ace_gym.tools.replies import REPLY_INFO, failed_reply, forget_texts, texts_of
+from ace_gym.tools.replies import REPLY_INFO, failed_reply, texts_of
 
 ActionType = Mapping[str, Any] | ToolCall
 IdGrid = list[list[str | None]]
@@ -362,21 +361,20 @@ class _ResetTexts(NamedTuple):
     slot_budgets: dict[tuple[int | None, ...], dict[str, int | None]]
 
 
-_RESET_TEXTS: weakref.WeakKeyDictionary[CompiledInstance, _ResetTexts] = weakref.WeakKeyDictionary()
+def _new_reset_texts(compiled: CompiledInstance) -> _ResetTexts:
+    return _ResetTexts(
+        render_user_message(compiled.domain, texts_of(compiled).grid_json(compiled.initial_grid)),
+        tuple([(s.row, s.col) for s in compiled.slots]),
+        tuple([f"{s.row},{s.col}" for s in compiled.slots]),
+        {},
+        {},
+    )
 
 
 def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
-    """The :class:`_ResetTexts` of ``compiled``, built on its first reset (dropped with it)."""
-    found = _RESET_TEXTS.get(compiled)
-    if found is None:
-        found = _RESET_TEXTS[compiled] = _ResetTexts(
-            render_user_message(compiled.domain, texts_of(compiled).grid_json(compiled.initial_grid)),
-            tuple([(s.row, s.col) for s in compiled.slots]),
-            tuple([f"{s.row},{s.col}" for s in compiled.slots]),
-            {},
-            {},
-        )
-    return found
+    """The :class:`_ResetTexts` of ``compiled``, built on its first reset (kept in its
+    :meth:`~ace_gym.instance.CompiledInstance.derived` store)."""
+    return compiled.derived(_new_reset_texts)
 
 
 def forget_stored_replies(instances: Iterable[CompiledInstance] | None = None) -> None:
@@ -385,13 +383,7 @@ def forget_stored_replies(instances: Iterable[CompiledInstance] | None = None) -
     texts. The next episode on one writes them again, as its first episode did; what compiling it
     built (its tables and item rows) stays. For measuring a first episode: nothing needs it to
     free memory, as the stores go with their instance."""
-    if instances is None:
-        forget_texts()
-        _RESET_TEXTS.clear()
-        return
-    for compiled in instances:
-        forget_texts([compiled])
-        _RESET_TEXTS.pop(compiled, None)
+    forget_derived(instances)
 
 
 _NOT_A_CALL = failed_reply(f'{INVALID}, an action must be a tool call {{"name": str, "arguments": object}}')

@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+from ace_gym.domains.tool_names import TOOL_NAMES
 from ace_gym.envs.ace_env import AceEnv, ActionType
 from ace_gym.errors import integer
 from ace_gym.feedback.rounds import Rounds
@@ -15,7 +16,6 @@ from ace_gym.feedback.stages import Stage, grade_stage, split_stages
 from ace_gym.instance import CompiledInstance
 from ace_gym.prompts import render_task_instruction
 from ace_gym.scoring import grid_of_ids
-from ace_gym.tools.names import TOOL_NAMES
 
 FINAL_KEYS = ("score", "reason", "grid")
 """What the core env reports when a ``done`` ends its episode; dropped when only a stage ends."""

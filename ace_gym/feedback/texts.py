@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from ace_gym.domains.tool_names import TOOL_NAMES
 from ace_gym.feedback.rubric import GlobalItem, Rubric, SlotState
-from ace_gym.tools.names import TOOL_NAMES
 
 FeedbackStyle = Literal["names", "diagnostic", "directive"]
 FEEDBACK_STYLES: tuple[FeedbackStyle, ...] = ("names", "diagnostic", "directive")

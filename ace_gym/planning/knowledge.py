@@ -32,7 +32,7 @@ SURFACE_KINDS = ("distractor", "refusal", "approval", "attachment", "multi_query
 
 def real_tool_kinds(domain: str) -> dict[str, str]:
     """``{tool name: kind}`` of the env's own tools in ``domain`` (a kind is the tool's key in the
-    tool table, :mod:`ace_gym.tools.names`)."""
+    tool table, :mod:`ace_gym.domains.tool_names`)."""
     return {name: key for key, name in tool_names(domain).items()}
 
 

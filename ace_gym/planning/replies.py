@@ -17,12 +17,12 @@ from typing import Any
 from ace_gym.agents.task_view import REVIEW  # error type of a call held back for review (Refine)
 from ace_gym.agents.task_view import is_review as is_review  # re-exported: the agent side reads it
 from ace_gym.tools import ToolReply, failed_reply
-from ace_gym.tools.replies import dumps, ok_reply
+from ace_gym.tools.replies import ok_reply
 
 
 def success(data: Mapping[str, Any]) -> ToolReply:
     """A success reply around ``data`` (a JSON-serialisable mapping, written by the tool layer's encoder)."""
-    return ok_reply(dumps(data))
+    return ok_reply(data)
 
 
 BROKEN = "Service error"

@@ -1,6 +1,6 @@
 """The ACE tool layer (docs/compatibility.md §3), in six modules with one concern each:
 
-* :mod:`~ace_gym.tools.names`: the one table of tool names (a stable key per tool, its public
+* :mod:`~ace_gym.domains.tool_names`: the one table of tool names (a stable key per tool, its public
   name in each domain);
 * :mod:`~ace_gym.tools.state`: the budgets (:class:`ToolConfig`) and the mutable state of one
   episode (:class:`EpisodeState`: grid, running totals, budget counters);
@@ -16,9 +16,9 @@ The tool layer imports the domain declarations and the constraint code, never th
 wrappers or the instance loader (it only reads a :class:`~ace_gym.instance.CompiledInstance`).
 """
 
+from ace_gym.domains.tool_names import TOOL_KEYS, TOOL_NAMES, ToolKey, tool_key, tool_name, tool_names
 from ace_gym.tools.dispatch import Tool, ToolSet, toolset
 from ace_gym.tools.functions import OPERATORS, Operator
-from ace_gym.tools.names import TOOL_KEYS, TOOL_NAMES, ToolKey, tool_key, tool_name, tool_names
 from ace_gym.tools.replies import (
     ECHO_LIMIT,
     INVALID,

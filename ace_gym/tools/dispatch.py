@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
 from ace_gym.domains import Domain
+from ace_gym.domains.tool_names import ToolKey, tool_names
 from ace_gym.tools.functions import (
     check_global_constraints,
     check_slot_constraints,
@@ -25,7 +26,6 @@ from ace_gym.tools.functions import (
     query_candidate_from_attribute,
     set_slot,
 )
-from ace_gym.tools.names import ToolKey, tool_names
 from ace_gym.tools.readonly import ReadOnlyDict, ReadOnlyList, read_only
 from ace_gym.tools.replies import ToolReply, echo, invalid, unknown_tool
 from ace_gym.tools.state import EpisodeState
@@ -43,7 +43,7 @@ TOOL_FUNCTIONS: dict[ToolKey, Callable[..., ToolReply]] = {
     "slot_check": check_slot_constraints,
     "global_check": check_global_constraints,
 }
-"""The function of every tool key (names: :data:`ace_gym.tools.names.TOOL_NAMES`)."""
+"""The function of every tool key (names: :data:`ace_gym.domains.tool_names.TOOL_NAMES`)."""
 
 
 @dataclass(frozen=True, slots=True)

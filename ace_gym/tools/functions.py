@@ -4,9 +4,7 @@ Every tool takes the mutable :class:`~ace_gym.tools.state.EpisodeState` first an
 arguments as keywords, and returns a :class:`~ace_gym.tools.replies.ToolReply` whose text is the
 envelope exactly as the published benchmark serialises it. A bad argument returns the published
 failure (:func:`~ace_gym.tools.replies.invalid`); the argument helpers below return either their
-result or that failed reply, which the tool returns at once. Failures are values, not exceptions:
-half the calls of a recorded episode fail, and a raise caught two frames up costs more than the
-rest of such a call.
+result or that failed reply, which the tool returns at once: failures are values, not exceptions.
 Checks run in the published order with the published messages; the deliberate departures are
 listed in the "Departures from the published release" section of :class:`ace_gym.envs.AceEnv`.
 The docstrings are the schemas' descriptions (``{title}`` is filled in per domain) and the
@@ -27,19 +25,15 @@ from ace_gym.tools.replies import (
     GLOBAL_CHECK_CHARGE,
     REFUSALS_KEPT,
     STOP_REPLY,
-    SUCCESS_HEAD,
+    Charge,
     InstanceTexts,
     ToolReply,
-    dumps,
     echo,
-    envelope_reply,
     invalid,
     ok_reply,
     remember,
     safe_repr,
-    string_json,
     valid_text,
-    value_json,
 )
 from ace_gym.tools.state import EpisodeState, ToolConfig
 
@@ -58,7 +52,6 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {  # keyed by the Operator na
     "not_in": op.contains,
 }
 _OPERATOR_LIST = ", ".join(OPERATORS)
-_OPERATOR_JSON = {name: dumps(name) for name in OPERATORS}
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,14 +83,13 @@ def _not_integer(value: Any) -> bool:
 
 @lru_cache(maxsize=REFUSALS_KEPT)
 def _invalid_slot(row: int, col: int) -> ToolReply:
-    """The reply to a cell off the grid (kept like :func:`invalid`'s, without formatting it again)."""
+    """The reply to a cell off the grid (kept by its arguments)."""
     return invalid(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
 
 
 @lru_cache(maxsize=REFUSALS_KEPT)
 def _slot_refusal(template: str, row: int, col: int) -> ToolReply:
-    """``invalid(template.format(row=row, col=col))``, kept by its arguments: a refusal about one
-    cell, looked up for a fraction of formatting and escaping its message again."""
+    """``invalid(template.format(row=row, col=col))``, kept by its arguments (a refusal about one cell)."""
     return invalid(template.format(row=row, col=col))
 
 
@@ -152,10 +144,9 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     replies = state.texts.set_replies
     reply = replies.get((s, item))
     if reply is None:
-        shown, change = state.texts.cell_json[item], "cleared" if item < 0 else "updated"  # cell_json[-1]: null
-        reply = replies[(s, item)] = ok_reply(
-            f'{{"row": {r}, "col": {c}, "id": {shown}, "message": "Hidden slot {change}."}}'
-        )
+        shown = None if item < 0 else state.compiled.item_ids[item]
+        message = "Hidden slot cleared." if item < 0 else "Hidden slot updated."
+        reply = replies[(s, item)] = ok_reply({"row": r, "col": c, "id": shown, "message": message})
     return reply
 
 
@@ -164,7 +155,7 @@ def get_current_grid_state(state: EpisodeState) -> ToolReply:
     grid, texts = tuple(state.grid), state.texts
     reply = texts.grid_replies.get(grid)
     if reply is None:
-        reply = envelope_reply(f'{SUCCESS_HEAD}{{"slots": {texts.grid_json(grid)}}}}}')
+        reply = ok_reply({"slots": texts.id_grid(grid)})
         remember(texts.grid_replies, grid, reply)
     return reply
 
@@ -184,17 +175,16 @@ def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> Too
     key = (get_hidden_slot_query_budget, s, budget, calls)
     reply = replies.get(key)
     if reply is None:
-        if budget is None:
-            rest = (
-                f'"unlimited": true, "query_budget": "unlimited", "query_calls": {calls}, '
-                '"remaining_queries": "unlimited"'
-            )
-        else:
-            rest = (
-                f'"unlimited": false, "query_budget": {budget}, "query_calls": {calls}, '
-                f'"remaining_queries": {max(0, budget - calls)}'
-            )
-        reply = ok_reply(f'{{"row": {slot.row}, "col": {slot.col}, {rest}}}')
+        reply = ok_reply(
+            {
+                "row": slot.row,
+                "col": slot.col,
+                "unlimited": budget is None,
+                "query_budget": "unlimited" if budget is None else budget,
+                "query_calls": calls,
+                "remaining_queries": "unlimited" if budget is None else max(0, budget - calls),
+            }
+        )
         remember(replies, key, reply)
     return reply
 
@@ -206,10 +196,12 @@ def get_global_check_budget(state: EpisodeState) -> ToolReply:
     key = (get_global_check_budget, budget, calls)
     reply = replies.get(key)
     if reply is None:
-        remaining = "null" if budget is None else max(0, budget - calls)
-        shown = "null" if budget is None else budget
         reply = ok_reply(
-            f'{{"remaining_global_checks": {remaining}, "global_check_budget": {shown}, "global_check_calls": {calls}}}'
+            {
+                "remaining_global_checks": None if budget is None else max(0, budget - calls),
+                "global_check_budget": budget,
+                "global_check_calls": calls,
+            }
         )
         remember(replies, key, reply)
     return reply
@@ -230,7 +222,7 @@ def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
     key = (get_slot_id, index, item)
     reply = texts.state_replies.get(key)
     if reply is None:
-        reply = ok_reply(f'{{"row": {r}, "col": {c}, "id": {texts.cell_json[item]}}}')
+        reply = ok_reply({"row": r, "col": c, "id": None if item < 0 else state.compiled.item_ids[item]})
         remember(texts.state_replies, key, reply)
     return reply
 
@@ -266,26 +258,32 @@ def query_candidate_from_attribute(
             slot.row,
             slot.col,
         )
-    texts = state.texts
-    kind = type(value)
-    if (kind is int or kind is str) and type(field) is str and type(operator) is str:
-        key: tuple[Any, ...] | None = (s, field, operator, value)  # _query_key's common case, inline
-    else:
-        key = _query_key(s, field, operator, value)
-    payload: str | ToolReply | None = None if key is None else texts.query_replies.get(key)
-    if payload is None:
-        payload = _query_payload(state.compiled, texts, s, field, operator, value)
+    texts, calls = state.texts, state.query_calls[s] + 1
+    remaining = None if budget is None else budget - calls
+    key = _query_key(s, field, operator, value)
+    reply = None if key is None else texts.query_replies.get((*key, remaining))
+    if reply is None:
+        data = _query_data(state.compiled, texts, s, field, operator, value)
+        reply = (
+            data
+            if isinstance(data, ToolReply)
+            else ok_reply({**data, "remaining_budget": remaining}, _query_charge(slot))
+        )
         if key is not None:
-            remember(texts.query_replies, key, payload)
-    if isinstance(payload, ToolReply):  # refused for its arguments alone: nothing is charged
-        return payload
-    state.query_calls[s] += 1
-    remaining = "null" if budget is None else budget - state.query_calls[s]
-    return envelope_reply(f'{payload}"remaining_budget": {remaining}}}}}', texts.query_charges[s])
+            remember(texts.query_replies, (*key, remaining), reply)
+    if reply.ok:  # a query refused for its arguments alone charges nothing
+        state.query_calls[s] = calls
+    return reply
+
+
+def _query_charge(slot: CompiledSlot) -> Charge:
+    """The :class:`Charge` of a query on ``slot``."""
+    return Charge("query", (slot.row, slot.col))
 
 
 def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...] | None:
-    """The :attr:`InstanceTexts.query_replies` key of a query's arguments, or None (not cached).
+    """The :attr:`InstanceTexts.query_replies` key of a query's arguments (the remaining budget
+    the reply shows is added to it), or None (not cached).
 
     Keys are equal only for arguments answered alike: a float is keyed by its hex text (-0.0 ==
     0.0 but is shown otherwise), a list only when it holds strings (as a tuple); the argument's
@@ -311,12 +309,11 @@ def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...]
     return None
 
 
-def _query_payload(
+def _query_data(
     compiled: CompiledInstance, texts: InstanceTexts, s: int, field: Any, operator: Any, value: Any
-) -> str | ToolReply:
-    """The query reply's envelope up to its remaining budget (:data:`SUCCESS_HEAD` then
-    ``{"row": ..., "matches": [...], ``), or the failed reply; it depends on the instance and the
-    arguments alone."""
+) -> dict[str, Any] | ToolReply:
+    """The query reply's data but its remaining budget, or the failed reply; it depends on the
+    instance and the arguments alone."""
     if not isinstance(field, str) or not field.strip():
         return invalid("field must be a non-empty string")
     field = field.strip()
@@ -341,20 +338,23 @@ def _query_payload(
         return invalid("numeric comparisons require a numeric value")
     if isinstance(parsed, int) and parsed.bit_length() > 64:  # where the release would answer, echoing it
         return invalid("numeric comparison values must fit in 64 bits")
-    values, objects = _query_column(compiled, texts, s, field)
-    # which candidates match, told and picked in C loops
+    values, objects = _query_matches(compiled, texts, s, field)
     if is_set_query:
         wanted = frozenset(parsed).__contains__
         selected = map(wanted, values) if operator == "in" else map(op.not_, map(wanted, values))
-        shown = valid_text("[" + ", ".join(map(dumps, parsed)) + "]")
+        shown = [valid_text(v) for v in parsed]
     else:
         selected = map(compare, values, repeat(parsed))
-        shown = value_json(parsed)
-    slot, matches = compiled.slots[s], ", ".join(compress(objects, selected))
-    return (
-        f'{SUCCESS_HEAD}{{"row": {slot.row}, "col": {slot.col}, "field": {string_json(field)}, '
-        f'"operator": {_OPERATOR_JSON[operator]}, "value": {shown}, "matches": [{matches}], '
-    )
+        shown = parsed
+    slot = compiled.slots[s]
+    return {
+        "row": slot.row,
+        "col": slot.col,
+        "field": field,
+        "operator": operator,
+        "value": shown,
+        "matches": list(compress(objects, selected)),
+    }
 
 
 def _parse_query_value(value: Any, is_set_query: bool) -> Any:
@@ -390,23 +390,17 @@ def _parse_query_value(value: Any, is_set_query: bool) -> Any:
     return invalid("value must be numeric for numeric comparisons, or a string list for `in`/`not_in`")
 
 
-def _query_column(
+def _query_matches(
     compiled: CompiledInstance, texts: InstanceTexts, s: int, field: str
-) -> tuple[tuple[Any, ...], tuple[str, ...]]:
-    """The values of ``field`` of slot ``s``'s candidates and their serialised match objects, in
-    stored order (cached): two tuples, not a pair per candidate, as every object a first episode
-    keeps is traversed by the garbage collector's next young collection."""
-    found = texts.query_columns.get((s, field))
-    if found is None:  # ids escaped here, not through ``cell_json``: a miss there costs ~2x as much
-        key, item_ids, candidates = string_json(field), compiled.item_ids, compiled.slots[s].candidate_items
+) -> tuple[tuple[Any, ...], tuple[dict[str, Any], ...]]:
+    """The values of ``field`` of slot ``s``'s candidates and their match objects
+    (``{"id": id, field: value}``), in stored order (kept per instance)."""
+    found = texts.query_matches.get((s, field))
+    if found is None:
+        item_ids, candidates = compiled.item_ids, compiled.slots[s].candidate_items
         values = compiled.item_values(field, candidates)
-        pairs = zip(candidates, values, strict=True)
-        if field in compiled.numeric:  # ints, which an f-string writes as json does (int.__repr__)
-            objects = [f'{{"id": {string_json(item_ids[i])}, {key}: {v}}}' for i, v in pairs]
-        else:  # a categorical column's strs, or any values of a key the item dicts alone hold
-            write = string_json if field in compiled.categorical else value_json
-            objects = [f'{{"id": {string_json(item_ids[i])}, {key}: {write(v)}}}' for i, v in pairs]
-        found = texts.query_columns[(s, field)] = (tuple(values), tuple(objects))
+        objects = [{"id": item_ids[i], field: v} for i, v in zip(candidates, values, strict=True)]
+        found = texts.query_matches[(s, field)] = (tuple(values), tuple(objects))
     return found
 
 
@@ -424,8 +418,7 @@ def get_item_info(state: EpisodeState, id: str) -> ToolReply:
     texts = state.texts
     reply = texts.item_replies.get(k)
     if reply is None:
-        shown = compiled.item_json(k) or dumps(compiled.item(k))
-        reply = texts.item_replies[k] = ok_reply(f'{{"id": {string_json(id)}, "item": {shown}}}')
+        reply = texts.item_replies[k] = ok_reply({"id": id, "item": compiled.item(k)})
     return reply
 
 
@@ -490,23 +483,16 @@ def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
     unknown = [f for f in fields if f not in allowed]
     if unknown:
         return invalid(f"unknown field(s): {echo(', '.join(unknown))}. allowed fields: {', '.join(allowed)}")
-    # the published payload ({"fields": fields, "items": {id: value, or {field: value}}, ...}),
-    # serialised by hand from the values it shows, read from the compiled columns (as the query
-    # tool reads them): no item dict built on a first call
+    # the published payload, its values read from the compiled columns (as the query tool reads
+    # them); an id or a field repeated is shown once, as a dict key
     shown_ids = list(dict.fromkeys(ids))
     items = [visible[i] for i in shown_ids]
-    names = [string_json(f) for f in fields]
     if len(fields) == 1:
-        values = compiled.item_values(fields[0], items)
-        entries = [f"{string_json(i)}: {value_json(v)}" for i, v in zip(shown_ids, values, strict=True)]
+        shown: dict[str, Any] = dict(zip(shown_ids, compiled.item_values(fields[0], items), strict=True))
     else:
-        shown = dict(zip(fields, names, strict=True))  # a repeated field is shown once, as a dict key was
-        columns = [(name, compiled.item_values(f, items)) for f, name in shown.items()]
-        entries = []
-        for n, i in enumerate(shown_ids):
-            pairs = ", ".join([f"{name}: {value_json(column[n])}" for name, column in columns])
-            entries.append(f"{string_json(i)}: {{{pairs}}}")
-    return ok_reply(f'{{"fields": [{", ".join(names)}], "items": {{{", ".join(entries)}}}, "missing_ids": []}}')
+        columns = {f: compiled.item_values(f, items) for f in fields}
+        shown = {i: {f: column[n] for f, column in columns.items()} for n, i in enumerate(shown_ids)}
+    return ok_reply({"fields": fields, "items": shown, "missing_ids": []})
 
 
 def _parse_fields(field: Any) -> list[str] | ToolReply:
@@ -551,12 +537,10 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     key = (check_slot_constraints, slot.cell, valid, with_reason)
     reply = replies.get(key)
     if reply is None:
-        head = f'{{"is_valid": {"true" if valid else "false"}, "row": {slot.row}, "col": {slot.col}'
-        if not with_reason:
-            reply = ok_reply(head + "}")
-        else:
-            reason = "null" if valid else string_json(slot_violation_reason(slot.row, slot.col))
-            reply = ok_reply(f'{head}, "reason": {reason}}}')
+        data: dict[str, Any] = {"is_valid": valid, "row": slot.row, "col": slot.col}
+        if with_reason:
+            data["reason"] = None if valid else slot_violation_reason(slot.row, slot.col)
+        reply = ok_reply(data)
         remember(replies, key, reply)
     return reply
 
@@ -574,11 +558,9 @@ def check_global_constraints(state: EpisodeState) -> ToolReply:
     key = (check_global_constraints, reason, with_reason)
     reply = replies.get(key)
     if reply is None:
-        valid = "true" if reason is None else "false"
-        if not with_reason:
-            reply = ok_reply(f'{{"is_valid": {valid}}}', GLOBAL_CHECK_CHARGE)
-        else:
-            reason_json = "null" if reason is None else string_json(reason)
-            reply = ok_reply(f'{{"is_valid": {valid}, "reason": {reason_json}}}', GLOBAL_CHECK_CHARGE)
+        data: dict[str, Any] = {"is_valid": reason is None}
+        if with_reason:
+            data["reason"] = reason
+        reply = ok_reply(data, GLOBAL_CHECK_CHARGE)
         remember(replies, key, reply)
     return reply

@@ -1,5 +1,6 @@
 """What a tool call returns: the typed :class:`ToolReply` around the envelope text, the envelope
-builders, and the per-instance cache of serialised pieces replies are assembled from.
+builders (replies built as values, written by one encoder: :func:`dumps`), and the per-instance
+reply caches.
 
 The envelope text is exactly what the published benchmark sends the model:
 ``json.dumps({"status", "messages", "data"}, ensure_ascii=False)``. The reply carries beside it
@@ -11,21 +12,48 @@ from __future__ import annotations
 
 import functools
 import json
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from ace_gym.text import valid_text
 
 if TYPE_CHECKING:
-    from ace_gym.instance import CompiledInstance, CompiledSlot
+    from ace_gym.instance import CompiledInstance
 
 ECHO_LIMIT = 200
-SUCCESS_HEAD = '{"status": "success", "messages": "Successfully executed tool", "data": '
-"""A success envelope up to its ``data``."""
-STOP = '{"status": "success", "messages": "###STOP###", "data": {}}'
-TOOL_CALL_FAILED = '{"status": "failed", "messages": "Tool call failed", "data": {}}'
 INVALID = "Invalid tool arguments"
+SUCCESS_MESSAGE = "Successfully executed tool"
+
+
+def dumps(value: Any) -> str:
+    """The tool layer's one JSON encoder: ``json.dumps(value, ensure_ascii=False)``, the text the
+    published benchmark sends the model, for values with no reference cycle (replies are built
+    from validated data and the model's arguments)."""
+    return _ENCODE(value)
+
+
+def _encoder() -> Callable[[Any], str]:
+    """json's encoder with json.dumps's settings for ``ensure_ascii=False``, made once: its C
+    encoder where Python has it, else :meth:`json.JSONEncoder.encode`."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+    encode = make(
+        None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+    )
+    return lambda value: "".join(encode(value, 0))
+
+
+_ENCODE = _encoder()
+
+
+def envelope(status: Literal["success", "failed"], messages: str, data: Any) -> str:
+    """The envelope text ``{"status", "messages", "data"}`` of a reply."""
+    return dumps({"status": status, "messages": messages, "data": data})
+
+
+STOP = envelope("success", "###STOP###", {})
+TOOL_CALL_FAILED = envelope("failed", "Tool call failed", {})
 
 
 class Charge(NamedTuple):
@@ -67,40 +95,31 @@ and a wrapper that answers or rewrites a call puts its own, so wrappers above re
 status and data as values, never the observation text. Not part of any record or wire message
 (the observation holds its text)."""
 
-_new_reply = tuple.__new__  # ToolReply(...) without the keyword-handling __new__: replies are built per call
-
-
 REFUSALS_KEPT = 1024
 """Replies :func:`invalid` and :func:`failed_reply` each keep, most recently used first: a model
 repeats its mistakes, and a message echoes at most :data:`ECHO_LIMIT` characters of its
 arguments, so each cache holds < 1 MB."""
 
 
-def ok_reply(data_json: str, charged: Charge | None = None) -> ToolReply:
-    """A success reply around already-serialised ``data``."""
-    return _new_reply(ToolReply, (SUCCESS_HEAD + data_json + "}", True, False, charged))
+def ok_reply(data: Any, charged: Charge | None = None) -> ToolReply:
+    """A success reply around ``data`` (a JSON-serialisable value)."""
+    return ToolReply(envelope("success", SUCCESS_MESSAGE, data), True, False, charged)
 
 
 def envelope_reply(text: str, charged: Charge | None = None) -> ToolReply:
-    """A success reply whose whole envelope ``text`` (:data:`SUCCESS_HEAD`, data, ``}``) is built:
-    a long reply assembled in one step instead of copied again around its data."""
-    return _new_reply(ToolReply, (text, True, False, charged))
+    """A success reply whose whole envelope ``text`` is already written (by :func:`envelope`)."""
+    return ToolReply(text, True, False, charged)
 
 
 @functools.lru_cache(maxsize=REFUSALS_KEPT)
 def failed_reply(message: str) -> ToolReply:
     """A failed reply with the full message (``"<ErrorType>, <detail>"``): :func:`failure`'s text."""
-    return _new_reply(ToolReply, (failure(message), False, False, None))
+    return ToolReply(failure(message), False, False, None)
 
 
-_INVALID_HEAD = '{"status": "failed", "messages": "' + INVALID + ", "
-
-
-@functools.lru_cache(maxsize=REFUSALS_KEPT)
 def invalid(detail: str) -> ToolReply:
-    """The reply to a call with a bad argument: ``Invalid tool arguments, <detail>`` (half the
-    calls of a recorded episode: kept by its detail, a fifth of the cost of escaping it again)."""
-    return _new_reply(ToolReply, (_INVALID_HEAD + string_json(detail)[1:] + ', "data": {}}', False, False, None))
+    """The reply to a call with a bad argument: ``Invalid tool arguments, <detail>``."""
+    return failed_reply(f"{INVALID}, {detail}")
 
 
 def unknown_tool(name: object, domain: str) -> ToolReply:
@@ -110,7 +129,7 @@ def unknown_tool(name: object, domain: str) -> ToolReply:
 
 def failure(message: str) -> str:
     """The failed envelope text with the full message (``"<ErrorType>, <detail>"``)."""
-    return '{"status": "failed", "messages": ' + string_json(message) + ', "data": {}}'
+    return envelope("failed", message, {})
 
 
 STOP_REPLY = ToolReply(STOP, ok=True, ends_episode=True)
@@ -121,34 +140,6 @@ def reply_in(info: Mapping[str, Any]) -> ToolReply | None:
     step ran no tool call, e.g. a step budget's refused turn)."""
     reply = info.get(REPLY_INFO)
     return reply if isinstance(reply, ToolReply) else None
-
-
-# what ``json.dumps`` writes for a str with ``ensure_ascii=False``, without the encoder's type dispatch
-string_json: Callable[[str], str] = json.encoder.encode_basestring
-# ``json.dumps(value, ensure_ascii=False)`` builds a new encoder on every call (it only caches the
-# default one). CPython's C encoder, made once, writes the same text at ~2/3 of even a kept
-# encoder's ``encode`` (which makes a C encoder per call); without the circular-reference check,
-# as what it writes (item dicts and attribute values) comes from validated JSON, which has no cycles.
-_make_c_encoder = getattr(json.encoder, "c_make_encoder", None)
-if _make_c_encoder is None:  # a Python without the C accelerator
-    dumps: Callable[[Any], str] = json.JSONEncoder(ensure_ascii=False).encode
-else:
-    _c_encode = _make_c_encoder(None, json.JSONEncoder().default, string_json, None, ": ", ", ", False, False, True)
-
-    def dumps(value: Any) -> str:
-        """``json.dumps(value, ensure_ascii=False)`` of a value with no reference cycle."""
-        return "".join(_c_encode(value, 0))
-
-
-def value_json(value: object) -> str:
-    """``dumps(value)`` of an attribute value; a plain int or str is written directly (json writes
-    an int's ``int.__repr__`` and a str's :data:`string_json`; the encoder's path for an int costs
-    ~10x more, and for a str adds a method call)."""
-    if type(value) is int:
-        return repr(value)
-    if type(value) is str:
-        return string_json(value)
-    return dumps(value)
 
 
 def echo(text: object) -> str:
@@ -167,100 +158,59 @@ def safe_repr(value: object) -> str:
         return f"<{type(value).__name__}>"
 
 
-class _Filled(dict[Any, Any]):
-    """A dict that builds a missing entry with ``make(source, key)`` on first lookup and keeps it."""
-
-    __slots__ = ("make", "source")
-
-    def __init__(self, make: Callable[[Any, Any], Any], source: Any) -> None:
-        super().__init__()
-        self.make, self.source = make, source
-
-    def __missing__(self, key: Any) -> Any:
-        value = self[key] = self.make(self.source, key)
-        return value
-
-
-def _id_json(item_ids: tuple[str, ...], item: int) -> str:
-    return string_json(item_ids[item])
-
-
-def _query_charge(slots: Sequence[CompiledSlot], s: int) -> Charge:
-    return Charge("query", (slots[s].row, slots[s].col))
-
-
 class InstanceTexts:
-    """Serialised pieces of one compiled instance, built on first use and shared read-only by
-    every episode on it (see :func:`texts_of`).
+    """The replies of one compiled instance's tools, and what they are built from, kept for every
+    episode on it (see :func:`texts_of`).
 
-    ``cell_json[i]`` is item ``i``'s id as JSON, and ``cell_json[-1]`` is ``null`` so that a grid
-    cell (-1 = empty) indexes it directly; :meth:`grid_json` writes a grid of the instance from
-    them (the first user message's and the grid-state replies'); ``item_replies`` holds the
-    item-info replies by item, ``query_columns`` the per-(slot, field) candidate values and match
-    objects of the query tool, and ``query_charges[s]`` the :class:`Charge` of a query on hidden
-    slot ``s``. Every piece is built when first looked up (an instance has hundreds of items; an
-    episode shows a few dozen), so that the first call on a fresh instance costs no more than the
-    pieces it shows.
-
-    ``query_replies`` holds the envelope heads of successful queries (up to their remaining
-    budget) and the replies of refused ones, and ``attribute_replies`` the replies of attribute
+    ``query_matches`` holds the per-(slot, field) candidate values and match objects of the query
+    tool. ``query_replies`` holds the replies of queries (by their arguments and the remaining
+    budget they show; refused ones too), and ``attribute_replies`` the replies of attribute
     lookups (keyed with the id and field limits they were checked against), by their arguments
     (see :func:`remember`): what those tools answer depends on the instance and the arguments
-    alone, apart from the query budgets, which the query tool checks and charges per episode
-    before it looks a reply up. Refusals are kept too: a model repeats its mistakes, within an
-    episode and across the episodes of a group on one instance. ``set_replies[(s, i)]`` is the
-    reply to putting candidate ``i`` into hidden slot ``s`` (-1: clearing it), ``grid_replies`` holds the grid-state replies by the grid they show (every episode's first
-    one shows the initial grid), and ``state_replies`` the replies of the tools whose text is a
-    function of a few numbers of the episode's state (a cell's item, a budget and its count, a
-    check's verdict), keyed by the tool function and those numbers: looking one up costs a
-    fraction of formatting it again. ``query_budgets[extra_query_num]`` holds the hidden slots'
-    query budgets under that setting (see :meth:`ace_gym.tools.state.ToolConfig.query_budgets`).
+    alone, apart from the query budgets, which the query tool checks and charges per episode.
+    Refusals are kept too: a model repeats its mistakes, within an episode and across the
+    episodes of a group on one instance. ``item_replies`` holds the item-info replies by item,
+    ``set_replies[(s, i)]`` the reply to putting candidate ``i`` into hidden slot ``s`` (-1:
+    clearing it), ``grid_replies`` the grid-state replies by the grid they show, and
+    ``state_replies`` the replies of the tools whose text is a function of a few numbers of the
+    episode's state (a cell's item, a budget and its count, a check's verdict), keyed by the tool
+    function and those numbers. ``query_budgets[extra_query_num]`` holds the hidden slots' query
+    budgets under that setting (see :meth:`ace_gym.tools.state.ToolConfig.query_budgets`).
     """
 
     __slots__ = (
         "attribute_replies",
-        "cell_json",
+        "compiled",
         "grid_replies",
-        "grid_template",
         "item_replies",
         "query_budgets",
-        "query_charges",
-        "query_columns",
+        "query_matches",
         "query_replies",
         "set_replies",
         "state_replies",
     )
 
     def __init__(self, compiled: CompiledInstance) -> None:
-        item_ids = compiled.item_ids
-        self.cell_json: dict[int, str] = _Filled(_id_json, item_ids)
-        self.cell_json[-1] = "null"
-        for item in compiled.initial_grid:  # the grid every episode shows first
-            if item >= 0:
-                self.cell_json[item] = string_json(item_ids[item])
-        self.grid_template = _grid_template(compiled.rows, compiled.cols)
+        self.compiled = compiled
         self.item_replies: dict[int, ToolReply] = {}
-        self.query_columns: dict[tuple[int, str], tuple[tuple[Any, ...], tuple[str, ...]]] = {}
-        self.query_charges: dict[int, Charge] = _Filled(_query_charge, compiled.slots)
+        self.query_matches: dict[tuple[int, str], tuple[tuple[Any, ...], tuple[dict[str, Any], ...]]] = {}
         self.query_budgets: dict[int, tuple[int | None, ...]] = {}
-        self.query_replies: dict[tuple[Any, ...], str | ToolReply] = {}
+        self.query_replies: dict[tuple[Any, ...], ToolReply] = {}
         self.attribute_replies: dict[tuple[Any, Any, int, int], ToolReply] = {}
         self.set_replies: dict[tuple[int, int], ToolReply] = {}
         self.grid_replies: dict[tuple[int, ...], ToolReply] = {}
         self.state_replies: dict[tuple[Any, ...], ToolReply] = {}
 
+    def id_grid(self, grid: Sequence[int]) -> list[list[str | None]]:
+        """The id grid a flat item grid of the instance shows, row by row (-1: None)."""
+        compiled = self.compiled
+        ids, cols = compiled.item_ids, compiled.cols
+        cells = [None if item < 0 else ids[item] for item in grid]
+        return [cells[start : start + cols] for start in range(0, len(cells), cols)]
+
     def grid_json(self, grid: Sequence[int]) -> str:
-        """``dumps`` of the id grid a flat item grid of the instance shows (-1: ``null``): the
-        first user message's grid and the grid-state replies'."""
-        return self.grid_template % tuple(map(self.cell_json.__getitem__, grid))
-
-
-@functools.cache
-def _grid_template(rows: int, cols: int) -> str:
-    """``dumps`` of a rows x cols grid with a ``%s`` per cell (one format call fills it: ~2x
-    faster than joins)."""
-    row = "[" + ", ".join(["%s"] * cols) + "]"
-    return "[" + ", ".join([row] * rows) + "]"
+        """:func:`dumps` of :meth:`id_grid`: the first user message's grid."""
+        return dumps(self.id_grid(grid))
 
 
 REPLY_CACHE_LIMIT = 512
@@ -274,22 +224,16 @@ def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
         cache[key] = value
 
 
-_TEXTS: weakref.WeakKeyDictionary[CompiledInstance, InstanceTexts] = weakref.WeakKeyDictionary()
-
-
 def texts_of(compiled: CompiledInstance) -> InstanceTexts:
-    """The shared :class:`InstanceTexts` of ``compiled`` (built on first use, dropped with it)."""
-    found = _TEXTS.get(compiled)
-    if found is None:
-        found = _TEXTS.setdefault(compiled, InstanceTexts(compiled))
-    return found
+    """The shared :class:`InstanceTexts` of ``compiled`` (built on first use, kept in its
+    :meth:`~ace_gym.instance.CompiledInstance.derived` store)."""
+    return compiled.derived(InstanceTexts)
 
 
 def forget_texts(instances: Iterable[CompiledInstance] | None = None) -> None:
-    """Drop the :class:`InstanceTexts` of ``instances`` (of every instance when None): the next
-    episode on one builds them again, as its first did. Episodes under way keep the ones they hold."""
-    if instances is None:
-        _TEXTS.clear()
-        return
-    for compiled in instances:
-        _TEXTS.pop(compiled, None)
+    """Empty the per-instance store (:func:`ace_gym.instance.forget_derived`) of ``instances`` (of
+    every instance when None), which holds their :class:`InstanceTexts`: the next episode on one
+    builds them again, as its first did. Episodes under way keep the ones they hold."""
+    from ace_gym.instance.compiled import forget_derived
+
+    forget_derived(instances)

@@ -10,11 +10,11 @@ from typing import Any, SupportsFloat, cast
 import gymnasium as gym
 import numpy as np
 
+from ace_gym.domains.tool_names import TOOL_NAMES, ToolKey, tool_name
 from ace_gym.envs.ace_env import ActionType, tool_label
 from ace_gym.errors import ConfigError, choice, did_you_mean, probability
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import REPLY_INFO, TOOL_CALL_FAILED, ToolReply, failure
-from ace_gym.tools.names import TOOL_NAMES, ToolKey, tool_name
 
 #: what an injected failure returns, by mode; "failed" is the published envelope
 FAILURE_ENVELOPES: dict[str, str] = {
@@ -41,7 +41,7 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
     data: not valid JSON). The call never reaches the wrapped env: nothing changes, no budget is
     charged and it does not count toward the env's ``max_steps``; a failed ``done`` does not end
     the episode. ``tool_rates`` gives some tools their own rate, by tool key
-    (:data:`~ace_gym.tools.names.TOOL_NAMES`: ``"query"``, ``"set_slot"``, ...); the others fail at
+    (:data:`~ace_gym.domains.tool_names.TOOL_NAMES`: ``"query"``, ``"set_slot"``, ...); the others fail at
     ``rate``. Wrap the tool-call env (below :class:`ChatAdapter`).
 
     Randomness: one uniform draw per call (a second one picks the mode when several are given;
