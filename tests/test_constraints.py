@@ -1,5 +1,5 @@
 """Rule semantics on the published instances: the array aggregates, the running totals of the tools and
-the final score agree (each kind on its own: tests/test_rule_kinds.py)."""
+the final score agree (each kind on its own: tests/contracts/test_rule_kinds.py)."""
 
 from __future__ import annotations
 

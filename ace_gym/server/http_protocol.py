@@ -20,7 +20,7 @@ and a few additions per request, nothing per WebSocket frame.
 
 :class:`BoundedHttpProtocol` overrides ``data_received`` with a copy of uvicorn's and calls
 private methods of :class:`HttpToolsProtocol`; ``pyproject.toml`` pins uvicorn to the versions
-checked, and ``tests/test_server_http_protocol.py`` fails if uvicorn's copy or those methods change.
+checked, and ``tests/server/test_http_protocol.py`` fails if uvicorn's copy or those methods change.
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ def frame(kind: str, data: Any) -> dict[str, Any]:
 
 _LONG_DIGIT_RUN: dict[type, re.Pattern[Any]] = {str: re.compile("[0-9]{19}"), bytes: re.compile(b"[0-9]{19}")}
 """19 digits in a row: possibly an integer past 64 bits, which orjson reads as a float where the
-standard library reads an int (shorter numbers read the same: tests/test_server_protocol.py)."""
+standard library reads an int (shorter numbers read the same: tests/server/test_protocol.py)."""
 
 
 def decode(raw: str | bytes) -> Any:

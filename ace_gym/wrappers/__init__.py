@@ -20,7 +20,7 @@ For token-level rollouts, :class:`ace_gym.chat_template.ChatTokens` turns the ad
 ## Writing a wrapper
 
 Every wrapper here follows one pattern; a new one (planning robustness, feedback rounds, a
-curriculum) is written the same way and ``tests/test_wrappers.py`` checks it:
+curriculum) is written the same way and ``tests/wrappers/test_package.py`` checks it:
 
 * **One concern, one owner per piece of state.** The core :class:`~ace_gym.envs.AceEnv` owns the
   grid, the tool budgets and the score; :class:`ChatAdapter` owns the conversation and the turn

@@ -325,7 +325,7 @@ def _package_graph(edges: list[Edge]) -> dict[str, set[str]]:
     return graph
 
 
-ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
 
 
 def _doc_layers(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -355,7 +355,9 @@ def test_layers__every_package_has_a_layer_and_every_layer_entry_a_package() -> 
 def test_layers__no_package_imports_a_higher_layer_or_another_benchmark() -> None:
     _, edges = _all_edges()
     found = [_describe(edge) for edge in _layer_violations(edges)]
-    assert not found, "imports against the layers (LAYERS in tests/test_imports.py):\n" + "\n".join(sorted(found))
+    assert not found, "imports against the layers (LAYERS in tests/contracts/test_imports.py):\n" + "\n".join(
+        sorted(found)
+    )
 
 
 def test_layers__the_package_graph_has_no_cycle() -> None:

@@ -11,7 +11,7 @@ from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.tools import TOOL_KEYS, TOOL_NAMES, tool_key, tool_name, tool_names, toolset
 from ace_gym.tools.dispatch import TOOL_FUNCTIONS
 
-PACKAGE = Path(__file__).resolve().parents[1] / "ace_gym"
+PACKAGE = Path(__file__).resolve().parents[2] / "ace_gym"
 NAME_SUFFIXES = (
     "_candidate_from_attribute",
     "_item_info",

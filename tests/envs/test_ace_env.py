@@ -24,7 +24,7 @@ from ace_gym.tools import STOP
 from ace_gym.tools.replies import texts_of
 from tests.core_helpers import H1_INDEX, H15_INDEX, call, fill_with_truth, make_env, tool, truth_id
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESET_INFO_KEYS = {
     "domain",
     "instance_id",
@@ -78,7 +78,7 @@ def rollout(env_id: str, seed: int, steps: int = 40) -> dict[str, Any]:
 @pytest.mark.parametrize("env_id", [ENV_IDS[0], ENV_IDS[-1]])
 def test_rollout__identical_in_a_fresh_process_with_another_hash_seed(env_id: str) -> None:
     here = rollout(env_id, seed=123)
-    code = f"import json, ace_gym; from tests.test_env import rollout; print(json.dumps(rollout({env_id!r}, seed=123)))"
+    code = f"import json, ace_gym; from tests.envs.test_ace_env import rollout; print(json.dumps(rollout({env_id!r}, seed=123)))"
     for hash_seed in ("1", "2"):
         result = subprocess.run(
             [sys.executable, "-c", code],

@@ -24,7 +24,7 @@ from ace_gym.generators.config import MAX_POOL_ITEMS, MAX_ROWS
 from ace_gym.presets import PAPER_5X7
 from ace_gym.registration import PROCEDURAL_ENV_IDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _play(env: AceEnv, replace: dict[int, str] | None = None) -> tuple[float, dict[str, Any]]:
@@ -231,7 +231,7 @@ def test_generated_file__loads_in_the_core_env(tmp_path: Path) -> None:
 
 
 def test_import__envs_exports_the_procedural_env_lazily() -> None:
-    # that import ace_gym loads no numba: tests/test_env.py
+    # that import ace_gym loads no numba: tests/envs/test_ace_env.py
     code = (
         "import sys, ace_gym, ace_gym.envs\n"
         "assert 'ace_gym.generators' not in sys.modules, 'import ace_gym loaded the generator'\n"

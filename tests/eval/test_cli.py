@@ -458,7 +458,7 @@ def test_eval__engine_options_for_a_scripted_policy_are_refused_not_ignored(
 def test_eval__llm_policy_is_built_by_make_engine_with_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from tests.test_eval_rollout import SolverChatEngine
+    from tests.eval.test_rollout import SolverChatEngine
 
     made = []
 

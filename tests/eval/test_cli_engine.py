@@ -12,7 +12,7 @@ import pytest
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_ENGINE
 from ace_gym.runs.results import read_records
 from tests.chat_server import ChatServer, Reply, chat_response, tool_call
-from tests.test_eval_cli import MEAL, one_error_line, run_cli
+from tests.eval.test_cli import MEAL, one_error_line, run_cli
 
 
 def _reads_the_grid_then_done(body: dict[str, Any]) -> Reply:

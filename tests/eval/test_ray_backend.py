@@ -21,7 +21,7 @@ from ace_gym.eval.ray_backend import run_on_ray
 from ace_gym.policies import make_policy
 from ace_gym.runs.loop import WALL_CLOCK_USAGE
 from ace_gym.runs.results import encode_json, read_records
-from tests.test_eval_cli import run_cli
+from tests.eval.test_cli import run_cli
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
 SLICE = ["--domains", "course,travel", "--hidden-slots", "1,5", "--decoy-budgets", "0,4"]  # 2 domains x 4 instances
@@ -125,7 +125,7 @@ def test_eval__ray_workers_on_an_unreachable_endpoint_exit_7_with_one_line_and_s
     pytest.importorskip("openai")
     from ace_gym.exit_codes import EXIT_ENGINE
     from tests.chat_server import ChatServer, chat_response
-    from tests.test_eval_cli import MEAL, one_error_line
+    from tests.eval.test_cli import MEAL, one_error_line
 
     server = ChatServer(lambda body: (200, chat_response("never")), listening=False)  # refuses connections
     out = tmp_path / "ray"

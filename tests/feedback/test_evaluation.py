@@ -12,7 +12,7 @@ from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.exit_codes import EXIT_CONFIG
 from ace_gym.feedback.metrics import tasks_of
 from ace_gym.runs.results import read_records
-from tests.test_eval_cli import one_error_line, run_cli
+from tests.eval.test_cli import one_error_line, run_cli
 
 H15 = ["--hidden-slots", "15"]  # 5 instances per domain
 

@@ -23,7 +23,7 @@ from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import CompiledInstance
 from tests.core_helpers import H15_INDEX, call
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DONE = {"name": "done", "arguments": {}}
 
 
@@ -209,7 +209,7 @@ def test_scenario__identical_in_a_fresh_process_with_another_hash_seed() -> None
     here = rollout("ACE-travel-scenario-v0", seed=11)
     assert here != rollout("ACE-travel-scenario-v0", seed=12)
     code = (
-        "import json, ace_gym; from tests.test_scenario_env import rollout; "
+        "import json, ace_gym; from tests.feedback.test_scenario import rollout; "
         "print(json.dumps(rollout('ACE-travel-scenario-v0', seed=11)))"
     )
     result = subprocess.run(

@@ -18,7 +18,7 @@ from ace_gym.generators.combinations import breaks_every_combination, every_comb
 from ace_gym.instance import CompiledInstance, Instance, resolve_dataset
 from ace_gym.scoring import evaluate_grid
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _random_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

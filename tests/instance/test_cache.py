@@ -351,7 +351,7 @@ def test_read_dataset__fifo_or_device_in_an_entrys_place_is_a_miss_never_read(
     path = _copy("course", tmp_path)
     count = len(read_dataset(path))
     (entry,) = _entries(cache)
-    paths = os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+    paths = os.pathsep.join([str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH", "")])
     try:
         done = subprocess.run(
             [sys.executable, "-c", _ENTRY_REPLACED_BY, str(path), str(entry), special],

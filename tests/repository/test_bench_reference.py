@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EPISODE_ROWS = (
     "whole episode (24 traces, mean)",
     "trace mix, raw dispatcher (1554 calls)",

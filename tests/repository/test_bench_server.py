@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("raw_websocket", ROOT / "benchmarks" / "raw_websocket.py")
 assert _spec is not None and _spec.loader is not None
 raw_websocket = importlib.util.module_from_spec(_spec)

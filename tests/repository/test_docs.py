@@ -15,7 +15,7 @@ import gymnasium as gym
 import ace_gym  # noqa: F401  (registers the env ids)
 from ace_gym.domains import DOMAIN_NAMES
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 PAGES = [README, *DOCS]

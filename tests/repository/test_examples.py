@@ -11,7 +11,7 @@ import pytest
 
 from tests.missing_modules import without_modules
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OPTIONAL = ("torch", "transformers", "trl", "vllm", "openai", "datasets", "tokenizers")
 WITHOUT_OPTIONAL = (  # as if the optional extras were not installed
     without_modules(OPTIONAL)

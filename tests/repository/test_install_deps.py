@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 STAND_IN_PYTHON = """#!{python}
 # `python -m pip ...` is logged and fails as PIP_FAILS says; anything else runs the real python,

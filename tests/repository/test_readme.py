@@ -12,7 +12,7 @@ import pytest
 
 from tests.missing_modules import without_modules
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 TEXT = README.read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, flags=re.S)
 TINY = {

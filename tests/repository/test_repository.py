@@ -10,7 +10,7 @@ import pytest
 
 from tests.missing_modules import modules_not_installed_by, without_modules
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # spelled in pieces so that this file does not match itself
 OUTSIDE = ("../" + "shared", "shared" + "/reference", "shared" + "/spec", "shared" + "/papers", "spec" + " §")
 

@@ -25,8 +25,8 @@ from ace_gym.runs.results import read_records
 from ace_gym.server.app import ServerConfig
 from ace_gym.server.client import RemoteEnv, RemoteEnvError
 from ace_gym.spaces import ToolCall
+from tests.eval.test_rollout import SolverChatEngine
 from tests.server_helpers import serving, step_as_sent
-from tests.test_eval_rollout import SolverChatEngine
 
 # what differs between two runs of the same episode: timings
 _TIMINGS = ("time_s", "env_s", "generation_s")

@@ -202,7 +202,7 @@ def test_check_env__passes_on_a_curriculum_over_a_procedural_env() -> None:
 
 
 def test_bench_curriculum__prints_the_trajectories_and_agrees_across_env_kinds() -> None:
-    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_curriculum.py"
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_curriculum.py"
     command = [sys.executable, str(script), "--episodes", "24", "--window", "4"]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert completed.returncode == 0, completed.stderr[-2000:]
