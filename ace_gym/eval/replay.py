@@ -21,8 +21,10 @@ has is left out with a note.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +108,38 @@ def replay_spec(record: Mapping[str, Any]) -> EpisodeSpec:
     return EpisodeSpec.from_json(json.dumps(fields["spec"]))
 
 
+def current_entry_points(env_spec: Any) -> Any:
+    """``env_spec`` (a Gymnasium env spec as JSON values) with every ace_gym entry point of the env
+    and its wrappers named by the module that now defines what it loads: a record written before a
+    class moved (its old module path still importable for a release) names the same stack. Other
+    values are returned as they are."""
+    if not isinstance(env_spec, Mapping):
+        return env_spec
+    found = {**env_spec, "entry_point": _current_entry_point(env_spec.get("entry_point"))}
+    wrappers = env_spec.get("additional_wrappers")
+    if isinstance(wrappers, list):
+        found["additional_wrappers"] = [
+            {**w, "entry_point": _current_entry_point(w.get("entry_point"))} if isinstance(w, Mapping) else w
+            for w in wrappers
+        ]
+    return found
+
+
+def _current_entry_point(entry_point: Any) -> Any:
+    """``"module:Name"`` of what an ace_gym entry point loads; anything else (and a name that does
+    not load) as it is. Only ace_gym modules are imported."""
+    if not isinstance(entry_point, str) or not entry_point.startswith("ace_gym."):
+        return entry_point
+    module, _, name = entry_point.partition(":")
+    try:
+        with warnings.catch_warnings():  # an old path's deprecation is expected here
+            warnings.simplefilter("ignore", DeprecationWarning)
+            found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        return entry_point
+    return f"{getattr(found, '__module__', module)}:{getattr(found, '__qualname__', name)}"
+
+
 class ReplayPolicy(Actor):
     """Plays the recorded actions of ``records`` (matched by episode key) and checks, before each
     action, that the env stack is the recorded one (at the start), and that the conversation so
@@ -126,7 +160,7 @@ class ReplayPolicy(Actor):
         recorded_stack = (record.get("replay") or {}).get("env_spec")
         stack = getattr(episode.env, "spec", None)
         replayed_stack = None if stack is None else json.loads(stack.to_json())
-        if recorded_stack != replayed_stack:
+        if current_entry_points(recorded_stack) != current_entry_points(replayed_stack):
             raise ReplayDiverged(ReplayMismatch(episode.key, None, "env_spec", recorded_stack, replayed_stack))
         episode.agent = _Progress(record)
         episode.agent.check_messages(episode)

@@ -16,7 +16,7 @@ import ace_gym.wrappers.chat_adapter
 from ace_gym.cli import main
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes
-from ace_gym.eval.replay import ReplayDiverged, ReplayPolicy, compare_records, replay_record
+from ace_gym.eval.replay import ReplayDiverged, ReplayPolicy, compare_records, current_entry_points, replay_record
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_MALFORMED, EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.parsing import parse_turn
 from ace_gym.policies import make_policy
@@ -273,3 +273,63 @@ def test_replay_cli__replays_a_tiny_model_run_exactly(tiny_model: Path, tmp_path
     assert all(r["tokens"] is not None for r in records) and any(r["terminated"] for r in records)
     run = write_run(tmp_path / "run", records)
     assert replay_cli(str(run)) == EXIT_OK
+
+
+RECORDS_BEFORE_ISSUE_28 = Path(__file__).resolve().parents[1] / "data" / "records_7123f6b"
+"""Runs written at commit 7123f6b (README.md there), before issue 28 moved the benchmark wrappers,
+the scenario env and the result files: their records name the old module paths."""
+RUNS_BEFORE_ISSUE_28 = {
+    "plain": ["--policy", "solver", "--domains", "course", "--hidden-slots", "1", "--tool-failure-rates", "0.0", "0.3"],
+    "settings": [
+        "--policy",
+        "solver",
+        "--domains",
+        "course",
+        "--hidden-slots",
+        "1",
+        "--wrappers",
+        "unsolvable",
+        "broken",
+    ],
+    "feedback": ["--policy", "greedy-revise", "--domains", "meal", "--hidden-slots", "1", "--feedback-rounds", "2"],
+    "scenario": ["--policy", "solver", "--domains", "course", "--hidden-slots", "1", "--scenario", "2"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUNS_BEFORE_ISSUE_28))
+def test_records_written_before_the_moves__replay_identical_and_their_run_resumes_with_nothing_to_play(
+    name: str, tmp_path: Path
+) -> None:
+    run = tmp_path / name
+    run.mkdir()
+    episodes = gzip.decompress((RECORDS_BEFORE_ISSUE_28 / f"{name}.jsonl.gz").read_bytes())
+    (run / "episodes.jsonl").write_bytes(episodes)
+
+    assert main(["replay", str(run)]) == EXIT_OK  # the recorded stack is the one rebuilt today
+    assert main(["eval", *RUNS_BEFORE_ISSUE_28[name], "--no-progress", "--out", str(run)]) == EXIT_OK
+    assert (run / "episodes.jsonl").read_bytes() == episodes  # every key matched: nothing played again
+    recorded = json.loads((RECORDS_BEFORE_ISSUE_28 / f"{name}.summary.json").read_text(encoding="utf-8"))
+    assert json.loads((run / "summary.json").read_text(encoding="utf-8")) == recorded
+
+
+def test_current_entry_points__name_a_moved_class_by_its_home_and_leave_other_values() -> None:
+    old = {
+        "entry_point": "ace_gym.envs.scenario:ScenarioEnv",
+        "additional_wrappers": [
+            {"name": "UnsolvableMix", "entry_point": "ace_gym.wrappers.unsolvable_mix:UnsolvableMix", "kwargs": {}},
+            {"name": "X", "entry_point": "os:system", "kwargs": {}},  # never imported: not ace_gym
+            "not a wrapper",
+        ],
+    }
+    assert current_entry_points(old) == {
+        "entry_point": "ace_gym.feedback.scenario:ScenarioEnv",
+        "additional_wrappers": [
+            {"name": "UnsolvableMix", "entry_point": "ace_gym.planning.unsolvable_mix:UnsolvableMix", "kwargs": {}},
+            {"name": "X", "entry_point": "os:system", "kwargs": {}},
+            "not a wrapper",
+        ],
+    }
+    assert current_entry_points({"entry_point": "ace_gym.nowhere:Nothing"}) == {
+        "entry_point": "ace_gym.nowhere:Nothing"
+    }
+    assert current_entry_points(None) is None
