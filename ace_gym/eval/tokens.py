@@ -19,7 +19,7 @@ extra; nothing is downloaded), through its chat template when it has one
 (:func:`ace_gym.runs.tokens.conversation_tokens`); without it, counts are the documented estimate
 (:class:`~ace_gym.runs.tokens.ApproxTokenizer` per message plus
 :data:`~ace_gym.runs.tokens.MESSAGE_OVERHEAD`, the tool schemas as JSON text). Deterministic:
-the same command prints the same numbers. ``--json`` prints one JSON object (docs/tokens.md).
+the same command prints the same numbers. ``--json`` prints one JSON object (docs/usage.md, "Token accounting").
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
         "and print, per domain and hidden-slot count H, the mean and max of the prompt tokens (with the tool "
         "schemas), the response tokens (model tokens + tool-reply tokens) and the turns. Counted with "
         "--tokenizer (a local Hugging Face tokenizer folder, through its chat template) or, without it, "
-        "with the built-in estimate (docs/tokens.md).",
+        "with the built-in estimate (docs/usage.md, Token accounting).",
     )
     tokens.add_argument(
         "--policy",

@@ -74,7 +74,9 @@ class HFTokenizer:
             from transformers import AutoTokenizer  # the hf extra; imported only when asked for
         except ImportError as error:
             raise ConfigError(
-                "tokenizer", self.path, f"needs transformers ({error}); install it: pip install 'ace-gym[hf]'"
+                "tokenizer",
+                self.path,
+                f"needs transformers ({error}); install it: pip install '.[hf]' in an ace-gym checkout",
             ) from None
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)

@@ -73,7 +73,9 @@ def _conversation(spec_index: int) -> tuple[list[dict[str, Any]], list[dict[str,
     from ace_gym.eval.rollout import run_episodes
     from ace_gym.policies import make_scripted_policy
 
-    record = next(run_episodes([EpisodeSpec("course", instance_index=spec_index, seed=3)], make_scripted_policy("solver")))
+    record = next(
+        run_episodes([EpisodeSpec("course", instance_index=spec_index, seed=3)], make_scripted_policy("solver"))
+    )
     return record["messages"], record["tools"]
 
 
@@ -173,6 +175,8 @@ def test_tokenizer__a_template_that_rewrites_earlier_turns_is_counted_per_messag
     (episode,) = measure(_episodes()[:1], "solver", tokenizer)
     messages, tools = _conversation(0)
     assert episode["counted_by"] == "messages"
+    schemas = tokenizer.count(json.dumps(tools, ensure_ascii=False))
+    assert episode["prompt_tokens"] == sum(message_tokens(tokenizer, m) for m in messages[:2]) + schemas
     assert episode["model_tokens"] == sum(message_tokens(tokenizer, m) for m in messages if m["role"] == "assistant")
     assert episode["response_tokens"] == episode["model_tokens"] + episode["tool_tokens"]
 
@@ -195,7 +199,7 @@ def test_tokenizer_without_transformers__is_one_config_error(tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == EXIT_CONFIG and len(lines) == 1, done.stderr
-    assert "needs transformers" in lines[0] and "ace-gym[hf]" in lines[0]
+    assert "needs transformers" in lines[0] and ".[hf]" in lines[0]
 
 
 def test_bad_policy_preset_and_selection__are_config_errors(capsys: pytest.CaptureFixture) -> None:
