@@ -65,6 +65,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ace_gym.eval.cli",
     "ace_gym.eval.export",
     "ace_gym.eval.replay",
+    "ace_gym.eval.tokens",
     "ace_gym.server.cli",
 )
 _ENGINE_HINT = "; no episode was stored for it: re-run the same command once the model is available"

@@ -40,10 +40,13 @@ def _add(parser: argparse.ArgumentParser, flag: str, aliases: Iterable[str], **o
         parser.add_argument(alias, **hidden, help=argparse.SUPPRESS, default=argparse.SUPPRESS)
 
 
-def add_common_flags(parser: argparse.ArgumentParser, defaults: Mapping[str, Any], helps: Mapping[str, str]) -> None:
-    """Add the flags ``eval`` and ``generate`` share, spelled one way: ``--domains``,
+def add_common_flags(
+    parser: argparse.ArgumentParser, defaults: Mapping[str, Any], helps: Mapping[str, str], *, out: bool = True
+) -> None:
+    """Add the flags ``eval``, ``generate`` and ``tokens`` share, spelled one way: ``--domains``,
     ``--hidden-slots``, ``--decoy-budgets`` (lists: space- or comma-separated), ``--seed``,
-    ``--out`` (a directory; required when ``defaults`` has no ``out``) and ``--no-progress``.
+    ``--out`` (a directory; required when ``defaults`` has no ``out``; not added when ``out`` is
+    False, for a command that writes no files) and ``--no-progress``.
     ``helps`` says what each means to the command. Old spellings (``--domain``, ``--hidden``,
     ``--budget``, ``--branch-budget``, ``--output-dir``, ``--quiet``) still work, unlisted."""
     _add(
@@ -74,18 +77,18 @@ def add_common_flags(parser: argparse.ArgumentParser, defaults: Mapping[str, Any
             help=helps[name],
         )
     parser.add_argument("--seed", type=int, default=defaults["seed"], help=helps["seed"])
-    out_default = defaults.get("out")
-    _add(
-        parser,
-        "--out",
-        ["--output-dir"],
-        dest="out",
-        type=Path,
-        metavar="DIR",
-        required=out_default is None,
-        default=out_default,
-        help=helps["out"],
-    )
+    if out:
+        _add(
+            parser,
+            "--out",
+            ["--output-dir"],
+            dest="out",
+            type=Path,
+            metavar="DIR",
+            required=defaults.get("out") is None,
+            default=defaults.get("out"),
+            help=helps["out"],
+        )
     _add(parser, "--no-progress", ["--quiet"], dest="no_progress", action="store_true", help="no progress bar")
 
 

@@ -125,15 +125,10 @@ def register(subparsers: Any) -> None:
         "(default failed: the published 'Tool call failed'); docs/replay.md",
     )
     evaluate.add_argument("--trials", type=int, default=1, help="episodes per instance and rate (a GRPO-style group)")
-    evaluate.add_argument("--max-turns", type=int, default=None, help="policy turns per episode (default 1000)")
+    add_env_flags(evaluate)
     evaluate.add_argument(
         "--batch-size", type=int, default=None, help="episodes run together (default 1 scripted, 32 LLM)"
     )
-    evaluate.add_argument("--extra-query-num", type=int, default=-1, help="per-slot query budget extra; -1 unlimited")
-    evaluate.add_argument("--global-check-alpha", type=float, default=-1, help="global checks = alpha*H; -1 unlimited")
-    evaluate.add_argument("--check-include-reason", action="store_true", help="check tools explain failures")
-    evaluate.add_argument("--max-query-ids", type=int, default=5, help="item ids one info query may name")
-    evaluate.add_argument("--max-query-fields", type=int, default=5, help="attributes one info query may name")
     evaluate.add_argument(
         "--engine-option",
         action="append",
@@ -143,16 +138,6 @@ def register(subparsers: Any) -> None:
     )
     _add_skip_malformed(evaluate)
     evaluate.add_argument("--env-url", default=None, help="play the episodes in an ace-gym serve server at this URL")
-    evaluate.add_argument(
-        "--wrappers",
-        nargs="+",
-        action=ListAction,
-        const=str,
-        default=[],
-        metavar="SETTING",
-        help=f"planning settings to wrap the env in ({', '.join(WRAPPER_CHOICES)}), e.g. unsolvable,broken,extraneous; "
-        "their metrics join the summary (docs/planning.md)",
-    )
     evaluate.add_argument(
         "--backend",
         choices=("local", "ray"),
@@ -174,6 +159,27 @@ def register(subparsers: Any) -> None:
     report.add_argument("dir", type=Path, help="output directory of an eval")
     _add_skip_malformed(report)
     report.set_defaults(handler=run_report, resume_hint=_REPORT_HINT, write_hint=_REPORT_WRITE_HINT)
+
+
+def add_env_flags(parser: argparse.ArgumentParser) -> None:
+    """Add the env configuration flags ``eval`` and ``tokens`` share: ``--max-turns``, the tool
+    budgets (:func:`env_kwargs`) and ``--wrappers``."""
+    parser.add_argument("--max-turns", type=int, default=None, help="policy turns per episode (default 1000)")
+    parser.add_argument("--extra-query-num", type=int, default=-1, help="per-slot query budget extra; -1 unlimited")
+    parser.add_argument("--global-check-alpha", type=float, default=-1, help="global checks = alpha*H; -1 unlimited")
+    parser.add_argument("--check-include-reason", action="store_true", help="check tools explain failures")
+    parser.add_argument("--max-query-ids", type=int, default=5, help="item ids one info query may name")
+    parser.add_argument("--max-query-fields", type=int, default=5, help="attributes one info query may name")
+    parser.add_argument(
+        "--wrappers",
+        nargs="+",
+        action=ListAction,
+        const=str,
+        default=[],
+        metavar="SETTING",
+        help=f"planning settings to wrap the env in ({', '.join(WRAPPER_CHOICES)}), e.g. unsolvable,broken,extraneous; "
+        "their metrics join the summary (docs/planning.md)",
+    )
 
 
 def _add_skip_malformed(parser: argparse.ArgumentParser) -> None:
@@ -226,7 +232,8 @@ def dataset_sources(dataset: str, domains: Sequence[str] | None) -> dict[str, tu
     }
 
 
-def _env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The :class:`~ace_gym.envs.AceEnv` keyword arguments (tool budgets) the flags of :func:`add_env_flags` ask for."""
     return {
         "extra_query_num": args.extra_query_num,
         "global_check_alpha": args.global_check_alpha,
@@ -274,7 +281,7 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
                             seed=args.seed,
                             trial=trial,
                             tool_failure_rate=rate,
-                            env_kwargs=_env_kwargs(args),
+                            env_kwargs=env_kwargs(args),
                             max_turns=args.max_turns,
                             settings=check_settings(args.wrappers, "wrappers"),
                             failure_injection=_failure_injection(args),
@@ -293,7 +300,7 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
         "policy": label,
         "dataset": str(path.resolve()) if path.exists() else args.dataset,
         "settings": {
-            **_env_kwargs(args),
+            **env_kwargs(args),
             "max_turns": args.max_turns,
             "seed": args.seed,
             **({"wrappers": list(check_settings(args.wrappers, "wrappers"))} if args.wrappers else {}),

@@ -6,15 +6,23 @@ per token) that approximates a byte-level BPE on this benchmark's text: letter r
 up to six letters, digit runs in pieces of up to three digits, punctuation runs in pieces of up to
 four marks, an underscore, runs of newlines; other whitespace is free. :class:`HFTokenizer` counts exactly with any Hugging Face
 tokenizer saved in a local directory (the ``hf`` extra); nothing is downloaded.
+
+:func:`conversation_tokens` counts a chat episode the way a model sees it: the opening prompt (with
+the tool schemas), the model's turns and what the env wrote back, apart.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from ace_gym.chat_template import ChatTokens
 from ace_gym.errors import ConfigError, did_you_mean, integer
 
 BUCKETS: dict[str, int] = {
@@ -54,18 +62,30 @@ class ApproxTokenizer:
 
 
 class HFTokenizer:
-    """Exact counts from a Hugging Face tokenizer stored at a local ``path`` (no special tokens)."""
+    """Exact counts from a Hugging Face tokenizer stored at a local ``path`` (no special tokens);
+    ``tokenizer`` is the loaded ``transformers`` tokenizer. ConfigError naming the path when it is
+    no directory, holds no tokenizer, or ``transformers`` (the ``hf`` extra) is not installed."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         if not os.path.isdir(path):
             raise ConfigError("tokenizer", os.fspath(path), "must be a local directory holding a saved tokenizer")
-        from transformers import AutoTokenizer  # the hf extra; imported only when asked for
-
         self.path = os.fspath(path)
-        self._tokenizer = AutoTokenizer.from_pretrained(self.path)
+        try:
+            from transformers import AutoTokenizer  # the hf extra; imported only when asked for
+        except ImportError as error:
+            raise ConfigError(
+                "tokenizer",
+                self.path,
+                f"needs transformers ({error}); install it: pip install '.[hf]' in an ace-gym checkout",
+            ) from None
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, local_files_only=True)
+        except (OSError, ValueError, TypeError, KeyError) as error:
+            problem = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ConfigError("tokenizer", self.path, f"holds no tokenizer transformers can load ({problem})") from None
 
     def count(self, text: str) -> int:
-        return len(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def __repr__(self) -> str:
         return f"HFTokenizer({self.path!r})"
@@ -109,3 +129,82 @@ def resolve_target_tokens(value: int | str) -> tuple[int, str]:
         if tokens == value:
             return value, label
     return value, str(value)
+
+
+@dataclass(frozen=True)
+class ConversationTokens:
+    """One episode's tokens: ``prompt`` (the opening messages with the tool schemas), ``model``
+    (the assistant turns) and ``tool`` (everything the env wrote after the opening: tool replies,
+    notices); ``counted_by`` says how (see :func:`conversation_tokens`)."""
+
+    prompt: int
+    model: int
+    tool: int
+    counted_by: str
+
+    @property
+    def response(self) -> int:
+        """The tokens after the opening prompt: the model's and the env's."""
+        return self.model + self.tool
+
+
+def conversation_tokens(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], tokenizer: Tokenizer
+) -> ConversationTokens:
+    """Count a chat conversation (OpenAI messages as :class:`~ace_gym.wrappers.ChatAdapter` writes
+    them; the opening is every message before the first assistant one) offered ``tools``.
+
+    An :class:`HFTokenizer` with a chat template counts what the model sees: the template's
+    rendering with the tools, grown turn by turn (:class:`~ace_gym.chat_template.ChatTokens`): the
+    prompt with its generation prompt, each assistant turn as the template writes it (model), the
+    replies and the next generation prompt (tool); ``counted_by="chat_template"``. A template that
+    is not prefix-stable (it rewrites earlier turns, as Qwen3's drops an empty thinking block) has
+    no per-turn split: such an episode, and any tokenizer without a template, is counted message by
+    message (:func:`message_tokens`, the tool schemas as their JSON text in the prompt);
+    ``counted_by="messages"``."""
+    opening = next((k for k, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
+    hf = tokenizer.tokenizer if isinstance(tokenizer, HFTokenizer) else None
+    if hf is not None and getattr(hf, "chat_template", None):
+        counted = _templated_tokens(hf, messages, tools, opening)
+        if counted is not None:
+            return counted
+    prompt = sum(message_tokens(tokenizer, m) for m in messages[:opening]) + (
+        tokenizer.count(json.dumps(list(tools), ensure_ascii=False)) if tools else 0
+    )
+    later = messages[opening:]
+    model = sum(message_tokens(tokenizer, m) for m in later if m.get("role") == "assistant")
+    tool = sum(message_tokens(tokenizer, m) for m in later if m.get("role") != "assistant")
+    return ConversationTokens(prompt, model, tool, "messages")
+
+
+def _templated_tokens(
+    hf: Any, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]], opening: int
+) -> ConversationTokens | None:
+    """The chat-template count of :func:`conversation_tokens`; None when the template is not prefix-stable."""
+    tokens = ChatTokens(hf, tools=list(tools) or None)
+    with _quiet("ace_gym.chat_template"):  # a template that is not prefix-stable is reported by the caller
+        tokens.reset(messages[:opening])
+        starts = [k for k in range(opening, len(messages)) if messages[k].get("role") == "assistant"]
+        for start, end in zip(starts, [*starts[1:], len(messages)], strict=True):
+            tokens.add_turn(messages[start], messages[start + 1 : end])
+            if not tokens.prefix_stable:
+                return None
+    by_kind = {"prompt": 0, "assistant": 0, "env": 0}
+    for segment in tokens.segments:
+        by_kind[segment.kind] += len(segment.token_ids)
+    return ConversationTokens(by_kind["prompt"], by_kind["assistant"], by_kind["env"], "chat_template")
+
+
+@contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """Drop logger ``name``'s warnings for the duration."""
+    logger = logging.getLogger(name)
+
+    def drop(record: logging.LogRecord) -> bool:
+        return False
+
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
