@@ -285,8 +285,10 @@ def is_well_formed(question_type: str, fmt: str, text: str) -> bool:
     if question_type == FIND_DUPLICATES:
         inner = extract_answer(text) or ""
         first = _FIRST_WORD.match(inner.lower().lstrip(" \t\n\"'*([{"))
-        return first is not None and YES_NO_WORDS.get(first.group(0)) is not None and (
-            YES_NO_WORDS[first.group(0)] == prediction
+        return (
+            first is not None
+            and YES_NO_WORDS.get(first.group(0)) is not None
+            and (YES_NO_WORDS[first.group(0)] == prediction)
         )
     if question_type in NUMBER_TYPES:
         return prediction is not None
