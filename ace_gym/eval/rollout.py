@@ -54,6 +54,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, integer, optional_integer
 from ace_gym.eval.recovery import failure_log
 from ace_gym.feedback.evaluation import protocol_fields
+from ace_gym.feedback.rounds import ACE_THRESHOLD
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import check_settings
@@ -77,7 +78,8 @@ class EpisodeSpec:
     (docs/feedback_rounds.md): ``scenario``, keyword arguments of
     :class:`~ace_gym.feedback.scenario.ScenarioEnv` (``stages``, ``max_attempts``, ``threshold``,
     ``feedback``), plays the instance in stages; ``feedback_rounds``, keyword arguments of
-    :class:`~ace_gym.feedback.FeedbackRounds`, wraps the episode in feedback rounds.
+    :class:`~ace_gym.feedback.FeedbackRounds`, wraps the episode in feedback rounds (its
+    ``threshold`` is filled in with the default, 1.0, when absent, so the key names it).
     ``failure_injection``: keyword arguments of :class:`~ace_gym.wrappers.ToolFailureInjection`
     besides the rate (``failure_modes``, ``tool_rates``, ``rng``); None (the default) injects the
     published failure only.
@@ -102,6 +104,10 @@ class EpisodeSpec:
             raise ConfigError("env_kwargs", dict(self.env_kwargs), "use max_turns, not max_steps")
         object.__setattr__(self, "max_turns", optional_integer("max_turns", self.max_turns, minimum=1))
         object.__setattr__(self, "settings", check_settings(self.settings))
+        if self.feedback_rounds is not None and "threshold" not in self.feedback_rounds:
+            # the threshold is named in the key: a spec that relied on 0.6, the default until
+            # issue 29, never shares a key (and so a resumed run) with one played at 1.0
+            object.__setattr__(self, "feedback_rounds", {**self.feedback_rounds, "threshold": ACE_THRESHOLD})
 
     def key(self, policy: str) -> str:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""

@@ -14,7 +14,7 @@ from ace_gym.lazy_exports import lazy_homes
 
 if TYPE_CHECKING:
     from ace_gym.feedback.feedback_rounds import FeedbackRounds
-    from ace_gym.feedback.rounds import FINAL_REWARDS, Rounds, Verdict
+    from ace_gym.feedback.rounds import ACE_THRESHOLD, AGENCYBENCH_THRESHOLD, FINAL_REWARDS, Rounds, Verdict
     from ace_gym.feedback.rubric import GlobalItem, Rubric, SlotItem, SlotState, cells_of, grade, item_names
     from ace_gym.feedback.scenario import ScenarioEnv
     from ace_gym.feedback.simulator import EngineUserSimulator, TemplateFeedback, UserSimulator
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from ace_gym.feedback.texts import FEEDBACK_STYLES, FeedbackStyle, Submission, feedback_text, mentions_a_cell
 
 __all__ = [
+    "ACE_THRESHOLD",
+    "AGENCYBENCH_THRESHOLD",
     "FEEDBACK_STYLES",
     "FINAL_REWARDS",
     "EngineUserSimulator",
@@ -52,6 +54,8 @@ __all__ = [
 _HOMES = {  # name -> its module
     "FeedbackRounds": "feedback_rounds",
     "FINAL_REWARDS": "rounds",
+    "ACE_THRESHOLD": "rounds",
+    "AGENCYBENCH_THRESHOLD": "rounds",
     "Rounds": "rounds",
     "Verdict": "rounds",
     "GlobalItem": "rubric",

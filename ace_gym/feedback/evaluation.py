@@ -17,7 +17,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ace_gym.errors import ConfigError, integer, probability
+from ace_gym.errors import ConfigError, integer
 from ace_gym.feedback.metrics import (
     PASS_CONVENTION,
     PASS_WITHIN,
@@ -26,6 +26,7 @@ from ace_gym.feedback.metrics import (
     scenario_pass,
     stage_summary,
 )
+from ace_gym.feedback.rounds import ACE_THRESHOLD, resolve_threshold
 from ace_gym.feedback.texts import FEEDBACK_STYLES
 
 METRIC_KEYS = ("tasks", "s_avg", "s_avg_of", "att", "rise", "e_att", "e_tok", "pass_convention", "tokens_source")
@@ -45,7 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="up to K attempts per episode (per stage with --scenario), feedback between them",
     )
     group.add_argument(
-        "--threshold", type=float, default=None, metavar="T", help="pass threshold in [0, 1] (default 0.6; 1.0 stages)"
+        "--threshold",
+        default=None,
+        metavar="T",
+        help="pass threshold in [0, 1], or 'paper' (AgencyBench's 0.6) (default 1.0: ACE's own verdict)",
     )
     group.add_argument("--feedback", default=None, choices=FEEDBACK_STYLES, help="feedback style (default diagnostic)")
     group.add_argument(
@@ -67,7 +71,7 @@ def spec_settings(args: argparse.Namespace) -> dict[str, dict[str, Any] | None]:
     if args.feedback_rounds is not None:
         rounds["max_attempts"] = integer("feedback-rounds", args.feedback_rounds, minimum=1)
     if args.threshold is not None:
-        rounds["threshold"] = probability("threshold", args.threshold)
+        rounds["threshold"] = _threshold(args.threshold)
     if args.feedback is not None:
         rounds["feedback"] = args.feedback
     if args.scenario is not None:
@@ -75,7 +79,18 @@ def spec_settings(args: argparse.Namespace) -> dict[str, dict[str, Any] | None]:
         return {"scenario": {"stages": stages, **rounds}, "feedback_rounds": None}
     if rounds and "max_attempts" not in rounds:
         raise ConfigError("threshold/feedback", rounds, "apply with --feedback-rounds K or --scenario")
+    if rounds:  # named, so that a run that relied on 0.6, the default before 1.0, is not resumed at 1.0
+        rounds.setdefault("threshold", ACE_THRESHOLD)
     return {"scenario": None, "feedback_rounds": rounds or None}
+
+
+def _threshold(text: str) -> float:
+    """``--threshold``'s value: a number in [0, 1] or a name of THRESHOLD_NAMES; ConfigError else."""
+    try:
+        value: float | str = float(text)
+    except ValueError:
+        value = text
+    return resolve_threshold(value)
 
 
 def protocol_fields(env: Any, info: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import gymnasium as gym
 
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
-from ace_gym.feedback.rounds import Rounds
+from ace_gym.feedback.rounds import ACE_THRESHOLD, Rounds
 from ace_gym.feedback.rubric import cells_of, grade, item_names
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.feedback.simulator import UserSimulator
@@ -25,7 +25,9 @@ class FeedbackRounds(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructo
     is the share of items met.
 
     ## Retry
-    A score ``>= threshold`` passes and ends the episode; so does the last attempt. Otherwise the
+    A score ``>= threshold`` passes and ends the episode (default 1.0, ACE's own verdict: every
+    rubric item met; ``threshold="paper"`` is AgencyBench's 0.6, at which a grid with a slot that
+    breaks its own rules passes); so does the last attempt. Otherwise the
     grid is kept as the agent left it, the feedback (``feedback``: ``"names"``, ``"diagnostic"``,
     ``"directive"`` or a :class:`~ace_gym.feedback.simulator.UserSimulator`; it never names a
     cell) becomes the next observation through the stack's ``resume`` (a user message for a chat
@@ -35,6 +37,8 @@ class FeedbackRounds(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructo
     ## Reward
     0 on every step but the last, where it is the last attempt's score (``final_reward="final"``)
     or ``gamma ** (j - 1)`` for a pass at attempt j, 0 for a failure (``"pass_discount"``).
+    Floor: ``done`` at once on an empty grid meets only the global rules an empty grid meets, and
+    never passes at the default threshold.
 
     ## Information
     Every step (and reset): ``feedback_rounds`` = the log of :meth:`Rounds.info
@@ -52,7 +56,7 @@ class FeedbackRounds(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructo
         self,
         env: gym.Env,
         max_attempts: int = 2,
-        threshold: float = 0.6,
+        threshold: float | str = ACE_THRESHOLD,
         feedback: str | UserSimulator = "diagnostic",
         final_reward: str = "final",
         gamma: float = 0.9,

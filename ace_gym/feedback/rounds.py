@@ -19,6 +19,14 @@ from ace_gym.feedback.simulator import TemplateFeedback, UserSimulator
 from ace_gym.feedback.texts import FEEDBACK_STYLES, Submission, mentions_a_cell
 from ace_gym.tools import valid_text
 
+ACE_THRESHOLD = 1.0
+"""The default pass threshold: ACE's own verdict, a grid passes only when it meets every rubric item."""
+AGENCYBENCH_THRESHOLD = 0.6
+"""AgencyBench's pass threshold (60 %): on ACE every greedy grid reaches it at once, so Att, Pass@k
+and Rise say nothing there; kept for reproducing the paper's protocol."""
+THRESHOLD_NAMES: dict[str, float] = {"ace": ACE_THRESHOLD, "paper": AGENCYBENCH_THRESHOLD}
+"""Named thresholds: ``threshold="paper"`` is AgencyBench's 0.6, ``"ace"`` the default 1.0."""
+
 FinalReward = Literal["final", "pass_discount"]
 FINAL_REWARDS: tuple[FinalReward, ...] = ("final", "pass_discount")
 
@@ -33,10 +41,19 @@ class Verdict:
     feedback: str | None
 
 
+def resolve_threshold(threshold: float | str) -> float:
+    """A pass threshold as a number: one in [0, 1], or a name of :data:`THRESHOLD_NAMES`.
+    ConfigError for anything else."""
+    if isinstance(threshold, str):
+        return THRESHOLD_NAMES[choice("threshold", threshold, tuple(THRESHOLD_NAMES))]
+    return float(number("threshold", threshold, minimum=0, maximum=1))
+
+
 class Rounds:
     """One task's attempts under AgencyBench's protocol.
 
-    ``max_attempts`` (K >= 1) submissions at most; a score ``>= threshold`` (in [0, 1]) passes;
+    ``max_attempts`` (K >= 1) submissions at most; a score ``>= threshold`` (in [0, 1], or a name
+    of :data:`THRESHOLD_NAMES`; default :data:`ACE_THRESHOLD`) passes;
     ``feedback`` is a style of :data:`~ace_gym.feedback.texts.FEEDBACK_STYLES` or a
     :class:`UserSimulator`; ``final_reward`` is ``"final"`` (the last attempt's score) or
     ``"pass_discount"`` (1 on a pass at attempt j, times ``gamma ** (j - 1)``; 0 on a failure),
@@ -46,13 +63,13 @@ class Rounds:
     def __init__(
         self,
         max_attempts: int = 2,
-        threshold: float = 0.6,
+        threshold: float | str = ACE_THRESHOLD,
         feedback: str | UserSimulator = "diagnostic",
         final_reward: str = "final",
         gamma: float = 0.9,
     ) -> None:
         self.max_attempts = integer("max_attempts", max_attempts, minimum=1)
-        self.threshold = float(number("threshold", threshold, minimum=0, maximum=1))
+        self.threshold = resolve_threshold(threshold)
         if isinstance(feedback, str):
             self.simulator: UserSimulator = TemplateFeedback(choice("feedback", feedback, FEEDBACK_STYLES))  # type: ignore[arg-type]
         elif isinstance(feedback, UserSimulator):

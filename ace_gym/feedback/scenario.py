@@ -9,7 +9,7 @@ from typing import Any
 from ace_gym.domains.tool_names import TOOL_NAMES
 from ace_gym.envs.ace_env import AceEnv, ActionType
 from ace_gym.errors import integer
-from ace_gym.feedback.rounds import Rounds
+from ace_gym.feedback.rounds import ACE_THRESHOLD, Rounds
 from ace_gym.feedback.rubric import graded_rules, item_names
 from ace_gym.feedback.simulator import UserSimulator
 from ace_gym.feedback.stages import Stage, grade_stage, split_stages
@@ -81,7 +81,7 @@ class ScenarioEnv(AceEnv):
         *,
         stages: int = 5,
         max_attempts: int = 2,
-        threshold: float = 1.0,
+        threshold: float | str = ACE_THRESHOLD,
         feedback: str | UserSimulator = "diagnostic",
         final_reward: str = "final",
         gamma: float = 0.9,

@@ -18,13 +18,13 @@ from ace_gym.longbench.samples import (
     choose_question_type,
     config_from_options,
 )
-from ace_gym.longbench.scoring import extract_answer, parse_prediction, score_prediction
+from ace_gym.longbench.scoring import extract_answer, is_well_formed, parse_prediction, score_prediction
 from ace_gym.runs.tokens import Tokenizer, resolve_tokenizer
 from ace_gym.spaces import UnicodeText
 from ace_gym.text import valid_text
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
-REWARDS: tuple[str, ...] = ("official", "relative_error")
+REWARDS: tuple[str, ...] = ("strict", "official", "relative_error")
 RENDERS: tuple[str, ...] = ("messages", "text")
 
 
@@ -49,11 +49,17 @@ class ALBQAEnv(gym.Env[Any, str]):
     in OpenAI format); ``render="text"``: the same as one flat transcript string.
 
     ## Reward
-    ``reward="official"``: the official metric of the question type (exact match; 1 / 0.5 / 0 for
-    Find Target Offsets; set F1 for verbose Intersection), with the official answer parsing.
-    ``"relative_error"`` (not official): for number answers ``max(0, 1 - |pred - gold| / max(1,
-    |gold|))``, otherwise the official metric. ``require_answer_tag=False`` (not official) reads
-    an answer without tags as if it were wrapped in them.
+    ``reward="strict"`` (the default, for training): the official metric of an answer of the form
+    its question type asks for, 0 for any other (:func:`~ace_gym.longbench.scoring.strict_score`:
+    a yes/no answer must begin with yes/no/true/false, so garbage that the official parsing reads
+    as "no" earns nothing). ``"official"``: the official metric of the question type (exact
+    match; 1 / 0.5 / 0 for Find Target Offsets; set F1 for verbose Intersection), with the official
+    answer parsing: the paper's numbers. ``"relative_error"`` (not official): for number answers
+    ``max(0, 1 - |pred - gold| / max(1, |gold|))``, otherwise the strict score.
+    ``require_answer_tag=False`` (not official) reads an answer without tags as if it were
+    wrapped in them. Floor: an empty, untagged or malformed answer scores 0 under every reward
+    but ``"official"``; a yes/no answer scores chance level (the share of questions whose truth
+    it names).
 
     ## Episode End
     Terminated after the one step. Stepping again returns reward 0 until ``reset``.
@@ -73,10 +79,13 @@ class ALBQAEnv(gym.Env[Any, str]):
     ``evidence_depth``, ``tokens`` (observation size), ``target_tokens``, ``bucket``,
     ``knowledge``, ``format``, ``table``, ``rounds``, ``games``, ``seed``, ``attempt`` and the
     official ``round`` / ``i_round`` / ``j_round`` when the question names rounds. Step also:
-    ``prediction`` (parsed answer), ``score`` (official metric; None if the gold does not parse).
+    ``prediction`` (parsed answer), ``official_score`` (the official metric; None if the gold does
+    not parse: what the paper-comparable reports read), ``score`` (the reward's verdict: the
+    official score for ``reward="official"``, else the strict score; None with the gold).
 
     ## Version History
-    * v0: first release.
+    * v0: first release; the ``"strict"`` reward became the default with ``info["official_score"]``
+      (issue 29: the official reading paid garbage on yes/no questions).
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
@@ -98,7 +107,7 @@ class ALBQAEnv(gym.Env[Any, str]):
         evidence_position: float | None = None,
         render: str = "messages",
         require_answer_tag: bool = True,
-        reward: str = "official",
+        reward: str = "strict",
     ) -> None:
         choice("render", render, RENDERS)
         choice("reward", reward, REWARDS)
@@ -164,22 +173,27 @@ class ALBQAEnv(gym.Env[Any, str]):
         info = self.sample.info()
         observation: Any = [] if self.render_as == "messages" else ""
         if self._answered:
-            info.update(prediction=None, score=None, error="the episode has ended; call reset()")
+            info.update(prediction=None, score=None, official_score=None, error="the episode has ended; call reset()")
             return observation, 0.0, True, False, info
         self._answered = True
         text = action.get("content") if isinstance(action, Mapping) else action
         if not isinstance(text, str):
-            info.update(prediction=None, score=0.0, error="an action must be the answer text (a str)")
+            info.update(
+                prediction=None, score=0.0, official_score=0.0, error="an action must be the answer text (a str)"
+            )
             return observation, 0.0, True, False, info
         text = valid_text(text)  # the prediction, parsed from it, goes into info
         if not self.require_answer_tag and extract_answer(text) is None:
             text = f"<answer>{text}</answer>"
         question_type, fmt = info["question_type"], self.config.fmt
         prediction = parse_prediction(question_type, fmt, text)
-        score = score_prediction(question_type, fmt, self.config.knowledge, info["gt"], prediction)
+        official = score_prediction(question_type, fmt, self.config.knowledge, info["gt"], prediction)
+        score = official
+        if self.reward_kind != "official" and official is not None and not is_well_formed(question_type, fmt, text):
+            score = 0.0
         reward = 0.0 if score is None else score
         if self.reward_kind == "relative_error" and question_type in NUMBER_TYPES and isinstance(prediction, int):
             gold = int(info["gt"])
             reward = max(0.0, 1.0 - abs(prediction - gold) / max(1, abs(gold)))
-        info.update(prediction=prediction, score=score)
+        info.update(prediction=prediction, score=score, official_score=official)
         return observation, float(reward), True, False, info

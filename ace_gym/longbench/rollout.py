@@ -5,7 +5,8 @@
 ``batch_size`` conversations per ``engine.generate`` call and yield records shaped like the ACE
 episode records of :mod:`ace_gym.eval.rollout`: ``key``, ``policy``, ``env_id``, ``domain`` (the
 setting, e.g. ``kf-c``), ``seed``, ``trial``, ``env_config``, ``score`` (the official metric,
-None when the gold does not parse), ``reward``, ``terminated``, ``truncated``, ``messages``,
+None when the gold does not parse: the paper-comparable verdict, whatever the env's ``reward``
+option), ``reward`` (the env's reward, the strict score by default), ``terminated``, ``truncated``, ``messages``,
 ``usage`` (``turns``, ``tool_calls``, ``prompt_tokens``, ``completion_tokens``, ``time_s``,
 ``env_s``, ``generation_s``), plus ``question_type``, ``bucket``, ``tokens``, ``target_tokens``,
 ``knowledge``, ``format``, ``gt``, ``prediction``, ``raw_response``, ``finish_reason``,
@@ -130,7 +131,7 @@ def _record(
         "target_tokens": info["target_tokens"],
         "knowledge": info["knowledge"],
         "format": info["format"],
-        "score": step_info.get("score"),
+        "score": step_info.get("official_score"),  # paper-comparable, whatever the env's reward
         "gt": info["gt"],
         "prediction": step_info.get("prediction"),
         "raw_response": completion.text or "",
@@ -175,7 +176,8 @@ class _OfficialRowEnv:
     def step(self, text: str) -> tuple[None, float, bool, bool, dict[str, Any]]:
         row = self.row
         score = row.score(text)
-        info = {"score": score, "prediction": parse_prediction(row.question_type, row.fmt, text)}
+        prediction = parse_prediction(row.question_type, row.fmt, text)
+        info = {"score": score, "official_score": score, "prediction": prediction}
         return None, score or 0.0, True, False, info
 
     def close(self) -> None:

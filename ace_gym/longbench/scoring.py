@@ -22,6 +22,13 @@ or strings containing yes/true/1, else no/false/0; pairs: a list, or a string wi
 parts). A sample whose gold does not parse is not scored (:func:`score_answer` returns None) and
 does not count towards accuracy.
 
+For training, :func:`strict_score` scores only an answer of the form its question type asks
+for (:func:`is_well_formed`): a yes/no answer must begin with yes, no, true or false (the official
+reading must agree), a number answer must hold a number, a name answer a name. Anything else
+scores 0, where the official rules read any text with a negation word (``"definitely not the
+answer"``) as "no" and so pay garbage on every question whose truth is no. An answer that is well
+formed scores exactly its official score, so the strict score never exceeds the official one.
+
 Departures (only reachable by hostile text): a number too large for a float is skipped like an
 unreadable one instead of raising, and the tag search is linear in the text length.
 """
@@ -45,6 +52,9 @@ _AND = re.compile(r"\band\b", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[\n;|]")
 _NUMBERING = re.compile(r"^\d+\.?\s*")
 _GOLD_PAIR_SPLIT = re.compile(r"[,;]|\s+and\s+", re.IGNORECASE)
+_FIRST_WORD = re.compile(r"[a-z]+")
+YES_NO_WORDS: dict[str, bool] = {"yes": True, "true": True, "no": False, "false": False}
+"""The words a well-formed yes/no answer begins with, and what each means."""
 
 
 def extract_answer(text: str) -> str | None:
@@ -265,3 +275,31 @@ def score_prediction(question_type: str, fmt: str, knowledge: str, gold: Any, pr
 def score_answer(question_type: str, fmt: str, knowledge: str, gold: Any, text: str) -> float | None:
     """Parse a model's raw ``text`` and score it officially (None: the gold does not parse)."""
     return score_prediction(question_type, fmt, knowledge, gold, parse_prediction(question_type, fmt, text))
+
+
+def is_well_formed(question_type: str, fmt: str, text: str) -> bool:
+    """Whether ``text`` holds an answer of the form the question type asks for (module
+    docstring): a tag whose content is, for yes/no, led by a word of :data:`YES_NO_WORDS` that
+    the official reading agrees with; for numbers, a number; for names, at least one name."""
+    prediction = parse_prediction(question_type, fmt, text)
+    if question_type == FIND_DUPLICATES:
+        inner = extract_answer(text) or ""
+        first = _FIRST_WORD.match(inner.lower().lstrip(" \t\n\"'*([{"))
+        return (
+            first is not None
+            and YES_NO_WORDS.get(first.group(0)) is not None
+            and (YES_NO_WORDS[first.group(0)] == prediction)
+        )
+    if question_type in NUMBER_TYPES:
+        return prediction is not None
+    return bool(prediction)  # a name, or a non-empty list of names
+
+
+def strict_score(question_type: str, fmt: str, knowledge: str, gold: Any, text: str) -> float | None:
+    """The training score of a model's raw ``text``: its official score when the answer is well
+    formed (:func:`is_well_formed`), else 0; None when the gold does not parse (as the official
+    score)."""
+    official = score_answer(question_type, fmt, knowledge, gold, text)
+    if official is None:
+        return None
+    return official if is_well_formed(question_type, fmt, text) else 0.0

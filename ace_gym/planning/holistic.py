@@ -24,6 +24,19 @@ from ace_gym.tools import echo
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
 ENDED = {"role": "user", "content": "The episode has ended; call reset()."}
+UNREWARDED_PLAN_CAUSES = frozenset({"bad_arguments", "empty_slots", "refused_solvable"})
+"""Plan-wide flags that make a plan's score 0 whatever its APB grade: no plan at all (not a JSON
+object, no tool_chain list), a plan that leaves a hidden cell unset (``done`` at once), a refusal
+of a task that can be done. APB's rubric grades each as one flag (0.6, 0.4, 0.2): partial credit a
+degenerate policy would collect."""
+
+
+def plan_score(graded: PlanGrade) -> float:
+    """The score (and reward) of a plan that is not a refusal the unsolvable setting scores: 0 when
+    a plan-wide flag of :data:`UNREWARDED_PLAN_CAUSES` is raised, else the APB grade."""
+    if any(index == -1 and found.cause in UNREWARDED_PLAN_CAUSES for index, found in graded.flags):
+        return 0.0
+    return graded.grade
 
 
 class PlanOrCallSpace(ObjectSpace):
@@ -85,11 +98,17 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
     The plan (JSON text or dict); with ``act_after_plan``, then one tool call per step.
 
     ## Reward
-    The plan's grade on the plan step (the episode ends there unless ``act_after_plan`` and the
-    plan is not a refusal); then the env stack's rewards (the grid's score on the last step).
+    On the plan step (the episode ends there unless ``act_after_plan`` and the plan is not a
+    refusal) the reward is ``info["score"]``, one definition: for a refusal with the
+    ``unsolvable`` setting, :class:`~ace_gym.planning.unsolvable_mix.UnsolvableMix`'s matrix value
+    (0 on a solvable task); otherwise :func:`plan_score`, the plan's APB grade but 0 for no plan,
+    a plan that leaves a hidden cell unset, or a refusal of a solvable task. ``info["plan_grade"]``
+    keeps APB's grade (what the paper reports). Then the env stack's rewards (the grid's score on
+    the last step). Floor: 0 for empty or unparseable text, a ``done``-only plan and a refusal
+    of a solvable task.
 
     ## Information
-    Plan step: ``plan_flags`` (step index, -1 for the whole plan, and the flag), ``plan_grade``,
+    Plan step: ``score`` (the reward), ``plan_flags`` (step index, -1 for the whole plan, and the flag), ``plan_grade``,
     ``plan_correct``, ``refused``, ``reason_code``, ``planned_tools``; with the ``cost`` setting
     also ``plan_cost`` (what the chain would cost) and ``reference_cost`` (the cost-aware solver's). Last acting step: the env's
     final info plus ``plan_adherence`` (longest common subsequence of planned and executed tool
@@ -167,15 +186,16 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
             chain = (read_plan(action) or {}).get("tool_chain")
             info["plan_cost"] = plan_cost(self._costs["costs"], self._costs["per_id"], chain)
             info["reference_cost"] = self._costs["reference"]
+        info["score"] = plan_score(graded)
         if graded.refused and REFUSAL_TOOL in self._facts.tools:
             plan = read_plan(action) or {}
             report = {"reason_code": graded.reason_code, "explanation": echo(plan.get("reason", ""))}
-            info.update(self._env.step({"name": REFUSAL_TOOL, "arguments": report})[4])
+            info.update(self._env.step({"name": REFUSAL_TOOL, "arguments": report})[4])  # the mix's score
         ends = graded.refused or not self.act_after_plan
         if ends:
             self._env = None
         text = f"Plan graded {graded.grade:.1f}." + ("" if ends else " Now carry it out, one tool call per step.")
-        return [{"role": "user", "content": text}], graded.grade, ends, False, info
+        return [{"role": "user", "content": text}], float(info["score"]), ends, False, info
 
     def _acted(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
         assert self._env is not None and self._plan is not None

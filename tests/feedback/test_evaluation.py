@@ -37,6 +37,35 @@ def test_episode_spec__plain_keys_are_unchanged_and_protocols_change_them() -> N
     assert len({plain.key("p"), rounds.key("p"), scenario.key("p")}) == 3
 
 
+def test_episode_spec__an_explicit_threshold_keeps_its_key_and_the_default_is_named_in_the_key() -> None:
+    """Records of a run that passed a threshold keep resuming; a spec that relied on the default
+    (0.6 until issue 29, 1.0 now) gets a key no record played at 0.6 has."""
+    explicit = EpisodeSpec("meal", instance_index=3, feedback_rounds={"max_attempts": 2, "threshold": 0.6})
+    assert explicit.key("p").endswith(
+        '|{"feedback_rounds": {"max_attempts": 2, "threshold": 0.6}, "max_turns": null}'
+    )  # as today's main writes it
+    default = EpisodeSpec("meal", instance_index=3, feedback_rounds={"max_attempts": 2})
+    assert default.feedback_rounds == {"max_attempts": 2, "threshold": 1.0}
+    assert '"threshold": 1.0' in default.key("p")
+
+
+def test_eval__a_run_that_relied_on_the_old_default_is_not_resumed_at_the_new_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "rounds"
+    args = ["--policy", "greedy-revise", "--domains", "course", *H15, "--out", str(out)]
+    assert run_cli(*args, "--feedback-rounds", "2") == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"]["settings"]["feedback_rounds"] == {"max_attempts": 2, "threshold": 1.0}
+    summary["run"]["settings"]["feedback_rounds"] = {"max_attempts": 2}  # as main wrote a default run
+    (out / "summary.json").write_text(json.dumps(summary))
+    assert run_cli(*args, "--feedback-rounds", "2") == EXIT_CONFIG
+    assert "holds another run" in one_error_line(capsys)
+    paper = tmp_path / "paper"
+    assert run_cli(*args[:-1], str(paper), "--feedback-rounds", "2", "--threshold", "paper") == 0
+    assert json.loads((paper / "summary.json").read_text())["run"]["settings"]["feedback_rounds"]["threshold"] == 0.6
+
+
 def test_eval__feedback_rounds_summary_has_the_papers_metrics_overall_and_per_domain(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -83,6 +112,7 @@ def test_eval__plain_runs_have_no_protocol_metrics(tmp_path: Path, capsys: pytes
         (["--threshold", "0.5"], "threshold/feedback"),
         (["--feedback-rounds", "0"], "feedback-rounds"),
         (["--feedback-rounds", "2", "--threshold", "1.5"], "threshold"),
+        (["--feedback-rounds", "2", "--threshold", "papers"], "threshold"),
         (["--scenario", "0"], "scenario"),
     ],
 )

@@ -244,3 +244,31 @@ def test_feedback_rounds__an_llm_simulator_writes_the_feedback_unless_it_points_
     assert "Root cause:" in engine.prompts[0]
     rubric = grade(env.unwrapped.compiled, env.unwrapped.state.grid)
     assert rubric.score < 1.0
+
+
+def _set_c476_then_done(env: gym.Env) -> dict[str, Any]:
+    """The issue's example: instance 0 of course, a C476 that breaks its own slot rule, then done."""
+    env.reset(options={"instance_index": 0})
+    assert json.loads(env.step(call_action("set_slot", row=2, col=3, id="C476"))[0])["status"] == "success"
+    _, reward, terminated, _, info = env.step(call_action("done"))
+    return {"reward": reward, "terminated": terminated, **info["feedback_rounds"]}
+
+
+def call_action(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def test_feedback_rounds__by_default_a_grid_breaking_a_slot_rule_does_not_pass() -> None:
+    """At 0.6 (the default until issue 29) this grid scored 0.83 and passed: every greedy grid
+    passed at once, so Att, Pass@k and Rise said nothing on ACE."""
+    rounds = _set_c476_then_done(FeedbackRounds(gym.make("ACE-course-v0")))
+    assert rounds["scores"] == [pytest.approx(5 / 6)]
+    assert (rounds["threshold"], rounds["passed"], rounds["terminated"]) == (1.0, False, False)
+
+
+def test_feedback_rounds__the_papers_threshold_is_available_by_name() -> None:
+    rounds = _set_c476_then_done(FeedbackRounds(gym.make("ACE-course-v0"), threshold="paper"))
+    assert (rounds["threshold"], rounds["passed"], rounds["terminated"]) == (0.6, True, True)
+    assert rounds["reward"] == pytest.approx(5 / 6)
+    with pytest.raises(ConfigError, match="threshold"):
+        FeedbackRounds(gym.make("ACE-course-v0"), threshold="papers")

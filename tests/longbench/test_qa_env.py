@@ -73,6 +73,39 @@ def test_step__the_gold_answer_earns_reward_1_and_nonsense_0(fmt: str, question_
     assert env.step("<answer>qwertz</answer>")[1] == 0.0
 
 
+GARBAGE = "<answer>definitely not the answer 987654321</answer>"
+
+
+def test_step__garbage_scores_0_on_every_seed_while_the_official_verdict_is_kept() -> None:
+    """The official reading takes "not" for "no": garbage scored 1.0 on every yes/no question
+    whose truth is no (issue 29). The strict default gives it 0 and keeps the official verdict in
+    info; an answer that does say no still scores on those questions."""
+    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool")
+    truths = []
+    for seed in range(12):
+        _, info = env.reset(seed=seed)
+        _, reward, _, _, step_info = env.step(GARBAGE)
+        truths.append(info["gt"])
+        assert (reward, step_info["score"]) == (0.0, 0.0), seed
+        assert step_info["official_score"] == float(info["gt"] is False), seed
+        env.reset(seed=seed)
+        assert env.step("<answer>No, none appears twice.</answer>")[1] == float(info["gt"] is False), seed
+    assert set(truths) == {True, False}  # both truths were played
+    drawn = ALBQAEnv(target_tokens=6000)
+    for seed in range(24):
+        drawn.reset(seed=seed)
+        assert drawn.step(GARBAGE)[1] == 0.0, seed
+
+
+def test_step__reward_official_pays_what_the_paper_scores() -> None:
+    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool", reward="official")
+    seeds = [seed for seed in range(12) if env.reset(seed=seed)[1]["gt"] is False]
+    assert seeds
+    env.reset(seed=seeds[0])
+    _, reward, _, _, info = env.step(GARBAGE)
+    assert reward == info["score"] == info["official_score"] == 1.0
+
+
 def test_step__assistant_message_actions_relaxed_tags_and_relative_error() -> None:
     env = ALBQAEnv(target_tokens=12000, question_types="count_correctness_env", require_answer_tag=False)
     _, info = env.reset(seed=0)

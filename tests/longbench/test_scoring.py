@@ -25,6 +25,7 @@ from ace_gym.longbench.scoring import (
     score_answer,
     score_prediction,
     set_f1,
+    strict_score,
 )
 
 
@@ -136,3 +137,37 @@ def test_scoring__never_raises_on_hostile_text(text: str, question_type: str, fm
     gold = {FIND_DUPLICATES: True, FIND_TARGET_OFFSETS: ["A", "B"], INTERSECTION: "A"}.get(question_type, 3)
     score = score_answer(question_type, fmt, "kf", gold, text)
     assert score is None or 0.0 <= score <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "official", "strict"),
+    [
+        ("<answer>definitely not the answer 987654321</answer>", 1.0, 0.0),
+        ("<answer>none of your business</answer>", 1.0, 0.0),
+        ("<answer>No</answer>", 1.0, 1.0),
+        ("<answer>**false**, nothing repeats</answer>", 1.0, 1.0),
+        ("<answer>Yes, but it does not repeat</answer>", 1.0, 0.0),  # the readings disagree
+        ("<answer>yes</answer>", 0.0, 0.0),
+        ("", 0.0, 0.0),
+    ],
+)
+def test_strict_score__a_yes_no_answer_must_say_yes_or_no(text: str, official: float, strict: float) -> None:
+    assert score_answer(FIND_DUPLICATES, "concise", "kf", "no", text) == official
+    assert strict_score(FIND_DUPLICATES, "concise", "kf", "no", text) == strict
+
+
+@pytest.mark.parametrize(
+    ("question_type", "fmt", "gold", "text", "strict"),
+    [
+        (COUNT_CORRECTNESS, "concise", 0, "<answer>0</answer>", 1.0),
+        (COUNT_CORRECTNESS, "concise", 3, "<answer>three</answer>", 0.0),
+        (INTERSECTION, "verbose", ["a", "b"], "<answer>a, b</answer>", 1.0),
+        (INTERSECTION, "concise", "Apple", "<answer></answer>", 0.0),
+        (FIND_TARGET_OFFSETS, "concise", ["x", "y"], "<answer>x, y</answer>", 1.0),
+    ],
+)
+def test_strict_score__equals_the_official_score_of_a_well_formed_answer(
+    question_type: str, fmt: str, gold: object, text: str, strict: float
+) -> None:
+    assert strict_score(question_type, fmt, "kf", gold, text) == strict
+    assert strict <= (score_answer(question_type, fmt, "kf", gold, text) or 0.0)

@@ -123,7 +123,8 @@ def test_holistic_env__without_acting_ends_on_the_plan() -> None:
     env = HolisticEnv(domain="meal")
     env.reset(seed=0)
     _, reward, terminated, _, info = env.step({"plan": "nothing", "tool_chain": []})
-    assert terminated and reward == 0.4 and [f["cause"] for f in info["plan_flags"]] == ["empty_slots", "missing_done"]
+    assert terminated and [f["cause"] for f in info["plan_flags"]] == ["empty_slots", "missing_done"]
+    assert (reward, info["score"], info["plan_grade"]) == (0.0, 0.0, 0.4)  # APB's grade kept beside the reward
 
 
 def test_holistic_env__with_costs_reports_the_plan_cost_against_the_reference() -> None:
@@ -141,3 +142,34 @@ def test_holistic_env__with_costs_reports_the_plan_cost_against_the_reference() 
     )
     assert step_info["plan_cost"] == pytest.approx(expected)
     assert 0 < step_info["reference_cost"] <= step_info["plan_cost"]
+
+
+REJECT = json.dumps({"status": "REJECT", "reason_code": "contradictory_constraints", "reason": "cannot"})
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_holistic__a_refusal_of_a_solvable_task_earns_what_its_score_says(seed: int) -> None:
+    """Seeds 3 and 4 draw solvable tasks: the plan step paid the APB grade 0.2 while
+    info["score"] and UnsolvableMix gave 0 (issue 29). Reward and score are one number now."""
+    env = HolisticEnv(settings=["unsolvable"])
+    assert not env.reset(seed=seed)[1]["apb"]["unsolvable"]["unsolvable"]
+    _, reward, terminated, _, info = env.step(REJECT)
+    assert info["refused"] and terminated
+    assert reward == info["score"] == 0.0 and info["plan_grade"] == 0.2
+
+
+@pytest.mark.parametrize(
+    "plan",
+    ["", "no plan at all", json.dumps({"plan": "finish", "tool_chain": [{"name": "done", "arguments": {}}]}), REJECT],
+)
+@pytest.mark.parametrize("settings", [(), ("unsolvable",)])
+def test_holistic__degenerate_plans_score_0_on_solvable_tasks(plan: str, settings: tuple[str, ...]) -> None:
+    env = HolisticEnv(domain="meal", settings=settings)
+    solvable_seeds = 0
+    for seed in range(6):
+        unsolvable = env.reset(seed=seed)[1].get("apb", {}).get("unsolvable", {}).get("unsolvable", False)
+        _, reward, _, _, info = env.step(plan)
+        if not unsolvable:
+            solvable_seeds += 1
+            assert reward == info["score"] == 0.0, (seed, info["plan_flags"])
+    assert solvable_seeds
