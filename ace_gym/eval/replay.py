@@ -34,6 +34,7 @@ from ace_gym import __version__
 from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
+from ace_gym.feedback.rounds import AGENCYBENCH_THRESHOLD
 from ace_gym.instance import dataset_sha256
 from ace_gym.runs.loop import Actor, Episode, Turn
 from ace_gym.runs.results import EPISODES_FILE, duplicates_note, read_records
@@ -105,7 +106,18 @@ def replay_spec(record: Mapping[str, Any]) -> EpisodeSpec:
         raise ConfigError("record", record.get("key"), "has no 'turns' list of objects with an 'action' to replay")
     if not isinstance(record.get("messages"), list):
         raise ConfigError("record", record.get("key"), "has no 'messages' list to compare the replay with")
-    return EpisodeSpec.from_json(json.dumps(fields["spec"]))
+    return EpisodeSpec.from_json(json.dumps(_played_threshold(fields["spec"], record)))
+
+
+def _played_threshold(spec: Mapping[str, Any], record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec`` with the pass threshold its feedback rounds were played at. A spec written before
+    FeedbackRounds' default became ACE's verdict (1.0) names no threshold, and relied on the old
+    default, AgencyBench's 0.6, which the record's own ``feedback_rounds`` log states."""
+    rounds = spec.get("feedback_rounds")
+    if not isinstance(rounds, Mapping) or "threshold" in rounds:
+        return spec
+    played = (record.get("feedback_rounds") or {}).get("threshold", AGENCYBENCH_THRESHOLD)
+    return {**spec, "feedback_rounds": {**rounds, "threshold": played}}
 
 
 def current_entry_points(env_spec: Any) -> Any:
@@ -244,8 +256,12 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     current_hash = dataset_sha256(spec.dataset, spec.domain)
     if recorded_hash != current_hash:
         return ReplayMismatch(key, None, "dataset_sha256", recorded_hash, current_hash)
-    if spec.key(str(record["policy"])) != key:
-        return ReplayMismatch(key, None, "key", key, spec.key(str(record["policy"])))
+    replayed_key = spec.key(str(record["policy"]))
+    recorded_spec = record["replay"]["spec"]
+    if _played_threshold(recorded_spec, record) is not recorded_spec:
+        record = {**record, "key": replayed_key}  # its key named no threshold: today's key names the one it played
+    elif replayed_key != key:
+        return ReplayMismatch(key, None, "key", key, replayed_key)
     try:
         (replayed,) = run_episodes([spec], ReplayPolicy([record]), batch_size=1, name=str(record["policy"]))
     except ReplayDiverged as diverged:

@@ -16,7 +16,14 @@ import ace_gym.wrappers.chat_adapter
 from ace_gym.cli import main
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes
-from ace_gym.eval.replay import ReplayDiverged, ReplayPolicy, compare_records, current_entry_points, replay_record
+from ace_gym.eval.replay import (
+    ReplayDiverged,
+    ReplayPolicy,
+    compare_records,
+    current_entry_points,
+    replay_record,
+    replay_spec,
+)
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_MALFORMED, EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.parsing import parse_turn
 from ace_gym.policies import make_policy
@@ -298,18 +305,35 @@ RUNS_BEFORE_ISSUE_28 = {
 
 @pytest.mark.parametrize("name", sorted(RUNS_BEFORE_ISSUE_28))
 def test_records_written_before_the_moves__replay_identical_and_their_run_resumes_with_nothing_to_play(
-    name: str, tmp_path: Path
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = tmp_path / name
     run.mkdir()
     episodes = gzip.decompress((RECORDS_BEFORE_ISSUE_28 / f"{name}.jsonl.gz").read_bytes())
     (run / "episodes.jsonl").write_bytes(episodes)
+    summary = (RECORDS_BEFORE_ISSUE_28 / f"{name}.summary.json").read_bytes()
+    (run / "summary.json").write_bytes(summary)
 
     assert main(["replay", str(run)]) == EXIT_OK  # the recorded stack is the one rebuilt today
-    assert main(["eval", *RUNS_BEFORE_ISSUE_28[name], "--no-progress", "--out", str(run)]) == EXIT_OK
-    assert (run / "episodes.jsonl").read_bytes() == episodes  # every key matched: nothing played again
-    recorded = json.loads((RECORDS_BEFORE_ISSUE_28 / f"{name}.summary.json").read_text(encoding="utf-8"))
-    assert json.loads((run / "summary.json").read_text(encoding="utf-8")) == recorded
+    resumed = main(["eval", *RUNS_BEFORE_ISSUE_28[name], "--no-progress", "--out", str(run)])
+    assert (run / "episodes.jsonl").read_bytes() == episodes  # nothing played again
+    if name == "feedback":  # played at the old default threshold, 0.6: the same flags now ask for 1.0
+        assert resumed == EXIT_CONFIG
+        assert "holds another run: feedback_rounds" in capsys.readouterr().err
+        assert (run / "summary.json").read_bytes() == summary
+    else:  # every key matched
+        assert resumed == EXIT_OK
+        assert json.loads((run / "summary.json").read_bytes()) == json.loads(summary)
+
+
+def test_a_record_that_relied_on_the_old_feedback_threshold__replays_at_the_threshold_it_was_played_at() -> None:
+    (record,) = [
+        json.loads(line)
+        for line in gzip.decompress((RECORDS_BEFORE_ISSUE_28 / "feedback.jsonl.gz").read_bytes()).splitlines()[:1]
+    ]
+    assert "threshold" not in record["replay"]["spec"]["feedback_rounds"]
+    assert replay_spec(record).feedback_rounds == {"max_attempts": 2, "threshold": 0.6}
+    assert replay_record(record) is None
 
 
 def test_current_entry_points__name_a_moved_class_by_its_home_and_leave_other_values() -> None:
