@@ -66,3 +66,14 @@ def test_ace_env__compact_observation_is_opt_in_and_the_default_is_the_published
     assert compact_text == compact_reply(full_text, action["arguments"]) and compact_text.startswith('{"matches":{')
     with pytest.raises(ConfigError, match="observation"):
         AceEnv("meal", observation="short")
+
+
+def test_fit_spec__adds_compact_observations_and_keeps_the_specs_own_settings() -> None:
+    from ace_gym.eval.fit import FIT, fit_spec, fit_stack
+
+    spec = fit_spec(EpisodeSpec("course", instance_index=3, env_kwargs={"extra_query_num": 2}))
+    assert spec.env_kwargs == {"extra_query_num": 2, "observation": "compact"} and FIT["policy"] == "solver-batch"
+    assert fit_stack(EpisodeSpec("course").stack()).env_kwargs["observation"] == "compact"
+    (record,) = run_episodes([spec], make_policy(FIT["policy"]))
+    assert record["score"] == 1.0 and record["usage"]["turns"] <= 4
+    assert COMPACT_NOTE in record["messages"][0]["content"]
