@@ -23,6 +23,7 @@ tests them while checks remain). ``notes`` records what it could not do: ``missi
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator, Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -128,6 +129,8 @@ class ExactSolver(ScriptedPolicy):
     """Solves every instance exactly under unlimited budgets (see the module docstring)."""
 
     name: ClassVar[str] = "solver"
+    together: ClassVar[bool] = False
+    """Whether a completion's ``set_slot`` calls and its check go in one turn (:func:`place_and_verify`)."""
 
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
@@ -140,18 +143,7 @@ class ExactSolver(ScriptedPolicy):
         ]  # a stage that leaves cells open is held to upper bounds only (a scenario's stages)
         gathered = yield from self.gather(view, info, rules, notes)
         if gathered is not None:
-            yield from settle(view, *gathered, notes, place=self.place)
-
-    @staticmethod
-    def place(
-        view: TaskView,
-        candidates: list[dict[str, Values]],
-        completions: Iterator[tuple[str, ...]],
-        deferred: bool,
-        notes: dict[str, Any],
-    ) -> Script:
-        """Step 4: fill the completions in turn and verify each (:func:`place_and_verify`)."""
-        return place_and_verify(view, candidates, completions, deferred, notes)
+            yield from settle(view, *gathered, notes, place=partial(place_and_verify, together=self.together))
 
     def gather(
         self, view: TaskView, info: Mapping[str, Any], rules: list[tuple[GlobalRule, int]], notes: dict[str, Any]
@@ -300,6 +292,7 @@ class BatchingSolver(ExactSolver):
     calls needs. Same calls, replies and notes as :class:`ExactSolver`, grouped in turns."""
 
     name: ClassVar[str] = "solver-batch"
+    together: ClassVar[bool] = True
 
     def gather(  # type: ignore[override]  # the same facts, gathered in turns of several calls
         self, view: TaskView, info: Mapping[str, Any], rules: list[tuple[GlobalRule, int]], notes: dict[str, Any]
@@ -344,17 +337,6 @@ class BatchingSolver(ExactSolver):
         if missing:
             notes["missing_queries"] = missing
         return visible, candidates, rules
-
-    @staticmethod
-    def place(
-        view: TaskView,
-        candidates: list[dict[str, Values]],
-        completions: Iterator[tuple[str, ...]],
-        deferred: bool,
-        notes: dict[str, Any],
-    ) -> Script:
-        """Each completion in one turn: its ``set_slot`` calls and the global check."""
-        return place_and_verify(view, candidates, completions, deferred, notes, together=True)
 
 
 def visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
