@@ -1,6 +1,6 @@
 """Policies by name: the one way the command line, the examples and the integrations name a policy.
 
-A policy spec is a scripted policy's name (``solver``, ``greedy``, ``greedy-revise``, ``random``; the planning
+A policy spec is a scripted policy's name (``solver``, ``solver-batch`` (the solver with independent calls in one turn), ``greedy``, ``greedy-revise``, ``random``; the planning
 settings' ``cost-solver``, ``refuse`` and ``probe-retry|replace|alternative|refuse``, see
 :mod:`ace_gym.planning.probes`) or an LLM engine
 ``KIND:TARGET`` (``vllm:MODEL_PATH``, ``hf:MODEL_PATH``, ``openai:MODEL@URL``; see
@@ -23,13 +23,14 @@ from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.policies import is_engine_spec
 from ace_gym.agents.random_policy import RandomPolicy
 from ace_gym.agents.revise import GreedyRevise
-from ace_gym.agents.solver import ExactSolver
+from ace_gym.agents.solver import BatchingSolver, ExactSolver
 from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.planning.cost_solver import CostAwareSolver
 from ace_gym.planning.probes import PROBES
 
 _SCRIPTED_CLASSES: tuple[type[ScriptedPolicy], ...] = (
     ExactSolver,
+    BatchingSolver,
     GreedyLocal,
     GreedyRevise,
     RandomPolicy,

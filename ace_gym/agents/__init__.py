@@ -9,12 +9,13 @@ from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.policies import MOVED, is_engine_spec, policy_name
 from ace_gym.agents.random_policy import RandomPolicy
 from ace_gym.agents.revise import GreedyRevise
-from ace_gym.agents.solver import ExactSolver
+from ace_gym.agents.solver import BatchingSolver, ExactSolver
 from ace_gym.agents.task_view import DONE, Script, ToolCallDict
 from ace_gym.lazy_exports import moved_names
 
 __all__ = [
     "DONE",
+    "BatchingSolver",
     "ChatEngine",
     "Completion",
     "ExactSolver",

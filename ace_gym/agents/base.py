@@ -3,10 +3,11 @@
 Two kinds of policy meet an ACE env:
 
 * :class:`ScriptedPolicy` (solver, greedy, random) makes one tool call per turn, a dict
-  ``{"name": str, "arguments": dict}`` as the core :class:`~ace_gym.envs.AceEnv` takes it. An
-  episode is a Python generator (:data:`~ace_gym.agents.task_view.Script`) that yields tool calls
-  and receives each call's response envelope; the rollout loop sends each call to the chat
-  adapter as a native tool call.
+  ``{"name": str, "arguments": dict}`` as the core :class:`~ace_gym.envs.AceEnv` takes it, or
+  (``solver-batch``) a list of such calls made together in one turn. An episode is a Python
+  generator (:data:`~ace_gym.agents.task_view.Script`) that yields tool calls and receives each
+  call's response envelope (a list of them for a list of calls); the rollout loop sends each
+  turn's calls to the chat adapter as the native tool calls of one assistant message.
 * :class:`ChatEngine` (vLLM, transformers, OpenAI-compatible servers; ``ace_gym.agents.llm``)
   turns a batch of chat conversations into one :class:`Completion` each; the rollout loop sends
   every active episode's conversation in one call per turn, so a batched engine sees full batches.
@@ -87,9 +88,10 @@ class TokenChatEngine(ChatEngine, Protocol):
 class ScriptedEpisode:
     """One running episode of a scripted policy.
 
-    ``act(observation)`` returns the next tool call: the first call ignores ``observation`` (the
-    script already got the reset observation), later ones pass the previous call's response to
-    the script. Once the script returns (or without a script: ``None``), every call is ``done``,
+    ``act(observation)`` returns the next tool call, or the list of calls of the next turn: the
+    first call ignores ``observation`` (the script already got the reset observation), later ones
+    pass the previous turn's reply to the script (the list of replies, in order, after a list of
+    calls). Once the script returns (or without a script: ``None``), every call is ``done``,
     unless ``next_task`` turns a response into a new script: a reply that opens a new task (a
     scenario's next stage) starts one. ``notes`` is the policy's account of the episode (e.g.
     what a finite budget kept it from doing); the collector stores it in the episode record.
@@ -105,14 +107,18 @@ class ScriptedEpisode:
         self._started = False
         self._next_task = next_task
         self.notes = notes
+        self.batched = False
+        """Whether the last :meth:`act` returned a list of calls (then the next takes their replies)."""
 
-    def act(self, observation: str) -> ToolCallDict:
+    def act(self, observation: str | list[str]) -> ToolCallDict | list[ToolCallDict]:
         restarted = False
         while True:
             if self._script is None:
                 if restarted or self._next_task is None:
+                    self.batched = False
                     return dict(DONE)
-                self._script, self._started, restarted = self._next_task(observation), False, True
+                last_reply = observation[-1] if isinstance(observation, list) and observation else observation
+                self._script, self._started, restarted = self._next_task(str(last_reply)), False, True
                 continue
             try:
                 call = self._script.send(observation) if self._started else next(self._script)
@@ -120,6 +126,7 @@ class ScriptedEpisode:
                 self._script = None
                 continue
             self._started = True
+            self.batched = isinstance(call, list)
             return call
 
 
@@ -162,8 +169,11 @@ class ScriptedPolicy(ABC):
             return None
         return self.script(view, info, rng, notes) if view.slots else None
 
-    def act_batch(self, episodes: Sequence[ScriptedEpisode], observations: Sequence[str]) -> list[ToolCallDict]:
-        """The batched entry point: the next call of every episode, given its last observation."""
+    def act_batch(
+        self, episodes: Sequence[ScriptedEpisode], observations: Sequence[str | list[str]]
+    ) -> list[ToolCallDict | list[ToolCallDict]]:
+        """The batched entry point: the next call (or list of calls) of every episode, given its
+        last observation (:meth:`ScriptedEpisode.act`)."""
         return [episode.act(observation) for episode, observation in zip(episodes, observations, strict=True)]
 
     @abstractmethod

@@ -22,13 +22,14 @@ tests them while checks remain). ``notes`` records what it could not do: ``missi
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
+from functools import partial
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ace_gym.agents.base import ScriptedPolicy
-from ace_gym.agents.task_view import Script, SlotView, TaskView, ToolCallDict, call, succeeded
+from ace_gym.agents.task_view import Script, SlotView, TaskView, ToolCallDict, call, calls, succeeded
 from ace_gym.constraints import SLOT_KINDS, Aggregate, contribution_reader, kind_of
 from ace_gym.domains import GlobalRule
 
@@ -37,6 +38,8 @@ Values = dict[str, Any]  # attribute -> value of one item
 Gathered = tuple[dict[str, Values], list[dict[str, Values]], list[tuple[GlobalRule, int]]]
 """What a solver knows before its search: visible items' values, each slot's slot-valid
 candidates with their values, and the global rules to satisfy."""
+Placer = Callable[[TaskView, list[dict[str, Values]], Iterator[tuple[str, ...]], bool, dict[str, Any]], Script]
+"""Step 4 of a solver: ``(view, candidates, completions, deferred, notes) -> script``."""
 
 
 def rule_can_bind(rule: GlobalRule, bound: int, cells: int) -> bool:
@@ -47,17 +50,34 @@ def rule_can_bind(rule: GlobalRule, bound: int, cells: int) -> bool:
 def slot_candidates(view: TaskView, slot: SlotView) -> Generator[ToolCallDict, str, dict[str, Values] | None]:
     """Query ``slot`` once per slot rule, filtered by the rule; returns the slot-valid candidates
     (id -> known attribute values, in stored order), or None when a query failed."""
-    valid: dict[str, Values] | None = None
-    if not slot.rules:  # no local rule: every candidate is slot-valid
-        envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, "name"))
-        return {m["id"]: {} for m in envelope["data"]["matches"]} if succeeded(envelope) else None
-    for attribute, kind, bound in slot.rules:
-        operator = SLOT_KINDS[kind].query_operator
-        envelope = yield from call(
-            view.tool("query"), row=slot.row, col=slot.col, field=attribute, operator=operator, value=bound
+    queries = slot_rule_queries(view, slot)
+    envelopes = yield from issue(queries, together=False)
+    return slot_valid(slot, envelopes) if len(envelopes) == len(queries) else None
+
+
+def slot_rule_queries(view: TaskView, slot: SlotView) -> list[ToolCallDict]:
+    """The queries that find ``slot``'s slot-valid candidates: one per slot rule, filtered by the
+    rule (one listing every candidate when the slot has no rule)."""
+    query = view.tool("query")
+    if not slot.rules:
+        return [request(query, row=slot.row, col=slot.col, **list_all_query(view, "name"))]
+    return [
+        request(
+            query, row=slot.row, col=slot.col, field=attribute, operator=SLOT_KINDS[kind].query_operator, value=bound
         )
-        if not succeeded(envelope):
-            return None
+        for attribute, kind, bound in slot.rules
+    ]
+
+
+def slot_valid(slot: SlotView, envelopes: list[dict[str, Any]]) -> dict[str, Values] | None:
+    """The slot-valid candidates read from the replies to :func:`slot_rule_queries` (the
+    intersection of the rules' matches), or None when one failed."""
+    if not all(map(succeeded, envelopes)):
+        return None
+    if not slot.rules:
+        return {m["id"]: {} for m in envelopes[0]["data"]["matches"]}
+    valid: dict[str, Values] | None = None
+    for (attribute, _, _), envelope in zip(slot.rules, envelopes, strict=True):
         matches = {m["id"]: m[attribute] for m in envelope["data"]["matches"]}
         if valid is None:
             valid = {item: {attribute: value} for item, value in matches.items()}
@@ -66,21 +86,36 @@ def slot_candidates(view: TaskView, slot: SlotView) -> Generator[ToolCallDict, s
     return valid
 
 
+def request(name: str, **arguments: Any) -> ToolCallDict:
+    """One tool call as a value, for :func:`~ace_gym.agents.task_view.calls`."""
+    return {"name": name, "arguments": arguments}
+
+
 def learn_values(
     view: TaskView, slot: SlotView, valid: dict[str, Values], attributes: list[str]
 ) -> Generator[ToolCallDict, str, list[str]]:
     """Query ``slot`` once per attribute of ``attributes`` that some of its candidates ``valid``
     lack, recording each candidate's value into ``valid``. Returns the attributes left unknown
     when a query failed (empty when all are known)."""
-    unknown = [a for a in attributes if any(a not in known for known in valid.values())]
+    unknown = unknown_attributes(valid, attributes)
     for position, attribute in enumerate(unknown):
         envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, attribute))
         if not succeeded(envelope):
             return unknown[position:]
-        for match in envelope["data"]["matches"]:
-            if match["id"] in valid:
-                valid[match["id"]][attribute] = match[attribute]
+        record_matches(valid, attribute, envelope)
     return []
+
+
+def unknown_attributes(valid: dict[str, Values], attributes: list[str]) -> list[str]:
+    """The ``attributes`` that some candidate of ``valid`` lacks."""
+    return [a for a in attributes if any(a not in known for known in valid.values())]
+
+
+def record_matches(valid: dict[str, Values], attribute: str, envelope: Mapping[str, Any]) -> None:
+    """Record into ``valid`` the ``attribute`` values a query's successful reply lists."""
+    for match in envelope["data"]["matches"]:
+        if match["id"] in valid:
+            valid[match["id"]][attribute] = match[attribute]
 
 
 def list_all_query(view: TaskView, attribute: str) -> dict[str, Any]:
@@ -94,6 +129,8 @@ class ExactSolver(ScriptedPolicy):
     """Solves every instance exactly under unlimited budgets (see the module docstring)."""
 
     name: ClassVar[str] = "solver"
+    together: ClassVar[bool] = False
+    """Whether a completion's ``set_slot`` calls and its check go in one turn (:func:`place_and_verify`)."""
 
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
@@ -106,7 +143,7 @@ class ExactSolver(ScriptedPolicy):
         ]  # a stage that leaves cells open is held to upper bounds only (a scenario's stages)
         gathered = yield from self.gather(view, info, rules, notes)
         if gathered is not None:
-            yield from settle(view, *gathered, notes)
+            yield from settle(view, *gathered, notes, place=partial(place_and_verify, together=self.together))
 
     def gather(
         self, view: TaskView, info: Mapping[str, Any], rules: list[tuple[GlobalRule, int]], notes: dict[str, Any]
@@ -139,15 +176,17 @@ def settle(
     candidates: list[dict[str, Values]],
     rules: list[tuple[GlobalRule, int]],
     notes: dict[str, Any],
+    *,
+    place: Placer | None = None,
 ) -> Script:
     """Steps 3-4: search completions of the rules whose values are all known, fill each in turn and
     verify it with the global check while checks remain (rules with unknown values are left to the
-    check); what happened goes to ``notes``."""
+    check) with ``place`` (default :func:`place_and_verify`); what happened goes to ``notes``."""
     known_rules, deferred = _split_by_knowledge(rules, visible, candidates)
     if deferred:
         notes["deferred_rules"] = [rule.name for rule, _ in deferred]
     completions = search(view, visible, candidates, known_rules)
-    yield from _place_and_verify(view, candidates, completions, bool(deferred), notes)
+    yield from (place or place_and_verify)(view, candidates, completions, bool(deferred), notes)
 
 
 def _complete_candidates(
@@ -177,35 +216,45 @@ def _split_by_knowledge(
     return known, deferred
 
 
-def _place_and_verify(
+def place_and_verify(
     view: TaskView,
     candidates: list[dict[str, Values]],
     completions: Iterator[tuple[str, ...]],
     deferred: bool,
     notes: dict[str, Any],
+    *,
+    together: bool = False,
 ) -> Script:
     """Set each completion in turn (only the cells that change; a placed item's values join
     ``view.known``) and ask the global check, until one passes or the checks run out; records ``verified``, ``exhausted`` and
-    ``completions_tried`` (or ``error`` when a set fails) in ``notes``."""
+    ``completions_tried`` (or ``error`` when a set fails) in ``notes``. ``together``: a
+    completion's ``set_slot`` calls and its check in one turn (:func:`issue`)."""
     checks_left = view.global_check_budget
     placed: dict[tuple[int, int], str] = {}
     tried = 0
     for assignment in completions:
         tried += 1
-        for position, (slot, item) in enumerate(zip(view.slots, assignment, strict=True)):
-            if placed.get(slot.cell) != item:
-                envelope = yield from call("set_slot", row=slot.row, col=slot.col, id=item)
-                if not succeeded(envelope):
-                    notes["error"] = f"set_slot failed on slot ({slot.row}, {slot.col}): {envelope.get('messages')}"
-                    return
-                placed[slot.cell] = item
-                view.known[item] = candidates[position][item]
+        changes = [
+            (position, slot, item)
+            for position, (slot, item) in enumerate(zip(view.slots, assignment, strict=True))
+            if placed.get(slot.cell) != item
+        ]
+        requests = [request("set_slot", row=slot.row, col=slot.col, id=item) for _, slot, item in changes]
+        if checks_left != 0:
+            requests.append(request(view.tool("global_check")))
+        envelopes = yield from issue(requests, together)
+        for (position, slot, item), envelope in zip(changes, envelopes, strict=False):
+            if not succeeded(envelope):
+                notes["error"] = f"set_slot failed on slot ({slot.row}, {slot.col}): {envelope.get('messages')}"
+                return
+            placed[slot.cell] = item
+            view.known[item] = candidates[position][item]
         if checks_left == 0:
             notes["verified"] = False
             if deferred:
                 notes["exhausted"] = "global checks"
             break
-        envelope = yield from call(view.tool("global_check"))
+        envelope = envelopes[-1]
         if not succeeded(envelope):
             notes["verified"] = False
             notes["exhausted"] = "global checks"
@@ -220,21 +269,110 @@ def _place_and_verify(
     notes["completions_tried"] = tried
 
 
+def issue(requests: list[ToolCallDict], together: bool) -> Generator[Any, Any, list[dict[str, Any]]]:
+    """Make ``requests`` and return their envelopes: in one turn (``together``,
+    :func:`~ace_gym.agents.task_view.calls`), or one call per turn, stopping after the first
+    that fails (then fewer envelopes come back)."""
+    if together:
+        return (yield from calls(requests))
+    envelopes = []
+    for one in requests:
+        envelope = yield from call(one["name"], **one["arguments"])
+        envelopes.append(envelope)
+        if not succeeded(envelope):
+            break
+    return envelopes
+
+
+class BatchingSolver(ExactSolver):
+    """The exact solver making every call that does not depend on another's reply in one turn:
+    all slot-rule queries; then every item-attribute lookup and candidate-value query; then the
+    completion's ``set_slot`` calls with the global check; then ``done``. Four turns where the
+    checks pass at once, so an episode's turn count is what a capable model with parallel tool
+    calls needs. Same calls, replies and notes as :class:`ExactSolver`, grouped in turns."""
+
+    name: ClassVar[str] = "solver-batch"
+    together: ClassVar[bool] = True
+
+    def gather(  # type: ignore[override]  # the same facts, gathered in turns of several calls
+        self, view: TaskView, info: Mapping[str, Any], rules: list[tuple[GlobalRule, int]], notes: dict[str, Any]
+    ) -> Generator[list[ToolCallDict], list[str], Gathered | None]:
+        """Steps 1-2 as :meth:`ExactSolver.gather`, in two turns: every slot-rule query, then every
+        item-attribute lookup and candidate-value query."""
+        attributes = list(dict.fromkeys(rule.attribute for rule, _ in rules))
+        per_slot = [slot_rule_queries(view, slot) for slot in view.slots]
+        envelopes = yield from calls([one for queries in per_slot for one in queries])
+        candidates: list[dict[str, Values]] = []
+        for slot, queries in zip(view.slots, per_slot, strict=True):
+            valid = slot_valid(slot, envelopes[: len(queries)])
+            envelopes = envelopes[len(queries) :]
+            if valid is None:
+                notes["error"] = f"slot-rule query failed on slot ({slot.row}, {slot.col})"
+                return None
+            candidates.append(valid)
+        if all(len(valid) == 1 for valid in candidates) or not rules:
+            return {}, candidates, []
+        visible, lookups = visible_requests(view, attributes)
+        unknown = [unknown_attributes(valid, attributes) for valid in candidates]
+        queries = [
+            request(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, attribute))
+            for slot, attributes_left in zip(view.slots, unknown, strict=True)
+            for attribute in attributes_left
+        ]
+        envelopes = yield from calls(lookups + queries)
+        for lookup, envelope in zip(lookups, envelopes, strict=False):
+            record_items(visible, lookup, envelope)
+        envelopes = envelopes[len(lookups) :]
+        missing = []
+        for slot, valid, attributes_left in zip(view.slots, candidates, unknown, strict=True):
+            failed = []
+            for attribute, envelope in zip(attributes_left, envelopes, strict=False):
+                if succeeded(envelope):
+                    record_matches(valid, attribute, envelope)
+                else:
+                    failed.append(attribute)
+            envelopes = envelopes[len(attributes_left) :]
+            if failed:
+                missing.append({"row": slot.row, "col": slot.col, "fields": failed})
+        if missing:
+            notes["missing_queries"] = missing
+        return visible, candidates, rules
+
+
 def visible_values(view: TaskView, attributes: list[str]) -> Generator[ToolCallDict, str, dict[str, Values]]:
     """Attribute values of every visible item, in batches of the tool's id and field limits; items
     whose values the agent already knows (``view.known``) are not asked about again."""
+    values, requests = visible_requests(view, attributes)
+    for one in requests:
+        envelope = yield from call(one["name"], **one["arguments"])
+        record_items(values, one, envelope)
+    return values
+
+
+def visible_requests(view: TaskView, attributes: list[str]) -> tuple[dict[str, Values], list[ToolCallDict]]:
+    """The visible items' values known so far (``view.known``), and the item-attribute lookups
+    that learn the rest of ``attributes``, in batches of the tool's id and field limits."""
     values: dict[str, Values] = {item: dict(view.known.get(item, {})) for item in dict.fromkeys(view.visible_ids)}
     ids = [item for item, known in values.items() if any(a not in known for a in attributes)]
-    for start in range(0, len(ids), view.max_query_ids):
-        batch = ids[start : start + view.max_query_ids]
-        for field_start in range(0, len(attributes), view.max_query_fields):
-            fields = attributes[field_start : field_start + view.max_query_fields]
-            envelope = yield from call(view.tool("item_attributes"), ids=batch, field=fields)
-            if not succeeded(envelope):
-                continue
-            for item, found in envelope["data"]["items"].items():
-                values[item].update(found if len(fields) > 1 else {fields[0]: found})
-    return values
+    requests = [
+        request(view.tool("item_attributes"), ids=ids[start : start + view.max_query_ids], field=fields)
+        for start in range(0, len(ids), view.max_query_ids)
+        for fields in (
+            attributes[field_start : field_start + view.max_query_fields]
+            for field_start in range(0, len(attributes), view.max_query_fields)
+        )
+    ]
+    return values, requests
+
+
+def record_items(values: dict[str, Values], lookup: ToolCallDict, envelope: Mapping[str, Any]) -> None:
+    """Record into ``values`` what the reply ``envelope`` to the item-attribute ``lookup`` says
+    (nothing when it failed)."""
+    if not succeeded(envelope):
+        return
+    fields = lookup["arguments"]["field"]
+    for item, found in envelope["data"]["items"].items():
+        values[item].update(found if len(fields) > 1 else {fields[0]: found})
 
 
 def search(

@@ -18,6 +18,7 @@ from typing import Any
 from ace_gym.constraints import SLOT_KINDS, global_rule_text, words
 from ace_gym.domains import Domain, GlobalRule, get_domain
 from ace_gym.domains.tool_names import ToolKey, tool_name
+from ace_gym.tools.compact import expand_reply
 
 TOOL_FAILED_MESSAGE = "Tool call failed"
 REVIEW = "Not executed"
@@ -30,8 +31,13 @@ _SLOT_HEADER = re.compile(r"^For slot \((\d+), (\d+)\):$", re.MULTILINE)
 ToolCallDict = dict[str, Any]
 """One tool call as the core env takes it: ``{"name": str, "arguments": dict}``."""
 
-Script = Generator[ToolCallDict, str, None]
-"""A scripted episode: yields tool calls (:func:`call`), is sent each call's response envelope (a JSON string)."""
+Script = Generator[ToolCallDict | list[ToolCallDict], Any, None]
+"""A scripted episode: yields tool calls (:func:`call`) and is sent each call's response envelope
+(a JSON string); or yields a list of calls to make in one assistant turn (:func:`calls`) and is
+sent the list of their replies, in order."""
+
+OneCallScript = Generator[ToolCallDict, str, None]
+"""A script that makes one call per turn (:class:`~ace_gym.agents.ExactSolver`'s)."""
 
 DONE: ToolCallDict = {"name": "done", "arguments": {}}
 """The call that ends an episode."""
@@ -157,12 +163,37 @@ def call(name: str, **arguments: Any) -> Generator[ToolCallDict, str, dict[str, 
     review (resubmitted unchanged), and returns the decoded envelope."""
     envelope: dict[str, Any] = {}
     for _ in range(MAX_RETRIES + 1):
-        envelope = _decoded((yield {"name": name, "arguments": arguments}))
+        envelope = _decoded((yield {"name": name, "arguments": arguments}), arguments)
         while is_review(envelope.get("messages")):  # held back by Refine: submit it again
-            envelope = _decoded((yield {"name": name, "arguments": arguments}))
+            envelope = _decoded((yield {"name": name, "arguments": arguments}), arguments)
         if envelope.get("messages") != TOOL_FAILED_MESSAGE:
             break
     return envelope
+
+
+def calls(requests: list[ToolCallDict]) -> Generator[list[ToolCallDict], list[str], list[dict[str, Any]]]:
+    """Issue ``requests`` (``{"name", "arguments"}`` each) together, in one assistant turn
+    (``envelopes = yield from calls(...)``), and return their decoded envelopes in order. As
+    :func:`call` does for one call, a call the failure injector failed is issued again, up to
+    :data:`MAX_RETRIES` times, and a call held back for review is resubmitted, together with the
+    others still pending, in a later turn. A reply missing from the list sent back counts as failed."""
+    envelopes: list[dict[str, Any]] = [{} for _ in requests]
+    retries = [0] * len(requests)
+    pending = list(range(len(requests)))
+    while pending:
+        replies = yield [{"name": requests[k]["name"], "arguments": requests[k]["arguments"]} for k in pending]
+        still_pending = []
+        for position, k in enumerate(pending):
+            reply = replies[position] if position < len(replies) else None
+            envelope = _decoded(reply, requests[k]["arguments"])
+            envelopes[k] = envelope
+            if is_review(envelope.get("messages")):
+                still_pending.append(k)
+            elif envelope.get("messages") == TOOL_FAILED_MESSAGE and retries[k] < MAX_RETRIES:
+                retries[k] += 1
+                still_pending.append(k)
+        pending = still_pending
+    return envelopes
 
 
 def is_review(messages: object) -> bool:
@@ -170,10 +201,11 @@ def is_review(messages: object) -> bool:
     return isinstance(messages, str) and messages.startswith(f"{REVIEW}, ")
 
 
-def _decoded(response: Any) -> dict[str, Any]:
-    """A reply as an envelope dict; a reply that is none becomes a failure carrying its text."""
+def _decoded(response: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A reply to a call with ``arguments`` as the published envelope dict (a compact reply,
+    :mod:`ace_gym.tools.compact`, expanded); a reply that is none becomes a failure carrying its text."""
     try:
-        envelope = json.loads(response)
+        envelope = expand_reply(json.loads(response), arguments)
     except (TypeError, ValueError):
         envelope = None
     return envelope if isinstance(envelope, dict) else {"status": "failed", "messages": str(response), "data": {}}

@@ -18,6 +18,7 @@ from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
 from ace_gym.text import valid_text
 from ace_gym.tools import INVALID, EpisodeState, ToolConfig, echo, failure, toolset
+from ace_gym.tools.compact import COMPACT_NOTE, OBSERVATIONS, compact_reply
 from ace_gym.tools.replies import REPLY_INFO, failed_reply, texts_of
 
 ActionType = Mapping[str, Any] | ToolCall
@@ -62,6 +63,10 @@ class AceEnv(gym.Env[str, ActionType]):
     ensure_ascii=False)``. Every malformed action (unknown tool, non-object or missing arguments,
     wrong types, bad JSON) yields a ``"failed"`` envelope explaining the error; ``step`` never
     raises for an action (see Departures for where the published release raises instead).
+    With ``observation="compact"`` (for training, not the benchmark) a reply is its compact form
+    (:func:`~ace_gym.tools.compact.compact_reply`: minified, the success envelope and the echo of
+    the arguments left out) and the system prompt ends with a note saying so
+    (:data:`~ace_gym.tools.compact.COMPACT_NOTE`); ``info["reply"]`` keeps the published reply.
 
     ## Reward
     0 on every step except the last: a successful ``done`` (or the ``max_steps`` limit) scores the
@@ -83,7 +88,8 @@ class AceEnv(gym.Env[str, ActionType]):
     ``ACE-<domain>-procedural-v0``). Budgets named as in the published benchmark:
     ``extra_query_num`` (-1 = unlimited per-slot attribute queries, else active rules + H + this),
     ``global_check_alpha`` (-1 = unlimited global checks, else floor(alpha * H)),
-    ``check_include_reason``, ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000).
+    ``check_include_reason``, ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000);
+    ``observation``: ``"full"`` (the published envelopes, the default) or ``"compact"``.
 
     ## Reset options
     Read by the source: for a dataset, ``{"instance_index": int}`` or ``{"instance_id": str}``;
@@ -160,8 +166,10 @@ class AceEnv(gym.Env[str, ActionType]):
         max_query_fields: int = 5,
         max_steps: int = 1000,
         render_mode: str | None = None,
+        observation: str = "full",
     ) -> None:
         self.domain = get_domain(domain)
+        self.observation = choice("observation", observation, OBSERVATIONS)
         self.config = ToolConfig(
             extra_query_num, global_check_alpha, check_include_reason, max_query_ids, max_query_fields
         )
@@ -197,6 +205,8 @@ class AceEnv(gym.Env[str, ActionType]):
         self._finished = False
         texts = _reset_texts(compiled)
         system_prompt = self._system_prompt(compiled.task_instruction, texts)
+        if self.observation == "compact":
+            system_prompt = f"{system_prompt}\n<tool_replies>\n{COMPACT_NOTE}\n</tool_replies>"
         info = {
             "domain": self.domain.name,
             "instance_id": compiled.instance_id,
@@ -277,6 +287,8 @@ class AceEnv(gym.Env[str, ActionType]):
         steps = self._steps = self._steps + 1
         reply = _NOT_A_CALL if name is None else self.tools.call(state, name, arguments)
         observation, ok, terminated, _ = reply
+        if self.observation == "compact":
+            observation = compact_reply(observation, arguments if isinstance(arguments, Mapping) else None)
         info: dict[str, Any] = {"tool": tool_label(name), "ok": ok, "step": steps, REPLY_INFO: reply}
         if terminated or steps >= self.max_steps:
             self._finished = True

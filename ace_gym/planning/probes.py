@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
 from ace_gym.agents.solver import ExactSolver
-from ace_gym.agents.task_view import Script, TaskView, ToolCallDict
+from ace_gym.agents.task_view import OneCallScript, Script, TaskView, ToolCallDict
 from ace_gym.planning.replies import is_persistent_failure
 from ace_gym.planning.unsolvable import REFUSAL_TOOL
 
@@ -61,7 +61,7 @@ class RecoveryProbe(ScriptedPolicy):
     ) -> Script:
         tools = info["tools"]
         names = {schema["function"]["name"] for schema in tools}
-        solver = ExactSolver().script(view, info, rng, notes)
+        solver = cast(OneCallScript, ExactSolver().script(view, info, rng, notes))  # the one-call solver
         routes: dict[str, tuple[str, dict[str, str]]] = {}
         try:
             call = next(solver)
@@ -178,7 +178,7 @@ class TransientFailureProbe(ScriptedPolicy):
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
-        solver = ExactSolver().script(view, info, rng, notes)
+        solver = cast(OneCallScript, ExactSolver().script(view, info, rng, notes))  # the one-call solver
         try:
             call = next(solver)
             while True:

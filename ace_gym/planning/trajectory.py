@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 
 from ace_gym.agents.base import ScriptedPolicy
+from ace_gym.errors import ConfigError
 from ace_gym.planning.knowledge import TaskFacts, decode_arguments, split_action
 from ace_gym.spaces import arguments_json
 from ace_gym.tools import REPLY_INFO, ToolReply
@@ -32,6 +33,8 @@ def scripted_trajectory(
     steps: list[Step] = []
     while True:
         action = episode.act(observation)
+        if isinstance(action, list):
+            raise ConfigError("policy", policy.name, "makes several calls in one turn; a trajectory takes one a step")
         observation, reward, terminated, truncated, step_info = env.step(action)
         steps.append((action, step_info[REPLY_INFO]))
         if terminated or truncated:

@@ -216,19 +216,37 @@ class ScriptedActor(Actor):
     def act(self, episodes: Sequence[Episode]) -> list[Turn]:
         began = time.perf_counter()
         agents: list[ScriptedEpisode] = [episode.agent for episode in episodes]
-        # the last message is the previous call's tool reply (ignored on the first turn)
-        calls = self.policy.act_batch(agents, [episode.messages[-1]["content"] for episode in episodes])
+        # the last message is the previous call's tool reply (ignored on the first turn); after a
+        # turn of several calls, the policy reads all of that turn's replies
+        calls = self.policy.act_batch(agents, [_last_replies(episode) for episode in episodes])
         share = (time.perf_counter() - began) / len(episodes)  # the policy acts episode by episode
         for episode in episodes:
             episode.usage["generation_s"] += share
         return [Turn(tool_call_message(call)) for call in calls]
 
 
-def tool_call_message(call: ToolCallDict) -> dict[str, Any]:
-    """An assistant message holding ``call`` as its one native tool call, arguments as JSON text
-    (as OpenAI messages carry them); the adapter gives the call its id."""
-    function = {"name": call["name"], "arguments": json.dumps(call["arguments"])}
-    return {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": function}]}
+def _last_replies(episode: Episode) -> str | list[str]:
+    """What the policy reads after its last turn: the last message's text after a single call
+    (or at the start); after a list of calls, the tool replies of that turn, in order."""
+    messages = episode.messages
+    if not episode.agent.batched:
+        return messages[-1]["content"]
+    back = len(messages) - 1
+    while back > 0 and messages[back]["role"] != "assistant":
+        back -= 1
+    return [message["content"] for message in messages[back + 1 :] if message["role"] == "tool"]
+
+
+def tool_call_message(call: ToolCallDict | list[ToolCallDict]) -> dict[str, Any]:
+    """An assistant message holding ``call`` as its one native tool call (or each call of a list,
+    in order), arguments as JSON text (as OpenAI messages carry them); the adapter gives the calls
+    their ids."""
+    listed = call if isinstance(call, list) else [call]
+    tool_calls = [
+        {"type": "function", "function": {"name": one["name"], "arguments": json.dumps(one["arguments"])}}
+        for one in listed
+    ]
+    return {"role": "assistant", "content": "", "tool_calls": tool_calls}
 
 
 class EngineActor(Actor):

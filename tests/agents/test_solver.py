@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ace_gym.agents import ExactSolver
+from ace_gym.agents import BatchingSolver, ExactSolver
 from ace_gym.agents.solver import search
 from ace_gym.agents.task_view import SlotView, TaskView
 from ace_gym.domains import DOMAIN_NAMES, NumericAttribute, get_domain
@@ -192,3 +192,36 @@ def test_solver__solves_generated_datasets(
         run_episodes([EpisodeSpec(domain, str(path), instance_index=i) for i in range(count)], ExactSolver())
     )
     assert [r["score"] for r in records] == [1] * count, [r["notes"] for r in records if not r["score"]]
+
+
+def _calls(record: dict) -> list[tuple[str, str]]:
+    """The tool calls of a record, in order, whatever turns they were made in."""
+    return [
+        (call["function"]["name"], call["function"]["arguments"])
+        for message in record["messages"]
+        for call in message.get("tool_calls", ())
+    ]
+
+
+@pytest.mark.parametrize("observation", ["full", "compact"])
+def test_batching_solver__solves_every_domain_in_four_turns_with_the_solvers_own_calls(observation: str) -> None:
+    specs = [
+        EpisodeSpec(domain, instance_index=index, env_kwargs={"observation": observation})
+        for domain in DOMAIN_NAMES
+        for index in (0, 12, 20, 27, 34)  # H = 1, 5, 7, 11, 15 (budgets vary too)
+    ]
+    one_by_one = {r["key"].split("|", 1)[1]: r for r in run_episodes(specs, ExactSolver())}
+    batched = {r["key"].split("|", 1)[1]: r for r in run_episodes(specs, BatchingSolver())}
+    assert {r["hidden_slots"] for r in batched.values()} == {1, 5, 7, 11, 15}
+    for key, record in batched.items():
+        assert (record["score"], one_by_one[key]["score"]) == (1.0, 1.0), key
+        assert record["usage"]["turns"] <= 4 < one_by_one[key]["usage"]["turns"], key
+        assert sorted(_calls(record)) == sorted(_calls(one_by_one[key])), key
+        assert record["usage"]["tool_calls"] == len(_calls(record))
+
+
+def test_batching_solver__retries_injected_failures_in_a_later_turn() -> None:
+    spec = EpisodeSpec("course", instance_index=34, tool_failure_rate=0.3)
+    (record,) = run_episodes([spec], BatchingSolver())
+    assert record["score"] == 1.0 and record["failures"]
+    assert 4 < record["usage"]["turns"] < 20

@@ -55,11 +55,19 @@ def replay_cli(*args: str) -> int:
     return main(["replay", *args])
 
 
-@pytest.mark.parametrize("policy", ["solver", "greedy", "random"])
+@pytest.mark.parametrize("policy", ["solver", "solver-batch", "greedy", "random"])
 def test_replay_record__reproduces_scripted_episodes_of_every_protocol(policy: str) -> None:
     records = played(SPECS, make_policy(policy))
     assert {bool(r.get("feedback_rounds")) for r in records} == {True, False} and any("scenario" in r for r in records)
     assert [replay_record(record) for record in records] == [None] * len(records)
+
+
+def test_replay_record__a_turn_of_several_calls_in_compact_mode_replays_exactly() -> None:
+    specs = [EpisodeSpec(d, instance_index=34, env_kwargs={"observation": "compact"}) for d in ("course", "travel")]
+    records = played(specs, make_policy("solver-batch"))
+    assert [r["score"] for r in records] == [1.0, 1.0]
+    assert all(max(len(turn["action"]["tool_calls"]) for turn in r["turns"]) > 1 for r in records)
+    assert [replay_record(record) for record in records] == [None, None]
 
 
 def test_records__carry_each_turns_action_and_the_replay_fields() -> None:
