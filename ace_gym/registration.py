@@ -43,11 +43,24 @@ SETTING_ENV_IDS: tuple[str, ...] = tuple(
 )
 
 
+def register_domain(domain: str) -> None:
+    """Register ``ACE-<domain>-v0`` and ``ACE-<domain>-scenario-v0`` for ``domain`` (idempotent):
+    the ids of a domain added to :data:`ace_gym.domains.DOMAINS` after ``import ace_gym``
+    (docs/architecture.md, "a domain"), so that an episode spec or a stack can name it."""
+    if f"ACE-{domain}-v0" not in registry:
+        register(id=f"ACE-{domain}-v0", entry_point="ace_gym.envs.ace_env:AceEnv", kwargs={"domain": domain})
+    if f"ACE-{domain}-scenario-v0" not in registry:
+        register(
+            id=f"ACE-{domain}-scenario-v0",
+            entry_point="ace_gym.feedback.scenario:ScenarioEnv",
+            kwargs={"domain": domain},
+        )
+
+
 def register_envs() -> None:
     """Register every ace-gym env id (idempotent)."""
-    for domain, env_id in zip(DOMAIN_NAMES, ENV_IDS, strict=True):
-        if env_id not in registry:
-            register(id=env_id, entry_point="ace_gym.envs.ace_env:AceEnv", kwargs={"domain": domain})
+    for domain in DOMAIN_NAMES:
+        register_domain(domain)
     for domain in DOMAIN_NAMES:
         for variant, preset in PROCEDURAL_PRESETS.items():
             env_id = f"ACE-{domain}-{variant}-v0"

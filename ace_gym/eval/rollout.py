@@ -58,6 +58,7 @@ from ace_gym.feedback.rounds import ACE_THRESHOLD
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import check_settings
+from ace_gym.registration import register_domain
 from ace_gym.runs.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.stacks import WRAPPERS, StackSpec
 from ace_gym.wrappers import ToolFailureInjection
@@ -146,6 +147,7 @@ class EpisodeSpec:
         budget (``max_turns``, else :data:`DEFAULT_MAX_TURNS`) and, when ``feedback_rounds`` is
         set, feedback rounds."""
         get_domain(self.domain)  # an unknown domain is refused as the env refuses it, naming the field
+        register_domain(self.domain)  # a domain added after import has its ids too
         env_kwargs = {"domain": self.domain, "dataset": self.dataset, **self.env_kwargs}
         if self.scenario is None:
             env_id = f"ACE-{self.domain}-v0"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_args
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -327,13 +328,15 @@ def test_components__lower_bounds_are_negated_totals() -> None:
 
 
 @pytest.fixture
-def every_kind(monkeypatch: pytest.MonkeyPatch) -> str:
+def every_kind(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A registered variant of ``course`` with one extra global rule of every kind."""
     course = DOMAINS["course"]
     extra = tuple(_example_rule(kind, course) for kind in RULE_KINDS.values())
     variant = dataclasses.replace(course, name="everykind", global_rules=course.global_rules + extra)
     monkeypatch.setitem(DOMAINS, variant.name, variant)
-    return variant.name
+    yield variant.name
+    for env_id in ("ACE-everykind-v0", "ACE-everykind-scenario-v0"):  # ids an episode spec registered for it
+        gym.registry.pop(env_id, None)
 
 
 def test_every_kind__generator_certificate_scoring_and_solver_agree(every_kind: str, tmp_path: Path) -> None:
