@@ -243,9 +243,29 @@ def test_episode_spec__builds_the_stack_main_built() -> None:
     ]
 
 
+ROUND_TRIP_SPECS = [
+    *(fields for fields, _ in MAIN_KEYS),
+    dict(domain="course", max_turns=1000),  # the default limit, named: not the same key as None
+    dict(domain="course", failure_injection={}),  # the wrapper at rate 0, for nothing but its place
+    dict(domain="course", tool_failure_rate=0.3),
+    dict(domain="course", tool_failure_rate=0.3, failure_injection={"rng": "python"}, max_turns=4),
+    dict(domain="meal", dataset="7x7", env_kwargs={"global_check_alpha": 0.5}, feedback_rounds={"max_attempts": 3}),
+    dict(domain="course", scenario={"stages": 2, "max_attempts": 2}, settings=("refine",), instance_id="z"),
+]
+
+
+@pytest.mark.parametrize("fields", ROUND_TRIP_SPECS)
+def test_episode_spec__from_stack_of_its_stack_is_the_spec(fields: dict[str, Any]) -> None:
+    spec = EpisodeSpec(**fields)
+    episode = {name: getattr(spec, name) for name in ("instance_index", "instance_id", "seed", "trial")}
+    assert EpisodeSpec.from_stack(spec.stack(), **episode) == spec
+    again = EpisodeSpec.from_stack(StackSpec.from_json(spec.stack().to_json()), **episode)
+    assert again == spec and again.key("p") == spec.key("p")
+
+
 @pytest.mark.parametrize(("fields", "key"), MAIN_KEYS)
 def test_episode_spec__is_its_stack_plus_the_instance_seed_and_trial(fields: dict[str, Any], key: str) -> None:
-    spec = EpisodeSpec(**{"max_turns": 1000, **fields})  # a stack always names its turn budget
+    spec = EpisodeSpec(**{"max_turns": 1000, **fields})
     episode = {name: getattr(spec, name) for name in ("instance_index", "instance_id", "seed", "trial")}
     assert EpisodeSpec.from_stack(spec.stack(), **episode) == spec
     assert EpisodeSpec.from_stack(StackSpec.from_json(spec.stack().to_json()), **episode).key("p") == spec.key("p")
