@@ -155,6 +155,40 @@ def test_stack_spec__refuses_bad_stacks_with_a_config_error_naming_the_field(
     assert caught.value.field == field
 
 
+def test_stack_spec__is_a_hashable_read_only_value_that_round_trips_through_json() -> None:
+    kwargs = {"rate": 0.2, "failure_modes": ("failed", "timeout"), "tool_rates": {"slot_id": 0.5}}
+    spec = StackSpec("ACE-course-v0", {"domain": "course"}, (("failure_injection", kwargs), ("chat_adapter", {})))
+    assert StackSpec.from_json(spec.to_json()) == spec  # the tuple is kept as the list JSON reads back
+    assert hash(StackSpec.from_json(spec.to_json())) == hash(spec) and {spec: 1}[StackSpec.from_json(spec.to_json())]
+    key = spec.key()
+    layer = spec.wrappers[0][1]
+    for change in (
+        lambda: layer.__setitem__("rate", 0.9),
+        lambda: layer["failure_modes"].append("empty"),
+        lambda: layer["tool_rates"].update(set_slot=1.0),
+        lambda: spec.env_kwargs.pop("domain"),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert spec.key() == key and kwargs["failure_modes"] == ("failed", "timeout")  # the caller's copy untouched
+    assert json.loads(spec.to_json())["wrappers"][0]["kwargs"]["failure_modes"] == ["failed", "timeout"]
+    env = spec.make()
+    try:
+        assert env.spec is not None and gym.make(env.spec).spec.to_json() == env.spec.to_json()
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_stack_spec__refuses_nan_and_infinities_naming_the_field(bad: float) -> None:
+    with pytest.raises(ConfigError, match="finite JSON") as caught:
+        StackSpec("ACE-course-v0", {"domain": "course"}, (("failure_injection", {"rate": bad}),))
+    assert caught.value.field == "wrappers[0].kwargs"
+    with pytest.raises(ConfigError, match="finite JSON") as caught:
+        StackSpec("ACE-course-v0", {"domain": "course", "global_check_alpha": [bad]})
+    assert caught.value.field == "env_kwargs"
+
+
 # -- EpisodeSpec is a stack plus the instance, seed and trial --------------------------------------
 
 MAIN_KEYS = [
