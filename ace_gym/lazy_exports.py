@@ -62,16 +62,24 @@ def star_names(module: ModuleType) -> list[str]:
 
 def moved_to(module: str) -> str | None:
     """The home of ``module`` if it is a moved-module alias (its source assigns ``__moved_to__`` a
-    string, see :func:`moved_module`), else None; read from the source file without running it (a
-    package above ``module`` is imported to find the file)."""
+    string, see :func:`moved_module`), else None. Read from the source file without running any
+    module: only the top-level package is imported (to find its folder), never ``module`` or a
+    package between them."""
+    top, *inner = module.split(".")
+    if not inner or not all(part.isidentifier() for part in (top, *inner)):
+        return None
     try:
-        spec = importlib.util.find_spec(module)
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return None
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+    folders = [Path(folder) for folder in (spec.submodule_search_locations or [])] if spec else []
+    for part in inner[:-1]:
+        folders = [folder / part for folder in folders if (folder / part / "__init__.py").is_file()]
+    sources = [folder / f"{inner[-1]}.py" for folder in folders if (folder / f"{inner[-1]}.py").is_file()]
+    if not sources:
         return None
     try:
-        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+        tree = ast.parse(sources[0].read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return None
     for node in tree.body:

@@ -11,7 +11,7 @@ import pytest
 import ace_gym
 import ace_gym.agents.policies
 import ace_gym.policies
-from ace_gym.lazy_exports import lazy_exports
+from ace_gym.lazy_exports import lazy_exports, moved_to
 
 
 @pytest.fixture
@@ -107,3 +107,17 @@ def test_moved_names__the_helpers_that_stay_in_agents_do_not_warn() -> None:
         warnings.simplefilter("error")
         assert ace_gym.agents.policy_name(ace_gym.policies.make_policy("solver")) == "solver"
         assert ace_gym.agents.is_engine_spec("openai:model") and not ace_gym.agents.is_engine_spec("solver")
+
+
+def test_moved_to__names_the_home_of_each_alias_from_its_source_and_none_otherwise() -> None:
+    for old in _shim_modules():
+        assert moved_to(old) == importlib.import_module(old).__moved_to__
+    for other in (
+        "ace_gym.wrappers",
+        "ace_gym.eval.rollout",
+        "ace_gym.nowhere",
+        "ace_gym",
+        "json.decoder",
+        "ace_gym..x",
+    ):
+        assert moved_to(other) is None
