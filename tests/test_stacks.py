@@ -17,7 +17,7 @@ from ace_gym import stacks
 from ace_gym.errors import ConfigError
 from ace_gym.eval import cli as eval_cli
 from ace_gym.eval.rollout import EpisodeSpec
-from ace_gym.planning.settings import SETTINGS, check_settings
+from ace_gym.planning.settings import PLANNING_WRAPPERS, SETTINGS, check_settings
 from ace_gym.registration import SETTING_ENV_IDS, SETTING_VARIANTS
 from ace_gym.stacks import StackSpec
 from ace_gym.wrapper_entry import WrapperEntry
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_eval_wrappers_server_planning_and_registration__list_the_one_registry() -> None:
     settings = stacks.wrapper_names(settings=True)
-    assert settings == ("cost", "extraneous", "unsolvable", "broken", "refine")
+    assert settings == tuple(e.name for e in sorted(PLANNING_WRAPPERS, key=lambda e: e.order) if e.setting)
     assert eval_cli.WRAPPER_CHOICES == settings  # ace-gym eval --wrappers
     assert tuple(SETTINGS) == settings and all(SETTINGS[name] is stacks.WRAPPERS[name] for name in settings)
     assert check_settings(reversed(settings)) == settings  # the registry's stacking order
