@@ -61,7 +61,7 @@ from ace_gym.planning.settings import check_settings
 from ace_gym.runs.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.stacks import WRAPPERS, StackSpec
 from ace_gym.wrappers import ToolFailureInjection
-from ace_gym.wrappers.step_budget import DEFAULT_MAX_TURNS  # turn limit of episodes without one
+from ace_gym.wrappers.step_budget import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS  # re-exported: episodes without a limit
 
 
 @dataclass(frozen=True)
