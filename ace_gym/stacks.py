@@ -26,6 +26,7 @@ from gymnasium.envs.registration import EnvSpec, load_env_creator
 from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.feedback.entries import FEEDBACK_WRAPPERS
 from ace_gym.planning.settings import PLANNING_WRAPPERS
+from ace_gym.tools.readonly import read_only
 from ace_gym.wrapper_entry import WrapperEntry
 
 CORE_WRAPPERS: tuple[WrapperEntry, ...] = (
@@ -106,8 +107,10 @@ def wrap(env: gym.Env, wrappers: Sequence[tuple[str, Mapping[str, Any]]]) -> gym
 class StackSpec:
     """An env stack: ``env_id`` (a registered id) made with ``env_kwargs`` (over the id's
     registered keyword arguments), wrapped in ``wrappers``, innermost first, each a registry name
-    with its keyword arguments. Everything is plain JSON data; a class name is read as its
-    registry name. ConfigError naming the field for anything else."""
+    with its keyword arguments. Everything is plain JSON data, kept as JSON reads it back (a tuple
+    becomes a list) and read-only, so a spec is a value: hashable by its :meth:`key`, and
+    ``from_json(to_json())`` equal to it. A class name is read as its registry name. ConfigError
+    naming the field for anything else (NaN and infinities included)."""
 
     env_id: str
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
@@ -179,7 +182,7 @@ class StackSpec:
 
     def to_json(self) -> str:
         """:meth:`to_dict` as JSON text, keys sorted (:meth:`from_json` reads it back)."""
-        return json.dumps(self.to_dict(), sort_keys=True)
+        return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)
 
     @classmethod
     def from_dict(cls, data: Any) -> StackSpec:
@@ -208,6 +211,9 @@ class StackSpec:
         arguments were given in."""
         return self.to_json()
 
+    def __hash__(self) -> int:
+        return hash(self.key())
+
 
 def _creator(entry_point: Any) -> Callable[..., gym.Env]:
     """What an entry point (``"module:Name"`` or a callable) calls."""
@@ -226,12 +232,15 @@ def _layer(index: int, layer: Any) -> tuple[str, Mapping[str, Any]]:
     raise ConfigError(f"wrappers[{index}]", layer, "must be a (name, kwargs) pair or a {name, kwargs} object")
 
 
-def _json_object(field_name: str, value: Any) -> dict[str, Any]:
-    """``value`` as a plain dict of JSON values with string keys; ConfigError naming ``field_name`` otherwise."""
+def _json_object(field_name: str, value: Any) -> Mapping[str, Any]:
+    """``value`` as it reads back from JSON (a tuple as a list), read-only at every depth
+    (:func:`~ace_gym.tools.readonly.read_only`: still a dict, so JSON encoders take it);
+    ConfigError naming ``field_name`` for anything but an object with string keys holding finite
+    JSON values."""
     if not isinstance(value, Mapping) or not all(isinstance(key, str) for key in value):
         raise ConfigError(field_name, value, "must be an object with string keys")
     try:
-        json.dumps(value)
-    except (TypeError, ValueError) as error:
-        raise ConfigError(field_name, value, f"must hold JSON values only ({error})") from None
-    return dict(value)
+        text = json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as error:
+        raise ConfigError(field_name, dict(value), f"must hold finite JSON values only ({error})") from None
+    return cast(Mapping[str, Any], read_only(json.loads(text)))

@@ -11,7 +11,7 @@ import pytest
 import ace_gym
 import ace_gym.agents.policies
 import ace_gym.policies
-from ace_gym.lazy_exports import lazy_exports
+from ace_gym.lazy_exports import lazy_exports, moved_to
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_moved_names__the_policy_table_is_served_from_its_old_homes_with_a_warni
     with pytest.warns(DeprecationWarning, match=f"{old}.{name} moved to ace_gym.policies"):
         found = getattr(module, name)
     assert found is getattr(ace_gym.policies, name)
-    assert name in dir(module)
+    assert name in module.__all__ and name not in dir(module)  # a star import binds it; getmembers skips it
 
 
 def test_moved_names__every_name_of_the_table_is_served_from_its_old_homes() -> None:
@@ -107,3 +107,17 @@ def test_moved_names__the_helpers_that_stay_in_agents_do_not_warn() -> None:
         warnings.simplefilter("error")
         assert ace_gym.agents.policy_name(ace_gym.policies.make_policy("solver")) == "solver"
         assert ace_gym.agents.is_engine_spec("openai:model") and not ace_gym.agents.is_engine_spec("solver")
+
+
+def test_moved_to__names_the_home_of_each_alias_from_its_source_and_none_otherwise() -> None:
+    for old in _shim_modules():
+        assert moved_to(old) == importlib.import_module(old).__moved_to__
+    for other in (
+        "ace_gym.wrappers",
+        "ace_gym.eval.rollout",
+        "ace_gym.nowhere",
+        "ace_gym",
+        "json.decoder",
+        "ace_gym..x",
+    ):
+        assert moved_to(other) is None

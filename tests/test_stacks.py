@@ -17,7 +17,7 @@ from ace_gym import stacks
 from ace_gym.errors import ConfigError
 from ace_gym.eval import cli as eval_cli
 from ace_gym.eval.rollout import EpisodeSpec
-from ace_gym.planning.settings import SETTINGS, check_settings
+from ace_gym.planning.settings import PLANNING_WRAPPERS, SETTINGS, check_settings
 from ace_gym.registration import SETTING_ENV_IDS, SETTING_VARIANTS
 from ace_gym.stacks import StackSpec
 from ace_gym.wrapper_entry import WrapperEntry
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_eval_wrappers_server_planning_and_registration__list_the_one_registry() -> None:
     settings = stacks.wrapper_names(settings=True)
-    assert settings == ("cost", "extraneous", "unsolvable", "broken", "refine")
+    assert settings == tuple(e.name for e in sorted(PLANNING_WRAPPERS, key=lambda e: e.order) if e.setting)
     assert eval_cli.WRAPPER_CHOICES == settings  # ace-gym eval --wrappers
     assert tuple(SETTINGS) == settings and all(SETTINGS[name] is stacks.WRAPPERS[name] for name in settings)
     assert check_settings(reversed(settings)) == settings  # the registry's stacking order
@@ -155,6 +155,40 @@ def test_stack_spec__refuses_bad_stacks_with_a_config_error_naming_the_field(
     assert caught.value.field == field
 
 
+def test_stack_spec__is_a_hashable_read_only_value_that_round_trips_through_json() -> None:
+    kwargs = {"rate": 0.2, "failure_modes": ("failed", "timeout"), "tool_rates": {"slot_id": 0.5}}
+    spec = StackSpec("ACE-course-v0", {"domain": "course"}, (("failure_injection", kwargs), ("chat_adapter", {})))
+    assert StackSpec.from_json(spec.to_json()) == spec  # the tuple is kept as the list JSON reads back
+    assert hash(StackSpec.from_json(spec.to_json())) == hash(spec) and {spec: 1}[StackSpec.from_json(spec.to_json())]
+    key = spec.key()
+    layer = spec.wrappers[0][1]
+    for change in (
+        lambda: layer.__setitem__("rate", 0.9),
+        lambda: layer["failure_modes"].append("empty"),
+        lambda: layer["tool_rates"].update(set_slot=1.0),
+        lambda: spec.env_kwargs.pop("domain"),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert spec.key() == key and kwargs["failure_modes"] == ("failed", "timeout")  # the caller's copy untouched
+    assert json.loads(spec.to_json())["wrappers"][0]["kwargs"]["failure_modes"] == ["failed", "timeout"]
+    env = spec.make()
+    try:
+        assert env.spec is not None and gym.make(env.spec).spec.to_json() == env.spec.to_json()
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_stack_spec__refuses_nan_and_infinities_naming_the_field(bad: float) -> None:
+    with pytest.raises(ConfigError, match="finite JSON") as caught:
+        StackSpec("ACE-course-v0", {"domain": "course"}, (("failure_injection", {"rate": bad}),))
+    assert caught.value.field == "wrappers[0].kwargs"
+    with pytest.raises(ConfigError, match="finite JSON") as caught:
+        StackSpec("ACE-course-v0", {"domain": "course", "global_check_alpha": [bad]})
+    assert caught.value.field == "env_kwargs"
+
+
 # -- EpisodeSpec is a stack plus the instance, seed and trial --------------------------------------
 
 MAIN_KEYS = [
@@ -243,9 +277,29 @@ def test_episode_spec__builds_the_stack_main_built() -> None:
     ]
 
 
+ROUND_TRIP_SPECS = [
+    *(fields for fields, _ in MAIN_KEYS),
+    dict(domain="course", max_turns=1000),  # the default limit, named: not the same key as None
+    dict(domain="course", failure_injection={}),  # the wrapper at rate 0, for nothing but its place
+    dict(domain="course", tool_failure_rate=0.3),
+    dict(domain="course", tool_failure_rate=0.3, failure_injection={"rng": "python"}, max_turns=4),
+    dict(domain="meal", dataset="7x7", env_kwargs={"global_check_alpha": 0.5}, feedback_rounds={"max_attempts": 3}),
+    dict(domain="course", scenario={"stages": 2, "max_attempts": 2}, settings=("refine",), instance_id="z"),
+]
+
+
+@pytest.mark.parametrize("fields", ROUND_TRIP_SPECS)
+def test_episode_spec__from_stack_of_its_stack_is_the_spec(fields: dict[str, Any]) -> None:
+    spec = EpisodeSpec(**fields)
+    episode = {name: getattr(spec, name) for name in ("instance_index", "instance_id", "seed", "trial")}
+    assert EpisodeSpec.from_stack(spec.stack(), **episode) == spec
+    again = EpisodeSpec.from_stack(StackSpec.from_json(spec.stack().to_json()), **episode)
+    assert again == spec and again.key("p") == spec.key("p")
+
+
 @pytest.mark.parametrize(("fields", "key"), MAIN_KEYS)
 def test_episode_spec__is_its_stack_plus_the_instance_seed_and_trial(fields: dict[str, Any], key: str) -> None:
-    spec = EpisodeSpec(**{"max_turns": 1000, **fields})  # a stack always names its turn budget
+    spec = EpisodeSpec(**{"max_turns": 1000, **fields})
     episode = {name: getattr(spec, name) for name in ("instance_index", "instance_id", "seed", "trial")}
     assert EpisodeSpec.from_stack(spec.stack(), **episode) == spec
     assert EpisodeSpec.from_stack(StackSpec.from_json(spec.stack().to_json()), **episode).key("p") == spec.key("p")

@@ -29,6 +29,7 @@ __all__ = [
     "ToolCallDict",
     "is_engine_spec",
     "policy_name",
+    *MOVED,  # for one release: a star import binds them too, each with its DeprecationWarning
 ]
 
 # the policies by name moved to ace_gym.policies; importable from here for one release

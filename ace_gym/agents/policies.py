@@ -30,6 +30,6 @@ def is_engine_spec(spec: str) -> bool:
     return bool(sep and target) and kind in ENGINE_KINDS
 
 
-__all__ = ["is_engine_spec", "policy_name"]
+__all__ = ["is_engine_spec", "policy_name", *MOVED]  # the moved names for one release, as in ace_gym.agents
 
 __getattr__, __dir__ = moved_names(__name__, MOVED)

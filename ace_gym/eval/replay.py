@@ -24,7 +24,6 @@ import argparse
 import importlib
 import json
 import sys
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.feedback.rounds import AGENCYBENCH_THRESHOLD
 from ace_gym.instance import dataset_sha256
+from ace_gym.lazy_exports import moved_to
 from ace_gym.runs.loop import Actor, Episode, Turn
 from ace_gym.runs.results import EPISODES_FILE, duplicates_note, read_records
 from ace_gym.text import clipped
@@ -138,18 +138,21 @@ def current_entry_points(env_spec: Any) -> Any:
 
 
 def _current_entry_point(entry_point: Any) -> Any:
-    """``"module:Name"`` of what an ace_gym entry point loads; anything else (and a name that does
-    not load) as it is. Only ace_gym modules are imported."""
+    """``"module:Name"`` where a record names a class by a moved module's old path (an alias
+    :func:`~ace_gym.lazy_exports.moved_to` recognises from its source), named from its home;
+    anything else as it is (a name that does not load too). Nothing is imported but the home of
+    an alias: a record cannot make replay run a module it names."""
     if not isinstance(entry_point, str) or not entry_point.startswith("ace_gym."):
         return entry_point
     module, _, name = entry_point.partition(":")
+    home = moved_to(module)
+    if home is None or not home.startswith("ace_gym."):
+        return entry_point
     try:
-        with warnings.catch_warnings():  # an old path's deprecation is expected here
-            warnings.simplefilter("ignore", DeprecationWarning)
-            found = getattr(importlib.import_module(module), name)
+        found = getattr(importlib.import_module(home), name)
     except (ImportError, AttributeError, ValueError):
         return entry_point
-    return f"{getattr(found, '__module__', module)}:{getattr(found, '__qualname__', name)}"
+    return f"{getattr(found, '__module__', home)}:{getattr(found, '__qualname__', name)}"
 
 
 class ReplayPolicy(Actor):

@@ -62,9 +62,7 @@ from ace_gym.registration import register_domain
 from ace_gym.runs.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
 from ace_gym.stacks import WRAPPERS, StackSpec
 from ace_gym.wrappers import ToolFailureInjection
-
-DEFAULT_MAX_TURNS = 1000
-"""Turn limit of episodes without one (the published loop's ``max_steps``)."""
+from ace_gym.wrappers.step_budget import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS  # re-exported: episodes without a limit
 
 
 @dataclass(frozen=True)
@@ -157,7 +155,9 @@ class EpisodeSpec:
         layers: list[str | tuple[str, Mapping[str, Any]]] = list(self.settings)
         if self.tool_failure_rate > 0 or self.failure_injection is not None:
             layers.append(("failure_injection", {"rate": self.tool_failure_rate, **(self.failure_injection or {})}))
-        layers += [("chat_adapter", {}), ("step_budget", {"max_turns": self.max_turns or DEFAULT_MAX_TURNS})]
+        # no max_turns: the budget's default (DEFAULT_MAX_TURNS), so from_stack gives None back
+        budget = {} if self.max_turns is None else {"max_turns": self.max_turns}
+        layers += [("chat_adapter", {}), ("step_budget", budget)]
         if self.feedback_rounds is not None:
             layers.append(("feedback_rounds", dict(self.feedback_rounds)))
         return StackSpec.of(env_id, env_kwargs, layers)
@@ -174,7 +174,10 @@ class EpisodeSpec:
     ) -> EpisodeSpec:
         """The spec playing ``stack`` (one :meth:`stack` builds: an ACE or scenario env id, the
         chat adapter and turn budget, the settings with their default arguments) on the instance,
-        seed and trial given; ConfigError naming what this spec cannot express."""
+        seed and trial given; ConfigError naming what this spec cannot express.
+        ``EpisodeSpec.from_stack(spec.stack(), ...)`` is ``spec`` again, but for an empty
+        ``failure_injection`` at a rate > 0, whose stack is None's (both build the same env): it
+        comes back None."""
         return cls(
             **_fields_of_stack(stack), instance_index=instance_index, instance_id=instance_id, seed=seed, trial=trial
         )
@@ -237,8 +240,9 @@ def _fields_of_stack(stack: StackSpec) -> dict[str, Any]:
         )
     if "failure_injection" in layers:
         options = dict(layers.pop("failure_injection"))
-        fields["tool_failure_rate"] = options.pop("rate", 0.0)
-        fields["failure_injection"] = options or None
+        fields["tool_failure_rate"] = rate = options.pop("rate", 0.0)
+        # a rate > 0 alone needs no options; at rate 0 the layer is there for its options, even {}
+        fields["failure_injection"] = options if options or rate == 0 else None
     if layers.pop("chat_adapter", None) != {} or "step_budget" not in layers:
         raise ConfigError(
             "wrappers",

@@ -68,15 +68,18 @@ def tool_call_message(table: ItemTable, conditions: Sequence[Condition], call_id
 
 def tool_result_text(table: ItemTable, query: Query, fmt: str) -> str:
     """The query tool's result in ``fmt`` ("concise" or "verbose")."""
-    quoted = table.quoted
+    names = table.name_array
     if fmt == "concise":
-        return '{"intersection": [' + ", ".join(quoted[query.intersection].tolist()) + "]}"
-    parts = []
-    for section, conditions, mask in query.per_section:
-        described = [{k: v for k, v in c.to_json().items() if k != "section"} for c in conditions]
-        head = json.dumps({"section": section, "conditions": described}, ensure_ascii=False)[:-1]
-        parts.append(head + ', "candidates": [' + ", ".join(quoted[mask].tolist()) + "]}")
-    return '{"per_section": [' + ", ".join(parts) + "]}"
+        return json.dumps({"intersection": names[query.intersection].tolist()}, ensure_ascii=False)
+    sections = [
+        {
+            "section": section,
+            "conditions": [{k: v for k, v in c.to_json().items() if k != "section"} for c in conditions],
+            "candidates": names[mask].tolist(),
+        }
+        for section, conditions, mask in query.per_section
+    ]
+    return json.dumps({"per_section": sections}, ensure_ascii=False)
 
 
 def tool_result_message(table: ItemTable, query: Query, fmt: str, call_id: str) -> dict[str, Any]:

@@ -115,8 +115,8 @@ class ItemTable:
             self.value_section,
             "must name a numeric section",
         )
-        self.quoted = np.array([json.dumps(n, ensure_ascii=False) for n in self.names], dtype=object)
-        """Each name as a JSON string literal (tool results are joined from these)."""
+        self.name_array = np.array(self.names, dtype=object)
+        """:attr:`names` as an array, indexed by a query's masks (the tool results list them)."""
 
     def _add_categorical(self, section: str, raw: Sequence[Sequence[str]]) -> None:
         seen: dict[str, None] = {}

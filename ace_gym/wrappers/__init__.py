@@ -71,6 +71,7 @@ __all__ = [
     "StepBudget",
     "ToolFailureInjection",
     "TurnLimit",
+    *MOVED,  # for one release: a star import binds them too, each with its DeprecationWarning
 ]
 
 __getattr__, __dir__ = moved_names(__name__, MOVED)

@@ -15,14 +15,15 @@ from ace_gym.envs.ace_env import ActionType, tool_label
 from ace_gym.errors import ConfigError, choice, did_you_mean, probability
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import REPLY_INFO, TOOL_CALL_FAILED, ToolReply, failure
+from ace_gym.tools.replies import ok_reply
 
 #: what an injected failure returns, by mode; "failed" is the published envelope
 FAILURE_ENVELOPES: dict[str, str] = {
     "failed": TOOL_CALL_FAILED,
     "timeout": failure("Timeout, the tool did not respond in time"),
     "rate_limit": failure("RateLimitError, too many requests, retry the call later"),
-    "empty": '{"status": "success", "messages": "Successfully executed tool", "data": {}}',
-    "truncated": '{"status": "success", "messages": "Successfully executed tool", "data": {"',
+    "empty": ok_reply({}).text,
+    "truncated": '{"status": "success", "messages": "Successfully executed tool", "data": {"',  # cut on purpose
 }
 _FAILURE_REPLIES = {mode: ToolReply(text, ok=False) for mode, text in FAILURE_ENVELOPES.items()}
 """The typed reply of each mode (a failure whatever its envelope says: the call did not run)."""

@@ -19,6 +19,9 @@ from ace_gym.errors import ConfigError, flag, integer
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
 
+DEFAULT_MAX_TURNS = 1000
+"""Turn limit of a :class:`StepBudget` given none (the published loop's ``max_steps``)."""
+
 
 def steps_left_notice(turns_left: int) -> str:
     """The short budget notice appended to observations, e.g. ``(3 steps left)``."""
@@ -87,7 +90,9 @@ class StepBudget(gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.Reco
     message of the turn, in the conversation itself).
     """
 
-    def __init__(self, env: gym.Env[ObsType, ActType], max_turns: int, *, notice: bool = False) -> None:
+    def __init__(
+        self, env: gym.Env[ObsType, ActType], max_turns: int = DEFAULT_MAX_TURNS, *, notice: bool = False
+    ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self, max_turns=max_turns, notice=notice, _disable_deepcopy=True
         )  # plain values, validated below

@@ -5,10 +5,13 @@ the module graph has a cycle.
 Every import statement counts, wherever it stands: at module level, inside a function (a
 deferred import is still a dependency) or under ``TYPE_CHECKING``; for the layers, so does every
 string naming an ace_gym module or an entry point in one (``"ace_gym.x.y:Name"``), so that a
-string cannot hide an edge. ``from package import name`` depends on the submodule ``package.name`` when there is one,
-else on the package itself; importing ``a.b.c`` is not counted as depending on the packages ``a``
-and ``a.b``. A deprecated alias (a module defining ``__moved_to__``, a ``MOVED`` table of names
-that moved out) points to its new home on purpose for one release and is no edge.
+string cannot hide an edge (a dotted name of an attribute, ``"ace_gym.x.y.Name"``, names its
+longest module prefix). ``from package import name`` depends on the submodule ``package.name`` when
+there is one, else on the package itself; importing ``a.b.c`` is not counted as depending on the
+packages ``a`` and ``a.b``. A deprecated alias points to its new home on purpose for one release
+and is no edge: a module of exactly the shim shape (:data:`SHIM_SHAPE`), and a table of names
+that moved out passed to ``lazy_exports.moved_names``. A module name built at run time would
+hide an edge, so only the modules of :data:`DYNAMIC_IMPORTS_ALLOWED` import one.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 import ace_gym
 
@@ -213,35 +218,120 @@ def _layer(package: str) -> str:
     return f"{LAYERS[LAYER_OF[package]][0]} ({LAYER_OF[package]})" if package in LAYER_OF else "no layer"
 
 
+SHIM_SHAPE = (
+    "from ace_gym.lazy_exports import moved_module",
+    "__moved_to__ = 'ace_gym.new.home'",
+    "__getattr__, __dir__ = moved_module(__name__, __moved_to__)",
+)
+"""A moved module's whole body after its docstring (``lazy_exports.moved_module``): nothing else
+may stand in a module whose imports the layers ignore."""
+
+
 def _is_shim(tree: ast.Module) -> bool:
-    """A deprecated alias: a module that moved and only points to its new home (``__moved_to__``)."""
-    return any(
-        isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__moved_to__" for t in node.targets)
-        for node in tree.body
-    )
+    """A deprecated alias: a docstring, then exactly :data:`SHIM_SHAPE` with any home (a string)."""
+    body = tree.body
+    if len(body) != 1 + len(SHIM_SHAPE) or not _is_docstring(body[0]):
+        return False
+    moved = body[2]
+    if not (isinstance(moved, ast.Assign) and isinstance(moved.value, ast.Constant)):
+        return False
+    if not isinstance(moved.value.value, str):
+        return False
+    shape = ast.parse("\n".join(SHIM_SHAPE).replace("'ace_gym.new.home'", repr(moved.value.value))).body
+    return [ast.dump(node) for node in body[1:]] == [ast.dump(node) for node in shape]
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+
+
+def _called_name(node: ast.Call) -> str | None:
+    """``f`` of a call ``f(...)`` or ``x.f(...)``."""
+    function = node.func
+    return function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
 
 
 def _moved_tables(tree: ast.Module) -> list[ast.expr]:
-    """The module-level ``MOVED`` tables (names that moved out, for ``lazy_exports.moved_names``)."""
-    tables = []
+    """The tables of names that moved out, as ``lazy_exports.moved_names(__name__, TABLE)`` is
+    given them: the expression itself, or the module-level value of the name passed."""
+    passed = [
+        node.args[1]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and _called_name(node) == "moved_names" and len(node.args) == 2
+    ]
+    names = {arg.id for arg in passed if isinstance(arg, ast.Name)}
+    tables = [arg for arg in passed if not isinstance(arg, ast.Name)]
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MOVED" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
             tables.append(node.value)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "MOVED":
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id in names:
             if node.value is not None:
                 tables.append(node.value)
     return tables
 
 
 ENTRY_POINT = re.compile(r"^(ace_gym(?:\.\w+)+)(?::[\w.]+)?$")
-"""A string naming an ace_gym module (``"ace_gym.x.y"``) or an entry point in it (``"ace_gym.x.y:Name"``)."""
+"""A string naming an ace_gym module (``"ace_gym.x.y"``), an attribute of one
+(``"ace_gym.x.y.Name"``) or an entry point in one (``"ace_gym.x.y:Name"``)."""
+
+
+def _named_module(text: str, modules: dict[str, Path]) -> str | None:
+    """The module a string names (its longest dotted prefix that is a module below ``ace_gym``), or None."""
+    match = ENTRY_POINT.match(text)
+    if not match:
+        return None
+    parts = match.group(1).split(".")
+    return next((".".join(parts[:n]) for n in range(len(parts), 1, -1) if ".".join(parts[:n]) in modules), None)
+
+
+DYNAMIC_IMPORTS_ALLOWED: dict[str, str] = {
+    "ace_gym.cli": "the command table: each command's module, imported when it runs",
+    "ace_gym.wrapper_entry": "a registry entry loads its wrapper class from the entry point it states",
+    "ace_gym.stacks": "StackSpec.make loads the entry points Gymnasium registered for an env id",
+    "ace_gym.eval.replay": "an old module path a record names, translated to its home (lazy_exports.moved_to)",
+    "ace_gym.planning": "the package's own submodules, by the name table of its lazy exports",
+    "ace_gym.feedback": "the package's own submodules, by the name table of its lazy exports",
+    "ace_gym.lazy_exports": "the loaders themselves: they import the homes the modules above name",
+}
+"""Modules that import a module whose name is built at run time, and why each needs to."""
+
+IMPORTING_CALLS: dict[str, int] = {
+    "import_module": 0,
+    "__import__": 0,
+    "load_env_creator": 0,
+    "lazy_exports": 1,
+    "lazy_homes": 1,
+    "moved_module": 1,
+}
+"""Calls that import a module they are given, and the position of its name."""
+
+
+def _dynamic_imports(tree: ast.Module) -> list[int]:
+    """Lines calling an :data:`IMPORTING_CALLS` function with a module name that is not written out
+    (a string, or for ``lazy_homes`` a dict of strings; a shim's ``__moved_to__`` counts as written)."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or _called_name(node) not in IMPORTING_CALLS:
+            continue
+        position = IMPORTING_CALLS[str(_called_name(node))]
+        arg = node.args[position] if len(node.args) > position else None
+        if isinstance(arg, ast.Dict):
+            constant = all(isinstance(value, ast.Constant) and isinstance(value.value, str) for value in arg.values)
+        elif _called_name(node) == "moved_module" and _is_shim(tree):
+            constant = True
+        else:
+            constant = isinstance(arg, ast.Constant) and isinstance(arg.value, str)
+        if not constant:
+            found.append(node.lineno)
+    return found
 
 
 def _edges(name: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
     """Every dependency of module ``name`` on another ace_gym module: each import statement,
-    wherever it stands, and each string literal naming an ace_gym module or an entry point in one
-    (an ``importlib.import_module`` or ``lazy_exports`` argument, a Gymnasium entry point). A
-    deprecated alias (a shim, a ``MOVED`` table) points to its new home on purpose and is no edge."""
+    wherever it stands, and each string literal naming an ace_gym module, an attribute of one or an
+    entry point in one (an ``importlib.import_module`` or ``lazy_exports`` argument, a Gymnasium
+    entry point). A deprecated alias (a module of the shim shape, a table given to ``moved_names``)
+    points to its new home on purpose and is no edge."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     if _is_shim(tree):
         return []
@@ -251,9 +341,9 @@ def _edges(name: str, path: Path, modules: dict[str, Path]) -> list[Edge]:
     for node in ast.walk(tree):
         targets = [(target, "import") for target in _import_targets(node, package, modules)]
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in exempt:
-            match = ENTRY_POINT.match(node.value)
-            if match:
-                targets = [(match.group(1), repr(node.value))]
+            named = _named_module(node.value, modules)
+            if named:
+                targets = [(named, repr(node.value))]
         edges.extend(
             Edge(name, target, path, getattr(node, "lineno", 0), how)
             for target, how in targets
@@ -386,14 +476,16 @@ def test_layers__no_module_imports_a_deprecated_alias() -> None:
 
 
 def test_layers__edges_count_deferred_imports_strings_but_not_deprecated_aliases(tmp_path: Path) -> None:
+    shim = '"""Moved."""\n' + "\n".join(SHIM_SHAPE).replace("ace_gym.new.home", "ace_gym.eval.loop") + "\n"
     sources = {
         "ace_gym.errors": "",
         "ace_gym.text": 'import importlib\ndef f():\n    return importlib.import_module("ace_gym.eval.loop")\n',
         "ace_gym.stats": 'ENTRY = "ace_gym.envs:AceEnv"\nNAME = "ace_gym.not_a_module:X"\n',
         "ace_gym.envs": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ace_gym.eval import loop\n",
         "ace_gym.eval": "",
-        "ace_gym.eval.loop": 'from ace_gym.lazy_exports import moved_names\nMOVED = {"X": "ace_gym.envs"}\n',
-        "ace_gym.lazy_exports": '__moved_to__ = "ace_gym.eval.loop"\nimport ace_gym.eval.loop\n',
+        "ace_gym.eval.loop": 'from ace_gym.lazy_exports import moved_names\nMOVED = {"X": "ace_gym.envs"}\n'
+        "__getattr__, __dir__ = moved_names(__name__, MOVED)\n",
+        "ace_gym.lazy_exports": shim,
     }
     modules = {name: tmp_path / f"{name}.py" for name in sources}
     for name, text in sources.items():
@@ -408,6 +500,90 @@ def test_layers__edges_count_deferred_imports_strings_but_not_deprecated_aliases
         "ace_gym.eval.loop": {("ace_gym.lazy_exports", "import")},
         "ace_gym.lazy_exports": set(),
     }
+
+
+def _edges_of(tmp_path: Path, source: str) -> set[tuple[str, str]]:
+    """The edges of a fake module ``ace_gym.text`` with ``source``, among a few real module names."""
+    modules = {name: tmp_path / f"{name}.py" for name in ("ace_gym.text", "ace_gym.eval", "ace_gym.eval.rollout")}
+    for path in modules.values():
+        path.write_text("")
+    modules["ace_gym.text"].write_text(source)
+    return {(edge.target, edge.how) for edge in _edges("ace_gym.text", modules["ace_gym.text"], modules)}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "import ace_gym.eval.rollout\n",  # an import after the shim's lines
+        "def f():\n    from ace_gym.eval import rollout\n",  # a deferred one
+        "from ace_gym.lazy_exports import moved_module as mm\n",  # any other statement
+    ],
+)
+def test_layers__a_module_naming_a_new_home_is_a_shim_only_in_the_exact_shim_shape(tmp_path: Path, extra: str) -> None:
+    shim = '"""Moved."""\n' + "\n".join(SHIM_SHAPE).replace("ace_gym.new.home", "ace_gym.eval.rollout") + "\n"
+    assert _edges_of(tmp_path, shim) == set() and _is_shim(ast.parse(shim))
+    assert not _is_shim(ast.parse(shim + extra)) and _edges_of(tmp_path, shim + extra)
+    assert not _is_shim(ast.parse(shim.replace('"""Moved."""\n', "import ace_gym.eval.rollout\n")))
+
+
+def test_layers__only_a_table_given_to_moved_names_is_exempt(tmp_path: Path) -> None:
+    table = 'MOVED = {"X": "ace_gym.eval.rollout"}\n'
+    alias = "from ace_gym.lazy_exports import moved_names\n__getattr__, __dir__ = moved_names(__name__, MOVED)\n"
+    assert _edges_of(tmp_path, table) == {("ace_gym.eval.rollout", "'ace_gym.eval.rollout'")}
+    assert _edges_of(tmp_path, table + alias) == set()
+    other = 'OTHER = {"X": "ace_gym.eval.rollout"}\n'
+    assert _edges_of(tmp_path, other + table + alias) == {("ace_gym.eval.rollout", "'ace_gym.eval.rollout'")}
+    inline = 'from ace_gym.lazy_exports import moved_names\nh = moved_names(__name__, {"X": "ace_gym.eval.rollout"})\n'
+    assert _edges_of(tmp_path, inline) == set()
+
+
+def test_layers__a_dotted_name_of_an_attribute_is_an_edge_to_its_module(tmp_path: Path) -> None:
+    assert _edges_of(tmp_path, 'NAME = "ace_gym.eval.rollout.EpisodeSpec"\n') == {
+        ("ace_gym.eval.rollout", "'ace_gym.eval.rollout.EpisodeSpec'")
+    }
+    assert _edges_of(tmp_path, 'NAME = "ace_gym.eval.nothing.X"\n') == {("ace_gym.eval", "'ace_gym.eval.nothing.X'")}
+    assert _edges_of(tmp_path, 'NAME = "ace_gym.nothing"\nTEXT = "see ace_gym.eval.rollout"\n') == set()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        'importlib.import_module(f"ace_gym.{part}")',
+        'import_module("ace_gym." + part)',
+        'importlib.import_module(".".join(["ace_gym", part]))',
+        '__import__("ace_gym.%s" % part)',
+        'load_env_creator(part + ":X")',
+        "lazy_exports(__name__, part, ['X'])",
+        "lazy_homes(__name__, {'X': part})",
+        "moved_module(__name__, part)",
+    ],
+)
+def test_layers__a_module_name_built_at_run_time_is_found(call: str) -> None:
+    source = f'import importlib\npart = "eval"\ndef f():\n    return {call}\n'
+    assert _dynamic_imports(ast.parse(source)) == [4]
+    written = 'importlib.import_module("ace_gym.eval")\nlazy_homes(__name__, {"X": "ace_gym.eval"})\n'
+    assert _dynamic_imports(ast.parse(written)) == []
+
+
+def test_layers__only_the_allowed_modules_import_a_module_named_at_run_time() -> None:
+    found = {}
+    for name, path in _modules().items():
+        lines = _dynamic_imports(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if lines:
+            found[name] = lines
+    unexpected = {name: lines for name, lines in found.items() if name not in DYNAMIC_IMPORTS_ALLOWED}
+    assert not unexpected, f"module names built at run time hide edges (module: lines): {unexpected}"
+    assert set(DYNAMIC_IMPORTS_ALLOWED) == set(found), "an allowed module no longer needs it: drop it"
+
+
+def test_layers__every_module_naming_a_new_home_has_the_shim_shape() -> None:
+    """A module that defines ``__moved_to__`` and does anything else is no alias the layers may skip."""
+    odd = [
+        name
+        for name, path in _modules().items()
+        if "\n__moved_to__ = " in (text := path.read_text(encoding="utf-8")) and not _is_shim(ast.parse(text))
+    ]
+    assert odd == []
 
 
 def test_layers__a_violation_names_file_line_edge_and_both_layers() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import sys
 import warnings
 from pathlib import Path
@@ -93,3 +94,56 @@ def test_importing_every_module__warns_of_no_moved_name() -> None:
                 except ImportError as error:  # an optional extra this machine lacks
                     if not isinstance(error, ModuleNotFoundError) or (error.name or "").startswith("ace_gym"):
                         raise
+
+
+def _star_import(module: str) -> dict[str, object]:
+    namespace: dict[str, object] = {}
+    exec(f"from {module} import *", namespace)  # the statement under test
+    return {name: value for name, value in namespace.items() if name not in ("__builtins__", "__warningregistry__")}
+
+
+@pytest.mark.parametrize("old", sorted(SHIMS))
+def test_a_moved_module__star_import_binds_what_its_home_exports(old: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        found = _star_import(old)
+    assert found == _star_import(SHIMS[old])
+    assert found and "moved_module" not in found
+
+
+STAR_EXPORTS_AT_7123F6B = {
+    "ace_gym.wrappers": {
+        "FAILURE_ENVELOPES", "AssistantTurn", "BrokenTool", "ChatAdapter", "ChatMessages", "CostAnnotatedTools",
+        "Curriculum", "ExtraneousTools", "FeedbackRounds", "Refine", "StepBudget", "ToolFailureInjection",
+        "TurnLimit", "UnsolvableMix",
+    },
+    "ace_gym.agents": {
+        "DONE", "POLICY_SPECS", "SCRIPTED_POLICIES", "ChatEngine", "Completion", "ExactSolver", "GreedyLocal",
+        "GreedyRevise", "Policy", "RandomPolicy", "Script", "ScriptedEpisode", "ScriptedPolicy", "ToolCallDict",
+        "check_policy_spec", "is_engine_spec", "make_policy", "make_scripted_policy", "policy_label", "policy_name",
+    },
+    "ace_gym.agents.policies": {
+        "POLICY_SPECS", "SCRIPTED_POLICIES", "check_policy_spec", "is_engine_spec", "make_policy",
+        "make_scripted_policy", "policy_label", "policy_name",
+    },
+}  # fmt: skip
+"""Names ``from MODULE import *`` bound at 7123f6b, before the benchmark homes (moved ones included)."""
+
+
+@pytest.mark.parametrize("module", sorted(STAR_EXPORTS_AT_7123F6B))
+def test_a_package_with_moved_names__star_import_still_binds_them_with_a_warning(module: str) -> None:
+    moved = importlib.import_module(module).MOVED
+    with pytest.warns(DeprecationWarning, match="moved to"):
+        found = _star_import(module)
+    assert STAR_EXPORTS_AT_7123F6B[module] <= set(found)
+    assert all(found[name] is getattr(importlib.import_module(home), name) for name, home in moved.items())
+
+
+@pytest.mark.parametrize("module", sorted(STAR_EXPORTS_AT_7123F6B))
+def test_a_package_with_moved_names__inspect_getmembers_does_not_warn(module: str) -> None:
+    """``dir()`` leaves the moved names out (``__all__`` keeps them for star imports)."""
+    package = importlib.import_module(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        names = {name for name, _ in inspect.getmembers(package)}
+    assert not names & set(package.MOVED) and set(package.MOVED) <= set(package.__all__)

@@ -88,13 +88,37 @@ message = f"Slot (row={r}) is fixed"
     assert json_written_by_hand(source) == [1, 2]
 
 
-def test_tool_layer__writes_json_only_through_its_encoder() -> None:
-    """Issue 28: replies are built as values and serialised by one encoder
-    (:func:`ace_gym.tools.replies.dumps`), never assembled from hand-written JSON pieces."""
-    tools = Path(ace_gym.__file__).parent / "tools"
+HAND_WRITTEN_JSON_ALLOWED: dict[str, tuple[int, str]] = {
+    "agents/llm/tiny_model.py": (1, "a tool call in the hermes format, text the tiny test model is trained on"),
+    "envs/ace_env.py": (1, "an error message showing the model the shape of a call"),
+    "longbench/engine.py": (1, "an error message showing the model the shape of the arguments"),
+    "longbench/prompts.py": (3, "the prompt describing the tool's result to the model"),
+    "longbench/puzzle_env.py": (1, "an error message showing the model the shape of the arguments"),
+    "parsing/formats.py": (1, "an error message showing the model the shape of a call"),
+    "parsing/turn.py": (4, "FORMAT_EXAMPLES: example calls in each format, shown in prompts"),
+    "planning/holistic.py": (2, "the prompt describing the plan and refusal objects to the model"),
+    "planning/stepwise.py": (1, "the prompt describing the prediction objects to the model"),
+    "server/app.py": (1, "a protocol error message showing the shape of a frame"),
+    "tools/compact.py": (1, "the system prompt note showing the model a failed compact reply"),
+    "wrappers/failure_injection.py": (1, "the 'truncated' failure: an envelope cut short on purpose, no JSON"),
+}
+"""Files of ace_gym whose string literals hold JSON pieces that are no JSON the library writes:
+prose and examples shown to a model, and one reply broken on purpose. By file: how many lines
+hold such pieces, and why (a new piece in one of these files changes the count and fails too)."""
+
+
+def test_ace_gym__writes_json_only_through_an_encoder() -> None:
+    """Issue 28: JSON is built as values and serialised by an encoder (``json.dumps``, the tool
+    layer's :func:`ace_gym.tools.replies.dumps`), never assembled from hand-written pieces; the
+    exceptions are :data:`HAND_WRITTEN_JSON_ALLOWED`."""
+    package = Path(ace_gym.__file__).parent
     found = {
-        path.name: lines
-        for path in sorted(tools.glob("*.py"))
+        path.relative_to(package).as_posix(): lines
+        for path in sorted(package.rglob("*.py"))
         if (lines := json_written_by_hand(path.read_text(encoding="utf-8")))
     }
-    assert not found, f"hand-written JSON (file: lines): {found}"
+    unexpected = {
+        name: lines for name, lines in found.items() if len(lines) != HAND_WRITTEN_JSON_ALLOWED.get(name, (0, ""))[0]
+    }
+    assert not unexpected, f"hand-written JSON (file: lines; see HAND_WRITTEN_JSON_ALLOWED): {unexpected}"
+    assert set(found) == set(HAND_WRITTEN_JSON_ALLOWED), "an allowed file no longer writes JSON by hand: drop it"

@@ -27,7 +27,8 @@ def test_check_settings__stacking_order_whatever_the_order_given() -> None:
         "broken",
         "refine",
     )
-    assert list(SETTINGS) == ["cost", "extraneous", "unsolvable", "broken", "refine"]
+    published = ["cost", "extraneous", "unsolvable", "broken", "refine"]  # APB's, in its order; a new one may join
+    assert [name for name in SETTINGS if name in published] == published
     with pytest.raises(ConfigError, match="did you mean 'broken'"):
         check_settings(["brokne"], "wrappers")
 
