@@ -283,6 +283,24 @@ def assert_multi_turn_masked(batches: list[dict[str, Any]], tokenizer: Any, step
             assert all("<tool_response>" not in text for text in assistant)
 
 
+def cpu_grpo_config(output_dir: Path, **settings: Any) -> Any:
+    """A ``GRPOConfig`` for the tiny model on CPU: groups of two, no saving or reporting, seed 0;
+    ``settings`` (steps, batch size, lengths, ...) on top."""
+    from trl import GRPOConfig
+
+    defaults = {
+        "num_generations": 2,
+        "learning_rate": 0.05,
+        "shuffle_dataset": False,
+        "logging_steps": 1,
+        "report_to": [],
+        "save_strategy": "no",
+        "use_cpu": True,
+        "seed": 0,
+    }
+    return GRPOConfig(output_dir=str(output_dir), **{**defaults, **settings})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ["environment_factory", "rollout_func"])
 def test_grpo__trains_every_turn_on_two_domains(
@@ -290,7 +308,7 @@ def test_grpo__trains_every_turn_on_two_domains(
 ) -> None:
     """Two GRPO steps, each batch two groups of two (one per domain), the model steered to set the
     hidden slot (to its truth or a wrong candidate: rewards differ within a group) then call done."""
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
 
@@ -304,20 +322,7 @@ def test_grpo__trains_every_turn_on_two_domains(
         rewards: list[Any] = [AceMetrics()]  # the reward is each environment's get_reward
     else:
         multi_turn, rewards = {"rollout_func": rollout_func(specs)}, [episode_score, AceMetrics()]
-    config = GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=256,
-        learning_rate=0.05,
-        shuffle_dataset=False,
-        logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-    )
+    config = cpu_grpo_config(tmp_path, max_steps=2, per_device_train_batch_size=4, max_completion_length=256)
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
@@ -441,7 +446,7 @@ def test_grpo_environment_factory__plays_a_fit_episode_with_several_calls_per_tu
     """One GRPO step through TRL's own tool loop, the tiny model steered to write the batching
     solver's turns under FIT (compact replies): the H=1 episode is played whole in four turns, each
     turn one assistant message holding all of its calls (TRL runs them and answers each), score 1."""
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from ace_gym.eval.fit import FIT, fit_spec
     from tests.solver_text import BatchSolverText
@@ -466,19 +471,8 @@ def test_grpo_environment_factory__plays_a_fit_episode_with_several_calls_per_tu
         seen.extend(completions)
         return [None] * len(completions)
 
-    config = GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=1,
-        per_device_train_batch_size=2,
-        num_generations=2,
-        max_completion_length=8192,
-        max_tool_calling_iterations=8,
-        learning_rate=0.05,
-        logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
+    config = cpu_grpo_config(
+        tmp_path, max_steps=1, per_device_train_batch_size=2, max_completion_length=8192, max_tool_calling_iterations=8
     )
     trainer = GRPOTrainer(
         model=model,
