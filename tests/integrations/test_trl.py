@@ -439,7 +439,7 @@ def test_rollout_func__plays_a_fit_episode_with_several_calls_per_turn_token_exa
     assert prompt_ids + completion_ids == tokenizer.encode(rendered, add_special_tokens=False)
 
 
-@pytest.mark.slow  # about two minutes on two cores: a fit H=1 episode is some 6k tokens of the tiny model
+@pytest.mark.slow  # 2 to 5 minutes on two shared cores: a fit H=1 episode is some 6k tokens of the tiny model
 def test_grpo_environment_factory__plays_a_fit_episode_with_several_calls_per_turn(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
