@@ -210,3 +210,44 @@ def test_trajectory__has_no_logprobs_unless_every_turn_had_them_and_no_layout_wi
         tokens.add_turn({"role": "assistant", "content": "x"}, [], generated_ids=[1, 2], logprobs=[-1.0])
     rewriting, _ = _rollout(_tokenizer(DROPS_OLD_REASONING))
     assert rewriting.trajectory() is None
+
+
+def test_several_tool_messages_after_one_assistant_turn__one_env_segment_equal_to_the_rendering() -> None:
+    """The batching solver under FIT (compact replies), on Qwen2.5's own template: each assistant
+    turn makes several calls (written as that template writes them, one ``<tool_call>`` block per
+    line), the adapter answers each with its own tool message, and the template groups them into
+    one user turn; the append-only ids, the model's kept verbatim, stay the whole conversation's
+    rendering, turn after turn."""
+    from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE_FILE
+    from ace_gym.eval import EpisodeSpec
+    from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import BatchSolverText
+
+    qwen = _tokenizer(CHAT_TEMPLATE_FILE.read_text(encoding="utf-8"))
+    spec = fit_spec(EpisodeSpec("course", instance_index=9, seed=4))  # H=5
+    env = ChatAdapter(AceEnv("course", **dict(spec.env_kwargs)))
+    messages, info = env.reset(seed=spec.seed, options=spec.reset_options())
+    tokens = ChatTokens(qwen, tools=info["tools"])
+    tokens.reset(messages)
+    solver = BatchSolverText(spec)
+    replies: list[str] = []
+    terminated = False
+    while not terminated:
+        text = solver.next_text(replies)
+        generated = qwen.encode(text + "<|im_end|>", add_special_tokens=False)
+        _, _, terminated, _, info = env.step(text)
+        env_ids = tokens.sync(info["messages"], generated_ids=generated)
+        last = max(k for k, m in enumerate(info["messages"]) if m["role"] == "assistant")
+        replies = [m["content"] for m in info["messages"][last + 1 :] if m["role"] == "tool"]
+        assert len(replies) == solver.calls[-1]  # one tool message per call (done's included)
+        env_text = qwen.decode(env_ids)  # the turn's replies: one user turn, a <tool_response> block per call
+        assert env_text.count("<|im_start|>user") == 1 and env_text.count("<tool_response>") == len(replies)
+        assert all(reply in env_text for reply in replies)
+        rendered = qwen.apply_chat_template(
+            [template_message(m) for m in env.messages], tools=tokens.tools, add_generation_prompt=True, tokenize=False
+        )
+        assert tokens.token_ids == qwen.encode(rendered, add_special_tokens=False)
+    assert info["score"] == 1.0 and max(solver.calls) > 1 and len(solver.calls) <= 5
+    assert [s.kind for s in tokens.segments] == ["prompt"] + ["assistant", "env"] * len(solver.calls)
+    trajectory = tokens.trajectory(through_last_turn=True)
+    assert trajectory is not None and len(trajectory["turn_starts"]) == len(solver.calls)

@@ -20,11 +20,16 @@ extra; nothing is downloaded), through its chat template when it has one
 (:class:`~ace_gym.runs.tokens.ApproxTokenizer` per message plus
 :data:`~ace_gym.runs.tokens.MESSAGE_OVERHEAD`, the tool schemas as JSON text). Deterministic:
 the same command prints the same numbers. ``--json`` prints one JSON object (docs/usage.md, "Token accounting").
+
+``--fit`` plays the recommended training settings instead (:data:`ace_gym.eval.fit.FIT`: its env
+keyword arguments on every episode, its reference policy unless ``--policy`` names one);
+``--compare`` plays both and adds, per row, the fit/default ratio of each measure's mean.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -36,6 +41,7 @@ import numpy as np
 from ace_gym.cli_flags import add_common_flags, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, did_you_mean, integer
 from ace_gym.eval.cli import add_env_flags, build_specs, env_kwargs
+from ace_gym.eval.fit import FIT, fit_stack
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance import BUNDLED_DATASETS
 from ace_gym.planning.settings import check_settings
@@ -76,8 +82,21 @@ def register(subparsers: Any) -> None:
     )
     tokens.add_argument(
         "--policy",
-        default=DEFAULT_POLICY,
-        help=f"scripted policy ({', '.join(SCRIPTED_POLICIES)}; default {DEFAULT_POLICY})",
+        default=None,
+        help=f"scripted policy ({', '.join(SCRIPTED_POLICIES)}; default {DEFAULT_POLICY}, "
+        f"with --fit {FIT['policy']}; with --compare each side's)",
+    )
+    settings = tokens.add_mutually_exclusive_group()
+    settings.add_argument(
+        "--fit",
+        action="store_true",
+        help="play the recommended training settings (ace_gym.eval.fit.FIT: compact observations, "
+        f"several calls per turn, policy {FIT['policy']}; docs/training.md)",
+    )
+    settings.add_argument(
+        "--compare",
+        action="store_true",
+        help="play the default and the --fit settings and print both with the fit/default ratio of each mean",
     )
     source = tokens.add_mutually_exclusive_group()
     source.add_argument(
@@ -128,7 +147,7 @@ def register(subparsers: Any) -> None:
 
 
 def run_tokens(args: argparse.Namespace) -> int:
-    if args.policy not in SCRIPTED_POLICIES:
+    if args.policy is not None and args.policy not in SCRIPTED_POLICIES:
         raise ConfigError(
             "policy",
             args.policy,
@@ -136,22 +155,52 @@ def run_tokens(args: argparse.Namespace) -> int:
             f"{did_you_mean(args.policy, SCRIPTED_POLICIES)}",
         )
     tokenizer: Tokenizer = ApproxTokenizer() if args.tokenizer is None else HFTokenizer(args.tokenizer)
+    if not args.compare:
+        report = token_report(args, tokenizer, fit=args.fit)
+        print(json.dumps(report, indent=1) if args.json else format_rows(report["rows"], report))
+        return 0
+    default, fit = token_report(args, tokenizer, fit=False), token_report(args, tokenizer, fit=True)
+    compared = {"default": default, "fit": fit, "ratios": fit_ratios(default["rows"], fit["rows"])}
+    print(json.dumps(compared, indent=1) if args.json else format_comparison(compared))
+    return 0
+
+
+def token_report(args: argparse.Namespace, tokenizer: Tokenizer, *, fit: bool) -> dict[str, Any]:
+    """The report of one configuration: the flags' (``fit=False``) or the flags' with
+    :data:`~ace_gym.eval.fit.FIT` applied; ``policy`` is ``--policy`` or the configuration's own."""
+    policy = args.policy or (FIT["policy"] if fit else DEFAULT_POLICY)
     episodes = preset_episodes(args) if args.preset is not None else dataset_episodes(args)
-    with progress_bar(len(episodes), "tokens", "ep", not args.no_progress) as bar:
+    if fit:
+        episodes = [dataclasses.replace(episode, stack=fit_stack(episode.stack)) for episode in episodes]
+    with progress_bar(len(episodes), "tokens (fit)" if fit else "tokens", "ep", not args.no_progress) as bar:
         measured = []
-        for counted in measure(episodes, args.policy, tokenizer):
+        for counted in measure(episodes, policy, tokenizer):
             measured.append(counted)
             bar.update()
-    rows = token_rows(measured)
-    report = {
-        "policy": args.policy,
+    return {
+        "policy": policy,
+        "settings": "fit" if fit else "default",
+        "env_kwargs": dict(FIT["env_kwargs"]) if fit else {},
         "source": {"preset": args.preset} if args.preset is not None else {"dataset": args.dataset},
         "tokenizer": args.tokenizer or "estimate",
         "counted_by": sorted({row["counted_by"] for row in measured}),
-        "rows": rows,
+        "rows": token_rows(measured),
     }
-    print(json.dumps(report, indent=1) if args.json else format_rows(rows, report))
-    return 0
+
+
+def fit_ratios(default: Sequence[Mapping[str, Any]], fit: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per (domain, H) row of both: the fit/default ratio of each of :data:`MEASURES`' means
+    (3 decimals; None where the default's mean is 0)."""
+    by_key = {(row["domain"], row["hidden_slots"]): row for row in default}
+    ratios = []
+    for row in fit:
+        base = by_key[row["domain"], row["hidden_slots"]]
+        ratio = {"domain": row["domain"], "hidden_slots": row["hidden_slots"]}
+        for name in MEASURES:
+            mean = base[name]["mean"]
+            ratio[name] = round(row[name]["mean"] / mean, 3) if mean else None
+        ratios.append(ratio)
+    return ratios
 
 
 def dataset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
@@ -257,4 +306,21 @@ def format_rows(rows: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) ->
     text = "\n".join("  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)) for line in lines)
     source = ", ".join(f"{key} {value}" for key, value in report["source"].items())
     counted = f"tokenizer {report['tokenizer']} ({', '.join(report['counted_by'])})"
-    return f"policy {report['policy']}, {source}, {counted}; tokens and turns per episode, mean / max\n{text}"
+    settings = f", {report['settings']} settings" if "settings" in report else ""
+    return f"policy {report['policy']}{settings}, {source}, {counted}; tokens and turns per episode, mean / max\n{text}"
+
+
+def format_comparison(compared: Mapping[str, Any]) -> str:
+    """Both reports' tables, then a table of the fit/default ratios of the means."""
+    header = ("domain", "H", *(name.removesuffix("_tokens") for name in MEASURES))
+    lines = [header]
+    for ratio in compared["ratios"]:
+        cells = ["-" if ratio[name] is None else f"{ratio[name]:.3f}" for name in MEASURES]
+        lines.append((ratio["domain"], str(ratio["hidden_slots"]), *cells))
+    widths = [max(len(line[k]) for line in lines) for k in range(len(header))]
+    text = "\n".join("  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)) for line in lines)
+    default, fit = compared["default"], compared["fit"]
+    return (
+        f"{format_rows(default['rows'], default)}\n\n{format_rows(fit['rows'], fit)}\n\n"
+        f"fit / default, ratio of the means\n{text}"
+    )

@@ -231,3 +231,40 @@ def test_preset__plays_episodes_per_domain_and_h_deterministically(capsys: pytes
 def test_env_flags__change_what_is_played(capsys: pytest.CaptureFixture) -> None:
     capped = tokens_json(capsys, *COURSE_H1, "--max-turns", "5")["rows"][0]
     assert capped["turns"]["max"] == 5 and capped["score"] < 1.0  # cut off: the solver needs 12 or more turns on one
+
+
+def test_fit__halves_the_solvers_response_tokens_and_turns_at_h15(capsys: pytest.CaptureFixture) -> None:
+    """Issue 29's target, from the command's own JSON on the bundled 5x5 data: at H=15 the fit
+    settings (FIT: compact observations, the batching solver) need at most half the default's
+    response tokens and turns, solving every episode."""
+    compared = tokens_json(capsys, "--hidden-slots", "15", "--compare")
+    default, fit = compared["default"], compared["fit"]
+    assert (default["policy"], default["settings"], default["env_kwargs"]) == ("solver", "default", {})
+    assert (fit["policy"], fit["settings"], fit["env_kwargs"]) == ("solver-batch", "fit", {"observation": "compact"})
+    keys = [(d, 15) for d in [*DOMAIN_NAMES, "all"]]
+    assert [(r["domain"], r["hidden_slots"]) for r in compared["ratios"]] == keys
+    for side in (default, fit):
+        assert [(r["domain"], r["hidden_slots"]) for r in side["rows"]] == keys
+        assert all(set(r) == ROW_KEYS and r["score"] == 1.0 for r in side["rows"])
+    for ratio, base, fitted in zip(compared["ratios"], default["rows"], fit["rows"], strict=True):
+        for name in ("response_tokens", "turns"):
+            assert ratio[name] == round(fitted[name]["mean"] / base[name]["mean"], 3) <= 0.5, (ratio, name)
+        assert fitted["turns"]["max"] <= 5 and fitted["response_tokens"]["max"] < base["response_tokens"]["max"] / 2
+    # --fit alone prints the fit side, --json alone the default side: the same rows
+    assert tokens_json(capsys, "--hidden-slots", "15", "--fit", "--domains", "course") == {
+        **fit,
+        "rows": [r for r in fit["rows"] if r["domain"] == "course"],
+    }
+    assert tokens_json(capsys, "--hidden-slots", "15", "--domains", "course")["rows"] == default["rows"][:1]
+
+
+def test_fit__keeps_a_named_policy_and_refuses_fit_with_compare(capsys: pytest.CaptureFixture) -> None:
+    solver = tokens_json(capsys, *COURSE_H1, "--fit", "--policy", "solver")
+    assert solver["policy"] == "solver" and solver["settings"] == "fit"
+    batched = tokens_json(capsys, *COURSE_H1, "--fit")
+    assert solver["rows"][0]["turns"]["mean"] > batched["rows"][0]["turns"]["mean"]  # one call a turn, compact
+    assert main(["tokens", "--no-progress", *COURSE_H1, "--compare"]) == 0
+    text = capsys.readouterr().out
+    assert "default settings" in text and "fit settings" in text and "fit / default" in text
+    with pytest.raises(SystemExit):
+        main(["tokens", "--no-progress", *COURSE_H1, "--fit", "--compare"])

@@ -79,3 +79,39 @@ def test_openrlhf_executor__plays_a_full_solver_episode_token_exact_and_scores_o
     conversation = [template_message(m) for m in env.get_wrapper_attr("messages")][:-1]  # up to the last turn
     rendered = tokenizer.apply_chat_template(conversation, tools=info["tools"], tokenize=False)
     assert tokenizer.decode(tokens) == rendered.removesuffix("\n")
+
+
+class BatchSolverEngine(SolverEngine):
+    """:class:`SolverEngine` with the batching solver: every call of a turn in one generation."""
+
+    def __init__(self, tokenizer: Any, spec: EpisodeSpec) -> None:
+        from tests.solver_text import BatchSolverText
+
+        self.tokenizer, self.solver, self.texts = tokenizer, BatchSolverText(spec), []
+
+
+@pytest.mark.parametrize("index", [0, 1])  # H=5, H=1
+def test_openrlhf_executor__plays_a_fit_episode_with_several_calls_per_turn_token_exact(
+    tokenizer: Any, tmp_path: Path, index: int
+) -> None:
+    from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import played_conversation
+
+    spec = fit_spec(SPECS[index])
+    agent_func.write_dataset([spec], tmp_path / "train.jsonl")
+    row = json.loads((tmp_path / "train.jsonl").read_text())
+    engine = BatchSolverEngine(tokenizer, spec)
+    params = SimpleNamespace(max_tokens=None, logprobs=1)
+    result = asyncio.run(
+        agent_func.AgentExecutor().execute(row["prompt"], row["label"], params, 10**6, tokenizer, engine)
+    )
+    assert result["reward"] == 1.0 and float(result["scores"]) == 1.0 and not result["truncated"]
+    assert max(engine.solver.calls) > 1 and len(engine.texts) <= 5
+    tokens, ranges = result["observation_tokens"], result["action_ranges"]
+    # one action range (one trained sample turn) per generation, holding all of the turn's calls
+    assert [tokenizer.decode(tokens[a:b], skip_special_tokens=True) for a, b in ranges] == engine.texts
+    messages, tools = played_conversation(spec, engine.texts)
+    assert sum(m["role"] == "tool" for m in messages) == sum(engine.solver.calls[:-1])
+    rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False).removesuffix("\n")
+    assert tokenizer.decode(tokens) == rendered
+    assert list(tokens) == tokenizer.encode(rendered, add_special_tokens=False)

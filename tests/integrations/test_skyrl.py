@@ -72,3 +72,37 @@ def test_skyrl_env__an_unreadable_turn_gets_a_corrective_message(rows: list[dict
     assert correction["role"] == "user" and "tool call" in correction["content"]
     assert (output["reward"], output["done"]) == (0.0, False)
     assert output["metadata"]["parse_errors"] == []
+
+
+@pytest.mark.parametrize(
+    "spec", [EpisodeSpec("meal", instance_index=9, seed=4), EpisodeSpec("travel", instance_index=3)]
+)
+def test_skyrl_env__plays_a_fit_episode_with_several_calls_per_turn(
+    tmp_path_factory: pytest.TempPathFactory, spec: EpisodeSpec
+) -> None:
+    """Under FIT (compact observations) the batching solver plays the whole H=5 / H=1 episode in
+    four turns: each step is one assistant message answered by one tool message per call."""
+    from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import BatchSolverText
+
+    fit = fit_spec(spec)
+    path = tmp_path_factory.mktemp("skyrl_fit") / "train.parquet"
+    write_dataset([fit], path)
+    register()
+    (row,) = datasets.Dataset.from_parquet(str(path))
+    assert "<tool_replies>" in row["prompt"][0]["content"]  # the compact note: several calls may go in one turn
+    env = make(row)
+    env.init(row["prompt"])
+    solver = BatchSolverText(fit)
+    output = env.step(solver.next_text())
+    rewards, replies_per_turn = [output["reward"]], []
+    while not output["done"]:
+        replies = output["observations"]
+        assert all(reply["role"] == "tool" for reply in replies)
+        replies_per_turn.append(len(replies))
+        output = env.step(solver.next_text([reply["content"] for reply in replies]))
+        rewards.append(output["reward"])
+    assert output["metadata"]["score"] == 1.0 and rewards[-1] == 1.0 and sum(rewards) == 1.0
+    assert replies_per_turn == solver.calls[:-1] and max(solver.calls) > 1  # one reply per call of the turn
+    assert len(rewards) <= 5 and env.get_metrics() == {"score": 1.0, "turns": len(rewards)}
+    env.close()

@@ -283,6 +283,24 @@ def assert_multi_turn_masked(batches: list[dict[str, Any]], tokenizer: Any, step
             assert all("<tool_response>" not in text for text in assistant)
 
 
+def cpu_grpo_config(output_dir: Path, **settings: Any) -> Any:
+    """A ``GRPOConfig`` for the tiny model on CPU: groups of two, no saving or reporting, seed 0;
+    ``settings`` (steps, batch size, lengths, ...) on top."""
+    from trl import GRPOConfig
+
+    defaults = {
+        "num_generations": 2,
+        "learning_rate": 0.05,
+        "shuffle_dataset": False,
+        "logging_steps": 1,
+        "report_to": [],
+        "save_strategy": "no",
+        "use_cpu": True,
+        "seed": 0,
+    }
+    return GRPOConfig(output_dir=str(output_dir), **{**defaults, **settings})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ["environment_factory", "rollout_func"])
 def test_grpo__trains_every_turn_on_two_domains(
@@ -290,7 +308,7 @@ def test_grpo__trains_every_turn_on_two_domains(
 ) -> None:
     """Two GRPO steps, each batch two groups of two (one per domain), the model steered to set the
     hidden slot (to its truth or a wrong candidate: rewards differ within a group) then call done."""
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
 
@@ -304,20 +322,7 @@ def test_grpo__trains_every_turn_on_two_domains(
         rewards: list[Any] = [AceMetrics()]  # the reward is each environment's get_reward
     else:
         multi_turn, rewards = {"rollout_func": rollout_func(specs)}, [episode_score, AceMetrics()]
-    config = GRPOConfig(
-        output_dir=str(tmp_path),
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=2,
-        max_completion_length=256,
-        learning_rate=0.05,
-        shuffle_dataset=False,
-        logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-    )
+    config = cpu_grpo_config(tmp_path, max_steps=2, per_device_train_batch_size=4, max_completion_length=256)
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
@@ -387,3 +392,102 @@ def test_trainer_engine__renders_with_a_prefix_preserving_template(tiny_model: P
     tokenizer.chat_template = qwen3_chat_template  # rewrites earlier turns: TRL's training variant instead
     engine = TrainerEngine(_trainer_stub(tokenizer, chat_template_kwargs={"enable_thinking": False}))
     assert engine.chat_template_kwargs == {"enable_thinking": False, "chat_template": qwen3_training_chat_template}
+
+
+FIT_SPECS = [EpisodeSpec("course", instance_index=9, seed=4), EpisodeSpec("travel", instance_index=3, seed=1)]
+"""H=5 and H=1, played under FIT by the batching solver in the tests below."""
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_rollout_func__plays_a_fit_episode_with_several_calls_per_turn_token_exact(
+    tiny_model: Path, index: int
+) -> None:
+    """TRL's vLLM generation stands in for a model writing the batching solver's turns (every
+    call of a turn in one generation); the rollout returns the whole episode, one trained run of
+    ids per turn, ids equal to the chat template's rendering of the conversation."""
+    from types import SimpleNamespace
+
+    from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import BatchSolverText, played_conversation
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    spec = fit_spec(FIT_SPECS[index])
+    solver, texts = BatchSolverText(spec), []
+
+    def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
+        (prompt,) = prompts
+        texts.append(solver.next_text_after(tokenizer.decode(prompt)))
+        ids = [*tokenizer.encode(texts[-1], add_special_tokens=False), tokenizer.eos_token_id]
+        return prompts, [ids], [[[-0.25]] * len(ids)], None
+
+    trainer = _trainer_stub(
+        tokenizer,
+        use_vllm=True,
+        vllm_generation=SimpleNamespace(generate=generate),
+        eos_token_ids=[tokenizer.eos_token_id],
+        max_completion_length=10**6,
+    )
+    out = rollout_func([spec])([train_dataset([spec])[0]["prompt"]], trainer)
+    (episode,) = out["ace_episode"]
+    assert episode["score"] == 1.0 and episode["turns"] == len(texts) <= 5 and max(solver.calls) > 1
+    (mask,) = out["env_mask"]
+    assert sum(1 for k, kept in enumerate(mask) if kept and (k == 0 or not mask[k - 1])) == len(texts)
+    (prompt_ids,), (completion_ids,) = out["prompt_ids"], out["completion_ids"]
+    messages, tools = played_conversation(spec, texts)
+    assert sum(m["role"] == "tool" for m in messages) == sum(solver.calls[:-1])
+    rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False).removesuffix("\n")
+    assert prompt_ids + completion_ids == tokenizer.encode(rendered, add_special_tokens=False)
+
+
+@pytest.mark.slow  # 2 to 5 minutes on two shared cores: a fit H=1 episode is some 6k tokens of the tiny model
+def test_grpo_environment_factory__plays_a_fit_episode_with_several_calls_per_turn(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One GRPO step through TRL's own tool loop, the tiny model steered to write the batching
+    solver's turns under FIT (compact replies): the H=1 episode is played whole in four turns, each
+    turn one assistant message holding all of its calls (TRL runs them and answers each), score 1."""
+    from trl import GRPOTrainer
+
+    from ace_gym.eval.fit import FIT, fit_spec
+    from tests.solver_text import BatchSolverText
+    from tests.steering import ScriptedTurns, SteeredLlama
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    model = SteeredLlama.from_pretrained(tiny_model)
+    spec = fit_spec(FIT_SPECS[1])
+    solver, written = BatchSolverText(spec), {}
+
+    def continuations(conversation: str) -> list[str]:
+        if conversation not in written:  # each turn's conversation asks the solver once (both generations alike)
+            ended = any('"name": "done"' in text for text in written.values())
+            written[conversation] = "Finished." if ended else solver.next_text_after(conversation)
+        return [written[conversation]]
+
+    model.steering = ScriptedTurns(tokenizer, continuations)
+    seen: list[Any] = []
+
+    def episode_messages(completions: list[Any], **_: Any) -> list[None]:
+        seen.extend(completions)
+        return [None] * len(completions)
+
+    config = cpu_grpo_config(
+        tmp_path, max_steps=1, per_device_train_batch_size=2, max_completion_length=8192, max_tool_calling_iterations=8
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=train_dataset([spec]),
+        reward_funcs=[AceMetrics(), episode_messages],
+        environment_factory=environment_factory(["travel"], env_kwargs=FIT["env_kwargs"]),
+    )
+    trainer.train()
+    (logged,) = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
+    assert logged["ace/train/score"] == 1.0 and logged["ace/train/parse_error_rate"] == 0.0
+    assert len(seen) == 2 and max(solver.calls) > 1
+    for completion in seen:
+        assistant = [m for m in completion if m["role"] == "assistant"]
+        calls = [len(m.get("tool_calls") or ()) for m in assistant]
+        assert calls == [*solver.calls, 0]  # one message per turn with all its calls, then "Finished."
+        assert sum(m["role"] == "tool" for m in completion) == sum(solver.calls)

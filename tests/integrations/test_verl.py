@@ -102,3 +102,38 @@ def test_write_dataset__rows_name_the_agent_loop_and_the_episode(tmp_path: Path)
     assert [row["agent_name"] for row in rows] == [AGENT_NAME] * 2
     assert [EpisodeSpec.from_json(row["extra_info"]["ace_episode"]) for row in rows] == SPECS
     assert [row["prompt"] for row in rows] == [spec.opening() for spec in SPECS]
+
+
+class BatchSolverServer(SolverServer):
+    """:class:`SolverServer` with the batching solver: every call of a turn in one generation."""
+
+    def __init__(self, tokenizer: Any, spec: EpisodeSpec) -> None:
+        from tests.solver_text import BatchSolverText
+
+        self.tokenizer, self.solver, self.texts, self.requests = tokenizer, BatchSolverText(spec), [], set()
+
+
+@pytest.mark.parametrize("index", [0, 1])  # H=5, H=1
+def test_verl_agent_loop__plays_a_fit_episode_with_several_calls_per_turn_token_exact(
+    tokenizer: Any, index: int
+) -> None:
+    from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import played_conversation
+
+    spec = fit_spec(SPECS[index])
+    server = BatchSolverServer(tokenizer, spec)
+    output = asyncio.run(
+        agent_loop(tokenizer, server, response_length=10**6).run({}, extra_info={"ace_episode": spec.to_json()})
+    )
+    assert output.reward_score == 1.0 and max(server.solver.calls) > 1
+    assert len(server.texts) == output.extra_fields["ace_turns"] <= 5  # one sample turn per generation
+    mask = output.response_mask
+    generated_runs = sum(1 for k, kept in enumerate(mask) if kept and (k == 0 or not mask[k - 1]))
+    assert generated_runs == len(server.texts)
+    # the ids verl trains on are the chat template's rendering of the whole conversation
+    messages, tools = played_conversation(spec, server.texts)
+    assert sum(m["role"] == "assistant" for m in messages) == len(server.texts)
+    assert sum(m["role"] == "tool" for m in messages) == sum(server.solver.calls[:-1])
+    rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False).removesuffix("\n")
+    assert tokenizer.decode(output.prompt_ids + output.response_ids) == rendered
+    assert output.prompt_ids + output.response_ids == tokenizer.encode(rendered, add_special_tokens=False)
