@@ -25,6 +25,7 @@ from ace_gym.envs import AceEnv  # noqa: E402
 from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
 from ace_gym.integrations.trl import (  # noqa: E402
+    TRAINER_ATTRIBUTES,
     AceMetrics,
     CurriculumOutcomes,
     curriculum_dataset,
@@ -345,11 +346,24 @@ def test_rollout_func__refuses_two_specs_that_open_alike_but_play_differently() 
         rollout_func([same, dataclasses.replace(same, tool_failure_rate=0.5)])
 
 
+class _Stub:
+    """A trainer holding exactly :data:`TRAINER_ATTRIBUTES` (what TRL's public config and
+    transformers' Trainer guarantee, and ``vllm_generation``): reading anything else fails."""
+
+    def __init__(self, **fields: Any) -> None:
+        assert set(fields) <= set(TRAINER_ATTRIBUTES)
+        self.__dict__.update(fields)
+
+
 def _trainer_stub(tokenizer: Any, **fields: Any) -> Any:
     from types import SimpleNamespace
 
-    defaults = {"processing_class": tokenizer, "chat_template": None, "chat_template_kwargs": {}, "use_vllm": False}
-    return SimpleNamespace(**{**defaults, **fields})
+    from trl import GRPOConfig
+
+    args = GRPOConfig(output_dir="unused", use_cpu=True, report_to=[], **fields.pop("args", {}))
+    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=fields.pop("eos", None)))
+    accelerator = SimpleNamespace(unwrap_model=lambda wrapped: wrapped)
+    return _Stub(processing_class=tokenizer, args=args, model=model, accelerator=accelerator, **fields)
 
 
 def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(tiny_model: Path) -> None:
@@ -365,12 +379,7 @@ def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(
         calls.append((prompts, images, num_generations))
         return prompts, [reply, reply[:1]], [[[-0.5]] * len(reply), [[-1.5]]], None
 
-    trainer = _trainer_stub(
-        tokenizer,
-        use_vllm=True,
-        vllm_generation=SimpleNamespace(generate=generate),
-        eos_token_ids=[tokenizer.eos_token_id],
-    )
+    trainer = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=SimpleNamespace(generate=generate))
     done, cut = TrainerEngine(trainer).generate_ids([[1, 2], [3]])
     assert calls == [([[1, 2], [3]], None, 1)]  # one generation per prompt: each episode has its own history
     assert (done.text, done.completion_token_ids, done.finish_reason) == ("ok", reply, "stop")
@@ -385,5 +394,52 @@ def test_trainer_engine__renders_with_a_prefix_preserving_template(tiny_model: P
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
     assert "chat_template" not in TrainerEngine(_trainer_stub(tokenizer)).chat_template_kwargs  # Qwen2.5: as is
     tokenizer.chat_template = qwen3_chat_template  # rewrites earlier turns: TRL's training variant instead
-    engine = TrainerEngine(_trainer_stub(tokenizer, chat_template_kwargs={"enable_thinking": False}))
+    engine = TrainerEngine(_trainer_stub(tokenizer, args={"chat_template_kwargs": {"enable_thinking": False}}))
     assert engine.chat_template_kwargs == {"enable_thinking": False, "chat_template": qwen3_training_chat_template}
+
+
+def test_trainer_engine__stops_on_every_end_id_the_model_declares(tiny_model: Path) -> None:
+    """The end ids come from the model's generation config and the tokenizer (as TRL stops on
+    them), not from a trainer attribute."""
+    from types import SimpleNamespace
+
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    other_end = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    assert other_end != tokenizer.eos_token_id
+
+    def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
+        return prompts, [[5, other_end], [5, tokenizer.eos_token_id]], [[[-0.5]] * 2] * 2, None
+
+    generation = SimpleNamespace(generate=generate)
+    declared = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=generation, eos=[other_end])
+    undeclared = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=generation)
+    assert [c.finish_reason for c in TrainerEngine(declared).generate_ids([[1], [1]])] == ["stop", "stop"]
+    assert [c.finish_reason for c in TrainerEngine(undeclared).generate_ids([[1], [1]])] == ["length", "stop"]
+
+
+@pytest.mark.parametrize(
+    ("version", "tested"), [("1.16.0", True), ("1.16.3", True), ("1.15.0", False), ("1.17.0", False), ("2.0.0", False)]
+)
+def test_rollout_func__refuses_a_trl_outside_the_tested_range_in_one_line(
+    version: str, tested: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ace_gym.integrations.trl as integration
+
+    monkeypatch.setattr(integration, "_installed_trl", lambda: version)
+    specs = [EpisodeSpec("course", instance_index=0)]
+    if tested:
+        rollout_func(specs)
+        return
+    with pytest.raises(ConfigError, match=r"tested with trl>=1\.16,<1\.17") as refused:
+        rollout_func(specs)
+    assert "\n" not in str(refused.value) and version in str(refused.value)
+
+
+def test_rollout_trl__holds_the_installed_trl_this_suite_tests() -> None:
+    from importlib.metadata import version
+
+    from ace_gym.integrations.trl import check_rollout_trl
+
+    check_rollout_trl(version("trl"))
