@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -443,3 +444,98 @@ def test_rollout_trl__holds_the_installed_trl_this_suite_tests() -> None:
     from ace_gym.integrations.trl import check_rollout_trl
 
     check_rollout_trl(version("trl"))
+
+
+class BatchingSolverTurns:
+    """Continuations for :class:`~tests.steering.ScriptedTurns`: each assistant turn is the
+    batching solver's next turn (all its calls, Hermes text), fed the tool replies the rendered
+    conversation holds since its last turn. ``texts`` keeps every turn written, per opening."""
+
+    def __init__(self, specs: list[EpisodeSpec]) -> None:
+        from ace_gym.agents import BatchingSolver
+
+        self.episodes, self.texts = {}, {}
+        for spec in specs:
+            observation, info = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs).reset(
+                seed=spec.seed, options=spec.reset_options()
+            )
+            self.episodes[observation] = BatchingSolver().start(observation, info, seed=0)
+            self.texts[observation] = []
+
+    def __call__(self, conversation: str) -> list[str]:
+        from tests.steering import hermes_call
+
+        (opening,) = [text for text in self.episodes if text in conversation]
+        turn, texts = conversation.count("<|im_start|>assistant") - 1, self.texts[opening]
+        if turn == len(texts):
+            last = conversation.rsplit("<|im_start|>assistant", 2)[-2] if turn else ""
+            replies = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", last, flags=re.S)
+            calls = self.episodes[opening].act(replies if turn else "")
+            calls = calls if isinstance(calls, list) else [calls]
+            texts.append("\n".join(hermes_call(call["name"], **call["arguments"]) for call in calls))
+        return [texts[turn]]
+
+
+@pytest.mark.slow
+def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's rollout_func recipe (FIT, max_turns=8, max_completion_length=32768) on an H=5
+    instance, the model steered to play the batching solver: the batch TRL trains on holds the
+    whole solved episode, every assistant turn in the loss and every env token masked. The model
+    is the tiny one with Qwen3-0.6B's context (40,960 positions): TRL's generation takes
+    ``max_completion_length`` new tokens per turn, beyond the default tiny model's 16,384."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from ace_gym.eval.fit import fit_spec
+    from tests.steering import ScriptedTurns, SteeredLlama
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    long_model = build_tiny_model(tmp_path / "tiny", max_positions=40960)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(long_model)
+    model = SteeredLlama.from_pretrained(long_model)
+    specs = [fit_spec(EpisodeSpec("course", instance_index=7, seed=0, max_turns=8))]
+    assert AceEnv("course").reset(options={"instance_index": 7})[1]["hidden_slots"] == 5
+    script = BatchingSolverTurns(specs)
+    model.steering = ScriptedTurns(tokenizer, script)
+    config = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=32768,
+        report_to=[],
+        save_strategy="no",
+        use_cpu=True,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=config,
+        train_dataset=train_dataset(specs),
+        reward_funcs=[episode_score],
+        rollout_func=rollout_func(specs),
+    )
+    batches = _captured_batches(trainer)
+    trainer.train()
+
+    (texts,) = script.texts.values()
+    assert len(texts) == 3  # the batching solver's turns on this H=5 instance (its checks pass at once)
+    (batch,) = batches
+    for ids, completion_mask, env_mask in zip(
+        batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
+    ):
+        kept = completion_mask.bool()
+        assert kept.all()  # nothing cut: the whole episode is in the batch
+        runs: list[tuple[int, list[int]]] = []
+        for token, mask in zip(ids[kept].tolist(), env_mask[kept].tolist(), strict=True):
+            if runs and runs[-1][0] == mask:
+                runs[-1][1].append(token)
+            else:
+                runs.append((mask, [token]))
+        trained = [tokenizer.decode(run, skip_special_tokens=True) for mask, run in runs if mask == 1]
+        assert trained == texts  # every assistant turn, in order, in the loss
+        assert all("<tool_response>" in tokenizer.decode(run) for mask, run in runs if mask == 0)
+    logged = [entry for entry in trainer.state.log_history if "reward" in entry]
+    assert logged and logged[0]["reward"] == 1.0  # both episodes solved
