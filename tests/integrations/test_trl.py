@@ -270,19 +270,41 @@ def assert_multi_turn_masked(batches: list[dict[str, Any]], tokenizer: Any, step
             batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
         ):
             kept = completion_mask.bool()
-            ids, env_mask = ids[kept].tolist(), env_mask[kept].tolist()
-            runs: list[tuple[int, list[int]]] = []
-            for token, mask in zip(ids, env_mask, strict=True):
-                if runs and runs[-1][0] == mask:
-                    runs[-1][1].append(token)
-                else:
-                    runs.append((mask, [token]))
+            runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
             assistant = [tokenizer.decode(run) for mask, run in runs if mask == 1]
             env = [tokenizer.decode(run) for mask, run in runs if mask == 0]
             assert runs[0][0] == 1 and len(assistant) >= 2 and len(env) >= 1
             assert all("<tool_call>" in text for text in assistant[:2])
             assert all("<tool_response>" in text and "<tool_call>" not in text for text in env)
             assert all("<tool_response>" not in text for text in assistant)
+
+
+def _grpo_trainer(
+    model: Any, tokenizer: Any, specs: list[EpisodeSpec], rewards: list[Any], multi_turn: dict[str, Any], **config: Any
+) -> Any:
+    """A GRPOTrainer on CPU over ``specs``' rows (groups of two), with ``config`` for GRPOConfig."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(num_generations=2, report_to=[], save_strategy="no", use_cpu=True, seed=0, **config)
+    return GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=args,
+        train_dataset=train_dataset(specs),
+        reward_funcs=rewards,
+        **multi_turn,
+    )
+
+
+def _mask_runs(ids: list[int], env_mask: list[int]) -> list[tuple[int, list[int]]]:
+    """``ids`` cut where the mask changes: ``(mask, ids)`` runs (1: the model's, 0: the env's)."""
+    runs: list[tuple[int, list[int]]] = []
+    for token, mask in zip(ids, env_mask, strict=True):
+        if runs and runs[-1][0] == mask:
+            runs[-1][1].append(token)
+        else:
+            runs.append((mask, [token]))
+    return runs
 
 
 @pytest.mark.slow
@@ -292,7 +314,6 @@ def test_grpo__trains_every_turn_on_two_domains(
 ) -> None:
     """Two GRPO steps, each batch two groups of two (one per domain), the model steered to set the
     hidden slot (to its truth or a wrong candidate: rewards differ within a group) then call done."""
-    from trl import GRPOConfig, GRPOTrainer
 
     from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
 
@@ -306,27 +327,19 @@ def test_grpo__trains_every_turn_on_two_domains(
         rewards: list[Any] = [AceMetrics()]  # the reward is each environment's get_reward
     else:
         multi_turn, rewards = {"rollout_func": rollout_func(specs)}, [episode_score, AceMetrics()]
-    config = GRPOConfig(
+    trainer = _grpo_trainer(
+        model,
+        tokenizer,
+        specs,
+        rewards,
+        multi_turn,
         output_dir=str(tmp_path),
         max_steps=2,
         per_device_train_batch_size=4,
-        num_generations=2,
         max_completion_length=256,
         learning_rate=0.05,
         shuffle_dataset=False,
         logging_steps=1,
-        report_to=[],
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        args=config,
-        train_dataset=train_dataset(specs),
-        reward_funcs=rewards,
-        **multi_turn,
     )
     batches = _captured_batches(trainer)
     before = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
@@ -485,7 +498,6 @@ def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_
     whole solved episode, every assistant turn in the loss and every env token masked. The model
     is the tiny one with Qwen3-0.6B's context (40,960 positions): TRL's generation takes
     ``max_completion_length`` new tokens per turn, beyond the default tiny model's 16,384."""
-    from trl import GRPOConfig, GRPOTrainer
 
     from ace_gym.eval.fit import fit_spec
     from tests.steering import ScriptedTurns, SteeredLlama
@@ -498,24 +510,16 @@ def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_
     assert AceEnv("course").reset(options={"instance_index": 7})[1]["hidden_slots"] == 5
     script = BatchingSolverTurns(specs)
     model.steering = ScriptedTurns(tokenizer, script)
-    config = GRPOConfig(
+    trainer = _grpo_trainer(
+        model,
+        tokenizer,
+        specs,
+        [episode_score],
+        {"rollout_func": rollout_func(specs)},
         output_dir=str(tmp_path / "out"),
         max_steps=1,
         per_device_train_batch_size=2,
-        num_generations=2,
         max_completion_length=32768,
-        report_to=[],
-        save_strategy="no",
-        use_cpu=True,
-        seed=0,
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        args=config,
-        train_dataset=train_dataset(specs),
-        reward_funcs=[episode_score],
-        rollout_func=rollout_func(specs),
     )
     batches = _captured_batches(trainer)
     trainer.train()
@@ -528,12 +532,7 @@ def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_
     ):
         kept = completion_mask.bool()
         assert kept.all()  # nothing cut: the whole episode is in the batch
-        runs: list[tuple[int, list[int]]] = []
-        for token, mask in zip(ids[kept].tolist(), env_mask[kept].tolist(), strict=True):
-            if runs and runs[-1][0] == mask:
-                runs[-1][1].append(token)
-            else:
-                runs.append((mask, [token]))
+        runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
         trained = [tokenizer.decode(run, skip_special_tokens=True) for mask, run in runs if mask == 1]
         assert trained == texts  # every assistant turn, in order, in the loss
         assert all("<tool_response>" in tokenizer.decode(run) for mask, run in runs if mask == 0)
