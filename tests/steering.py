@@ -33,17 +33,20 @@ class ScriptedTurns(LogitsProcessor):
         self.continuations = continuations
         self.turn_start = tokenizer.convert_tokens_to_ids("<|im_start|>")
         self.header = len(tokenizer.encode("assistant\n", add_special_tokens=False))
+        self._targets: dict[tuple[int, ...], list[list[int]]] = {}  # per conversation so far: decoded once
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         steered = torch.full_like(scores, float("-inf"))
         for row, ids in enumerate(input_ids.tolist()):
             body = len(ids) - ids[::-1].index(self.turn_start) + self.header
             generated = ids[body:]
-            conversation = self.tokenizer.decode(ids[:body], skip_special_tokens=False)
-            targets = [
-                [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
-                for text in self.continuations(conversation)
-            ]
+            targets = self._targets.get(tuple(ids[:body]))
+            if targets is None:
+                conversation = self.tokenizer.decode(ids[:body], skip_special_tokens=False)
+                targets = self._targets[tuple(ids[:body])] = [
+                    [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
+                    for text in self.continuations(conversation)
+                ]
             allowed = {
                 t[len(generated)] for t in targets if t[: len(generated)] == generated and len(t) > len(generated)
             }

@@ -6,6 +6,12 @@ print(m.__file__)")`` on rows from :func:`write_dataset` (``--data.label_key lab
 and keeps the token ids itself; the instance plays the episode through the adapter stack and
 renders each turn's replies with the chat template, continuing exactly after the model's
 end-of-turn token (:class:`~ace_gym.chat_template.ChatTokens`), so the ids stay append-only.
+
+OpenRLHF's executor takes the opening and each turn's replies as text and encodes them itself
+(it has no way to take ids), so the token-exact guarantee reaches its training ids only through
+a decode -> encode round trip: every text handed over is checked to encode back to ace-gym's ids
+(true for byte-level BPE tokenizers such as Qwen's), and a tokenizer for which it does not is a
+ConfigError instead of silently different training ids.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
+from ace_gym.errors import ConfigError
 from ace_gym.eval.rollout import EpisodeSpec
 
 
@@ -38,7 +45,7 @@ class AgentInstance(AgentInstanceBase):
         self.env = self.spec.make_env()
         messages, info = self.env.reset(seed=self.spec.seed, options=self.spec.reset_options())
         self.tokens = ChatTokens(self.tokenizer, info["tools"])
-        return {"observation": self.tokenizer.decode(self.tokens.reset(messages))}
+        return {"observation": self._text(self.tokens.reset(messages))}
 
     async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         action = states["action_text"]
@@ -54,10 +61,22 @@ class AgentInstance(AgentInstanceBase):
         return {
             "rewards": torch.tensor(float(reward)),
             "scores": torch.tensor(score),
-            "environment_feedback": "" if done else self.tokenizer.decode(feedback),
+            "environment_feedback": "" if done else self._text(feedback),
             "done": done,
             "extra_logs": {"score": torch.tensor(score), "parse_errors": torch.tensor(len(info["parse_errors"]))},
         }
+
+    def _text(self, ids: list[int]) -> str:
+        """``ids`` as the text OpenRLHF encodes back (as its executor does); ConfigError naming
+        the tokenizer when that text does not encode to ``ids``."""
+        text = self.tokenizer.decode(ids, clean_up_tokenization_spaces=False)
+        if self.tokenizer(text=text, add_special_tokens=False)["input_ids"] != list(ids):
+            raise ConfigError(
+                "tokenizer",
+                getattr(self.tokenizer, "name_or_path", type(self.tokenizer).__name__),
+                "decoding and re-encoding the env's text changes its ids: OpenRLHF would train on other ids",
+            )
+        return text
 
 
 class AgentExecutor(MultiTurnAgentExecutor):

@@ -322,39 +322,48 @@ class CurriculumOutcomes:
         return [None] * len(prompts)
 
 
+ROLLOUT_TRL = (">=1.16", "<1.17")
+"""The TRL versions :func:`rollout_func` is tested with (its rollout hook is experimental and the
+vLLM generation object it drives is not public API); others are refused in one line."""
+TRAINER_ATTRIBUTES = ("args", "processing_class", "model", "accelerator", "state", "vllm_generation")
+"""Everything :class:`TrainerEngine` reads from the trainer: the config (``args``, a
+``GRPOConfig``: every sampling setting), the ``transformers.Trainer`` attributes, and TRL's vLLM
+generation object ``vllm_generation`` (with ``use_vllm=True`` only), which :data:`ROLLOUT_TRL`
+vouches for."""
+
+
 class TrainerEngine:
     """TRL's own generation as a :class:`~ace_gym.agents.base.TokenChatEngine` for ace-gym's
-    collector: the trainer's vLLM (server or colocated, ``trainer.vllm_generation``) when it uses
-    vLLM, else the model being trained through transformers' ``generate`` (unwrapped by the
-    trainer's accelerator; use vLLM with sharded models), with the trainer's sampling settings
-    (``temperature``, ``top_p``, ``max_completion_length`` per turn, ``generation_kwargs``). Logprobs
-    are vLLM's sampled-token logprobs or the model's at the sampling temperature.
+    collector: the trainer's vLLM (server or colocated, ``trainer.vllm_generation``) when
+    ``args.use_vllm``, else the model being trained through transformers' ``generate`` (unwrapped
+    by the trainer's accelerator; use vLLM with sharded models), with the sampling settings of
+    ``trainer.args`` (``temperature``, ``top_p``, ``top_k``, ``min_p``, ``repetition_penalty``,
+    ``max_completion_length`` per turn, ``generation_kwargs``). Logprobs are vLLM's sampled-token
+    logprobs or the model's at the sampling temperature. Reads only :data:`TRAINER_ATTRIBUTES`.
 
-    Conversations are rendered with the trainer's training template when it has one, else with
-    TRL's prefix-preserving training variant of the tokenizer's template when that template is not
-    prefix-preserving (ids must only grow from turn to turn), else with the tokenizer's own.
+    Conversations are rendered with TRL's prefix-preserving training variant of the tokenizer's
+    template when that template is not prefix-preserving (ids must only grow from turn to turn),
+    else with the tokenizer's own, with ``args.chat_template_kwargs``.
     """
 
     def __init__(self, trainer: Any) -> None:
         from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
 
         self.trainer = trainer
+        self.args = trainer.args
         self.tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        template = trainer.chat_template
-        if template is None and not is_chat_template_prefix_preserving(self.tokenizer):
-            template = get_training_chat_template(self.tokenizer)
-        self.chat_template_kwargs: dict[str, Any] = dict(trainer.chat_template_kwargs or {})
-        if template is not None:
-            self.chat_template_kwargs["chat_template"] = template
+        self.chat_template_kwargs: dict[str, Any] = dict(self.args.chat_template_kwargs or {})
+        if not is_chat_template_prefix_preserving(self.tokenizer):
+            self.chat_template_kwargs["chat_template"] = get_training_chat_template(self.tokenizer)
 
     def generate_ids(self, prompts: Sequence[list[int]]) -> list[Completion]:
         trainer = self.trainer
-        if not trainer.use_vllm:
+        if not self.args.use_vllm:
             return self._transformers().generate_ids(prompts)
         _, completion_ids, logprobs, _ = trainer.vllm_generation.generate(
             prompts=[list(p) for p in prompts], images=None, num_generations=1
         )
-        stops = set(trainer.eos_token_ids)
+        stops = self._eos_ids()
         return [
             Completion(
                 text=self.tokenizer.decode(ids, skip_special_tokens=True),
@@ -377,23 +386,26 @@ class TrainerEngine:
         generated = iter(self.generate_ids([p for p in prompts if isinstance(p, list)]))
         return [fixed[i] if i in fixed else next(generated) for i in range(len(prompts))]  # type: ignore[misc]
 
+    def _eos_ids(self) -> set[int]:
+        """The ids that end a completion: the tokenizer's end token and every one the model's
+        generation config declares (as TRL stops on them)."""
+        declared = self.trainer.accelerator.unwrap_model(self.trainer.model).generation_config.eos_token_id
+        declared = [] if declared is None else [declared] if isinstance(declared, int) else list(declared)
+        return {self.tokenizer.eos_token_id, *declared}
+
     def _transformers(self) -> HFChatEngine:
         trainer = self.trainer
-        args = trainer.args
+        args = self.args
         extra = {key: value for key, value in (args.generation_kwargs or {}).items() if key not in ("max_tokens", "n")}
         extra.update(
-            {
-                key: getattr(trainer, key)
-                for key in ("top_k", "min_p", "repetition_penalty")
-                if getattr(trainer, key, None)
-            }
+            {key: getattr(args, key) for key in ("top_k", "min_p", "repetition_penalty") if getattr(args, key, None)}
         )
         return HFChatEngine(
             trainer.accelerator.unwrap_model(trainer.model),
             self.tokenizer,
-            max_new_tokens=trainer.max_completion_length,
-            temperature=trainer.temperature,
-            top_p=trainer.top_p if trainer.top_p is not None else 1.0,
+            max_new_tokens=args.max_completion_length,
+            temperature=args.temperature,
+            top_p=args.top_p if args.top_p is not None else 1.0,
             seed=int(np.random.SeedSequence([args.seed, trainer.state.global_step]).generate_state(1)[0]),
             chat_template_kwargs=self.chat_template_kwargs,
             generation_kwargs=extra,
@@ -416,7 +428,10 @@ def rollout_func(
     ids, 0 on the env's: only the model's are trained) and ``ace_episode``
     (:func:`~ace_gym.integrations.trainer_callback.episode_summary`) for the reward functions: pass
     :func:`episode_score` as a reward and :class:`AceMetrics` for the metrics.
+
+    ConfigError up front when the installed TRL is outside :data:`ROLLOUT_TRL`.
     """
+    check_rollout_trl(_installed_trl())
     by_opening: dict[str, EpisodeSpec] = {}
     for spec in specs:
         key = _opening_key(spec.opening())
@@ -440,7 +455,7 @@ def rollout_func(
                     "chat template", record["key"], "refused a turn of this episode: no token-exact rollout"
                 )
             last = tokens["turn_starts"][-1] + len(record["turns"][-1].get("completion_token_ids", ()))
-            end = min(last, trainer.max_completion_length)
+            end = min(last, trainer.args.max_completion_length)
             out["prompt_ids"].append(tokens["prompt_ids"])
             out["completion_ids"].append(tokens["response_ids"][:end])
             out["logprobs"].append(tokens["logprobs"][:end])
@@ -449,6 +464,29 @@ def rollout_func(
         return out
 
     return rollout
+
+
+def check_rollout_trl(version: str) -> None:
+    """ConfigError (one line) unless TRL ``version`` is in :data:`ROLLOUT_TRL`."""
+    from packaging.specifiers import SpecifierSet
+
+    tested = ",".join(ROLLOUT_TRL)
+    if version not in SpecifierSet(tested):
+        raise ConfigError(
+            "trl",
+            version,
+            f"ace-gym's rollout_func is tested with trl{tested} (TRL's rollout hook is experimental): "
+            "install a tested trl or train with environment_factory",
+        )
+
+
+def _installed_trl() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trl")
+    except PackageNotFoundError:
+        raise ConfigError("trl", None, "is not installed: pip install '.[train]' in an ace-gym checkout") from None
 
 
 def episode_score(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[float]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+from verl.workers.rollout.replica import TokenOutput
 
 from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 AGENT_NAME = "ace_gym"
+MAX_RESUMES = 8
+"""How many times one turn's generation is resumed after verl aborts it before the rollout fails."""
 
 
 @register(AGENT_NAME)
@@ -36,7 +39,8 @@ class AceAgentLoop(AgentLoopBase):
     append-only ids (:class:`~ace_gym.chat_template.ChatTokens`), the decoded text goes to the
     env, and the replies are rendered after the generated ids. The episode ends when the env ends
     it or the response reaches ``rollout.response_length`` (then the grid as it stands is
-    scored). Returns the prompt ids, the response up to the end of the last turn (at most
+    scored). A generation verl aborts (partial rollout) is resumed, never played as a turn.
+    Returns the prompt ids, the response up to the end of the last turn (at most
     ``response_length`` ids), its mask (1 = generated) and logprobs (0.0 on env ids), the score.
     """
 
@@ -53,9 +57,7 @@ class AceAgentLoop(AgentLoopBase):
         tokens.reset(messages)
         request_id, score = uuid4().hex, None
         while score is None:
-            output = await self.server_manager.generate(
-                request_id, prompt_ids=tokens.token_ids, sampling_params=sampling_params
-            )
+            output = await self._generate(request_id, tokens.token_ids, sampling_params)
             text = tokenizer.decode(output.token_ids, skip_special_tokens=True)
             _, _, terminated, truncated, step = env.step(text)
             tokens.sync(step["messages"], output.token_ids, output.log_probs)
@@ -78,6 +80,26 @@ class AceAgentLoop(AgentLoopBase):
             metrics=AgentLoopMetrics(),
             extra_fields={"ace_score": score, "ace_turns": len(trajectory["turn_starts"])},
         )
+
+    async def _generate(self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any]) -> TokenOutput:
+        """One whole model turn. A generation verl aborted (``stop_reason == "aborted"``: a weight
+        sync interrupted it) is not a model turn: it is resumed after its partial ids, as verl's
+        own partial rollout resumes it, and the pieces make one turn (at most
+        :data:`MAX_RESUMES` times, then RuntimeError: an infrastructure failure is never scored)."""
+        turn = TokenOutput(token_ids=[], log_probs=[])
+        for _ in range(MAX_RESUMES + 1):
+            output = await self.server_manager.generate(
+                request_id, prompt_ids=prompt_ids + turn.token_ids, sampling_params=sampling_params
+            )
+            turn.token_ids.extend(output.token_ids)
+            if turn.log_probs is not None and output.log_probs is not None:
+                turn.log_probs.extend(output.log_probs)
+            else:
+                turn.log_probs = None
+            if output.stop_reason != "aborted":
+                turn.stop_reason = output.stop_reason
+                return turn
+        raise RuntimeError(f"verl aborted generation {request_id} {MAX_RESUMES + 1} times in a row; no turn to score")
 
 
 def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str]) -> None:

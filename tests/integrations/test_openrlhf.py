@@ -17,6 +17,7 @@ transformers = pytest.importorskip("transformers")
 import ace_gym.integrations.openrlhf as agent_func  # noqa: E402
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
 from ace_gym.chat_template import template_message  # noqa: E402
+from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
 from tests.solver_text import SolverText  # noqa: E402
 
@@ -54,10 +55,23 @@ def test_agent_func__is_loadable_the_way_openrlhf_loads_it() -> None:
     assert issubclass(module.AgentExecutor, AgentExecutorBase)
 
 
+class RecordedInstance(agent_func.AgentInstance):
+    """The agent instance, keeping itself in :data:`INSTANCES` (to compare its ids with OpenRLHF's)."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer)
+        INSTANCES.append(self)
+
+
+INSTANCES: list[agent_func.AgentInstance] = []
+
+
 @pytest.mark.parametrize("index", [0, 1])
 def test_openrlhf_executor__plays_a_full_solver_episode_token_exact_and_scores_one(
-    tokenizer: Any, tmp_path: Path, index: int
+    tokenizer: Any, tmp_path: Path, index: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(agent_func, "AgentInstance", RecordedInstance)
+    INSTANCES.clear()
     agent_func.write_dataset(SPECS, tmp_path / "train.jsonl")
     row = json.loads((tmp_path / "train.jsonl").read_text().splitlines()[index])
     engine = SolverEngine(tokenizer, SPECS[index])
@@ -71,6 +85,10 @@ def test_openrlhf_executor__plays_a_full_solver_episode_token_exact_and_scores_o
     ranges = result["action_ranges"]
     assert [tokenizer.decode(tokens[a:b], skip_special_tokens=True) for a, b in ranges] == engine.texts
     assert len(result["rollout_log_probs"]) == ranges[-1][1] == len(tokens)  # nothing after the last turn
+    # OpenRLHF re-encodes the text of the opening and of each turn's replies: on this Qwen-style
+    # byte-level BPE the round trip gives back ace-gym's token-exact ids, every one
+    (instance,) = INSTANCES
+    assert tokens == instance.tokens.token_ids[: len(tokens)]
     # the ids OpenRLHF assembled are the chat template's rendering of the whole conversation
     env = SPECS[index].make_env()
     _, info = env.reset(seed=SPECS[index].seed, options=SPECS[index].reset_options())
@@ -115,3 +133,27 @@ def test_openrlhf_executor__plays_a_fit_episode_with_several_calls_per_turn_toke
     rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False).removesuffix("\n")
     assert tokenizer.decode(tokens) == rendered
     assert list(tokens) == tokenizer.encode(rendered, add_special_tokens=False)
+
+
+class LossyTokenizer:
+    """The tiny tokenizer, except that its decoded text does not encode back to the same ids."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tokenizer, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.tokenizer(*args, **kwargs)
+
+    def decode(self, ids: Any, **kwargs: Any) -> str:
+        return self.tokenizer.decode(ids, **kwargs).replace("<tool_response>", "<tool_response >")
+
+
+def test_agent_instance__a_tokenizer_whose_decode_encode_round_trip_changes_ids_is_refused(tokenizer: Any) -> None:
+    instance = agent_func.AgentInstance(LossyTokenizer(tokenizer))
+    asyncio.run(instance.reset({"label": SPECS[1].to_json()}))  # the opening has no tool reply: it round-trips
+    action = SolverText(SPECS[1]).next_text()
+    with pytest.raises(ConfigError, match="re-encoding"):
+        asyncio.run(instance.step({"action_text": action}))

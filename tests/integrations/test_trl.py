@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from ace_gym.envs import AceEnv  # noqa: E402
 from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
 from ace_gym.integrations.trl import (  # noqa: E402
+    TRAINER_ATTRIBUTES,
     AceMetrics,
     CurriculumOutcomes,
     curriculum_dataset,
@@ -268,13 +270,7 @@ def assert_multi_turn_masked(batches: list[dict[str, Any]], tokenizer: Any, step
             batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
         ):
             kept = completion_mask.bool()
-            ids, env_mask = ids[kept].tolist(), env_mask[kept].tolist()
-            runs: list[tuple[int, list[int]]] = []
-            for token, mask in zip(ids, env_mask, strict=True):
-                if runs and runs[-1][0] == mask:
-                    runs[-1][1].append(token)
-                else:
-                    runs.append((mask, [token]))
+            runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
             assistant = [tokenizer.decode(run) for mask, run in runs if mask == 1]
             env = [tokenizer.decode(run) for mask, run in runs if mask == 0]
             assert runs[0][0] == 1 and len(assistant) >= 2 and len(env) >= 1
@@ -301,6 +297,34 @@ def cpu_grpo_config(output_dir: Path, **settings: Any) -> Any:
     return GRPOConfig(output_dir=str(output_dir), **{**defaults, **settings})
 
 
+def _grpo_trainer(
+    model: Any, tokenizer: Any, specs: list[EpisodeSpec], rewards: list[Any], multi_turn: dict[str, Any], **config: Any
+) -> Any:
+    """A GRPOTrainer on CPU over ``specs``' rows (groups of two), with ``config`` for GRPOConfig."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(num_generations=2, report_to=[], save_strategy="no", use_cpu=True, seed=0, **config)
+    return GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        args=args,
+        train_dataset=train_dataset(specs),
+        reward_funcs=rewards,
+        **multi_turn,
+    )
+
+
+def _mask_runs(ids: list[int], env_mask: list[int]) -> list[tuple[int, list[int]]]:
+    """``ids`` cut where the mask changes: ``(mask, ids)`` runs (1: the model's, 0: the env's)."""
+    runs: list[tuple[int, list[int]]] = []
+    for token, mask in zip(ids, env_mask, strict=True):
+        if runs and runs[-1][0] == mask:
+            runs[-1][1].append(token)
+        else:
+            runs.append((mask, [token]))
+    return runs
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ["environment_factory", "rollout_func"])
 def test_grpo__trains_every_turn_on_two_domains(
@@ -308,7 +332,6 @@ def test_grpo__trains_every_turn_on_two_domains(
 ) -> None:
     """Two GRPO steps, each batch two groups of two (one per domain), the model steered to set the
     hidden slot (to its truth or a wrong candidate: rewards differ within a group) then call done."""
-    from trl import GRPOTrainer
 
     from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
 
@@ -322,14 +345,19 @@ def test_grpo__trains_every_turn_on_two_domains(
         rewards: list[Any] = [AceMetrics()]  # the reward is each environment's get_reward
     else:
         multi_turn, rewards = {"rollout_func": rollout_func(specs)}, [episode_score, AceMetrics()]
-    config = cpu_grpo_config(tmp_path, max_steps=2, per_device_train_batch_size=4, max_completion_length=256)
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        args=config,
-        train_dataset=train_dataset(specs),
-        reward_funcs=rewards,
-        **multi_turn,
+    trainer = _grpo_trainer(
+        model,
+        tokenizer,
+        specs,
+        rewards,
+        multi_turn,
+        output_dir=str(tmp_path),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        max_completion_length=256,
+        learning_rate=0.05,
+        shuffle_dataset=False,
+        logging_steps=1,
     )
     batches = _captured_batches(trainer)
     before = {name: parameter.detach().clone() for name, parameter in model.named_parameters()}
@@ -350,11 +378,24 @@ def test_rollout_func__refuses_two_specs_that_open_alike_but_play_differently() 
         rollout_func([same, dataclasses.replace(same, tool_failure_rate=0.5)])
 
 
+class _Stub:
+    """A trainer holding exactly :data:`TRAINER_ATTRIBUTES` (what TRL's public config and
+    transformers' Trainer guarantee, and ``vllm_generation``): reading anything else fails."""
+
+    def __init__(self, **fields: Any) -> None:
+        assert set(fields) <= set(TRAINER_ATTRIBUTES)
+        self.__dict__.update(fields)
+
+
 def _trainer_stub(tokenizer: Any, **fields: Any) -> Any:
     from types import SimpleNamespace
 
-    defaults = {"processing_class": tokenizer, "chat_template": None, "chat_template_kwargs": {}, "use_vllm": False}
-    return SimpleNamespace(**{**defaults, **fields})
+    from trl import GRPOConfig
+
+    args = GRPOConfig(output_dir="unused", use_cpu=True, report_to=[], **fields.pop("args", {}))
+    model = SimpleNamespace(generation_config=SimpleNamespace(eos_token_id=fields.pop("eos", None)))
+    accelerator = SimpleNamespace(unwrap_model=lambda wrapped: wrapped)
+    return _Stub(processing_class=tokenizer, args=args, model=model, accelerator=accelerator, **fields)
 
 
 def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(tiny_model: Path) -> None:
@@ -370,12 +411,7 @@ def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(
         calls.append((prompts, images, num_generations))
         return prompts, [reply, reply[:1]], [[[-0.5]] * len(reply), [[-1.5]]], None
 
-    trainer = _trainer_stub(
-        tokenizer,
-        use_vllm=True,
-        vllm_generation=SimpleNamespace(generate=generate),
-        eos_token_ids=[tokenizer.eos_token_id],
-    )
+    trainer = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=SimpleNamespace(generate=generate))
     done, cut = TrainerEngine(trainer).generate_ids([[1, 2], [3]])
     assert calls == [([[1, 2], [3]], None, 1)]  # one generation per prompt: each episode has its own history
     assert (done.text, done.completion_token_ids, done.finish_reason) == ("ok", reply, "stop")
@@ -390,7 +426,7 @@ def test_trainer_engine__renders_with_a_prefix_preserving_template(tiny_model: P
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
     assert "chat_template" not in TrainerEngine(_trainer_stub(tokenizer)).chat_template_kwargs  # Qwen2.5: as is
     tokenizer.chat_template = qwen3_chat_template  # rewrites earlier turns: TRL's training variant instead
-    engine = TrainerEngine(_trainer_stub(tokenizer, chat_template_kwargs={"enable_thinking": False}))
+    engine = TrainerEngine(_trainer_stub(tokenizer, args={"chat_template_kwargs": {"enable_thinking": False}}))
     assert engine.chat_template_kwargs == {"enable_thinking": False, "chat_template": qwen3_training_chat_template}
 
 
@@ -422,10 +458,9 @@ def test_rollout_func__plays_a_fit_episode_with_several_calls_per_turn_token_exa
 
     trainer = _trainer_stub(
         tokenizer,
-        use_vllm=True,
+        args={"use_vllm": True, "max_completion_length": 10**6},
         vllm_generation=SimpleNamespace(generate=generate),
-        eos_token_ids=[tokenizer.eos_token_id],
-        max_completion_length=10**6,
+        eos=tokenizer.eos_token_id,
     )
     out = rollout_func([spec])([train_dataset([spec])[0]["prompt"]], trainer)
     (episode,) = out["ace_episode"]
@@ -491,3 +526,131 @@ def test_grpo_environment_factory__plays_a_fit_episode_with_several_calls_per_tu
         calls = [len(m.get("tool_calls") or ()) for m in assistant]
         assert calls == [*solver.calls, 0]  # one message per turn with all its calls, then "Finished."
         assert sum(m["role"] == "tool" for m in completion) == sum(solver.calls)
+
+
+def test_trainer_engine__stops_on_every_end_id_the_model_declares(tiny_model: Path) -> None:
+    """The end ids come from the model's generation config and the tokenizer (as TRL stops on
+    them), not from a trainer attribute."""
+    from types import SimpleNamespace
+
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    other_end = tokenizer.convert_tokens_to_ids("<|im_start|>")
+    assert other_end != tokenizer.eos_token_id
+
+    def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
+        return prompts, [[5, other_end], [5, tokenizer.eos_token_id]], [[[-0.5]] * 2] * 2, None
+
+    generation = SimpleNamespace(generate=generate)
+    declared = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=generation, eos=[other_end])
+    undeclared = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=generation)
+    assert [c.finish_reason for c in TrainerEngine(declared).generate_ids([[1], [1]])] == ["stop", "stop"]
+    assert [c.finish_reason for c in TrainerEngine(undeclared).generate_ids([[1], [1]])] == ["length", "stop"]
+
+
+@pytest.mark.parametrize(
+    ("version", "tested"), [("1.16.0", True), ("1.16.3", True), ("1.15.0", False), ("1.17.0", False), ("2.0.0", False)]
+)
+def test_rollout_func__refuses_a_trl_outside_the_tested_range_in_one_line(
+    version: str, tested: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ace_gym.integrations.trl as integration
+
+    monkeypatch.setattr(integration, "_installed_trl", lambda: version)
+    specs = [EpisodeSpec("course", instance_index=0)]
+    if tested:
+        rollout_func(specs)
+        return
+    with pytest.raises(ConfigError, match=r"tested with trl>=1\.16,<1\.17") as refused:
+        rollout_func(specs)
+    assert "\n" not in str(refused.value) and version in str(refused.value)
+
+
+def test_rollout_trl__holds_the_installed_trl_this_suite_tests() -> None:
+    from importlib.metadata import version
+
+    from ace_gym.integrations.trl import check_rollout_trl
+
+    check_rollout_trl(version("trl"))
+
+
+class BatchingSolverTurns:
+    """Continuations for :class:`~tests.steering.ScriptedTurns`: each assistant turn is the
+    batching solver's next turn (all its calls, Hermes text), fed the tool replies the rendered
+    conversation holds since its last turn. ``texts`` keeps every turn written, per opening."""
+
+    def __init__(self, specs: list[EpisodeSpec]) -> None:
+        from ace_gym.agents import BatchingSolver
+
+        self.episodes, self.texts = {}, {}
+        for spec in specs:
+            observation, info = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs).reset(
+                seed=spec.seed, options=spec.reset_options()
+            )
+            self.episodes[observation] = BatchingSolver().start(observation, info, seed=0)
+            self.texts[observation] = []
+
+    def __call__(self, conversation: str) -> list[str]:
+        from tests.steering import hermes_call
+
+        (opening,) = [text for text in self.episodes if text in conversation]
+        turn, texts = conversation.count("<|im_start|>assistant") - 1, self.texts[opening]
+        if turn == len(texts):
+            last = conversation.rsplit("<|im_start|>assistant", 2)[-2] if turn else ""
+            replies = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", last, flags=re.S)
+            calls = self.episodes[opening].act(replies if turn else "")
+            calls = calls if isinstance(calls, list) else [calls]
+            texts.append("\n".join(hermes_call(call["name"], **call["arguments"]) for call in calls))
+        return [texts[turn]]
+
+
+@pytest.mark.slow
+def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's rollout_func recipe (FIT, max_turns=8, max_completion_length=32768) on an H=5
+    instance, the model steered to play the batching solver: the batch TRL trains on holds the
+    whole solved episode, every assistant turn in the loss and every env token masked. The model
+    is the tiny one with Qwen3-0.6B's context (40,960 positions): TRL's generation takes
+    ``max_completion_length`` new tokens per turn, beyond the default tiny model's 16,384."""
+
+    from ace_gym.eval.fit import fit_spec
+    from tests.steering import ScriptedTurns, SteeredLlama
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    long_model = build_tiny_model(tmp_path / "tiny", max_positions=40960)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(long_model)
+    model = SteeredLlama.from_pretrained(long_model)
+    specs = [fit_spec(EpisodeSpec("course", instance_index=7, seed=0, max_turns=8))]
+    assert AceEnv("course").reset(options={"instance_index": 7})[1]["hidden_slots"] == 5
+    script = BatchingSolverTurns(specs)
+    model.steering = ScriptedTurns(tokenizer, script)
+    trainer = _grpo_trainer(
+        model,
+        tokenizer,
+        specs,
+        [episode_score],
+        {"rollout_func": rollout_func(specs)},
+        output_dir=str(tmp_path / "out"),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        max_completion_length=32768,
+    )
+    batches = _captured_batches(trainer)
+    trainer.train()
+
+    (texts,) = script.texts.values()
+    assert len(texts) == 3  # the batching solver's turns on this H=5 instance (its checks pass at once)
+    (batch,) = batches
+    for ids, completion_mask, env_mask in zip(
+        batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
+    ):
+        kept = completion_mask.bool()
+        assert kept.all()  # nothing cut: the whole episode is in the batch
+        runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
+        trained = [tokenizer.decode(run, skip_special_tokens=True) for mask, run in runs if mask == 1]
+        assert trained == texts  # every assistant turn, in order, in the loss
+        assert all("<tool_response>" in tokenizer.decode(run) for mask, run in runs if mask == 0)
+    logged = [entry for entry in trainer.state.log_history if "reward" in entry]
+    assert logged and logged[0]["reward"] == 1.0  # both episodes solved

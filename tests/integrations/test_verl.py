@@ -5,6 +5,7 @@ machine, so the server is the one part replaced."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
-from ace_gym.integrations.verl import AGENT_NAME, AceAgentLoop, write_dataset  # noqa: E402
+from ace_gym.integrations.verl import AGENT_NAME, MAX_RESUMES, AceAgentLoop, write_dataset  # noqa: E402
 from tests.solver_text import SolverText  # noqa: E402
 
 SPECS = [EpisodeSpec("pc_build", instance_index=9, seed=4), EpisodeSpec("workforce", instance_index=1, seed=2)]
@@ -45,6 +46,33 @@ class SolverServer:
         self.texts.append(text)
         ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
         return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
+
+
+class AbortingServer(SolverServer):
+    """verl's partial rollout as the agent loop sees it: every other turn's generation is aborted
+    (``stop_reason="aborted"``) after ``kept`` of its ids; the resumed request (prompt + those
+    ids) gets the rest. ``always``: every generation is aborted with nothing generated."""
+
+    def __init__(self, tokenizer: Any, spec: EpisodeSpec, kept: int, always: bool = False) -> None:
+        super().__init__(tokenizer, spec)
+        self.kept, self.always, self.calls, self.aborts, self.rest = kept, always, 0, 0, None
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **_: Any) -> TokenOutput:
+        if self.always:
+            self.aborts += 1
+            return TokenOutput(token_ids=[], stop_reason="aborted")
+        if self.rest is not None:
+            expected_prompt, rest = self.rest
+            assert prompt_ids == expected_prompt  # resumed after the partial ids
+            self.rest = None
+            return TokenOutput(token_ids=rest, log_probs=[-0.25] * len(rest), stop_reason="completed")
+        self.calls += 1
+        output = await super().generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params)
+        if self.calls % 2:
+            return output.model_copy(update={"stop_reason": "completed"})
+        head, rest = output.token_ids[: self.kept], output.token_ids[self.kept :]
+        self.rest, self.aborts = ([*prompt_ids, *head], rest), self.aborts + 1
+        return TokenOutput(token_ids=head, log_probs=[-0.25] * len(head), stop_reason="aborted")
 
 
 def agent_loop(tokenizer: Any, server: SolverServer, response_length: int) -> AceAgentLoop:
@@ -85,6 +113,48 @@ def test_verl_agent_loop__plays_a_full_solver_episode_token_exact_and_scores_one
     assert all("<tool_response>" in tokenizer.decode(ids) for kept, ids in runs if not kept)
     assert {lp for lp, kept in zip(output.response_logprobs, mask, strict=True) if not kept} == {0.0}
     assert tokenizer.decode(output.prompt_ids).endswith("<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize("kept", [0, 5])
+def test_verl_agent_loop__an_aborted_generation_is_resumed_not_played_as_a_turn(tokenizer: Any, kept: int) -> None:
+    """An aborted generation (partial rollout) is no model turn: the rollout is the same as one
+    never aborted (before the fix its partial text went to the env as a malformed turn)."""
+    plain = asyncio.run(
+        agent_loop(tokenizer, SolverServer(tokenizer, SPECS[0]), 10**6).run(
+            {}, extra_info={"ace_episode": SPECS[0].to_json()}
+        )
+    )
+    server = AbortingServer(tokenizer, SPECS[0], kept)
+    output = asyncio.run(agent_loop(tokenizer, server, 10**6).run({}, extra_info={"ace_episode": SPECS[0].to_json()}))
+    assert server.aborts > 5
+    assert output.reward_score == 1.0 and output.extra_fields == plain.extra_fields
+    assert (output.prompt_ids, output.response_ids, output.response_mask) == (
+        plain.prompt_ids,
+        plain.response_ids,
+        plain.response_mask,
+    )
+    assert output.response_logprobs == plain.response_logprobs
+
+
+def test_verl_agent_loop__a_generation_aborted_every_time_fails_loudly_unscored(tokenizer: Any) -> None:
+    server = AbortingServer(tokenizer, SPECS[0], 0, always=True)
+    with pytest.raises(RuntimeError, match="aborted"):
+        asyncio.run(agent_loop(tokenizer, server, 10**6).run({}, extra_info={"ace_episode": SPECS[0].to_json()}))
+    assert server.aborts == MAX_RESUMES + 1
+
+
+def test_verl_extra__installs_what_verl_imports_without_requiring_it() -> None:
+    """verl 0.9.1 imports cachetools (rollout router), uvicorn and fastapi (rollout servers) but
+    does not require them: ``ace-gym[verl]`` must."""
+    import verl
+
+    source = Path(verl.__file__).parent
+    for module, path in (("cachetools", "workers/rollout/router.py"), ("uvicorn", "workers/rollout/utils.py")):
+        assert f"import {module}" in (source / path).read_text() or f"from {module} " in (source / path).read_text()
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    extra = re.search(r"^verl = \[(.*?)\]", pyproject, flags=re.M).group(1)  # type: ignore[union-attr]
+    names = set(re.findall(r'"([\w-]+)', extra))
+    assert {"verl", "cachetools", "uvicorn", "fastapi"} <= names
 
 
 def test_verl_agent_loop__stops_at_the_response_budget_and_scores_the_grid(tokenizer: Any) -> None:

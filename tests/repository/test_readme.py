@@ -21,9 +21,9 @@ TINY = {
     "max_steps=500": "max_steps=1",
     "num_generations=8": "num_generations=2",
     "per_device_train_batch_size=8": "per_device_train_batch_size=4",
-    "max_completion_length=4096": "max_completion_length=16",
-    "max_tool_calling_iterations=40": "max_tool_calling_iterations=2",
-    "max_turns=40": "max_turns=2",
+    "max_completion_length=32768": "max_completion_length=16",
+    "max_tool_calling_iterations=16": "max_tool_calling_iterations=2",
+    "max_turns=8": "max_turns=2",
     "report_to=[],": "report_to=[], use_cpu=True,",  # this machine has no GPU
 }
 
