@@ -4,11 +4,13 @@ each turn is the opening, a fresh grid state and the last N turns; records say s
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import pytest
 
+from ace_gym.agents.base import Completion
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
@@ -16,7 +18,7 @@ from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.fit import FIT, fit_spec
 from ace_gym.eval.replay import replay_record
 from ace_gym.policies import make_policy
-from ace_gym.runs.loop import Actor, Episode, Turn, turn_samples
+from ace_gym.runs.loop import turn_samples
 from ace_gym.stacks import StackSpec
 from ace_gym.wrappers import ChatAdapter, ContextWindow, StepBudget, context_messages
 
@@ -144,18 +146,18 @@ def test_replay__an_episode_under_a_context_policy_replays_exactly_and_a_changed
     assert mismatch is not None and mismatch.turn == 5 and mismatch.field == "context"
 
 
-class _Recorder(Actor):
-    """Plays the solver's calls while recording the conversation an engine would be given each turn."""
+class _Recorder:
+    """A chat engine that calls get_current_grid_state every turn and keeps the conversations it was given."""
 
     def __init__(self) -> None:
         self.shown: list[list[dict[str, Any]]] = []
 
-    def act(self, episodes: list[Episode]) -> list[Turn]:  # type: ignore[override]
-        self.shown += [[dict(m) for m in e.prompt_messages] for e in episodes]
-        return [Turn(GRID_CALL) for _ in episodes]
+    def generate(self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[Any]) -> list[Completion]:
+        self.shown += [[dict(m) for m in conversation] for conversation in conversations]
+        return [Completion(GRID_CALL, prompt_tokens=1, completion_tokens=1) for _ in conversations]
 
 
-def test_records__each_turn_carries_the_context_the_policy_was_shown_and_samples_rebuild_it() -> None:
+def test_records__an_engine_is_shown_each_turn_s_context_and_the_record_s_samples_rebuild_it() -> None:
     recorder = _Recorder()
     spec = EpisodeSpec("shopping", instance_index=3, max_turns=7, context={"last_turns": 2})
     (record,) = run_episodes([spec], recorder)
