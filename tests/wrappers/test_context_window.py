@@ -168,3 +168,16 @@ def test_records__an_engine_is_shown_each_turn_s_context_and_the_record_s_sample
     (plain,) = run_episodes([EpisodeSpec("shopping", instance_index=3, max_turns=7)], _Recorder())
     assert all("context" not in turn for turn in plain["turns"])
     assert [s["messages"] for s in turn_samples(plain)][-1] == plain["messages"][:-2]
+
+
+def test_feedback_rounds__the_feedback_message_is_shown_in_the_context_and_the_episode_replays() -> None:
+    spec = EpisodeSpec(
+        "course", instance_index=20, max_turns=30, feedback_rounds={"max_attempts": 3}, context={"last_turns": 2}
+    )
+    (record,) = run_episodes([spec], make_policy("greedy"))
+    feedback_at = [k for k, m in enumerate(record["messages"]) if m["role"] == "user" and k > 1]
+    assert feedback_at and record["score"] == 0.0  # greedy fails: feedback rounds after its attempts
+    samples = turn_samples(record)
+    after = [s for s in samples if len(s["messages"]) > 2 and record["messages"][feedback_at[0]] in s["messages"]]
+    assert after and all(s["messages"][2]["content"].startswith("The conversation is shortened") for s in after)
+    assert replay_record(json.loads(json.dumps(record))) is None
