@@ -38,11 +38,13 @@ CORE_WRAPPERS: tuple[WrapperEntry, ...] = (
         "injected_failures",
     ),
     WrapperEntry("chat_adapter", "ace_gym.wrappers.chat_adapter:ChatAdapter", 300, {}, "messages"),
+    WrapperEntry("context_window", "ace_gym.wrappers.context_window:ContextWindow", 350, {"last_turns": 4}, "context"),
     WrapperEntry("step_budget", "ace_gym.wrappers.step_budget:StepBudget", 400, {"max_turns": 1000}, "turns_left"),
     WrapperEntry("curriculum", "ace_gym.wrappers.curriculum:Curriculum", 600, {}, "curriculum"),
 )
 """The core wrappers' entries: failure injection next to the env (100), the chat adapter (300),
-the turn budget around it (400), a curriculum outermost (600). Benchmark homes place theirs in
+the context policy over it (350, opt-in: what the model is shown of a long conversation), the
+turn budget around them (400), a curriculum outermost (600). Benchmark homes place theirs in
 between: the planning settings 200-299 (they change the tool surface the adapter shows),
 feedback rounds 500 (several budgeted attempts)."""
 

@@ -59,8 +59,9 @@ ENDING_FIELDS = (
 """Record fields a replay must reproduce besides the turns (the policy's own fields, ``usage``,
 ``notes`` and ``tokens``, are not the env's answers and are not compared)."""
 
-TURN_FIELDS = ("action", "reward", "info")
-"""Per-turn fields a replay must reproduce (token counts and ids are the engine's, not compared)."""
+TURN_FIELDS = ("action", "reward", "info", "context")
+"""Per-turn fields a replay must reproduce (token counts and ids are the engine's, not compared);
+``context``: under a context policy, what the model was shown for the turn (absent otherwise)."""
 
 
 @dataclass(frozen=True)

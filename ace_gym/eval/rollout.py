@@ -81,7 +81,9 @@ class EpisodeSpec:
     ``threshold`` is filled in with the default, 1.0, when absent, so the key names it).
     ``failure_injection``: keyword arguments of :class:`~ace_gym.wrappers.ToolFailureInjection`
     besides the rate (``failure_modes``, ``tool_rates``, ``rng``); None (the default) injects the
-    published failure only.
+    published failure only. ``context``: keyword arguments of the context policy
+    :class:`~ace_gym.wrappers.ContextWindow` (``{"last_turns": 4}``); None (the default) shows the
+    model the whole conversation, and the spec's key and JSON are those of a spec without the field.
     """
 
     domain: str
@@ -97,6 +99,7 @@ class EpisodeSpec:
     scenario: Mapping[str, Any] | None = None
     feedback_rounds: Mapping[str, Any] | None = None
     failure_injection: Mapping[str, Any] | None = None
+    context: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if "max_steps" in self.env_kwargs:
@@ -114,6 +117,8 @@ class EpisodeSpec:
         protocol = {name: dict(value) for name, value in self.protocol().items() if value is not None}
         if self.failure_injection is not None:
             protocol["failure_injection"] = dict(self.failure_injection)
+        if self.context is not None:
+            protocol["context"] = dict(self.context)
         config = json.dumps({**dict(self.env_kwargs), "max_turns": self.max_turns, **protocol}, sort_keys=True)
         settings = f"|settings={','.join(self.settings)}" if self.settings else ""
         return (
@@ -141,9 +146,9 @@ class EpisodeSpec:
         """The env stack this spec plays, as the wrapper registry (:mod:`ace_gym.stacks`) orders
         it: the ``ACE-<domain>-v0`` env (``ACE-<domain>-scenario-v0`` with ``scenario``'s
         arguments when set), failure injection when the rate is > 0 or ``failure_injection`` is
-        given, the planning settings with their default arguments, the chat adapter, the turn
-        budget (``max_turns``, else :data:`DEFAULT_MAX_TURNS`) and, when ``feedback_rounds`` is
-        set, feedback rounds."""
+        given, the planning settings with their default arguments, the chat adapter, the context
+        policy when ``context`` is set, the turn budget (``max_turns``, else
+        :data:`DEFAULT_MAX_TURNS`) and, when ``feedback_rounds`` is set, feedback rounds."""
         get_domain(self.domain)  # an unknown domain is refused as the env refuses it, naming the field
         register_domain(self.domain)  # a domain added after import has its ids too
         env_kwargs = {"domain": self.domain, "dataset": self.dataset, **self.env_kwargs}
@@ -157,7 +162,10 @@ class EpisodeSpec:
             layers.append(("failure_injection", {"rate": self.tool_failure_rate, **(self.failure_injection or {})}))
         # no max_turns: the budget's default (DEFAULT_MAX_TURNS), so from_stack gives None back
         budget = {} if self.max_turns is None else {"max_turns": self.max_turns}
-        layers += [("chat_adapter", {}), ("step_budget", budget)]
+        layers.append(("chat_adapter", {}))
+        if self.context is not None:
+            layers.append(("context_window", dict(self.context)))
+        layers.append(("step_budget", budget))
         if self.feedback_rounds is not None:
             layers.append(("feedback_rounds", dict(self.feedback_rounds)))
         return StackSpec.of(env_id, env_kwargs, layers)
@@ -249,6 +257,8 @@ def _fields_of_stack(stack: StackSpec) -> dict[str, Any]:
             [n for n, _ in stack.wrappers],
             "an EpisodeSpec plays chat_adapter (no arguments) and step_budget",
         )
+    if "context_window" in layers:
+        fields["context"] = dict(layers.pop("context_window"))
     budget = dict(layers.pop("step_budget"))
     fields["max_turns"] = budget.pop("max_turns", None)
     if budget:
@@ -437,6 +447,8 @@ _STACK_FIELDS = tuple(name for name in _SPEC_FIELDS if name not in _EPISODE_FIEL
 def _fields_json(spec: EpisodeSpec, names: tuple[str, ...]) -> str:
     """The fields ``names`` of ``spec`` (JSON data; ``env_kwargs`` as a plain dict) as JSON text, keys sorted."""
     fields = {name: getattr(spec, name) for name in names}
+    if fields.get("context", ()) is None:  # a spec without a context policy reads as before the field
+        del fields["context"]
     if "env_kwargs" in fields:
         fields["env_kwargs"] = dict(spec.env_kwargs)
     return json.dumps(fields, sort_keys=True)

@@ -37,12 +37,14 @@ from ace_gym.agents.task_view import ToolCallDict
 from ace_gym.chat_template import ChatTokens
 from ace_gym.errors import ConfigError, integer
 from ace_gym.tools.replies import REPLY_INFO
+from ace_gym.wrappers.context_window import context_messages
 
 logger = logging.getLogger(__name__)
 
-INFO_DROPPED = frozenset({"messages", "system_prompt", "tools", REPLY_INFO})
+INFO_DROPPED = frozenset({"messages", "system_prompt", "tools", REPLY_INFO, "context"})
 """Info entries stored once per record (the conversation, the tool schemas), not per turn; a
-step's typed reply (``info["reply"]``) is the observation's text again, already in the record."""
+step's typed reply (``info["reply"]``) is the observation's text again, already in the record; a
+context policy's ``info["context"]`` is stored with the turn it prompted (``turn["context"]``)."""
 
 WALL_CLOCK_USAGE = ("time_s", "env_s", "generation_s")
 """The ``usage`` entries of a record that measure wall time (everything else in a record of a
@@ -101,6 +103,9 @@ class Episode:
             "generation_s": 0.0,
         }
         self.last_completion: Completion | None = None
+        self.context: dict[str, Any] | None = None
+        """Under a context policy (:class:`~ace_gym.wrappers.ContextWindow`), what the model is
+        shown for its next turn (the env's latest ``info["context"]``); None: the whole conversation."""
         self.agent: Any = None
         self.notes: dict[str, Any] = {}
 
@@ -122,8 +127,17 @@ class Episode:
     def begin(self, observation: Any, info: Mapping[str, Any]) -> None:
         """Start the conversation from a reset: ``observation`` is its message list."""
         self.messages = list(observation)
+        self.context = info.get("context")
         self.tools = info.get("tools", [])
         self.reset_info = {k: v for k, v in info.items() if k not in INFO_DROPPED}
+
+    @property
+    def prompt_messages(self) -> list[dict[str, Any]]:
+        """The messages the model is shown for its next turn: the conversation, or under a context
+        policy the part of it :attr:`context` names (:func:`~ace_gym.wrappers.context_messages`)."""
+        if self.context is None:
+            return self.messages
+        return context_messages(self.messages, self.context)
 
     def step(self, turn: Turn) -> tuple[bool, bool, dict[str, Any]]:
         """Step the env with ``turn.action`` and :meth:`record_step`; returns ``(terminated, truncated, info)``."""
@@ -135,8 +149,9 @@ class Episode:
 
     def record_step(self, reward: float, info: Mapping[str, Any], turn_played: Turn) -> None:
         """Log one step: the action as played (what a replay sends again), its reward and info
-        (without :data:`INFO_DROPPED`), the completion's token counts and ids, the calls it ran;
-        append the adapter's new messages to the conversation."""
+        (without :data:`INFO_DROPPED`), under a context policy the ``context`` the model was shown
+        for it, the completion's token counts and ids, the calls it ran; append the adapter's new
+        messages to the conversation."""
         completion = turn_played.completion
         usage = self.usage
         if "messages" in info:  # the whole conversation, as a view: copy only this turn's messages
@@ -170,6 +185,9 @@ class Episode:
             usage["prompt_tokens"] += completion.prompt_tokens
             usage["completion_tokens"] += completion.completion_tokens
             self.last_completion = completion
+        if self.context is not None:
+            turn["context"] = self.context
+            self.context = info.get("context", self.context)
         self.turns.append(turn)
         usage["turns"] += 1
 
@@ -260,7 +278,7 @@ class EngineActor(Actor):
 
     def act(self, episodes: Sequence[Episode]) -> list[Turn]:
         began = time.perf_counter()
-        completions = self.engine.generate([e.messages for e in episodes], [e.tools for e in episodes])
+        completions = self.engine.generate([e.prompt_messages for e in episodes], [e.tools for e in episodes])
         elapsed = time.perf_counter() - began  # generated together: each episode waited for all of it
         if len(completions) != len(episodes):
             raise RuntimeError(f"engine returned {len(completions)} completions for {len(episodes)} conversations")
@@ -304,7 +322,7 @@ class TokenEngineActor(EngineActor):
             zip(map(id, exact), self.engine.generate_ids([e.agent.token_ids for e in exact]), strict=True)
         )
         if rest:
-            generated = self.engine.generate([e.messages for e in rest], [e.tools for e in rest])
+            generated = self.engine.generate([e.prompt_messages for e in rest], [e.tools for e in rest])
             completions.update(zip(map(id, rest), generated, strict=True))
         elapsed = time.perf_counter() - began
         for episode in episodes:
@@ -320,6 +338,14 @@ def _synced_tokens(episode: Episode) -> ChatTokens | None:
         return None
     from jinja2 import TemplateError  # the hf extra; only token-exact episodes (an hf/vllm engine) get here
 
+    if episode.context is not None and episode.turns:  # a context policy: each prompt rendered afresh
+        try:
+            tokens.reset(episode.prompt_messages)
+        except TemplateError as error:
+            logger.warning("chat template refused a turn; the episode goes on without token ids: %s", error)
+            episode.agent = None
+            return None
+        return tokens
     if len(episode.messages) > tokens.message_count and episode.last_completion is not None:
         completion = episode.last_completion
         try:
@@ -334,9 +360,43 @@ def _synced_tokens(episode: Episode) -> ChatTokens | None:
 def token_trajectory(episode: Episode) -> dict[str, Any] | None:
     """A finished episode's tokens (:meth:`~ace_gym.chat_template.ChatTokens.trajectory`: prompt
     ids, response ids, assistant mask, logprobs, turn starts), the last turn's replies included;
-    None when it was not played token-exact."""
+    None when it was not played token-exact, or under a context policy, whose prompts are no one
+    growing sequence: its samples are per turn (:func:`turn_samples`)."""
+    if episode.context is not None:
+        return None
     tokens = _synced_tokens(episode)
     return None if tokens is None else tokens.trajectory()
+
+
+def turn_samples(record: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A record's per-turn training samples, one per turn: ``messages``, exactly what the model
+    was shown for the turn (under a context policy, the turn's ``context`` of the conversation,
+    :func:`~ace_gym.wrappers.context_messages`; else the whole conversation before it),
+    ``assistant`` (the turn's assistant message), ``reward``, and, for a turn played token-exact,
+    ``prompt_ids`` (the chat template's rendering of ``messages``), ``completion_ids`` and
+    ``logprobs`` (None when the engine gave none). ConfigError for a record whose turns are not
+    one assistant message each."""
+    messages = record["messages"]
+    assistant_at = [index for index, message in enumerate(messages) if message["role"] == "assistant"]
+    turns = record["turns"]
+    if len(assistant_at) != len(turns):
+        raise ConfigError(
+            "record", record.get("key"), f"has {len(turns)} turns but {len(assistant_at)} assistant messages"
+        )
+    samples = []
+    for turn, at in zip(turns, assistant_at, strict=True):
+        before = messages[:at]
+        sample: dict[str, Any] = {
+            "messages": context_messages(before, turn["context"]) if "context" in turn else list(before),
+            "assistant": messages[at],
+            "reward": turn["reward"],
+        }
+        if "prompt_token_ids" in turn and "completion_token_ids" in turn:
+            sample["prompt_ids"] = turn["prompt_token_ids"]
+            sample["completion_ids"] = turn["completion_token_ids"]
+            sample["logprobs"] = turn.get("logprobs")
+        samples.append(sample)
+    return samples
 
 
 def completion_action(completion: Completion) -> str | dict[str, Any]:

@@ -5,6 +5,7 @@ Stack them in this order (innermost first)::
     env = AceEnv("course")                     # one tool call per step
     env = ToolFailureInjection(env, rate=0.1)  # per tool call
     env = ChatAdapter(env)                     # one assistant turn per step, chat messages out
+    env = ContextWindow(env, last_turns=4)     # optional: a bounded context per turn (info["context"])
     env = StepBudget(env, max_turns=50)        # a turn limit, scored on truncation
     env = FeedbackRounds(env, max_attempts=2)  # optional: AgencyBench's feedback rounds
     env = Curriculum(env, window=64)           # optional, outermost: levels of a procedural env
@@ -47,6 +48,7 @@ curriculum) is written the same way and ``tests/wrappers/test_package.py`` check
 from ace_gym.lazy_exports import moved_names
 from ace_gym.wrappers.chat_adapter import ChatAdapter
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
+from ace_gym.wrappers.context_window import ContextWindow, context_messages
 from ace_gym.wrappers.curriculum import Curriculum
 from ace_gym.wrappers.failure_injection import FAILURE_ENVELOPES, ToolFailureInjection
 from ace_gym.wrappers.step_budget import StepBudget, TurnLimit
@@ -67,10 +69,12 @@ __all__ = [
     "AssistantTurn",
     "ChatAdapter",
     "ChatMessages",
+    "ContextWindow",
     "Curriculum",
     "StepBudget",
     "ToolFailureInjection",
     "TurnLimit",
+    "context_messages",
     *MOVED,  # for one release: a star import binds them too, each with its DeprecationWarning
 ]
 

@@ -128,6 +128,10 @@ WRAPPER_STACKS: dict[str, list[Callable[[], gym.Env]]] = {
         lambda: wrappers.ChatAdapter(_core(), "pythonic", max_turns=5, notice=True),
     ],
     "CostAnnotatedTools": [lambda: planning.CostAnnotatedTools(_core(), lam=0.1)],
+    "ContextWindow": [
+        lambda: wrappers.ContextWindow(wrappers.ChatAdapter(_core()), last_turns=1),
+        lambda: wrappers.StepBudget(wrappers.ContextWindow(wrappers.ChatAdapter(_core()), 2), 9, notice=True),
+    ],
     "Curriculum": [_curriculum],
     "ExtraneousTools": [lambda: planning.ExtraneousTools(_core(), n=4, behaviour="misleading", penalty=0.1)],
     "FeedbackRounds": [

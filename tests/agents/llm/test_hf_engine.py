@@ -180,6 +180,36 @@ def test_hf_engine__tool_calling_episodes_are_recorded_token_exact(tiny_model: P
         assert_token_exact(record, tokenizer)
 
 
+def test_hf_engine__under_a_context_policy_each_turn_is_a_token_exact_sample_of_what_the_model_saw(
+    tiny_model: Path,
+) -> None:
+    """Issue 29: with earlier turns left out, each turn's prompt ids are the chat template's
+    rendering of exactly the messages the model was shown (opening, grid state, last turn)."""
+    from transformers import AutoTokenizer
+
+    from ace_gym.chat_template import ChatTokens
+    from ace_gym.runs.loop import turn_samples
+    from tests.steering import hermes_call
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    model = SteeredLlama.from_pretrained(tiny_model)
+    model.steering = ScriptedTurns(tokenizer, lambda conversation: [hermes_call("get_current_grid_state")])
+    engine = HFChatEngine(model, tokenizer, max_new_tokens=64, temperature=1.0, seed=0)
+    spec = EpisodeSpec("meal", instance_index=0, seed=3, max_turns=4, context={"last_turns": 1})
+    (record,) = run_episodes([spec], engine)
+    samples = turn_samples(record)
+    assert len(samples) == 4 and record["tokens"] is None  # per-turn samples, no one growing sequence
+    assert [len(s["messages"]) for s in samples] == [2, 4, 5, 5]  # turns 3 and 4: one turn left out
+    for turn, sample in zip(record["turns"], samples, strict=True):
+        rendered = ChatTokens(tokenizer, record["tools"]).reset(sample["messages"])
+        assert sample["prompt_ids"] == rendered == turn["prompt_token_ids"]
+        assert tokenizer.decode(sample["completion_ids"], skip_special_tokens=True).strip() == hermes_call(
+            "get_current_grid_state"
+        )
+    shown = tokenizer.decode(samples[3]["prompt_ids"])
+    assert "not shown" in shown and shown.count("<|im_start|>assistant") == 2  # the last turn and the open one
+
+
 def test_hf_engine__an_episode_the_template_stops_rendering_goes_on_without_tokens(tiny_model: Path) -> None:
     from transformers import AutoTokenizer
 
