@@ -152,7 +152,9 @@ def test_jsonrpc_mcp__lists_tools_and_plays_a_session() -> None:
         assert rpc("openenv/session/close", session_id=created)["result"] == {"session_id": created, "closed": True}
         assert http.post("/mcp", content=b"{oops").json()["error"]["code"] == -32700
         assert http.post("/mcp", json={}).json()["error"]["code"] == -32600
-        assert http.post("/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": []}).json()["jsonrpc"] == "2.0"
+        assert (
+            http.post("/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": []}).json()["jsonrpc"] == "2.0"
+        )
 
 
 def test_openenv_runtime_validation__passes(served: str) -> None:
