@@ -35,6 +35,23 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 import ace_gym
 from ace_gym.errors import integer, number
 from ace_gym.server.factory import EnvFactory
+from ace_gym.server.mcp import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    SERVER_ERROR,
+    jsonrpc_error,
+    jsonrpc_request,
+    jsonrpc_result,
+    list_tools,
+    list_tools_result,
+    mcp_action,
+    mcp_step,
+    mcp_tools_as_jsonrpc,
+    probe_tools,
+    tool_result,
+)
 from ace_gym.server.protocol import (
     MESSAGE_TYPES,
     MakeRequest,
@@ -316,7 +333,89 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         if "action" not in body or not body.keys() <= _STEP_FIELDS:
             raise ProtocolError("VALIDATION_ERROR", f"a step body is {{'action', 'session_id'}}, got {sorted(body)}")
 
-    step = session_endpoint(lambda session, body: session.step(body["action"]), check=check_step)
+    async def step(request: Request) -> Response:
+        """OpenEnv's step on the named session; an MCP tool action (``list_tools``, ``call_tool``:
+        :mod:`ace_gym.server.mcp`) is answered as OpenEnv's MCP environments answer it. Without a
+        ``session_id``, ``list_tools`` answers the tools of a fresh env of the id (OpenEnv's
+        stateless ``/step``); any other action needs a session (UNKNOWN_SESSION)."""
+        env_id = env_id_of(request)
+        raw, body = await read_json(request)
+        session_id = body.get("session_id")
+        if (worker := elsewhere(request, session_id)) is not None:
+            return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
+        check_step(body)
+        action = body["action"]
+        kind = mcp_action(action) if type(action) is dict and "type" in action else None
+        if kind == "list_tools" and session_id is None:
+            tools = await asyncio.to_thread(probe_tools, factory, env_id, MakeRequest())
+            return json_response(list_tools_result(tools))
+        session = store.get(session_id, env_id)
+        async with session.lock:
+            result = session.step(action) if kind is None else await mcp_step(session, factory, action, kind)
+        return json_response({**result, "session_id": session.session_id})
+
+    async def mcp(request: Request) -> Response:
+        """OpenEnv's ``POST /mcp``: JSON-RPC 2.0 ``tools/list``, ``tools/call`` (on the HTTP session
+        ``params.session_id``) and ``openenv/session/create`` / ``close``. Every answer is a JSON-RPC
+        response (status 200), errors included, except a body over ``--max-body-bytes`` (413)."""
+        request_id = None
+        try:
+            env_id = env_id_of(request)
+            raw, body = await read_json(request, empty={})
+            method, params, request_id = jsonrpc_request(body)
+            session_id = params.get("session_id")
+            if (worker := elsewhere(request, session_id)) is not None:
+                return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
+            if method == "tools/list":
+                if session_id is None:
+                    tools = await asyncio.to_thread(probe_tools, factory, env_id, MakeRequest())
+                else:
+                    session = store.get(session_id, env_id)
+                    async with session.lock:
+                        tools = await list_tools(session, factory)
+                return json_response(jsonrpc_result({"tools": mcp_tools_as_jsonrpc(tools)}, request_id))
+            if method == "tools/call":
+                name, arguments = params.get("name"), params.get("arguments", {})
+                if not isinstance(name, str) or session_id is None:
+                    message = "tools/call needs params 'name' and 'session_id' (openenv/session/create or POST /reset opens one)"
+                    return json_response(jsonrpc_error(INVALID_PARAMS, message, request_id))
+                session = store.get(session_id, env_id)
+                async with session.lock:
+                    step = session.step({"name": name, "arguments": arguments})
+                observation = step["observation"]
+                meta = {
+                    "reward": step["reward"],
+                    "done": step["done"],
+                    **{k: v for k, v in observation.items() if k != "value"},
+                }
+                return json_response(
+                    jsonrpc_result({**tool_result(observation["value"], observation["info"]), "meta": meta}, request_id)
+                )
+            if method == "openenv/session/create":
+                reset_request = parse_model(
+                    ResetRequest, {k: v for k, v in params.items() if k != "session_id"}, "params"
+                )
+                session = store.open(env_id, "http")
+                try:
+                    async with session.lock:
+                        await asyncio.to_thread(session.reset, factory, reset_request)
+                except BaseException:
+                    store.close(session.session_id)
+                    raise
+                return json_response(jsonrpc_result({"session_id": session.session_id}, request_id))
+            if method == "openenv/session/close":
+                closing = store.get(session_id, env_id).session_id
+                result = {"session_id": closing, "closed": store.close(closing)}
+                return json_response(jsonrpc_result(result, request_id))
+            return json_response(jsonrpc_error(METHOD_NOT_FOUND, f"Method not found: {method[:100]}", request_id))
+        except ProtocolError as error:
+            if error.code == "PAYLOAD_TOO_LARGE":
+                raise
+            code = {"INVALID_JSON": PARSE_ERROR, "VALIDATION_ERROR": INVALID_REQUEST}.get(error.code, SERVER_ERROR)
+            answer = jsonrpc_error(code, error.message, request_id)
+            answer["error"]["data"] = {"code": error.code, **error.details}
+            return json_response(answer)
+
     state = session_endpoint(lambda session, _: session.state(), in_query=True)
     close = session_endpoint(lambda session, _: {"closed": store.close(session.session_id)})
 
@@ -370,6 +469,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         app.add_api_route(f"{prefix}/step", step, methods=["POST"])
         app.add_api_route(f"{prefix}/state", state, methods=["GET"])
         app.add_api_route(f"{prefix}/close", close, methods=["POST"])
+        app.add_api_route(f"{prefix}/mcp", mcp, methods=["POST"])
     return app
 
 
@@ -391,7 +491,10 @@ async def _answer(session: Session, factory: EnvFactory, raw: str | bytes) -> st
             if kind == "step":
                 if "data" not in message:
                     raise ProtocolError("VALIDATION_ERROR", "a step frame carries the action in 'data'")
-                return dumps(frame("observation", session.step(message["data"])))
+                action = message["data"]
+                if type(action) is dict and "type" in action and (mcp := mcp_action(action)) is not None:
+                    return dumps(frame("observation", await mcp_step(session, factory, action, mcp)))
+                return dumps(frame("observation", session.step(action)))
             if kind == "reset":
                 request = parse_model(ResetRequest, message.get("data", {}), "reset data")
                 if session.resets_quickly:  # on the loop: a thread hop costs more than the reset

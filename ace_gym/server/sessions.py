@@ -46,6 +46,9 @@ class Session:
         self.episode_id: str | None = None
         self.in_episode = False
         self.last_reset_s: float | None = None
+        self.tools: Any = None
+        """The tool schemas the current episode announced (its reset ``info["tools"]``), None before
+        the first reset of the session's env (see :mod:`ace_gym.server.mcp`)."""
         self.closed = False
         self.lock = asyncio.Lock()
         self.on_evict: Callable[[], object] | None = None
@@ -70,6 +73,7 @@ class Session:
         env = factory.make(self.env_id, request)
         self.close_env()
         self.env, self.make_request, self.in_episode, self.last_reset_s = env, request, False, None
+        self.tools = None
         return env
 
     def reset(self, factory: EnvFactory, request: ResetRequest) -> dict[str, Any]:
@@ -83,6 +87,7 @@ class Session:
         finally:
             self.last_reset_s = time.perf_counter() - began
         self.in_episode = True
+        self.tools = info.get("tools", ())
         self.step_count = 0
         self.episode_id = request.episode_id or uuid.uuid4().hex
         return reset_result(observation, info)

@@ -1,0 +1,183 @@
+"""OpenEnv's MCP tool path against ``ace-gym serve``: openenv-core's ``MCPToolClient`` lists the
+env's tools and plays a solver's episode by ``call_tool``, byte for byte the local episode; the
+JSON-RPC ``/mcp`` endpoint; openenv-core's runtime validation; the manifest and the Dockerfile."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import gymnasium as gym
+import httpx
+import pytest
+
+pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn, websockets and httpx")
+
+from ace_gym.agents import ExactSolver
+from ace_gym.server.app import ServerConfig
+from ace_gym.server.mcp import mcp_tools
+from tests.server_helpers import ROOT, as_sent, serve_process, serving
+
+ENV_ID = "ACE-course-v0"
+RESET = {"seed": 0, "options": {"instance_index": 9}}
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    """``ace-gym serve --env ACE-course-v0``: the root endpoints serve the id, as in the Docker image."""
+    with serve_process("--env", ENV_ID) as (url, _):
+        yield url
+
+
+def local_tools(env_id: str = ENV_ID) -> list[dict[str, Any]]:
+    _, info = gym.make(env_id).reset(**RESET)
+    return json.loads(json.dumps([{**t["function"]} for t in info["tools"]]))
+
+
+def test_mcp_tool_client__lists_exactly_the_envs_tools(served: str) -> None:
+    mcp_client = pytest.importorskip("openenv.core.mcp_client")
+    expected = local_tools()
+    with mcp_client.MCPToolClient(base_url=served).sync() as client:
+        before_reset = client.list_tools(use_cache=False)  # OpenEnv: discovery needs no reset
+        client.reset(**RESET)
+        tools = client.list_tools(use_cache=False)
+    for listed in (before_reset, tools):
+        assert [(t.name, t.description, t.input_schema) for t in listed] == [
+            (t["name"], t["description"], t["parameters"]) for t in expected
+        ]
+
+
+def test_mcp_tool_client__plays_a_solver_episode_byte_identical_to_the_local_one(served: str) -> None:
+    mcp_client = pytest.importorskip("openenv.core.mcp_client")
+    mcp_types = pytest.importorskip("openenv.core.env_server.mcp_types")
+    local = gym.make(ENV_ID)
+    observation, info = local.reset(**RESET)
+    episode = ExactSolver().start(observation, info, seed=0)
+    remote_reply, steps, done = observation, 0, False
+    with mcp_client.MCPToolClient(base_url=served).sync() as client:
+        client.reset(**RESET)
+        while not done:
+            call = episode.act(remote_reply)
+            assert isinstance(call, dict) and not episode.batched
+            local_reply, reward, terminated, truncated, local_info = local.step(call)
+            action = mcp_types.CallToolAction(tool_name=call["name"], arguments=call["arguments"])
+            result = client.step(action)
+            remote = result.observation
+            assert remote.tool_name == call["name"] and remote.error is None
+            assert remote.result["data"] == local_reply  # the reply's text, byte for byte
+            assert remote.result["content"][0]["text"] == local_reply
+            assert (result.reward, result.done) == (reward, terminated or truncated)
+            assert remote.metadata == {"info": as_sent(local_info), "terminated": terminated, "truncated": truncated}
+            remote_reply, done, steps = remote.result["data"], result.done, steps + 1
+        assert local_info["score"] == 1.0 and reward == 1.0 and steps > 5
+        # call_tool, the client's convenience, returns the reply itself
+        client.reset(**RESET)
+        local.reset(**RESET)
+        first = episode_first_call()
+        assert client.call_tool(first["name"], **first["arguments"]) == local.step(first)[0]
+
+
+def episode_first_call() -> dict[str, Any]:
+    observation, info = gym.make(ENV_ID).reset(**RESET)
+    call = ExactSolver().start(observation, info, seed=0).act(observation)
+    assert isinstance(call, dict)
+    return call
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"type": "call_tool", "tool_name": "no_such_tool", "arguments": {}},
+        {"type": "call_tool", "tool_name": "set_slot", "arguments": {"row": "x"}},
+        {"type": "call_tool", "tool_name": "set_slot", "arguments": [1, 2]},
+        {"type": "call_tool", "tool_name": 7},
+        {"type": "call_tool"},
+    ],
+)
+def test_call_tool__a_malformed_call_is_the_envs_error_observation(action: dict[str, Any]) -> None:
+    local = gym.make(ENV_ID)
+    local.reset(**RESET)
+    expected = local.step({"name": action.get("tool_name"), "arguments": action.get("arguments", {})})
+    with serving(ServerConfig(env_ids=(ENV_ID,))) as (url, _), httpx.Client(base_url=url, timeout=30) as http:
+        session_id = http.post("/reset", json=RESET).json()["session_id"]
+        reply = http.post("/step", json={"action": action, "session_id": session_id})
+        assert reply.status_code == 200, reply.text
+        answer = reply.json()
+        result = answer["observation"]["result"]
+        assert result["data"] == expected[0] and json.loads(result["data"])["status"] == "failed"
+        assert result["is_error"] is True and answer["observation"]["error"] is None
+        assert (answer["reward"], answer["done"]) == (expected[1], expected[2] or expected[3])
+        # the session goes on: the next call is answered as the local env answers it
+        query = {"type": "call_tool", "tool_name": "get_current_grid_state", "arguments": {}}
+        reply = http.post("/step", json={"action": query, "session_id": session_id}).json()
+        assert reply["observation"]["result"]["data"] == local.step({"name": query["tool_name"], "arguments": {}})[0]
+
+
+def test_http_step__list_tools_without_a_session_answers_a_fresh_envs_tools() -> None:
+    """OpenEnv's stateless HTTP ``/step``: ``list_tools`` needs no session; other actions do."""
+    with serving(ServerConfig(env_ids=(ENV_ID,))) as (url, app), httpx.Client(base_url=url, timeout=30) as http:
+        reply = http.post("/step", json={"action": {"type": "list_tools"}})
+        assert reply.status_code == 200 and reply.json() == {
+            "observation": {"tools": mcp_tools(gym.make(ENV_ID).reset(**RESET)[1]["tools"])},
+            "reward": None,
+            "done": False,
+        }
+        assert len(app.state.store) == 0  # no session opened
+        reply = http.post("/step", json={"action": {"name": "get_current_grid_state", "arguments": {}}})
+        assert reply.status_code == 404 and reply.json()["code"] == "UNKNOWN_SESSION"
+
+
+def test_jsonrpc_mcp__lists_tools_and_plays_a_session() -> None:
+    local = gym.make(ENV_ID)
+    local.reset(**RESET)
+    call = episode_first_call()
+    with serving(ServerConfig(env_ids=(ENV_ID,))) as (url, _), httpx.Client(base_url=url, timeout=30) as http:
+
+        def rpc(method: str, **params: Any) -> Any:
+            reply = http.post("/mcp", json={"jsonrpc": "2.0", "method": method, "params": params, "id": 1})
+            assert reply.status_code == 200, reply.text
+            return reply.json()
+
+        tools = rpc("tools/list")["result"]["tools"]
+        assert [t["inputSchema"] for t in tools] == [t["parameters"] for t in local_tools()]
+        session_id = http.post("/reset", json=RESET).json()["session_id"]
+        result = rpc("tools/call", name=call["name"], arguments=call["arguments"], session_id=session_id)["result"]
+        reply, reward, *_ = local.step(call)
+        assert result["data"] == reply and result["meta"]["reward"] == reward
+        assert rpc("tools/call", name="set_slot", arguments={})["error"]["code"] == -32602  # no session
+        assert rpc("no/such/method")["error"]["code"] == -32601
+        created = rpc("openenv/session/create", seed=0)["result"]["session_id"]
+        assert rpc("openenv/session/close", session_id=created)["result"] == {"session_id": created, "closed": True}
+        assert http.post("/mcp", content=b"{oops").json()["error"]["code"] == -32700
+        assert http.post("/mcp", json={}).json()["error"]["code"] == -32600
+        assert (
+            http.post("/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": []}).json()["jsonrpc"] == "2.0"
+        )
+
+
+def test_openenv_runtime_validation__passes(served: str) -> None:
+    validation = pytest.importorskip("openenv.cli._validation")
+    report = validation.validate_running_environment(served, timeout_s=30)
+    assert report["passed"], json.dumps(report["criteria"], indent=1)
+    assert report["mode"] == "simulation"
+
+
+def test_manifest__names_the_server_the_dockerfile_runs() -> None:
+    yaml = pytest.importorskip("yaml")
+    manifest = yaml.safe_load((ROOT / "openenv.yaml").read_text())
+    assert manifest["spec_version"] == 1 and manifest["type"] == "space" and manifest["runtime"] == "fastapi"
+    assert re.fullmatch(r"[a-z0-9_]+", manifest["name"])
+    module, _, factory = manifest["app"].partition(":")
+    assert factory == "create_app" and module == "ace_gym.server.app"  # uvicorn --factory's target
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"^FROM python:3\.1[0-3]", dockerfile, re.MULTILINE)  # a Python the project supports
+    assert re.search(r"^COPY pyproject\.toml README\.md LICENSE \./", dockerfile, re.MULTILINE)
+    assert re.search(r"^COPY ace_gym \./ace_gym", dockerfile, re.MULTILINE)
+    assert re.search(r'pip install --no-cache-dir "\.\[serve\]"', dockerfile)  # the project from its own files
+    assert re.search(rf"^EXPOSE {manifest['port']}$", dockerfile, re.MULTILINE)
+    entrypoint = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", dockerfile, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    assert entrypoint == ["ace-gym", "serve", "--host", "0.0.0.0", "--port", str(manifest["port"])]
+    command = json.loads(re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    assert command[0] == "--env" and all(env_id in gym.registry for env_id in command[1:])
