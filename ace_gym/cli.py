@@ -67,6 +67,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ace_gym.eval.replay",
     "ace_gym.eval.tokens",
     "ace_gym.server.cli",
+    "ace_gym.hub",
 )
 _ENGINE_HINT = "; no episode was stored for it: re-run the same command once the model is available"
 

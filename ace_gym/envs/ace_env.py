@@ -80,9 +80,11 @@ class AceEnv(gym.Env[str, ActionType]):
     ## Arguments
     ``domain``; where the instances come from, one of: ``dataset`` ("5x5", the bundled published
     benchmark, the default; "5x7"; or a path to any file in the published format, ``.json`` or
-    ``.json.gz``, of at most 256 MiB of JSON: ``ace_gym.instance.MAX_DATASET_BYTES``), validated
-    here (ConfigError if the path is no regular file, DatasetError naming the JSON path for a
-    broken or inconsistent file; the rules are in ``ace_gym.instance``); or ``source``, any
+    ``.json.gz``, of at most 256 MiB of JSON: ``ace_gym.instance.MAX_DATASET_BYTES``; or what
+    ``ace-gym hub export`` wrote: a ``datasets.Dataset`` of its rows, a config's folder or its
+    ``.parquet`` file, docs/datasets.md), validated here (ConfigError if the path is no regular
+    file or exported folder, DatasetError naming the JSON path, or the column, for a broken or
+    inconsistent file; the rules are in ``ace_gym.instance``); or ``source``, any
     :class:`~ace_gym.envs.sources.InstanceSource` of the same domain
     (:class:`~ace_gym.envs.procedural.GeneratorSource` generates certified instances, see
     ``ACE-<domain>-procedural-v0``). Budgets named as in the published benchmark:
@@ -156,7 +158,7 @@ class AceEnv(gym.Env[str, ActionType]):
     def __init__(
         self,
         domain: str = "course",
-        dataset: str | os.PathLike[str] | None = None,
+        dataset: str | os.PathLike[str] | Any | None = None,
         *,
         source: InstanceSource | None = None,
         extra_query_num: int = -1,
@@ -404,7 +406,7 @@ EPISODE_ENDED_REPLY = failed_reply(f"{INVALID}, the episode has ended; call rese
 
 
 def _instance_source(
-    domain: str, dataset: str | os.PathLike[str] | None, source: InstanceSource | None
+    domain: str, dataset: str | os.PathLike[str] | Any | None, source: InstanceSource | None
 ) -> InstanceSource:
     """The env's instance source: ``source``, or a :class:`DatasetSource` over ``dataset`` ("5x5"
     when neither is given); ConfigError for both, a non-source or a source of another domain."""

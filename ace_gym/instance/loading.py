@@ -11,7 +11,7 @@ import os
 import stat
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache, partial
 from importlib import resources
 from pathlib import Path
@@ -30,6 +30,14 @@ from ace_gym.instance.cache import (
     write_entry,
 )
 from ace_gym.instance.compiled import CompiledInstance
+from ace_gym.instance.parquet import (
+    PARQUET_SUFFIX,
+    parquet_document,
+    parquet_file_in,
+    table_document,
+    table_rows,
+    table_source,
+)
 from ace_gym.instance.repeated_keys import _check_distinct_keys, _json_path, _key_count_bound
 from ace_gym.instance.validation import check_dataset
 
@@ -185,15 +193,29 @@ def bundled_dataset_path(name: str, domain: str) -> Path:
     raise ConfigError("domain", domain, f"bundled dataset {name} has no file for this domain")
 
 
-def resolve_dataset(dataset: str | os.PathLike[str], domain: str) -> Dataset:
-    """Load ``dataset`` (a bundled name or a file path) and check it is of ``domain``.
+def resolve_dataset(dataset: str | os.PathLike[str] | Any, domain: str) -> Dataset:
+    """Load ``dataset`` and check it is of ``domain``: a bundled name, a dataset file path (JSON,
+    ``.json.gz``, or ``.parquet`` as ``ace-gym hub export`` writes it), a folder of exported rows
+    (a config's folder, or the export's folder when it holds one config of ``domain``), or the
+    rows themselves (a ``datasets.Dataset``, or a ``DatasetDict`` of one split). Rows go through
+    the validation a JSON file goes through (:mod:`ace_gym.instance.parquet`).
 
     A regular file at the path wins over a bundled name of the same spelling. ConfigError naming
-    the value and the path when it is neither (missing, a directory, a FIFO, a name the system
-    refuses, not a str or path); DatasetError for a broken file (see :func:`load_dataset`).
+    the value and the path when it is neither (missing, a folder of no exported rows, a FIFO, a
+    name the system refuses, not a str, path or table); DatasetError for a broken file or table
+    (see :func:`load_dataset`).
     """
+    if not isinstance(dataset, (str, os.PathLike)) and (
+        isinstance(dataset, Mapping) or hasattr(dataset, "column_names")
+    ):
+        table = table_rows(dataset)
+        source = table_source(table)
+        loaded = parse_dataset(_within_limit(table_document(table, source), source), source)
+        return _of_domain(loaded, domain, source)
     path = _path_argument("dataset", dataset, f"a bundled dataset name ({', '.join(BUNDLED_DATASETS)}) or a file path")
-    if os.path.isfile(path):
+    if os.path.isdir(path):
+        loaded = load_dataset(parquet_file_in(path, domain, dataset))
+    elif os.path.isfile(path):
         loaded = load_dataset(path)
     elif str(path) in BUNDLED_DATASETS:
         loaded = load_dataset(bundled_dataset_path(str(path), domain))
@@ -204,8 +226,13 @@ def resolve_dataset(dataset: str | os.PathLike[str], domain: str) -> Dataset:
             f"{_not_a_regular_file(path)}, and not a bundled dataset ({', '.join(BUNDLED_DATASETS)})"
             f"{did_you_mean(str(path), BUNDLED_DATASETS)}",
         )
+    return _of_domain(loaded, domain, str(dataset))
+
+
+def _of_domain(loaded: Dataset, domain: str, dataset: str) -> Dataset:
+    """``loaded``; ConfigError naming ``dataset`` when it holds another domain than ``domain``."""
     if loaded.domain.name != domain:
-        raise ConfigError("dataset", str(dataset), f"holds domain {loaded.domain.name!r}, not {domain!r}")
+        raise ConfigError("dataset", dataset, f"holds domain {loaded.domain.name!r}, not {domain!r}")
     return loaded
 
 
@@ -239,7 +266,8 @@ def _file_sha256(path: str, mtime_ns: int, size: int) -> str:
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:
-    """Validate and load a dataset file (``.json`` or ``.json.gz``), once per process.
+    """Validate and load a dataset file (``.json``, ``.json.gz``, or exported rows in ``.parquet``:
+    :mod:`ace_gym.instance.parquet`), once per process.
 
     Raises ConfigError when ``path`` names no regular file (naming it), and DatasetError
     (naming file, JSON path and problem) for a file that cannot be read, holds more than
@@ -289,13 +317,17 @@ def _dataset_file(path: object) -> tuple[Path, os.stat_result]:
 def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
     key = (str(path), status.st_mtime_ns, status.st_size)
     digest = None
-    if path.suffix == ".gz" or status.st_size <= MAX_DATASET_BYTES:  # larger: refused unread below
+    if path.suffix in (".gz", PARQUET_SUFFIX) or status.st_size <= MAX_DATASET_BYTES:  # larger: refused unread below
         with contextlib.suppress(OSError):  # unreadable: _read_json_bytes names the problem
             digest = _file_sha256(*key)
     entry = None if digest is None else read_entry(digest, _entry_header_problem)
     if entry is not None:
         return Dataset.from_cache_entry(entry, str(path), cache_key=key)
-    dataset = parse_dataset(_read_json_bytes(path, status.st_size), str(path), cache_key=key)
+    if path.suffix == PARQUET_SUFFIX:
+        document: bytes | bytearray = _within_limit(parquet_document(path), str(path))
+    else:
+        document = _read_json_bytes(path, status.st_size)
+    dataset = parse_dataset(document, str(path), cache_key=key)
     if digest is not None and _unchanged(path, status):
         model = dataset.model
         written = write_entry(
@@ -347,6 +379,13 @@ def _not_a_regular_file(path: Path) -> str | None:
 def _absolute_note(path: Path) -> str:
     """`` (/absolute/path)`` for a relative path, for error messages; empty for an absolute one."""
     return "" if path.is_absolute() else f" ({path.absolute()})"
+
+
+def _within_limit(document: bytes, source: str) -> bytes:
+    """``document`` (assembled from exported rows); DatasetError when it exceeds MAX_DATASET_BYTES."""
+    if len(document) > MAX_DATASET_BYTES:
+        raise DatasetError(source, "$", f"holds more than MAX_DATASET_BYTES = {MAX_DATASET_BYTES} bytes of JSON")
+    return document
 
 
 def _read_json_bytes(path: Path, size: int) -> bytearray:

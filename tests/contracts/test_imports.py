@@ -183,7 +183,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("runs", ("runs",)),
     ("benchmarks", ("planning", "feedback", "longbench")),
     ("stacks", ("stacks", "policies")),
-    ("apps", ("eval", "server", "integrations", "registration", "cli", "__main__", "ace_gym")),
+    ("apps", ("eval", "server", "integrations", "hub", "registration", "cli", "__main__", "ace_gym")),
 )
 """Lowest first: (layer name, its packages)."""
 

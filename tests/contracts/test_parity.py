@@ -7,45 +7,14 @@ import json
 import pytest
 
 from ace_gym.envs import AceEnv
-from ace_gym.tools import TOOL_CALL_FAILED
-from tests.conftest import DATA, load_traces, trace_env
+from tests.conftest import DATA, load_traces, replay_trace, trace_env
 
 TRACES = load_traces()
 
 
 @pytest.mark.parametrize("trace", TRACES, ids=[f"{t['variant']}-{t['instance_id']}" for t in TRACES])
 def test_replay__matches_reference_observations_and_score(trace: dict) -> None:
-    env = trace_env(trace)
-    _, info = env.reset(options={"instance_index": trace["instance_index"]})
-    assert info["instance_id"] == trace["instance_id"]
-    budgets = info["budgets"]
-    assert budgets["global_check_budget"] == trace["initial_budgets"]["global_check_budget"]
-    assert budgets["hidden_slot_query_budget"] == trace["initial_budgets"]["hidden_slot_query_budget"]
-    final_info: dict = {}
-    for k, call in enumerate(trace["calls"]):
-        if call["content"] == TOOL_CALL_FAILED:
-            continue  # injected failure: the release never ran this call (failure injection is a wrapper)
-        observation, _reward, terminated, truncated, info = env.step({"name": call["tool"], "arguments": call["args"]})
-        if call["exception"] is not None:
-            envelope = json.loads(observation)
-            assert envelope["status"] == "failed" and envelope["messages"].startswith("Invalid tool arguments, "), (
-                k,
-                observation,
-            )
-        else:
-            assert observation == call["content"], f"call {k} {call['tool']}({call['args']})"
-        if terminated or truncated:
-            final_info = info
-    final = trace["final"]
-    if not final_info:  # the trace did not end with a successful done: score the grid as it stands
-        final_info = env.unwrapped.step({"name": "done", "arguments": {}})[4]
-    assert final_info["score"] == final["eval"]["score"]
-    assert final_info["reason"] == final["eval"]["reason"]
-    assert final_info["grid"] == final["agent_solution"]
-    state = env.state
-    assert state.global_calls == final["global_check_calls"]
-    calls = {f"{s.row},{s.col}": n for s, n in zip(state.compiled.slots, state.query_calls, strict=False) if n}
-    assert calls == {k: v for k, v in final["hidden_slot_query_calls"].items() if v}
+    replay_trace(trace_env(trace), trace)
 
 
 @pytest.mark.parametrize("variant", ["cli_defaults", "finite_budgets"])

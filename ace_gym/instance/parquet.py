@@ -1,0 +1,216 @@
+"""The published format as rows of a table (parquet, a Hugging Face ``datasets.Dataset``): one
+row per instance, written by ``ace-gym hub export`` (:mod:`ace_gym.hub`) and read back into the
+JSON document of a dataset file, which :func:`ace_gym.instance.parse_dataset` then validates as
+it validates any file (one schema, one set of checks).
+
+A row holds :data:`COLUMNS`: ``instance`` (the instance as JSON text, the published fields in
+published order), ``dataset_header`` (the file's other fields as JSON text, the same in every
+row), ``instance_index`` (its position in the file: rows are read in this order, whatever order
+the table holds them in, and must number ``0 .. n-1`` once each) and, to filter and browse by,
+``instance_id``, ``domain``, ``rows``, ``cols``, ``hidden_slots`` (H) and ``decoy_budget`` (B),
+which must agree with the instance's JSON. Other columns (an exported ``episode``) are ignored.
+
+A problem is one :class:`~ace_gym.errors.DatasetError` naming the table (a parquet file's path,
+or the ``datasets.Dataset``'s config and cache file), the column and row, or the JSON path in the
+assembled document (``$.instances[k]`` is the row whose ``instance_index`` is ``k``). pyarrow is
+imported only to read a parquet file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ace_gym.errors import ConfigError, DatasetError
+
+PARQUET_SUFFIX = ".parquet"
+COLUMNS: tuple[str, ...] = (
+    "instance_index",
+    "instance_id",
+    "domain",
+    "rows",
+    "cols",
+    "hidden_slots",
+    "decoy_budget",
+    "instance",
+    "dataset_header",
+)
+"""The columns every row holds, in the order an export writes them."""
+
+# browse column -> where the instance's JSON holds the same value
+_AGREEING: dict[str, tuple[str, ...]] = {
+    "instance_id": ("instance_id",),
+    "domain": ("domain",),
+    "rows": ("meta", "rows"),
+    "cols": ("meta", "cols"),
+    "hidden_slots": ("meta", "hidden_slots"),
+    "decoy_budget": ("meta", "branch_budget"),
+}
+
+
+def dataset_columns(header: Mapping[str, Any], instance_texts: Sequence[str]) -> dict[str, list[Any]]:
+    """The rows of one dataset file, by column (:data:`COLUMNS`): ``header`` is the file's fields
+    but ``instances``, ``instance_texts`` its instances as JSON text, in file order."""
+    header_text = json.dumps(dict(header), ensure_ascii=False)
+    columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
+    for index, text in enumerate(instance_texts):
+        document = json.loads(text)
+        columns["instance_index"].append(index)
+        for name, path in _AGREEING.items():
+            columns[name].append(_at(document, path))
+        columns["instance"].append(text)
+        columns["dataset_header"].append(header_text)
+    return columns
+
+
+def document_from_columns(column: Callable[[str], Sequence[Any] | None], source: str) -> bytes:
+    """The JSON document of the dataset file whose rows ``column(name)`` gives (None for a column
+    the table lacks), for :func:`~ace_gym.instance.parse_dataset`. DatasetError naming ``source``
+    for a missing column or value, a numbering that is not ``0 .. n-1``, rows of different
+    headers, text that is no JSON object or a browse column that disagrees with the instance."""
+    values = {name: _column(column, name, source) for name in COLUMNS}
+    count = len(values["instance"])
+    if count == 0:
+        raise DatasetError(source, "column 'instance'", "holds no rows")
+    order = _row_order(values["instance_index"], source)
+    header_text = values["dataset_header"][0]
+    header = _json_object(header_text, source, "column 'dataset_header' (instance_index 0)")
+    parts = []
+    for index, row in enumerate(order):
+        if values["dataset_header"][row] != header_text:
+            raise DatasetError(source, f"column 'dataset_header' (instance_index {index})", "differs from row 0's")
+        text = values["instance"][row]
+        document = _json_object(text, source, f"$.instances[{index}] (column 'instance')")
+        for name, path in _AGREEING.items():
+            stated = _at(document, path)
+            if stated is not None and values[name][row] != stated:
+                raise DatasetError(
+                    source,
+                    f"column {name!r} (instance_index {index})",
+                    f"is {values[name][row]!r} but the instance's {'.'.join(path)} is {stated!r}",
+                )
+        parts.append(text)
+    header.pop("instances", None)  # the rows are the instances
+    opening = json.dumps(header, ensure_ascii=False)[:-1]
+    return f'{opening}{", " if header else ""}"instances": [{", ".join(parts)}]}}'.encode("utf-8", "surrogatepass")
+
+
+def table_source(table: Any) -> str:
+    """How errors name a ``datasets.Dataset`` (its config and the file it was loaded from)."""
+    info = getattr(table, "info", None)
+    config = getattr(info, "config_name", None)
+    files = [entry.get("filename") for entry in getattr(table, "cache_files", None) or () if isinstance(entry, dict)]
+    named = ", ".join(str(f) for f in files if f) or "in memory"
+    return f"datasets.Dataset(config={config!r}, file={named})"
+
+
+def table_rows(table: Any) -> Any:
+    """The one table of rows ``table`` holds: a ``datasets.Dataset`` or pyarrow Table as given,
+    the only split of a ``DatasetDict``; ConfigError for a mapping of several splits or an object
+    with no columns."""
+    if isinstance(table, Mapping):
+        if len(table) != 1:
+            raise ConfigError("dataset", f"DatasetDict({sorted(table)})", "holds several splits: pass one")
+        table = next(iter(table.values()))
+    if not isinstance(getattr(table, "column_names", None), list):
+        raise ConfigError("dataset", table, "is not a datasets.Dataset or a table of exported rows")
+    return table
+
+
+def table_document(table: Any, source: str) -> bytes:
+    """The JSON document of the rows of ``table`` (a ``datasets.Dataset`` or pyarrow Table)."""
+    names = set(table.column_names)
+
+    def column(name: str) -> Sequence[Any] | None:
+        if name not in names:
+            return None
+        values = table[name]
+        return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+
+    return document_from_columns(column, source)
+
+
+def parquet_document(path: Path) -> bytes:
+    """The JSON document of the parquet file at ``path``; DatasetError naming the file when it is
+    no parquet file or its rows are broken; ConfigError when pyarrow is not installed."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ConfigError("dataset", str(path), "reading parquet needs pyarrow: pip install 'ace-gym[hub]'") from None
+    try:
+        table = pq.read_table(path)
+    except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
+        raise DatasetError(str(path), "$", f"not a readable parquet file ({error})") from None
+    return table_document(table, str(path))
+
+
+def parquet_file_in(folder: Path, domain: str, given: object) -> Path:
+    """The parquet file of ``domain`` in ``folder``: its one ``*.parquet`` file (a config's
+    folder), else the one file of the one subfolder named ``<domain>_...`` (an export's folder,
+    one config of the domain); ConfigError naming ``given`` and the choices otherwise."""
+    files = sorted(folder.glob(f"*{PARQUET_SUFFIX}"))
+    if not files:
+        configs = sorted(
+            sub
+            for sub in folder.iterdir()
+            if sub.is_dir() and sub.name.startswith(f"{domain}_") and any(sub.glob(f"*{PARQUET_SUFFIX}"))
+        )
+        if len(configs) > 1:
+            names = ", ".join(os.path.join(str(given), sub.name) for sub in configs)
+            raise ConfigError("dataset", given, f"holds several configs of domain {domain!r}: pass one of {names}")
+        if not configs:
+            raise ConfigError(
+                "dataset", given, f"is a directory holding no {PARQUET_SUFFIX} file nor a config of domain {domain!r}"
+            )
+        files = sorted(configs[0].glob(f"*{PARQUET_SUFFIX}"))
+    if len(files) > 1:
+        raise ConfigError("dataset", given, f"holds {len(files)} parquet files ({files[0].name}, ...): expected one")
+    return files[0]
+
+
+def _column(column: Callable[[str], Sequence[Any] | None], name: str, source: str) -> Sequence[Any]:
+    values = column(name)
+    if values is None:
+        raise DatasetError(source, f"column {name!r}", f"missing (a row holds {', '.join(COLUMNS)})")
+    for row, value in enumerate(values):
+        if value is None:
+            raise DatasetError(source, f"column {name!r} (row {row})", "is null")
+    return values
+
+
+def _row_order(indices: Sequence[Any], source: str) -> list[int]:
+    """The rows in ``instance_index`` order; DatasetError unless the indices are ``0 .. n-1`` once each."""
+    order: list[int | None] = [None] * len(indices)
+    for row, index in enumerate(indices):
+        if type(index) is not int or not 0 <= index < len(indices):
+            raise DatasetError(
+                source, f"column 'instance_index' (row {row})", f"{index!r} is not in 0..{len(indices) - 1}"
+            )
+        if order[index] is not None:
+            raise DatasetError(source, f"column 'instance_index' (row {row})", f"{index} appears twice")
+        order[index] = row
+    return [row for row in order if row is not None]
+
+
+def _json_object(text: Any, source: str, where: str) -> dict[str, Any]:
+    if not isinstance(text, str):
+        raise DatasetError(source, where, f"must be JSON text, not {type(text).__name__}")
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        raise DatasetError(source, where, f"is not valid JSON ({error})") from None
+    if not isinstance(document, dict):
+        raise DatasetError(source, where, f"must be a JSON object, not {type(document).__name__}")
+    return document
+
+
+def _at(document: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in ``document``, None where there is none (validation names that)."""
+    for key in path:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document

@@ -1,0 +1,103 @@
+"""Exported rows (ace_gym.instance.parquet): read back through the one validation, and every broken
+table is one DatasetError naming the file and the column, row or JSON path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ace_gym.errors import ConfigError, DatasetError
+from ace_gym.instance import load_dataset, resolve_dataset
+from ace_gym.instance.parquet import COLUMNS, dataset_columns
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+@pytest.fixture(scope="module")
+def course_columns() -> dict[str, list[Any]]:
+    model = resolve_dataset("5x5", "course").model
+    return dataset_columns(model.model_dump(exclude={"instances"}), [i.model_dump_json() for i in model.instances])
+
+
+def _write(folder: Path, columns: dict[str, list[Any]], name: str = "course_5x5.parquet") -> Path:
+    path = folder / name
+    pq.write_table(pa.table(columns), path)
+    return path
+
+
+def test_rows__load_as_the_json_file_they_came_from(course_columns: dict[str, list[Any]], tmp_path: Path) -> None:
+    path = _write(tmp_path, course_columns)
+    assert list(course_columns) == list(COLUMNS)
+    assert load_dataset(path).model == resolve_dataset("5x5", "course").model
+    assert resolve_dataset(tmp_path, "course").source == str(path.resolve())  # a config's folder
+    assert resolve_dataset(pa.table(course_columns), "course").model == resolve_dataset("5x5", "course").model
+
+
+def test_rows__in_any_order_are_read_in_instance_index_order(course_columns: dict[str, list[Any]]) -> None:
+    reversed_rows = {name: values[::-1] for name, values in course_columns.items()}
+    loaded = resolve_dataset(pa.table(reversed_rows), "course")
+    assert loaded.instance_ids == tuple(course_columns["instance_id"])
+
+
+def _changed(columns: dict[str, list[Any]], name: str, row: int, value: Any) -> dict[str, list[Any]]:
+    changed = {key: list(values) for key, values in columns.items()}
+    changed[name][row] = value
+    return changed
+
+
+def _broken_meta(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    document = json.loads(columns["instance"][3])
+    document["meta"]["candidates_per_slot"] = "many"
+    return _changed(columns, "instance", 3, json.dumps(document))
+
+
+@pytest.mark.parametrize(
+    ("breaking", "where", "problem"),
+    [
+        (lambda c: {k: v for k, v in c.items() if k != "instance"}, "column 'instance'", "missing"),
+        (lambda c: {k: v for k, v in c.items() if k != "dataset_header"}, "column 'dataset_header'", "missing"),
+        (lambda c: _changed(c, "instance", 2, None), "column 'instance' (row 2)", "is null"),
+        (lambda c: _changed(c, "instance", 2, "{not json"), "$.instances[2] (column 'instance')", "not valid JSON"),
+        (lambda c: _changed(c, "instance_index", 4, 0), "column 'instance_index' (row 4)", "appears twice"),
+        (lambda c: _changed(c, "instance_index", 4, 99), "column 'instance_index' (row 4)", "not in 0..34"),
+        (lambda c: _changed(c, "hidden_slots", 5, 9), "column 'hidden_slots' (instance_index 5)", "meta.hidden_slots"),
+        (lambda c: _changed(c, "dataset_header", 6, "{}"), "column 'dataset_header' (instance_index 6)", "differs"),
+        (_broken_meta, "$.instances[3].meta.candidates_per_slot", "integer"),
+    ],
+)
+def test_broken_rows__raise_one_dataset_error_naming_the_field_and_the_file(
+    course_columns: dict[str, list[Any]], tmp_path: Path, breaking: Any, where: str, problem: str
+) -> None:
+    path = _write(tmp_path, breaking(course_columns))
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(path)
+    assert caught.value.source == str(path.resolve())
+    assert caught.value.json_path == where and problem in caught.value.problem
+
+
+def test_not_a_parquet_file__raises_dataset_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "course_5x5.parquet"
+    path.write_bytes(b"PAR1 but not really")
+    with pytest.raises(DatasetError, match="not a readable parquet file") as caught:
+        load_dataset(path)
+    assert caught.value.source == str(path.resolve())
+
+
+def test_folders__without_one_config_of_the_domain_raise_config_error_naming_the_choices(
+    course_columns: dict[str, list[Any]], tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match=r"is a directory holding no \.parquet file"):
+        resolve_dataset(tmp_path, "course")
+    for size in ("5x5", "5x7"):
+        (tmp_path / f"course_{size}").mkdir()
+        _write(tmp_path / f"course_{size}", course_columns, f"course_{size}.parquet")
+    with pytest.raises(ConfigError, match="several configs of domain 'course'") as caught:
+        resolve_dataset(tmp_path, "course")
+    assert str(tmp_path / "course_5x7") in caught.value.problem
+    assert resolve_dataset(tmp_path / "course_5x7", "course").domain.name == "course"
+    with pytest.raises(ConfigError, match="holds domain 'course', not 'meal'"):
+        resolve_dataset(tmp_path / "course_5x7", "meal")
