@@ -45,8 +45,8 @@ class FeedbackRounds(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructo
     ## Information
     Every step (and reset): ``feedback_rounds`` = the log of :meth:`Rounds.info
     <ace_gym.feedback.rounds.Rounds.info>`: ``attempt``, ``max_attempts``, ``threshold``,
-    ``scores`` per attempt (AgencyBench's rubric score), ``strict_scores`` per attempt (what
-    the reward pays), ``passed``, ``finished``, ``attempts_used``; on a step that submitted,
+    ``scores`` per attempt (AgencyBench's rubric score; the reward is the strict score),
+    ``passed``, ``finished``, ``attempts_used``; on a step that submitted,
     also ``rubrics`` per attempt (``rubric_items`` names the items, cells included: for
     evaluators, never shown to the agent), ``feedback`` and ``feedback_source``. The wrapped
     env's ``score`` (ACE's 0/1) stays as it reports it.

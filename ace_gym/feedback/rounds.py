@@ -61,7 +61,7 @@ class Rounds:
     under the threshold), with ``gamma`` in [0, 1]. ConfigError for anything else.
 
     Passing and the metrics read ``scores``, AgencyBench's rubric scores (the paper's protocol);
-    the reward reads ``strict_scores``, which do not pay the upper bounds an unfilled grid meets
+    the reward reads :attr:`strict_scores`, which do not pay the upper bounds an unfilled grid meets
     (:mod:`ace_gym.feedback.rubric`), so ``done`` at once earns 0.
     """
 
@@ -134,7 +134,8 @@ class Rounds:
 
     def info(self, full: bool = True) -> dict[str, Any]:
         """The task's log: ``attempt``, ``max_attempts``, ``threshold``, ``scores`` (per attempt,
-        AgencyBench's rubric score), ``strict_scores`` (per attempt, what the reward pays), ``passed``, ``finished``, ``attempts_used``; ``full`` adds ``rubric_items`` and ``rubrics``
+        AgencyBench's rubric score; the reward reads :attr:`strict_scores`, kept out of the log so
+        that records written before it replay unchanged), ``passed``, ``finished``, ``attempts_used``; ``full`` adds ``rubric_items`` and ``rubrics``
         (per attempt, whether each item was met), ``feedback`` (the latest, None once finished)
         and its ``feedback_source``. The metrics of :mod:`ace_gym.feedback.metrics` read it."""
         log: dict[str, Any] = {
@@ -142,7 +143,6 @@ class Rounds:
             "max_attempts": self.max_attempts,
             "threshold": self.threshold,
             "scores": list(self.scores),
-            "strict_scores": list(self.strict_scores),
             "passed": self.passed,
             "finished": self.finished,
             "attempts_used": self.attempts_used,

@@ -84,7 +84,7 @@ def test_rounds__an_empty_grid_earns_nothing_though_the_papers_score_pays_its_up
     rounds = Rounds(max_attempts=1, threshold=empty.score, final_reward=final_reward)
     rounds.submit(empty)
     assert rounds.passed  # at a threshold it reaches, the paper's protocol passes it
-    assert rounds.reward() == 0.0 and rounds.info()["strict_scores"] == [0.0]
+    assert rounds.reward() == 0.0 and rounds.strict_scores == [0.0]
 
 
 def test_rounds__a_pass_at_the_papers_threshold_pays_only_when_its_strict_score_reaches_it() -> None:

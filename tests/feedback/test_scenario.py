@@ -163,7 +163,7 @@ def test_scenario__a_stage_left_empty_earns_nothing_though_the_papers_score_pays
     _, reward, _, _, info = env.step(DONE)  # the stage's last attempt, still empty: it closes
     stage_log = info["scenario"]["stages_log"][0]
     assert stage_log["finished"] and not stage_log["passed"]
-    assert reward == 0.0 and stage_log["strict_scores"] == [0.0, 0.0]
+    assert reward == 0.0  # its strict score over the stage count
     assert stage_log["scores"][-1] > 0.0  # AgencyBench's rubric score, kept for the metrics
 
 
