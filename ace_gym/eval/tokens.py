@@ -40,7 +40,7 @@ import numpy as np
 
 from ace_gym.cli_flags import add_common_flags, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, did_you_mean, integer
-from ace_gym.eval.cli import add_env_flags, build_specs, env_kwargs
+from ace_gym.eval.cli import add_env_flags, dataset_specs, env_kwargs
 from ace_gym.eval.fit import FIT, fit_stack
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance import BUNDLED_DATASETS
@@ -133,17 +133,7 @@ def register(subparsers: Any) -> None:
         help="a local Hugging Face tokenizer folder (needs transformers: the hf extra); default: the built-in estimate",
     )
     tokens.add_argument("--json", action="store_true", help="print one JSON object (rows and what was counted)")
-    # build_specs reads the eval flags below: one plain episode per instance
-    tokens.set_defaults(
-        handler=run_tokens,
-        tool_failure_rates=[0.0],
-        failure_modes=None,
-        trials=1,
-        feedback_rounds=None,
-        threshold=None,
-        feedback=None,
-        scenario=None,
-    )
+    tokens.set_defaults(handler=run_tokens)
 
 
 def run_tokens(args: argparse.Namespace) -> int:
@@ -204,10 +194,18 @@ def fit_ratios(default: Sequence[Mapping[str, Any]], fit: Sequence[Mapping[str, 
 
 
 def dataset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
-    """One episode per dataset instance the flags select (as ``ace-gym eval`` selects them)."""
-    return [
-        TokenEpisode(spec.stack(), spec.seed, spec.reset_options(), spec.policy_seed()) for spec in build_specs(args)
-    ]
+    """One plain episode per dataset instance the flags select (as ``ace-gym eval`` selects them)."""
+    specs = dataset_specs(
+        args.dataset,
+        None if args.domains == ["all"] else args.domains,
+        hidden_slots=args.hidden_slots,
+        decoy_budgets=args.decoy_budgets,
+        seed=args.seed,
+        env_kwargs=env_kwargs(args),
+        max_turns=args.max_turns,
+        wrappers=args.wrappers,
+    )
+    return [TokenEpisode(spec.stack(), spec.seed, spec.reset_options(), spec.policy_seed()) for spec in specs]
 
 
 def preset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
