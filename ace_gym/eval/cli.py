@@ -246,19 +246,27 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
     """Every episode the eval flags select: :func:`dataset_specs` of their values."""
     return dataset_specs(
-        args.dataset,
-        None if args.domains == ["all"] else args.domains,
-        hidden_slots=args.hidden_slots,
-        decoy_budgets=args.decoy_budgets,
-        seed=args.seed,
-        env_kwargs=env_kwargs(args),
-        max_turns=args.max_turns,
-        wrappers=args.wrappers,
+        **shared_selection(args),
         tool_failure_rates=args.tool_failure_rates,
         trials=args.trials,
         failure_injection=_failure_injection(args),
         protocol=agency.spec_settings(args),
     )
+
+
+def shared_selection(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`dataset_specs` arguments of the flags ``eval`` and ``tokens`` share (the
+    dataset, its selection, the seed and :func:`add_env_flags`)."""
+    return {
+        "dataset": args.dataset,
+        "domains": None if args.domains == ["all"] else args.domains,
+        "hidden_slots": args.hidden_slots,
+        "decoy_budgets": args.decoy_budgets,
+        "seed": args.seed,
+        "env_kwargs": env_kwargs(args),
+        "max_turns": args.max_turns,
+        "wrappers": args.wrappers,
+    }
 
 
 def dataset_specs(

@@ -40,7 +40,7 @@ import numpy as np
 
 from ace_gym.cli_flags import add_common_flags, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, did_you_mean, integer
-from ace_gym.eval.cli import add_env_flags, dataset_specs, env_kwargs
+from ace_gym.eval.cli import add_env_flags, dataset_specs, env_kwargs, shared_selection
 from ace_gym.eval.fit import FIT, fit_stack
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance import BUNDLED_DATASETS
@@ -195,17 +195,10 @@ def fit_ratios(default: Sequence[Mapping[str, Any]], fit: Sequence[Mapping[str, 
 
 def dataset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
     """One plain episode per dataset instance the flags select (as ``ace-gym eval`` selects them)."""
-    specs = dataset_specs(
-        args.dataset,
-        None if args.domains == ["all"] else args.domains,
-        hidden_slots=args.hidden_slots,
-        decoy_budgets=args.decoy_budgets,
-        seed=args.seed,
-        env_kwargs=env_kwargs(args),
-        max_turns=args.max_turns,
-        wrappers=args.wrappers,
-    )
-    return [TokenEpisode(spec.stack(), spec.seed, spec.reset_options(), spec.policy_seed()) for spec in specs]
+    return [
+        TokenEpisode(spec.stack(), spec.seed, spec.reset_options(), spec.policy_seed())
+        for spec in dataset_specs(**shared_selection(args))
+    ]
 
 
 def preset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
