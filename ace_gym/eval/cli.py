@@ -244,48 +244,90 @@ def env_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
-    """Every episode the command selects, in (domain, instance, rate, trial) order. ConfigError
-    when a hidden-slot or decoy-budget value is in none of the datasets, or nothing is selected
-    (the message names the values the datasets hold)."""
-    integer("trials", args.trials, minimum=1)
-    sources = dataset_sources(args.dataset, None if args.domains == ["all"] else resolve_domains(args.domains))
-    instances = [instance for _, dataset in sources.values() for instance in dataset]
+    """Every episode the eval flags select: :func:`dataset_specs` of their values."""
+    return dataset_specs(
+        **shared_selection(args),
+        tool_failure_rates=args.tool_failure_rates,
+        trials=args.trials,
+        failure_injection=_failure_injection(args),
+        protocol=agency.spec_settings(args),
+    )
+
+
+def shared_selection(args: argparse.Namespace) -> dict[str, Any]:
+    """The :func:`dataset_specs` arguments of the flags ``eval`` and ``tokens`` share (the
+    dataset, its selection, the seed and :func:`add_env_flags`)."""
+    return {
+        "dataset": args.dataset,
+        "domains": None if args.domains == ["all"] else args.domains,
+        "hidden_slots": args.hidden_slots,
+        "decoy_budgets": args.decoy_budgets,
+        "seed": args.seed,
+        "env_kwargs": env_kwargs(args),
+        "max_turns": args.max_turns,
+        "wrappers": args.wrappers,
+    }
+
+
+def dataset_specs(
+    dataset: str,
+    domains: Sequence[str] | None,
+    *,
+    hidden_slots: Sequence[int] | None = None,
+    decoy_budgets: Sequence[int] | None = None,
+    seed: int = 0,
+    env_kwargs: Mapping[str, Any] | None = None,
+    max_turns: int | None = None,
+    wrappers: Sequence[str] = (),
+    tool_failure_rates: Sequence[float] = (0.0,),
+    trials: int = 1,
+    failure_injection: Mapping[str, Any] | None = None,
+    protocol: Mapping[str, Any] | None = None,
+) -> list[EpisodeSpec]:
+    """Every episode of ``dataset`` (a name or a file; ``domains`` None = all) whose instances
+    have one of ``hidden_slots`` and ``decoy_budgets`` (None = any), in (domain, instance, rate,
+    trial) order, each with the given spec fields (``protocol``: the ``scenario`` /
+    ``feedback_rounds`` fields). ConfigError when a hidden-slot or decoy-budget value is in none
+    of the datasets, or nothing is selected (the message names the values the datasets hold)."""
+    integer("trials", trials, minimum=1)
+    sources = dataset_sources(dataset, None if domains is None else resolve_domains(domains))
+    instances = [instance for _, loaded in sources.values() for instance in loaded]
     held = {
         "hidden-slots": sorted({i.meta.hidden_slots for i in instances}),
         "decoy-budgets": sorted({i.meta.branch_budget for i in instances}),
     }
-    wanted = {"hidden-slots": args.hidden_slots, "decoy-budgets": args.decoy_budgets}
-    holds = f"{args.dataset} ({', '.join(sources)}) holds " + " and ".join(
+    wanted = {"hidden-slots": hidden_slots, "decoy-budgets": decoy_budgets}
+    holds = f"{dataset} ({', '.join(sources)}) holds " + " and ".join(
         f"{name.replace('-', ' ')} {', '.join(map(str, values)) or 'nothing'}" for name, values in held.items()
     )
     for name, values in wanted.items():
         missing = sorted(set(values or ()) - set(held[name]))
         if missing:
             raise ConfigError(name, values, f"{', '.join(map(str, missing))} selects no episode: {holds}")
-    protocol = agency.spec_settings(args)
+    settings = check_settings(wrappers, "wrappers")
     specs = []
-    for domain, (source, dataset) in sources.items():
-        for index, instance in enumerate(dataset):
-            if args.hidden_slots is not None and instance.meta.hidden_slots not in args.hidden_slots:
+    for domain, (source, loaded) in sources.items():
+        for index, instance in enumerate(loaded):
+            if hidden_slots is not None and instance.meta.hidden_slots not in hidden_slots:
                 continue
-            if args.decoy_budgets is not None and instance.meta.branch_budget not in args.decoy_budgets:
+            if decoy_budgets is not None and instance.meta.branch_budget not in decoy_budgets:
                 continue
-            for rate in args.tool_failure_rates:
-                for trial in range(args.trials):
+            for rate in tool_failure_rates:
+                for trial in range(trials):
                     specs.append(
                         EpisodeSpec(
                             domain,
                             source,
                             instance_index=index,
                             instance_id=instance.instance_id,
-                            seed=args.seed,
+                            seed=seed,
                             trial=trial,
                             tool_failure_rate=rate,
-                            env_kwargs=env_kwargs(args),
-                            max_turns=args.max_turns,
-                            settings=check_settings(args.wrappers, "wrappers"),
-                            failure_injection=_failure_injection(args),
-                            **protocol,
+                            env_kwargs=dict(env_kwargs or {}),
+                            max_turns=max_turns,
+                            settings=settings,
+                            failure_injection=None if failure_injection is None else dict(failure_injection),
+                            **dict(protocol or {}),
                         )
                     )
     if not specs:

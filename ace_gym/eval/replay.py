@@ -97,6 +97,12 @@ def replay_spec(record: Mapping[str, Any]) -> EpisodeSpec:
     ConfigError naming the field when it carries no replay fields (written before records
     carried ``replay``, or by a vector env, whose episodes have no spec), or its ``turns`` are
     not a list of objects with an ``action``, or its ``messages`` not a list."""
+    return EpisodeSpec.from_json(json.dumps(_played_spec(record)))
+
+
+def _played_spec(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The recorded spec's fields with the threshold it was played at (:func:`_played_threshold`:
+    the recorded mapping itself when it names one), after :func:`replay_spec`'s checks."""
     fields = record.get("replay")
     if not isinstance(fields, Mapping) or not isinstance(fields.get("spec"), Mapping):
         raise ConfigError(
@@ -107,7 +113,7 @@ def replay_spec(record: Mapping[str, Any]) -> EpisodeSpec:
         raise ConfigError("record", record.get("key"), "has no 'turns' list of objects with an 'action' to replay")
     if not isinstance(record.get("messages"), list):
         raise ConfigError("record", record.get("key"), "has no 'messages' list to compare the replay with")
-    return EpisodeSpec.from_json(json.dumps(_played_threshold(fields["spec"], record)))
+    return _played_threshold(fields["spec"], record)
 
 
 def _played_threshold(spec: Mapping[str, Any], record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -254,15 +260,15 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     """Replay one record (module docstring); returns the first difference, or None when every
     observation, reward and the end are identical. Checks the dataset file's hash first.
     ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
-    spec = replay_spec(record)
+    played = _played_spec(record)
+    spec = EpisodeSpec.from_json(json.dumps(played))
     key = str(record["key"])
     recorded_hash = record["replay"].get("dataset_sha256")
     current_hash = dataset_sha256(spec.dataset, spec.domain)
     if recorded_hash != current_hash:
         return ReplayMismatch(key, None, "dataset_sha256", recorded_hash, current_hash)
     replayed_key = spec.key(str(record["policy"]))
-    recorded_spec = record["replay"]["spec"]
-    if _played_threshold(recorded_spec, record) is not recorded_spec:
+    if played is not record["replay"]["spec"]:
         record = {**record, "key": replayed_key}  # its key named no threshold: today's key names the one it played
     elif replayed_key != key:
         return ReplayMismatch(key, None, "key", key, replayed_key)

@@ -40,7 +40,7 @@ import numpy as np
 
 from ace_gym.cli_flags import add_common_flags, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, did_you_mean, integer
-from ace_gym.eval.cli import add_env_flags, build_specs, env_kwargs
+from ace_gym.eval.cli import add_env_flags, dataset_specs, env_kwargs, shared_selection
 from ace_gym.eval.fit import FIT, fit_stack
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance import BUNDLED_DATASETS
@@ -133,17 +133,7 @@ def register(subparsers: Any) -> None:
         help="a local Hugging Face tokenizer folder (needs transformers: the hf extra); default: the built-in estimate",
     )
     tokens.add_argument("--json", action="store_true", help="print one JSON object (rows and what was counted)")
-    # build_specs reads the eval flags below: one plain episode per instance
-    tokens.set_defaults(
-        handler=run_tokens,
-        tool_failure_rates=[0.0],
-        failure_modes=None,
-        trials=1,
-        feedback_rounds=None,
-        threshold=None,
-        feedback=None,
-        scenario=None,
-    )
+    tokens.set_defaults(handler=run_tokens)
 
 
 def run_tokens(args: argparse.Namespace) -> int:
@@ -204,9 +194,10 @@ def fit_ratios(default: Sequence[Mapping[str, Any]], fit: Sequence[Mapping[str, 
 
 
 def dataset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
-    """One episode per dataset instance the flags select (as ``ace-gym eval`` selects them)."""
+    """One plain episode per dataset instance the flags select (as ``ace-gym eval`` selects them)."""
     return [
-        TokenEpisode(spec.stack(), spec.seed, spec.reset_options(), spec.policy_seed()) for spec in build_specs(args)
+        TokenEpisode(spec.stack(), spec.seed, spec.reset_options(), spec.policy_seed())
+        for spec in dataset_specs(**shared_selection(args))
     ]
 
 

@@ -35,15 +35,18 @@ class FeedbackRounds(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructo
     and the episode goes on. Budgets the agent spent stay spent.
 
     ## Reward
-    0 on every step but the last, where it is the last attempt's score (``final_reward="final"``)
-    or ``gamma ** (j - 1)`` for a pass at attempt j, 0 for a failure (``"pass_discount"``).
-    Floor: ``done`` at once on an empty grid meets only the global rules an empty grid meets, and
-    never passes at the default threshold.
+    0 on every step but the last, where it is the last attempt's strict score
+    (``final_reward="final"``: the rubric's share met, the global rules counting only once every
+    hidden slot is filled) or ``gamma ** (j - 1)`` for a pass at attempt j, 0 for a failure
+    (``"pass_discount"``). Floor: 0 for ``done`` at once. AgencyBench's rubric score, which pays
+    an empty grid the upper bounds it meets vacuously, stays in ``info`` (``scores``) and in the
+    metrics (S_avg) for comparison with the paper; it never passes at the default threshold.
 
     ## Information
     Every step (and reset): ``feedback_rounds`` = the log of :meth:`Rounds.info
     <ace_gym.feedback.rounds.Rounds.info>`: ``attempt``, ``max_attempts``, ``threshold``,
-    ``scores`` per attempt, ``passed``, ``finished``, ``attempts_used``; on a step that submitted,
+    ``scores`` per attempt (AgencyBench's rubric score; the reward is the strict score),
+    ``passed``, ``finished``, ``attempts_used``; on a step that submitted,
     also ``rubrics`` per attempt (``rubric_items`` names the items, cells included: for
     evaluators, never shown to the agent), ``feedback`` and ``feedback_source``. The wrapped
     env's ``score`` (ACE's 0/1) stays as it reports it.

@@ -55,9 +55,14 @@ class Rounds:
     ``max_attempts`` (K >= 1) submissions at most; a score ``>= threshold`` (in [0, 1], or a name
     of :data:`THRESHOLD_NAMES`; default :data:`ACE_THRESHOLD`) passes;
     ``feedback`` is a style of :data:`~ace_gym.feedback.texts.FEEDBACK_STYLES` or a
-    :class:`UserSimulator`; ``final_reward`` is ``"final"`` (the last attempt's score) or
-    ``"pass_discount"`` (1 on a pass at attempt j, times ``gamma ** (j - 1)``; 0 on a failure),
-    with ``gamma`` in [0, 1]. ConfigError for anything else.
+    :class:`UserSimulator`; ``final_reward`` is ``"final"`` (the last attempt's
+    :attr:`~ace_gym.feedback.rubric.Rubric.strict_score`) or ``"pass_discount"`` (1 on a pass at
+    attempt j, times ``gamma ** (j - 1)``; 0 on a failure, and on a pass whose strict score is
+    under the threshold), with ``gamma`` in [0, 1]. ConfigError for anything else.
+
+    Passing and the metrics read ``scores``, AgencyBench's rubric scores (the paper's protocol);
+    the reward reads :attr:`strict_scores`, which do not pay the upper bounds an unfilled grid meets
+    (:mod:`ace_gym.feedback.rubric`), so ``done`` at once earns 0.
     """
 
     def __init__(
@@ -85,6 +90,7 @@ class Rounds:
         self.item_names = list(item_names)
         self.attempt = 1
         self.scores: list[float] = []
+        self.strict_scores: list[float] = []
         self.outcomes: list[list[bool]] = []
         self.feedback: str | None = None
         self.feedback_source: str | None = None
@@ -95,6 +101,7 @@ class Rounds:
         """Grade the current attempt's submission. Feedback that points at a cell or names one of
         ``item_ids`` (a simulator's text) is replaced by the template report."""
         self.scores.append(rubric.score)
+        self.strict_scores.append(rubric.strict_score)
         self.outcomes.append(rubric.outcome)
         self.passed = rubric.score >= self.threshold
         self.finished = self.passed or self.attempt >= self.max_attempts
@@ -121,12 +128,14 @@ class Rounds:
     def reward(self) -> float:
         """The task's reward once finished (see the class docstring)."""
         if self.final_reward == "final":
-            return self.scores[-1] if self.scores else 0.0
-        return self.gamma ** (len(self.scores) - 1) if self.passed else 0.0
+            return self.strict_scores[-1] if self.strict_scores else 0.0
+        earned = self.passed and self.strict_scores[-1] >= self.threshold
+        return self.gamma ** (len(self.scores) - 1) if earned else 0.0
 
     def info(self, full: bool = True) -> dict[str, Any]:
-        """The task's log: ``attempt``, ``max_attempts``, ``threshold``, ``scores`` (per attempt),
-        ``passed``, ``finished``, ``attempts_used``; ``full`` adds ``rubric_items`` and ``rubrics``
+        """The task's log: ``attempt``, ``max_attempts``, ``threshold``, ``scores`` (per attempt,
+        AgencyBench's rubric score; the reward reads :attr:`strict_scores`, kept out of the log so
+        that records written before it replay unchanged), ``passed``, ``finished``, ``attempts_used``; ``full`` adds ``rubric_items`` and ``rubrics``
         (per attempt, whether each item was met), ``feedback`` (the latest, None once finished)
         and its ``feedback_source``. The metrics of :mod:`ace_gym.feedback.metrics` read it."""
         log: dict[str, Any] = {

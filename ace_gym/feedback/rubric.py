@@ -6,6 +6,11 @@ met when its cell holds one of the slot's candidates that passes the slot's own 
 item is met when the rule's :func:`ace_gym.constraints.aggregate` over the grid meets its bound
 (:meth:`~ace_gym.constraints.CompiledGlobalRule.satisfied` on a complete grid, so a lower bound
 counts as unmet until it is reached). Items are weighted uniformly: the score is the share met.
+
+An upper bound is met by an empty grid (nothing chosen costs nothing), so the score pays a grid
+nobody filled: AgencyBench's rubric score, kept as :attr:`Rubric.score` for its metrics. The
+training reward is :attr:`Rubric.strict_score`, in which a rule counts only once every graded
+slot is filled.
 """
 
 from __future__ import annotations
@@ -81,6 +86,19 @@ class Rubric:
     def score(self) -> float:
         """The share of items met (uniform weights), in [0, 1]."""
         return self.met_count / self.total
+
+    @property
+    def filled(self) -> bool:
+        """Whether every graded slot holds an item (valid or not)."""
+        return all(item.state is not SlotState.EMPTY for item in self.slots)
+
+    @property
+    def strict_score(self) -> float:
+        """The share of items met with the global rules counted as met only on a :attr:`filled`
+        grid, in [0, 1]: what the rounds' reward pays. An unfilled grid earns its met slot items
+        only, so ``done`` at once earns 0 where :attr:`score` pays the upper bounds it meets."""
+        rules = sum(item.met for item in self.rules) if self.filled else 0
+        return (sum(item.met for item in self.slots) + rules) / self.total
 
     @property
     def unmet_slots(self) -> tuple[SlotItem, ...]:

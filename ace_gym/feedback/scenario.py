@@ -51,6 +51,9 @@ class ScenarioEnv(AceEnv):
     ## Reward
     When a stage closes, its :meth:`Rounds.reward <ace_gym.feedback.rounds.Rounds.reward>`
     divided by the number of stages (the episode's return is the mean stage reward); 0 otherwise.
+    The reward pays a stage's upper bounds only once its slots are filled (a stage left empty
+    earns 0); AgencyBench's rubric score, which pays them on an empty stage, stays in the stage
+    logs' ``scores`` for the metrics.
 
     ## Episode End
     Terminated by the final stage's last submission through ``done``; truncated when it ends

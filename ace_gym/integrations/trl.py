@@ -382,7 +382,7 @@ class TrainerEngine:
     ) -> list[Completion]:
         """Render and generate (the collector's way for an episode whose turns the template refused)."""
         prompts = render_prompts(self.tokenizer, conversations, tools, self.chat_template_kwargs)
-        fixed = {i: completion_without_generation(p, None) for i, p in enumerate(prompts) if isinstance(p, str)}
+        fixed = {i: completion_without_generation(p) for i, p in enumerate(prompts) if isinstance(p, str)}
         generated = iter(self.generate_ids([p for p in prompts if isinstance(p, list)]))
         return [fixed[i] if i in fixed else next(generated) for i in range(len(prompts))]  # type: ignore[misc]
 

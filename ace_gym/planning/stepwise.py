@@ -96,18 +96,26 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
     The predicted calls run one by one on a fresh copy of the episode replayed to the cut (the
     agent sees none of the results; the copy is discarded) and each is judged by the E1-E6
     detector on what the agent would have observed; fewer calls than ``horizon``, unless the last
-    one ends the episode, adds an E2 flag. The reward is APB's grade of the worst step
-    (:func:`ace_gym.planning.grade`); the episode ends.
+    one ends the episode, adds an E2 flag. APB's grade of the prediction is the grade of its worst
+    step (:func:`ace_gym.planning.grade`). The reward is that grade when the predicted calls name
+    the reference's tools, in order, and 0 otherwise; the episode ends.
+
+    Why not APB's grade alone: it judges whether a call is an error, not whether it moves the
+    task on, so a prediction that carries no information collects it: a bare
+    ``get_current_grid_state`` (never an error) grades 1.0 wherever it is predicted, and an empty
+    or unparseable prediction 0.4 (one E2 flag). Under the reward a constant prediction earns only
+    where the solver's next call is that very tool: its chance level (docs/planning.md).
 
     ## Information
     Reset: ``domain``, ``instance_id``, ``instance_index``, ``tools``, ``system_prompt``,
     ``position``, ``cut_index`` (steps kept), ``cut_ratio`` (kept / total), ``horizon``. Step:
-    ``flags`` (per predicted step, dicts of code, cause, detail), ``grades``, ``correct`` (no
-    flag anywhere), ``exact_match`` (same calls as the reference, a strict secondary metric),
+    ``flags`` (per predicted step, dicts of code, cause, detail), ``grades``, ``step_grade``
+    (APB's grade of the prediction, what the paper reports), ``score`` (the reward), ``correct``
+    (no flag anywhere), ``exact_match`` (same calls as the reference, a strict secondary metric),
     ``reference`` (the solver's next calls) and ``predicted``.
 
     ## Version History
-    * v0: first release.
+    * v0: first release; until issue 29 the reward was APB's grade (now ``info["step_grade"]``).
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
@@ -183,10 +191,14 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
         exact = len(predicted) == len(reference) and all(
             _identity(p) == _identity(r) for p, r in zip(predicted, reference, strict=True)
         )
-        reward = min(grades)
+        step_grade = min(grades)
+        same_tools = [call["name"] for call in predicted] == [call["name"] for call in reference]
+        reward = step_grade if same_tools else 0.0
         info = {
             "flags": [[flag.as_dict() for flag in step] for step in flags],
             "grades": grades,
+            "step_grade": step_grade,
+            "score": reward,
             "correct": not any(flags),
             "exact_match": exact,
             "reference": reference,

@@ -12,12 +12,15 @@ budget runs out, answer "no" / "false" to everything. Each scores at most its fl
 * ALB-QA-v0: 0, except that an answer that does say no may score on questions whose truth is no
   (chance level: docs/longbench.md).
 * ALB-Puzzle-v0: 0 (a guess is a name; none of these is one).
-
-Findings left open (issue 29; the floor here is the measured one, in :data:`PARTIAL_CREDIT`): the
-rubric reward of AgencyBench's rounds (FeedbackRounds and the scenarios, ``final_reward="final"``)
-pays an empty grid the share of rubric items it meets (upper-bound global rules), and
-ACE-StepWise-v0 pays APB's grade of a prediction, whose one-flag grades are 0.4 to 0.8. Their
-``info["score"]`` (ACE's own verdict) stays 0, and no such episode passes a round.
+* AgencyBench's rounds (FeedbackRounds and the scenarios, ``final_reward="final"``): 0. Their
+  reward is the rubric's strict score, whose global rules count only on a filled grid; until
+  issue 29 it was AgencyBench's rubric score, which pays the upper bounds an empty grid meets
+  (up to 1/6 of a scenario stage, 4/7 on the small stack below) and stays in ``info`` for the
+  paper's metrics. No such episode passes a round and ACE's own verdict stays 0.
+* ACE-StepWise-v0: 0 here, and over many seeds each policy's chance level
+  (:data:`STEPWISE_CHANCE_FLOOR`): its reward pays APB's grade only to a prediction that names
+  the reference's tools. Until issue 29 it paid APB's grade alone, which gave a bare
+  ``get_current_grid_state`` 1.0 and an empty prediction 0.4 anywhere.
 
 Ids come from the registry, so a new one is covered without anyone remembering to; small
 instances and few seeds keep the file fast and deterministic.
@@ -85,18 +88,6 @@ POLICIES: dict[str, Callable[[list[str], int, bool], Any]] = {
     ),
     "no_to_everything": lambda tools, step, calls: "<answer>no</answer>" if step % 2 else "false",
 }
-PARTIAL_CREDIT: dict[str, float] = {
-    **{i: 1 / 6 for i in registered_env_ids() if i.endswith("scenario-v0") or i == "ACE-Scenario-v0"},
-    "ACE-StepWise-v0": 0.4,
-    "feedback_rounds": 4 / 7,
-    "feedback_rounds_chat": 4 / 7,
-}
-"""Stacks whose reward is partial credit by design, and the most a degenerate policy earns there
-(measured: an empty grid meets up to 1/6 of a scenario stage's rubric and 4 of the 7 items of the
-small stack's; a StepWise prediction with one moderate flag grades 0.4)."""
-OPEN_FINDINGS: dict[tuple[str, str], float] = {("ACE-StepWise-v0", "repeat_one_call"): 1.0}
-"""(stack, policy) pairs above the floor, reported in issue 29 and not fixed: APB's step-wise grade
-of a prediction that only reads the grid (``get_current_grid_state``) is a flawless 1.0."""
 REFUSING = {"always_refuse"}
 SAYS_NO = {"no_to_everything"}
 
@@ -109,42 +100,37 @@ def _unsolvable(info: dict[str, Any]) -> bool:
     return bool(((info.get("apb") or {}).get("unsolvable") or {}).get("unsolvable"))
 
 
-def _play(env: gym.Env, policy: str, seed: int, partial_credit: bool) -> tuple[float, dict[str, Any], dict[str, Any]]:
+def _play(env: gym.Env, policy: str, seed: int) -> tuple[float, dict[str, Any], dict[str, Any]]:
     """One episode (at most REPEATS steps): the best reward or score seen, the reset info, the
-    last info. For a ``partial_credit`` stack, ACE's own verdict (``info["score"]``) must be 0 and
-    no round may pass."""
+    last info. Under feedback rounds no round may pass."""
     _, reset_info = env.reset(seed=seed)
     calls = isinstance(env.action_space, ToolCallSpace)
     tools, best, info = _tools(reset_info), 0.0, reset_info
     for step in range(REPEATS):
         _, reward, terminated, truncated, info = env.step(POLICIES[policy](tools, step, calls))
         best = max(best, float(reward), float(info.get("score") or 0.0))
-        if partial_credit:
-            assert not (info.get("feedback_rounds") or {}).get("passed"), (policy, seed)
-            if "feedback_rounds" in info or "scenario" in info:
-                assert float(info.get("score") or 0.0) == 0.0, (policy, seed)
+        assert not (info.get("feedback_rounds") or {}).get("passed"), (policy, seed)
         if terminated or truncated:
             break
     return best, reset_info, info
 
 
-def _floor(policy: str, reset_info: dict[str, Any], info: dict[str, Any], partial_credit: float) -> float:
+def _floor(policy: str, reset_info: dict[str, Any], info: dict[str, Any]) -> float:
     """The most ``policy`` may score on this episode (module docstring)."""
     if policy in REFUSING and _unsolvable(reset_info):
         return 1.0  # refusing an unsolvable task is doing it
     if policy in SAYS_NO and info.get("question_type") == FIND_DUPLICATES and info.get("gt") is False:
         return 1.0  # a "no" on a question whose truth is no: chance level
-    return partial_credit
+    return 0.0
 
 
 def _above_floor(make: Callable[[], gym.Env], name: str) -> list[str]:
     env = make()
     found = []
-    partial_credit = PARTIAL_CREDIT.get(name, 0.0)
     for policy in POLICIES:
         for seed in SEEDS:
-            score, reset_info, info = _play(env, policy, seed, name in PARTIAL_CREDIT)
-            floor = OPEN_FINDINGS.get((name, policy), _floor(policy, reset_info, info, partial_credit))
+            score, reset_info, info = _play(env, policy, seed)
+            floor = _floor(policy, reset_info, info)
             if score > floor + 1e-9:
                 found.append(f"{policy} seed {seed}: {score:g}")
     return found
@@ -200,13 +186,42 @@ def test_every_wrapper_stack__no_degenerate_policy_scores_above_its_floor(name: 
 
 @pytest.mark.parametrize("threshold", [None, "paper"])
 def test_feedback_rounds__done_at_once_never_passes(threshold: str | None) -> None:
-    """The rubric's "final" reward of an empty grid is the share of global rules it meets (its
-    floor, above 0, docs/feedback_rounds.md); it never passes, at either threshold."""
+    """An empty grid earns 0 and never passes, at either threshold; AgencyBench's rubric score of
+    it (the upper bounds it meets) stays in ``scores`` for the paper's metrics (docs/feedback_rounds.md)."""
     env = feedback.FeedbackRounds(AceEnv("course"), **({} if threshold is None else {"threshold": threshold}))
     for seed in SEEDS:
         env.reset(seed=seed)
         terminated = False
         while not terminated:
-            _, _, terminated, truncated, info = env.step(_call("done"))
+            _, reward, terminated, truncated, info = env.step(_call("done"))
             terminated = terminated or truncated
-        assert not info["feedback_rounds"]["passed"] and info["score"] == 0.0
+        assert not info["feedback_rounds"]["passed"] and info["score"] == 0.0 and reward == 0.0
+        assert env.rounds.strict_scores == [0.0, 0.0]
+        assert info["feedback_rounds"]["scores"][-1] > 0.0  # the paper's score pays the upper bounds
+
+
+STEPWISE_SEEDS = range(40)
+STEPWISE_CHANCE_FLOOR: dict[str, float] = dict.fromkeys(POLICIES, 0.0)
+"""The most each policy may earn on ACE-StepWise-v0 (default: middle cut, horizon 1), as a mean
+over :data:`STEPWISE_SEEDS`: its chance level, the share of tasks whose reference call is the one
+tool it predicts. A prediction naming no tool (empty, unparseable, a refusal, an answer) has none;
+the solver's next call at these cuts is a candidate query, an attribute lookup or ``set_slot``,
+never ``get_current_grid_state`` or ``done`` (checked below), so every policy's floor is 0. APB's
+grade, which the reward used to be, pays a bare ``get_current_grid_state`` 1.0 and an empty
+prediction 0.4 on every one of these tasks (docs/planning.md)."""
+
+
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_stepwise__each_degenerate_policy_earns_at_most_its_chance_level_over_many_seeds(policy: str) -> None:
+    env = gym.make("ACE-StepWise-v0", disable_env_checker=True)
+    rewards, references = [], set()
+    for seed in STEPWISE_SEEDS:
+        env.reset(seed=seed)
+        _, reward, _, _, info = env.step(POLICIES[policy]([], 0, False))
+        named = [call["name"] for call in info["predicted"]] == [call["name"] for call in info["reference"]]
+        assert named or reward == 0.0, (seed, info["predicted"], info["reference"])  # the reward's rule
+        assert reward == info["score"] and 0.0 <= reward <= info["step_grade"]
+        rewards.append(float(reward))
+        references.add(info["reference"][0]["name"])
+    assert not references & {"get_current_grid_state", "done", "report_infeasible"}  # the floor's premise
+    assert sum(rewards) / len(rewards) <= STEPWISE_CHANCE_FLOOR[policy]

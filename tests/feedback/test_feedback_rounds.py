@@ -122,7 +122,7 @@ def test_feedback_rounds__a_chat_stack_gets_feedback_as_a_user_message_and_a_fre
         assert env.step("no call")[2:4] == (False, False)
     _, reward, terminated, truncated, info = env.step("still no call")  # the budget submits attempt 2
     assert truncated and not terminated and info["feedback_rounds"]["finished"]
-    assert info["feedback_rounds"]["attempts_used"] == 2 and reward == info["feedback_rounds"]["scores"][-1]
+    assert info["feedback_rounds"]["attempts_used"] == 2 and reward == env.get_wrapper_attr("rounds").strict_scores[-1]
 
 
 # -- rewards, no-op, arguments, spec -------------------------------------------------------------

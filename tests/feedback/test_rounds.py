@@ -68,11 +68,32 @@ def test_rounds__rewards(final_reward: str, scores_to_pass: int | None, expected
     assert rounds.reward() == expected
 
 
-def test_rounds__final_reward_is_the_last_score_even_below_the_threshold() -> None:
+def test_rounds__final_reward_is_the_last_strict_score_even_below_the_threshold() -> None:
     rounds = Rounds(max_attempts=1, threshold=1.0)
     rubric = _rubric(3)
     rounds.submit(rubric)
-    assert rounds.reward() == rubric.score < 1.0
+    assert rounds.reward() == rubric.strict_score == 12 / 20  # 12 valid slots; no rule on an unfilled grid
+    assert rounds.info()["scores"] == [rubric.score] and rubric.score > rubric.strict_score
+
+
+@pytest.mark.parametrize("final_reward", ["final", "pass_discount"])
+def test_rounds__an_empty_grid_earns_nothing_though_the_papers_score_pays_its_upper_bounds(final_reward: str) -> None:
+    """Issue 29: ``done`` at once used to earn the share of upper bounds an empty grid meets."""
+    empty = _rubric(15)
+    assert empty.score > 0 and empty.strict_score == 0.0
+    rounds = Rounds(max_attempts=1, threshold=empty.score, final_reward=final_reward)
+    rounds.submit(empty)
+    assert rounds.passed  # at a threshold it reaches, the paper's protocol passes it
+    assert rounds.reward() == 0.0 and rounds.strict_scores == [0.0]
+
+
+def test_rounds__a_pass_at_the_papers_threshold_pays_only_when_its_strict_score_reaches_it() -> None:
+    unfilled = Rounds(max_attempts=1, threshold=0.6, final_reward="pass_discount")
+    unfilled.submit(_rubric(7))  # 12 of 20 items met, 8 of them slots
+    assert unfilled.passed and unfilled.reward() == 0.0
+    filled = Rounds(max_attempts=1, threshold=0.6, final_reward="pass_discount")
+    filled.submit(_rubric(0))
+    assert filled.passed and filled.reward() == 1.0
 
 
 class _Simulator:

@@ -155,6 +155,18 @@ def test_scenario__a_failed_stage_gets_cell_free_feedback_and_a_second_attempt()
     assert info["scenario"]["stages_log"][0]["scores"][-1] == 1.0
 
 
+def test_scenario__a_stage_left_empty_earns_nothing_though_the_papers_score_pays_its_upper_bounds() -> None:
+    """Issue 29: a stage closed empty used to earn the share of upper bounds it meets."""
+    env = ScenarioEnv("travel", max_attempts=2)
+    env.reset(seed=0, options={"instance_index": H15_INDEX})
+    env.step(DONE)
+    _, reward, _, _, info = env.step(DONE)  # the stage's last attempt, still empty: it closes
+    stage_log = info["scenario"]["stages_log"][0]
+    assert stage_log["finished"] and not stage_log["passed"]
+    assert reward == 0.0  # its strict score over the stage count
+    assert stage_log["scores"][-1] > 0.0  # AgencyBench's rubric score, kept for the metrics
+
+
 def test_scenario__max_steps_submits_the_attempt() -> None:
     env = ScenarioEnv("shopping", max_attempts=2, max_steps=3)
     env.reset(seed=0, options={"instance_index": H15_INDEX})

@@ -131,3 +131,17 @@ def test_constructor__rejects_bad_arguments(kwargs: dict[str, Any], field: str) 
     with pytest.raises(ConfigError) as raised:
         StepWiseEnv(**kwargs)
     assert raised.value.field == field
+
+
+def test_reward__pays_apbs_grade_only_to_a_prediction_naming_the_references_tools() -> None:
+    """Issue 29: APB's grade alone paid a bare grid read 1.0 and an empty prediction 0.4."""
+    env = StepWiseEnv(domain="course", position="middle", horizon=1)
+    reference = _reference(env, 3)
+    assert reference[0]["name"] != "get_current_grid_state"
+    for prediction, step_grade in (([{"tool": "get_current_grid_state", "arguments": {}}], 1.0), ("", 0.4)):
+        env.reset(seed=3)
+        _, reward, _, _, info = env.step(prediction)
+        assert (info["step_grade"], reward, info["score"]) == (step_grade, 0.0, 0.0)
+    env.reset(seed=3)
+    _, reward, _, _, info = env.step([{"tool": reference[0]["name"], "arguments": {}}])  # the right tool, no arguments
+    assert reward == info["step_grade"] == info["score"] and 0.0 < reward < 1.0

@@ -38,10 +38,17 @@ class HFChatEngine:
     convention trainers such as TRL use; the step logits are kept until the batch ends
     (batch x vocabulary x new tokens floats), so turn it off for long generations with large
     vocabularies. ``generate_ids`` generates from prompt token ids (see
-    :class:`~ace_gym.agents.base.TokenChatEngine`). A conversation whose prompt leaves no room for ``max_new_tokens`` within
-    ``max_context`` (default: the model's ``max_position_embeddings``) is not generated: it
-    returns empty text with ``finish_reason="length"``; one the chat template refuses (templates
-    raise on shapes they do not support) returns the error as text with ``finish_reason="error"``.
+    :class:`~ace_gym.agents.base.TokenChatEngine`). A conversation the chat template refuses
+    (templates raise on shapes they do not support) returns the error as text with
+    ``finish_reason="error"``.
+
+    Context: ``max_context`` defaults to the model's ``max_position_embeddings``. A
+    ``max_new_tokens`` that leaves no room for a prompt in it raises
+    :class:`~ace_gym.errors.ConfigError` at construction, and a prompt that leaves less than
+    ``max_new_tokens`` raises it from ``generate`` before anything is generated (naming
+    ``max_new_tokens``, its value, the prompt's length, the context and the model): an episode the
+    model cannot be given its turn in is a configuration to fix, never an empty turn that scores
+    0; the rollouts let it propagate and store no record for the episodes in flight.
     A model or tokenizer path that does not load (missing, not a model, unreadable) raises
     :class:`~ace_gym.errors.EngineUnavailableError` naming the path; a ``dtype`` that is neither
     ``"auto"`` nor a floating-point torch dtype raises :class:`~ace_gym.errors.ConfigError`, and
@@ -69,6 +76,7 @@ class HFChatEngine:
         max_new_tokens = integer("max_new_tokens", max_new_tokens, minimum=1)
         batch_size = integer("batch_size", batch_size, minimum=1)
         temperature = number("temperature", temperature, minimum=0, note="(0 = greedy)")
+        model_path = str(model) if isinstance(model, (str, os.PathLike)) else None
         if isinstance(model, (str, os.PathLike)):
             dtype = _model_dtype(dtype)
             if tokenizer is None:
@@ -87,6 +95,14 @@ class HFChatEngine:
         self.top_p = top_p
         self.batch_size = batch_size
         self.max_context = max_context or getattr(model.config, "max_position_embeddings", None)
+        self.model_path = model_path or str(getattr(model, "name_or_path", "") or type(model).__name__)
+        if self.max_context is not None and max_new_tokens >= self.max_context:
+            raise ConfigError(
+                "max_new_tokens",
+                max_new_tokens,
+                f"leaves no room for a prompt in the model's context of {self.max_context} tokens "
+                f"(model {self.model_path}); it must be below it",
+            )
         self.logprobs = logprobs
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.generation_kwargs = dict(generation_kwargs or {})
@@ -111,8 +127,17 @@ class HFChatEngine:
         return self._complete([list(prompt) for prompt in prompts])
 
     def _complete(self, prompts: Sequence[list[int] | str]) -> list[Completion]:
-        limit = None if self.max_context is None else self.max_context - self.max_new_tokens
-        completions = [completion_without_generation(prompt, limit) for prompt in prompts]
+        if self.max_context is not None:
+            longest = max((len(prompt) for prompt in prompts if isinstance(prompt, list)), default=0)
+            if longest + self.max_new_tokens > self.max_context:
+                raise ConfigError(
+                    "max_new_tokens",
+                    self.max_new_tokens,
+                    f"a prompt of {longest} tokens leaves {max(self.max_context - longest, 0)} of the model's "
+                    f"context of {self.max_context} tokens (model {self.model_path}); lower max_new_tokens or "
+                    "keep the episodes shorter (max_turns, a context policy: docs/training.md)",
+                )
+        completions = [completion_without_generation(prompt) for prompt in prompts]
         runnable = [i for i, completion in enumerate(completions) if completion is None]
         for start in range(0, len(runnable), self.batch_size):
             batch = runnable[start : start + self.batch_size]

@@ -93,17 +93,12 @@ def prompt_token_ids(
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def completion_without_generation(prompt: list[int] | str, max_prompt_tokens: int | None) -> Completion | None:
+def completion_without_generation(prompt: list[int] | str) -> Completion | None:
     """What a rendered prompt gets without calling the model, or None when it can be generated:
     a template refusal (a ``str`` from :func:`render_prompts`) gives ``finish_reason="error"``
-    with the message as text; a prompt longer than ``max_prompt_tokens`` gives empty text with
-    ``finish_reason="length"``."""
+    with the message as text. A prompt too long for the model's context is no episode outcome:
+    each engine raises :class:`~ace_gym.errors.ConfigError` for it before generating."""
     if isinstance(prompt, str):
         logger.warning("%s", prompt)
         return Completion(text=prompt, finish_reason="error")
-    if max_prompt_tokens is not None and len(prompt) > max_prompt_tokens:
-        logger.warning("prompt of %d tokens is over the %d that leave room to generate", len(prompt), max_prompt_tokens)
-        return Completion(
-            text="", prompt_tokens=len(prompt), prompt_token_ids=prompt, completion_token_ids=[], finish_reason="length"
-        )
     return None

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import threading
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ace_gym.agents.base import Completion
 from ace_gym.agents.llm.messages import for_openai
-from ace_gym.errors import EngineUnavailableError, integer, one_line
+from ace_gym.errors import ConfigError, EngineUnavailableError, integer, one_line
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -54,8 +55,13 @@ class OpenAIChatEngine:
       ``--enable-auto-tool-choice`` answers 400 to every request that carries ``tools``) or that
       gives no answer within ``timeout_s`` is taken as unable to serve the model; the error names
       the status and the server's message, or the ``timeout_s`` that ran out.
-    * Once one request has succeeded, a server that answers about one request (any other 4xx, e.g.
-      a prompt longer than the context; a 500 once retries run out) or one that times out gives
+    * A request the server refuses as over the model's context (a 4xx whose error code is
+      ``context_length_exceeded`` or whose message speaks of the context length, as OpenAI, vLLM
+      and SGLang word it) raises :class:`~ace_gym.errors.ConfigError` naming ``sampling.max_tokens``
+      and quoting the server: an episode the model cannot be given its turn in is a configuration
+      to fix, never an error turn that scores 0.
+    * Once one request has succeeded, a server that answers about one request (any other 4xx; a
+      500 once retries run out) or one that times out gives
       that conversation ``Completion(text=<the error>, finish_reason="error")``, and the others
       are unaffected: one bad sample does not stop a run.
 
@@ -144,6 +150,14 @@ class OpenAIChatEngine:
             raise self._unavailable(f"cannot connect ({_root_cause(error)}){self._after_retries()}") from error
         except openai.APIStatusError as error:
             status = error.status_code
+            if _over_the_context(error):
+                raise ConfigError(
+                    "sampling.max_tokens",
+                    self.sampling.get("max_tokens"),
+                    f"the server refused a request over the model's context (model {self.model!r} at "
+                    f"{self.base_url}): {one_line(error.message)}; lower max_tokens or keep the episodes "
+                    "shorter (max_turns, a context policy: docs/training.md)",
+                ) from error
             if status in UNAVAILABLE_STATUS:
                 problem = f"HTTP {status} {UNAVAILABLE_STATUS[status]}: {error.message}"
                 raise self._unavailable(problem + self._after_retries(status)) from error
@@ -213,6 +227,17 @@ def _completion_of(response: Any) -> Completion:
         finish_reason=choice.finish_reason,
         logprobs=[float(item.logprob) for item in token_logprobs] if token_logprobs is not None else None,
     )
+
+
+_OVER_THE_CONTEXT = re.compile(r"context[ _]length", re.IGNORECASE)
+
+
+def _over_the_context(error: Any) -> bool:
+    """Whether an HTTP error refuses a request for being over the model's context: OpenAI's code
+    ``context_length_exceeded``; vLLM's "maximum context length is N tokens", SGLang's alike."""
+    if error.status_code >= 500 or error.status_code in UNAVAILABLE_STATUS:
+        return False
+    return error.code == "context_length_exceeded" or bool(_OVER_THE_CONTEXT.search(str(error.message)))
 
 
 def _root_cause(error: BaseException) -> str:

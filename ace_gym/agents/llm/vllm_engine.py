@@ -33,9 +33,11 @@ class VLLMChatEngine:
     ``logprobs_mode`` defines them: raw model log-probabilities by default; pass
     ``logprobs_mode="processed_logprobs"`` to the ``LLM`` for the sampling distribution) are what
     vLLM reports; ``generate_ids`` generates from prompt token ids (see
-    :class:`~ace_gym.agents.base.TokenChatEngine`). A prompt that leaves no
-    room to generate within the model's ``max_model_len`` is not sent: it returns empty text with
-    ``finish_reason="length"``; one the chat template refuses returns the error as text with
+    :class:`~ace_gym.agents.base.TokenChatEngine`). A prompt that leaves no room to generate
+    within the model's ``max_model_len`` raises :class:`~ace_gym.errors.ConfigError` (naming
+    ``max_model_len``, the prompt's length and the model) before anything is generated: never an
+    empty turn that scores 0; the rollouts let it propagate and store no record for the episodes
+    in flight. A prompt the chat template refuses returns the error as text with
     ``finish_reason="error"``.
 
     A model that is not there or cannot be read (a missing path, a folder that holds no model)
@@ -64,6 +66,7 @@ class VLLMChatEngine:
         if llm is None:
             load = partial(LLM, model=str(model), seed=seed, **llm_kwargs)
             llm = loaded("model", str(model), load)
+        self.model_name = str(model) if model is not None else str(llm.llm_engine.model_config.model)
         self.llm = llm
         if isinstance(sampling, SamplingParams):
             self.sampling = sampling
@@ -84,7 +87,16 @@ class VLLMChatEngine:
         return self._complete([list(prompt) for prompt in prompts])
 
     def _complete(self, prompts: Sequence[list[int] | str]) -> list[Completion]:
-        completions = [completion_without_generation(prompt, self.max_model_len - 1) for prompt in prompts]
+        longest = max((len(prompt) for prompt in prompts if isinstance(prompt, list)), default=0)
+        if longest >= self.max_model_len:
+            raise ConfigError(
+                "max_model_len",
+                self.max_model_len,
+                f"a prompt of {longest} tokens leaves no room to generate (model {self.model_name}); "
+                "raise max_model_len where the model allows, or keep the episodes shorter "
+                "(max_turns, a context policy: docs/training.md)",
+            )
+        completions = [completion_without_generation(prompt) for prompt in prompts]
         runnable = [i for i, completion in enumerate(completions) if completion is None]
         if runnable:
             from vllm.inputs import TokensPrompt

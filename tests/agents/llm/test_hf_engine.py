@@ -120,14 +120,38 @@ def test_hf_engine__generates_with_a_live_model_and_restores_its_training_mode(t
     assert 1 <= completion.completion_tokens <= 4
 
 
-def test_hf_engine__a_prompt_longer_than_the_context_returns_an_empty_length_completion(tiny_model: Path) -> None:
+def test_hf_engine__a_max_new_tokens_over_the_context_raises_a_config_error_naming_it_the_context_and_the_model(
+    tiny_model: Path,
+) -> None:
+    """Issue 29: it used to return empty turns that scored 0."""
+    with pytest.raises(ConfigError) as raised:
+        HFChatEngine(str(tiny_model), max_new_tokens=16384)  # the tiny model's context is 16384 positions
+    assert (raised.value.field, raised.value.value) == ("max_new_tokens", 16384)
+    assert "16384 tokens" in str(raised.value) and str(tiny_model) in str(raised.value)
+
+
+def test_hf_engine__a_prompt_that_leaves_less_than_max_new_tokens_raises_before_generating(
+    tiny_model: Path,
+) -> None:
     engine = HFChatEngine(tiny_model, max_new_tokens=4, temperature=0, max_context=1000)
     long_conversation, long_tools = _start("course")
     short = [{"role": "user", "content": "hi"}]
-    too_long, fine = engine.generate([long_conversation, short], [long_tools, []])
-    assert (too_long.text, too_long.finish_reason, too_long.completion_tokens) == ("", "length", 0)
-    assert too_long.prompt_tokens > 1000
+    with pytest.raises(ConfigError) as raised:
+        engine.generate([long_conversation, short], [long_tools, []])
+    assert (raised.value.field, raised.value.value) == ("max_new_tokens", 4)
+    assert "context of 1000 tokens" in str(raised.value) and str(tiny_model) in str(raised.value)
+    (fine,) = engine.generate([short], [[]])
     assert fine.completion_tokens >= 1
+
+
+def test_hf_engine__episodes_over_the_context_raise_and_yield_no_record(tiny_model: Path) -> None:
+    """As a dead endpoint does: the error propagates and no episode in flight is scored."""
+    engine = HFChatEngine(tiny_model, max_new_tokens=8, temperature=0, max_context=1000)
+    specs = [EpisodeSpec(domain, instance_index=0, seed=1, max_turns=3) for domain in ("course", "meal")]
+    records: list[dict] = []
+    with pytest.raises(ConfigError, match="max_new_tokens=8"):
+        records.extend(run_episodes(specs, engine, batch_size=2))
+    assert records == []
 
 
 def test_hf_engine__episodes_through_the_adapter_and_collector_are_well_formed(tiny_model: Path) -> None:

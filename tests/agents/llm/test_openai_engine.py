@@ -29,7 +29,7 @@ pytest.importorskip("openai")
 from ace_gym.agents.base import ChatEngine
 from ace_gym.agents.llm import make_engine
 from ace_gym.agents.llm.openai_engine import OpenAIChatEngine
-from ace_gym.errors import EngineUnavailableError
+from ace_gym.errors import ConfigError, EngineUnavailableError
 from ace_gym.eval import EpisodeSpec, run_episodes
 from tests.chat_server import ChatServer, Reply, chat_response, error, tool_call
 
@@ -165,6 +165,46 @@ def test_openai_engine__after_a_success_a_rejected_request_fails_alone_without_r
         bad, good = engine.generate([[{"role": "user", "content": "bad"}], CONVERSATION], [TOOLS, TOOLS])
     assert bad.finish_reason == "error" and "400" in bad.text and good.text == "good"
     assert len(server.requests) == 1 + 2
+
+
+VLLM_OVER_THE_CONTEXT = (
+    "This model's maximum context length is 4096 tokens. However, your prompt contains 5000 input tokens, "
+    "which exceeds this limit even without any output tokens. Please reduce the length of the input prompt."
+)
+OVER_THE_CONTEXT_BODIES = {
+    "vllm": {"object": "error", "message": VLLM_OVER_THE_CONTEXT, "type": "BadRequestError", "code": 400},
+    "openai": {
+        "error": {"message": "too many tokens", "type": "invalid_request_error", "code": "context_length_exceeded"}
+    },
+}
+
+
+@pytest.mark.parametrize("served_before", [False, True], ids=["first-request", "after-a-success"])
+@pytest.mark.parametrize("server_kind", sorted(OVER_THE_CONTEXT_BODIES))
+def test_openai_engine__a_request_over_the_context_raises_a_config_error_quoting_the_server(
+    serve: Callable[..., ChatServer], server_kind: str, served_before: bool
+) -> None:
+    """Issue 29: after a success it used to be an error turn that scored 0."""
+    body = OVER_THE_CONTEXT_BODIES[server_kind]
+    server = serve(_warm_up_then(lambda request: (400, body)))
+    with engine_for(server, max_retries=0, sampling={"max_tokens": 512}) as engine:
+        if served_before:
+            engine.generate([WARM_UP], [TOOLS])
+        with pytest.raises(ConfigError) as raised:
+            engine.generate([CONVERSATION], [TOOLS])
+    assert (raised.value.field, raised.value.value) == ("sampling.max_tokens", 512)
+    message = str(raised.value)
+    assert "'tiny'" in message and server.url in message and "\n" not in message
+    assert (VLLM_OVER_THE_CONTEXT if server_kind == "vllm" else "too many tokens") in message
+
+
+def test_openai_engine__episodes_over_the_context_raise_and_yield_no_record(serve: Callable[..., ChatServer]) -> None:
+    server = serve(lambda request: (400, OVER_THE_CONTEXT_BODIES["vllm"]))
+    specs = [EpisodeSpec(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
+    records: list[dict[str, Any]] = []
+    with engine_for(server, max_retries=0) as engine, pytest.raises(ConfigError):
+        records.extend(run_episodes(specs, engine, batch_size=2))
+    assert records == []
 
 
 VLLM_WITHOUT_TOOL_CHOICE = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'

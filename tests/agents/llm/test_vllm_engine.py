@@ -34,6 +34,7 @@ def run_script(model_dir: str, out_path: str) -> None:
 
     from ace_gym.agents.llm import make_engine
     from ace_gym.agents.llm.messages import prompt_token_ids
+    from ace_gym.errors import ConfigError
     from ace_gym.eval import EpisodeSpec, run_episodes
 
     engine = make_engine(
@@ -48,7 +49,12 @@ def run_script(model_dir: str, out_path: str) -> None:
     course, course_tools = _start("course")
     meal, meal_tools = _start("meal")
     too_long = [*course, {"role": "user", "content": "\n".join([course[0]["content"]] * 4)}]
-    completions = engine.generate([course, too_long, meal], [course_tools, course_tools, meal_tools])
+    completions = engine.generate([course, meal], [course_tools, meal_tools])
+    try:
+        engine.generate([course, too_long], [course_tools, course_tools])
+        too_long_error = None
+    except ConfigError as error:
+        too_long_error = {"field": error.field, "value": error.value, "message": str(error)}
     specs = [EpisodeSpec(domain, instance_index=1, seed=2, max_turns=3) for domain in ("travel", "workforce")]
     records = list(run_episodes(specs, engine, batch_size=2))
     result = {
@@ -59,6 +65,7 @@ def run_script(model_dir: str, out_path: str) -> None:
         ],
         "eos_token_id": engine.tokenizer.eos_token_id,  # type: ignore[attr-defined]
         "records": records,
+        "too_long_error": too_long_error,
     }
     Path(out_path).write_text(json.dumps(result))
 
@@ -85,7 +92,7 @@ def test_vllm_engine__generates_batches_and_plays_token_exact_episodes_through_t
     assert completed.returncode == 0, completed.stderr[-4000:]
     result = json.loads(out_path.read_text())
 
-    course, too_long, meal = result["completions"]
+    course, meal = result["completions"]
     for completion, expected in zip((course, meal), result["expected_prompt_ids"], strict=True):
         assert completion["prompt_token_ids"] == expected
         assert completion["prompt_tokens"] == len(expected)
@@ -94,8 +101,10 @@ def test_vllm_engine__generates_batches_and_plays_token_exact_episodes_through_t
         assert completion["finish_reason"] == "stop" or completion["completion_tokens"] == 8
         assert len(completion["logprobs"]) == completion["completion_tokens"]
         assert all(lp <= 0 for lp in completion["logprobs"])
-    assert too_long["prompt_tokens"] >= MAX_MODEL_LEN
-    assert (too_long["text"], too_long["finish_reason"], too_long["completion_tokens"]) == ("", "length", 0)
+    # a prompt over the context is a configuration to fix, never an empty turn that scores 0
+    too_long = result["too_long_error"]
+    assert too_long is not None and (too_long["field"], too_long["value"]) == ("max_model_len", MAX_MODEL_LEN)
+    assert str(model_dir) in too_long["message"] and "leaves no room to generate" in too_long["message"]
 
     records = result["records"]
     assert sorted(r["domain"] for r in records) == ["travel", "workforce"]
