@@ -229,7 +229,7 @@ def dataset_card(configs: Sequence[HubConfig]) -> str:
         "",
         "```python",
         "import gymnasium as gym",
-        "import ace_gym  # registers the ACE-* ids (pip install 'ace-gym[hub]')",
+        'import ace_gym  # registers the ACE-* ids (pip install ".[hub]")',
         "",
         f'env = gym.make("{env_id}", dataset=rows)  # or dataset="path/to/this/folder/{name}"',
         'observation, info = env.reset(options={"instance_id": rows[0]["instance_id"]})',
@@ -272,7 +272,7 @@ def register(subparsers: Any) -> None:
         help="write the benchmarks as parquet configs with a dataset card",
         description="Write one parquet config per domain and preset (instances and the episode spec playing "
         "each) and a dataset card into DIR, loadable with datasets.load_dataset(DIR, CONFIG) and "
-        "gym.make('ACE-<domain>-v0', dataset=...). Needs pyarrow: pip install 'ace-gym[hub]'.",
+        "gym.make('ACE-<domain>-v0', dataset=...). Needs pyarrow: pip install \".[hub]\".",
     )
     export.add_argument("dir", type=Path, metavar="DIR", help="folder to write into (created if missing)")
     export.add_argument(

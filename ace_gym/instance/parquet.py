@@ -139,7 +139,7 @@ def parquet_document(path: Path) -> bytes:
     try:
         import pyarrow.parquet as pq
     except ImportError:
-        raise ConfigError("dataset", str(path), "reading parquet needs pyarrow: pip install 'ace-gym[hub]'") from None
+        raise ConfigError("dataset", str(path), 'reading parquet needs pyarrow: pip install ".[hub]"') from None
     try:
         table = pq.read_table(path)
     except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
