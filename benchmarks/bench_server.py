@@ -34,6 +34,16 @@ one JSON line.
     python benchmarks/bench_server.py --rate 0                     # closed loop: saturation
     python benchmarks/bench_server.py --sessions 200 --workers 1 --rate 2000 --seconds 10
     python benchmarks/bench_server.py --client aiohttp             # the same load from aiohttp clients
+    python benchmarks/bench_server.py --server ace-gym openenv --rounds 2   # against openenv-core's app
+    python benchmarks/bench_server.py --quick --server ace-gym openenv      # a seconds-long smoke run
+
+``--server`` names the servers measured in turn (``--rounds`` times) under the same load:
+``ace-gym`` (``ace-gym serve``), ``openenv`` (openenv-core's ``create_app`` over
+:class:`ace_gym.integrations.openenv.AceEnvironment`, steps on the event loop, started as
+``uvicorn --factory`` with ``ace-gym serve``'s uvicorn settings) and ``openenv-threads`` (the same
+with openenv-core's default executor per session). Each run prints its JSON line; with several
+servers a last line compares each to the first (ratios of the means over the rounds, and issue
+31's rule: within 20 % on steps/s and p99).
 """
 
 from __future__ import annotations
