@@ -112,6 +112,7 @@ def test_vllm_eval_example__writes_results_in_the_eval_layout(tmp_path: Path) ->
     assert "results in" in stdout
 
 
+@pytest.mark.slow  # importing art (litellm, weave) takes most of its 10-25 s
 def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajectory() -> None:
     # art is looked up, not imported: importing it patches transformers and sets environment
     # variables in the importing process, so the example runs in its own
