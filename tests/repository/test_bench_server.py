@@ -145,24 +145,58 @@ def test_raw_websocket__wrong_accept_key_fails_the_handshake() -> None:
     asyncio.run(play())
 
 
+sys.modules.setdefault("raw_websocket", raw_websocket)  # bench_server imports it by name
+_bench_spec = importlib.util.spec_from_file_location("bench_server", ROOT / "benchmarks" / "bench_server.py")
+assert _bench_spec is not None and _bench_spec.loader is not None
+bench_server = importlib.util.module_from_spec(_bench_spec)
+_bench_spec.loader.exec_module(bench_server)
+
+
+def _report(server: str, steps_per_s: float, p99_ms: float) -> dict[str, Any]:
+    return {
+        "server": server,
+        "steps_per_s": steps_per_s,
+        "p50_ms": 1.0,
+        "p99_ms": p99_ms,
+        "server_cpu_us_per_step": 100.0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("steps_per_s", "p99_ms", "within"),
+    [(8_100, 2.4, True), (10_500, 1.0, True), (7_900, 2.0, False), (10_000, 2.5, False)],
+)
+def test_comparison__applies_the_20_percent_rule_to_the_mean_of_the_rounds(
+    steps_per_s: float, p99_ms: float, within: bool
+) -> None:
+    reports = [_report("ace-gym", 9_000, 1.5), _report("openenv", steps_per_s, p99_ms), _report("ace-gym", 11_000, 2.5)]
+    reports.append(_report("openenv", steps_per_s, p99_ms))
+    result = bench_server.comparison(reports)
+    assert result["baseline"] == "ace-gym" and result["rounds"] == 2
+    assert result["ace-gym"]["steps_per_s"] == 10_000 and result["ace-gym"]["p99_ms"] == 2.0
+    ratios = result["openenv_vs_ace-gym"]
+    assert ratios["steps_per_s"] == round(steps_per_s / 10_000, 3) and ratios["p99_ms"] == round(p99_ms / 2.0, 3)
+    assert ratios["within_20_percent"] is within
+
+
 @pytest.mark.slow
-def test_bench_server__short_run_with_the_raw_client_counts_steps_without_errors() -> None:
+def test_bench_server__quick_run_of_both_servers_counts_steps_without_errors() -> None:
+    pytest.importorskip("openenv.core")
     completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_server.py"),
-            *("--client", "raw", "--sessions", "20", "--workers", "1", "--clients", "1"),
-            *("--rate", "400", "--seconds", "2"),
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / "bench_server.py"), "--quick", "--server", "ace-gym", "openenv"],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=300,
+        timeout=600,
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
-    report = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert report["client"] == "raw"
-    assert report["failed_sessions"] == 0, report["first_session_failure"]
-    assert report["errors"] == 0
-    assert report["steps"] > 100
-    assert report["client_cpu_us_per_step"] > 0
+    *reports, compared = [json.loads(line) for line in completed.stdout.strip().splitlines()]
+    assert [r["server"] for r in reports] == ["ace-gym", "openenv"]
+    for report in reports:
+        assert report["client"] == "raw" and report["sessions"] == 20 and report["workers"] == 1
+        assert report["failed_sessions"] == 0, report["first_session_failure"]
+        assert report["errors"] == 0
+        assert report["steps"] > 100 and report["resets"] > 0
+        assert report["client_cpu_us_per_step"] > 0 and report["server_cpu_us_per_step"] > 0
+    assert reports[0]["server_logged_errors"] == 0
+    assert set(compared["comparison"]["openenv_vs_ace-gym"]) >= {"steps_per_s", "p99_ms", "within_20_percent"}

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.chat_server import ChatServer, chat_response, tool_call
 from tests.missing_modules import without_modules
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-OPTIONAL = ("torch", "transformers", "trl", "vllm", "openai", "datasets", "tokenizers")
+OPTIONAL = ("torch", "transformers", "trl", "vllm", "openai", "datasets", "tokenizers", "art")
 WITHOUT_OPTIONAL = (  # as if the optional extras were not installed
     without_modules(OPTIONAL)
     + """
@@ -107,3 +110,52 @@ def test_vllm_eval_example__writes_results_in_the_eval_layout(tmp_path: Path) ->
     assert all(r["usage"]["turns"] == 2 and r["turns"][0]["prompt_token_ids"] for r in records)
     assert json.loads((tmp_path / "summary.json").read_text())["overall"]
     assert "results in" in stdout
+
+
+@pytest.mark.slow  # importing art (litellm, weave) takes most of its 10-25 s
+def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajectory() -> None:
+    # art is looked up, not imported: importing it patches transformers and sets environment
+    # variables in the importing process, so the example runs in its own
+    if importlib.util.find_spec("art") is None:
+        pytest.skip("openpipe-art is not installed (the art extra)")
+    from ace_gym.eval import EpisodeSpec
+    from ace_gym.policies import make_scripted_policy
+
+    spec = EpisodeSpec("course", instance_index=0, seed=0, max_turns=1000)
+    core = spec.make_core_env()
+    observation, info = core.reset(seed=spec.seed, options=spec.reset_options())
+    episode = make_scripted_policy("solver").start(observation, info, spec.seed)
+    turns = 0
+
+    def answer(body: dict) -> tuple[int, dict]:  # the stub model: the solver's next call, from the last tool reply
+        nonlocal turns
+        turns += 1
+        last = body["messages"][-1]
+        call = episode.act(last["content"] if last["role"] == "tool" else observation)
+        assert isinstance(call, dict)
+        return 200, chat_response(tool_calls=[tool_call(call["name"], call["arguments"], f"call_{turns}")])
+
+    server = ChatServer(answer)
+    try:
+        completed = subprocess.run(
+            [
+                *(sys.executable, str(EXAMPLES / "art_rollout.py"), "--base-url", server.url, "--model", "stub"),
+                *("--domain", "course", "--seed", "0", "--instance-index", "0", "--max-turns", "1000"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},  # no download at import
+        )
+    finally:
+        server.close()
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    logged = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert logged["reward"] == 1.0 and logged["group_size"] == 1
+    assert logged["turns"] == turns == len(server.requests)
+    assistant = [m for m in logged["messages"] if m["role"] == "assistant"]
+    assert len(assistant) == turns and all(m["trainable"] for m in assistant)  # every model turn is a Choice
+    assert [m["role"] for m in logged["messages"][:2]] == ["system", "user"]
+    assert [t["function"]["name"] for t in logged["tools"]] == [t["function"]["name"] for t in info["tools"]]
+    assert logged["metadata"] == {"domain": "course", "instance_id": info["instance_id"], "seed": 0}

@@ -1,0 +1,119 @@
+"""openenv-core (``pip install openenv-core``): an ace-gym tool-call env as an OpenEnv
+``Environment``, served by openenv-core's own ``create_app`` instead of ``ace-gym serve``.
+
+:class:`AceEnvironment` wraps ``gym.make(env_id, **kwargs)`` (the core env: one tool call per
+step). Its action is :class:`ToolCallAction` (``{"name": ..., "arguments": ...}``, the fields the
+env reads; a malformed call is answered by the env's error observation, as locally) and its
+observation :class:`AceObservation` carries ``ace-gym serve``'s wire format: ``value``, ``info``,
+``terminated``, ``truncated`` beside OpenEnv's ``reward`` and ``done``, so a client reads the same
+reset and step results from either server. :func:`create_openenv_app` builds openenv-core's app
+over it. Steps and resets run on the event loop (``step_async``/``reset_async``: an ACE step takes
+microseconds, less than a thread hop); ``on_loop=False`` keeps openenv-core's default, each
+session's calls in its own one-thread executor.
+
+``ace-gym serve`` stays ace-gym's server: ``benchmarks/bench_server.py --server ace-gym openenv``
+measures both under the same load, and docs/server.md ("openenv-core's app") has the numbers.
+What openenv-core's app does not offer: several env ids and wrapper stacks per session (``make``),
+HTTP sessions, actions other than a tool call (the chat stack's text turns), ``--data-dir``.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from typing import Any
+
+import gymnasium as gym
+from fastapi import FastAPI
+from openenv.core.env_server.http_server import create_app
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
+from pydantic import Field
+
+import ace_gym  # noqa: F401  (registers the ids)
+from ace_gym.server.protocol import reset_result, step_result
+
+
+class ToolCallAction(Action):
+    """One tool call, as the core env's ``step`` takes it. Any JSON values pass validation: the
+    env, not the app, answers a wrong name or arguments (with an error observation)."""
+
+    name: Any = None
+    arguments: Any = None
+
+
+class AceObservation(Observation):
+    """A reset or step result in ``ace-gym serve``'s wire format (docs/server.md, "Wire format")."""
+
+    value: Any = None
+    info: dict[str, Any] = Field(default_factory=dict)
+    terminated: bool = False
+    truncated: bool = False
+
+
+class AceEnvironment(Environment[ToolCallAction, AceObservation, State]):
+    """``gym.make(env_id, **kwargs)`` behind OpenEnv's ``Environment`` interface; one per session."""
+
+    SUPPORTS_CONCURRENT_SESSIONS = True
+
+    def __init__(self, env_id: str = "ACE-course-v0", **kwargs: Any) -> None:
+        super().__init__()
+        self.env = gym.make(env_id, disable_env_checker=True, **kwargs)
+        self._state = State(episode_id=None, step_count=0)
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        options: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> AceObservation:
+        """``env.reset(seed=seed, options=options)``; other reset fields are ignored."""
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._state = State(episode_id=episode_id or uuid.uuid4().hex, step_count=0)
+        return _observation(reset_result(observation, info))
+
+    def step(self, action: ToolCallAction, timeout_s: float | None = None, **kwargs: Any) -> AceObservation:
+        """``env.step({"name", "arguments"})``."""
+        result = step_result(*self.env.step({"name": action.name, "arguments": action.arguments}))
+        self._state.step_count += 1
+        return _observation(result)
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class AceLoopEnvironment(AceEnvironment):
+    """:class:`AceEnvironment` whose resets and steps run on the server's event loop."""
+
+    async def reset_async(
+        self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any
+    ) -> AceObservation:
+        return self.reset(seed=seed, episode_id=episode_id, **kwargs)
+
+    async def step_async(self, action: ToolCallAction, timeout_s: float | None = None, **kwargs: Any) -> AceObservation:
+        return self.step(action)
+
+
+def _observation(result: dict[str, Any]) -> AceObservation:
+    return AceObservation(**result["observation"], reward=result["reward"], done=result["done"])
+
+
+def create_openenv_app(
+    env_id: str = "ACE-course-v0", max_sessions: int = 1024, on_loop: bool = True, **kwargs: Any
+) -> FastAPI:
+    """openenv-core's app serving ``env_id`` (made with ``kwargs``), up to ``max_sessions``
+    WebSocket sessions; its WebSocket is ``/ws``, its HTTP ``/reset`` and ``/step`` build a fresh
+    env per request (OpenEnv's HTTP semantics)."""
+    environment = AceLoopEnvironment if on_loop else AceEnvironment
+    return create_app(
+        functools.partial(environment, env_id, **kwargs),
+        ToolCallAction,
+        AceObservation,
+        env_name=env_id,
+        concurrency_config=ConcurrencyConfig(max_concurrent_envs=max_sessions),
+    )

@@ -1,0 +1,109 @@
+"""An OpenPipe ART rollout function over ace-gym's chat adapter (``pip install ".[art]"``).
+
+:func:`rollout` plays one ACE episode (an :class:`~ace_gym.eval.EpisodeSpec`: the env,
+``ChatAdapter`` and the turn budget) with an ``art.Model``'s OpenAI-compatible client and returns
+an ``art.Trajectory``: the opening messages and every tool reply as messages, every model turn as
+its ``Choice`` (what ART trains on), the tool schemas, and ``reward`` = the episode's score from
+the env (a model that stops calling tools is scored on the grid it left, as the turn budget
+scores it). ART's trainers take ``art.TrajectoryGroup`` s of such rollouts, e.g.
+``await art.gather_trajectory_groups(art.TrajectoryGroup(rollout(model, spec) for spec in
+EpisodeSpec(...).group(8)) for ...)`` then ``await model.train(groups)`` with a backend (a GPU
+for ``LocalBackend``). The rollout itself needs no GPU.
+
+Run it against any OpenAI-compatible server, e.g. ``vllm serve Qwen/Qwen3-0.6B`` (the defaults)::
+
+    python examples/art_rollout.py --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-0.6B --domain course --seed 0
+
+It prints one JSON line: reward, turns, and the trajectory's messages as ART logs them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ace_gym.eval import EpisodeSpec
+
+if TYPE_CHECKING:
+    import art
+    from openai import AsyncOpenAI
+
+
+async def rollout(model: art.Model, spec: EpisodeSpec) -> art.Trajectory:
+    """One episode of ``spec`` played by ``model`` (on its inference endpoint), as an ART trajectory."""
+    import art
+
+    env = spec.make_env()
+    try:
+        messages, info = env.reset(seed=spec.seed, options=spec.reset_options())
+        tools = info["tools"]
+        trajectory = art.Trajectory(
+            messages_and_choices=list(messages),
+            tools=tools,
+            reward=0.0,
+            metadata={"domain": spec.domain, "instance_id": info["instance_id"], "seed": spec.seed},
+        )
+        client = inference_client(model)
+        turns, done = 0, False
+        while not done:
+            completion = await client.chat.completions.create(
+                model=model.get_inference_name(), messages=trajectory.messages(), tools=tools
+            )
+            choice = completion.choices[0]
+            trajectory.messages_and_choices.append(choice)
+            replies, _, terminated, truncated, step_info = env.step(choice.message.model_dump(exclude_none=True))
+            trajectory.messages_and_choices.extend(dict(reply) for reply in replies)
+            turns, done = turns + 1, terminated or truncated
+        trajectory.reward = float(step_info.get("score") or 0.0)
+        trajectory.metrics.update(turns=turns, score=trajectory.reward)
+        return trajectory.finish()
+    finally:
+        env.close()
+
+
+def inference_client(model: art.Model) -> AsyncOpenAI:
+    """An OpenAI client on the model's inference endpoint. Not ``model.openai_client()``:
+    openpipe-art 0.5.18 builds that one with an ``httpx.Timeout``, which openai 3 (built on
+    ``httpx2``; ART asks for ``openai>=2.14``) cannot add to a float, so its first request raises
+    TypeError."""
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(base_url=model.inference_base_url, api_key=model.inference_api_key)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="an OpenAI-compatible endpoint")
+    parser.add_argument("--model", default="Qwen/Qwen3-0.6B", help="the served model's name")
+    parser.add_argument("--api-key", default="EMPTY")
+    parser.add_argument("--domain", default="course")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--instance-index", type=int, default=0)
+    parser.add_argument("--max-turns", type=int, default=50)
+    args = parser.parse_args(argv)
+    try:
+        import art
+    except ImportError as error:
+        sys.exit(
+            f"art_rollout.py: {error.name} is missing; install it with pip install '.[art]' in an ace-gym checkout"
+        )
+    model = art.Model(
+        name=args.model,
+        project="ace-gym",
+        inference_base_url=args.base_url,
+        inference_api_key=args.api_key,
+        inference_model_name=args.model,
+    )
+    spec = EpisodeSpec(args.domain, instance_index=args.instance_index, seed=args.seed, max_turns=args.max_turns)
+    trajectory = asyncio.run(rollout(model, spec))
+    group = art.TrajectoryGroup([trajectory])
+    logged: dict[str, Any] = trajectory.for_logging()
+    print(json.dumps({"group_size": len(group.trajectories), "turns": trajectory.metrics["turns"], **logged}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""ace_gym.integrations.openenv: an ace-gym env served by openenv-core's own create_app."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+import pytest
+
+pytest.importorskip("openenv.core")
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient
+
+from ace_gym.integrations.openenv import create_openenv_app
+from ace_gym.policies import make_scripted_policy
+from ace_gym.server.protocol import dumps, reset_result, step_result
+
+
+def _request(websocket: Any, kind: str, data: Any) -> dict[str, Any]:
+    websocket.send_text(json.dumps({"type": kind, "data": data}))
+    reply: dict[str, Any] = json.loads(websocket.receive_text())
+    assert reply["type"] == "observation", reply
+    return reply["data"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("on_loop", [True, False])
+def test_openenv_app__plays_a_solver_episode_as_the_local_env_and_ace_gym_serve_answer_it(on_loop: bool) -> None:
+    local = gym.make("ACE-course-v0", disable_env_checker=True)
+    observation, info = local.reset(seed=3)
+    episode = make_scripted_policy("solver").start(observation, info, 3)
+    with TestClient(create_openenv_app(max_sessions=2, on_loop=on_loop)) as client:
+        with client.websocket_connect("/ws") as websocket:
+            remote = _request(websocket, "reset", {"seed": 3})
+            assert remote == json.loads(dumps(reset_result(observation, info)))
+            for _ in range(500):
+                action = episode.act(observation)
+                assert isinstance(action, dict)
+                result = local.step(action)
+                remote = _request(websocket, "step", action)
+                assert remote == json.loads(dumps(step_result(*result)))
+                observation = result[0]
+                if remote["done"]:
+                    break
+    assert remote["done"] and remote["reward"] == 1.0
+
+
+def test_openenv_app__a_malformed_call_is_the_envs_error_observation() -> None:
+    with TestClient(create_openenv_app(max_sessions=1)) as client:
+        with client.websocket_connect("/ws") as websocket:
+            _request(websocket, "reset", {"seed": 0})
+            reply = _request(websocket, "step", {"name": 5, "arguments": "not an object"})
+    assert json.loads(reply["observation"]["value"])["status"] == "failed"
+    assert reply["done"] is False and reply["observation"]["info"]["ok"] is False
