@@ -14,21 +14,26 @@ trainer integration uses): each model turn (its text and native ``tool_calls``, 
 turn allowed) is one ``step``; the adapter's tool replies and corrective message go back as the
 next turn's messages. A malformed reply is such an observation, never an exception. The reward
 ``ace_score`` is ACE's own score of the episode (the truncated grid when the turn budget runs
-out); a run whose model calls failed records no score (the trace carries the error).
+out, or verifiers' own turn limit ends the exchange first); a run whose model calls failed records no
+score (the trace carries the error).
 """
 
 from __future__ import annotations
 
+import functools
+import ssl
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
+import certifi
 import verifiers.v1 as vf
-from openai import APIConnectionError, APIError, AsyncOpenAI
+from openai import APIConnectionError, APIError, AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic import Field
 from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
 
 from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.envs import AceEnv
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance.loading import resolve_dataset
 
@@ -130,10 +135,12 @@ class AceVerifiersEnv(vf.Env[AceEnvConfig]):
                         score = float(info["score"])
                         break
                     segment = await interaction.turn([dict(message) for message in replies])
+            if score is None:  # verifiers' own limits ended the exchange: the grid as it stands
+                score = cast(AceEnv, env.unwrapped).score().score
         finally:
             env.close()
         trace = interaction.trace
-        if score is not None and trace.ok:
+        if trace.ok:  # a failed run (the model unreachable, a harness error) is never scored
             trace.record_reward(REWARD, score)
 
 
@@ -176,7 +183,8 @@ class AceChatHarness(vf.Harness[AceChatHarnessConfig]):
             messages.append({"role": "user", "content": prompt})
         else:
             messages += [message_to_wire(message) for message in prompt or []]
-        client = AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0)
+        http_client = DefaultAsyncHttpxClient(verify=tls_context())
+        client = AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0, http_client=http_client)
         try:
             await client.chat.completions.create(model=ctx.model, messages=messages, tools=data.tools)  # type: ignore[attr-defined]
         except APIConnectionError as error:
@@ -186,3 +194,10 @@ class AceChatHarness(vf.Harness[AceChatHarnessConfig]):
         finally:
             await client.close()
         return vf.ProgramResult(0, "", "")
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context (httpx's default CA bundle) for every segment's client: loading the bundle
+    costs ~0.2 s, more than the rest of a turn."""
+    return ssl.create_default_context(cafile=certifi.where())
