@@ -1,4 +1,5 @@
 """Bridges to training frameworks; each module imports its framework, so import the module you use:
 ``trl`` (TRL's ``environment_factory`` and ``rollout_func``), ``skyrl``, ``openrlhf`` (an
-``agent_func`` file), ``verl`` (an agent loop) and ``trainer_callback`` (validation during any
+``agent_func`` file), ``verl`` (an agent loop), ``verifiers`` (a ``verifiers.v1`` taskset/env/harness, the
+``ace_gym_verifiers`` plugin) and ``trainer_callback`` (validation during any
 ``transformers.Trainer`` run; the ``hf`` extra)."""
