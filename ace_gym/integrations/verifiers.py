@@ -29,6 +29,7 @@ import certifi
 import verifiers.v1 as vf
 from openai import APIConnectionError, APIError, AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic import Field
+from verifiers.v1.dialects import parse_message
 from verifiers.v1.dialects.chat import message_to_wire
 from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
 
@@ -102,13 +103,15 @@ def task_data(spec: EpisodeSpec) -> AceTaskData:
     env = spec.make_env()
     messages, info = env.reset(seed=spec.seed, options=spec.reset_options())
     env.close()
-    return AceTaskData(
-        id=spec.key("verifiers"),
-        name=f"{spec.domain}#{spec.instance_index}",
-        system_prompt=messages[0]["content"],
-        prompt=messages[1]["content"],
-        episode=spec.to_json(),
-        tools=[dict(tool) for tool in info["tools"]],
+    return AceTaskData.model_validate(
+        {
+            "id": spec.key("verifiers"),
+            "name": f"{spec.domain}#{spec.instance_index}",
+            "system_prompt": messages[0]["content"],
+            "prompt": messages[1]["content"],
+            "episode": spec.to_json(),
+            "tools": [dict(tool) for tool in info["tools"]],
+        }
     )
 
 
@@ -134,7 +137,7 @@ class AceVerifiersEnv(vf.Env[AceEnvConfig]):
                     if terminated or truncated:
                         score = float(info["score"])
                         break
-                    segment = await interaction.turn([dict(message) for message in replies])
+                    segment = await interaction.turn([parse_message(dict(m)) for m in replies])
             if score is None:  # verifiers' own limits ended the exchange: the grid as it stands
                 score = cast(AceEnv, env.unwrapped).score().score
         finally:
@@ -178,7 +181,7 @@ class AceChatHarness(vf.Harness[AceChatHarnessConfig]):
         data: vf.TaskData,
     ) -> vf.ProgramResult:
         system_prompt, prompt = self.resolve_prompt(data)
-        messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        messages: list[Any] = [{"role": "system", "content": system_prompt}] if system_prompt else []
         if isinstance(prompt, str):
             messages.append({"role": "user", "content": prompt})
         else:
@@ -186,7 +189,8 @@ class AceChatHarness(vf.Harness[AceChatHarnessConfig]):
         http_client = DefaultAsyncHttpxClient(verify=tls_context())
         client = AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0, http_client=http_client)
         try:
-            await client.chat.completions.create(model=ctx.model, messages=messages, tools=data.tools)  # type: ignore[attr-defined]
+            tools = cast(AceTaskData, data).tools  # the segment's view of this taskset's task
+            await client.chat.completions.create(model=ctx.model, messages=messages, tools=cast(Any, tools))
         except APIConnectionError as error:
             return vf.ProgramResult(MODEL_TRANSPORT_ERROR_EXIT_CODE, "", repr(error))
         except APIError as error:

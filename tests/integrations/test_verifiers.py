@@ -54,7 +54,9 @@ class SolverModel:
         turn = made if isinstance(made, list) else [made]
         self.calls_per_turn.append(len(turn))
         n = len(self.requests)
-        response = chat_response(None, [tool_call(c["name"], c["arguments"], f"call_{n}_{k}") for k, c in enumerate(turn)])
+        response = chat_response(
+            None, [tool_call(c["name"], c["arguments"], f"call_{n}_{k}") for k, c in enumerate(turn)]
+        )
         self.turns.append(response["choices"][0]["message"])
         return 200, response
 
