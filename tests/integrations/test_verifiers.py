@@ -69,15 +69,20 @@ def load_env(player: dict[str, Any] | None = None, **taskset: Any) -> Any:
     return vf.load_environment(vf.resolve_env_config(config))
 
 
-def play(env: Any, task: Any, url: str) -> Any:
-    """One episode of ``task`` the way vf-eval runs it: inside ``serving()``, ``run_episode``."""
-    ctx = ModelContext(model="tiny", client=EvalClientConfig(base_url=url, api_key_var="ACE_GYM_TEST_KEY"))
+def play(env: Any, task: Any, answer: Any, *, listening: bool = True) -> Any:
+    """One episode of ``task`` the way vf-eval runs it (inside ``serving()``, ``run_episode``),
+    the model a stub on 127.0.0.1 answering with ``answer`` (refusing connections unless ``listening``)."""
+    server = ChatServer(answer, listening=listening)
+    ctx = ModelContext(model="tiny", client=EvalClientConfig(base_url=server.url, api_key_var="ACE_GYM_TEST_KEY"))
 
     async def episode() -> Any:
         async with env.serving():
             return await asyncio.wait_for(env.run_episode(task, ctx), timeout=120)
 
-    return asyncio.run(episode())
+    try:
+        return asyncio.run(episode())
+    finally:
+        server.close()
 
 
 def task_named(env: Any, name: str) -> Any:
@@ -109,11 +114,7 @@ def test_episode__solver_through_verifiers_scores_one(name: str, batching: bool)
     env = load_env(domains=[name.split("#")[0]])
     task = task_named(env, name)
     model = SolverModel(EpisodeSpec.from_json(task.data.episode), batching=batching)
-    server = ChatServer(model)
-    try:
-        episode = play(env, task, server.url)
-    finally:
-        server.close()
+    episode = play(env, task, model)
     assert episode.ok, episode.errors
     (trace,) = episode.traces
     assert trace.rewards[REWARD].score == 1.0
@@ -127,11 +128,7 @@ def test_episode__malformed_reply_is_an_observation() -> None:
     env = load_env(domains=["course"])
     task = task_named(env, "course#1")
     model = SolverModel(EpisodeSpec.from_json(task.data.episode), malformed=2)
-    server = ChatServer(model)
-    try:
-        episode = play(env, task, server.url)
-    finally:
-        server.close()
+    episode = play(env, task, model)
     assert episode.ok, episode.errors
     corrective = model.requests[1]["messages"][-1]
     assert corrective["role"] == "user" and "tool" in corrective["content"].lower()
@@ -143,11 +140,7 @@ def test_episode__degenerate_policy_scores_what_ace_scores() -> None:
     untouched grid, not a reward for surviving."""
     env = load_env(domains=["course"], max_turns=3)
     task = task_named(env, "course#1")
-    server = ChatServer(lambda body: (200, chat_response("I am done.")))
-    try:
-        episode = play(env, task, server.url)
-    finally:
-        server.close()
+    episode = play(env, task, lambda body: (200, chat_response("I am done.")))
     assert episode.ok, episode.errors
     spec = EpisodeSpec.from_json(task.data.episode)
     untouched = AceEnv(spec.domain, spec.dataset)
@@ -159,11 +152,7 @@ def test_episode__verifiers_turn_limit_scores_the_grid_as_it_stands() -> None:
     env = load_env(player={"max_turns": 4, "runtime": {"type": "subprocess"}}, domains=["course"])
     task = task_named(env, "course#1")
     model = SolverModel(EpisodeSpec.from_json(task.data.episode))
-    server = ChatServer(model)
-    try:
-        episode = play(env, task, server.url)
-    finally:
-        server.close()
+    episode = play(env, task, model)
     assert episode.ok, episode.errors
     assert len(model.requests) == 4
     spec = EpisodeSpec.from_json(task.data.episode)
@@ -177,11 +166,8 @@ def test_episode__verifiers_turn_limit_scores_the_grid_as_it_stands() -> None:
 def test_episode__dead_endpoint_is_an_error_not_a_score() -> None:
     env = load_env(domains=["course"])
     task = task_named(env, "course#1")
-    server = ChatServer(lambda body: (200, chat_response("never")), listening=False)  # refuses connections
-    try:
-        episode = play(env, task, server.url)
-    finally:
-        server.close()
+    episode = play(env, task, lambda body: (200, chat_response("never")), listening=False)  # refuses connections
     assert not episode.ok
-    assert episode.errors or any(trace.errors for trace in episode.traces)
-    assert all(REWARD not in trace.rewards for trace in episode.traces)
+    (trace,) = episode.traces
+    assert [error.type for error in trace.errors] == ["ProviderError"]
+    assert REWARD not in trace.rewards  # ACE would score the untouched grid: a failed run gets nothing
