@@ -290,22 +290,19 @@ def assert_multi_turn_masked(batches: list[dict[str, Any]], tokenizer: Any, step
             assert all("<tool_response>" not in text for text in assistant)
 
 
-def cpu_grpo_config(output_dir: Path, **settings: Any) -> Any:
-    """A ``GRPOConfig`` for the tiny model on CPU: groups of two, no saving or reporting, seed 0;
-    ``settings`` (steps, batch size, lengths, ...) on top."""
-    from trl import GRPOConfig
-
-    defaults = {
-        "num_generations": 2,
-        "learning_rate": 0.05,
-        "shuffle_dataset": False,
-        "logging_steps": 1,
-        "report_to": [],
-        "save_strategy": "no",
-        "use_cpu": True,
-        "seed": 0,
-    }
-    return GRPOConfig(output_dir=str(output_dir), **{**defaults, **settings})
+def assert_whole_episode_trained(batches: list[dict[str, Any]], tokenizer: Any, texts: list[str]) -> None:
+    """One batch whose every completion is whole (nothing cut by the completion mask), its
+    trained runs (tool mask 1) exactly the assistant ``texts`` in order, every env run a tool reply."""
+    (batch,) = batches
+    for ids, completion_mask, env_mask in zip(
+        batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
+    ):
+        kept = completion_mask.bool()
+        assert kept.all()  # nothing cut: the whole episode is in the batch
+        runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
+        trained = [tokenizer.decode(run, skip_special_tokens=True) for mask, run in runs if mask == 1]
+        assert trained == texts  # every assistant turn, in order, in the loss
+        assert all("<tool_response>" in tokenizer.decode(run) for mask, run in runs if mask == 0)
 
 
 def _grpo_trainer(
@@ -605,16 +602,7 @@ def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_
 
     (texts,) = script.texts.values()
     assert len(texts) == 3  # the batching solver's turns on this H=5 instance (its checks pass at once)
-    (batch,) = batches
-    for ids, completion_mask, env_mask in zip(
-        batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
-    ):
-        kept = completion_mask.bool()
-        assert kept.all()  # nothing cut: the whole episode is in the batch
-        runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
-        trained = [tokenizer.decode(run, skip_special_tokens=True) for mask, run in runs if mask == 1]
-        assert trained == texts  # every assistant turn, in order, in the loss
-        assert all("<tool_response>" in tokenizer.decode(run) for mask, run in runs if mask == 0)
+    assert_whole_episode_trained(batches, tokenizer, texts)
     logged = [entry for entry in trainer.state.log_history if "reward" in entry]
     assert logged and logged[0]["reward"] == 1.0  # both episodes solved
 
@@ -667,16 +655,7 @@ def test_grpo_environment_factory__an_h5_fit_episode_is_trained_whole_under_the_
 
     (texts,) = script.texts.values()
     assert len(texts) == 4 and texts[-1] == script.closing  # three solver turns (its checks pass at once), closing
-    (batch,) = batches
-    for ids, completion_mask, env_mask in zip(
-        batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
-    ):
-        kept = completion_mask.bool()
-        assert kept.all()  # nothing cut: the whole episode is in the batch
-        runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
-        trained = [tokenizer.decode(run, skip_special_tokens=True) for mask, run in runs if mask == 1]
-        assert trained == texts  # every assistant turn, in order, in the loss
-        assert all("<tool_response>" in tokenizer.decode(run) for mask, run in runs if mask == 0)
+    assert_whole_episode_trained(batches, tokenizer, texts)
     calls = [text.count("<tool_call>") for text in texts]
     assert len(seen) == 2 and calls[:2] == [10, 6]  # several calls in a turn
     for completion in seen:
