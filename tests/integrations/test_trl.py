@@ -7,6 +7,7 @@ import dataclasses
 import inspect
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,16 @@ from ace_gym.wrappers import ChatAdapter  # noqa: E402
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny"))
+
+
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one thread for the test (restored after): the tiny model's ops are too small to
+    share, and on a busy machine two threads wait on each other (generation measured 8x slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def test_tiny_model__speaks_a_chat_template_trl_recognises(tiny_model: Path) -> None:
@@ -279,22 +290,19 @@ def assert_multi_turn_masked(batches: list[dict[str, Any]], tokenizer: Any, step
             assert all("<tool_response>" not in text for text in assistant)
 
 
-def cpu_grpo_config(output_dir: Path, **settings: Any) -> Any:
-    """A ``GRPOConfig`` for the tiny model on CPU: groups of two, no saving or reporting, seed 0;
-    ``settings`` (steps, batch size, lengths, ...) on top."""
-    from trl import GRPOConfig
-
-    defaults = {
-        "num_generations": 2,
-        "learning_rate": 0.05,
-        "shuffle_dataset": False,
-        "logging_steps": 1,
-        "report_to": [],
-        "save_strategy": "no",
-        "use_cpu": True,
-        "seed": 0,
-    }
-    return GRPOConfig(output_dir=str(output_dir), **{**defaults, **settings})
+def assert_whole_episode_trained(batches: list[dict[str, Any]], tokenizer: Any, texts: list[str]) -> None:
+    """One batch whose every completion is whole (nothing cut by the completion mask), its
+    trained runs (tool mask 1) exactly the assistant ``texts`` in order, every env run a tool reply."""
+    (batch,) = batches
+    for ids, completion_mask, env_mask in zip(
+        batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
+    ):
+        kept = completion_mask.bool()
+        assert kept.all()  # nothing cut: the whole episode is in the batch
+        runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
+        trained = [tokenizer.decode(run, skip_special_tokens=True) for mask, run in runs if mask == 1]
+        assert trained == texts  # every assistant turn, in order, in the loss
+        assert all("<tool_response>" in tokenizer.decode(run) for mask, run in runs if mask == 0)
 
 
 def _grpo_trainer(
@@ -325,6 +333,7 @@ def _mask_runs(ids: list[int], env_mask: list[int]) -> list[tuple[int, list[int]
     return runs
 
 
+@pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.slow
 @pytest.mark.parametrize("path", ["environment_factory", "rollout_func"])
 def test_grpo__trains_every_turn_on_two_domains(
@@ -474,60 +483,6 @@ def test_rollout_func__plays_a_fit_episode_with_several_calls_per_turn_token_exa
     assert prompt_ids + completion_ids == tokenizer.encode(rendered, add_special_tokens=False)
 
 
-@pytest.mark.slow  # 2 to 5 minutes on two shared cores: a fit H=1 episode is some 6k tokens of the tiny model
-def test_grpo_environment_factory__plays_a_fit_episode_with_several_calls_per_turn(
-    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """One GRPO step through TRL's own tool loop, the tiny model steered to write the batching
-    solver's turns under FIT (compact replies): the H=1 episode is played whole in four turns, each
-    turn one assistant message holding all of its calls (TRL runs them and answers each), score 1."""
-    from trl import GRPOTrainer
-
-    from ace_gym.eval.fit import FIT, fit_spec
-    from tests.solver_text import BatchSolverText
-    from tests.steering import ScriptedTurns, SteeredLlama
-
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
-    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
-    model = SteeredLlama.from_pretrained(tiny_model)
-    spec = fit_spec(FIT_SPECS[1])
-    solver, written = BatchSolverText(spec), {}
-
-    def continuations(conversation: str) -> list[str]:
-        if conversation not in written:  # each turn's conversation asks the solver once (both generations alike)
-            ended = any('"name": "done"' in text for text in written.values())
-            written[conversation] = "Finished." if ended else solver.next_text_after(conversation)
-        return [written[conversation]]
-
-    model.steering = ScriptedTurns(tokenizer, continuations)
-    seen: list[Any] = []
-
-    def episode_messages(completions: list[Any], **_: Any) -> list[None]:
-        seen.extend(completions)
-        return [None] * len(completions)
-
-    config = cpu_grpo_config(
-        tmp_path, max_steps=1, per_device_train_batch_size=2, max_completion_length=8192, max_tool_calling_iterations=8
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        args=config,
-        train_dataset=train_dataset([spec]),
-        reward_funcs=[AceMetrics(), episode_messages],
-        environment_factory=environment_factory(["travel"], env_kwargs=FIT["env_kwargs"]),
-    )
-    trainer.train()
-    (logged,) = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
-    assert logged["ace/train/score"] == 1.0 and logged["ace/train/parse_error_rate"] == 0.0
-    assert len(seen) == 2 and max(solver.calls) > 1
-    for completion in seen:
-        assistant = [m for m in completion if m["role"] == "assistant"]
-        calls = [len(m.get("tool_calls") or ()) for m in assistant]
-        assert calls == [*solver.calls, 0]  # one message per turn with all its calls, then "Finished."
-        assert sum(m["role"] == "tool" for m in completion) == sum(solver.calls)
-
-
 def test_trainer_engine__stops_on_every_end_id_the_model_declares(tiny_model: Path) -> None:
     """The end ids come from the model's generation config and the tokenizer (as TRL stops on
     them), not from a trainer attribute."""
@@ -578,11 +533,13 @@ def test_rollout_trl__holds_the_installed_trl_this_suite_tests() -> None:
 class BatchingSolverTurns:
     """Continuations for :class:`~tests.steering.ScriptedTurns`: each assistant turn is the
     batching solver's next turn (all its calls, Hermes text), fed the tool replies the rendered
-    conversation holds since its last turn. ``texts`` keeps every turn written, per opening."""
+    conversation holds since its last turn; after the turn that calls ``done``, ``closing`` (a
+    text without a call, which ends TRL's tool loop). ``texts`` keeps every turn written, per opening."""
 
-    def __init__(self, specs: list[EpisodeSpec]) -> None:
+    def __init__(self, specs: list[EpisodeSpec], closing: str = "Finished.") -> None:
         from ace_gym.agents import BatchingSolver
 
+        self.closing = closing
         self.episodes, self.texts = {}, {}
         for spec in specs:
             observation, info = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs).reset(
@@ -596,7 +553,9 @@ class BatchingSolverTurns:
 
         (opening,) = [text for text in self.episodes if text in conversation]
         turn, texts = conversation.count("<|im_start|>assistant") - 1, self.texts[opening]
-        if turn == len(texts):
+        if turn == len(texts) and texts and '"name": "done"' in texts[-1]:
+            texts.append(self.closing)
+        elif turn == len(texts):
             last = conversation.rsplit("<|im_start|>assistant", 2)[-2] if turn else ""
             replies = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", last, flags=re.S)
             calls = self.episodes[opening].act(replies if turn else "")
@@ -605,7 +564,8 @@ class BatchingSolverTurns:
         return [texts[turn]]
 
 
-@pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.slow  # 35 s on two shared cores (about 6 minutes with torch on two threads)
 def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_limits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -642,15 +602,65 @@ def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_
 
     (texts,) = script.texts.values()
     assert len(texts) == 3  # the batching solver's turns on this H=5 instance (its checks pass at once)
-    (batch,) = batches
-    for ids, completion_mask, env_mask in zip(
-        batch["completion_ids"], batch["completion_mask"], batch["tool_mask"], strict=True
-    ):
-        kept = completion_mask.bool()
-        assert kept.all()  # nothing cut: the whole episode is in the batch
-        runs = _mask_runs(ids[kept].tolist(), env_mask[kept].tolist())
-        trained = [tokenizer.decode(run, skip_special_tokens=True) for mask, run in runs if mask == 1]
-        assert trained == texts  # every assistant turn, in order, in the loss
-        assert all("<tool_response>" in tokenizer.decode(run) for mask, run in runs if mask == 0)
+    assert_whole_episode_trained(batches, tokenizer, texts)
     logged = [entry for entry in trainer.state.log_history if "reward" in entry]
     assert logged and logged[0]["reward"] == 1.0  # both episodes solved
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.slow  # 30 to 45 s on two shared cores (2.5 minutes with torch on two threads)
+def test_grpo_environment_factory__an_h5_fit_episode_is_trained_whole_under_the_readme_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's environment_factory recipe (FIT, and its max_completion_length and
+    max_tool_calling_iterations, read from the README) on an H=5 instance, the model steered to
+    play the batching solver through TRL's own tool loop, one GRPO step: TRL parses each turn as
+    one assistant message holding all of its calls and answers each; the batch TRL trains on
+    holds the whole solved episode, every assistant turn in the loss (the solver's three, then the
+    closing text that ends TRL's loop) and every tool reply masked; reward 1. The tiny model has
+    Qwen3-0.6B's context (40,960 positions): TRL ends the tool loop of an episode that reaches the
+    model's ``max_position_embeddings``."""
+    from ace_gym.eval.fit import FIT, fit_spec
+    from tests.repository.test_recipes import RECIPES
+    from tests.steering import ScriptedTurns, SteeredLlama
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    limits = {name: values[0] for name, values in RECIPES["TRL `environment_factory`"].limits.items()}
+    long_model = build_tiny_model(tmp_path / "tiny", max_positions=40960)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(long_model)
+    model = SteeredLlama.from_pretrained(long_model)
+    specs = [fit_spec(EpisodeSpec("course", instance_index=7, seed=0))]
+    assert AceEnv("course").reset(options={"instance_index": 7})[1]["hidden_slots"] == 5
+    script = BatchingSolverTurns(specs)
+    model.steering = ScriptedTurns(tokenizer, script)
+    seen: list[Any] = []
+
+    def episode_messages(completions: list[Any], **_: Any) -> list[None]:
+        seen.extend(completions)
+        return [None] * len(completions)
+
+    trainer = _grpo_trainer(
+        model,
+        tokenizer,
+        specs,
+        [AceMetrics(), episode_messages],  # the reward is each environment's get_reward
+        {"environment_factory": environment_factory(["course"], env_kwargs=FIT["env_kwargs"])},
+        output_dir=str(tmp_path / "out"),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        **limits,
+    )
+    batches = _captured_batches(trainer)
+    trainer.train()
+
+    (texts,) = script.texts.values()
+    assert len(texts) == 4 and texts[-1] == script.closing  # three solver turns (its checks pass at once), closing
+    assert_whole_episode_trained(batches, tokenizer, texts)
+    calls = [text.count("<tool_call>") for text in texts]
+    assert len(seen) == 2 and calls[:2] == [10, 6]  # several calls in a turn
+    for completion in seen:
+        assert [len(m.get("tool_calls") or ()) for m in completion if m["role"] == "assistant"] == calls
+        assert sum(m["role"] == "tool" for m in completion) == sum(calls)
+    (logged,) = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
+    assert logged["reward"] == 1.0 and logged["ace/train/score"] == 1.0  # both episodes solved
+    assert logged["ace/train/parse_error_rate"] == 0.0

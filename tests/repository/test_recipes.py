@@ -36,7 +36,10 @@ REQUIRED = {
     "OpenRLHF": {"max_turns", "--data.max_len"},
     "verl": {"max_turns", "data.max_prompt_length", "data.max_response_length"},
 }
-"""The limits each recipe must set (a recipe that drops one fails)."""
+"""The limits each recipe must set (a recipe that drops one fails). SkyRL's are its own config
+names (``GeneratorConfig.max_turns``, ``GeneratorConfig.max_input_length``,
+``SamplingParams.max_generate_length`` in ``skyrl/train/config/config.py``, checked at tag
+``skyrl-v0.3.0`` and in skyrl-train 0.4.0's ``ppo_base_config.yaml``): a misspelt one is missing."""
 KEYWORD_LIMITS = ("max_completion_length", "max_tool_calling_iterations", "max_turns")
 
 
