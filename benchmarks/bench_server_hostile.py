@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import numpy as np
 import websockets
-from bench_server import start_server  # this folder: run as python benchmarks/bench_server_hostile.py
+from bench_server import start_ace_gym, stop_server  # this folder: run as python benchmarks/bench_server_hostile.py
 
 MAX_BODY = 1 << 16
 IDLE_TIMEOUT_S = 2.0
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    server, url = start_server(
+    server, url = start_ace_gym(
         "--env",
         "ACE-course-v0",  # the root endpoints serve it (a server of several ids would refuse them)
         "--log-level",
@@ -282,8 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             "server_alive": server.poll() is None,
         }
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stop_server(server)
     print(json.dumps(report))
     ok = (
         report["failure_count"] == 0

@@ -36,8 +36,8 @@ def mcp_action(action: Any) -> str | None:
     """The MCP action type of a step action (``"list_tools"`` or ``"call_tool"``), else None."""
     if type(action) is dict:
         kind = action.get("type")
-        if kind in MCP_ACTIONS:
-            return str(kind)
+        if type(kind) is str and kind in MCP_ACTIONS:  # any JSON may come: a list is unhashable
+            return kind
     return None
 
 

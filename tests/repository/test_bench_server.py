@@ -145,11 +145,16 @@ def test_raw_websocket__wrong_accept_key_fails_the_handshake() -> None:
     asyncio.run(play())
 
 
-sys.modules.setdefault("raw_websocket", raw_websocket)  # bench_server imports it by name
-_bench_spec = importlib.util.spec_from_file_location("bench_server", ROOT / "benchmarks" / "bench_server.py")
-assert _bench_spec is not None and _bench_spec.loader is not None
-bench_server = importlib.util.module_from_spec(_bench_spec)
-_bench_spec.loader.exec_module(bench_server)
+@pytest.fixture(scope="module")
+def bench_server() -> Any:
+    """benchmarks/bench_server.py as a module (it needs the serve extra's orjson)."""
+    pytest.importorskip("orjson", reason="the serve extra installs orjson")
+    sys.modules.setdefault("raw_websocket", raw_websocket)  # bench_server imports it by name
+    spec = importlib.util.spec_from_file_location("bench_server", ROOT / "benchmarks" / "bench_server.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _report(server: str, steps_per_s: float, p99_ms: float) -> dict[str, Any]:
@@ -167,7 +172,7 @@ def _report(server: str, steps_per_s: float, p99_ms: float) -> dict[str, Any]:
     [(8_100, 2.4, True), (10_500, 1.0, True), (7_900, 2.0, False), (10_000, 2.5, False)],
 )
 def test_comparison__applies_the_20_percent_rule_to_the_mean_of_the_rounds(
-    steps_per_s: float, p99_ms: float, within: bool
+    bench_server: Any, steps_per_s: float, p99_ms: float, within: bool
 ) -> None:
     reports = [_report("ace-gym", 9_000, 1.5), _report("openenv", steps_per_s, p99_ms), _report("ace-gym", 11_000, 2.5)]
     reports.append(_report("openenv", steps_per_s, p99_ms))

@@ -115,6 +115,19 @@ def test_call_tool__a_malformed_call_is_the_envs_error_observation(action: dict[
         assert reply["observation"]["result"]["data"] == local.step({"name": query["tool_name"], "arguments": {}})[0]
 
 
+@pytest.mark.parametrize("kind", [["list_tools"], {"call_tool": 1}, 7, None])
+def test_step__an_action_whose_type_is_no_mcp_name_is_stepped_as_the_local_env_steps_it(kind: Any) -> None:
+    """Any JSON may come as ``type`` (an unhashable list or object once answered 500)."""
+    action = {"type": kind, "name": "get_current_grid_state", "arguments": {}}
+    local = gym.make(ENV_ID)
+    local.reset(**RESET)
+    with serving(ServerConfig(env_ids=(ENV_ID,))) as (url, _), httpx.Client(base_url=url, timeout=30) as http:
+        session_id = http.post("/reset", json=RESET).json()["session_id"]
+        reply = http.post("/step", json={"action": action, "session_id": session_id})
+        assert reply.status_code == 200, reply.text
+        assert reply.json()["observation"]["value"] == local.step(action)[0]
+
+
 def test_http_step__list_tools_without_a_session_answers_a_fresh_envs_tools() -> None:
     """OpenEnv's stateless HTTP ``/step``: ``list_tools`` needs no session; other actions do."""
     with serving(ServerConfig(env_ids=(ENV_ID,))) as (url, app), httpx.Client(base_url=url, timeout=30) as http:
