@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
-import httpx
 import pytest
 
 pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn, websockets and httpx")
+
+import httpx
 
 from ace_gym.agents import ExactSolver
 from ace_gym.server.app import ServerConfig
