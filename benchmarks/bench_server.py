@@ -296,10 +296,11 @@ def start_server(kind: str, workers: int, max_sessions: int, log: Any) -> tuple[
     ``ace-gym serve`` uses (``ace_gym.server.runner.uvicorn_options``): sans-I/O websockets, no
     per-message deflate, frames up to 1 MiB, httptools, no access log, uvicorn's ``--workers``."""
     if kind == "ace-gym":
-        server, base = start_ace_gym("--workers", str(workers), "--max-sessions", str(max_sessions), stderr=log)
+        server, base = launch_ace_gym("--workers", str(workers), "--max-sessions", str(max_sessions), stderr=log)
     else:
-        server, base = start_openenv(kind, workers, max_sessions, log)
+        server, base = launch_openenv(kind, workers, max_sessions, log)
     try:
+        wait_until_ready(base, timeout_s=START_TIMEOUT_S)
         wait_until_idle(server.pid)
     except BaseException:
         stop_server(server)
@@ -309,15 +310,9 @@ def start_server(kind: str, workers: int, max_sessions: int, log: Any) -> tuple[
     return server, base
 
 
-def start_ace_gym(*options: str, stderr: Any = None) -> tuple[subprocess.Popen[bytes], str]:
-    """``ace-gym serve`` with ``options`` on a free loopback port, its stderr to ``stderr`` (None:
-    inherited), ready: (process, base URL)."""
-    port = free_port()
-    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--log-level", "warning", *options]
-    server = subprocess.Popen(
-        command, env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=stderr, start_new_session=True
-    )
-    base = f"http://127.0.0.1:{port}"
+def start_ace_gym(*options: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``ace-gym serve`` with ``options`` on a free loopback port, ready: (process, base URL)."""
+    server, base = launch_ace_gym(*options)
     try:
         wait_until_ready(base, timeout_s=START_TIMEOUT_S)
     except BaseException:
@@ -326,8 +321,19 @@ def start_ace_gym(*options: str, stderr: Any = None) -> tuple[subprocess.Popen[b
     return server, base
 
 
-def start_openenv(kind: str, workers: int, max_sessions: int, log: Any) -> tuple[subprocess.Popen[bytes], str]:
-    """openenv-core's app (``benchmarks/openenv_app.py``) as ``start_server`` describes."""
+def launch_ace_gym(*options: str, stderr: Any = None) -> tuple[subprocess.Popen[bytes], str]:
+    """``ace-gym serve`` with ``options`` on a free loopback port, its stderr to ``stderr`` (None:
+    inherited), started: (process, base URL)."""
+    port = free_port()
+    command = [sys.executable, "-m", "ace_gym", "serve", "--port", str(port), "--log-level", "warning", *options]
+    server = subprocess.Popen(
+        command, env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=stderr, start_new_session=True
+    )
+    return server, f"http://127.0.0.1:{port}"
+
+
+def launch_openenv(kind: str, workers: int, max_sessions: int, log: Any) -> tuple[subprocess.Popen[bytes], str]:
+    """openenv-core's app (``benchmarks/openenv_app.py``) as ``start_server`` describes, started."""
     port = free_port()
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "uvicorn", "--factory", "openenv_app:create_app"]
@@ -337,15 +343,7 @@ def start_openenv(kind: str, workers: int, max_sessions: int, log: Any) -> tuple
     environment["BENCH_OPENENV_MAX_SESSIONS"] = str(max_sessions)
     environment["BENCH_OPENENV_ON_LOOP"] = "0" if kind == "openenv-threads" else "1"
     server = subprocess.Popen(command, env=environment, stderr=log, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_ready(base, timeout_s=START_TIMEOUT_S)
-    except BaseException:
-        stop_server(server)
-        log.seek(0)
-        sys.stderr.write(log.read().decode(errors="replace")[-4000:])
-        raise
-    return server, base
+    return server, f"http://127.0.0.1:{port}"
 
 
 START_TIMEOUT_S = 300.0
