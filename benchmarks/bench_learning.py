@@ -137,7 +137,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     data.add_argument("--hidden", type=int, nargs="+", default=[1, 2, 3], help="hidden-slot counts H")
     data.add_argument("--candidates", type=int, default=4, help="candidates per slot")
     data.add_argument("--train-seeds", type=int, default=40, help="generator seeds for training (one instance per H)")
-    data.add_argument("--heldout-seeds", type=int, default=8, help="generator seeds held out for evaluation")
+    data.add_argument("--heldout-seeds", type=int, default=6, help="generator seeds held out for evaluation")
     data.add_argument("--max-turns", type=int, default=6, help="turn limit of every episode")
     model = parser.add_argument_group("model")
     model.add_argument("--vocab-size", type=int, default=4096)
@@ -147,7 +147,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     model.add_argument("--hidden-size", type=int, default=256)
     model.add_argument("--layers", type=int, default=2)
     sft = parser.add_argument_group("SFT")
-    sft.add_argument("--sft-steps", type=int, default=40)
+    sft.add_argument("--sft-steps", type=int, default=160)
     sft.add_argument("--sft-batch", type=int, default=4)
     sft.add_argument("--sft-lr", type=float, default=3e-3)
     grpo = parser.add_argument_group("GRPO")
@@ -158,7 +158,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     grpo.add_argument("--prompts-per-step", type=int, default=2)
     grpo.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
     grpo.add_argument("--temperature", type=float, default=1.0, help="GRPO sampling temperature")
-    grpo.add_argument("--max-completion-length", type=int, default=512)
+    grpo.add_argument(
+        "--max-completion-length", type=int, default=256, help="per GRPO episode, and per turn while generating"
+    )
     grpo.add_argument("--use-vllm", action="store_true", help="TRL's vLLM generation (colocated)")
     parser.add_argument("--max-new-tokens", type=int, default=96, help="per assistant turn")
     args = parser.parse_args(argv)
