@@ -67,11 +67,13 @@ QUICK: dict[str, Any] = {
     "grpo_eval_every": 1,
     "group_size": 2,
     "prompts_per_step": 1,
-    "max_new_tokens": 32,
+    "max_new_tokens": 24,
     "max_turns": 2,
-    "max_completion_length": 64,
+    "max_completion_length": 32,
+    "threads": 1,
 }
-"""``--quick``: the whole pipeline in seconds (it learns nothing; a test checks that it runs)."""
+"""``--quick``: the whole pipeline in seconds (it learns nothing; a test checks that it runs). One
+torch thread: two are slower on a machine shared with other jobs."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
