@@ -56,6 +56,7 @@ def build_tiny_model(
     corpus: Sequence[str] = (),
     split_words: bool = True,
     max_token_length: int | None = None,
+    split_digits: bool = False,
 ) -> Path:
     """Build a random Llama + tokenizer with chat template and ``save_pretrained`` both to ``path``.
 
@@ -64,6 +65,9 @@ def build_tiny_model(
     ``split_words=False`` lets merges cross word boundaries (the byte-level pre-tokeniser does not
     split the text first), so repeated phrases such as a system prompt become a few long tokens;
     ``max_token_length`` bounds a token's length in characters (None: unbounded).
+    ``split_digits=True`` makes every digit a token of its own, never merged with its neighbours,
+    so a number (a row, an item id) reads the same wherever it stands and a model copies it digit
+    by digit.
 
     The weights are a pure function of ``seed`` (drawn under a forked torch RNG, so the caller's
     global RNG state is untouched). Attention heads are 64 wide (the vLLM CPU backend rejects
@@ -75,7 +79,12 @@ def build_tiny_model(
 
     path = Path(path)
     bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split_words)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split_words)
+    bpe.pre_tokenizer = (
+        pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+        if split_digits
+        else byte_level
+    )
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
