@@ -3,12 +3,14 @@
 Does a model trained on an ACE env get better at it? No weights can be downloaded here, so the
 model starts from nothing:
 
-1. **Data**: a small generated preset (default: course, 3x3 grid, H = 1-3, 4 candidates per
-   slot, no decoys), played under ``FIT`` (compact observations, several calls per turn);
-   training instances from one range of generator seeds, held-out instances from another.
+1. **Data**: a small generated preset (default: course, 3x3 grid, H = 1, 4 candidates per
+   slot, no decoys; ``--hidden 1 2 3`` for more), played under ``FIT`` (compact observations,
+   several calls per turn); training instances from one range of generator seeds, held-out
+   instances from another.
 2. **Model**: the project's tiny Llama (:func:`~ace_gym.agents.llm.tiny_model.build_tiny_model`),
-   its byte-level BPE trained on the ACE text and on the rendered training conversations, with
-   Qwen2.5's chat template (TRL and the chat adapter parse its ``<tool_call>`` blocks).
+   its byte-level BPE trained on the ACE text and on the rendered training conversations (merges
+   across words, every digit a token of its own: ``--split-digits``), with Qwen2.5's chat
+   template (TRL and the chat adapter parse its ``<tool_call>`` blocks).
 3. **SFT** on the batching solver's (``solver-batch``) episodes of the training instances,
    written as rollout records, exported to a HF dataset (``ace_gym.eval.export``) and tokenised
    with :class:`~ace_gym.chat_template.ChatTokens`: the loss is on assistant tokens only.
@@ -118,7 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     stage(results, "after SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
     write_json_atomic(out / "results.json", results)
 
-    results["grpo_log"] = train_grpo(model, tokenizer, train_specs, heldout_specs, args, results, started, out)
+    if args.grpo_steps > 0:
+        results["grpo_log"] = train_grpo(model, tokenizer, train_specs, heldout_specs, args, results, started, out)
     results["wall_s"] = round(time.perf_counter() - started, 1)
     write_json_atomic(out / "results.json", results)
     plot = write_plot(results, out / "learning.png")
@@ -136,24 +139,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     data.add_argument("--domain", default="course")
     data.add_argument("--rows", type=int, default=3)
     data.add_argument("--cols", type=int, default=3)
-    data.add_argument("--hidden", type=int, nargs="+", default=[1, 2, 3], help="hidden-slot counts H")
+    data.add_argument("--hidden", type=int, nargs="+", default=[1], help="hidden-slot counts H")
     data.add_argument("--candidates", type=int, default=4, help="candidates per slot")
-    data.add_argument("--train-seeds", type=int, default=40, help="generator seeds for training (one instance per H)")
-    data.add_argument("--heldout-seeds", type=int, default=6, help="generator seeds held out for evaluation")
-    data.add_argument("--max-turns", type=int, default=6, help="turn limit of every episode")
+    data.add_argument("--train-seeds", type=int, default=600, help="generator seeds for training (one instance per H)")
+    data.add_argument("--heldout-seeds", type=int, default=20, help="generator seeds held out for evaluation")
+    data.add_argument("--max-turns", type=int, default=4, help="turn limit of every episode")
     model = parser.add_argument_group("model")
     model.add_argument("--vocab-size", type=int, default=4096)
     model.add_argument(
         "--max-token-length", type=int, default=None, help="longest BPE token in characters (default: any)"
     )
+    model.add_argument(
+        "--split-digits",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="every digit a token of its own (a model copies rows, columns and ids digit by digit)",
+    )
     model.add_argument("--hidden-size", type=int, default=256)
     model.add_argument("--layers", type=int, default=2)
     sft = parser.add_argument_group("SFT")
-    sft.add_argument("--sft-steps", type=int, default=160)
-    sft.add_argument("--sft-batch", type=int, default=4)
+    sft.add_argument("--sft-steps", type=int, default=400)
+    sft.add_argument("--sft-batch", type=int, default=8)
     sft.add_argument("--sft-lr", type=float, default=3e-3)
     grpo = parser.add_argument_group("GRPO")
-    grpo.add_argument("--grpo-steps", type=int, default=4)
+    grpo.add_argument("--grpo-steps", type=int, default=4, help="0: stop after SFT")
     grpo.add_argument("--grpo-eval-every", type=int, default=2)
     grpo.add_argument("--grpo-lr", type=float, default=1e-4)
     grpo.add_argument("--group-size", type=int, default=4, help="generations per prompt (GRPO group)")
@@ -161,10 +170,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     grpo.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
     grpo.add_argument("--temperature", type=float, default=1.0, help="GRPO sampling temperature")
     grpo.add_argument(
-        "--max-completion-length", type=int, default=256, help="per GRPO episode, and per turn while generating"
+        "--max-completion-length", type=int, default=128, help="per GRPO episode, and per turn while generating"
     )
     grpo.add_argument("--use-vllm", action="store_true", help="TRL's vLLM generation (colocated)")
-    parser.add_argument("--max-new-tokens", type=int, default=96, help="per assistant turn")
+    parser.add_argument("--max-new-tokens", type=int, default=48, help="per assistant turn")
     args = parser.parse_args(argv)
     if args.quick:
         for name, value in QUICK.items():
@@ -266,6 +275,7 @@ def build_model(args: argparse.Namespace, path: Path, dataset: Any) -> Path:
         corpus=corpus,
         split_words=False,
         max_token_length=args.max_token_length,
+        split_digits=args.split_digits,
     )
 
 

@@ -21,7 +21,7 @@ bench_learning = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_learning)
 
 
-@pytest.mark.slow  # 13 s on an idle 2-core machine (TRL's GRPO trainer is most of it)
+@pytest.mark.slow  # 12 s on an idle 2-core machine, 23 s beside another CPU job (TRL's GRPO step is most)
 def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
