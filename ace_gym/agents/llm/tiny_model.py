@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 CHAT_TEMPLATE_FILE = Path(__file__).with_name("qwen2_5_chat_template.jinja")
@@ -52,8 +53,21 @@ def build_tiny_model(
     hidden_size: int = 128,
     num_layers: int = 2,
     max_positions: int = 16384,
+    corpus: Sequence[str] = (),
+    split_words: bool = True,
+    max_token_length: int | None = None,
+    split_digits: bool = False,
 ) -> Path:
     """Build a random Llama + tokenizer with chat template and ``save_pretrained`` both to ``path``.
+
+    ``corpus``: more texts the tokenizer is trained on, besides the ACE text of every domain (say
+    the rendered conversations a model will be trained on, so they take fewer tokens).
+    ``split_words=False`` lets merges cross word boundaries (the byte-level pre-tokeniser does not
+    split the text first), so repeated phrases such as a system prompt become a few long tokens;
+    ``max_token_length`` bounds a token's length in characters (None: unbounded).
+    ``split_digits=True`` makes every digit a token of its own, never merged with its neighbours,
+    so a number (a row, an item id) reads the same wherever it stands and a model copies it digit
+    by digit.
 
     The weights are a pure function of ``seed`` (drawn under a forked torch RNG, so the caller's
     global RNG state is untouched). Attention heads are 64 wide (the vLLM CPU backend rejects
@@ -65,15 +79,21 @@ def build_tiny_model(
 
     path = Path(path)
     bpe = Tokenizer(models.BPE())
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split_words)
+    bpe.pre_tokenizer = (
+        pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+        if split_digits
+        else byte_level
+    )
     bpe.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         special_tokens=list(SPECIAL_TOKENS),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
+        max_token_length=max_token_length,
     )
-    bpe.train_from_iterator(_tokenizer_corpus(), trainer=trainer)
+    bpe.train_from_iterator([*_tokenizer_corpus(), *corpus], trainer=trainer)
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=bpe,
         pad_token="<|pad|>",
