@@ -32,6 +32,7 @@ from ace_gym.instance.cache import (
 from ace_gym.instance.compiled import CompiledInstance
 from ace_gym.instance.parquet import (
     PARQUET_SUFFIX,
+    holds_parquet,
     parquet_document,
     parquet_file_in,
     table_document,
@@ -200,7 +201,8 @@ def resolve_dataset(dataset: str | os.PathLike[str] | Any, domain: str) -> Datas
     rows themselves (a ``datasets.Dataset``, or a ``DatasetDict`` of one split). Rows go through
     the validation a JSON file goes through (:mod:`ace_gym.instance.parquet`).
 
-    A regular file at the path wins over a bundled name of the same spelling. ConfigError naming
+    A regular file, or a folder holding exported rows, at the path wins over a bundled name of
+    the same spelling (a folder holding none does not). ConfigError naming
     the value and the path when it is neither (missing, a folder of no exported rows, a FIFO, a
     name the system refuses, not a str, path or table); DatasetError for a broken file or table
     (see :func:`load_dataset`).
@@ -213,11 +215,12 @@ def resolve_dataset(dataset: str | os.PathLike[str] | Any, domain: str) -> Datas
         loaded = parse_dataset(_within_limit(table_document(table, source), source), source)
         return _of_domain(loaded, domain, source)
     path = _path_argument("dataset", dataset, f"a bundled dataset name ({', '.join(BUNDLED_DATASETS)}) or a file path")
-    if os.path.isdir(path):
-        loaded = load_dataset(parquet_file_in(path, domain, dataset))
-    elif os.path.isfile(path):
+    bundled = str(path) in BUNDLED_DATASETS
+    if os.path.isfile(path):
         loaded = load_dataset(path)
-    elif str(path) in BUNDLED_DATASETS:
+    elif os.path.isdir(path) and not (bundled and not holds_parquet(path)):
+        loaded = load_dataset(parquet_file_in(path, domain, dataset))
+    elif bundled:
         loaded = load_dataset(bundled_dataset_path(str(path), domain))
     else:
         raise ConfigError(

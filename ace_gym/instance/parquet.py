@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,8 @@ def document_from_columns(column: Callable[[str], Sequence[Any] | None], source:
     if count == 0:
         raise DatasetError(source, "column 'instance'", "holds no rows")
     order = _row_order(values["instance_index"], source)
-    header_text = values["dataset_header"][0]
-    header = _json_object(header_text, source, "column 'dataset_header' (instance_index 0)")
+    header_text = values["dataset_header"][order[0]]
+    header = _json_object(header_text, source, "column 'dataset_header' (instance_index 0)", distinct_keys=True)
     parts = []
     for index, row in enumerate(order):
         if values["dataset_header"][row] != header_text:
@@ -147,6 +148,11 @@ def parquet_document(path: Path) -> bytes:
     return table_document(table, str(path))
 
 
+def holds_parquet(folder: Path) -> bool:
+    """Whether ``folder`` holds exported rows: a ``*.parquet`` file in it or in a subfolder."""
+    return any(folder.glob(f"*{PARQUET_SUFFIX}")) or any(folder.glob(f"*/*{PARQUET_SUFFIX}"))
+
+
 def parquet_file_in(folder: Path, domain: str, given: object) -> Path:
     """The parquet file of ``domain`` in ``folder``: its one ``*.parquet`` file (a config's
     folder), else the one file of the one subfolder named ``<domain>_...`` (an export's folder,
@@ -195,16 +201,32 @@ def _row_order(indices: Sequence[Any], source: str) -> list[int]:
     return [row for row in order if row is not None]
 
 
-def _json_object(text: Any, source: str, where: str) -> dict[str, Any]:
+def _json_object(text: Any, source: str, where: str, distinct_keys: bool = False) -> dict[str, Any]:
+    """``text`` parsed as a JSON object; DatasetError naming ``where`` otherwise, and, with
+    ``distinct_keys``, for an object that repeats a key (text re-encoded after parsing would keep
+    only its last value, where the dataset validation refuses it)."""
     if not isinstance(text, str):
         raise DatasetError(source, where, f"must be JSON text, not {type(text).__name__}")
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_distinct_keys(source, where) if distinct_keys else None)
+    except DatasetError:
+        raise
     except (ValueError, RecursionError) as error:
         raise DatasetError(source, where, f"is not valid JSON ({error})") from None
     if not isinstance(document, dict):
         raise DatasetError(source, where, f"must be a JSON object, not {type(document).__name__}")
     return document
+
+
+def _distinct_keys(source: str, where: str) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    def distinct(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        document = dict(pairs)
+        if len(document) < len(pairs):
+            repeated = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+            raise DatasetError(source, where, f"repeats the key {repeated!r}")
+        return document
+
+    return distinct
 
 
 def _at(document: Any, path: tuple[str, ...]) -> Any:

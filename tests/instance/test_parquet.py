@@ -55,6 +55,13 @@ def _broken_meta(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
     return _changed(columns, "instance", 3, json.dumps(document))
 
 
+def _repeated_header_key(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """A header repeating a key, as a JSON file may: the file is refused, so must the rows be."""
+    header = columns["dataset_header"][0]
+    repeated = '{"domain": "meal", ' + header[1:]
+    return {**columns, "dataset_header": [repeated] * len(columns["dataset_header"])}
+
+
 @pytest.mark.parametrize(
     ("breaking", "where", "problem"),
     [
@@ -67,6 +74,7 @@ def _broken_meta(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
         (lambda c: _changed(c, "hidden_slots", 5, 9), "column 'hidden_slots' (instance_index 5)", "meta.hidden_slots"),
         (lambda c: _changed(c, "dataset_header", 6, "{}"), "column 'dataset_header' (instance_index 6)", "differs"),
         (_broken_meta, "$.instances[3].meta.candidates_per_slot", "integer"),
+        (_repeated_header_key, "column 'dataset_header' (instance_index 0)", "repeats the key 'domain'"),
     ],
 )
 def test_broken_rows__raise_one_dataset_error_naming_the_field_and_the_file(
@@ -101,3 +109,17 @@ def test_folders__without_one_config_of_the_domain_raise_config_error_naming_the
     assert resolve_dataset(tmp_path / "course_5x7", "course").domain.name == "course"
     with pytest.raises(ConfigError, match="holds domain 'course', not 'meal'"):
         resolve_dataset(tmp_path / "course_5x7", "meal")
+
+
+def test_a_folder_named_as_a_bundled_dataset__hides_it_only_when_it_holds_rows(
+    course_columns: dict[str, list[Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``dataset="5x5"`` with a results folder ``5x5/`` in the working directory is still the
+    bundled data; a folder of exported rows of that name is the rows."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "5x5").mkdir()
+    (tmp_path / "5x5" / "episodes.jsonl").write_text("{}\n")
+    bundled = resolve_dataset("5x5", "course")
+    assert bundled.source != str(tmp_path / "5x5") and len(bundled.model.instances) == 35
+    path = _write(tmp_path / "5x5", course_columns)
+    assert resolve_dataset("5x5", "course").source == str(path.resolve())
