@@ -28,18 +28,24 @@ from fastapi import FastAPI
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 import ace_gym  # noqa: F401  (registers the ids)
 from ace_gym.server.protocol import reset_result, step_result
 
 
 class ToolCallAction(Action):
-    """One tool call, as the core env's ``step`` takes it. Any JSON values pass validation: the
-    env, not the app, answers a wrong name or arguments (with an error observation)."""
+    """One tool call, as the core env's ``step`` takes it. Any JSON object passes validation
+    (openenv's ``Action`` forbids extra keys; this one keeps them): the env, not the app, answers
+    a wrong, missing or extra key (with an error observation), as ``ace-gym serve`` does."""
 
-    name: Any = None
-    arguments: Any = None
+    model_config = ConfigDict(extra="allow", validate_assignment=True, arbitrary_types_allowed=True)
+
+    metadata: Any = Field(default_factory=dict)
+
+    def call(self) -> dict[str, Any]:
+        """The action as sent, ``metadata`` (openenv's own field) left out."""
+        return self.model_dump(exclude={"metadata"}, exclude_unset=True)
 
 
 class AceObservation(Observation):
@@ -74,8 +80,8 @@ class AceEnvironment(Environment[ToolCallAction, AceObservation, State]):
         return _observation(reset_result(observation, info))
 
     def step(self, action: ToolCallAction, timeout_s: float | None = None, **kwargs: Any) -> AceObservation:
-        """``env.step({"name", "arguments"})``."""
-        result = step_result(*self.env.step({"name": action.name, "arguments": action.arguments}))
+        """``env.step(action.call())``: the action's keys as sent."""
+        result = step_result(*self.env.step(action.call()))
         self._state.step_count += 1
         return _observation(result)
 

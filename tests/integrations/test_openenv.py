@@ -52,3 +52,25 @@ def test_openenv_app__a_malformed_call_is_the_envs_error_observation() -> None:
             reply = _request(websocket, "step", {"name": 5, "arguments": "not an object"})
     assert json.loads(reply["observation"]["value"])["status"] == "failed"
     assert reply["done"] is False and reply["observation"]["info"]["ok"] is False
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        {"name": "get_current_grid_state", "arguments": {}, "id": "call_1"},  # an OpenAI-style call
+        {"tool": "get_current_grid_state", "args": {}},
+        {"name": "get_current_grid_state", "arguments": {}, "metadata": "not an object"},
+        {},
+    ],
+)
+def test_openenv_app__any_action_is_stepped_as_the_local_env_steps_it(action: dict[str, Any]) -> None:
+    """Extra or missing keys are the env's to answer (openenv's Action forbids extras by default)."""
+    local = gym.make("ACE-course-v0", disable_env_checker=True)
+    local.reset(seed=0)
+    expected = json.loads(dumps(step_result(*local.step({k: v for k, v in action.items() if k != "metadata"}))))
+    with TestClient(create_openenv_app(max_sessions=1)) as client:
+        with client.websocket_connect("/ws") as websocket:
+            _request(websocket, "reset", {"seed": 0})
+            reply = _request(websocket, "step", action)
+    assert reply["observation"] == expected["observation"]
+    assert (reply["reward"], reply["done"]) == (expected["reward"], expected["done"])
