@@ -376,8 +376,8 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
                 return json_response(jsonrpc_result({"tools": mcp_tools_as_jsonrpc(tools)}, request_id))
             if method == "tools/call":
                 name, arguments = params.get("name"), params.get("arguments", {})
-                if not isinstance(name, str) or session_id is None:
-                    message = "tools/call needs params 'name' and 'session_id' (openenv/session/create or POST /reset opens one)"
+                if session_id is None:  # a wrong or missing name is the env's to answer, as on /step
+                    message = "tools/call needs params 'session_id' (openenv/session/create or POST /reset opens one)"
                     return json_response(jsonrpc_error(INVALID_PARAMS, message, request_id))
                 session = store.get(session_id, env_id)
                 async with session.lock:

@@ -161,6 +161,10 @@ def test_jsonrpc_mcp__lists_tools_and_plays_a_session() -> None:
         reply, reward, *_ = local.step(call)
         assert result["data"] == reply and result["meta"]["reward"] == reward
         assert rpc("tools/call", name="set_slot", arguments={})["error"]["code"] == -32602  # no session
+        for bad in ({}, {"name": 7}, {"name": None, "arguments": [1]}):  # the env answers, as on /step
+            result = rpc("tools/call", session_id=session_id, **bad)["result"]
+            assert result["data"] == local.step({"name": bad.get("name"), "arguments": bad.get("arguments", {})})[0]
+            assert result["is_error"] is True
         assert rpc("no/such/method")["error"]["code"] == -32601
         created = rpc("openenv/session/create", seed=0)["result"]["session_id"]
         assert rpc("openenv/session/close", session_id=created)["result"] == {"session_id": created, "closed": True}
