@@ -41,6 +41,7 @@ from ace_gym.server.mcp import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     SERVER_ERROR,
+    call_tool_step,
     jsonrpc_error,
     jsonrpc_request,
     jsonrpc_result,
@@ -50,7 +51,6 @@ from ace_gym.server.mcp import (
     mcp_step,
     mcp_tools_as_jsonrpc,
     probe_tools,
-    tool_result,
 )
 from ace_gym.server.protocol import (
     MESSAGE_TYPES,
@@ -345,7 +345,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
         check_step(body)
         action = body["action"]
-        kind = mcp_action(action) if type(action) is dict and "type" in action else None
+        kind = mcp_action(action)
         if kind == "list_tools" and session_id is None:
             tools = await asyncio.to_thread(probe_tools, factory, env_id, MakeRequest())
             return json_response(list_tools_result(tools))
@@ -381,16 +381,9 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
                     return json_response(jsonrpc_error(INVALID_PARAMS, message, request_id))
                 session = store.get(session_id, env_id)
                 async with session.lock:
-                    step = session.step({"name": name, "arguments": arguments})
-                observation = step["observation"]
-                meta = {
-                    "reward": step["reward"],
-                    "done": step["done"],
-                    **{k: v for k, v in observation.items() if k != "value"},
-                }
-                return json_response(
-                    jsonrpc_result({**tool_result(observation["value"], observation["info"]), "meta": meta}, request_id)
-                )
+                    answer = call_tool_step(session, {"tool_name": name, "arguments": arguments})
+                meta = {"reward": answer["reward"], "done": answer["done"], **answer["observation"]["metadata"]}
+                return json_response(jsonrpc_result({**answer["observation"]["result"], "meta": meta}, request_id))
             if method == "openenv/session/create":
                 reset_request = parse_model(
                     ResetRequest, {k: v for k, v in params.items() if k != "session_id"}, "params"
@@ -492,7 +485,7 @@ async def _answer(session: Session, factory: EnvFactory, raw: str | bytes) -> st
                 if "data" not in message:
                     raise ProtocolError("VALIDATION_ERROR", "a step frame carries the action in 'data'")
                 action = message["data"]
-                if type(action) is dict and "type" in action and (mcp := mcp_action(action)) is not None:
+                if (mcp := mcp_action(action)) is not None:
                     return dumps(frame("observation", await mcp_step(session, factory, action, mcp)))
                 return dumps(frame("observation", session.step(action)))
             if kind == "reset":
