@@ -1,4 +1,5 @@
-"""A from-scratch learning run on CPU: SFT on exact-solver traces, then GRPO through the env.
+"""A from-scratch learning run on CPU: pretraining and SFT on exact-solver traces, then GRPO
+through the env.
 
 Does a model trained on an ACE env get better at it? No weights can be downloaded here, so the
 model starts from nothing:
@@ -7,31 +8,39 @@ model starts from nothing:
    slot, no decoys; ``--hidden 1 2 3`` for more), played under ``FIT`` (compact observations,
    several calls per turn); training instances from one range of generator seeds, held-out
    instances from another.
-2. **Model**: the project's tiny Llama (:func:`~ace_gym.agents.llm.tiny_model.build_tiny_model`),
+2. **Teacher**: the batching solver (``solver-batch``), which in a share ``--slip-rate`` of the
+   training episodes first fills the slot with a made-up id, is refused, and recovers
+   (:class:`SlippingSolver`): the solver alone never shows a refused call, and a model that
+   had never seen one wrote garbage after its first.
+3. **Model**: the project's tiny Llama (:func:`~ace_gym.agents.llm.tiny_model.build_tiny_model`),
    its byte-level BPE trained on the ACE text and on the rendered training conversations (merges
-   across words, every digit a token of its own: ``--split-digits``), with Qwen2.5's chat
-   template (TRL and the chat adapter parse its ``<tool_call>`` blocks).
-3. **SFT** on the batching solver's (``solver-batch``) episodes of the training instances,
-   written as rollout records, exported to a HF dataset (``ace_gym.eval.export``) and tokenised
-   with :class:`~ace_gym.chat_template.ChatTokens`: the loss is on assistant tokens only.
-4. **GRPO** from the SFT checkpoint through TRL's ``rollout_func`` (ace-gym's collector plays
+   across words, every digit a token of its own: ``--split-digits``; every item id of the
+   training instances one token: ``--whole-ids``), with Qwen2.5's chat template (TRL and the chat
+   adapter parse its ``<tool_call>`` blocks).
+4. **Pretraining** (``--pretrain-steps``): language modelling on every token of the teacher's
+   conversations (the model has never read text; this is where it sees ids repeat across tool
+   replies), then **SFT** on the same conversations, written as rollout records, exported to a
+   HF dataset (``ace_gym.eval.export``) and tokenised with
+   :class:`~ace_gym.chat_template.ChatTokens`: the loss on assistant tokens only.
+5. **GRPO** from the SFT checkpoint through TRL's ``rollout_func`` (ace-gym's collector plays
    the episodes against TRL's generation; the reward is the env's score).
-5. **Evaluation** on the held-out instances (greedy decoding) before SFT, after SFT and every
-   ``--grpo-eval-every`` GRPO steps: success rate, mean score, parse-error rate, mean turns and
-   invalid-call rate, and the same for the greedy, random and solver-batch scripted policies on
-   the same instances. ``results.json`` (every number, the settings and the seed) and
-   ``learning.png`` (the curves) are written to ``--out``.
+6. **Evaluation** on the held-out instances (greedy decoding) before pretraining ("before SFT"), after
+   pretraining, after SFT and every ``--grpo-eval-every`` GRPO steps: success rate, mean score,
+   parse-error rate, mean turns and invalid-call rate, and the same for the greedy, random and
+   solver-batch scripted policies on the same instances. ``results.json`` (every number, the
+   settings and the seed) and ``learning.png`` (the curves) are written to ``--out``.
 
     python benchmarks/bench_learning.py --quick --out /tmp/learn-quick    # seconds: the pipeline
     python benchmarks/bench_learning.py --out runs/learning               # the CPU run of docs/benchmarks.md
 
-Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--sft-steps``,
-``--grpo-steps``, ``--use-vllm`` for TRL's vLLM generation) change nothing else.
+Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--pretrain-steps``,
+``--sft-steps``, ``--grpo-steps``, ``--use-vllm`` for TRL's vLLM generation) change nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import math
@@ -42,9 +51,11 @@ from typing import Any
 
 import numpy as np
 
+from ace_gym.agents.solver import BatchingSolver
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes
-from ace_gym.eval.fit import FIT, fit_spec
+from ace_gym.eval.fit import fit_spec
 from ace_gym.generators import generate_dataset
 from ace_gym.integrations.trainer_callback import parse_error_turn
 from ace_gym.policies import make_policy
@@ -62,6 +73,7 @@ QUICK: dict[str, Any] = {
     "vocab_size": 1024,
     "hidden_size": 64,
     "layers": 1,
+    "pretrain_steps": 3,
     "sft_steps": 6,
     "sft_batch": 2,
     "sft_lr": 3e-3,
@@ -95,10 +107,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["baselines"][name] = episode_metrics(records)
         print(f"baseline {name}: {format_metrics(results['baselines'][name])}", flush=True)
 
+    if args.from_sft:
+        model_dir = Path(args.from_sft)
+        model, tokenizer = load_model(model_dir), load_tokenizer(model_dir)
+        results["model"] = {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)}
+        stage(results, "after SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
+    else:
+        model, tokenizer = supervised(args, out, train_specs, heldout_specs, results, started)
+    write_json_atomic(out / "results.json", results)
+
+    if args.grpo_steps > 0:
+        results["grpo_log"] = train_grpo(model, tokenizer, train_specs, heldout_specs, args, results, started, out)
+    results["wall_s"] = round(time.perf_counter() - started, 1)
+    write_json_atomic(out / "results.json", results)
+    plot = write_plot(results, out / "learning.png")
+    print(f"wrote {out / 'results.json'} and {plot} in {results['wall_s']} s", flush=True)
+    return 0
+
+
+def supervised(
+    args: argparse.Namespace,
+    out: Path,
+    train_specs: Sequence[EpisodeSpec],
+    heldout_specs: Sequence[EpisodeSpec],
+    results: dict[str, Any],
+    started: float,
+) -> tuple[Any, Any]:
+    """The teacher's episodes, the tokenizer and model built on them, pretraining and SFT, each
+    stage evaluated into ``results``; returns the SFT model (also saved to ``out/model_sft``)
+    and its tokenizer."""
     traces = out / "solver_traces.jsonl"
-    write_records(traces, run_episodes(train_specs, make_policy(FIT["policy"]), name=FIT["policy"]))
+    teacher = SlippingSolver(args.slip_rate)
+    played = [dataclasses.replace(spec, trial=k) for k, spec in enumerate(train_specs)]  # one slip draw each
+    write_records(traces, run_episodes(played, teacher, name=teacher.name))
     dataset = export_traces(traces, out / "sft_dataset")
-    model_dir = build_model(args, out / "model_init", dataset)
+    ids = item_ids(out / f"{args.domain}_train.json") if args.whole_ids else []
+    model_dir = build_model(args, out / "model_init", dataset, ids)
     tokenizer = load_tokenizer(model_dir)
     samples = [sft_sample(row, tokenizer) for row in dataset]
     results["sft_data"] = {
@@ -113,20 +157,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["model"] = {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)}
     stage(results, "before SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
 
-    results["sft_loss"] = train_sft(model, samples, args)
+    if args.pretrain_steps > 0:
+        results["pretrain_loss"] = train_lm(
+            model, samples, args, steps=args.pretrain_steps, every_token=True, label="pretraining"
+        )
+        stage(results, "after pretraining", 0, evaluate(model, tokenizer, heldout_specs, args), started)
+    results["sft_loss"] = train_lm(model, samples, args, steps=args.sft_steps, every_token=False, label="SFT")
     sft_dir = out / "model_sft"
     model.save_pretrained(sft_dir)
     tokenizer.save_pretrained(sft_dir)
     stage(results, "after SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
-    write_json_atomic(out / "results.json", results)
-
-    if args.grpo_steps > 0:
-        results["grpo_log"] = train_grpo(model, tokenizer, train_specs, heldout_specs, args, results, started, out)
-    results["wall_s"] = round(time.perf_counter() - started, 1)
-    write_json_atomic(out / "results.json", results)
-    plot = write_plot(results, out / "learning.png")
-    print(f"wrote {out / 'results.json'} and {plot} in {results['wall_s']} s", flush=True)
-    return 0
+    return model, tokenizer
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -135,15 +176,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="the pipeline in seconds (overrides the sizes)")
     parser.add_argument("--seed", type=int, default=0, help="model init, SFT order, GRPO sampling")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument(
+        "--from-sft",
+        metavar="DIR",
+        help="start GRPO from a saved SFT model (a run's model_sft folder, same data settings): no pretraining or SFT",
+    )
     data = parser.add_argument_group("data")
     data.add_argument("--domain", default="course")
     data.add_argument("--rows", type=int, default=3)
     data.add_argument("--cols", type=int, default=3)
     data.add_argument("--hidden", type=int, nargs="+", default=[1], help="hidden-slot counts H")
     data.add_argument("--candidates", type=int, default=4, help="candidates per slot")
-    data.add_argument("--train-seeds", type=int, default=600, help="generator seeds for training (one instance per H)")
-    data.add_argument("--heldout-seeds", type=int, default=20, help="generator seeds held out for evaluation")
+    data.add_argument("--train-seeds", type=int, default=3000, help="generator seeds for training (one instance per H)")
+    data.add_argument("--heldout-seeds", type=int, default=100, help="generator seeds held out for evaluation")
     data.add_argument("--max-turns", type=int, default=4, help="turn limit of every episode")
+    data.add_argument(
+        "--slip-rate",
+        type=float,
+        default=0.25,
+        help="share of SFT episodes in which the teacher first fills a slot with a made-up id and recovers",
+    )
     model = parser.add_argument_group("model")
     model.add_argument("--vocab-size", type=int, default=4096)
     model.add_argument(
@@ -155,22 +207,40 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=True,
         help="every digit a token of its own (a model copies rows, columns and ids digit by digit)",
     )
+    model.add_argument(
+        "--whole-ids",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="every item id of the training instances one token (a model copies an id as one token)",
+    )
     model.add_argument("--hidden-size", type=int, default=256)
     model.add_argument("--layers", type=int, default=2)
-    sft = parser.add_argument_group("SFT")
-    sft.add_argument("--sft-steps", type=int, default=400)
+    sft = parser.add_argument_group("pretraining and SFT (same batch size and learning rate)")
+    sft.add_argument(
+        "--pretrain-steps",
+        type=int,
+        default=1800,
+        help="steps of language modelling on every token of the training conversations, before SFT (0: none)",
+    )
+    sft.add_argument("--sft-steps", type=int, default=600)
     sft.add_argument("--sft-batch", type=int, default=8)
     sft.add_argument("--sft-lr", type=float, default=3e-3)
     grpo = parser.add_argument_group("GRPO")
-    grpo.add_argument("--grpo-steps", type=int, default=4, help="0: stop after SFT")
+    grpo.add_argument("--grpo-steps", type=int, default=8, help="0: stop after SFT")
     grpo.add_argument("--grpo-eval-every", type=int, default=2)
-    grpo.add_argument("--grpo-lr", type=float, default=1e-4)
-    grpo.add_argument("--group-size", type=int, default=4, help="generations per prompt (GRPO group)")
+    grpo.add_argument("--grpo-lr", type=float, default=3e-4)
+    grpo.add_argument("--group-size", type=int, default=8, help="generations per prompt (GRPO group)")
     grpo.add_argument("--prompts-per-step", type=int, default=2)
+    grpo.add_argument(
+        "--reward",
+        choices=("score", "rubric"),
+        default="score",
+        help="the env's score (1 solved, else 0), or the strict rubric score of the final grid (partial credit)",
+    )
     grpo.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
     grpo.add_argument("--temperature", type=float, default=1.0, help="GRPO sampling temperature")
     grpo.add_argument(
-        "--max-completion-length", type=int, default=128, help="per GRPO episode, and per turn while generating"
+        "--max-completion-length", type=int, default=256, help="per GRPO episode, and per turn while generating"
     )
     grpo.add_argument("--use-vllm", action="store_true", help="TRL's vLLM generation (colocated)")
     parser.add_argument("--max-new-tokens", type=int, default=48, help="per assistant turn")
@@ -223,6 +293,54 @@ def write_dataset(path: Path, args: argparse.Namespace, seeds: Iterable[int]) ->
     return int(merged["num_instances"])
 
 
+class SlippingSolver(BatchingSolver):
+    """``solver-batch`` that slips in a share of its episodes, to show a model how to recover: in
+    an episode drawn with probability ``slip_rate`` (from the episode's own seeded rng), the turn
+    that fills the grid first goes out with its first ``set_slot`` naming a made-up id (the
+    right id's letters and as many random digits, like a misread id); the env refuses it (its reply
+    lists the slot's allowed ids), and the next turn is the solver's own. The solver's traces alone
+    never show a refused call, so a model trained on them alone has never seen one."""
+
+    name = "solver-batch-slip"
+
+    def __init__(self, slip_rate: float) -> None:
+        self.slip_rate = slip_rate
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        slip = bool(rng.random() < self.slip_rate)
+        solver = super().script(view, info, rng, notes)
+        try:
+            turn = next(solver)
+            while True:
+                if slip and _fills_a_slot(turn):
+                    slip = False
+                    notes["slipped"] = True
+                    yield _misread(turn, rng)  # its replies are not the solver's: not sent on
+                turn = solver.send((yield turn))
+        except StopIteration:
+            return
+
+
+def _fills_a_slot(turn: ToolCallDict | list[ToolCallDict]) -> bool:
+    return any(call["name"] == "set_slot" for call in (turn if isinstance(turn, list) else [turn]))
+
+
+def _misread(turn: ToolCallDict | list[ToolCallDict], rng: np.random.Generator) -> list[ToolCallDict]:
+    """``turn`` with its first ``set_slot``'s id replaced by another of the same shape."""
+    calls = [dict(call) for call in (turn if isinstance(turn, list) else [turn])]
+    first = next(k for k, call in enumerate(calls) if call["name"] == "set_slot")
+    right = str(calls[first]["arguments"]["id"])
+    letters = right.rstrip("0123456789")
+    digits = len(right) - len(letters)
+    wrong = right
+    while wrong == right:
+        wrong = letters + "".join(str(d) for d in rng.integers(0, 10, size=max(1, digits)))
+    calls[first] = {**calls[first], "arguments": {**calls[first]["arguments"], "id": wrong}}
+    return calls
+
+
 def write_records(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     from ace_gym.atomic import write_atomic
 
@@ -253,8 +371,15 @@ def rendered_conversation(row: Mapping[str, Any]) -> list[dict[str, Any]]:
     return messages
 
 
-def build_model(args: argparse.Namespace, path: Path, dataset: Any) -> Path:
-    """The tiny model, its tokenizer trained on the ACE text and the training conversations."""
+def item_ids(path: Path) -> list[str]:
+    """Every item id in the item pools of the dataset file at ``path``, sorted."""
+    instances = json.loads(path.read_text(encoding="utf-8"))["instances"]
+    return sorted({item for instance in instances for item in instance["item_pool"]})
+
+
+def build_model(args: argparse.Namespace, path: Path, dataset: Any, whole_tokens: Sequence[str]) -> Path:
+    """The tiny model, its tokenizer trained on the ACE text and the training conversations, with
+    ``whole_tokens`` one token each."""
     from transformers import PreTrainedTokenizerFast
 
     from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE_FILE, build_tiny_model
@@ -276,6 +401,7 @@ def build_model(args: argparse.Namespace, path: Path, dataset: Any) -> Path:
         split_words=False,
         max_token_length=args.max_token_length,
         split_digits=args.split_digits,
+        whole_tokens=whole_tokens,
     )
 
 
@@ -317,30 +443,44 @@ def sft_sample(row: Mapping[str, Any], tokenizer: Any) -> dict[str, list[int]]:
     return {"input_ids": ids, "loss_mask": mask}
 
 
-def train_sft(model: Any, samples: Sequence[Mapping[str, list[int]]], args: argparse.Namespace) -> list[float]:
-    """Next-token cross-entropy on the assistant tokens, AdamW with linear warm-up and cosine
-    decay; the batches drawn from a generator seeded with ``args.seed``. Returns each step's loss."""
+def train_lm(
+    model: Any,
+    samples: Sequence[Mapping[str, list[int]]],
+    args: argparse.Namespace,
+    *,
+    steps: int,
+    every_token: bool,
+    label: str,
+) -> list[float]:
+    """Next-token cross-entropy on the assistant tokens (SFT), or on ``every_token`` of the
+    conversations (pretraining: system prompt, task, tool replies and answers); AdamW with
+    linear warm-up and cosine decay; the batches drawn from a generator seeded with
+    ``args.seed`` and ``label``. Returns each step's loss."""
     import torch
 
-    rng = np.random.default_rng([args.seed, 1])
+    rng = np.random.default_rng([args.seed, 1, *label.encode()])
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.sft_lr, weight_decay=0.0)
-    warmup = max(1, args.sft_steps // 10)
+    warmup = max(1, steps // 10)
 
     def factor(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
-        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, args.sft_steps - warmup)))
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     pad = model.config.pad_token_id
     losses = []
     model.train()
-    for step in range(args.sft_steps):
+    for step in range(steps):
         batch = [samples[i] for i in rng.choice(len(samples), size=min(args.sft_batch, len(samples)), replace=False)]
         width = max(len(s["input_ids"]) for s in batch)
         ids = torch.tensor([s["input_ids"] + [pad] * (width - len(s["input_ids"])) for s in batch])
-        mask = torch.tensor([s["loss_mask"] + [0] * (width - len(s["loss_mask"])) for s in batch])
         attention = torch.tensor([[1] * len(s["input_ids"]) + [0] * (width - len(s["input_ids"])) for s in batch])
+        mask = (
+            attention
+            if every_token
+            else torch.tensor([s["loss_mask"] + [0] * (width - len(s["loss_mask"])) for s in batch])
+        )
         labels = ids.masked_fill(mask == 0, -100)
         loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
         optimizer.zero_grad()
@@ -349,8 +489,8 @@ def train_sft(model: Any, samples: Sequence[Mapping[str, list[int]]], args: argp
         optimizer.step()
         schedule.step()
         losses.append(round(loss.item(), 4))
-        if step % 10 == 0 or step == args.sft_steps - 1:
-            print(f"SFT step {step + 1}/{args.sft_steps}: loss {losses[-1]}", flush=True)
+        if step % 10 == 0 or step == steps - 1:
+            print(f"{label} step {step + 1}/{steps}: loss {losses[-1]}", flush=True)
     model.eval()
     return losses
 
@@ -448,13 +588,31 @@ def train_grpo(
         processing_class=tokenizer,
         args=config,
         train_dataset=train_dataset(train_specs),
-        reward_funcs=[episode_score, AceMetrics()],
-        rollout_func=rollout_func(train_specs),
+        reward_funcs=[rubric_reward if args.reward == "rubric" else episode_score, AceMetrics()],
+        rollout_func=rollout_func(train_specs, summary=rubric_summary if args.reward == "rubric" else None),
         callbacks=[Evaluation()],
     )
     trainer.train()
     model.eval()
     return [dict(entry) for entry in trainer.state.log_history]
+
+
+def rubric_summary(record: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`~ace_gym.integrations.trainer_callback.episode_summary` of a rollout record, with
+    ``rubric_score``: the strict rubric score of its final grid (:mod:`ace_gym.feedback.rubric`:
+    the share of hidden slots holding a slot-valid item and of global rules met, the rules
+    counted only on a filled grid), 1.0 exactly when the episode is solved."""
+    from ace_gym.feedback.rubric import cells_of, grade
+    from ace_gym.instance import resolve_dataset
+    from ace_gym.integrations.trainer_callback import episode_summary
+
+    compiled = resolve_dataset(record["dataset"], record["domain"]).compiled(record["instance_index"])
+    return {**episode_summary(record), "rubric_score": grade(compiled, cells_of(compiled, record["grid"])).strict_score}
+
+
+def rubric_reward(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[float]:
+    """The GRPO reward of ``--reward rubric``: each episode's ``rubric_score`` (:func:`rubric_summary`)."""
+    return [float(episode["rubric_score"]) for episode in ace_episode]
 
 
 def write_plot(results: Mapping[str, Any], path: Path) -> Path:
@@ -467,12 +625,17 @@ def write_plot(results: Mapping[str, Any], path: Path) -> Path:
     figure = Figure(figsize=(10, 3.8), layout="constrained")
     FigureCanvasAgg(figure)
     loss_axes, stage_axes = figure.subplots(1, 2, width_ratios=[1, 1.6])
-    losses = results["sft_loss"]
-    loss_axes.plot(range(1, len(losses) + 1), losses, color="tab:gray")
-    loss_axes.set_xlabel("SFT step")
-    loss_axes.set_ylabel("loss (assistant tokens)")
+    pretrain = results.get("pretrain_loss", [])
+    sft = results.get("sft_loss", [])  # none when GRPO started from a saved SFT model (--from-sft)
+    loss_axes.plot(range(1, len(pretrain) + 1), pretrain, color="tab:purple", label="pretraining (every token)")
+    loss_axes.plot(
+        range(len(pretrain) + 1, len(pretrain) + len(sft) + 1), sft, color="tab:gray", label="SFT (assistant tokens)"
+    )
+    loss_axes.set_xlabel("step")
+    loss_axes.set_ylabel("loss")
     loss_axes.set_yscale("log")
-    loss_axes.set_title("SFT on solver-batch traces")
+    loss_axes.set_title("training on the teacher's conversations")
+    loss_axes.legend(fontsize=7)
     stages = results["stages"]
     positions = range(len(stages))
     for name, colour in zip(

@@ -413,7 +413,10 @@ class TrainerEngine:
 
 
 def rollout_func(
-    specs: Sequence[EpisodeSpec], *, batch_size: int = 64
+    specs: Sequence[EpisodeSpec],
+    *,
+    batch_size: int = 64,
+    summary: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """A ``GRPOTrainer(rollout_func=...)`` that plays ACE episodes with ace-gym's collector
     (:func:`~ace_gym.eval.run_episodes`: its multi-format parser, corrective messages, budgets and
@@ -426,8 +429,10 @@ def rollout_func(
     assistant turn and the env's replies between them, up to the end of the last turn, at most
     ``max_completion_length`` ids), ``logprobs`` (0.0 on env ids), ``env_mask`` (1 on the model's
     ids, 0 on the env's: only the model's are trained) and ``ace_episode``
-    (:func:`~ace_gym.integrations.trainer_callback.episode_summary`) for the reward functions: pass
-    :func:`episode_score` as a reward and :class:`AceMetrics` for the metrics.
+    (:func:`~ace_gym.integrations.trainer_callback.episode_summary`, or ``summary`` of the
+    episode's record: a reward that needs more of the record adds its fields to that summary)
+    for the reward functions: pass :func:`episode_score` as a reward and :class:`AceMetrics` for
+    the metrics.
 
     ConfigError up front when the installed TRL is outside :data:`ROLLOUT_TRL`.
     """
@@ -442,6 +447,7 @@ def rollout_func(
     def rollout(prompts: list[Any], trainer: Any) -> dict[str, list[Any]]:
         from ace_gym.integrations.trainer_callback import episode_summary
 
+        summarise = summary or episode_summary
         batch = [dataclasses.replace(by_opening[_opening_key(prompt)], trial=k) for k, prompt in enumerate(prompts)]
         records = {r["trial"]: r for r in run_episodes(batch, TrainerEngine(trainer), batch_size=batch_size)}
         out: dict[str, list[Any]] = {
@@ -460,7 +466,7 @@ def rollout_func(
             out["completion_ids"].append(tokens["response_ids"][:end])
             out["logprobs"].append(tokens["logprobs"][:end])
             out["env_mask"].append(tokens["assistant_mask"][:end])
-            out["ace_episode"].append(episode_summary(record))
+            out["ace_episode"].append(summarise(record))
         return out
 
     return rollout

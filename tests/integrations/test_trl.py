@@ -483,6 +483,40 @@ def test_rollout_func__plays_a_fit_episode_with_several_calls_per_turn_token_exa
     assert prompt_ids + completion_ids == tokenizer.encode(rendered, add_special_tokens=False)
 
 
+def test_rollout_func__summary_turns_each_record_into_its_ace_episode(tiny_model: Path) -> None:
+    """A reward that needs more of the record than the default summary gets it from ``summary``."""
+    from types import SimpleNamespace
+
+    from ace_gym.eval.fit import fit_spec
+    from ace_gym.integrations.trainer_callback import episode_summary
+    from tests.solver_text import BatchSolverText
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    spec = fit_spec(FIT_SPECS[1])
+    solver = BatchSolverText(spec)
+
+    def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
+        ids = [*tokenizer.encode(solver.next_text_after(tokenizer.decode(prompts[0])), add_special_tokens=False)]
+        return prompts, [[*ids, tokenizer.eos_token_id]], [[[-0.25]] * (len(ids) + 1)], None
+
+    trainer = _trainer_stub(
+        tokenizer,
+        args={"use_vllm": True, "max_completion_length": 10**6},
+        vllm_generation=SimpleNamespace(generate=generate),
+        eos=tokenizer.eos_token_id,
+    )
+    seen = []
+
+    def summary(record: dict) -> dict:
+        seen.append(record)
+        return {**episode_summary(record), "final_grid": record["grid"]}
+
+    out = rollout_func([spec], summary=summary)([train_dataset([spec])[0]["prompt"]], trainer)
+    (record,), (episode,) = seen, out["ace_episode"]
+    assert episode == {**episode_summary(record), "final_grid": record["grid"]} and episode["score"] == 1.0
+    assert all(cell is not None for row in episode["final_grid"] for cell in row)
+
+
 def test_trainer_engine__stops_on_every_end_id_the_model_declares(tiny_model: Path) -> None:
     """The end ids come from the model's generation config and the tokenizer (as TRL stops on
     them), not from a trainer attribute."""

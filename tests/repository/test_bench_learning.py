@@ -1,5 +1,6 @@
-"""benchmarks/bench_learning.py --quick: the learning run's pipeline end to end (SFT on solver
-traces, GRPO through the env, held-out evaluation, results.json and learning.png)."""
+"""benchmarks/bench_learning.py --quick: the learning run's pipeline end to end (pretraining and
+SFT on solver traces, GRPO through the env, held-out evaluation, results.json and learning.png);
+its recovering teacher (SlippingSolver)."""
 
 from __future__ import annotations
 
@@ -29,11 +30,12 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     assert bench_learning.main(["--quick", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
 
-    losses = results["sft_loss"]
-    assert len(losses) == bench_learning.QUICK["sft_steps"] and losses[-1] < losses[0]
+    for phase in ("pretrain", "sft"):
+        losses = results[f"{phase}_loss"]
+        assert len(losses) == bench_learning.QUICK[f"{phase}_steps"] and losses[-1] < losses[0]
 
     stages = results["stages"]
-    assert [s["stage"] for s in stages] == ["before SFT", "after SFT", "GRPO step 1"]
+    assert [s["stage"] for s in stages] == ["before SFT", "after pretraining", "after SFT", "GRPO step 1"]
     held_out = stages[0]["episodes"]
     assert held_out > 0
     for measured in [*stages, *results["baselines"].values()]:
@@ -51,6 +53,16 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     png = (tmp_path / "learning.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
 
+    # GRPO again from the saved SFT model, rewarded by the rubric score
+    again = tmp_path / "from_sft"
+    argv = ["--quick", "--out", str(again), "--from-sft", str(tmp_path / "model_sft"), "--reward", "rubric"]
+    assert bench_learning.main(argv) == 0
+    results = json.loads((again / "results.json").read_text(encoding="utf-8"))
+    assert [s["stage"] for s in results["stages"]] == ["after SFT", "GRPO step 1"]
+    assert results["stages"][0]["success_rate"] == stages[2]["success_rate"]  # the same SFT model
+    (step,) = [entry for entry in results["grpo_log"] if "ace/train/episodes" in entry]
+    assert "rewards/rubric_reward/mean" in step and "rewards/episode_score/mean" not in step
+
 
 def test_episode_metrics__counts_solved_episodes_unread_turns_and_refused_calls() -> None:
     def turn(calls: list[bool], parse_errors: tuple[str, ...] = ()) -> dict:
@@ -65,3 +77,73 @@ def test_episode_metrics__counts_solved_episodes_unread_turns_and_refused_calls(
     assert metrics["parse_error_rate"] == 0.5  # the turn without a call and the turn with a bad call
     assert metrics["invalid_call_rate"] == 0.25  # one of the four executed calls was refused
     assert metrics["mean_turns"] == 2.0 and metrics["tool_calls"] == 4
+
+
+def _slip_specs(tmp_path: Path, count: int) -> list:
+    import dataclasses
+
+    args = bench_learning.parse_args(["--train-seeds", str(count), "--heldout-seeds", "1", "--out", str(tmp_path)])
+    train, _ = bench_learning.make_specs(args, tmp_path)
+    return [dataclasses.replace(spec, trial=k) for k, spec in enumerate(train)]
+
+
+def test_slipping_solver__every_slip_is_refused_then_recovered(tmp_path: Path) -> None:
+    from ace_gym.eval import run_episodes
+
+    records = list(run_episodes(_slip_specs(tmp_path, 6), bench_learning.SlippingSolver(1.0)))
+    for record in records:
+        assert record["score"] == 1.0 and record["notes"]["slipped"]
+        fills = [
+            (json.loads(sent["function"]["arguments"])["id"], result["ok"])
+            for turn in record["turns"]
+            for sent, result in zip(turn["action"]["tool_calls"], turn["info"]["calls"], strict=True)
+            if result["tool"] == "set_slot"
+        ]
+        assert [ok for _, ok in fills] == [False, True]  # the made-up id refused, then the right one
+        made_up, right = (sent for sent, _ in fills)
+        assert made_up != right and len(made_up) == len(right) and made_up[0] == right[0]
+
+
+def test_slipping_solver__slips_in_the_drawn_share_and_otherwise_plays_the_solver(tmp_path: Path) -> None:
+    from ace_gym.eval import run_episodes
+    from ace_gym.policies import make_policy
+
+    specs = _slip_specs(tmp_path, 40)
+
+    def play(policy: object) -> list:
+        return sorted(run_episodes(specs, policy), key=lambda record: record["trial"])  # in spec order
+
+    slipping = play(bench_learning.SlippingSolver(0.5))
+    solver = play(make_policy("solver-batch"))
+    slipped = [bool(record["notes"].get("slipped")) for record in slipping]
+    assert 0 < sum(slipped) < len(specs)  # drawn per episode (its trial), not once for all
+    for record, reference, slip in zip(slipping, solver, slipped, strict=True):
+        assert len(record["turns"]) == len(reference["turns"]) + slip
+        if not slip:
+            assert [t["action"] for t in record["turns"]] == [t["action"] for t in reference["turns"]]
+    again = play(bench_learning.SlippingSolver(0.5))
+    assert [r["messages"] for r in again] == [r["messages"] for r in slipping]  # a function of the specs
+
+
+def test_rubric_summary__pays_a_solved_grid_in_full_an_empty_slot_nothing_and_a_wrong_item_in_part(
+    tmp_path: Path,
+) -> None:
+    from ace_gym.eval import run_episodes
+    from ace_gym.policies import make_policy
+
+    specs = _slip_specs(tmp_path, 6)
+    instances = json.loads((tmp_path / "course_train.json").read_text(encoding="utf-8"))["instances"]
+    for record in run_episodes(specs, make_policy("solver-batch")):
+        (slot,) = instances[record["instance_index"]]["slots"]
+        row, col = slot["row"], slot["col"]
+
+        def rubric(item: str | None, record: dict = record, row: int = row, col: int = col) -> float:
+            grid = [list(cells) for cells in record["grid"]]
+            grid[row][col] = item
+            summary = bench_learning.rubric_summary({**record, "grid": grid})
+            assert bench_learning.rubric_reward([summary]) == [summary["rubric_score"]]
+            return summary["rubric_score"]
+
+        assert record["score"] == 1.0 and rubric(record["grid"][row][col]) == 1.0
+        assert rubric(None) == 0.0  # an empty slot earns nothing, the global rules included
+        assert 0.0 < rubric(slot["filter_candidate_ids"][0]) < 1.0  # breaks its slot rules; rules met count

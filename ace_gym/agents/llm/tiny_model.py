@@ -57,6 +57,7 @@ def build_tiny_model(
     split_words: bool = True,
     max_token_length: int | None = None,
     split_digits: bool = False,
+    whole_tokens: Sequence[str] = (),
 ) -> Path:
     """Build a random Llama + tokenizer with chat template and ``save_pretrained`` both to ``path``.
 
@@ -68,6 +69,9 @@ def build_tiny_model(
     ``split_digits=True`` makes every digit a token of its own, never merged with its neighbours,
     so a number (a row, an item id) reads the same wherever it stands and a model copies it digit
     by digit.
+    ``whole_tokens`` are strings that are always one token each, wherever they stand (say a
+    domain's item ids: a model then copies an id as one token, and an id that appears in several
+    tool replies is one token seen several times).
 
     The weights are a pure function of ``seed`` (drawn under a forked torch RNG, so the caller's
     global RNG state is untouched). Attention heads are 64 wide (the vLLM CPU backend rejects
@@ -102,6 +106,7 @@ def build_tiny_model(
         padding_side="left",
     )
     tokenizer.add_tokens(list(MARKUP_TOKENS))
+    tokenizer.add_tokens(list(dict.fromkeys(whole_tokens)))
     tokenizer.chat_template = CHAT_TEMPLATE_FILE.read_text(encoding="utf-8")
 
     config = LlamaConfig(

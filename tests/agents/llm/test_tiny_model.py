@@ -1,5 +1,5 @@
 """The tiny model's tokenizer options: an extra corpus, merges across words, a bounded token length,
-digits as tokens of their own."""
+digits as tokens of their own, whole tokens."""
 
 from __future__ import annotations
 
@@ -47,3 +47,13 @@ def test_build_tiny_model__split_digits_makes_each_digit_a_token_wherever_the_nu
         len([c for c in piece if c.isdigit()]) > 1 or (any(c.isdigit() for c in piece) and len(piece) > 1)
         for piece in merged.convert_ids_to_tokens(merged.encode(text))
     )  # without the option, merges take digits into longer tokens
+
+
+def test_build_tiny_model__whole_tokens_are_one_token_each_wherever_they_stand(tmp_path: Path) -> None:
+    text = '{"row": 0, "col": 2, "id": "C715"} {"matches":{"C715":2,"C859":4}} C1234'
+    tokenizer = _tokenizer(tmp_path / "ids", split_words=False, split_digits=True, whole_tokens=["C715", "C859"])
+    assert tokenizer.decode(tokenizer.encode(text)) == text
+    pieces = tokenizer.convert_ids_to_tokens(tokenizer.encode(text))
+    assert pieces.count("C715") == 2 and pieces.count("C859") == 1
+    numbered = [piece for piece in pieces if any(c.isdigit() for c in piece) and piece not in ("C715", "C859")]
+    assert numbered == ["0", "2", "2", "4", "1", "2", "3", "4"]  # other numbers still digit by digit
