@@ -430,7 +430,8 @@ def rollout_func(
     ``max_completion_length`` ids), ``logprobs`` (0.0 on env ids), ``env_mask`` (1 on the model's
     ids, 0 on the env's: only the model's are trained) and ``ace_episode``
     (:func:`~ace_gym.integrations.trainer_callback.episode_summary`, or ``summary`` of the
-    episode's record: a reward that needs more of the record adds its fields to that summary)
+    episode's record: a reward that needs more of the record adds its fields to that summary,
+    keeping the default's, which :func:`episode_score` and :class:`AceMetrics` read)
     for the reward functions: pass :func:`episode_score` as a reward and :class:`AceMetrics` for
     the metrics.
 
