@@ -110,10 +110,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.from_sft:
         model_dir = Path(args.from_sft)
         model, tokenizer = load_model(model_dir), load_tokenizer(model_dir)
-        results["model"] = {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)}
         stage(results, "after SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
     else:
         model, tokenizer = supervised(args, out, train_specs, heldout_specs, results, started)
+    results["model"] = {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)}
     write_json_atomic(out / "results.json", results)
 
     if args.grpo_steps > 0:
@@ -154,7 +154,6 @@ def supervised(
     print(f"SFT data: {results['sft_data']}", flush=True)
 
     model = load_model(model_dir)
-    results["model"] = {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)}
     stage(results, "before SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
 
     if args.pretrain_steps > 0:
@@ -330,13 +329,18 @@ class SlippingSolver(BatchingSolver):
             return
 
 
+def _calls_of(turn: ToolCallDict | list[ToolCallDict]) -> list[ToolCallDict]:
+    """A script's turn (one call or a list of them) as a list of calls."""
+    return turn if isinstance(turn, list) else [turn]
+
+
 def _fills_a_slot(turn: ToolCallDict | list[ToolCallDict]) -> bool:
-    return any(call["name"] == "set_slot" for call in (turn if isinstance(turn, list) else [turn]))
+    return any(call["name"] == "set_slot" for call in _calls_of(turn))
 
 
 def _misread(turn: ToolCallDict | list[ToolCallDict], rng: np.random.Generator) -> list[ToolCallDict]:
     """``turn`` with its first ``set_slot``'s id replaced by another of the same shape."""
-    calls = [dict(call) for call in (turn if isinstance(turn, list) else [turn])]
+    calls = [dict(call) for call in _calls_of(turn)]
     first = next(k for k, call in enumerate(calls) if call["name"] == "set_slot")
     right = str(calls[first]["arguments"]["id"])
     letters = right.rstrip("0123456789")
@@ -566,6 +570,7 @@ def train_grpo(
     from ace_gym.integrations.trl import AceMetrics, episode_score, rollout_func, train_dataset
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    reward, summary = (rubric_reward, rubric_summary) if args.reward == "rubric" else (episode_score, None)
 
     class Evaluation(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
@@ -598,8 +603,8 @@ def train_grpo(
         processing_class=tokenizer,
         args=config,
         train_dataset=train_dataset(train_specs),
-        reward_funcs=[rubric_reward if args.reward == "rubric" else episode_score, AceMetrics()],
-        rollout_func=rollout_func(train_specs, summary=rubric_summary if args.reward == "rubric" else None),
+        reward_funcs=[reward, AceMetrics()],
+        rollout_func=rollout_func(train_specs, summary=summary),
         callbacks=[Evaluation()],
     )
     trainer.train()
