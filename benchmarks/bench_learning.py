@@ -16,16 +16,20 @@ model starts from nothing:
    its byte-level BPE trained on the ACE text and on the rendered training conversations (merges
    across words, every digit a token of its own: ``--split-digits``; every item id of the
    training instances one token: ``--whole-ids``), with Qwen2.5's chat template (TRL and the chat
-   adapter parse its ``<tool_call>`` blocks).
-4. **Pretraining** (``--pretrain-steps``): language modelling on every token of the teacher's
-   conversations (the model has never read text; this is where it sees ids repeat across tool
-   replies), then **SFT** on the same conversations, written as rollout records, exported to a
-   HF dataset (``ace_gym.eval.export``) and tokenised with
-   :class:`~ace_gym.chat_template.ChatTokens`: the loss on assistant tokens only.
+   adapter parse its ``<tool_call>`` blocks). Its token embeddings, tied to its output layer,
+   stay at their random start (``--freeze-embeddings``, see :func:`load_model`).
+4. **Training on the teacher's conversations**, written as rollout records, exported to a HF
+   dataset (``ace_gym.eval.export``) and tokenised with
+   :class:`~ace_gym.chat_template.ChatTokens`: optional **pretraining** (``--pretrain-steps``,
+   the loss on every token); a **short-context warm-up** (``--warmup-steps``: each conversation
+   cut to its ``--warmup-window`` tokens up to the id of its fill, so the three tool replies and
+   the id copied from them are most of what attention sees); then **SFT** on whole
+   conversations. Warm-up and SFT put the loss on assistant tokens only. Trained on whole
+   conversations alone, the model never learnt to copy an id (docs/benchmarks.md).
 5. **GRPO** from the SFT checkpoint through TRL's ``rollout_func`` (ace-gym's collector plays
    the episodes against TRL's generation; the reward is the env's score).
-6. **Evaluation** on the held-out instances (greedy decoding) before pretraining ("before SFT"), after
-   pretraining, after SFT and every ``--grpo-eval-every`` GRPO steps: success rate, mean score,
+6. **Evaluation** on the held-out instances (greedy decoding) before training ("before SFT"), after
+   each training stage and every ``--grpo-eval-every`` GRPO steps: success rate, mean score,
    parse-error rate, mean turns and invalid-call rate, and the same for the greedy, random and
    solver-batch scripted policies on the same instances. ``results.json`` (every number, the
    settings and the seed) and ``learning.png`` (the curves) are written to ``--out``.
@@ -33,7 +37,7 @@ model starts from nothing:
     python benchmarks/bench_learning.py --quick --out /tmp/learn-quick    # seconds: the pipeline
     python benchmarks/bench_learning.py --out runs/learning               # the CPU run of docs/benchmarks.md
 
-Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--pretrain-steps``,
+Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--warmup-steps``,
 ``--sft-steps``, ``--grpo-steps``, ``--use-vllm`` for TRL's vLLM generation) change nothing else.
 """
 
@@ -74,6 +78,8 @@ QUICK: dict[str, Any] = {
     "hidden_size": 64,
     "layers": 1,
     "pretrain_steps": 3,
+    "warmup_steps": 3,
+    "warmup_batch": 2,
     "sft_steps": 6,
     "sft_batch": 2,
     "sft_lr": 3e-3,
@@ -109,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.from_sft:
         model_dir = Path(args.from_sft)
-        model, tokenizer = load_model(model_dir), load_tokenizer(model_dir)
+        model, tokenizer = load_model(model_dir, args), load_tokenizer(model_dir)
         stage(results, "after SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
     else:
         model, tokenizer = supervised(args, out, train_specs, heldout_specs, results, started)
@@ -133,9 +139,9 @@ def supervised(
     results: dict[str, Any],
     started: float,
 ) -> tuple[Any, Any]:
-    """The teacher's episodes, the tokenizer and model built on them, pretraining and SFT, each
-    stage evaluated into ``results``; returns the SFT model (also saved to ``out/model_sft``)
-    and its tokenizer."""
+    """The teacher's episodes, the tokenizer and model built on them, pretraining, the short-context
+    warm-up and SFT, each stage evaluated into ``results``; returns the SFT model (also saved to
+    ``out/model_sft``) and its tokenizer."""
     traces = out / "solver_traces.jsonl"
     teacher = SlippingSolver(args.slip_rate)
     played = [dataclasses.replace(spec, trial=k) for k, spec in enumerate(train_specs)]  # one slip draw each
@@ -144,7 +150,11 @@ def supervised(
     ids = item_ids(out / f"{args.domain}_train.json") if args.whole_ids else []
     model_dir = build_model(args, out / "model_init", dataset, ids)
     tokenizer = load_tokenizer(model_dir)
-    samples = [sft_sample(row, tokenizer) for row in dataset]
+    id_tokens = set(tokenizer.convert_tokens_to_ids(ids))
+    samples = [
+        {**sample, "fill_end": fill_end(sample, id_tokens)}
+        for sample in (sft_sample(row, tokenizer) for row in dataset)
+    ]
     results["sft_data"] = {
         "episodes": len(samples),
         "tokens_mean": mean(len(s["input_ids"]) for s in samples),
@@ -153,7 +163,7 @@ def supervised(
     }
     print(f"SFT data: {results['sft_data']}", flush=True)
 
-    model = load_model(model_dir)
+    model = load_model(model_dir, args)
     stage(results, "before SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
 
     if args.pretrain_steps > 0:
@@ -161,6 +171,19 @@ def supervised(
             model, samples, args, steps=args.pretrain_steps, every_token=True, label="pretraining"
         )
         stage(results, "after pretraining", 0, evaluate(model, tokenizer, heldout_specs, args), started)
+    if args.warmup_steps > 0:
+        results["warmup_loss"] = train_lm(
+            model,
+            samples,
+            args,
+            steps=args.warmup_steps,
+            every_token=False,
+            label="warm-up",
+            window=args.warmup_window,
+            batch=args.warmup_batch,
+            lr=args.warmup_lr,
+        )
+        stage(results, "after warm-up", 0, evaluate(model, tokenizer, heldout_specs, args), started)
     results["sft_loss"] = train_lm(model, samples, args, steps=args.sft_steps, every_token=False, label="SFT")
     sft_dir = out / "model_sft"
     model.save_pretrained(sft_dir)
@@ -219,16 +242,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     model.add_argument("--hidden-size", type=int, default=256)
     model.add_argument("--layers", type=int, default=2)
-    sft = parser.add_argument_group("pretraining and SFT (same batch size and learning rate)")
+    model.add_argument(
+        "--freeze-embeddings",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="keep the token embeddings (tied to the output layer) at their random start in every stage",
+    )
+    sft = parser.add_argument_group("pretraining, warm-up and SFT")
     sft.add_argument(
         "--pretrain-steps",
         type=int,
-        default=1800,
-        help="steps of language modelling on every token of the training conversations, before SFT (0: none)",
+        default=0,
+        help="steps of language modelling on every token of the training conversations, first (0: none)",
     )
-    sft.add_argument("--sft-steps", type=int, default=600)
-    sft.add_argument("--sft-batch", type=int, default=8)
-    sft.add_argument("--sft-lr", type=float, default=3e-3)
+    sft.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=3000,
+        help="steps of SFT on short contexts (--warmup-window tokens up to each episode's fill), before SFT (0: none)",
+    )
+    sft.add_argument("--warmup-window", type=int, default=64, help="tokens up to and including the filled id")
+    sft.add_argument("--warmup-batch", type=int, default=32)
+    sft.add_argument("--warmup-lr", type=float, default=3e-3)
+    sft.add_argument("--sft-steps", type=int, default=1500)
+    sft.add_argument("--sft-batch", type=int, default=8, help="also pretraining's")
+    sft.add_argument("--sft-lr", type=float, default=1e-3, help="also pretraining's")
     grpo = parser.add_argument_group("GRPO")
     grpo.add_argument("--grpo-steps", type=int, default=8, help="0: stop after SFT")
     grpo.add_argument("--grpo-eval-every", type=int, default=2)
@@ -252,6 +290,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.quick:
         for name, value in QUICK.items():
             setattr(args, name, value)
+    if args.warmup_steps > 0 and not args.whole_ids:
+        raise ConfigError(
+            "warmup_steps",
+            args.warmup_steps,
+            "the warm-up finds each fill by its whole-id token: give --whole-ids or --warmup-steps 0",
+        )
     return args
 
 
@@ -431,10 +475,21 @@ def load_tokenizer(path: Path) -> Any:
     return AutoTokenizer.from_pretrained(path)
 
 
-def load_model(path: Path) -> Any:
+def load_model(path: Path, args: argparse.Namespace) -> Any:
+    """The saved model; with ``--freeze-embeddings`` its token embeddings (and so its output layer,
+    tied to them) are left out of every optimiser, pretraining, warm-up, SFT and GRPO alike.
+
+    Why: each of the 1,000 item ids is a rare token, and AdamW moves a rare token's row as far on
+    a tiny gradient as a common token's on a large one; every step the softmax pushes all ids away
+    from the prediction together, so trained id embeddings drift into one cone (mean cosine 0.15
+    to 0.27 measured, 0 at the start) and no run learned to copy an id. Random rows stay nearly
+    orthogonal, so copying any id is the same linear map."""
     from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    if args.freeze_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    return model
 
 
 def sft_sample(row: Mapping[str, Any], tokenizer: Any) -> dict[str, list[int]]:
@@ -456,6 +511,17 @@ def sft_sample(row: Mapping[str, Any], tokenizer: Any) -> dict[str, list[int]]:
     return {"input_ids": ids, "loss_mask": mask}
 
 
+def fill_end(sample: Mapping[str, list[int]], id_tokens: set[int]) -> int:
+    """The position just after the last item id the assistant wrote in ``sample`` (the id of its
+    last ``set_slot``: the fill that solved the episode); 0 when it wrote none."""
+    written = [
+        k
+        for k, (token, own) in enumerate(zip(sample["input_ids"], sample["loss_mask"], strict=True))
+        if own and token in id_tokens
+    ]
+    return written[-1] + 1 if written else 0
+
+
 def train_lm(
     model: Any,
     samples: Sequence[Mapping[str, list[int]]],
@@ -464,15 +530,29 @@ def train_lm(
     steps: int,
     every_token: bool,
     label: str,
+    window: int = 0,
+    batch: int | None = None,
+    lr: float | None = None,
 ) -> list[float]:
     """Next-token cross-entropy on the assistant tokens (SFT), or on ``every_token`` of the
-    conversations (pretraining: system prompt, task, tool replies and answers); AdamW with
-    linear warm-up and cosine decay; the batches drawn from a generator seeded with
-    ``args.seed`` and ``label``. Returns each step's loss."""
+    conversations (pretraining: system prompt, task, tool replies and answers); with ``window``,
+    each conversation cut to its ``window`` tokens up to its ``fill_end`` (the short-context
+    warm-up: the tool replies and the id copied from them, the rest of the context left out);
+    AdamW (``lr``, default ``args.sft_lr``; batches of ``batch``, default ``args.sft_batch``)
+    with linear warm-up and cosine decay over the trainable parameters; the batches drawn from a
+    generator seeded with ``args.seed`` and ``label``. Returns each step's loss."""
     import torch
 
     rng = np.random.default_rng([args.seed, 1, *label.encode()])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.sft_lr, weight_decay=0.0)
+    batch_size = batch or args.sft_batch
+    if window > 0:
+        samples = [
+            {key: s[key][max(0, s["fill_end"] - window) : s["fill_end"]] for key in ("input_ids", "loss_mask")}
+            for s in samples
+            if s["fill_end"] > 0
+        ]
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=lr or args.sft_lr, weight_decay=0.0)
     warmup = max(1, steps // 10)
 
     def factor(step: int) -> float:
@@ -485,20 +565,20 @@ def train_lm(
     losses = []
     model.train()
     for step in range(steps):
-        batch = [samples[i] for i in rng.choice(len(samples), size=min(args.sft_batch, len(samples)), replace=False)]
-        width = max(len(s["input_ids"]) for s in batch)
-        ids = torch.tensor([s["input_ids"] + [pad] * (width - len(s["input_ids"])) for s in batch])
-        attention = torch.tensor([[1] * len(s["input_ids"]) + [0] * (width - len(s["input_ids"])) for s in batch])
+        drawn = [samples[i] for i in rng.choice(len(samples), size=min(batch_size, len(samples)), replace=False)]
+        width = max(len(s["input_ids"]) for s in drawn)
+        ids = torch.tensor([s["input_ids"] + [pad] * (width - len(s["input_ids"])) for s in drawn])
+        attention = torch.tensor([[1] * len(s["input_ids"]) + [0] * (width - len(s["input_ids"])) for s in drawn])
         mask = (
             attention
             if every_token
-            else torch.tensor([s["loss_mask"] + [0] * (width - len(s["loss_mask"])) for s in batch])
+            else torch.tensor([s["loss_mask"] + [0] * (width - len(s["loss_mask"])) for s in drawn])
         )
         labels = ids.masked_fill(mask == 0, -100)
         loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
         optimizer.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimizer.step()
         schedule.step()
         losses.append(round(loss.item(), 4))
@@ -631,7 +711,7 @@ def rubric_reward(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[fl
 
 
 def write_plot(results: Mapping[str, Any], path: Path) -> Path:
-    """Two panels: the pretraining and SFT loss per step; each metric per stage with the
+    """Two panels: the pretraining, warm-up and SFT loss per step; each metric per stage with the
     baselines' success rates."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -641,12 +721,15 @@ def write_plot(results: Mapping[str, Any], path: Path) -> Path:
     figure = Figure(figsize=(10, 3.8), layout="constrained")
     FigureCanvasAgg(figure)
     loss_axes, stage_axes = figure.subplots(1, 2, width_ratios=[1, 1.6])
-    pretrain = results.get("pretrain_loss", [])
-    sft = results.get("sft_loss", [])  # none when GRPO started from a saved SFT model (--from-sft)
-    loss_axes.plot(range(1, len(pretrain) + 1), pretrain, color="tab:purple", label="pretraining (every token)")
-    loss_axes.plot(
-        range(len(pretrain) + 1, len(pretrain) + len(sft) + 1), sft, color="tab:gray", label="SFT (assistant tokens)"
-    )
+    done = 0  # none of them when GRPO started from a saved SFT model (--from-sft)
+    for key, colour, label in (
+        ("pretrain_loss", "tab:purple", "pretraining (every token)"),
+        ("warmup_loss", "tab:green", "warm-up (short contexts)"),
+        ("sft_loss", "tab:gray", "SFT (assistant tokens)"),
+    ):
+        losses = results.get(key, [])
+        loss_axes.plot(range(done + 1, done + len(losses) + 1), losses, color=colour, label=label)
+        done += len(losses)
     loss_axes.set_xlabel("step")
     loss_axes.set_ylabel("loss")
     loss_axes.set_yscale("log")

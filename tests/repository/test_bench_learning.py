@@ -1,5 +1,5 @@
-"""benchmarks/bench_learning.py --quick: the learning run's pipeline end to end (pretraining and
-SFT on solver traces, GRPO through the env, held-out evaluation, results.json and learning.png);
+"""benchmarks/bench_learning.py --quick: the learning run's pipeline end to end (pretraining, the
+short-context warm-up and SFT on solver traces, GRPO through the env, held-out evaluation, results.json and learning.png);
 its recovering teacher (SlippingSolver)."""
 
 from __future__ import annotations
@@ -30,12 +30,18 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     assert bench_learning.main(["--quick", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
 
-    for phase in ("pretrain", "sft"):
+    for phase in ("pretrain", "warmup", "sft"):
         losses = results[f"{phase}_loss"]
         assert len(losses) == bench_learning.QUICK[f"{phase}_steps"] and losses[-1] < losses[0]
 
     stages = results["stages"]
-    assert [s["stage"] for s in stages] == ["before SFT", "after pretraining", "after SFT", "GRPO step 1"]
+    assert [s["stage"] for s in stages] == [
+        "before SFT",
+        "after pretraining",
+        "after warm-up",
+        "after SFT",
+        "GRPO step 1",
+    ]
     held_out = stages[0]["episodes"]
     assert held_out > 0
     for measured in [*stages, *results["baselines"].values()]:
@@ -49,6 +55,12 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     (step,) = [entry for entry in results["grpo_log"] if "ace/train/episodes" in entry]
     assert step["ace/train/episodes"] == bench_learning.QUICK["group_size"] * bench_learning.QUICK["prompts_per_step"]
     assert step["ace/train/turns"] >= 1 and step["num_tokens"] > 0  # the GRPO batch was played through the env
+
+    # --freeze-embeddings (the default): every stage, GRPO included, left the embeddings as built
+    start = bench_learning.load_model(tmp_path / "model_init", bench_learning.parse_args([]))
+    trained = bench_learning.load_model(tmp_path / "model_sft", bench_learning.parse_args([]))
+    assert (start.get_input_embeddings().weight == trained.get_input_embeddings().weight).all()
+    assert not (start.model.layers[0].mlp.up_proj.weight == trained.model.layers[0].mlp.up_proj.weight).all()
 
     png = (tmp_path / "learning.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -155,3 +167,18 @@ def test_slipping_solver__refuses_a_slip_rate_outside_zero_to_one(rate: float) -
 
     with pytest.raises(ConfigError, match="slip_rate"):
         bench_learning.SlippingSolver(rate)
+
+
+def test_fill_end__is_just_after_the_last_id_the_assistant_wrote() -> None:
+    ids = [7, 42, 5, 42, 9, 43, 8, 9]  # 42 and 43: id tokens; the tool reply's 42 is not the assistant's
+    mask = [0, 0, 1, 0, 0, 1, 1, 1]
+    assert bench_learning.fill_end({"input_ids": ids, "loss_mask": mask}, {42, 43}) == 6
+    assert bench_learning.fill_end({"input_ids": ids, "loss_mask": [0] * 8}, {42, 43}) == 0
+
+
+def test_parse_args__a_warm_up_without_whole_id_tokens_is_a_config_error() -> None:
+    from ace_gym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="warmup_steps"):
+        bench_learning.parse_args(["--no-whole-ids"])
+    assert not bench_learning.parse_args(["--no-whole-ids", "--warmup-steps", "0"]).whole_ids
