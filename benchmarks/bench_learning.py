@@ -1,5 +1,5 @@
-"""A from-scratch learning run on CPU: pretraining and SFT on exact-solver traces, then GRPO
-through the env.
+"""A from-scratch learning run on CPU: a short-context warm-up and SFT on exact-solver traces,
+then GRPO through the env.
 
 Does a model trained on an ACE env get better at it? No weights can be downloaded here, so the
 model starts from nothing:
@@ -22,8 +22,9 @@ model starts from nothing:
    dataset (``ace_gym.eval.export``) and tokenised with
    :class:`~ace_gym.chat_template.ChatTokens`: optional **pretraining** (``--pretrain-steps``,
    the loss on every token); a **short-context warm-up** (``--warmup-steps``: each conversation
-   cut to its ``--warmup-window`` tokens up to the id of its fill, so the three tool replies and
-   the id copied from them are most of what attention sees); then **SFT** on whole
+   cut to its ``--warmup-window`` tokens up to the id of its fill: the last two query replies
+   and usually part of the first, or in a slipped episode the refusal that lists the allowed
+   ids, and the id copied from them, are most of what attention sees); then **SFT** on whole
    conversations. Warm-up and SFT put the loss on assistant tokens only. Trained on whole
    conversations alone, the model never learnt to copy an id (docs/benchmarks.md).
 5. **GRPO** from the SFT checkpoint through TRL's ``rollout_func`` (ace-gym's collector plays
@@ -119,11 +120,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         stage(results, "after SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
     else:
         model, tokenizer = supervised(args, out, train_specs, heldout_specs, results, started)
-    results["model"] = {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)}
+    results["model"] = {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "trained_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "vocab_size": len(tokenizer),
+    }
     write_json_atomic(out / "results.json", results)
 
     if args.grpo_steps > 0:
         results["grpo_log"] = train_grpo(model, tokenizer, train_specs, heldout_specs, args, results, started, out)
+        model.save_pretrained(out / "model_grpo")
+        tokenizer.save_pretrained(out / "model_grpo")
     results["wall_s"] = round(time.perf_counter() - started, 1)
     write_json_atomic(out / "results.json", results)
     plot = write_plot(results, out / "learning.png")
@@ -200,13 +207,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--seed",
         type=int,
         default=0,
-        help="model init, pretraining and SFT order, GRPO sampling (the teacher's slips: each episode's seed and trial)",
+        help=(
+            "model init, the order of pretraining, warm-up and SFT batches, GRPO sampling "
+            "(the teacher's slips: each episode's seed and trial)"
+        ),
     )
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument(
         "--from-sft",
         metavar="DIR",
-        help="start GRPO from a saved SFT model (a run's model_sft folder, same data settings): no pretraining or SFT",
+        help="start GRPO from a saved SFT model (a run's model_sft folder, same data settings): no pretraining, warm-up or SFT",
     )
     data = parser.add_argument_group("data")
     data.add_argument("--domain", default="course")
@@ -290,7 +300,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.quick:
         for name, value in QUICK.items():
             setattr(args, name, value)
-    if args.warmup_steps > 0 and not args.whole_ids:
+    if args.warmup_steps > 0 and not args.whole_ids and not args.from_sft:
         raise ConfigError(
             "warmup_steps",
             args.warmup_steps,
@@ -477,13 +487,8 @@ def load_tokenizer(path: Path) -> Any:
 
 def load_model(path: Path, args: argparse.Namespace) -> Any:
     """The saved model; with ``--freeze-embeddings`` its token embeddings (and so its output layer,
-    tied to them) are left out of every optimiser, pretraining, warm-up, SFT and GRPO alike.
-
-    Why: each of the 1,000 item ids is a rare token, and AdamW moves a rare token's row as far on
-    a tiny gradient as a common token's on a large one; every step the softmax pushes all ids away
-    from the prediction together, so trained id embeddings drift into one cone (mean cosine 0.15
-    to 0.27 measured, 0 at the start) and no run learned to copy an id. Random rows stay nearly
-    orthogonal, so copying any id is the same linear map."""
+    tied to them) are left out of every optimiser: pretraining, warm-up, SFT and GRPO alike
+    (docs/benchmarks.md, "Learning from scratch on CPU", says why)."""
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(path)
@@ -524,7 +529,7 @@ def fill_end(sample: Mapping[str, list[int]], id_tokens: set[int]) -> int:
 
 def train_lm(
     model: Any,
-    samples: Sequence[Mapping[str, list[int]]],
+    samples: Sequence[Mapping[str, Any]],
     args: argparse.Namespace,
     *,
     steps: int,
@@ -537,14 +542,15 @@ def train_lm(
     """Next-token cross-entropy on the assistant tokens (SFT), or on ``every_token`` of the
     conversations (pretraining: system prompt, task, tool replies and answers); with ``window``,
     each conversation cut to its ``window`` tokens up to its ``fill_end`` (the short-context
-    warm-up: the tool replies and the id copied from them, the rest of the context left out);
+    warm-up: at 64 tokens the last two query replies and usually part of the first, or in a
+    slipped episode the refusal that lists the allowed ids, and the id copied from them);
     AdamW (``lr``, default ``args.sft_lr``; batches of ``batch``, default ``args.sft_batch``)
     with linear warm-up and cosine decay over the trainable parameters; the batches drawn from a
     generator seeded with ``args.seed`` and ``label``. Returns each step's loss."""
     import torch
 
     rng = np.random.default_rng([args.seed, 1, *label.encode()])
-    batch_size = batch or args.sft_batch
+    batch_size = args.sft_batch if batch is None else batch
     if window > 0:
         samples = [
             {key: s[key][max(0, s["fill_end"] - window) : s["fill_end"]] for key in ("input_ids", "loss_mask")}
@@ -552,7 +558,7 @@ def train_lm(
             if s["fill_end"] > 0
         ]
     trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=lr or args.sft_lr, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(trainable, lr=args.sft_lr if lr is None else lr, weight_decay=0.0)
     warmup = max(1, steps // 10)
 
     def factor(step: int) -> float:

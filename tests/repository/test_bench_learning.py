@@ -1,6 +1,6 @@
-"""benchmarks/bench_learning.py --quick: the learning run's pipeline end to end (pretraining, the
-short-context warm-up and SFT on solver traces, GRPO through the env, held-out evaluation, results.json and learning.png);
-its recovering teacher (SlippingSolver)."""
+"""benchmarks/bench_learning.py --quick: the learning run's pipeline end to end (pretraining,
+the short-context warm-up and SFT on solver traces, GRPO through the env, held-out evaluation,
+results.json and learning.png); its recovering teacher (SlippingSolver)."""
 
 from __future__ import annotations
 
@@ -58,9 +58,12 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
 
     # --freeze-embeddings (the default): every stage, GRPO included, left the embeddings as built
     start = bench_learning.load_model(tmp_path / "model_init", bench_learning.parse_args([]))
-    trained = bench_learning.load_model(tmp_path / "model_sft", bench_learning.parse_args([]))
-    assert (start.get_input_embeddings().weight == trained.get_input_embeddings().weight).all()
-    assert not (start.model.layers[0].mlp.up_proj.weight == trained.model.layers[0].mlp.up_proj.weight).all()
+    for trained_dir in ("model_sft", "model_grpo"):
+        trained = bench_learning.load_model(tmp_path / trained_dir, bench_learning.parse_args([]))
+        assert (start.get_input_embeddings().weight == trained.get_input_embeddings().weight).all()
+        assert not (start.model.layers[0].mlp.up_proj.weight == trained.model.layers[0].mlp.up_proj.weight).all()
+    model = results["model"]
+    assert model["trained_parameters"] == model["parameters"] - start.get_input_embeddings().weight.numel()
 
     png = (tmp_path / "learning.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -171,7 +174,7 @@ def test_slipping_solver__refuses_a_slip_rate_outside_zero_to_one(rate: float) -
 
 def test_fill_end__is_just_after_the_last_id_the_assistant_wrote() -> None:
     ids = [7, 42, 5, 42, 9, 43, 8, 9]  # 42 and 43: id tokens; the tool reply's 42 is not the assistant's
-    mask = [0, 0, 1, 0, 0, 1, 1, 1]
+    mask = [0, 1, 1, 0, 0, 1, 1, 1]  # the assistant wrote 42 then 43: the last one counts
     assert bench_learning.fill_end({"input_ids": ids, "loss_mask": mask}, {42, 43}) == 6
     assert bench_learning.fill_end({"input_ids": ids, "loss_mask": [0] * 8}, {42, 43}) == 0
 
@@ -182,3 +185,4 @@ def test_parse_args__a_warm_up_without_whole_id_tokens_is_a_config_error() -> No
     with pytest.raises(ConfigError, match="warmup_steps"):
         bench_learning.parse_args(["--no-whole-ids"])
     assert not bench_learning.parse_args(["--no-whole-ids", "--warmup-steps", "0"]).whole_ids
+    assert not bench_learning.parse_args(["--no-whole-ids", "--from-sft", "runs/x/model_sft"]).whole_ids  # no warm-up
