@@ -28,7 +28,8 @@ model starts from nothing:
    conversations. Warm-up and SFT put the loss on assistant tokens only. Trained on whole
    conversations alone, the model never learnt to copy an id (docs/benchmarks.md).
 5. **GRPO** from the SFT checkpoint through TRL's ``rollout_func`` (ace-gym's collector plays
-   the episodes against TRL's generation; the reward is the env's score).
+   the episodes against TRL's generation; the reward is the env's score), its prompts the
+   training instances or (``--grpo-seeds``) instances from a third range of generator seeds.
 6. **Evaluation** on the held-out instances (greedy decoding) before training ("before SFT"), after
    each training stage and every ``--grpo-eval-every`` GRPO steps: success rate, mean score,
    parse-error rate, mean turns and invalid-call rate, and the same for the greedy, random and
@@ -128,7 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_json_atomic(out / "results.json", results)
 
     if args.grpo_steps > 0:
-        results["grpo_log"] = train_grpo(model, tokenizer, train_specs, heldout_specs, args, results, started, out)
+        grpo_specs = (
+            split_specs(args, out, "grpo", range(20_000, 20_000 + args.grpo_seeds)) if args.grpo_seeds else train_specs
+        )
+        results["grpo_log"] = train_grpo(model, tokenizer, grpo_specs, heldout_specs, args, results, started, out)
         model.save_pretrained(out / "model_grpo")
         tokenizer.save_pretrained(out / "model_grpo")
     results["wall_s"] = round(time.perf_counter() - started, 1)
@@ -280,6 +284,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     grpo = parser.add_argument_group("GRPO")
     grpo.add_argument("--grpo-steps", type=int, default=8, help="0: stop after SFT")
     grpo.add_argument("--grpo-eval-every", type=int, default=2)
+    grpo.add_argument(
+        "--grpo-seeds",
+        type=int,
+        default=0,
+        help="GRPO's prompts from this many fresh generator seeds (20000..), unseen in SFT (0: SFT's instances)",
+    )
     grpo.add_argument("--grpo-lr", type=float, default=3e-4)
     grpo.add_argument("--group-size", type=int, default=8, help="generations per prompt (GRPO group)")
     grpo.add_argument("--prompts-per-step", type=int, default=2)
@@ -310,18 +320,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def make_specs(args: argparse.Namespace, out: Path) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
-    """The training and held-out episodes: one generated dataset file each (generator seeds
-    ``0..train_seeds-1`` and ``10_000..``), every instance played under ``FIT``."""
-    splits = {"train": range(args.train_seeds), "heldout": range(10_000, 10_000 + args.heldout_seeds)}
-    specs = {}
-    for split, seeds in splits.items():
-        path = out / f"{args.domain}_{split}.json"
-        count = write_dataset(path, args, seeds)
-        specs[split] = [
-            fit_spec(EpisodeSpec(args.domain, dataset=str(path), instance_index=i, max_turns=args.max_turns))
-            for i in range(count)
-        ]
-    return specs["train"], specs["heldout"]
+    """The training and held-out episodes (generator seeds ``0..train_seeds-1`` and ``10_000..``)."""
+    return split_specs(args, out, "train", range(args.train_seeds)), split_specs(
+        args, out, "heldout", range(10_000, 10_000 + args.heldout_seeds)
+    )
+
+
+def split_specs(args: argparse.Namespace, out: Path, split: str, seeds: Iterable[int]) -> list[EpisodeSpec]:
+    """One generated dataset file for ``split`` (``out/<domain>_<split>.json``), every instance
+    played under ``FIT``."""
+    path = out / f"{args.domain}_{split}.json"
+    count = write_dataset(path, args, seeds)
+    return [
+        fit_spec(EpisodeSpec(args.domain, dataset=str(path), instance_index=i, max_turns=args.max_turns))
+        for i in range(count)
+    ]
 
 
 def write_dataset(path: Path, args: argparse.Namespace, seeds: Iterable[int]) -> int:
@@ -717,8 +730,9 @@ def rubric_reward(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[fl
 
 
 def write_plot(results: Mapping[str, Any], path: Path) -> Path:
-    """Two panels: the pretraining, warm-up and SFT loss per step; each metric per stage with the
-    baselines' success rates."""
+    """Two panels: the pretraining, warm-up and SFT loss per step (after ``--from-sft``, which has
+    none, GRPO's mean training reward per step); each metric per stage with the baselines' success
+    rates."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -726,21 +740,28 @@ def write_plot(results: Mapping[str, Any], path: Path) -> Path:
 
     figure = Figure(figsize=(10, 3.8), layout="constrained")
     FigureCanvasAgg(figure)
-    loss_axes, stage_axes = figure.subplots(1, 2, width_ratios=[1, 1.6])
-    done = 0  # none of them when GRPO started from a saved SFT model (--from-sft)
+    train_axes, stage_axes = figure.subplots(1, 2, width_ratios=[1, 1.6])
+    done = 0
     for key, colour, label in (
         ("pretrain_loss", "tab:purple", "pretraining (every token)"),
         ("warmup_loss", "tab:green", "warm-up (short contexts)"),
         ("sft_loss", "tab:gray", "SFT (assistant tokens)"),
     ):
         losses = results.get(key, [])
-        loss_axes.plot(range(done + 1, done + len(losses) + 1), losses, color=colour, label=label)
+        if losses:
+            train_axes.plot(range(done + 1, done + len(losses) + 1), losses, color=colour, label=label)
         done += len(losses)
-    loss_axes.set_xlabel("step")
-    loss_axes.set_ylabel("loss")
-    loss_axes.set_yscale("log")
-    loss_axes.set_title("training on the teacher's conversations")
-    loss_axes.legend(fontsize=7)
+    if done:
+        train_axes.set_ylabel("loss")
+        train_axes.set_yscale("log")
+        train_axes.set_title("training on the teacher's conversations")
+    else:
+        logged = [entry for entry in results.get("grpo_log", []) if "reward" in entry]
+        train_axes.plot([e["step"] for e in logged], [e["reward"] for e in logged], color="tab:blue", label="reward")
+        train_axes.set_ylabel("mean reward of the step's episodes")
+        train_axes.set_title("GRPO on training instances")
+    train_axes.set_xlabel("step")
+    train_axes.legend(fontsize=7)
     stages = results["stages"]
     positions = range(len(stages))
     for name, colour in zip(

@@ -68,15 +68,20 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     png = (tmp_path / "learning.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
 
-    # GRPO again from the saved SFT model, rewarded by the rubric score
+    # GRPO again from the saved SFT model, rewarded by the rubric score, on instances SFT never saw
     again = tmp_path / "from_sft"
     argv = ["--quick", "--out", str(again), "--from-sft", str(tmp_path / "model_sft"), "--reward", "rubric"]
+    argv += ["--grpo-seeds", "1"]
     assert bench_learning.main(argv) == 0
     results = json.loads((again / "results.json").read_text(encoding="utf-8"))
     assert [s["stage"] for s in results["stages"]] == ["after SFT", "GRPO step 1"]
     assert results["model"] == json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["model"]
     (step,) = [entry for entry in results["grpo_log"] if "ace/train/episodes" in entry]
     assert "rewards/rubric_reward/mean" in step and "rewards/episode_score/mean" not in step
+    grpo_ids = {i["instance_id"] for i in json.loads((again / "course_grpo.json").read_text())["instances"]}
+    train_ids = {i["instance_id"] for i in json.loads((tmp_path / "course_train.json").read_text())["instances"]}
+    assert grpo_ids and not grpo_ids & train_ids
+    assert (again / "learning.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_episode_metrics__counts_solved_episodes_unread_turns_and_refused_calls() -> None:
