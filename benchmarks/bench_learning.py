@@ -72,6 +72,10 @@ METRICS = ("success_rate", "mean_score", "parse_error_rate", "mean_turns", "inva
 """What every evaluation reports (see :func:`episode_metrics`)."""
 BASELINES = ("greedy", "random", "solver-batch")
 """The scripted policies evaluated on the same held-out instances."""
+HELDOUT_FIRST_SEED = 10_000
+"""Generator seeds of the splits: training from 0, held-out from here, ``--grpo-seeds`` from
+:data:`GRPO_FIRST_SEED`; :func:`parse_args` keeps the three ranges apart."""
+GRPO_FIRST_SEED = 20_000
 QUICK: dict[str, Any] = {
     "train_seeds": 2,
     "heldout_seeds": 1,
@@ -130,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.grpo_steps > 0:
         grpo_specs = (
-            split_specs(args, out, "grpo", range(20_000, 20_000 + args.grpo_seeds)) if args.grpo_seeds else train_specs
+            split_specs(args, out, "grpo", range(GRPO_FIRST_SEED, GRPO_FIRST_SEED + args.grpo_seeds))
+            if args.grpo_seeds
+            else train_specs
         )
         results["grpo_log"] = train_grpo(model, tokenizer, grpo_specs, heldout_specs, args, results, started, out)
         model.save_pretrained(out / "model_grpo")
@@ -220,7 +226,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--from-sft",
         metavar="DIR",
-        help="start GRPO from a saved SFT model (a run's model_sft folder, same data settings): no pretraining, warm-up or SFT",
+        help=(
+            "start GRPO from a saved SFT model (a run's model_sft folder, same data settings): "
+            "no pretraining, warm-up or SFT"
+        ),
     )
     data = parser.add_argument_group("data")
     data.add_argument("--domain", default="course")
@@ -228,7 +237,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     data.add_argument("--cols", type=int, default=3)
     data.add_argument("--hidden", type=int, nargs="+", default=[1], help="hidden-slot counts H")
     data.add_argument("--candidates", type=int, default=4, help="candidates per slot")
-    data.add_argument("--train-seeds", type=int, default=3000, help="generator seeds for training (one instance per H)")
+    data.add_argument(
+        "--train-seeds",
+        type=int,
+        default=3000,
+        help="generator seeds for training (one instance per H; at most 10000, the held-out seeds' start)",
+    )
     data.add_argument("--heldout-seeds", type=int, default=100, help="generator seeds held out for evaluation")
     data.add_argument("--max-turns", type=int, default=4, help="turn limit of every episode")
     data.add_argument(
@@ -310,6 +324,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.quick:
         for name, value in QUICK.items():
             setattr(args, name, value)
+    check_sizes(args)
     if args.warmup_steps > 0 and not args.whole_ids and not args.from_sft:
         raise ConfigError(
             "warmup_steps",
@@ -319,11 +334,30 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def check_sizes(args: argparse.Namespace) -> None:
+    """Raise :class:`ConfigError` for a seed count that would let two splits share generator
+    seeds, or a batch size under 1."""
+    ranges = {
+        "train_seeds": (1, HELDOUT_FIRST_SEED, "seeds 10000.. are held out"),
+        "heldout_seeds": (1, GRPO_FIRST_SEED - HELDOUT_FIRST_SEED, "seeds 20000.. are GRPO's (--grpo-seeds)"),
+        "grpo_seeds": (0, None, "a count of generator seeds"),
+        "warmup_batch": (1, None, "a batch size"),
+        "sft_batch": (1, None, "a batch size"),
+        "group_size": (2, None, "generations per prompt: GRPO compares them"),
+        "prompts_per_step": (1, None, "prompts per GRPO step"),
+    }
+    for name, (low, high, meaning) in ranges.items():
+        value = getattr(args, name)
+        if value < low or (high is not None and value > high):
+            bounds = f"{low} to {high}" if high is not None else f"at least {low}"
+            raise ConfigError(name, value, f"{bounds} ({meaning})")
+
+
 def make_specs(args: argparse.Namespace, out: Path) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
-    """The training and held-out episodes (generator seeds ``0..train_seeds-1`` and ``10_000..``)."""
-    return split_specs(args, out, "train", range(args.train_seeds)), split_specs(
-        args, out, "heldout", range(10_000, 10_000 + args.heldout_seeds)
-    )
+    """The training and held-out episodes (generator seeds from 0 and from :data:`HELDOUT_FIRST_SEED`)."""
+    train = split_specs(args, out, "train", range(args.train_seeds))
+    heldout = split_specs(args, out, "heldout", range(HELDOUT_FIRST_SEED, HELDOUT_FIRST_SEED + args.heldout_seeds))
+    return train, heldout
 
 
 def split_specs(args: argparse.Namespace, out: Path, split: str, seeds: Iterable[int]) -> list[EpisodeSpec]:
@@ -757,11 +791,15 @@ def write_plot(results: Mapping[str, Any], path: Path) -> Path:
         train_axes.set_title("training on the teacher's conversations")
     else:
         logged = [entry for entry in results.get("grpo_log", []) if "reward" in entry]
-        train_axes.plot([e["step"] for e in logged], [e["reward"] for e in logged], color="tab:blue", label="reward")
+        train_axes.plot(
+            [e["step"] for e in logged], [e["reward"] for e in logged], marker=".", color="tab:blue", label="reward"
+        )
         train_axes.set_ylabel("mean reward of the step's episodes")
-        train_axes.set_title("GRPO on training instances")
+        fresh = results["settings"].get("grpo_seeds", 0)
+        train_axes.set_title(f"GRPO's training reward ({f'{fresh} fresh seeds' if fresh else 'SFT instances'})")
     train_axes.set_xlabel("step")
-    train_axes.legend(fontsize=7)
+    if train_axes.get_legend_handles_labels()[0]:
+        train_axes.legend(fontsize=7)
     stages = results["stages"]
     positions = range(len(stages))
     for name, colour in zip(

@@ -56,31 +56,46 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     assert step["ace/train/episodes"] == bench_learning.QUICK["group_size"] * bench_learning.QUICK["prompts_per_step"]
     assert step["ace/train/turns"] >= 1 and step["num_tokens"] > 0  # the GRPO batch was played through the env
 
-    # --freeze-embeddings (the default): every stage, GRPO included, left the embeddings as built
+    # --freeze-embeddings (the default): warm-up and SFT left the embeddings as built (GRPO: below)
     start = bench_learning.load_model(tmp_path / "model_init", bench_learning.parse_args([]))
-    for trained_dir in ("model_sft", "model_grpo"):
-        trained = bench_learning.load_model(tmp_path / trained_dir, bench_learning.parse_args([]))
-        assert (start.get_input_embeddings().weight == trained.get_input_embeddings().weight).all()
-        assert not (start.model.layers[0].mlp.up_proj.weight == trained.model.layers[0].mlp.up_proj.weight).all()
+    sft = bench_learning.load_model(tmp_path / "model_sft", bench_learning.parse_args([]))
+    assert (start.get_input_embeddings().weight == sft.get_input_embeddings().weight).all()
+    assert not (start.model.layers[0].mlp.up_proj.weight == sft.model.layers[0].mlp.up_proj.weight).all()
     model = results["model"]
     assert model["trained_parameters"] == model["parameters"] - start.get_input_embeddings().weight.numel()
 
     png = (tmp_path / "learning.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
 
-    # GRPO again from the saved SFT model, rewarded by the rubric score, on instances SFT never saw
+    # GRPO again from the saved SFT model, rewarded by the rubric score, on instances SFT never saw.
+    # The quick model solves nothing, so every group would be all-zero and the step a no-op: the
+    # reward here alternates 0 and 1 within each group, so the step moves the weights.
+    def rubric_reward(ace_episode: list, **_: object) -> list[float]:
+        return [float(k % 2) for k in range(len(ace_episode))]
+
+    played: list = []
+
+    def train_grpo(model: object, tokenizer: object, specs: list, *rest: object) -> list:
+        played.extend(specs)
+        return real_train_grpo(model, tokenizer, specs, *rest)
+
+    real_train_grpo = bench_learning.train_grpo
+    monkeypatch.setattr(bench_learning, "rubric_reward", rubric_reward)
+    monkeypatch.setattr(bench_learning, "train_grpo", train_grpo)
     again = tmp_path / "from_sft"
     argv = ["--quick", "--out", str(again), "--from-sft", str(tmp_path / "model_sft"), "--reward", "rubric"]
     argv += ["--grpo-seeds", "1"]
     assert bench_learning.main(argv) == 0
+    assert played and all(Path(spec.dataset).name == "course_grpo.json" for spec in played)
+    grpo = bench_learning.load_model(again / "model_grpo", bench_learning.parse_args([]))
+    assert (start.get_input_embeddings().weight == grpo.get_input_embeddings().weight).all()
+    assert not (sft.model.layers[0].mlp.up_proj.weight == grpo.model.layers[0].mlp.up_proj.weight).all()
     results = json.loads((again / "results.json").read_text(encoding="utf-8"))
     assert [s["stage"] for s in results["stages"]] == ["after SFT", "GRPO step 1"]
     assert results["model"] == json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["model"]
     (step,) = [entry for entry in results["grpo_log"] if "ace/train/episodes" in entry]
     assert "rewards/rubric_reward/mean" in step and "rewards/episode_score/mean" not in step
-    grpo_ids = {i["instance_id"] for i in json.loads((again / "course_grpo.json").read_text())["instances"]}
-    train_ids = {i["instance_id"] for i in json.loads((tmp_path / "course_train.json").read_text())["instances"]}
-    assert grpo_ids and not grpo_ids & train_ids
+    assert step["rewards/rubric_reward/mean"] == 0.5 and "reward" in step and "step" in step  # the plot's data
     assert (again / "learning.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
@@ -178,8 +193,8 @@ def test_slipping_solver__refuses_a_slip_rate_outside_zero_to_one(rate: float) -
 
 
 def test_fill_end__is_just_after_the_last_id_the_assistant_wrote() -> None:
-    ids = [7, 42, 5, 42, 9, 43, 8, 9]  # 42 and 43: id tokens; the tool reply's 42 is not the assistant's
-    mask = [0, 1, 1, 0, 0, 1, 1, 1]  # the assistant wrote 42 then 43: the last one counts
+    ids = [7, 42, 5, 42, 9, 43, 43, 9]  # 42 and 43: id tokens; the tool replies' 42 and 43 are not the assistant's
+    mask = [0, 1, 1, 0, 0, 1, 0, 0]  # the assistant wrote 42 then 43: its last one counts
     assert bench_learning.fill_end({"input_ids": ids, "loss_mask": mask}, {42, 43}) == 6
     assert bench_learning.fill_end({"input_ids": ids, "loss_mask": [0] * 8}, {42, 43}) == 0
 
@@ -191,3 +206,23 @@ def test_parse_args__a_warm_up_without_whole_id_tokens_is_a_config_error() -> No
         bench_learning.parse_args(["--no-whole-ids"])
     assert not bench_learning.parse_args(["--no-whole-ids", "--warmup-steps", "0"]).whole_ids
     assert not bench_learning.parse_args(["--no-whole-ids", "--from-sft", "runs/x/model_sft"]).whole_ids  # no warm-up
+
+
+@pytest.mark.parametrize(
+    ("argv", "field"),
+    [
+        (["--train-seeds", "10001"], "train_seeds"),  # would train on held-out seeds
+        (["--train-seeds", "0"], "train_seeds"),
+        (["--heldout-seeds", "10001"], "heldout_seeds"),  # would reach GRPO's seeds
+        (["--grpo-seeds", "-1"], "grpo_seeds"),
+        (["--sft-batch", "0"], "sft_batch"),
+        (["--warmup-batch", "0"], "warmup_batch"),
+        (["--group-size", "1"], "group_size"),
+    ],
+)
+def test_parse_args__seed_ranges_that_overlap_and_empty_batches_are_config_errors(argv: list[str], field: str) -> None:
+    from ace_gym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        bench_learning.parse_args(argv)
+    assert bench_learning.parse_args(["--train-seeds", "10000", "--heldout-seeds", "10000"]).train_seeds == 10000
