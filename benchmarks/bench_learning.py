@@ -59,7 +59,7 @@ import numpy as np
 
 from ace_gym.agents.solver import BatchingSolver
 from ace_gym.agents.task_view import Script, TaskView, ToolCallDict
-from ace_gym.errors import ConfigError, probability
+from ace_gym.errors import ConfigError, integer, probability
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.fit import fit_spec
 from ace_gym.generators import generate_dataset
@@ -336,21 +336,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def check_sizes(args: argparse.Namespace) -> None:
     """Raise :class:`ConfigError` for a seed count that would let two splits share generator
-    seeds, or a batch size under 1."""
-    ranges = {
-        "train_seeds": (1, HELDOUT_FIRST_SEED, "seeds 10000.. are held out"),
-        "heldout_seeds": (1, GRPO_FIRST_SEED - HELDOUT_FIRST_SEED, "seeds 20000.. are GRPO's (--grpo-seeds)"),
-        "grpo_seeds": (0, None, "a count of generator seeds"),
-        "warmup_batch": (1, None, "a batch size"),
-        "sft_batch": (1, None, "a batch size"),
-        "group_size": (2, None, "generations per prompt: GRPO compares them"),
-        "prompts_per_step": (1, None, "prompts per GRPO step"),
-    }
-    for name, (low, high, meaning) in ranges.items():
-        value = getattr(args, name)
-        if value < low or (high is not None and value > high):
-            bounds = f"{low} to {high}" if high is not None else f"at least {low}"
-            raise ConfigError(name, value, f"{bounds} ({meaning})")
+    seeds, or a batch or group size that cannot run."""
+    integer("train_seeds", args.train_seeds, minimum=1, maximum=HELDOUT_FIRST_SEED, note="(held-out seeds follow)")
+    heldout_room = GRPO_FIRST_SEED - HELDOUT_FIRST_SEED
+    integer("heldout_seeds", args.heldout_seeds, minimum=1, maximum=heldout_room, note="(GRPO's seeds follow)")
+    integer("grpo_seeds", args.grpo_seeds, minimum=0)
+    for name in ("warmup_batch", "sft_batch", "prompts_per_step"):
+        integer(name, getattr(args, name), minimum=1)
+    integer("group_size", args.group_size, minimum=2, note="(GRPO compares a prompt's generations)")
 
 
 def make_specs(args: argparse.Namespace, out: Path) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
