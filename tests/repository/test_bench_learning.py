@@ -164,19 +164,25 @@ def test_quick_pretrained_run__loads_a_gguf_file_and_resumes_and_combines_with_t
     with pytest.raises(bench_learning.ConfigError, match=r"holds a run with other settings \(seed\)"):
         bench_learning.main([*argv, "--seed", "4"])
 
-    # a scratch run (no GRPO: its start is its end) and the pretrained run, combined
-    scratch = tmp_path / "scratch"
-    assert bench_learning.main(["--quick", "--out", str(scratch), "--grpo-steps", "0", "--sft-steps", "1"]) == 0
+    # the run and a copy of it as another arm and seed that stopped before GRPO, combined
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    copy = {**again, "settings": {**again["settings"], "control": "none", "seed": 5}, "stages": again["stages"][:2]}
+    (stopped / "results.json").write_text(json.dumps(copy), encoding="utf-8")
     summary = tmp_path / "summary.json"
-    assert bench_learning.main(["combine", str(run), str(scratch), "--out", str(summary)]) == 0
+    assert bench_learning.main(["combine", str(run), str(stopped), "--out", str(summary)]) == 0
     rows = json.loads(summary.read_text(encoding="utf-8"))["rows"]
     assert [(row["track"], row["control"], row["seeds"]) for row in rows] == [
+        ("pretrained", "none", [5]),
         ("pretrained", "shuffled", [3]),
-        ("scratch", "none", [0]),
     ]
-    assert rows[0]["grpo_steps"] == 1 and rows[1]["grpo_steps"] == 0
-    assert rows[1]["gain_greedy"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "n": 1}
-    assert rows[0]["seconds"] == again["seconds"]
+    assert rows[0]["grpo_steps"] == 0 and rows[1]["grpo_steps"] == 1
+    assert rows[0]["gain_greedy"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "n": 1}  # its start is its end
+    start, final = again["stages"][1], again["stages"][-1]
+    assert rows[1]["gain_sampled"]["mean"] == final["sampled"]["success_rate"] - start["sampled"]["success_rate"]
+    assert rows[1]["seconds"] == again["seconds"]
+    with pytest.raises(bench_learning.ConfigError, match=r"holds no results\.json"):
+        bench_learning.main(["combine", str(tmp_path / "cache")])
 
 
 def test_shuffled_within_groups__permutes_each_groups_rewards_by_the_step() -> None:
