@@ -117,7 +117,7 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
 
 
 @pytest.mark.slow  # the tiny GGUF's byte-level prompts are ~9,000 tokens: TRL's step is most of it
-def test_quick_pretrained_run__loads_a_gguf_file_and_resumes_and_combines_with_the_scratch_track(
+def test_quick_pretrained_run__loads_a_gguf_file_resumes_and_combines(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torch
