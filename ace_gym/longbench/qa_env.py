@@ -12,6 +12,7 @@ from ace_gym.errors import choice, flag
 from ace_gym.longbench.question_types import NUMBER_TYPES, resolve_question_types
 from ace_gym.longbench.render import transcript
 from ace_gym.longbench.samples import (
+    TRAINING_ANSWERS,
     InfeasibleSample,
     Sample,
     build_sample,
@@ -71,7 +72,9 @@ class ALBQAEnv(gym.Env[Any, str]):
     ``tokenizer`` (None, "approx", "hf:<local dir>" or an object with ``count``), ``behaviour``
     (investigator parameters, see :class:`~ace_gym.longbench.simulator.Behaviour`),
     ``question_reserve``, ``min_list``, ``max_answer_items``, ``evidence_position``, ``render``,
-    ``require_answer_tag``, ``reward``.
+    ``require_answer_tag``, ``reward``, ``answers`` ("balanced", the default for training: no
+    answer is predictable from the question type, see :mod:`ace_gym.longbench.samples`; "paper":
+    the paper's question forms, what ``ace-gym eval`` and the official layout use).
 
     ## Information
     Reset and step: ``question_type`` (official label), ``question``, ``gt`` (gold answer),
@@ -108,6 +111,7 @@ class ALBQAEnv(gym.Env[Any, str]):
         render: str = "messages",
         require_answer_tag: bool = True,
         reward: str = "strict",
+        answers: str = TRAINING_ANSWERS,
     ) -> None:
         choice("render", render, RENDERS)
         choice("reward", reward, REWARDS)
@@ -124,6 +128,7 @@ class ALBQAEnv(gym.Env[Any, str]):
                 "min_list": min_list,
                 "max_answer_items": max_answer_items,
                 "evidence_position": evidence_position,
+                "answers": answers,
             }
         )
         self.types, self.probabilities = resolve_question_types(question_types)
@@ -185,14 +190,14 @@ class ALBQAEnv(gym.Env[Any, str]):
         text = valid_text(text)  # the prediction, parsed from it, goes into info
         if not self.require_answer_tag and extract_answer(text) is None:
             text = f"<answer>{text}</answer>"
-        question_type, fmt = info["question_type"], self.config.fmt
-        prediction = parse_prediction(question_type, fmt, text)
-        official = score_prediction(question_type, fmt, self.config.knowledge, info["gt"], prediction)
+        scored_as, fmt = self.sample.question.scored_as, self.config.fmt
+        prediction = parse_prediction(scored_as, fmt, text)
+        official = score_prediction(scored_as, fmt, self.config.knowledge, info["gt"], prediction)
         score = official
-        if self.reward_kind != "official" and official is not None and not is_well_formed(question_type, fmt, text):
+        if self.reward_kind != "official" and official is not None and not is_well_formed(scored_as, fmt, text):
             score = 0.0
         reward = 0.0 if score is None else score
-        if self.reward_kind == "relative_error" and question_type in NUMBER_TYPES and isinstance(prediction, int):
+        if self.reward_kind == "relative_error" and scored_as in NUMBER_TYPES and isinstance(prediction, int):
             gold = int(info["gt"])
             reward = max(0.0, 1.0 - abs(prediction - gold) / max(1, abs(gold)))
         info.update(prediction=prediction, score=score, official_score=official)

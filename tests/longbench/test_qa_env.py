@@ -80,7 +80,7 @@ def test_step__garbage_scores_0_on_every_seed_while_the_official_verdict_is_kept
     """The official reading takes "not" for "no": garbage scored 1.0 on every yes/no question
     whose truth is no (issue 29). The strict default gives it 0 and keeps the official verdict in
     info; an answer that does say no still scores on those questions."""
-    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool")
+    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool", answers="paper")
     truths = []
     for seed in range(12):
         _, info = env.reset(seed=seed)
@@ -98,7 +98,7 @@ def test_step__garbage_scores_0_on_every_seed_while_the_official_verdict_is_kept
 
 
 def test_step__reward_official_pays_what_the_paper_scores() -> None:
-    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool", reward="official")
+    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool", reward="official", answers="paper")
     seeds = [seed for seed in range(12) if env.reset(seed=seed)[1]["gt"] is False]
     assert seeds
     env.reset(seed=seeds[0])
