@@ -18,12 +18,14 @@ exports. ``"balanced"`` (the training default): no answer is predictable from th
 alone (issue 38: answering each type's most frequent gold earned 0.19 concise and 0.33 verbose
 under the strict reward). From stream ``[s, 3]``, once per seed: the history's first round number,
 uniform in :data:`FIRST_ROUNDS` (as if earlier rounds were cut off; a round-number answer is then
-no constant); the target count of a count question
+no constant); and the target count of a count question, from stream ``[s, 4, type]``
 (:class:`~ace_gym.longbench.questions.Balance`; an attempt whose history cannot carry it draws a
-new history, and the second half of the attempts take a count the history carries); and for
-concise Intersection the rounds per game, uniform in :data:`INTERSECTION_GAME_ROUNDS` (unless the
-behaviour sets ``max_rounds``), so that earlier, unsolved games precede the asked one and its
-target is not simply the most frequent name of the history (it was in 23 of 24 samples).
+new history, and the second half of the attempts take a count the history carries). A concise
+Intersection attempt draws its rounds per game from its rollout stream, uniform in
+:data:`INTERSECTION_GAME_ROUNDS` (unless the behaviour sets ``max_rounds``), so that earlier,
+unsolved games precede the asked one, and is kept only when another name appears as often as the
+target (the target was the most frequent name of the history in 23 of 24 samples). The balance is
+calibrated at the default 32k budget; at smaller budgets more attempts fall back.
 """
 
 from __future__ import annotations
@@ -197,10 +199,10 @@ def build_sample(
     counts = BALANCED_COUNTS.get((question_type, config.fmt))
     aim = np.random.default_rng([seed, 4, QUESTION_TYPES.index(question_type)])  # no two types aim alike
     target = int(aim.choice(counts)) if balanced and counts is not None else None
+    short_games = balanced and question_type == INTERSECTION and config.fmt == "concise"
+    short_games = short_games and behaviour.max_rounds is None
     if question_type == INTERSECTION and config.fmt == "concise":
         behaviour = dataclasses.replace(behaviour, avoid_target=True)
-        if balanced and behaviour.max_rounds is None:
-            behaviour = dataclasses.replace(behaviour, max_rounds=int(draws.choice(INTERSECTION_GAME_ROUNDS)))
     system = qa_prompt(table, config.fmt, question_type)
     game = game_prompt(table, config.fmt, behaviour.rounds_per_game(config.fmt))
     system_tokens = max(message_tokens(tokenizer, {"content": text}) for text in (system, game))
@@ -209,6 +211,9 @@ def build_sample(
         raise ConfigError("target_tokens", config.target_tokens, f"leaves no room for a history ({budget} tokens)")
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([seed, attempt, 1])
+        if short_games:  # a shorter game's prompt is no longer than the one the budget counted
+            behaviour = dataclasses.replace(behaviour, max_rounds=int(rng.choice(INTERSECTION_GAME_ROUNDS)))
+            game = game_prompt(table, config.fmt, behaviour.rounds_per_game(config.fmt))
         rounds = simulate(table, behaviour, config.fmt, rng, first_round=first_round)
         trajectory = build_trajectory(table, config.fmt, rounds, tokenizer, budget)
         question = ask(
