@@ -26,6 +26,8 @@ from ace_gym.text import valid_text
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
 REWARDS: tuple[str, ...] = ("strict", "official", "relative_error")
+ANSWER_KEY = "gt"
+"""The ``info`` key of the gold answer: in the step's info only (the episode has ended)."""
 RENDERS: tuple[str, ...] = ("messages", "text")
 
 
@@ -77,18 +79,22 @@ class ALBQAEnv(gym.Env[Any, str]):
     the paper's question forms, what ``ace-gym eval`` and the official layout use).
 
     ## Information
-    Reset and step: ``question_type`` (official label), ``question``, ``gt`` (gold answer),
-    ``evidence`` (message positions in the observation), ``acl_sum``, ``acl_span``,
+    Reset and step: ``question_type`` (official label), ``question``, ``evidence`` (message
+    positions in the observation), ``acl_sum``, ``acl_span``,
     ``evidence_depth``, ``tokens`` (observation size), ``target_tokens``, ``bucket``,
     ``knowledge``, ``format``, ``table``, ``rounds``, ``games``, ``seed``, ``attempt`` and the
-    official ``round`` / ``i_round`` / ``j_round`` when the question names rounds. Step also:
-    ``prediction`` (parsed answer), ``official_score`` (the official metric; None if the gold does
+    official ``round`` / ``i_round`` / ``j_round`` when the question names rounds. Step also (the
+    episode has ended): ``gt`` (the gold answer), ``prediction`` (parsed answer), ``official_score`` (the official metric; None if the gold does
     not parse: what the paper-comparable reports read), ``score`` (the reward's verdict: the
     official score for ``reward="official"``, else the strict score; None with the gold).
 
+    The gold answer is never in the reset ``info``, which a harness may pass on to the model; a
+    grader reads it by name, :meth:`answer_key`.
+
     ## Version History
     * v0: first release; the ``"strict"`` reward became the default with ``info["official_score"]``
-      (issue 29: the official reading paid garbage on yes/no questions).
+      (issue 29: the official reading paid garbage on yes/no questions); ``answers="balanced"``
+      became the default and the reset ``info`` lost ``gt`` (issue 38).
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
@@ -153,7 +159,16 @@ class ALBQAEnv(gym.Env[Any, str]):
             self.sample = self._drawn_sample(sample_seed)
         self._answered = False
         messages = self.sample.observation()
-        return (messages if self.render_as == "messages" else transcript(messages)), self.sample.info()
+        info = self.sample.info()
+        del info[ANSWER_KEY]  # the answer key stays with the grader (answer_key)
+        return (messages if self.render_as == "messages" else transcript(messages)), info
+
+    def answer_key(self) -> Any:
+        """The gold answer of the current question, for a grader (never in the reset ``info``);
+        ResetNeeded before ``reset``."""
+        if self.sample is None:
+            raise ResetNeeded("Cannot call answer_key() before reset()")
+        return self.sample.question.answer
 
     def _drawn_sample(self, sample_seed: int) -> Sample:
         """A sample of a type drawn with the configured probabilities. A type the budget fits no
@@ -192,13 +207,13 @@ class ALBQAEnv(gym.Env[Any, str]):
             text = f"<answer>{text}</answer>"
         scored_as, fmt = self.sample.question.scored_as, self.config.fmt
         prediction = parse_prediction(scored_as, fmt, text)
-        official = score_prediction(scored_as, fmt, self.config.knowledge, info["gt"], prediction)
+        official = score_prediction(scored_as, fmt, self.config.knowledge, info[ANSWER_KEY], prediction)
         score = official
         if self.reward_kind != "official" and official is not None and not is_well_formed(scored_as, fmt, text):
             score = 0.0
         reward = 0.0 if score is None else score
         if self.reward_kind == "relative_error" and scored_as in NUMBER_TYPES and isinstance(prediction, int):
-            gold = int(info["gt"])
+            gold = int(info[ANSWER_KEY])
             reward = max(0.0, 1.0 - abs(prediction - gold) / max(1, abs(gold)))
         info.update(prediction=prediction, score=score, official_score=official)
         return observation, float(reward), True, False, info

@@ -22,7 +22,7 @@ where the paper leaves them open:
 * Intersection, concise: the hidden target of the last game, asked only when that game is not
   solved, the intersection of its tool results is exactly the target and every result has at
   least ``min_list`` names; balanced, only when another name appears in the history's tool
-  results at least as often as the target. Verbose: the intersection of one round's lists (rounds whose
+  results at least as often as the target (until the fallback). Verbose: the intersection of one round's lists (rounds whose
   intersection has at most ``max_answer_items`` names preferred).
 
 ``evidence_position`` in [0, 1] picks the asked round of single-round questions by where its
@@ -528,7 +528,7 @@ def _intersection(c: _Context) -> Question | None:
         return None
     if min(int(np.count_nonzero(m)) for m in masks) < c.min_list:
         return None
-    if c.balance is not None:  # another name appears in the history's tool results at least as often
+    if c.balance is not None and not c.balance.fallback:  # another name appears in the tool results as often
         appearances = np.sum([c.rounds[k].query.intersection for k in c.tool_rounds], axis=0)  # type: ignore[union-attr]
         if np.count_nonzero(appearances >= appearances[last.target]) < 2:
             return None

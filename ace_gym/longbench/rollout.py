@@ -142,7 +142,7 @@ def _record(
         "knowledge": info["knowledge"],
         "format": info["format"],
         "score": step_info.get("official_score"),  # paper-comparable, whatever the env's reward
-        "gt": info["gt"],
+        "gt": step_info.get("gt"),
         "prediction": step_info.get("prediction"),
         "raw_response": completion.text or "",
         "finish_reason": completion.finish_reason,

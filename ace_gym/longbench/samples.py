@@ -21,8 +21,8 @@ uniform in :data:`FIRST_ROUNDS` (as if earlier rounds were cut off; a round-numb
 no constant); and the target count of a count question, from stream ``[s, 4, type]``
 (:class:`~ace_gym.longbench.questions.Balance`; an attempt whose history cannot carry it draws a
 new history, and the second half of the attempts take a count the history carries). A concise
-Intersection attempt draws its rounds per game from its rollout stream, uniform in
-:data:`INTERSECTION_GAME_ROUNDS` (unless the behaviour sets ``max_rounds``), so that earlier,
+Intersection attempt of the first half draws its rounds per game from its rollout stream, uniform
+in :data:`INTERSECTION_GAME_ROUNDS` (unless the behaviour sets ``max_rounds``), so that earlier,
 unsolved games precede the asked one, and is kept only when another name appears as often as the
 target (the target was the most frequent name of the history in 23 of 24 samples). The balance is
 calibrated at the default 32k budget; at smaller budgets more attempts fall back.
@@ -56,7 +56,7 @@ TRAINING_ANSWERS = "balanced"
 MAX_ATTEMPTS = 24
 FIRST_ROUNDS = range(1, 1001)
 """Where a balanced history's round numbers start."""
-INTERSECTION_GAME_ROUNDS = range(8, 41)
+INTERSECTION_GAME_ROUNDS = range(6, 41)
 """Rounds per game of a balanced concise Intersection history."""
 
 
@@ -211,10 +211,12 @@ def build_sample(
         raise ConfigError("target_tokens", config.target_tokens, f"leaves no room for a history ({budget} tokens)")
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([seed, attempt, 1])
-        if short_games:  # a shorter game's prompt is no longer than the one the budget counted
-            behaviour = dataclasses.replace(behaviour, max_rounds=int(rng.choice(INTERSECTION_GAME_ROUNDS)))
-            game = game_prompt(table, config.fmt, behaviour.rounds_per_game(config.fmt))
-        rounds = simulate(table, behaviour, config.fmt, rng, first_round=first_round)
+        fallback = attempt >= MAX_ATTEMPTS // 2
+        played = behaviour
+        if short_games and not fallback:  # a shorter game's prompt is no longer than the one the budget counted
+            played = dataclasses.replace(behaviour, max_rounds=int(rng.choice(INTERSECTION_GAME_ROUNDS)))
+        game = game_prompt(table, config.fmt, played.rounds_per_game(config.fmt))
+        rounds = simulate(table, played, config.fmt, rng, first_round=first_round)
         trajectory = build_trajectory(table, config.fmt, rounds, tokenizer, budget)
         question = ask(
             question_type,
@@ -223,7 +225,7 @@ def build_sample(
             evidence_position=config.evidence_position,
             min_list=config.min_list,
             max_answer_items=config.max_answer_items,
-            balance=Balance(target, attempt >= MAX_ATTEMPTS // 2) if balanced else None,
+            balance=Balance(target, fallback) if balanced else None,
         )
         if question is None:
             continue

@@ -21,7 +21,7 @@ def answer_text(answer: object) -> str:
 
 
 class OracleEngine:
-    """Answers each conversation with the gold answer (``info["gt"]``) of the spec that produced it."""
+    """Answers each conversation with the gold answer (:meth:`ALBQAEnv.answer_key`) of the spec that produced it."""
 
     name = "oracle"
 
@@ -30,8 +30,8 @@ class OracleEngine:
         for spec in specs:
             env = ALBQAEnv(**dict(spec.env_kwargs))
             options = {"question_type": spec.question_type} if spec.question_type else None
-            observation, info = env.reset(seed=spec.seed, options=options)
-            self.answers[json.dumps(observation)] = answer_text(info["gt"])
+            observation, _ = env.reset(seed=spec.seed, options=options)
+            self.answers[json.dumps(observation)] = answer_text(env.answer_key())
 
     def generate(
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]

@@ -41,13 +41,18 @@ CELLS = [
 """The cells where a prior earned most on main (0.5-0.875), at budgets that keep the test fast."""
 
 
+def _gold(env: ALBQAEnv, seed: int, options: dict[str, str]) -> object:
+    env.reset(seed=seed, options=options)
+    return env.answer_key()
+
+
 @pytest.mark.parametrize(("fmt", "tokens", "question_type"), CELLS)
 def test_strict_reward__a_per_type_prior_learned_on_other_seeds_earns_at_most_the_ceiling(
     fmt: str, tokens: int, question_type: str
 ) -> None:
     env = ALBQAEnv(fmt=fmt, target_tokens=tokens)
     options = {"question_type": question_type}
-    learned = collections.Counter(json.dumps(env.reset(seed=s, options=options)[1]["gt"]) for s in PRIOR_SEEDS)
+    learned = collections.Counter(json.dumps(_gold(env, seed, options)) for seed in PRIOR_SEEDS)
     prior = answer_text(json.loads(learned.most_common(1)[0][0]))
     rewards = []
     for seed in SEEDS:
