@@ -21,8 +21,8 @@ where the paper leaves them open:
   difference is drawn uniformly among the differences of up to 256 random round pairs.
 * Intersection, concise: the hidden target of the last game, asked only when that game is not
   solved, the intersection of its tool results is exactly the target and every result has at
-  least ``min_list`` names; balanced, only when another name appears in the history's tool
-  results at least as often as the target (until the fallback). Verbose: the intersection of one round's lists (rounds whose
+  least ``min_list`` names; balanced, only when the target's rank among the names of the
+  history's tool results, by how often they appear, is the one aimed at (until the fallback). Verbose: the intersection of one round's lists (rounds whose
   intersection has at most ``max_answer_items`` names preferred).
 
 ``evidence_position`` in [0, 1] picks the asked round of single-round questions by where its
@@ -33,7 +33,7 @@ the training default): drawing a count "uniformly among the counts that occur" i
 still concentrates the answers over histories on the counts every history has (verbose Count
 Frequency (Env) was 1 in 85 % of samples), so a policy answering each type's most frequent gold
 earned 0.19 (concise) and 0.33 (verbose). Balanced, a count question aims at a ``target`` drawn
-per seed from :data:`BALANCED_COUNTS` and returns None (the sample draws a new history) when the
+per seed from :data:`BALANCED_TARGETS` and returns None (the sample draws a new history) when the
 history cannot carry it; after ``fallback`` it takes a count the history carries. Yes/no and 0/1
 answers cannot be balanced below chance, so two questions ask about :data:`NAMES_ASKED` names
 at once and count them: Find Duplicates ("how many of these names appear in both results", scored
@@ -42,8 +42,8 @@ as a number) and concise Count Frequency (Tool) ("how many of these names appear
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 import dataclasses
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +71,7 @@ ROUNDS_ASKED = 3
 """The most rounds whose correct marks a balanced Count Correctness question adds up."""
 VALUES_ASKED = 4
 """How many values of one section a balanced Count Frequency (Env) question counts together."""
-BALANCED_COUNTS: dict[tuple[str, str], range] = {
+BALANCED_TARGETS: dict[tuple[str, str], range] = {
     (COUNT_FREQUENCY_TOOL, "concise"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
     (COUNT_FREQUENCY_TOOL, "verbose"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
     (FIND_DUPLICATES, "concise"): range(NAMES_ASKED[FIND_DUPLICATES] + 1),
@@ -82,10 +82,13 @@ BALANCED_COUNTS: dict[tuple[str, str], range] = {
     (COUNT_FREQUENCY_ENV, "verbose"): range(7),
     (WEIGHTED_SUMMATION, "concise"): range(13),
     (WEIGHTED_SUMMATION, "verbose"): (0, 2, 3, 5, 6),
+    (INTERSECTION, "concise"): range(1, 6),
 }
-"""(question type, format) -> the counts a balanced question aims at, uniformly: counts that at
-least a sixth of 32k histories carry (a feedback rarely marks 4 or 5 values correct; a verbose
-32k history holds 2 to 4 rounds)."""
+"""(question type, format) -> what a balanced question aims at, uniformly: for a count, counts
+that at least a sixth of 32k histories carry (a feedback rarely marks 4 or 5 values correct; a
+verbose 32k history holds 2 to 4 rounds); for concise Intersection, the rank of the target among
+the names of the history's tool results by how often they appear (1 + the names appearing more
+often)."""
 
 
 @dataclass(frozen=True)
@@ -428,7 +431,7 @@ def _count_values_env(c: _Context, guesses: np.ndarray) -> Question | None:
     if found is None:
         if c.balance is None or not c.balance.fallback or target is None:
             return None
-        for other in c.rng.permutation(BALANCED_COUNTS[(COUNT_FREQUENCY_ENV, c.trajectory.fmt)]).tolist():
+        for other in c.rng.permutation(BALANCED_TARGETS[(COUNT_FREQUENCY_ENV, c.trajectory.fmt)]).tolist():
             aimed = dataclasses.replace(c, balance=Balance(int(other), False)) if other != target else None
             question = None if aimed is None else _count_values_env(aimed, guesses)
             if question is not None:
@@ -528,9 +531,9 @@ def _intersection(c: _Context) -> Question | None:
         return None
     if min(int(np.count_nonzero(m)) for m in masks) < c.min_list:
         return None
-    if c.balance is not None and not c.balance.fallback:  # another name appears in the tool results as often
+    if c.balance is not None and c.balance.target is not None and not c.balance.fallback:
         appearances = np.sum([c.rounds[k].query.intersection for k in c.tool_rounds], axis=0)  # type: ignore[union-attr]
-        if np.count_nonzero(appearances >= appearances[last.target]) < 2:
+        if 1 + np.count_nonzero(appearances > appearances[last.target]) != c.balance.target:
             return None
     start = c.rounds[game[0]].number
     return Question(

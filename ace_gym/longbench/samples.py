@@ -21,10 +21,11 @@ uniform in :data:`FIRST_ROUNDS` (as if earlier rounds were cut off; a round-numb
 no constant); and the target count of a count question, from stream ``[s, 4, type]``
 (:class:`~ace_gym.longbench.questions.Balance`; an attempt whose history cannot carry it draws a
 new history, and the second half of the attempts take a count the history carries). A concise
-Intersection attempt of the first half draws its rounds per game from its rollout stream, uniform
-in :data:`INTERSECTION_GAME_ROUNDS` (unless the behaviour sets ``max_rounds``), so that earlier,
-unsolved games precede the asked one, and is kept only when another name appears as often as the
-target (the target was the most frequent name of the history in 23 of 24 samples). The balance is
+Intersection aims at a rank of its target among the history's names by appearances, uniform in
+1-5 (the target was the most frequent name of the history in 23 of 24 samples): an attempt of the
+first half is kept only when the rank is the one aimed at, and every attempt but the last two
+plays games of a length drawn from its rollout stream (:func:`_game_rounds`, unless the behaviour
+sets ``max_rounds``), so that unsolved earlier games precede the asked one. The balance is
 calibrated at the default 32k budget; at smaller budgets more attempts fall back.
 """
 
@@ -42,7 +43,7 @@ import numpy as np
 from ace_gym.errors import ConfigError, choice, integer, probability
 from ace_gym.longbench.prompts import game_prompt, qa_prompt
 from ace_gym.longbench.question_types import INTERSECTION, QUESTION_TYPES
-from ace_gym.longbench.questions import BALANCED_COUNTS, Balance, Question, ask
+from ace_gym.longbench.questions import BALANCED_TARGETS, Balance, Question, ask
 from ace_gym.longbench.render import FORMATS
 from ace_gym.longbench.simulator import Behaviour, simulate
 from ace_gym.longbench.tables import ItemTable, Mask, load_table, mask_table
@@ -196,7 +197,7 @@ def build_sample(
     balanced = config.answers == "balanced"
     draws = np.random.default_rng([seed, 3])
     first_round = int(draws.choice(FIRST_ROUNDS)) if balanced else 1
-    counts = BALANCED_COUNTS.get((question_type, config.fmt))
+    counts = BALANCED_TARGETS.get((question_type, config.fmt))
     aim = np.random.default_rng([seed, 4, QUESTION_TYPES.index(question_type)])  # no two types aim alike
     target = int(aim.choice(counts)) if balanced and counts is not None else None
     short_games = balanced and question_type == INTERSECTION and config.fmt == "concise"
@@ -209,15 +210,18 @@ def build_sample(
     budget = config.tokens - system_tokens - config.question_reserve
     if budget <= 0:
         raise ConfigError("target_tokens", config.target_tokens, f"leaves no room for a history ({budget} tokens)")
+    history_rounds: int | None = None  # how many rounds the budget held in the last attempt
     for attempt in range(MAX_ATTEMPTS):
         rng = np.random.default_rng([seed, attempt, 1])
         fallback = attempt >= MAX_ATTEMPTS // 2
         played = behaviour
-        if short_games and not fallback:  # a shorter game's prompt is no longer than the one the budget counted
-            played = dataclasses.replace(behaviour, max_rounds=int(rng.choice(INTERSECTION_GAME_ROUNDS)))
+        if short_games and attempt < MAX_ATTEMPTS - 2:  # a shorter game's prompt is no longer than the one counted
+            per_game = _game_rounds(target, history_rounds, rng)  # type: ignore[arg-type]
+            played = dataclasses.replace(behaviour, max_rounds=per_game)
         game = game_prompt(table, config.fmt, played.rounds_per_game(config.fmt))
         rounds = simulate(table, played, config.fmt, rng, first_round=first_round)
         trajectory = build_trajectory(table, config.fmt, rounds, tokenizer, budget)
+        history_rounds = len(trajectory.rounds)
         question = ask(
             question_type,
             trajectory,
@@ -243,6 +247,19 @@ def build_sample(
         config.target_tokens,
         f"no feasible {question_type!r} sample in {MAX_ATTEMPTS} draws for seed {seed}; use a larger budget",
     )
+
+
+def _game_rounds(rank: int, history_rounds: int | None, rng: np.random.Generator) -> int:
+    """Rounds per game for a balanced concise Intersection history whose target should rank
+    ``rank`` by appearances: uniform in :data:`INTERSECTION_GAME_ROUNDS` while the history's length
+    is unknown (the first attempt), then long enough for ``rank - 1`` complete earlier games and a
+    shorter last one (whose target appears less often than theirs), or one game for rank 1."""
+    if history_rounds is None:
+        return int(rng.choice(INTERSECTION_GAME_ROUNDS))
+    if rank == 1:
+        return history_rounds + 1
+    low, high = history_rounds // rank + 1, max(history_rounds // (rank - 1), history_rounds // rank + 2)
+    return int(rng.integers(max(low, 2), max(high, 3)))
 
 
 def config_from_options(options: Mapping[str, Any]) -> SampleConfig:

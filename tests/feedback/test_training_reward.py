@@ -72,7 +72,9 @@ def test_default_reward__a_random_slot_valid_grid_earns_at_most_the_floor_and_th
         for seed in SEEDS:
             reward, log = play(domain, seed, np.random.default_rng([seed, 38]))
             random_rewards.append(reward)
-            scores = [s for stage in log["stages_log"] for s in stage["scores"]] if "stages_log" in log else log["scores"]
+            scores = (
+                [s for stage in log["stages_log"] for s in stage["scores"]] if "stages_log" in log else log["scores"]
+            )
             rubric_scores.append(np.mean(scores))
             assert reward in (0.0, 1.0, pytest.approx(0.9))  # the verdict, discounted for a retry
         assert play(domain, 0, None)[0] == 1.0  # the truth passes at once

@@ -22,7 +22,6 @@ from ace_gym.longbench.question_types import (
     COUNT_FREQUENCY_ENV,
     COUNT_FREQUENCY_TOOL,
     FIND_DUPLICATES,
-    INTERSECTION,
     LARGEST_VALUE,
 )
 from tests.longbench.answers import answer_text
