@@ -36,17 +36,9 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.feedback import FeedbackRounds
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.question_types import FIND_TARGET_OFFSETS, INTERSECTION, QUESTION_TYPES
+from ace_gym.longbench.scoring import answer_text
 
 assert ace_gym.ENV_IDS  # importing ace_gym registers the ids
-
-
-def answer_text(answer: Any) -> str:
-    """An answer written the way the question-answering prompt asks for it."""
-    if isinstance(answer, bool):
-        return "<answer>yes</answer>" if answer else "<answer>no</answer>"
-    if isinstance(answer, list):
-        return f"<answer>{', '.join(answer)}</answer>"
-    return f"<answer>{answer}</answer>"
 
 
 def ranked_names(env: ALBQAEnv, observation: list[dict[str, Any]]) -> list[str]:

@@ -9,15 +9,7 @@ from typing import Any
 from ace_gym.agents.base import Completion
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.rollout import QASpec
-
-
-def answer_text(answer: object) -> str:
-    """A gold answer written the way the question-answering prompt asks for it."""
-    if isinstance(answer, bool):
-        return "<answer>yes</answer>" if answer else "<answer>no</answer>"
-    if isinstance(answer, list):
-        return f"<answer>{' and '.join(answer) if len(answer) == 2 else ', '.join(answer)}</answer>"
-    return f"<answer>{answer}</answer>"
+from ace_gym.longbench.scoring import answer_text
 
 
 class OracleEngine:

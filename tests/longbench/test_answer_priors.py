@@ -24,7 +24,7 @@ from ace_gym.longbench.question_types import (
     FIND_DUPLICATES,
     LARGEST_VALUE,
 )
-from tests.longbench.answers import answer_text
+from ace_gym.longbench.scoring import answer_text
 
 SEEDS = range(16)
 PRIOR_SEEDS = range(1000, 1016)

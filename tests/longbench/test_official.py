@@ -17,7 +17,7 @@ from ace_gym.longbench.question_types import (
     SLUGS,
 )
 from ace_gym.longbench.samples import SampleConfig, build_sample
-from tests.longbench.answers import answer_text
+from ace_gym.longbench.scoring import answer_text
 
 
 def test_export__writes_the_official_layout_and_reads_back_scoring_gold_answers_1(tmp_path: Path, tokenizer) -> None:

@@ -18,10 +18,10 @@ from ace_gym.errors import ConfigError
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.question_types import QUESTION_TYPES
 from ace_gym.longbench.questions import ask
+from ace_gym.longbench.scoring import answer_text
 from ace_gym.longbench.simulator import Behaviour, simulate
 from ace_gym.longbench.tables import load_table, mask_table
 from ace_gym.longbench.trajectory import build_trajectory
-from tests.longbench.answers import answer_text
 
 
 @pytest.mark.parametrize(

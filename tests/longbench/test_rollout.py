@@ -108,7 +108,7 @@ def test_official_rows__are_answered_and_scored(tmp_path: Path, tokenizer) -> No
     class RowOracle:
         def generate(self, conversations, tools):
             from ace_gym.agents.base import Completion
-            from tests.longbench.answers import answer_text
+            from ace_gym.longbench.scoring import answer_text
 
             return [Completion(answer_text(answers[json.dumps(c)])) for c in conversations]
 
