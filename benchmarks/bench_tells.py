@@ -4,7 +4,7 @@ check-guided random search, default vs the fit settings (:data:`ace_gym.eval.fit
 Tables (markdown, for docs/compatibility.md and docs/training.md): the mean score of
 ``smallest-name`` (:class:`ace_gym.agents.blind.SmallestName`) per domain on the published 5x5
 data as published and with ``item_names="renumbered"``, on the bundled 5x7 set and on generated
-5x5 files; then ``check-search`` (:class:`ace_gym.agents.blind.CheckGuidedSearch`), greedy-local,
+5x5 files (and random slot-valid play on the published data, for chance); then ``check-search`` (:class:`ace_gym.agents.blind.CheckGuidedSearch`), greedy-local,
 random slot-valid (check-search without a global check) and the fit reference policy, on the
 bundled 5x7 set and the generated 5x5 files, without budgets and under FIT. Every episode is
 instance i played with seed i. The generated 5x5 files are the published configuration (H 1 5 7
@@ -85,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             (f"generated 5x5 (seeds {' '.join(map(str, args.seeds))})", generated, {}, sizes["generated 5x5"]),
         ):
             print(row(label, means(specs(data, kwargs), SmallestName()), size), flush=True)
+        print(row("random slot-valid, published 5x5", means(specs(published, {}), CheckGuidedSearch(max_calls=1)), 35))
 
         fit = dict(FIT["env_kwargs"])
         policies = {
