@@ -25,6 +25,7 @@ from ace_gym.agents.base import ScriptedPolicy
 from ace_gym.agents.solver import list_all_query, slot_candidates
 from ace_gym.agents.task_view import Script, TaskView, call, succeeded
 from ace_gym.errors import integer
+from ace_gym.instance import name_number
 
 MAX_CALLS = 250
 """The calls one episode may make by default (the issue's measurement: about 250)."""
@@ -44,7 +45,7 @@ class SmallestName(ScriptedPolicy):
             valid = yield from slot_candidates(view, slot)
             envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, "name"))
             names = {m["id"]: m.get("name") for m in envelope["data"]["matches"]} if succeeded(envelope) else {}
-            numbered = [(name_number(names.get(item)), item) for item in valid or ()]
+            numbered = [(_sort_number(names.get(item)), item) for item in valid or ()]
             if not numbered:
                 unfilled.append([slot.row, slot.col])
                 continue
@@ -53,15 +54,17 @@ class SmallestName(ScriptedPolicy):
             notes["unfilled"] = unfilled
 
 
-def name_number(name: object) -> float:
-    """The number a name ends with (``"Topics 100"`` -> 100); infinity for a name without one."""
-    number = str(name).rpartition(" ")[2]
-    return int(number) if number.isascii() and number.isdigit() else float("inf")
+def _sort_number(name: object) -> float:
+    """A name's number (:func:`~ace_gym.instance.name_number`); infinity for a name without one."""
+    number = name_number(name)
+    return float("inf") if number is None else number
 
 
 class CheckGuidedSearch(ScriptedPolicy):
     """Random slot-valid grid, then one random re-draw per failed global check;
-    ``notes["checks"]`` counts the checks made and ``notes["passed"]`` says whether one passed."""
+    ``notes["checks"]`` counts the checks made and ``notes["passed"]`` says whether one passed.
+    ``max_calls`` counts every call; one below what the fill takes (``max_calls=1``) is random
+    slot-valid play, no check made."""
 
     name: ClassVar[str] = "check-search"
 

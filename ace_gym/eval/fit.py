@@ -40,11 +40,16 @@ PUBLISHED_DATASET = "5x5"
 """The bundled published data, whose item names give the truth away (docs/compatibility.md §7)."""
 
 
-def fit_env_kwargs(env_kwargs: Mapping[str, Any], dataset: object) -> dict[str, Any]:
-    """``env_kwargs`` with :data:`FIT`'s, and ``item_names="renumbered"`` on the published data
-    unless ``env_kwargs`` names its own."""
+def tell_free_env_kwargs(env_kwargs: Mapping[str, Any], dataset: object) -> dict[str, Any]:
+    """``env_kwargs`` for training on ``dataset``: with ``item_names="renumbered"`` on the
+    published data (:data:`PUBLISHED_DATASET`) unless ``env_kwargs`` names its own."""
     renumber = {"item_names": "renumbered"} if dataset == PUBLISHED_DATASET else {}
-    return {**renumber, **dict(env_kwargs), **FIT["env_kwargs"]}
+    return {**renumber, **dict(env_kwargs)}
+
+
+def fit_env_kwargs(env_kwargs: Mapping[str, Any], dataset: object) -> dict[str, Any]:
+    """``env_kwargs`` with :data:`FIT`'s, and tell-free names (:func:`tell_free_env_kwargs`)."""
+    return {**tell_free_env_kwargs(env_kwargs, dataset), **FIT["env_kwargs"]}
 
 
 def fit_spec(spec: EpisodeSpec) -> EpisodeSpec:

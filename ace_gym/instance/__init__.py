@@ -89,7 +89,7 @@ from ace_gym.instance.loading import (
     read_dataset,
     resolve_dataset,
 )
-from ace_gym.instance.renumber import ITEM_NAMES, names_rng, renumber_names
+from ace_gym.instance.renumber import ITEM_NAMES, name_number, names_rng, renumber_names
 from ace_gym.instance.validation import (
     MAX_INSTANCE_ID_LENGTH,
     Fail,
@@ -144,6 +144,7 @@ __all__ = [
     "forget_loaded_datasets",
     "item_columns",
     "load_dataset",
+    "name_number",
     "names_rng",
     "parse_dataset",
     "read_dataset",

@@ -29,13 +29,19 @@ def renumber_names(compiled: CompiledInstance, rng: np.random.Generator) -> Comp
     numbered = []
     for item_id, item in pool.items():
         phrase, _, number = str(item.get("name", "")).rpartition(" ")
-        if phrase and number.isascii() and number.isdigit():
+        if phrase and name_number(number) is not None:
             numbered.append((item_id, phrase, number))
     order = rng.permutation(len(numbered)).tolist()
     renamed = dict(pool)
     for (item_id, phrase, _), k in zip(numbered, order, strict=True):
         renamed[item_id] = {**pool[item_id], "name": f"{phrase} {numbered[k][2]}"}
     return CompiledInstance(instance.model_copy(update={"item_pool": renamed}), compiled.domain)
+
+
+def name_number(name: object) -> int | None:
+    """The number a name ends with (``"Topics 100"`` -> 100), or None."""
+    number = str(name).rpartition(" ")[2]
+    return int(number) if number.isascii() and number.isdigit() else None
 
 
 def names_rng(seed_source: np.random.Generator, instance_id: str) -> np.random.Generator:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ace_gym.agents.blind import CheckGuidedSearch, SmallestName, name_number
+from ace_gym.agents.blind import CheckGuidedSearch, SmallestName
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.fit import TRAINING_DATASET, fit_spec
-from ace_gym.instance import renumber_names, resolve_dataset
+from ace_gym.instance import name_number, renumber_names, resolve_dataset
 from ace_gym.stats import mean
 
 TOLERANCE = 0.1
@@ -53,6 +53,15 @@ def test_training_defaults__have_no_name_tell() -> None:
     fit = [fit_spec(spec) for spec in all_of("5x5")[::5]]
     assert {spec.env_kwargs["item_names"] for spec in fit} == {"renumbered"}
     assert scores(fit, SmallestName()) < 0.4
+
+
+def test_trl_environment_factory__renumbers_the_published_names_unless_told_otherwise() -> None:
+    pytest.importorskip("trl")
+    from ace_gym.integrations.trl import environment_class
+
+    assert environment_class("course").env_kwargs == {"item_names": "renumbered"}
+    assert environment_class("course", env_kwargs={"item_names": "published"}).env_kwargs["item_names"] == "published"
+    assert "item_names" not in environment_class("course", dataset=TRAINING_DATASET).env_kwargs
 
 
 def test_renumber_names__keeps_the_instance_and_permutes_the_numbers() -> None:
