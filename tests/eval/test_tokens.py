@@ -14,8 +14,8 @@ import pytest
 
 from ace_gym.cli import main
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.eval.fit import FIT
+from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.eval.tokens import MEASURES, TokenEpisode, measure
 from ace_gym.exit_codes import EXIT_CONFIG
 from ace_gym.runs.tokens import ApproxTokenizer, HFTokenizer, message_tokens
