@@ -296,3 +296,26 @@ def test_hf_engine__a_dtype_that_is_no_float_dtype_raises_a_config_error_naming_
 def test_hf_engine__takes_a_float_dtype_by_name_or_as_a_torch_dtype(tiny_model: Path) -> None:
     assert HFChatEngine(str(tiny_model), dtype="bfloat16").model.dtype == torch.bfloat16
     assert HFChatEngine(str(tiny_model), dtype=torch.float32).model.dtype == torch.float32
+
+
+def test_hf_engine__samples_with_its_own_settings_never_the_model_generation_config(tiny_model: Path) -> None:
+    """A model whose generation config sets sampling defaults (top-k 3, a repetition penalty)
+    samples from its whole distribution at the engine's settings (no top-k by default: 256 first
+    tokens of the untrained model, nearly uniform over 2,048 ids, hold far more than 50 distinct
+    ids), and the engine's ``top_k`` applies when given; the model's config is left as it was."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    model.generation_config.top_k = 3
+    model.generation_config.repetition_penalty = 5.0
+    prompts = [tokenizer.encode("Fill the grid.")] * 256
+
+    def first_tokens(**sampling: object) -> set[int]:
+        engine = HFChatEngine(model, tokenizer, max_new_tokens=1, batch_size=64, logprobs=False, **sampling)
+        return {completion.completion_token_ids[0] for completion in engine.generate_ids(prompts)}
+
+    assert len(first_tokens()) > 100 and len(first_tokens(top_k=50)) <= 50
+    assert (model.generation_config.top_k, model.generation_config.repetition_penalty) == (3, 5.0)
+    with pytest.raises(ConfigError, match="max_new_tokens"):
+        HFChatEngine(model, tokenizer, generation_kwargs={"max_new_tokens": 4})
