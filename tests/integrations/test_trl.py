@@ -731,18 +731,6 @@ def _solver_rollout(tokenizer: Any, spec: EpisodeSpec, budget: int, **options: A
     return rollout([train_dataset([spec])[0]["prompt"]], trainer), generation
 
 
-def _replayed_score(spec: EpisodeSpec, texts: list[str]) -> float:
-    """The score of ``spec``'s episode played with the assistant ``texts`` alone: its final score,
-    or the grid as it stands when the texts run out."""
-    env = spec.make_env()
-    env.reset(seed=spec.seed, options=spec.reset_options())
-    for text in texts:
-        _, _, terminated, truncated, info = env.step(text)
-        if terminated or truncated:
-            return float(info["score"])
-    return env.get_wrapper_attr("score")().score
-
-
 def test_rollout_func__a_cut_episode_is_rewarded_only_for_the_ids_it_is_trained_on(tiny_model: Path) -> None:
     """An H=5 FIT episode the batching solver solves in four turns, played within budgets that
     end it inside its third turn (the set_slot calls), between the third and the fourth (done),
@@ -750,6 +738,7 @@ def test_rollout_func__a_cut_episode_is_rewarded_only_for_the_ids_it_is_trained_
     of the episode played with exactly the assistant turns in them (a turn cut by the budget as
     cut), so it is 0 until the trained ids hold every set_slot; a cut episode is truncated."""
     from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import replayed_score, trained_texts
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
     spec = fit_spec(FIT_SPECS[0])
@@ -762,8 +751,8 @@ def test_rollout_func__a_cut_episode_is_rewarded_only_for_the_ids_it_is_trained_
         out, _ = _solver_rollout(tokenizer, spec, budget)
         (ids,), (mask,), (episode,) = out["completion_ids"], out["env_mask"], out["ace_episode"]
         assert len(ids) <= budget, where
-        texts = [tokenizer.decode(run, skip_special_tokens=True) for kept, run in _mask_runs(ids, mask) if kept]
-        assert episode["score"] == _replayed_score(spec, texts), where
+        texts = trained_texts(tokenizer, ids, mask)
+        assert episode["score"] == replayed_score(spec, texts), where
         assert episode["truncated"] == (where != "whole"), where
     cut, _ = _solver_rollout(tokenizer, spec, budgets["inside set_slot turn"])
     assert cut["ace_episode"][0]["score"] == 0.0  # played whole, it scored 1.0 on ids it was not trained on
