@@ -32,8 +32,9 @@ from ace_gym.agents.llm.messages import completion_without_generation, render_pr
 from ace_gym.curriculum import CurriculumState
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError, integer, optional_integer
+from ace_gym.errors import ConfigError, choice, integer, optional_integer
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.integrations.rewards import REWARDS, partial_score
 from ace_gym.presets import PROCEDURAL_PRESETS
 from ace_gym.runs.loop import TokenEngineActor
 from ace_gym.stacks import wrap
@@ -67,7 +68,11 @@ class AceToolEnvironment:
     budgets (``max_steps``, query and check budgets) and injected failures apply; a call after the
     episode ended gets the env's failed envelope. ``get_reward()`` is the score of the finished
     episode, or of the grid as it stands when the model stopped calling tools (as a turn limit
-    scores it). ``episode`` summarises the episode for :class:`AceMetrics`.
+    scores it); with ``reward="partial"``, the partial score of that grid
+    (:func:`~ace_gym.integrations.rewards.partial_score`). TRL ends its tool loop where
+    ``max_completion_length`` ends the completion and runs only the calls parsed from the ids it
+    keeps, so the reward is earned by the ids TRL trains on. ``episode`` summarises the episode
+    for :class:`AceMetrics` (``score`` is the 0/1 score under either reward).
 
     With a ``curriculum`` (a :class:`~ace_gym.curriculum.CurriculumState` shared by every
     environment of the factory) the instances are generated on ``grid`` (GeneratorSource
@@ -79,6 +84,7 @@ class AceToolEnvironment:
     dataset: ClassVar[str]
     env_kwargs: ClassVar[Mapping[str, Any]]
     tool_failure_rate: ClassVar[float]
+    reward: ClassVar[str] = "score"
     curriculum: ClassVar[CurriculumState | None] = None
     grid: ClassVar[Mapping[str, Any]] = DEFAULT_GRID
 
@@ -119,6 +125,11 @@ class AceToolEnvironment:
         return None if opened else f"{info['system_prompt']}\n\n{observation}"
 
     def get_reward(self) -> float:
+        if self.reward == "partial":
+            return partial_score(self._core.compiled, self._core.grid)
+        return self._episode_score()
+
+    def _episode_score(self) -> float:
         return self._core.score().score if self._score is None else self._score
 
     @property
@@ -128,7 +139,7 @@ class AceToolEnvironment:
         averages), ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
         ``done`` or a budget), ``tool_calls``, ``tool_failure_rate``, ``injected_failures``,
         ``recovered_failures`` (:mod:`ace_gym.eval.recovery`)."""
-        return {**self._episode, "score": self.get_reward(), "finished": self._score is not None}
+        return {**self._episode, "score": self._episode_score(), "finished": self._score is not None}
 
     def _call(self, name: str, arguments: dict[str, Any] | list[Any]) -> str:
         observation, _, terminated, truncated, info = self._env.step({"name": name, "arguments": arguments})
@@ -211,15 +222,17 @@ def environment_class(
     tool_failure_rate: float = 0.0,
     curriculum: CurriculumState | None = None,
     grid: Mapping[str, Any] | None = None,
+    reward: str = "score",
 ) -> type[AceToolEnvironment]:
     """The :class:`AceToolEnvironment` subclass of ``domain`` with one method per tool.
 
     Arguments are checked here (ConfigError): the domain and dataset exist, ``env_kwargs`` are
     :class:`~ace_gym.envs.AceEnv` keyword arguments, the failure rate is a probability; with a
     ``curriculum``, ``grid`` (:data:`GRID_ARGUMENTS`, default :data:`DEFAULT_GRID`) holds every
-    level of its ladder.
+    level of its ladder; ``reward`` is one of :data:`~ace_gym.integrations.rewards.REWARDS`.
     """
     spec = get_domain(domain)
+    reward = choice("reward", reward, REWARDS)
     kwargs = dict(env_kwargs or {})
     grid = dict(DEFAULT_GRID if grid is None else grid)
     wrap(
@@ -230,6 +243,7 @@ def environment_class(
         "dataset": dataset,
         "env_kwargs": kwargs,
         "tool_failure_rate": float(tool_failure_rate),
+        "reward": reward,
         "curriculum": curriculum,
         "grid": grid,
         "__doc__": f"ACE {domain} for TRL's environment_factory (see AceToolEnvironment).",
@@ -247,6 +261,7 @@ def environment_factory(
     tool_failure_rate: float = 0.0,
     curriculum: CurriculumState | None = None,
     grid: Mapping[str, Any] | None = None,
+    reward: str = "score",
 ) -> dict[str, type[AceToolEnvironment]]:
     """``{domain: environment class}`` for ``GRPOTrainer(environment_factory=...)``: each row's
     ``environment`` column (see :func:`train_dataset`, :func:`curriculum_dataset`) picks the
@@ -260,6 +275,7 @@ def environment_factory(
             tool_failure_rate=tool_failure_rate,
             curriculum=curriculum,
             grid=grid,
+            reward=reward,
         )
         for domain in domains
     }
