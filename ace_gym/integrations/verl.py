@@ -19,8 +19,9 @@ from verl.workers.rollout.replica import TokenOutput
 from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, choice
 from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.integrations.rewards import REWARDS, partial_score
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -43,12 +44,15 @@ class AceAgentLoop(AgentLoopBase):
     ends it or the response reaches ``response_length`` (then the grid as it stands is scored,
     ``extra_fields["ace_truncated"]``). A generation verl aborts (partial rollout) is resumed,
     never played as a turn. Returns the prompt ids, the response up to the end of the last turn
-    (at most ``response_length`` ids), its mask (1 = generated) and logprobs (0.0 on env ids), the
-    score.
+    (at most ``response_length`` ids), its mask (1 = generated) and logprobs (0.0 on env ids), and
+    as ``reward_score`` the score, or with ``extra_info["ace_reward"] == "partial"`` the partial
+    score of the final grid (:func:`~ace_gym.integrations.rewards.partial_score`; ``ace_score``
+    stays the 0/1 score).
     """
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         spec = EpisodeSpec.from_json(kwargs["extra_info"]["ace_episode"])
+        reward = choice("extra_info.ace_reward", kwargs["extra_info"].get("ace_reward", "score"), REWARDS)
         budget = int(self.rollout_config.response_length)
         # verl annotates its tokenizer as AutoTokenizer, the factory class; it holds the tokenizer
         # AutoTokenizer.from_pretrained built
@@ -69,6 +73,7 @@ class AceAgentLoop(AgentLoopBase):
                 score = float(step["score"])
             elif len(tokens.token_ids) - len(tokens.segments[0].token_ids) >= budget:
                 score, truncated = core.score().score, True
+        reward_score = partial_score(core.compiled, core.grid) if reward == "partial" else score
         env.close()
         trajectory = tokens.trajectory(through_last_turn=True)
         if trajectory is None:
@@ -79,7 +84,7 @@ class AceAgentLoop(AgentLoopBase):
             response_ids=trajectory["response_ids"][:budget],
             response_mask=trajectory["assistant_mask"][:budget],
             response_logprobs=None if logprobs is None else logprobs[:budget],
-            reward_score=score,
+            reward_score=reward_score,
             num_turns=len(step["messages"]),
             metrics=AgentLoopMetrics(),
             extra_fields={
@@ -125,17 +130,20 @@ def _capped(sampling_params: dict[str, Any], room: int) -> dict[str, Any]:
     return {**rest, "max_tokens": min(int(asked), room)}
 
 
-def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str]) -> None:
+def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str], *, reward: str = "score") -> None:
     """One Parquet row per spec for verl's ``RLHFDataset``: ``prompt`` (the opening messages),
-    ``data_source``, ``agent_name`` (``"ace_gym"``) and ``extra_info.ace_episode``; atomically."""
+    ``data_source``, ``agent_name`` (``"ace_gym"``) and ``extra_info`` (``ace_episode``, and
+    ``ace_reward`` when ``reward`` is "partial"); atomically."""
     from datasets import Dataset
+
+    reward = choice("reward", reward, REWARDS)
 
     rows = [
         {
             "prompt": spec.opening(),
             "data_source": f"ace_gym/{spec.dataset}/{spec.domain}",
             "agent_name": AGENT_NAME,
-            "extra_info": {"ace_episode": spec.to_json()},
+            "extra_info": {"ace_episode": spec.to_json(), **({"ace_reward": reward} if reward != "score" else {})},
         }
         for spec in specs
     ]
