@@ -487,8 +487,9 @@ def run_loop(
     """Play one episode per item, ``batch_size`` at a time, refilling as episodes end; yields
     each finished episode's record, in finishing order.
 
-    ``open_episode`` opens an item's episode (:data:`EpisodeOpener`). ConfigError, at once, for a
-    ``batch_size`` that is not a positive integer. An error of the actor or an env, such as
+    ``open_episode`` opens an item's episode (:data:`EpisodeOpener`). Before each turn the actor
+    may end an episode (:meth:`Actor.cut`: truncated, with the info it gives). ConfigError, at
+    once, for a ``batch_size`` that is not a positive integer. An error of the actor or an env, such as
     :class:`~ace_gym.errors.EngineUnavailableError` from an engine that cannot reach its model,
     propagates from the iterator: the episodes running then yield no record (none is scored).
     """
