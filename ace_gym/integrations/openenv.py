@@ -6,7 +6,7 @@ step). Its action is :class:`ToolCallAction` (``{"name": ..., "arguments": ...}`
 env reads; a malformed call is answered by the env's error observation, as locally) and its
 observation :class:`AceObservation` carries ``ace-gym serve``'s wire format: ``value``, ``info``,
 ``terminated``, ``truncated`` beside OpenEnv's ``reward`` and ``done``, so a client reads the same
-reset and step results from either server. :func:`create_openenv_app` builds openenv-core's app
+reset and step results from either server (infos without answer keys: :mod:`ace_gym.runs.answer_keys`). :func:`create_openenv_app` builds openenv-core's app
 over it. Steps and resets run on the event loop (``step_async``/``reset_async``: an ACE step takes
 microseconds, less than a thread hop); ``on_loop=False`` keeps openenv-core's default, each
 session's calls in its own one-thread executor.
@@ -31,6 +31,7 @@ from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation
 from pydantic import ConfigDict, Field
 
 import ace_gym  # noqa: F401  (registers the ids)
+from ace_gym.runs.answer_keys import client_info
 from ace_gym.server.protocol import reset_result, step_result
 
 
@@ -77,11 +78,12 @@ class AceEnvironment(Environment[ToolCallAction, AceObservation, State]):
         """``env.reset(seed=seed, options=options)``; other reset fields are ignored."""
         observation, info = self.env.reset(seed=seed, options=options)
         self._state = State(episode_id=episode_id or uuid.uuid4().hex, step_count=0)
-        return _observation(reset_result(observation, info))
+        return _observation(reset_result(observation, client_info(info)))
 
     def step(self, action: ToolCallAction, timeout_s: float | None = None, **kwargs: Any) -> AceObservation:
         """``env.step(action.call())``: the action's keys as sent."""
-        result = step_result(*self.env.step(action.call()))
+        observation, reward, terminated, truncated, info = self.env.step(action.call())
+        result = step_result(observation, reward, terminated, truncated, client_info(info))
         self._state.step_count += 1
         return _observation(result)
 

@@ -14,6 +14,7 @@ import pytest
 
 from ace_gym.cli import main
 from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.eval.fit import FIT
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.eval.tokens import MEASURES, TokenEpisode, measure
 from ace_gym.exit_codes import EXIT_CONFIG
@@ -240,7 +241,7 @@ def test_fit__halves_the_solvers_response_tokens_and_turns_at_h15(capsys: pytest
     compared = tokens_json(capsys, "--hidden-slots", "15", "--compare")
     default, fit = compared["default"], compared["fit"]
     assert (default["policy"], default["settings"], default["env_kwargs"]) == ("solver", "default", {})
-    assert (fit["policy"], fit["settings"], fit["env_kwargs"]) == ("solver-batch", "fit", {"observation": "compact"})
+    assert (fit["policy"], fit["settings"], fit["env_kwargs"]) == ("solver-batch", "fit", FIT["env_kwargs"])
     keys = [(d, 15) for d in [*DOMAIN_NAMES, "all"]]
     assert [(r["domain"], r["hidden_slots"]) for r in compared["ratios"]] == keys
     for side in (default, fit):
