@@ -332,6 +332,10 @@ def test_records_written_before_the_moves__replay_identical_and_their_run_resume
         assert resumed == EXIT_CONFIG
         assert "holds another run: feedback_rounds" in capsys.readouterr().err
         assert (run / "summary.json").read_bytes() == summary
+    elif name == "plain":  # its failures were drawn from the seed alone: the same flags now draw per episode
+        assert resumed == EXIT_CONFIG
+        assert "holds another run: failure_draws" in capsys.readouterr().err
+        assert (run / "summary.json").read_bytes() == summary
     else:  # every key matched
         assert resumed == EXIT_OK
         assert json.loads((run / "summary.json").read_bytes()) == json.loads(summary)
