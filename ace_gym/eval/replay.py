@@ -59,6 +59,10 @@ ENDING_FIELDS = (
 """Record fields a replay must reproduce besides the turns (the policy's own fields, ``usage``,
 ``notes`` and ``tokens``, are not the env's answers and are not compared)."""
 
+SPEC_FIELDS = ("dataset", "domain", "seed", "trial", "tool_failure_rate", "max_turns", "settings")
+"""Top-level record fields that restate the recorded spec: each must equal the rebuilt spec's
+before anything is replayed (a record edited there describes another episode than it replays)."""
+
 TURN_FIELDS = ("action", "reward", "info", "context")
 """Per-turn fields a replay must reproduce (token counts and ids are the engine's, not compared);
 ``context``: under a context policy, what the model was shown for the turn (absent otherwise)."""
@@ -293,7 +297,8 @@ def compare_records(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) ->
 
 def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     """Replay one record (module docstring); returns the first difference, or None when every
-    observation, reward and the end are identical. Checks the dataset file's hash first.
+    observation, reward and the end are identical. Checks the dataset file's hash and the
+    record's :data:`SPEC_FIELDS` first.
     ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
     played = _played_spec(record)
     spec = EpisodeSpec.from_json(json.dumps(played))
@@ -302,6 +307,10 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     current_hash = dataset_sha256(spec.dataset, spec.domain)
     if recorded_hash != current_hash:
         return ReplayMismatch(key, None, "dataset_sha256", recorded_hash, current_hash)
+    for name in SPEC_FIELDS:
+        rebuilt = list(spec.settings) if name == "settings" else getattr(spec, name)
+        if record.get(name) != rebuilt:
+            return ReplayMismatch(key, None, name, record.get(name), rebuilt)
     replayed_key = spec.key(str(record["policy"]))
     if played is not record["replay"]["spec"]:
         record = {**record, "key": replayed_key}  # its key named no threshold or draws: today's key names them
