@@ -45,7 +45,7 @@ def template_message(message: Mapping[str, Any]) -> dict[str, Any]:
     for call in tool_calls:
         function = call.get("function") if isinstance(call, Mapping) else None
         arguments = function.get("arguments") if isinstance(function, Mapping) else None
-        if isinstance(arguments, str):
+        if isinstance(function, Mapping) and isinstance(arguments, str):
             try:
                 decoded = json.loads(arguments)
             except ValueError:
