@@ -138,10 +138,10 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
         ``draws="reset_seed"``, else one int from the seed, the instance and the trial."""
         if seed is None or self.draw_seed == "reset_seed":
             return seed
-        instance = json.dumps([info.get("domain"), info.get("instance_id"), info.get("instance_seed")])
-        words = np.frombuffer(hashlib.sha256(instance.encode("utf-8", "surrogatepass")).digest()[:16], dtype=np.uint32)
+        instance = json.dumps([info.get("domain"), info.get("instance_id"), info.get("instance_seed")], default=str)
+        words = np.frombuffer(hashlib.sha256(instance.encode()).digest()[:16], dtype=np.uint32)  # ASCII JSON
         entropy = np.random.SeedSequence([int(seed), _STREAM_TAG, *map(int, words), trial])
-        return int(entropy.generate_state(2, dtype=np.uint64)[0])
+        return int(entropy.generate_state(1, dtype=np.uint64)[0])
 
     def _seeded_draw(self, seed: int | None) -> Any:
         """The ``random()`` method of a fresh RNG of the configured kind seeded with ``seed``."""
