@@ -75,12 +75,15 @@ class TaskFacts:
         return next((entry.name for entry in self.tools.values() if entry.kind == kind), None)
 
 
-def facts_from_reset(compiled: CompiledInstance, info: Mapping[str, Any]) -> TaskFacts:
+def facts_from_reset(
+    compiled: CompiledInstance, info: Mapping[str, Any], answer_key: Mapping[str, Any] | None = None
+) -> TaskFacts:
     """The facts of an episode from its compiled instance and the reset ``info`` of the env stack.
 
     Tools come from ``info["tools"]`` (their schemas give parameters and required ones); kinds
     from the env's tool table and the planning wrappers' records under ``info["apb"]``; budgets
-    from ``info["budgets"]``; solvability from ``info["apb"]["unsolvable"]`` when present.
+    from ``info["budgets"]``; solvability from ``answer_key``, the unsolvable setting's grader
+    channel (:func:`ace_gym.planning.unsolvable_mix.answer_key_of`; None: solvable).
     """
     real = real_tool_kinds(compiled.domain.name)
     apb: Mapping[str, Any] = info.get(APB_INFO, {})
@@ -92,10 +95,11 @@ def facts_from_reset(compiled: CompiledInstance, info: Mapping[str, Any]) -> Tas
         added[record["replacement"]] = real[record["tool"]]
         renamed[record["replacement"]] = dict(record["parameter_map"])
         broken.add(record["tool"])
-    unsolvable = apb.get("unsolvable", {})
-    added.update(unsolvable.get("tools", {}))
+    key = answer_key or {}
+    approval_impossible = key.get("approval") in ("outage", "missing")
+    added.update(apb.get("unsolvable", {}).get("tools", {}))
     added.update(apb.get("cost", {}).get("composites", {}))
-    if unsolvable.get("approval_required"):
+    if approval_impossible:
         broken.update(name for name, kind in added.items() if kind == "approval")
     tools = {}
     for schema in info.get("tools", ()):
@@ -124,9 +128,9 @@ def facts_from_reset(compiled: CompiledInstance, info: Mapping[str, Any]) -> Tas
         },
         tools=tools,
         broken=frozenset(broken),
-        approval_required=bool(unsolvable.get("approval_required", False)),
-        solvable=not unsolvable.get("unsolvable", False),
-        unsolvable_kind=unsolvable.get("kind") or None,
+        approval_required=approval_impossible,
+        solvable=not key.get("unsolvable", False),
+        unsolvable_kind=key.get("kind") or None,
         query_budgets=query_budgets,
         global_budget=budgets.get("global_check_budget"),
         max_query_ids=int(budgets.get("max_query_ids", 5)),
