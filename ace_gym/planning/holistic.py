@@ -44,9 +44,8 @@ def plan_score(graded: PlanGrade) -> float:
 
 def executed_reward(plan: float, final: float) -> float:
     """The reward of an executed plan: the env stack's final reward (the grid solved, or the
-    unsolvable setting's matrix value) times the plan's score; a final reward <= 0 (a wrong
-    refusal's cost) stands as it is."""
-    return final if final <= 0 else plan * final
+    unsolvable setting's matrix value) times the plan's score."""
+    return plan * final
 
 
 class PlanOrCallSpace(ObjectSpace):
@@ -113,7 +112,7 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
     of "the id chosen from step k", a global check, ``done``) grades 1.0 on every task.
     * A refusal (``{"status": "REJECT", ...}``) with the ``unsolvable`` setting earns
       :class:`~ace_gym.planning.unsolvable_mix.UnsolvableMix`'s matrix value on the plan step
-      (right kind 1, wrong kind 0.5, a solvable task -0.5); without it, 0.
+      (right kind 1, wrong kind 0.25, a solvable task 0); without it, 0.
     * Any other plan earns 0 on the plan step. With ``act_after_plan`` (the default) the plan is
       then carried out, one tool call per step, and the last step earns the env stack's final
       reward (1 when the grid is solved) times the plan's score (:func:`executed_reward`): the

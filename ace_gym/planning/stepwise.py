@@ -271,15 +271,15 @@ and these arguments (issue 38)."""
 
 
 def _target(call: Mapping[str, Any]) -> str | None:
-    """A call's tool and :data:`TARGET_ARGUMENTS` in canonical form (``ids`` as a set), None for
+    """A call's tool and :data:`TARGET_ARGUMENTS` in canonical form (lists as sets), None for
     a call without a name or whose arguments are not an object."""
     name, arguments = call.get("name"), decode_arguments(call.get("arguments"))
     if not isinstance(name, str) or arguments is None:
         return None
     target = {key: arguments[key] for key in TARGET_ARGUMENTS if key in arguments}
-    ids = target.get("ids")
-    if isinstance(ids, list) and all(isinstance(item, str) for item in ids):
-        target["ids"] = sorted(set(ids))
+    for key, value in target.items():  # a list of ids or fields: its order says nothing
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            target[key] = sorted(set(value))
     return call_key(name, target)
 
 

@@ -32,14 +32,15 @@ from ace_gym.tools.replies import unknown_tool
 INFO_KEY = "unsolvable"
 DEFAULT_REWARDS: dict[str, float] = {
     "refuse_right_code": 1.0,
-    "refuse_wrong_code": 0.5,
+    "refuse_wrong_code": 0.25,
     "complete_unsolvable": 0.0,
-    "refuse_solvable": -0.5,
+    "refuse_solvable": 0.0,
 }
 """The reward matrix: refusing an unsolvable task with its kind as the reason code, with another
 code; ending an unsolvable task any other way (``done``, the step limit); refusing a solvable
-one. Solving a solvable task earns the env's reward. A wrong refusal costs (issue 38): refusing
-every task earns less than never refusing and solving what can be solved."""
+one. Solving a solvable task earns the env's reward. Refusing with a wrong code earns 0.25 (0.5
+until issue 38), so that refusing every task with the most frequent code earns less than never
+refusing and solving what can be solved (docs/planning.md has the numbers)."""
 DEFAULT_MARKER_RATE = 0.5
 """How often each marker of an unsolvable kind appears, in its working form, in a task that is
 not of that kind (:func:`ace_gym.planning.unsolvable.add_markers`)."""

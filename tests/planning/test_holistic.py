@@ -7,14 +7,19 @@ import copy
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
+from ace_gym.agents import ExactSolver
+from ace_gym.agents.solver import slot_rule_queries
+from ace_gym.agents.task_view import read_task
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.planning.holistic import HolisticEnv
 from ace_gym.planning.knowledge import TaskFacts, facts_from_reset
 from ace_gym.planning.plans import grade_plan, plan_adherence
 from ace_gym.planning.trajectory import plan_from_steps
+from ace_gym.planning.unsolvable_mix import answer_key_of
 from tests.core_helpers import H15_INDEX
 from tests.planning.helpers import solver_steps
 
@@ -112,15 +117,15 @@ def test_holistic_env__grades_the_plan_then_executes_it_with_adherence() -> None
     steps, _ = solver_steps(core, observation, core_info)
     facts = facts_from_reset(core.compiled, core_info)
     _, reward, terminated, _, step_info = env.step(json.dumps(plan_from_steps(facts, steps)))
-    assert (reward, terminated, step_info["plan_correct"]) == (1.0, False, True)
+    assert (reward, terminated, step_info["plan_correct"], step_info["plan_score"]) == (0.0, False, True, 1.0)
     for action, _ in steps:
         _, reward, terminated, _truncated, step_info = env.step(action)
-    assert terminated and reward == 1.0 and step_info["plan_adherence"] == 1.0
+    assert terminated and reward == step_info["score"] == 1.0 and step_info["plan_adherence"] == 1.0
     assert env.step({"name": "done"})[2] is True  # after the end: a note, never an exception
 
 
 def test_holistic_env__without_acting_ends_on_the_plan() -> None:
-    env = HolisticEnv(domain="meal")
+    env = HolisticEnv(domain="meal", act_after_plan=False)
     env.reset(seed=0)
     _, reward, terminated, _, info = env.step({"plan": "nothing", "tool_chain": []})
     assert terminated and [f["cause"] for f in info["plan_flags"]] == ["empty_slots", "missing_done"]
@@ -128,7 +133,7 @@ def test_holistic_env__without_acting_ends_on_the_plan() -> None:
 
 
 def test_holistic_env__with_costs_reports_the_plan_cost_against_the_reference() -> None:
-    env = HolisticEnv(domain="course", settings=["cost"])
+    env = HolisticEnv(domain="course", settings=["cost"], act_after_plan=False)
     _, info = env.reset(seed=0)
     core = AceEnv("course")
     observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
@@ -152,7 +157,8 @@ def test_holistic__a_refusal_of_a_solvable_task_earns_what_its_score_says(seed: 
     """Seeds 3 and 4 draw solvable tasks: the plan step paid the APB grade 0.2 while
     info["score"] and UnsolvableMix gave 0 (issue 29). Reward and score are one number now."""
     env = HolisticEnv(settings=["unsolvable"])
-    assert not env.reset(seed=seed)[1]["apb"]["unsolvable"]["unsolvable"]
+    env.reset(seed=seed)
+    assert not _unsolvable(env)
     _, reward, terminated, _, info = env.step(REJECT)
     assert info["refused"] and terminated
     assert reward == info["score"] == 0.0 and info["plan_grade"] == 0.2
@@ -164,12 +170,85 @@ def test_holistic__a_refusal_of_a_solvable_task_earns_what_its_score_says(seed: 
 )
 @pytest.mark.parametrize("settings", [(), ("unsolvable",)])
 def test_holistic__degenerate_plans_score_0_on_solvable_tasks(plan: str, settings: tuple[str, ...]) -> None:
-    env = HolisticEnv(domain="meal", settings=settings)
+    env = HolisticEnv(domain="meal", settings=settings, act_after_plan=False)
     solvable_seeds = 0
     for seed in range(6):
-        unsolvable = env.reset(seed=seed)[1].get("apb", {}).get("unsolvable", {}).get("unsolvable", False)
+        env.reset(seed=seed)
+        unsolvable = _unsolvable(env)
         _, reward, _, _, info = env.step(plan)
         if not unsolvable:
             solvable_seeds += 1
             assert reward == info["score"] == 0.0, (seed, info["plan_flags"])
     assert solvable_seeds
+
+
+def _unsolvable(env: HolisticEnv) -> bool:
+    key = answer_key_of(env._env) if env._env is not None else None
+    return bool(key and key["unsolvable"])
+
+
+def _template(observation: str, info: dict[str, Any]) -> dict[str, Any]:
+    """The instance-agnostic plan an adversarial bank found (issue 38): per hidden cell one query
+    per stated slot rule and a set of "the id chosen from step k", a global check, done."""
+    view = read_task(observation, info)
+    chain: list[dict[str, Any]] = []
+    for slot in view.slots:
+        chain += [{**query, "reason": "query"} for query in slot_rule_queries(view, slot)]
+        reference = f"the id chosen from step {len(chain)}"
+        chain.append({"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": reference}})
+    chain += [{"name": view.tool("global_check"), "arguments": {}}, {"name": "done", "arguments": {}}]
+    return {"plan": "query, fill, verify", "tool_chain": chain}
+
+
+def _carry_out(env: HolisticEnv, plan: dict[str, Any], choose: Any, seed: int) -> float:
+    """The episode's return: the plan, then its queries, each cell set by ``choose(ids, rng)``
+    among the ids every query on it returned, a global check and done."""
+    messages, info = env.reset(seed=seed)
+    observation = messages[1]["content"].split("\n\nBefore acting")[0]
+    total = env.step(json.dumps(plan(observation, info)))[1]
+    view = read_task(observation, info)
+    rng = np.random.default_rng(seed)
+    for slot in view.slots:
+        common: set[str] | None = None
+        for query in slot_rule_queries(view, slot):
+            reply = json.loads(env.step(query)[0][-1]["content"])
+            ids = {match["id"] for match in reply["data"]["matches"]}
+            common = ids if common is None else common & ids
+        total += env.step(
+            {
+                "name": "set_slot",
+                "arguments": {"row": slot.row, "col": slot.col, "id": choose(sorted(common or {""}), rng)},
+            }
+        )[1]
+    total += env.step({"name": view.tool("global_check"), "arguments": {}})[1]
+    return total + float(env.step({"name": "done", "arguments": {}})[1])
+
+
+def test_holistic__an_instance_agnostic_template_earns_only_what_its_execution_solves() -> None:
+    """At 1944dd5 the template plan earned 1.000 on 40/40 tasks at its plan step (issue 38)."""
+    env = HolisticEnv(domain="course")
+    seeds = range(6)
+    blind = [_carry_out(env, _template, lambda ids, rng: str(rng.choice(ids)), seed) for seed in seeds]
+    assert sum(blind) / len(blind) <= 0.1
+    plan_only = HolisticEnv(domain="course", act_after_plan=False)
+    for seed in seeds:
+        messages, info = plan_only.reset(seed=seed)
+        plan = _template(messages[1]["content"].split("\n\nBefore acting")[0], info)
+        _, reward, terminated, _, step_info = plan_only.step(plan)
+        assert terminated and reward == 0.0 and step_info["plan_grade"] == 1.0  # APB's grade kept in info
+
+
+def test_holistic__the_template_carried_out_by_the_exact_solver_earns_one() -> None:
+    env = HolisticEnv(domain="meal")
+    for seed in range(3):
+        messages, info = env.reset(seed=seed)
+        observation = messages[1]["content"].split("\n\nBefore acting")[0]
+        env.step(_template(observation, info))
+        episode = ExactSolver().start(observation, {**info, "system_prompt": messages[0]["content"]}, seed)
+        reply: Any = None
+        while True:
+            answer, reward, terminated, truncated, step_info = env.step(episode.act(reply))
+            reply = answer[-1]["content"]
+            if terminated or truncated:
+                break
+        assert reward == step_info["score"] == 1.0 and step_info["final_reward"] == 1.0
