@@ -25,9 +25,10 @@ from ace_gym.planning.unsolvable import (
     make_variant,
 )
 from ace_gym.planning.vocabulary import tool_schema
+from ace_gym.spaces import arguments_json
 from ace_gym.tools import REPLY_INFO, ToolReply, reply_in, tool_name
 from ace_gym.tools.readonly import ReadOnlyDict
-from ace_gym.tools.replies import unknown_tool
+from ace_gym.tools.replies import echo, invalid, unknown_tool
 
 INFO_KEY = "unsolvable"
 DEFAULT_REWARDS: dict[str, float] = {
@@ -238,15 +239,18 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
         if name == APPROVAL_TOOL:
             if task.approval == "working":
                 arguments = decode_arguments(split_action(action)[1]) or {}
+                row, col, item = arguments.get("row"), arguments.get("col"), arguments.get("id")
+                if not (_plain_int(row) and _plain_int(col) and isinstance(item, str)):
+                    return invalid("approve_assignment takes row and col (integers) and id (a string)")
                 self._approved.add(_approval_key(arguments))
-                return replies.approved(arguments.get("row"), arguments.get("col"), arguments.get("id"))
+                return replies.approved(row, col, echo(item))
             return replies.outage(APPROVAL_TOOL) if task.approval == "outage" else unknown_tool(name, self._domain)
         if name == ATTACHMENT_TOOL and task.attachment_offered:
             return replies.attachment(task.sheet) if task.sheet is not None else replies.no_attachment()
         if name in self._setters and task.approval:
             arguments = decode_arguments(split_action(action)[1]) or {}
             item = arguments.get("id")
-            if item not in (None, "") and _approval_key(arguments) not in self._approved:
+            if isinstance(item, str) and item and _approval_key(arguments) not in self._approved:  # else: the env says
                 return replies.not_approved(name, APPROVAL_TOOL)
         return None
 
@@ -322,8 +326,13 @@ def answer_key_of(env: gym.Env) -> dict[str, Any] | None:
 
 
 def _approval_key(arguments: Mapping[str, Any]) -> str:
-    """What an approval is for: the row, col and id as sent (any JSON value: a text key)."""
-    return repr((arguments.get("row"), arguments.get("col"), arguments.get("id")))
+    """What an approval is for: the row, col and id as sent (any value: canonical JSON text)."""
+    return arguments_json([arguments.get("row"), arguments.get("col"), arguments.get("id")])
+
+
+def _plain_int(value: Any) -> bool:
+    """A row or column an approval can name: an int of at most 64 bits (not a bool)."""
+    return type(value) is int and value.bit_length() <= 64
 
 
 def _kinds(kinds: Sequence[str]) -> tuple[str, ...]:
