@@ -20,7 +20,6 @@ from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import (
     APPROVAL_POLICY,
     APPROVAL_TOOL,
-    ATTACHMENT_RULE,
     ATTACHMENT_TOOL,
     PHONE_LIMIT,
     REFUSAL_TOOL,
@@ -193,43 +192,6 @@ def test_constructor__rejects_bad_arguments(kwargs: dict[str, Any], field: str) 
 
 
 # -- issue 38: no surface tells, no answer key in info, honest play earns the most ---------------------------
-
-
-def _marked(info: dict[str, Any]) -> dict[str, bool]:
-    """Which marker of an unsolvable kind the surface shows (the tells an adversarial bank used)."""
-    names, text = _names(info), info["system_prompt"]
-    return {
-        "no_set_slot": "set_slot" not in names,
-        "approval": APPROVAL_TOOL in names or APPROVAL_POLICY in text,
-        "phone": PHONE_LIMIT in text,
-        "sheet": ATTACHMENT_TOOL in names or ATTACHMENT_RULE in text,
-    }
-
-
-def test_markers__every_phrase_and_tool_of_an_unsolvable_kind_also_marks_solvable_tasks() -> None:
-    """At 1944dd5 each marker appeared in unsolvable tasks only: a string test caught 94/94."""
-    env = UnsolvableMix(AceEnv("meal"), p_unsolvable=0.5)
-    solvable_marks: dict[str, int] = dict.fromkeys(("no_set_slot", "approval", "phone", "sheet"), 0)
-    for seed in range(24):
-        _, info = env.reset(seed=seed)
-        marks = _marked(info)
-        assert not marks["no_set_slot"]
-        if not env.answer_key()["unsolvable"]:
-            for marker, shown in marks.items():
-                solvable_marks[marker] += shown
-    assert solvable_marks["approval"] and solvable_marks["phone"] and solvable_marks["sheet"]
-
-
-def test_answer_key__stays_out_of_info_until_the_episode_ends() -> None:
-    """At 1944dd5 the kind and its certificate were in the reset info and every step's."""
-    env = UnsolvableMix(AceEnv("course"), p_unsolvable=1.0)
-    _, info = env.reset(seed=1)
-    assert env.answer_key()["kind"] in UNSOLVABLE_KINDS
-    assert info["apb"]["unsolvable"].keys() == {"tools"}
-    _, _, terminated, _, step_info = env.step({"name": "get_current_grid_state", "arguments": {}})
-    assert not terminated and "kind" not in json.dumps(step_info.get("apb", {}))
-    _, _, terminated, _, last = env.step({"name": "done", "arguments": {}})
-    assert terminated and last["apb"]["unsolvable"]["kind"] == env.answer_key()["kind"]
 
 
 def test_working_markers__the_approval_the_phone_notes_and_the_sheet_give_what_the_task_needs() -> None:
