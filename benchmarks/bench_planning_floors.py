@@ -17,8 +17,9 @@ Every policy acts only on what a model sees. Mean reward over seeds S..S+N-1 (de
   after the plan, the template carried out blindly (each cell set to a random id its queries
   returned for every rule) and carried out by the exact solver (the honest reference).
 * ``ACE-StepWise-v0`` (domains drawn from the seed): ``blind`` (a query on the first hidden cell
-  by its first stated rule, written without reading the trajectory), ``next-cell`` (the same on
-  the first hidden cell the trajectory has not queried yet), ``reference`` (the solver's calls).
+  by its first stated rule, as the solver writes it, without reading the trajectory),
+  ``next-cell`` (the same on the first hidden cell the trajectory has not queried yet),
+  ``reference`` (the solver's calls).
 
 Runs on any commit that has these env ids (the answer key is read from ``UnsolvableMix.answer_key``
 where it exists, else from the reset ``info`` that carried it before issue 38).
@@ -74,11 +75,12 @@ class Tells(ExactSolver):
     def start(self, observation: str, info: Mapping[str, Any], seed: int) -> Any:
         found = tell(info)
         if found:
-            return _Refusal(found).start(observation, info, seed)
+            return refusing(found).start(observation, info, seed)
         return super().start(observation, info, seed)
 
 
-def _Refusal(code: str) -> AlwaysRefuse:  # noqa: N802 (a policy factory)
+def refusing(code: str) -> AlwaysRefuse:
+    """:class:`AlwaysRefuse` with reason code ``code``."""
     return type(f"Refuse_{code}", (AlwaysRefuse,), {"reason_code": code})()
 
 
@@ -101,7 +103,7 @@ def unsolvable_rows(seeds: range) -> list[str]:
             _, info = env.reset(seed=seed)
             frequent[kind_of(env, info)] += 1
         most = max((k for k in frequent if k), key=lambda k: frequent[k])
-        policies: dict[str, Any] = {"tells": Tells(), f"refuse({most})": _Refusal(most), "solver": ExactSolver()}
+        policies: dict[str, Any] = {"tells": Tells(), f"refuse({most})": refusing(most), "solver": ExactSolver()}
         if CarefulSolver is not None:
             policies |= {"careful": CarefulSolver(), "careful-never-refuse": CarefulNeverRefuse()}
         means, caught, fired, unsolvable = {}, 0, 0, 0
@@ -151,7 +153,10 @@ def blind_fill(observation: str, info: Mapping[str, Any], rng: np.random.Generat
             ids = {m["id"] for m in data.get("matches", ())}
             common = ids if common is None else common & ids
         if common:
-            yield {"name": view.tool("set_slot"), "arguments": {"row": slot.row, "col": slot.col, "id": str(rng.choice(sorted(common)))}}
+            yield {
+                "name": view.tool("set_slot"),
+                "arguments": {"row": slot.row, "col": slot.col, "id": str(rng.choice(sorted(common)))},
+            }
     yield {"name": view.tool("global_check"), "arguments": {}}
     yield {"name": "done", "arguments": {}}
 
@@ -195,44 +200,33 @@ def holistic_rows(seeds: range) -> list[str]:
     return rows
 
 
-def _first_rule_query(facts: Any, cell: tuple[int, int], prompt: str) -> dict[str, Any]:
-    query = next(name for name, entry in facts.tools.items() if entry.kind == "query")
-    return {"tool": query, "arguments": {"row": cell[0], "col": cell[1], **_rule_arguments(prompt, cell)}}
+def _rule_query(messages: list[dict[str, Any]], info: Mapping[str, Any], cell: tuple[int, int] | None) -> Any:
+    """A query on ``cell`` (None: the first hidden cell) by its first stated rule, as the solver writes it."""
+    view = read_task(messages[1]["content"], {**info, "system_prompt": messages[0]["content"]})
+    slot = next((s for s in view.slots if s.cell == cell), view.slots[0])
+    query = slot_rule_queries(view, slot)[0]
+    return [{"tool": query["name"], "arguments": query["arguments"]}]
 
 
-def _rule_arguments(prompt: str, cell: tuple[int, int]) -> dict[str, Any]:
-    import re
-
-    found = re.search(rf"For slot \({cell[0]}, {cell[1]}\):\n\(1\) the .+? in slot \(\d+, \d+\) must have (.+?) (at most|at least)", prompt)
-    field = found.group(1).replace(" ", "_") if found else "name"
-    return {"field": field, "operator": "<=" if found and found.group(2) == "at most" else ">=", "value": -(10**9)}
+def _next_cell(task: Any) -> tuple[int, int] | None:
+    """The first hidden cell (row-major) the trajectory has not queried yet."""
+    queried = {(a["arguments"].get("row"), a["arguments"].get("col")) for a, _ in task.prefix if "query" in a["name"]}
+    return next((cell for cell in sorted(task.facts.hidden) if cell not in queried), None)
 
 
 def stepwise_rows(seeds: range) -> list[str]:
     env = gym.make("ACE-StepWise-v0")
     results: dict[str, list[float]] = collections.defaultdict(list)
-    policies: dict[str, Callable[[Any, list[dict[str, Any]]], Any]] = {
-        "blind": lambda task, messages: [_first_rule_query(task.facts, sorted(task.facts.hidden)[0], messages[0]["content"])],
-        "next-cell": lambda task, messages: [
-            _first_rule_query(task.facts, _next_cell(task), messages[0]["content"])
-        ],
-        "reference": lambda task, messages: [dict(action) for action, _ in task.reference],
+    predictions: dict[str, Callable[[Any, list[dict[str, Any]], Mapping[str, Any]], Any]] = {
+        "blind": lambda task, messages, info: _rule_query(messages, info, None),
+        "next-cell": lambda task, messages, info: _rule_query(messages, info, _next_cell(task)),
+        "reference": lambda task, messages, info: [dict(action) for action, _ in task.reference],
     }
-    for name, predict in policies.items():
+    for name, predict in predictions.items():
         for seed in seeds:
-            messages, _ = env.reset(seed=seed)
-            task = env.unwrapped._task
-            results[name].append(float(env.step(predict(task, messages))[1]))
+            messages, info = env.reset(seed=seed)
+            results[name].append(float(env.step(predict(env.unwrapped._task, messages, info))[1]))
     return ["| " + " | ".join(f"{name} {np.mean(values):.3f}" for name, values in results.items()) + " |"]
-
-
-def _next_cell(task: Any) -> tuple[int, int]:
-    queried = set()
-    for action, _ in task.prefix:
-        arguments = action.get("arguments", {})
-        if "row" in arguments:
-            queried.add((arguments["row"], arguments["col"]))
-    return next((cell for cell in sorted(task.facts.hidden) if cell not in queried), sorted(task.facts.hidden)[0])
 
 
 def main() -> None:

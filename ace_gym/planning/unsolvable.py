@@ -468,7 +468,8 @@ def add_markers(
             picked = sorted(ruled[int(i)] for i in rng.choice(len(ruled), size=count, replace=False))
             text, sheet = _moved_to_sheet(text, picked)
             sheet_cells = tuple(picked)
-    changed = task.instance.model_copy(update={"task_instruction": text})
+    unchanged = text == task.instance.task_instruction  # no marker added: the env serves the instance it drew
+    changed = task.instance if unchanged else task.instance.model_copy(update={"task_instruction": text})
     return UnsolvableVariant(
         task.kind,
         changed,

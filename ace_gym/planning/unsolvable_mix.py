@@ -236,7 +236,7 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
         """The reply to a call this wrapper answers itself (None: it goes to the env below)."""
         task = self._task
         assert task is not None
-        if name == APPROVAL_TOOL:
+        if name == APPROVAL_TOOL and task.approval:
             if task.approval == "working":
                 arguments = decode_arguments(split_action(action)[1]) or {}
                 row, col, item = arguments.get("row"), arguments.get("col"), arguments.get("id")
