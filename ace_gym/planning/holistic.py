@@ -100,7 +100,8 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
 
     ## Observation
     Chat messages: the system prompt and the first user message with the plan request
-    (:func:`plan_prompt`); after the plan a user message with its grade; in the acting phase a
+    (:func:`plan_prompt`); after the plan a user message with its grade when the plan ends the
+    episode, else a request to carry it out (a grade then would tell an unsolvable task apart); in the acting phase a
     tool message per call.
 
     ## Action
@@ -215,7 +216,10 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         if ends:
             self._env = None
             info["score"] = reward
-        text = f"Plan graded {graded.grade:.1f}." + ("" if ends else " Now carry it out, one tool call per step.")
+        # the grade is told once it is the episode's end: before acting it would tell an unsolvable task apart
+        text = (
+            f"Plan graded {graded.grade:.1f}." if ends else "Plan received. Now carry it out, one tool call per step."
+        )
         return [{"role": "user", "content": text}], reward, ends, False, info
 
     def _acted(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:

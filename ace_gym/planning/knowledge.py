@@ -63,7 +63,7 @@ class TaskFacts:
     tools: Mapping[str, ToolEntry]
     broken: frozenset[str] = frozenset()
     approval_required: bool = False
-    solvable: bool = True
+    solvable: bool | None = True  # None: not the judge's to know (no solvability flag is raised)
     unsolvable_kind: str | None = None
     query_budgets: Mapping[Cell, int | None] = field(default_factory=dict)
     global_budget: int | None = None
@@ -83,7 +83,9 @@ def facts_from_reset(
     Tools come from ``info["tools"]`` (their schemas give parameters and required ones); kinds
     from the env's tool table and the planning wrappers' records under ``info["apb"]``; budgets
     from ``info["budgets"]``; solvability from ``answer_key``, the unsolvable setting's grader
-    channel (:func:`ace_gym.planning.unsolvable_mix.answer_key_of`; None: solvable).
+    channel (:func:`ace_gym.planning.unsolvable_mix.answer_key_of`). Without it a task is solvable
+    when no refusal tool is offered, and of unknown solvability (``solvable=None``) when one is:
+    a critic the agent reads must not tell it (issue 38).
     """
     real = real_tool_kinds(compiled.domain.name)
     apb: Mapping[str, Any] = info.get(APB_INFO, {})
@@ -97,6 +99,8 @@ def facts_from_reset(
         broken.add(record["tool"])
     key = answer_key or {}
     approval_impossible = key.get("approval") in ("outage", "missing")
+    refusal_offered = "refusal" in apb.get("unsolvable", {}).get("tools", {}).values()
+    solvable = not key["unsolvable"] if answer_key is not None else (None if refusal_offered else True)
     added.update(apb.get("unsolvable", {}).get("tools", {}))
     added.update(apb.get("cost", {}).get("composites", {}))
     if approval_impossible:
@@ -129,7 +133,7 @@ def facts_from_reset(
         tools=tools,
         broken=frozenset(broken),
         approval_required=approval_impossible,
-        solvable=not key.get("unsolvable", False),
+        solvable=solvable,
         unsolvable_kind=key.get("kind") or None,
         query_budgets=query_budgets,
         global_budget=budgets.get("global_check_budget"),

@@ -13,7 +13,6 @@ from ace_gym.planning.detector import ErrorTracker
 from ace_gym.planning.knowledge import facts_from_reset
 from ace_gym.planning.surface import answered, record
 from ace_gym.planning.taxonomy import CODES, DEFINITIONS, STEP_NAMES, Flag
-from ace_gym.planning.unsolvable_mix import answer_key_of
 from ace_gym.spaces import arguments_json
 from ace_gym.tools import reply_in
 
@@ -78,8 +77,8 @@ class Refine(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordCons
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
-        compiled = self.env.get_wrapper_attr("compiled")
-        self._tracker = ErrorTracker(facts_from_reset(compiled, info, answer_key_of(self.env)))
+        # no answer key: the critique is shown to the agent, so it never judges solvability (issue 38)
+        self._tracker = ErrorTracker(facts_from_reset(self.env.get_wrapper_attr("compiled"), info))
         self._proposal = None
         self._counts = dict.fromkeys(self._counts, 0)
         self._ended = False

@@ -1,6 +1,7 @@
 """Issue 38: the planning probes pay only what needs the instance. One regression test per finding
 an adversarial bank made at 1944dd5 (each fails there): the unsolvable kinds' surface tells (3),
-the Holistic template (4), the blind StepWise guess (5), the unsolvable answer key in ``info`` (8).
+the Holistic template (4), the blind StepWise guess (5), the unsolvable answer key in ``info`` (8)
+and its neighbours in model-visible text (the Refine critique, the Holistic grade before acting).
 Every policy here acts only on what a model sees; the outcome is read from the last step's
 ``info``, where it is recorded with the reward."""
 
@@ -14,11 +15,18 @@ import numpy as np
 from ace_gym.agents.solver import slot_rule_queries
 from ace_gym.agents.task_view import read_task
 from ace_gym.envs import AceEnv
-from ace_gym.planning import UnsolvableMix
+from ace_gym.planning import Refine, UnsolvableMix
 from ace_gym.planning.holistic import HolisticEnv
 from ace_gym.planning.stepwise import StepWiseEnv
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
-from ace_gym.planning.unsolvable import APPROVAL_POLICY, APPROVAL_TOOL, ATTACHMENT_RULE, ATTACHMENT_TOOL, PHONE_LIMIT
+from ace_gym.planning.unsolvable import (
+    APPROVAL_POLICY,
+    APPROVAL_TOOL,
+    ATTACHMENT_RULE,
+    ATTACHMENT_TOOL,
+    PHONE_LIMIT,
+    REFUSAL_TOOL,
+)
 from tests.planning.helpers import template_plan
 
 
@@ -120,3 +128,29 @@ def test_stepwise__a_trajectory_blind_guess_earns_at_most_a_tenth() -> None:
         guess = slot_rule_queries(view, view.slots[0])[0]
         rewards.append(env.step([{"tool": guess["name"], "arguments": guess["arguments"]}])[1])
     assert sum(rewards) / len(rewards) <= 0.1
+
+
+def test_refine_critique__never_tells_whether_the_task_can_be_done() -> None:
+    """A neighbour of finding 8: the rules critic, read by the agent, judged a proposed ``done``
+    on an unsolvable task "the task cannot be done" and a refusal of a solvable one "the task
+    can be done"."""
+    done, refusal = (
+        {"name": "done", "arguments": {}},
+        {"name": REFUSAL_TOOL, "arguments": {"reason_code": "missing_tool"}},
+    )
+    for p_unsolvable, proposal in ((1.0, done), (0.0, refusal)):
+        env = Refine(UnsolvableMix(AceEnv("course"), p_unsolvable=p_unsolvable))
+        env.reset(seed=1)
+        critique = env.step(proposal)[0]
+        assert "Not executed" in critique and "task can be done" not in critique and "cannot be done" not in critique
+
+
+def test_holistic__the_grade_of_a_plan_to_carry_out_is_told_only_at_the_end() -> None:
+    """A neighbour of finding 8: "Plan graded 0.2", shown before acting, told a plan for an
+    unsolvable task apart (a plan for one is E1)."""
+    env = HolisticEnv(domain="meal", settings=["unsolvable"], act_after_plan=True)
+    plan = {"plan": "finish", "tool_chain": [{"name": "done", "arguments": {}}]}
+    for seed in range(4):
+        env.reset(seed=seed)
+        reply, _, terminated, _, _ = env.step(plan)
+        assert not terminated and "graded" not in reply[-1]["content"]
