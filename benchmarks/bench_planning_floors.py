@@ -10,7 +10,8 @@ Every policy acts only on what a model sees. Mean reward over seeds S..S+N-1 (de
   "attached sheet" -> missing_attachment), then the exact solver when none fires; ``refuse``
   (always refuse with the kind most frequent on seeds 1000-1039); ``solver`` (the exact solver,
   never refusing); ``careful`` and ``careful-never-refuse`` (:class:`ace_gym.planning.probes.CarefulSolver`,
-  the honest reference, where it exists). Also the tells' catch rate on unsolvable tasks and
+  the honest reference, where it exists) and ``careful-greedy`` (its refusals, the grid filled by
+  greedy-local: no search). Also the tells' catch rate on unsolvable tasks and
   false-fire rate on solvable ones.
 * ``ACE-Holistic-v0``, per domain: ``template`` (per hidden cell one query per stated slot rule,
   ``set_slot`` "the id chosen from step k", a global check, ``done``) and, when the env acts
@@ -38,6 +39,7 @@ import numpy as np
 
 import ace_gym  # noqa: F401 (registers the env ids)
 from ace_gym.agents import ExactSolver
+from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.solver import slot_rule_queries
 from ace_gym.agents.task_view import read_task
 from ace_gym.domains import DOMAIN_NAMES
@@ -56,6 +58,15 @@ TELLS = (
     ("missing_information", lambda tools, text: "agreed on the phone" in text),
     ("missing_attachment", lambda tools, text: "get_attachment" in tools or "attached sheet" in text),
 )
+
+
+if CarefulSolver is not None:
+
+    class CarefulGreedy(CarefulSolver):  # type: ignore[misc,valid-type]
+        """The careful refusals, the grid filled by greedy-local: refusing on evidence, no search."""
+
+        name = "careful-greedy"
+        filler = GreedyLocal
 
 
 def kind_of(env: gym.Env, reset_info: Mapping[str, Any]) -> str:
@@ -105,7 +116,11 @@ def unsolvable_rows(seeds: range) -> list[str]:
         most = max((k for k in frequent if k), key=lambda k: frequent[k])
         policies: dict[str, Any] = {"tells": Tells(), f"refuse({most})": refusing(most), "solver": ExactSolver()}
         if CarefulSolver is not None:
-            policies |= {"careful": CarefulSolver(), "careful-never-refuse": CarefulNeverRefuse()}
+            policies |= {
+                "careful": CarefulSolver(),
+                "careful-never-refuse": CarefulNeverRefuse(),
+                "careful-greedy": CarefulGreedy(),
+            }
         means, caught, fired, unsolvable = {}, 0, 0, 0
         for name, policy in policies.items():
             rewards = []

@@ -173,6 +173,8 @@ class CarefulSolver(ScriptedPolicy):
 
     name: ClassVar[str] = "probe-careful"
     refuses: ClassVar[bool] = True
+    filler: ClassVar[type[ScriptedPolicy]] = ExactSolver
+    """What fills the grid once the task is read (a one-call-per-step scripted policy)."""
 
     def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
         notes: dict[str, Any] = {}
@@ -181,7 +183,7 @@ class CarefulSolver(ScriptedPolicy):
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
-        return ExactSolver().script(view, info, rng, notes)
+        return self.filler().script(view, info, rng, notes)
 
     def _refuse(self, code: str, tools: set[str], notes: dict[str, Any]) -> Script:
         notes["refused"] = code
@@ -217,7 +219,7 @@ class CarefulSolver(ScriptedPolicy):
             notes["error"] = str(error)
             return
         setter = tool_name("set_slot", view.domain)
-        solver = cast(OneCallScript, ExactSolver().script(view, info, rng, notes))
+        solver = cast(OneCallScript, self.filler().script(view, info, rng, notes))
         try:
             call = next(solver)
             while True:
