@@ -10,8 +10,8 @@ Every policy acts only on what a model sees. Mean reward over seeds S..S+N-1 (de
   "attached sheet" -> missing_attachment), then the exact solver when none fires; ``refuse``
   (always refuse with the kind most frequent on seeds 1000-1039); ``solver`` (the exact solver,
   never refusing); ``careful`` and ``careful-never-refuse`` (:class:`ace_gym.planning.probes.CarefulSolver`,
-  the honest reference, where it exists) and ``careful-greedy`` (its refusals, the grid filled by
-  greedy-local: no search). Also the tells' catch rate on unsolvable tasks and
+  the honest reference, where it exists) and ``careful-greedy`` (its evidence, without counting
+  completions: a missing limit or sheet is refused; the grid filled by greedy-local: no search). Also the tells' catch rate on unsolvable tasks and
   false-fire rate on solvable ones.
 * ``ACE-Holistic-v0``, per domain: ``template`` (per hidden cell one query per stated slot rule,
   ``set_slot`` "the id chosen from step k", a global check, ``done``) and, when the env acts
@@ -63,10 +63,11 @@ TELLS = (
 if CarefulSolver is not None:
 
     class CarefulGreedy(CarefulSolver):  # type: ignore[misc,valid-type]
-        """The careful refusals, the grid filled by greedy-local: refusing on evidence, no search."""
+        """The careful evidence without search: a missing piece refused, the grid filled by greedy-local."""
 
         name = "careful-greedy"
         filler = GreedyLocal
+        counts = False
 
 
 def kind_of(env: gym.Env, reset_info: Mapping[str, Any]) -> str:

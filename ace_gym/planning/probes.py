@@ -12,8 +12,8 @@ test can predict.
 * :class:`CarefulSolver` (``probe-careful``) is the honest reference of the unsolvable setting: it
   reads the task as a careful agent does (the approval policy, the phone notes, the attached
   sheet), asks for approvals before setting, and refuses only on evidence from the instance: the
-  required tool is not offered or is in outage, the notes do not give the withheld limit, the
-  sheet does not arrive, or no completion meets the rules. :class:`CarefulNeverRefuse`
+  required tool is not offered or is in outage, no completion meets the rules, or a limit or a
+  sheet is missing *and* the rules it has leave several completions (it counts them). :class:`CarefulNeverRefuse`
   (``probe-careful-never-refuse``) does the same but ends with ``done`` instead of refusing.
 * :class:`RetryTransientFailures` (``probe-retry-failures``) plays the exact solver and sends a
   call again, unchanged, while its reply looks like a transient failure (:func:`is_transient_failure`:
@@ -24,15 +24,16 @@ test can predict.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
-from ace_gym.agents.solver import ExactSolver
+from ace_gym.agents.solver import ExactSolver, place_and_verify, rule_can_bind, settle
 from ace_gym.agents.task_view import OneCallScript, Script, TaskTextError, TaskView, ToolCallDict, read_task
 from ace_gym.planning.replies import is_persistent_failure
 from ace_gym.planning.unsolvable import (
@@ -175,6 +176,9 @@ class CarefulSolver(ScriptedPolicy):
     refuses: ClassVar[bool] = True
     filler: ClassVar[type[ScriptedPolicy]] = ExactSolver
     """What fills the grid once the task is read (a one-call-per-step scripted policy)."""
+    counts: ClassVar[bool] = True
+    """Whether a missing limit or sheet is decided by counting the completions the stated rules
+    leave (refuse when there are several); otherwise the missing piece alone is refused."""
 
     def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
         notes: dict[str, Any] = {}
@@ -199,27 +203,35 @@ class CarefulSolver(ScriptedPolicy):
         if approval and APPROVAL_TOOL not in tools:
             yield from self._refuse("missing_tool", tools, notes)
             return
+        missing = ""  # the kind a missing piece would be, when one is missing
         if ATTACHMENT_RULE in prompt:
             reply = yield {"name": ATTACHMENT_TOOL, "arguments": {}}
             sheet = (_envelope(reply).get("data") or {}).get("attachment")
-            if not isinstance(sheet, str) or not sheet:
-                yield from self._refuse("missing_attachment", tools, notes)
-                return
-            prompt = _with_sheet(prompt, sheet)
+            if isinstance(sheet, str) and sheet:
+                prompt = _with_sheet(prompt, sheet)
+            else:  # those slots' rules are unknown: read them as slots without rules
+                prompt, missing = prompt.replace(f"\n{ATTACHMENT_RULE}", ""), "missing_attachment"
         if PHONE_LIMIT in prompt:
             withheld, note = _WITHHELD.search(prompt), _NOTE.search(prompt)
-            if withheld is None or note is None or note.group(1) != withheld.group(1):
-                yield from self._refuse("missing_information", tools, notes)
+            if withheld is None:
                 return
-            rule = re.sub(r"\bX\b", note.group(2), withheld.group(2), count=1)
+            if note is not None and note.group(1) == withheld.group(1):
+                limit = note.group(2)
+            else:  # the limit is unknown: read it as one that binds nothing
+                limit, missing = ("1000000000" if "at most X" in withheld.group(2) else "0"), "missing_information"
+            rule = re.sub(r"\bX\b", limit, withheld.group(2), count=1)
             prompt = prompt.replace(withheld.group(0), f"({withheld.group(1)}) {rule}.")
+        if missing and not self.counts:
+            yield from self._refuse(missing, tools, notes)
+            return
         try:
             view = read_task(observation, {**info, "system_prompt": prompt})
         except TaskTextError as error:
             notes["error"] = str(error)
             return
         setter = tool_name("set_slot", view.domain)
-        solver = cast(OneCallScript, self.filler().script(view, info, rng, notes))
+        filler = _CountingSolver() if missing else self.filler()
+        solver = cast(OneCallScript, filler.script(view, info, rng, notes))
         try:
             call = next(solver)
             while True:
@@ -231,10 +243,43 @@ class CarefulSolver(ScriptedPolicy):
                 call = solver.send((yield call))
         except StopIteration:
             pass
-        if notes.get("completions_tried") == 0 or (
+        if missing:
+            found = notes.get("completions_found", 0)
+            if found != 1:
+                yield from self._refuse(missing if found else "conflicting_constraints", tools, notes)
+        elif notes.get("completions_tried") == 0 or (
             notes.get("exhausted") == "candidates" and not notes.get("verified")
         ):
             yield from self._refuse("conflicting_constraints", tools, notes)
+
+
+class _CountingSolver(ExactSolver):
+    """The exact solver that, some rule of the task being unknown, counts the completions the
+    known rules leave: it fills the grid only when there is exactly one (``notes["completions_found"]``:
+    0, 1 or 2 for "two or more")."""
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        rules = [
+            (rule, bound) for rule, bound in view.global_rules() if rule_can_bind(rule, bound, view.rows * view.cols)
+        ]
+        gathered = yield from self.gather(view, info, rules, notes)
+        if gathered is not None:
+            yield from settle(view, *gathered, notes, place=_place_if_unique)
+
+
+def _place_if_unique(
+    view: TaskView,
+    candidates: list[dict[str, Any]],
+    completions: Iterator[tuple[str, ...]],
+    deferred: bool,
+    notes: dict[str, Any],
+) -> Script:
+    found = list(itertools.islice(completions, 2))
+    notes["completions_found"] = len(found)
+    if len(found) == 1:
+        yield from place_and_verify(view, candidates, iter(found), deferred, notes)
 
 
 class CarefulNeverRefuse(CarefulSolver):

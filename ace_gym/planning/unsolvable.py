@@ -40,7 +40,7 @@ whether any completion meets the rules.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -444,41 +444,92 @@ def add_markers(
     served: UnsolvableVariant | None, instance: Instance, rng: np.random.Generator, rate: float
 ) -> UnsolvableVariant:
     """The task an episode serves: ``served`` (an unsolvable variant of ``instance``, or None for
-    the solvable task) with each marker its kind does not use added in its working form with
-    probability ``rate``: the approval policy with a working ``approve_assignment``; one global
-    rule's limit "agreed on the phone" and given by the phone notes; the rules of one or two
-    ruled hidden cells moved to an attached sheet that ``get_attachment`` returns. The served
-    rules do not change, so a solvable task stays solvable with the same unique completion."""
+    the solvable task) with each marker its kind does not use added with probability ``rate``, in
+    a form that leaves the task as solvable as it was:
+
+    * the approval policy with a working ``approve_assignment``;
+    * one global rule's limit "agreed on the phone", and the notes either give it or give
+      another rule's while the limit does not matter (the other rules fix the one completion);
+    * the rules of one or two ruled hidden cells "in the attached sheet", which
+      ``get_attachment`` either returns or does not while those rules do not matter.
+
+    Whether a withheld limit or sheet matters is certified as the unsolvable kinds are
+    (:func:`ace_gym.generators.certify`, truth valid and unique under the stated rules); where
+    it does, the marker takes its giving form. So the evidence of a missing piece (notes about
+    another rule, no file) marks solvable tasks too: only counting the completions the stated
+    rules leave tells a task to refuse."""
     task = served if served is not None else UnsolvableVariant("", instance, {})
     used = MARKER_OF_KIND.get(task.kind)
-    domain = get_domain(instance.domain)
-    text = task.instance.task_instruction
-    approval, sheet, sheet_cells = task.approval, task.sheet, task.sheet_cells
     draws = {marker: rng.random() < rate for marker in MARKERS}  # one draw each, whatever the kind
+    withholds = {marker: rng.random() < 0.5 for marker in MARKERS}
     if draws["approval"] and used != "approval":
-        text, approval = _approval_policy_text(text), "working"
-    if draws["phone"] and used != "phone" and domain.global_rules:
-        k = int(rng.integers(len(domain.global_rules)))
-        bound = task.instance.global_constraints[domain.global_rules[k].name]
-        text = _with_phone_note(_withheld_text(text, domain, k, bound), k, bound)
+        text = _approval_policy_text(task.instance.task_instruction)
+        task = replace(task, instance=task.instance.model_copy(update={"task_instruction": text}), approval="working")
+    if draws["phone"] and used != "phone":
+        task = _phone_marker(task, rng, withholds["phone"])
     if draws["sheet"] and used != "sheet":
-        ruled = [(slot.row, slot.col) for slot in task.instance.slots if active_slot_rules(slot, domain)]
-        if ruled:
-            count = min(len(ruled), 1 + int(rng.integers(2)))
-            picked = sorted(ruled[int(i)] for i in rng.choice(len(ruled), size=count, replace=False))
-            text, sheet = _moved_to_sheet(text, picked)
-            sheet_cells = tuple(picked)
-    unchanged = text == task.instance.task_instruction  # no marker added: the env serves the instance it drew
-    changed = task.instance if unchanged else task.instance.model_copy(update={"task_instruction": text})
-    return UnsolvableVariant(
-        task.kind,
-        changed,
-        task.certificate,
-        approval=approval,
-        unverifiable_rule=task.unverifiable_rule,
-        attachment_cells=task.attachment_cells,
-        sheet=sheet,
-        sheet_cells=sheet_cells,
+        task = _sheet_marker(task, rng, withholds["sheet"])
+    return task
+
+
+def _unique(instance: Instance) -> bool:
+    """Whether the truth is the one completion of ``instance``'s rules."""
+    from ace_gym.generators.certificate import certify  # deferred: numba loads only when a marker is built
+
+    found = certify(instance)
+    return bool(found.truth_valid and found.truth_unique)
+
+
+def _phone_marker(task: UnsolvableVariant, rng: np.random.Generator, withhold: bool) -> UnsolvableVariant:
+    domain = get_domain(task.instance.domain)
+    if not domain.global_rules or task.unverifiable_rule:
+        return task
+    k = int(rng.integers(len(domain.global_rules)))
+    rule = domain.global_rules[k]
+    bound = task.instance.global_constraints[rule.name]
+    others = [j for j in range(len(domain.global_rules)) if j != k]
+    if withhold and others and task.solvable:
+        compiled = compile_instance(task.instance)
+        declared = compiled.global_rules[k]
+        if int(declared.contribution.min(initial=0)) >= 0:
+            relaxed = (
+                declared.kind.largest_aggregate(int(declared.contribution.max(initial=0)), compiled.rows, compiled.cols)
+                if declared.kind.upper
+                else 0
+            )
+            data = task.instance.model_dump()
+            data["global_constraints"][rule.name] = relaxed
+            data["meta"].pop("certificate", None)  # a generator's certificate was of the stated bound
+            changed = type(task.instance).model_validate(data)
+            if _unique(changed):
+                j = others[int(rng.integers(len(others)))]
+                text = _withheld_text(task.instance.task_instruction, domain, k, bound)
+                text = _with_phone_note(text, j, task.instance.global_constraints[domain.global_rules[j].name])
+                served = changed.model_copy(update={"task_instruction": text})
+                return replace(task, instance=served, unverifiable_rule=rule.name)
+    text = _with_phone_note(_withheld_text(task.instance.task_instruction, domain, k, bound), k, bound)
+    return replace(task, instance=task.instance.model_copy(update={"task_instruction": text}))
+
+
+def _sheet_marker(task: UnsolvableVariant, rng: np.random.Generator, withhold: bool) -> UnsolvableVariant:
+    domain = get_domain(task.instance.domain)
+    ruled = [s for s, slot in enumerate(task.instance.slots) if active_slot_rules(slot, domain)]
+    if not ruled or task.attachment_offered:
+        return task
+    count = min(len(ruled), 1 + int(rng.integers(2)))
+    picked = sorted(ruled[int(i)] for i in rng.choice(len(ruled), size=count, replace=False))
+    cells = tuple((task.instance.slots[s].row, task.instance.slots[s].col) for s in picked)
+    text, sheet = _moved_to_sheet(task.instance.task_instruction, cells)
+    if withhold and task.solvable:
+        data = task.instance.model_dump()
+        _drop_slot_rules(data, picked)
+        data["meta"].pop("certificate", None)
+        changed = type(task.instance).model_validate(data)
+        if _unique(changed):
+            served = changed.model_copy(update={"task_instruction": text})
+            return replace(task, instance=served, attachment_cells=cells)
+    return replace(
+        task, instance=task.instance.model_copy(update={"task_instruction": text}), sheet=sheet, sheet_cells=cells
     )
 
 

@@ -220,10 +220,9 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
         if reply is not None:
             return reply.text, 0.0, False, False, answered(action, reply)
         observation, reward, terminated, truncated, info = self.env.step(action)
-        if variant is not None:
-            unverifiable = self._unverifiable(name, reply_in(info))
-            if unverifiable is not None:
-                observation, info[REPLY_INFO] = unverifiable.text, unverifiable
+        unverifiable = self._unverifiable(name, reply_in(info))
+        if unverifiable is not None:
+            observation, info[REPLY_INFO] = unverifiable.text, unverifiable
         if terminated or truncated:
             self._state = "ended below"
             if variant is not None:
@@ -299,7 +298,7 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
     def _unverifiable(self, name: str | None, reply: ToolReply | None) -> ToolReply | None:
         """The reply to a check that would say "valid" about something the agent was never
         told, answered as unverifiable instead (None: the env's ``reply`` stands)."""
-        variant = self._variant
+        variant = self._task
         assert variant is not None
         if name not in (self._global_check, self._slot_check) or reply is None or not reply.ok:
             return None

@@ -5,6 +5,7 @@ refusal metrics of always-refusing, never-refusing and careful policies."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import gymnasium as gym
@@ -13,6 +14,7 @@ import pytest
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
+from ace_gym.generators.certificate import certify
 from ace_gym.planning import UnsolvableMix
 from ace_gym.planning.probes import AlwaysRefuse, CarefulNeverRefuse, CarefulSolver
 from ace_gym.planning.settings import setting_metrics
@@ -194,24 +196,44 @@ def test_constructor__rejects_bad_arguments(kwargs: dict[str, Any], field: str) 
 # -- issue 38: no surface tells, no answer key in info, honest play earns the most ---------------------------
 
 
-def test_working_markers__the_approval_the_phone_notes_and_the_sheet_give_what_the_task_needs() -> None:
+def test_markers_in_solvable_tasks__give_what_the_task_needs_or_withhold_what_does_not_matter() -> None:
+    """Each marker in a solvable task either gives its piece (the limit in the notes, the sheet) or
+    withholds one that the other rules make irrelevant (the truth stays the one completion), so
+    the evidence of a missing piece marks solvable tasks too."""
     env = UnsolvableMix(AceEnv("travel"), p_unsolvable=0.0, marker_rate=1.0)
-    _, info = env.reset(seed=2)
-    compiled = env.unwrapped.compiled
-    assert APPROVAL_POLICY in info["system_prompt"] and PHONE_LIMIT in info["system_prompt"]
-    bare = AceEnv("travel")
-    bare.reset(seed=2)
-    original = bare.compiled.instance
-    assert compiled.instance.global_constraints == original.global_constraints  # the rules served are unchanged
-    assert [s.slot_constraints for s in compiled.instance.slots] == [s.slot_constraints for s in original.slots]
-    sheet = json.loads(env.step({"name": ATTACHMENT_TOOL, "arguments": {}})[0])["data"]["attachment"]
-    for row, col in env.answer_key()["sheet_cells"]:
-        assert f"For slot ({row}, {col}):" in sheet and f"slot ({row}, {col}) must" not in info["system_prompt"]
-    slot = compiled.slots[0]
-    arguments = {"row": slot.row, "col": slot.col, "id": compiled.item_ids[int(compiled.truth[slot.cell])]}
-    assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] != "success"
-    assert json.loads(env.step({"name": APPROVAL_TOOL, "arguments": arguments})[0])["data"]["approved"] is True
-    assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] == "success"
+    forms: set[str] = set()
+    for seed in range(12):
+        _, info = env.reset(seed=seed)
+        key, served = env.answer_key(), env.unwrapped.compiled.instance
+        bare = AceEnv("travel")
+        bare.reset(seed=seed)
+        original = bare.compiled.instance
+        assert APPROVAL_POLICY in info["system_prompt"] and PHONE_LIMIT in info["system_prompt"]
+        withheld = re.search(r"\((\d+)\) [^\n]*, where X is", info["system_prompt"])
+        note = re.search(r"global constraint \((\d+)\): (-?\d+)\.", info["system_prompt"])
+        assert withheld is not None and note is not None
+        gives_limit = note.group(1) == withheld.group(1)
+        assert gives_limit == (key["unverifiable_rule"] == "")
+        reply = json.loads(env.step({"name": ATTACHMENT_TOOL, "arguments": {}})[0])["data"]["attachment"]
+        assert (reply is not None) == bool(key["sheet_cells"]) != bool(key["attachment_cells"])
+        for row, col in key["sheet_cells"]:
+            assert f"For slot ({row}, {col}):" in reply and f"slot ({row}, {col}) must" not in info["system_prompt"]
+        if gives_limit and key["sheet_cells"]:  # nothing withheld: the served rules are the drawn instance's
+            assert served.global_constraints == original.global_constraints
+            assert [x.slot_constraints for x in served.slots] == [x.slot_constraints for x in original.slots]
+        else:  # withheld pieces the other rules make irrelevant
+            assert certify(served).truth_valid and certify(served).truth_unique
+        forms |= {"limit given" if gives_limit else "limit withheld", "sheet" if reply else "no file"}
+        slot = env.unwrapped.compiled.slots[0]
+        arguments = {
+            "row": slot.row,
+            "col": slot.col,
+            "id": env.unwrapped.compiled.item_ids[int(env.unwrapped.compiled.truth[slot.cell])],
+        }
+        assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] != "success"
+        assert json.loads(env.step({"name": APPROVAL_TOOL, "arguments": arguments})[0])["data"]["approved"] is True
+        assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] == "success"
+    assert forms == {"limit given", "limit withheld", "sheet", "no file"}
 
 
 @pytest.mark.parametrize("domain", ["course", "travel"])
