@@ -30,11 +30,11 @@ wrapper applies (:class:`~ace_gym.planning.UnsolvableMix`), and a certificate th
 A kind that cannot be built on an instance (say, ambiguity needs decoys) gives None.
 
 No kind has a surface tell (issue 38): every phrase and tool that marks one also appears in
-solvable tasks, in a working form (:func:`add_markers`): the approval policy with a working
-``approve_assignment``, a phone-agreed limit the notes give, rules in an attached sheet that
-``get_attachment`` returns. Only the instance tells them apart: whether the required tool is
-offered and answers, whether the notes confirm *that* rule's limit, whether the sheet arrives,
-whether any completion meets the rules.
+solvable tasks (:func:`add_markers`): the approval policy with a working ``approve_assignment``,
+a phone-agreed limit the notes give or that does not matter, rules in an attached sheet that
+``get_attachment`` returns or that do not matter. Only the instance tells them apart: whether
+the required tool is offered and answers, whether any completion meets the rules, and, when a
+piece is missing, whether the stated rules leave one completion or several.
 """
 
 from __future__ import annotations

@@ -105,9 +105,12 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
     the episode stays solvable. A line in the system prompt says when to report infeasibility.
 
     Every marker of a kind (the approval policy and its tool, a phone-agreed limit, rules in an
-    attached sheet) also appears in its working form, with probability ``marker_rate`` each, in
-    tasks not of that kind, solvable ones included (:func:`~ace_gym.planning.unsolvable.add_markers`):
-    no phrase or tool tells an unsolvable task apart, only the instance does.
+    attached sheet) also appears, with probability ``marker_rate`` each, in tasks not of that
+    kind, solvable ones included, in a form that keeps them solvable (a working tool, a piece
+    given, or one withheld that the other rules make irrelevant;
+    :func:`~ace_gym.planning.unsolvable.add_markers`): no phrase or tool tells an unsolvable task
+    apart, only the instance does. Checks that cannot confirm a withheld rule answer
+    ``"is_valid": null`` where they would say valid, in solvable and unsolvable tasks alike.
 
     ## Tools
     ``report_infeasible`` ends the episode (a missing or unknown reason code counts as a wrong
