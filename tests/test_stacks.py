@@ -251,7 +251,7 @@ MAIN_ENV_SPEC = (
     '"entry_point": '
     '"ace_gym.planning.unsolvable_mix:UnsolvableMix", "kwargs": {"p_unsolvable": 0.5, "kinds": '
     '["conflicting_constraints", "tool_outage", "missing_tool", "missing_information", "missing_attachment"], '
-    '"rewards": null}}, {"name": "ChatAdapter", "entry_point": "ace_gym.wrappers.chat_adapter:ChatAdapter", '
+    '"rewards": null, "marker_rate": 0.5}}, {"name": "ChatAdapter", "entry_point": "ace_gym.wrappers.chat_adapter:ChatAdapter", '
     '"kwargs": {"tool_format": "auto", "max_turns": null, "notice": false}}, {"name": "StepBudget", "entry_point": '
     '"ace_gym.wrappers.step_budget:StepBudget", "kwargs": {"max_turns": 1000, "notice": false}}, {"name": '
     '"FeedbackRounds", "entry_point": "ace_gym.feedback.feedback_rounds:FeedbackRounds", "kwargs": {"max_attempts": '
@@ -260,7 +260,7 @@ MAIN_ENV_SPEC = (
 )
 """``make_env().spec`` on main of the last spec of :data:`MAIN_KEYS` (a record's ``replay.env_spec``),
 with the failure draws named since issue 40 (a record without them replays with the old draws) and
-the default ``final_reward`` since issue 38."""
+UnsolvableMix's ``marker_rate`` and the default ``final_reward`` since issue 38."""
 
 
 @pytest.mark.parametrize(("fields", "key"), MAIN_KEYS)
