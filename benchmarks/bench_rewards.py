@@ -41,16 +41,24 @@ REWARDS: dict[str, tuple[str, str]] = {
     "ACE-Holistic-v0": ("the plan's APB grade (0 for no plan or a plan leaving a cell unset)", "[0, 1]"),
     "ACE-StepWise-v0": ("APB's grade of the predicted call, paid when it names the reference's tool", "[0, 1]"),
     "ALB-QA-v0": ("strict: 1 for the gold answer in the asked form, else 0 (target_tokens=4096)", "{0, 1}"),
+    "ALB-QA-v0 (fmt=verbose)": ("as ALB-QA-v0, verbose histories", "{0, 1}"),
     "ALB-Puzzle-v0": ("sparse: 1 for the right guess, minus the round cost per guess", "(-inf, 1]"),
 }
 """What each family's reward is and its range (as of the commit the table was made on)."""
-SEED_SCALE: dict[str, float] = {"ALB-QA-v0": 2.0, "ACE-<domain>-procedural-10x10-v0": 0.3}
+SEED_SCALE: dict[str, float] = {
+    "ALB-QA-v0": 4.0,
+    "ALB-QA-v0 (fmt=verbose)": 2.0,
+    "ACE-<domain>-procedural-10x10-v0": 0.3,
+}
 """Seeds a cell plays, relative to ``--seeds`` (ALB-QA is one env for all; 10x10 episodes are long)."""
+TRAIN_SCALE: dict[str, float] = {"ALB-QA-v0 (fmt=verbose)": 0.5}
+"""Training seeds, relative to ``--train-seeds`` (a verbose history takes long to build)."""
 
 
 def all_cells(families: set[str] | None, seeds_fit: bool = True) -> list[rt.Cell]:
     found = rt.cells(rt.ace_env_ids(), fit_too=seeds_fit)
     found += [rt.Cell(env_id, fit, ("feedback_rounds",)) for env_id in FEEDBACK_ROUNDS_IDS for fit in (False, True)]
+    found.append(rt.Cell("ALB-QA-v0", env_kwargs=(*rt.CELL_KWARGS["ALB-QA-v0"], ("fmt", "verbose"))))
     return [cell for cell in found if families is None or cell.family in families]
 
 
@@ -78,8 +86,9 @@ def main() -> None:
     counts: dict[tuple[str, bool], tuple[int, str]] = {}
     for cell in all_cells(set(args.families) if args.families else None):
         n = max(2, round(seeds_n * SEED_SCALE.get(cell.family, 1.0)))
+        train = range(1000, 1000 + round(train_n * TRAIN_SCALE.get(cell.family, 1.0)))
         started = time.perf_counter()
-        means = rt.measure(cell, range(n), range(1000, 1000 + train_n))
+        means = rt.measure(cell, range(n), train)
         found = " ".join(f"{policy}={value:.3f}" for policy, value in sorted(means.items()))
         print(
             f"{cell.env_id} {cell.wrappers} fit={cell.fit} ({time.perf_counter() - started:.1f}s): {found}",
@@ -89,7 +98,7 @@ def main() -> None:
         for policy, value in means.items():
             pooled[key][policy].append(value)
         learnt = cell.kind == "qa" or any(policy in means for policy in rt.TELL_FEATURES)
-        seeds = f"seeds 0-{n - 1}" + (f", train 1000-{999 + train_n}" if learnt else "")
+        seeds = f"seeds 0-{n - 1}" + (f", train {train.start}-{train.stop - 1}" if learnt else "")
         counts[key] = (counts.get(key, (0, ""))[0] + n, seeds)
     lines = [
         "| family | setting | reward | range | solver | greedy-local | random slot-valid | strongest no-planning policy | n (seeds) |",

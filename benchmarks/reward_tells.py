@@ -291,11 +291,16 @@ def visible_features(observation: str, info: Mapping[str, Any]) -> set[str]:
 def info_features(observation: str, info: Mapping[str, Any]) -> set[str]:
     """``info`` beyond the texts a model is shown, as ``path=value`` features: what a harness that
     forwards ``info`` to the model (MCP ``metadata.info``, a trainer row) would show it."""
-    return {f"{path}={json.dumps(value, sort_keys=True, default=str)}" for path, value in _leaves(info, "")}
+    return {f"{path}={json.dumps(value, sort_keys=True, default=str)}" for path, value in info_fields(info)}
 
 
 _SHOWN = ("tools", "system_prompt", "messages")
 """``info`` keys that hold what the model is shown anyway (the tell search reads those as text)."""
+
+
+def info_fields(info: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
+    """``(dotted path, value)`` of every field of ``info`` but the texts the model is shown anyway (:data:`_SHOWN`)."""
+    return _leaves(info, "")
 
 
 def _leaves(value: Any, path: str) -> Iterable[tuple[str, Any]]:
@@ -492,14 +497,14 @@ class InfoOracle:
         paid: Counter[str] = Counter()
         for seed in seeds:
             _, info = env.reset(seed=seed)
-            for path, value in _leaves(info, ""):
+            for path, value in info_fields(info):
                 env.reset(seed=seed)
                 _, reward, _, _, _ = env.step(ANSWER.format(_answer_text(value)))
                 paid[path] += float(reward)
         self.path = paid.most_common(1)[0][0] if paid else ""
 
     def __call__(self, observation: Any, info: Mapping[str, Any]) -> str:
-        value = dict(_leaves(info, "")).get(self.path, "")
+        value = dict(info_fields(info)).get(self.path, "")
         return ANSWER.format(_answer_text(value))
 
 
@@ -559,7 +564,10 @@ class Cell:
 
     @property
     def family(self) -> str:
-        return family(self.env_id) + "".join(f" + {name}" for name in self.wrappers)
+        """The id's family, its wrappers and the keyword arguments that change the task (not :data:`SIZE_KWARGS`)."""
+        named = "".join(f" + {name}" for name in self.wrappers)
+        options = ", ".join(f"{key}={value}" for key, value in self.env_kwargs if key not in SIZE_KWARGS)
+        return family(self.env_id) + named + (f" ({options})" if options else "")
 
     def make(self) -> gym.Env:
         return stack(self.env_id, self.fit, dict(self.env_kwargs), self.wrappers).make()
@@ -572,6 +580,8 @@ class Cell:
         )
 
 
+SIZE_KWARGS = frozenset({"target_tokens"})
+"""Keyword arguments that make an episode smaller without changing what it asks."""
 CELL_KWARGS: dict[str, tuple[tuple[str, Any], ...]] = {"ALB-QA-v0": (("target_tokens", 4096),)}
 """Keyword arguments smaller than the defaults where a default is slow (a 32k-token ALB-QA history per reset)."""
 
@@ -587,12 +597,20 @@ def cells(env_ids: Iterable[str], fit_too: bool = True) -> list[Cell]:
     return found
 
 
-def measure(cell: Cell, seeds: Sequence[int], train_seeds: Sequence[int], solver: bool = True) -> dict[str, float]:
+def measure(
+    cell: Cell,
+    seeds: Sequence[int],
+    train_seeds: Sequence[int],
+    solver: bool = True,
+    policies: Iterable[str] | None = None,
+) -> dict[str, float]:
     """Each policy's mean return on ``cell`` over ``seeds`` (learnt policies learn on
     ``train_seeds``, disjoint from ``seeds``). Policy names: the bank's, the references', and for
     learnt ones ``refuse-best`` (blanket refusal with the code best on training seeds),
     ``visible-tell+solver``, ``info-tell+solver``, ``answer-prior``, ``most-frequent-name``,
-    ``info-oracle``, ``holistic-template``, ``stepwise-blind``, ``name-order-guesses``."""
+    ``info-oracle``, ``holistic-template``, ``stepwise-blind``, ``name-order-guesses``. ``solver``:
+    play the solver references too; ``policies``: only these of a tool-call env's bank (with
+    greedy-local, their reference), and no learnt refusal unless named."""
     assert not set(seeds) & set(train_seeds), "learn on other seeds"
     env = cell.make()
     if cell.kind == "holistic":
@@ -608,7 +626,14 @@ def measure(cell: Cell, seeds: Sequence[int], train_seeds: Sequence[int], solver
             "most-frequent-name": mean(play_text(env, most_frequent_name, s) for s in seeds),
             "info-oracle": mean(play_text(env, oracle, s) for s in seeds),
         }
-    names = [*TOOL_CALL_POLICIES, "greedy", "random", *(("solver", "solver-batch") if solver else ())]
+    chosen = list(TOOL_CALL_POLICIES) if policies is None else [p for p in TOOL_CALL_POLICIES if p in set(policies)]
+    wanted = set(NO_PLANNING) if policies is None else set(policies)
+    names = [
+        *chosen,
+        "greedy",
+        *(("random",) if policies is None else ()),
+        *(("solver", "solver-batch") if solver else ()),
+    ]
     returns = {
         name: [
             play(env, TOOL_CALL_POLICIES[name]() if name in TOOL_CALL_POLICIES else reference(name), s) for s in seeds
@@ -617,7 +642,7 @@ def measure(cell: Cell, seeds: Sequence[int], train_seeds: Sequence[int], solver
     }
     means = {name: mean(values) for name, values in returns.items()}
     _, info = env.reset(seed=seeds[0])
-    if REFUSAL_TOOL in tool_names(info):
+    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", *TELL_FEATURES}:
         means.update(_refusal_policies(cell, env, seeds, train_seeds, returns.get("solver")))
     return means
 
