@@ -76,11 +76,13 @@ def _means(
 PUBLISHED_DATA_STACKS = (
     rt.Cell("ACE-course-v0", fit=True),
     rt.Cell("ACE-travel-distractors-v0", fit=True),
-    rt.Cell("ACE-meal-broken-v0", fit=True),
     rt.Cell("ACE-pc_build-scenario-v0", fit=True),
     rt.Cell("ACE-shopping-v0", fit=True, wrappers=("feedback_rounds",)),
 )
-"""Stacks that train on the published 5x5 data at 1944dd5, one per kind, spread over domains."""
+"""Stacks that train on the published 5x5 data at 1944dd5, one per kind, spread over domains. On the
+scenario and FeedbackRounds stacks greedy-local earned 0.94-0.98 at 1944dd5 (finding 7), so the
+name tell shows there only once their reward needs planning; on the broken-tool ids no scripted
+policy earns anything (none switches to the replacement tool: docs/rewards.md)."""
 
 
 @pytest.mark.parametrize("cell", PUBLISHED_DATA_STACKS, ids=lambda cell: cell.family)
