@@ -45,6 +45,7 @@ unlimited global checks.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -689,23 +690,34 @@ NO_PLANNING: frozenset[str] = frozenset(
 """The policies held to a floor (the references are what the floors are measured against)."""
 
 
-def floor(cell: Cell, policy: str, means: Mapping[str, float]) -> tuple[float, str] | None:
-    """The most ``policy`` may earn on ``cell`` given the references' ``means``, and why; None
-    when it is not held (a reference, or a documented default exception)."""
+@dataclass(frozen=True)
+class Floor:
+    """The most a policy may earn: ``reference``'s mean (none: 0) + ``offset``, and why."""
+
+    reference: str | None
+    offset: float
+    why: str
+
+    def bound(self, means: Mapping[str, float]) -> float:
+        return (means[self.reference] if self.reference else 0.0) + self.offset
+
+
+def floor(cell: Cell, policy: str) -> Floor | None:
+    """``policy``'s floor on ``cell``; None when it is not held (a reference, or a documented
+    default exception, :data:`DEFAULT_EXCEPTIONS`)."""
     if policy not in NO_PLANNING:
         return None
     if cell.kind in ("holistic", "stepwise", "qa", "puzzle"):
-        return MARGIN, "chance (0) + margin on a probe / QA env"
-    if policy in ("visible-tell+solver", "info-tell+solver"):
-        return means["solver"] + MARGIN, "the never-refusing solver + margin"
+        return Floor(None, MARGIN, "chance (0) + margin on a probe / QA env")
+    if policy in TELL_FEATURES:
+        return Floor("solver", MARGIN, "the never-refusing solver + margin")
     if policy == "refuse-best":
-        return means["solver"] - 1e-9, "below the never-refusing solver"
+        return Floor("solver", -1e-9, "below the never-refusing solver")
+    if is_rounds(cell) and policy == "random-slot-valid":
+        return Floor(None, UNPLANNED_GRID_CEILING, "a grid filled without planning on AgencyBench's rounds")
     if not cell.fit and default_exception(cell.family.split(" + ")[0], policy):
         return None
-    bound = means["greedy"] + MARGIN
-    if is_rounds(cell) and policy == "random-slot-valid":
-        return min(bound, UNPLANNED_GRID_CEILING), "a grid filled without planning on AgencyBench's rounds"
-    return bound, "greedy-local + margin"
+    return Floor("greedy", MARGIN, "greedy-local + margin")
 
 
 def is_rounds(cell: Cell) -> bool:
@@ -713,17 +725,34 @@ def is_rounds(cell: Cell) -> bool:
     return "scenario" in cell.env_id.lower() or "feedback_rounds" in cell.wrappers
 
 
-def above_floor(cell: Cell, means: Mapping[str, float], tolerance: float = 0.0) -> list[str]:
-    """Every policy of ``means`` above its floor on ``cell`` (+ ``tolerance``), as readable lines."""
+def standard_error(value: float, n: int) -> float:
+    """A mean's standard error over ``n`` episodes of rewards in [0, 1], at most a Bernoulli's of
+    the same mean, smoothed (one success and one failure added) so that 0/n and n/n are not certain."""
+    smoothed = (value * n + 1) / (n + 2)
+    return math.sqrt(smoothed * (1 - smoothed) / n)
+
+
+def above_floor(
+    cell: Cell, means: Mapping[str, float], n: int | None = None, only: Iterable[str] | None = None
+) -> list[str]:
+    """Every policy of ``means`` (of ``only``, when given) above its floor on ``cell``, as readable lines. With ``n`` (the
+    episodes behind each mean) a policy counts as above only by more than two standard errors
+    of the difference (:func:`standard_error`): few seeds tell a tell from luck no better."""
+    checks = [(policy, floor(cell, policy)) for policy in sorted(means)]
+    if is_rounds(cell) and "greedy" in means:
+        checks.append(("greedy", Floor(None, UNPLANNED_GRID_CEILING, "a grid filled without planning")))
+    if only is not None:
+        checks = [check for check in checks if check[0] in set(only)]
     found = []
-    for policy, value in sorted(means.items()):
-        held = floor(cell, policy, means)
-        if held is not None and value > held[0] + tolerance:
-            found.append(
-                f"{cell.family} ({'FIT' if cell.fit else 'default'}): {policy} {value:.3f} > {held[0]:.3f} ({held[1]})"
-            )
-    if is_rounds(cell) and means.get("greedy", 0.0) > UNPLANNED_GRID_CEILING + tolerance:
-        found.append(
-            f"{cell.family}: greedy {means['greedy']:.3f} > {UNPLANNED_GRID_CEILING} (a grid filled without planning)"
-        )
+    for policy, held in checks:
+        if held is None:
+            continue
+        value, bound = means[policy], held.bound(means)
+        slack = 0.0
+        if n is not None:
+            errors = [standard_error(value, n)] + ([standard_error(means[held.reference], n)] if held.reference else [])
+            slack = 2 * math.sqrt(sum(error**2 for error in errors))
+        if value > bound + slack:
+            setting = "FIT" if cell.fit else "default"
+            found.append(f"{cell.family} ({setting}): {policy} {value:.3f} > {bound:.3f} + {slack:.3f} ({held.why})")
     return found

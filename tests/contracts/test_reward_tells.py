@@ -12,8 +12,9 @@ default settings keep the documented exceptions of :data:`reward_tells.DEFAULT_E
 (``benchmarks/bench_rewards.py``).
 
 Ids come from the registry, so a new id is covered without anyone remembering to. With few seeds
-per id, the sweep tolerates one lucky episode (:data:`SWEEP_TOLERANCE`); each numbered finding of
-the issue has its own test below, with more seeds on the ids where it was found.
+per id, the sweep counts a policy above its floor only by more than two standard errors
+(:func:`reward_tells.above_floor`); each numbered finding of the issue has its own test below, held
+the same way with more seeds on the ids where it was found.
 """
 
 from __future__ import annotations
@@ -32,13 +33,10 @@ rt = importlib.util.module_from_spec(_spec)
 sys.modules["reward_tells"] = rt
 _spec.loader.exec_module(rt)
 
-SWEEP_SEEDS: dict[str, tuple[int, ...]] = {"ACE-<domain>-procedural-10x10-v0": (0,)}
-"""Evaluation seeds per family in the sweep (default :data:`SWEEP_DEFAULT_SEEDS`): 10x10 episodes are long."""
-SWEEP_DEFAULT_SEEDS = (0, 1, 2)
+SWEEP_SEEDS: dict[str, int] = {"ACE-<domain>-procedural-10x10-v0": 2, "ACE-<domain>-procedural-v0": 4}
+"""Evaluation seeds per family in the sweep (default :data:`SWEEP_DEFAULT_SEEDS`): 10x10 and 5x7 episodes are long."""
+SWEEP_DEFAULT_SEEDS = 6
 SWEEP_TRAIN_SEEDS = tuple(range(1000, 1030))
-SWEEP_TOLERANCE = 0.34
-"""One lucky episode in three: the sweep catches tells that pay on most episodes; the finding tests
-below hold the floors without it."""
 CELLS = rt.cells(rt.ace_env_ids())
 ITEM_ID = re.compile(r"\b[A-Za-z]+\d+\b")
 """An ACE item id as texts write it (``C6568``, ``PC034``)."""
@@ -54,15 +52,16 @@ def test_the_sweep_covers_every_kind_of_env() -> None:
 
 
 def _sweep(cell: rt.Cell) -> list[str]:
-    seeds = SWEEP_SEEDS.get(cell.family, SWEEP_DEFAULT_SEEDS)
+    seeds = range(SWEEP_SEEDS.get(cell.family, SWEEP_DEFAULT_SEEDS))
     solver = "unsolvable" in cell.env_id
-    means = rt.measure(cell, seeds, SWEEP_TRAIN_SEEDS, solver=solver)
-    return rt.above_floor(cell, means, tolerance=SWEEP_TOLERANCE)
+    means = rt.measure(cell, seeds, SWEEP_TRAIN_SEEDS, solver=solver, policies=rt.NO_PLANNING)
+    return rt.above_floor(cell, means, n=len(seeds))
 
 
 @pytest.mark.parametrize("cell", CELLS, ids=lambda cell: f"{cell.env_id}-{'fit' if cell.fit else 'default'}")
 def test_every_registered_id__no_no_planning_policy_beats_its_floor(cell: rt.Cell) -> None:
-    assert _sweep(cell) == []
+    found = _sweep(cell)
+    assert not found, "\n".join(found)
 
 
 def _means(
@@ -89,9 +88,8 @@ policy earns anything (none switches to the replacement tool: docs/rewards.md)."
 def test_finding_1__under_fit_the_smallest_name_number_is_no_better_than_greedy(cell: rt.Cell) -> None:
     """At 1944dd5 the truth of every published 5x5 instance is its cell's candidate with the
     smallest name number: that policy earned 1.0 under FIT on every stack that trains on them."""
-    means = _means(cell, range(8), ("smallest-name", "slot-valid-smallest-name"))
-    assert means["smallest-name"] <= means["greedy"] + rt.MARGIN, means
-    assert means["slot-valid-smallest-name"] <= means["greedy"] + rt.MARGIN, means
+    policies = ("smallest-name", "slot-valid-smallest-name")
+    assert rt.above_floor(cell, _means(cell, range(8), policies), n=8, only=policies) == []
 
 
 def test_finding_1__the_published_data_keeps_its_tell_by_default() -> None:
@@ -103,12 +101,20 @@ def test_finding_1__the_published_data_keeps_its_tell_by_default() -> None:
 # -- finding 2: unlimited global checks --------------------------------------------------------
 
 
-@pytest.mark.parametrize("env_id", ["ACE-course-procedural-v0", "ACE-workforce-procedural-v0", "ACE-meal-v0"])
-def test_finding_2__under_fit_check_guided_random_search_is_no_better_than_greedy(env_id: str) -> None:
-    """A random slot-valid grid re-drawn one slot per failed global check paid 0.55-0.75 at
-    1944dd5 (greedy-local 0.10-0.20): FIT left the global check unlimited."""
-    means = _means(rt.Cell(env_id, fit=True), range(20), ("check-search",))
-    assert means["check-search"] <= means["greedy"] + rt.MARGIN, means
+def test_finding_2__under_fit_check_guided_random_search_is_no_better_than_greedy_on_the_published_data() -> None:
+    """A random slot-valid grid re-drawn one slot per failed global check paid 0.8 on the 5x5 data
+    at 1944dd5 (greedy-local 0.2): FIT left the global check unlimited."""
+    cell = rt.Cell("ACE-meal-v0", fit=True)
+    assert rt.above_floor(cell, _means(cell, range(20), ("check-search",)), n=20, only=["check-search"]) == []
+
+
+def test_finding_2__under_fit_check_guided_random_search_is_no_better_than_greedy_on_generated_data() -> None:
+    """The same search paid 0.47 on the 5x7 procedural ids at 1944dd5 (greedy-local 0.13); pooled
+    over the six domains, ten seeds each."""
+    cells = [rt.Cell(f"ACE-{domain}-procedural-v0", fit=True) for domain in rt.ace_gym.DOMAIN_NAMES]
+    found = [_means(cell, range(10), ("check-search",)) for cell in cells]
+    pooled = {policy: rt.mean(means[policy] for means in found) for policy in ("check-search", "greedy")}
+    assert rt.above_floor(cells[0], pooled, n=10 * len(cells), only=["check-search"]) == []
 
 
 # -- finding 3: unsolvable kinds told by the prompt's surface ----------------------------------
@@ -119,11 +125,9 @@ def test_finding_3__no_prompt_tell_decides_unsolvable_and_blanket_refusal_loses(
     """Tells learnt on other seeds (tool names, absent tools, prompt trigrams) caught every
     unsolvable episode at 1944dd5: tell + solver earned 0.825-0.95 against the honest solver's
     0.375-0.575, and always refusing with the best code beat the solver in travel."""
-    means = _means(
-        rt.Cell("ACE-travel-unsolvable-v0", fit=fit), range(20), ("visible-tell+solver", "refuse-best", "solver")
-    )
-    assert means["visible-tell+solver"] <= means["solver"] + rt.MARGIN, means
-    assert means["refuse-best"] < means["solver"], means
+    cell = rt.Cell("ACE-travel-unsolvable-v0", fit=fit)
+    means = _means(cell, range(20), ("visible-tell+solver", "refuse-best", "solver"))
+    assert rt.above_floor(cell, means, n=20, only=["visible-tell+solver", "refuse-best"]) == []
 
 
 # -- findings 4 and 5: planning probes graded by shape -----------------------------------------
@@ -132,15 +136,15 @@ def test_finding_3__no_prompt_tell_decides_unsolvable_and_blanket_refusal_loses(
 def test_finding_4__an_instance_agnostic_holistic_plan_earns_at_most_chance() -> None:
     """One template plan (per slot its rule queries and ``set_slot`` "the id chosen from step
     k"; a check; ``done``) earned 1.0 on 40/40 at 1944dd5."""
-    means = rt.measure(rt.Cell("ACE-Holistic-v0"), range(10), ())
-    assert means["holistic-template"] <= rt.MARGIN, means
+    cell = rt.Cell("ACE-Holistic-v0")
+    assert rt.above_floor(cell, rt.measure(cell, range(10), ()), n=10) == []
 
 
 def test_finding_5__a_trajectory_blind_step_guess_earns_at_most_chance() -> None:
     """ "A query on the first hidden slot", predicted without reading the trajectory, earned
     0.51-0.64 at 1944dd5."""
-    means = rt.measure(rt.Cell("ACE-StepWise-v0"), range(20), ())
-    assert means["stepwise-blind"] <= rt.MARGIN, means
+    cell = rt.Cell("ACE-StepWise-v0")
+    assert rt.above_floor(cell, rt.measure(cell, range(20), ()), n=20) == []
 
 
 # -- finding 6: ALB-QA answer priors -----------------------------------------------------------
@@ -148,11 +152,28 @@ def test_finding_5__a_trajectory_blind_step_guess_earns_at_most_chance() -> None
 
 def test_finding_6__alb_qa_answer_priors_earn_at_most_chance() -> None:
     """Each question template's most frequent gold answer (learnt on other seeds) earned 0.175
-    concise at 1944dd5, and the most frequent name in the context answered most Intersections."""
+    concise at 1944dd5, 0.875 on Count Frequency (Tool); the most frequent name in the context
+    answered Intersections. Held: at most 0.1 overall, 0.25 on any one question type but the
+    yes/no ones (chance 0.5 there), each within two standard errors."""
     cell = rt.Cell("ALB-QA-v0", env_kwargs=rt.CELL_KWARGS["ALB-QA-v0"])
-    means = rt.measure(cell, range(40), range(1000, 1080))
-    assert means["answer-prior"] <= rt.MARGIN, means
-    assert means["most-frequent-name"] <= rt.MARGIN, means
+    prior, env = rt.AnswerPrior(cell.make, range(1000, 1080)), cell.make()
+    by_type: dict[str, list[float]] = {}
+    for seed in range(60):
+        observation, info = env.reset(seed=seed)
+        answer = prior(observation, info)
+        _, reward, _, _, step_info = env.step(answer)
+        if answer.lower().removeprefix("<answer>")[:2] not in ("ye", "no", "tr", "fa"):
+            by_type.setdefault(step_info["question_type"], []).append(float(reward))
+    everything = [reward for rewards in by_type.values() for reward in rewards]
+    assert rt.mean(everything) <= rt.MARGIN + 2 * rt.standard_error(rt.mean(everything), len(everything))
+    above = {
+        kind: rt.mean(rewards)
+        for kind, rewards in by_type.items()
+        if rt.mean(rewards) > 0.25 + 2 * rt.standard_error(rt.mean(rewards), len(rewards))
+    }
+    assert above == {}
+    means = rt.measure(cell, range(40), range(1000, 1030))
+    assert rt.above_floor(cell, means, n=40, only=["most-frequent-name"]) == []
 
 
 # -- finding 7: AgencyBench's rounds pay a grid filled without planning ------------------------
@@ -166,9 +187,8 @@ def test_finding_6__alb_qa_answer_priors_earn_at_most_chance() -> None:
 def test_finding_7__a_grid_filled_without_planning_earns_little_on_agencybench_rounds(cell: rt.Cell) -> None:
     """A random slot-valid grid earned 0.914-0.963 and greedy-local 0.911-0.960 at 1944dd5, the
     solver 0.975-1.0: only the last hundredths carried the planning signal."""
-    means = _means(cell, range(6), ("random-slot-valid", "solver"))
-    assert means["random-slot-valid"] <= rt.UNPLANNED_GRID_CEILING, means
-    assert means["greedy"] <= rt.UNPLANNED_GRID_CEILING, means
+    means = _means(cell, range(8), ("random-slot-valid", "solver"))
+    assert rt.above_floor(cell, means, n=8, only=["random-slot-valid", "greedy"]) == []
     assert means["solver"] > rt.UNPLANNED_GRID_CEILING + rt.MARGIN, means  # planning still pays
 
 
@@ -178,15 +198,15 @@ def test_finding_7__a_grid_filled_without_planning_earns_little_on_agencybench_r
 def test_finding_8__info_tells_no_unsolvable_kind() -> None:
     """UnsolvableMix put the kind in every step's ``info`` at 1944dd5: a harness forwarding
     ``info`` handed the model the answer (info-tell + solver earned 1.0 where solvable ones solve)."""
-    means = _means(rt.Cell("ACE-travel-unsolvable-v0"), range(20), ("info-tell+solver", "solver"))
-    assert means["info-tell+solver"] <= means["solver"] + rt.MARGIN, means
+    cell = rt.Cell("ACE-travel-unsolvable-v0")
+    means = _means(cell, range(20), ("info-tell+solver", "solver"))
+    assert rt.above_floor(cell, means, n=20, only=["info-tell+solver"]) == []
 
 
 def test_finding_8__alb_qa_reset_info_holds_no_gold_answer() -> None:
     """ALB-QA put the gold answer in reset ``info`` (``gt``) at 1944dd5: answering it earned 1.0."""
     cell = rt.Cell("ALB-QA-v0", env_kwargs=rt.CELL_KWARGS["ALB-QA-v0"])
-    means = rt.measure(cell, range(20), range(1000, 1010))
-    assert means["info-oracle"] <= rt.MARGIN, means
+    assert rt.above_floor(cell, rt.measure(cell, range(20), range(1000, 1010)), n=20, only=["info-oracle"]) == []
 
 
 def _hidden_truth_ids(env: object) -> set[str]:
