@@ -735,9 +735,10 @@ def standard_error(value: float, n: int) -> float:
 def above_floor(
     cell: Cell, means: Mapping[str, float], n: int | None = None, only: Iterable[str] | None = None
 ) -> list[str]:
-    """Every policy of ``means`` (of ``only``, when given) above its floor on ``cell``, as readable lines. With ``n`` (the
-    episodes behind each mean) a policy counts as above only by more than two standard errors
-    of the difference (:func:`standard_error`): few seeds tell a tell from luck no better."""
+    """Every policy of ``means`` (of ``only``, when given) above its floor on ``cell``, as readable
+    lines. With ``n`` (the episodes behind each mean) the allowance above a reference is the larger
+    of :data:`MARGIN` and two standard errors of the difference (:func:`standard_error`): few seeds
+    tell a tell from luck no better, and many hold the margin itself."""
     checks = [(policy, floor(cell, policy)) for policy in sorted(means)]
     if is_rounds(cell) and "greedy" in means:
         checks.append(("greedy", Floor(None, UNPLANNED_GRID_CEILING, "a grid filled without planning")))
@@ -751,7 +752,7 @@ def above_floor(
         slack = 0.0
         if n is not None:
             errors = [standard_error(value, n)] + ([standard_error(means[held.reference], n)] if held.reference else [])
-            slack = 2 * math.sqrt(sum(error**2 for error in errors))
+            slack = max(0.0, 2 * math.sqrt(sum(error**2 for error in errors)) - MARGIN)
         if value > bound + slack:
             setting = "FIT" if cell.fit else "default"
             found.append(f"{cell.family} ({setting}): {policy} {value:.3f} > {bound:.3f} + {slack:.3f} ({held.why})")

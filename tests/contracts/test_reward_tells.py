@@ -102,10 +102,13 @@ def test_finding_1__the_published_data_keeps_its_tell_by_default() -> None:
 
 
 def test_finding_2__under_fit_check_guided_random_search_is_no_better_than_greedy_on_the_published_data() -> None:
-    """A random slot-valid grid re-drawn one slot per failed global check paid 0.8 on the 5x5 data
-    at 1944dd5 (greedy-local 0.2): FIT left the global check unlimited."""
-    cell = rt.Cell("ACE-meal-v0", fit=True)
-    assert rt.above_floor(cell, _means(cell, range(20), ("check-search",)), n=20, only=["check-search"]) == []
+    """A random slot-valid grid re-drawn one slot per failed global check paid 0.82 on the 5x5 data
+    at 1944dd5 (greedy-local 0.28): FIT left the global check unlimited. Pooled over the six
+    domains, 40 seeds each (a 5x5 episode takes milliseconds)."""
+    cells = [rt.Cell(f"ACE-{domain}-v0", fit=True) for domain in rt.ace_gym.DOMAIN_NAMES]
+    found = [_means(cell, range(40), ("check-search",)) for cell in cells]
+    pooled = {policy: rt.mean(means[policy] for means in found) for policy in ("check-search", "greedy")}
+    assert rt.above_floor(cells[0], pooled, n=40 * len(cells), only=["check-search"]) == []
 
 
 def test_finding_2__under_fit_check_guided_random_search_is_no_better_than_greedy_on_generated_data() -> None:
@@ -124,10 +127,13 @@ def test_finding_2__under_fit_check_guided_random_search_is_no_better_than_greed
 def test_finding_3__no_prompt_tell_decides_unsolvable_and_blanket_refusal_loses(fit: bool) -> None:
     """Tells learnt on other seeds (tool names, absent tools, prompt trigrams) caught every
     unsolvable episode at 1944dd5: tell + solver earned 0.825-0.95 against the honest solver's
-    0.375-0.575, and always refusing with the best code beat the solver in travel."""
-    cell = rt.Cell("ACE-travel-unsolvable-v0", fit=fit)
-    means = _means(cell, range(20), ("visible-tell+solver", "refuse-best", "solver"))
-    assert rt.above_floor(cell, means, n=20, only=["visible-tell+solver", "refuse-best"]) == []
+    0.375-0.575, and always refusing with the best code beat the solver in travel. Pooled over
+    travel and workforce, 20 seeds each."""
+    cells = [rt.Cell(f"ACE-{domain}-unsolvable-v0", fit=fit) for domain in ("travel", "workforce")]
+    policies = ("visible-tell+solver", "refuse-best", "solver")
+    found = [_means(cell, range(20), policies, train=range(1000, 1040)) for cell in cells]
+    pooled = {policy: rt.mean(means[policy] for means in found) for policy in policies}
+    assert rt.above_floor(cells[0], pooled, n=20 * len(cells), only=["visible-tell+solver", "refuse-best"]) == []
 
 
 # -- findings 4 and 5: planning probes graded by shape -----------------------------------------
