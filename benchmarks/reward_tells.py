@@ -13,11 +13,13 @@ is an answer key.
 
 The bank, by the kind of env it plays:
 
-* tool-call ACE envs (``ACE-<domain>-*``, the scenarios, FeedbackRounds): :class:`NameOrder`
-  (per hidden slot the candidate whose name carries the smallest / largest number, among all
-  candidates or the slot-valid ones), :class:`CandidateOrder` (the first / last candidate as the
-  tool lists them), :class:`RandomSlotValid`, :class:`CheckGuidedSearch` (a random slot-valid grid,
-  then "global check; if it fails, re-draw one random slot" within the env's budgets); and where
+* tool-call ACE envs (``ACE-<domain>-*``, the scenarios, FeedbackRounds): ``smallest-name``
+  (:class:`ace_gym.agents.blind.SmallestName`: per hidden slot the slot-valid candidate whose name
+  carries the smallest number), :class:`NameOrder` (the same among all candidates, or the largest),
+  :class:`CandidateOrder` (the first / last candidate as the tool lists them), ``random-slot-valid``
+  and ``check-search`` (:class:`ace_gym.agents.blind.CheckGuidedSearch` without and with its checks:
+  a random slot-valid grid, then "global check; if it fails, re-draw one random slot" within the
+  env's budgets and 250 calls); and where
   the refusal tool is offered, :class:`Refuse` (``refuse-best``: always the reason code that paid most on training seeds) and
   the tell readers (``visible-tell+solver``, ``info-tell+solver``): refuse when a tell learnt on
   training seeds (:func:`learn_tells`) fires at reset, else play the honest solver; a tell is a
@@ -50,17 +52,19 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import ace_gym
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
-from ace_gym.agents.solver import list_all_query, slot_candidates
+from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, SmallestName
+from ace_gym.agents.solver import list_all_query
 from ace_gym.agents.task_view import Script, TaskView, call, read_task, succeeded
 from ace_gym.envs import AceEnv
 from ace_gym.eval.fit import fit_stack
+from ace_gym.instance import name_number
 from ace_gym.policies import make_policy
 from ace_gym.registration import registered_env_ids
 from ace_gym.stacks import StackSpec
@@ -71,8 +75,6 @@ MARGIN = 0.1
 """How far above its reference a no-planning policy may score (the issue's goal)."""
 UNPLANNED_GRID_CEILING = 0.3
 """The most a grid filled without planning may earn on AgencyBench's rounds (scenario ids, FeedbackRounds)."""
-MAX_CALLS = 250
-"""Calls one episode of a searching policy may make (the issue's measurement: about 250)."""
 MAX_ACTIONS = 1200
 """Actions :func:`play` sends before it gives an episode up (a registered id's step limit is 1000)."""
 MIN_SUPPORT = 3
@@ -161,34 +163,29 @@ def mean(values: Iterable[float]) -> float:
 # -- tool-call policies ------------------------------------------------------------------------
 
 
-def _name_number(name: str) -> tuple[int, str]:
-    numbers = _NUMBER.findall(name)
-    return (int(numbers[-1]) if numbers else 0, name)
+def _name_key(name: object) -> tuple[float, str]:
+    number = name_number(name)
+    return (float("inf") if number is None else number, str(name))
 
 
 class NameOrder(ScriptedPolicy):
-    """Per hidden slot one query listing every candidate's name; sets the candidate whose name
-    carries the smallest (``largest=False``) or largest number, among all candidates or (with
-    ``slot_valid``) among those passing the slot's stated rules; then ``done``."""
+    """Per hidden slot one query listing every candidate's name; sets the candidate, among all of
+    them, whose name carries the smallest (or ``largest``) number (:func:`ace_gym.instance.name_number`);
+    then ``done``. :class:`ace_gym.agents.blind.SmallestName` is the same among the slot-valid ones."""
 
-    def __init__(self, largest: bool = False, slot_valid: bool = False) -> None:
-        self.largest, self.slot_valid = largest, slot_valid
-        self.name = f"{'slot-valid-' if slot_valid else ''}{'largest' if largest else 'smallest'}-name"
+    def __init__(self, largest: bool = False) -> None:
+        self.largest = largest
+        self.name = "largest-name" if largest else "any-smallest-name"
 
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
         for slot in view.slots:
             envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, "name"))
-            if not succeeded(envelope):
-                continue
-            names = {match["id"]: str(match.get("name", "")) for match in envelope["data"]["matches"]}
-            if self.slot_valid:
-                valid = yield from slot_candidates(view, slot)
-                names = {item: name for item, name in names.items() if item in (valid or {})}
+            names = {m["id"]: m.get("name") for m in envelope["data"]["matches"]} if succeeded(envelope) else {}
             if names:
                 pick = max if self.largest else min
-                chosen = pick(names, key=lambda item: _name_number(names[item]))
+                chosen = pick(names, key=lambda item: _name_key(names[item]))
                 yield from call("set_slot", row=slot.row, col=slot.col, id=chosen)
 
 
@@ -207,53 +204,6 @@ class CandidateOrder(ScriptedPolicy):
             matches = envelope["data"]["matches"] if succeeded(envelope) else []
             if matches:
                 yield from call("set_slot", row=slot.row, col=slot.col, id=matches[-1 if self.last else 0]["id"])
-
-
-def random_fill(view: TaskView, rng: np.random.Generator) -> Script:
-    """Greedy-local's slot-rule queries, then a random slot-valid candidate in every hidden slot;
-    returns ``[(row, col, slot-valid ids)]`` of the slots that have any."""
-    options: list[tuple[int, int, list[str]]] = []
-    for slot in view.slots:
-        valid = yield from slot_candidates(view, slot)
-        if valid:
-            options.append((slot.row, slot.col, list(valid)))
-    for row, col, ids in options:
-        yield from call("set_slot", row=row, col=col, id=ids[int(rng.integers(len(ids)))])
-    return options
-
-
-class RandomSlotValid(ScriptedPolicy):
-    """A random slot-valid candidate in every hidden slot, then ``done``: a grid filled without planning."""
-
-    name: ClassVar[str] = "random-slot-valid"
-
-    def script(
-        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
-    ) -> Script:
-        yield from random_fill(view, rng)
-
-
-class CheckGuidedSearch(ScriptedPolicy):
-    """A random slot-valid grid, then "global check; if it fails, re-draw one random slot" until a
-    check passes, a check is refused (budget spent) or :data:`MAX_CALLS` calls were made; then
-    ``done``. It reads no global rule: blind search the check budget must keep near greedy-local."""
-
-    name: ClassVar[str] = "check-search"
-
-    def script(
-        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
-    ) -> Script:
-        options = yield from random_fill(view, rng)
-        made = sum(max(1, len(slot.rules)) for slot in view.slots) + len(options)
-        movable = [option for option in options if len(option[2]) > 1]
-        while made < MAX_CALLS:
-            envelope = yield from call(view.tool("global_check"))
-            made += 1
-            if not succeeded(envelope) or envelope["data"].get("is_valid") or not movable:
-                return
-            row, col, ids = movable[int(rng.integers(len(movable)))]
-            yield from call("set_slot", row=row, col=col, id=ids[int(rng.integers(len(ids)))])
-            made += 1
 
 
 def _refusal(reason: str) -> Script:
@@ -384,13 +334,13 @@ def blanket_refusal(episodes: Sequence[RefusalEpisode]) -> str:
 
 
 TOOL_CALL_POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
-    "smallest-name": NameOrder,
+    "smallest-name": SmallestName,
+    "any-smallest-name": NameOrder,
     "largest-name": lambda: NameOrder(largest=True),
-    "slot-valid-smallest-name": lambda: NameOrder(slot_valid=True),
     "first-candidate": CandidateOrder,
     "last-candidate": lambda: CandidateOrder(last=True),
-    "random-slot-valid": RandomSlotValid,
-    "check-search": CheckGuidedSearch,
+    "random-slot-valid": lambda: CheckGuidedSearch(max_calls=1),
+    "check-search": lambda: CheckGuidedSearch(max_calls=MAX_CALLS),
 }
 """The no-planning bank of every tool-call env (refusal and tell policies are learnt per env: :func:`learn_tells`)."""
 REFERENCES: tuple[str, ...] = ("solver", "solver-batch", "greedy", "random")
@@ -541,7 +491,7 @@ def is_training_family(name: str) -> bool:
 
 def default_exception(env_family: str, policy: str) -> str | None:
     """Why ``policy`` may beat greedy-local + :data:`MARGIN` on ``env_family`` under the default settings, or None."""
-    if policy in ("smallest-name", "slot-valid-smallest-name") and (
+    if policy in ("smallest-name", "any-smallest-name") and (
         env_family in PUBLISHED_5X5 or "scenario" in env_family.lower() or "unsolvable" in env_family
     ):
         return DEFAULT_EXCEPTIONS["smallest-name"]
