@@ -15,8 +15,8 @@ The bank, by the kind of env it plays:
 
 * tool-call ACE envs (``ACE-<domain>-*``, the scenarios, FeedbackRounds): ``smallest-name``
   (:class:`ace_gym.agents.blind.SmallestName`: per hidden slot the slot-valid candidate whose name
-  carries the smallest number), :class:`NameOrder` (the same among all candidates, or the largest),
-  :class:`CandidateOrder` (the first / last candidate as the tool lists them), ``random-slot-valid``
+  carries the smallest number), :class:`ListedOrder` (among all candidates: the smallest or largest
+  name number, the first or last candidate as the tool lists them), ``random-slot-valid``
   and ``check-search`` (:class:`ace_gym.agents.blind.CheckGuidedSearch` without and with its checks:
   a random slot-valid grid, then "global check; if it fails, re-draw one random slot" within the
   env's budgets and 250 calls); and where
@@ -163,38 +163,21 @@ def mean(values: Iterable[float]) -> float:
 # -- tool-call policies ------------------------------------------------------------------------
 
 
-def _name_key(name: object) -> tuple[float, str]:
-    number = name_number(name)
-    return (float("inf") if number is None else number, str(name))
+Match = Mapping[str, Any]
+"""One candidate as a list-all query returns it: ``{"id": ..., "name": ...}``."""
 
 
-class NameOrder(ScriptedPolicy):
-    """Per hidden slot one query listing every candidate's name; sets the candidate, among all of
-    them, whose name carries the smallest (or ``largest``) number (:func:`ace_gym.instance.name_number`);
-    then ``done``. :class:`ace_gym.agents.blind.SmallestName` is the same among the slot-valid ones."""
-
-    def __init__(self, largest: bool = False) -> None:
-        self.largest = largest
-        self.name = "largest-name" if largest else "any-smallest-name"
-
-    def script(
-        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
-    ) -> Script:
-        for slot in view.slots:
-            envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, "name"))
-            names = {m["id"]: m.get("name") for m in envelope["data"]["matches"]} if succeeded(envelope) else {}
-            if names:
-                pick = max if self.largest else min
-                chosen = pick(names, key=lambda item: _name_key(names[item]))
-                yield from call("set_slot", row=slot.row, col=slot.col, id=chosen)
+def _name_key(match: Match) -> tuple[float, str]:
+    number = name_number(match.get("name"))
+    return (float("inf") if number is None else number, str(match.get("name")))
 
 
-class CandidateOrder(ScriptedPolicy):
-    """Per hidden slot the first (or ``last``) candidate in the order one list-all query returns them; then ``done``."""
+class ListedOrder(ScriptedPolicy):
+    """Per hidden slot one query listing every candidate with its name; sets the one ``choose``
+    picks from that list (by name order or list order, never by a rule); then ``done``."""
 
-    def __init__(self, last: bool = False) -> None:
-        self.last = last
-        self.name = "last-candidate" if last else "first-candidate"
+    def __init__(self, name: str, choose: Callable[[Sequence[Match]], Match]) -> None:
+        self.name, self.choose = name, choose
 
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
@@ -203,7 +186,7 @@ class CandidateOrder(ScriptedPolicy):
             envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, "name"))
             matches = envelope["data"]["matches"] if succeeded(envelope) else []
             if matches:
-                yield from call("set_slot", row=slot.row, col=slot.col, id=matches[-1 if self.last else 0]["id"])
+                yield from call("set_slot", row=slot.row, col=slot.col, id=self.choose(matches)["id"])
 
 
 def _refusal(reason: str) -> Script:
@@ -335,10 +318,10 @@ def blanket_refusal(episodes: Sequence[RefusalEpisode]) -> str:
 
 TOOL_CALL_POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
     "smallest-name": SmallestName,
-    "any-smallest-name": NameOrder,
-    "largest-name": lambda: NameOrder(largest=True),
-    "first-candidate": CandidateOrder,
-    "last-candidate": lambda: CandidateOrder(last=True),
+    "any-smallest-name": lambda: ListedOrder("any-smallest-name", lambda matches: min(matches, key=_name_key)),
+    "largest-name": lambda: ListedOrder("largest-name", lambda matches: max(matches, key=_name_key)),
+    "first-candidate": lambda: ListedOrder("first-candidate", lambda matches: matches[0]),
+    "last-candidate": lambda: ListedOrder("last-candidate", lambda matches: matches[-1]),
     "random-slot-valid": lambda: CheckGuidedSearch(max_calls=1),
     "check-search": lambda: CheckGuidedSearch(max_calls=MAX_CALLS),
 }
