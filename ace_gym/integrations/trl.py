@@ -126,7 +126,11 @@ class AceToolEnvironment:
         ``domain``, ``hidden_slots``, ``decoy_budget`` (the cell whose mean ``ace/train/score``
         averages), ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
         ``done`` or a budget), ``tool_calls``, ``tool_failure_rate``, ``injected_failures``,
-        ``recovered_failures`` (:mod:`ace_gym.eval.recovery`)."""
+        ``recovered_failures`` (:mod:`ace_gym.eval.recovery`). Empty before the first reset, so
+        that inspecting a fresh instance never raises (TRL 1.8 to 1.14 list an instance's methods
+        with ``inspect.getmembers``, which reads every property)."""
+        if not self._episode:
+            return {}
         return {**self._episode, "score": self.get_reward(), "finished": self._score is not None}
 
     def _call(self, name: str, arguments: dict[str, Any] | list[Any]) -> str:

@@ -110,6 +110,17 @@ def test_environment_factory__tool_methods_carry_the_env_tool_schemas(domain: st
     assert public == set(tools) | {"reset", "get_reward"}  # what TRL exposes: every tool and nothing else
 
 
+def test_environment_factory__a_fresh_instance_inspects_as_trl_1_8_to_1_14_do() -> None:
+    """TRL 1.8-1.14 list the tools with ``inspect.getmembers(instance, inspect.ismethod)`` before
+    any reset, which reads every property."""
+    environment = environment_factory(["course"])["course"]()
+    methods = {name for name, _ in inspect.getmembers(environment, inspect.ismethod) if name[0] != "_"}
+    public = {name for name, _ in inspect.getmembers(type(environment), inspect.isfunction) if name[0] != "_"}
+    assert methods == public and environment.episode == {}
+    environment.reset(**_course_row())
+    assert environment.episode["domain"] == "course" and environment.episode["finished"] is False
+
+
 def _course_row(**extra: Any) -> dict[str, Any]:
     row = train_dataset([EpisodeSpec("course", instance_index=0, seed=5)])[0]
     return {**row, **extra}
