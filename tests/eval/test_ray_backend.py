@@ -22,6 +22,7 @@ from ace_gym.policies import make_policy
 from ace_gym.runs.loop import WALL_CLOCK_USAGE
 from ace_gym.runs.results import encode_json, read_records
 from tests.eval.test_cli import run_cli
+from tests.ray_helpers import local_cluster
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
 SLICE = ["--domains", "course,travel", "--hidden-slots", "1,5", "--decoy-budgets", "0,4"]  # 2 domains x 4 instances
@@ -29,11 +30,8 @@ SLICE = ["--domains", "course,travel", "--hidden-slots", "1,5", "--decoy-budgets
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    import ray  # installed (needs_ray): an import error here is a broken install and fails
-
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    with local_cluster() as ray:  # installed (needs_ray): an import error here is a broken install and fails
+        yield ray
 
 
 def without_wall_clock(record: dict[str, Any]) -> bytes:
@@ -155,3 +153,15 @@ def test_eval__ray_options_need_the_ray_backend(tmp_path: Path, capsys: pytest.C
 def test_import__the_eval_command_does_not_import_ray() -> None:
     code = "import sys, ace_gym, ace_gym.eval.cli, ace_gym.eval.ray_backend\nassert 'ray' not in sys.modules, 'ray imported'\n"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@needs_ray
+def test_local_cluster__leaves_the_signal_handlers_as_it_found_them() -> None:
+    """ray.shutdown leaves Ray's SIGTERM handler installed; pytest's Ctrl-C and SIGTERM
+    handling after the Ray tests must be pytest's own."""
+    import signal
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    with local_cluster(num_cpus=1) as ray:
+        assert ray.get(ray.put(1)) == 1
+    assert {sig: signal.getsignal(sig) for sig in before} == before
