@@ -153,15 +153,3 @@ def test_eval__ray_options_need_the_ray_backend(tmp_path: Path, capsys: pytest.C
 def test_import__the_eval_command_does_not_import_ray() -> None:
     code = "import sys, ace_gym, ace_gym.eval.cli, ace_gym.eval.ray_backend\nassert 'ray' not in sys.modules, 'ray imported'\n"
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-@needs_ray
-def test_local_cluster__leaves_the_signal_handlers_as_it_found_them() -> None:
-    """ray.shutdown leaves Ray's SIGTERM handler installed; pytest's Ctrl-C and SIGTERM
-    handling after the Ray tests must be pytest's own."""
-    import signal
-
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    with local_cluster(num_cpus=1) as ray:
-        assert ray.get(ray.put(1)) == 1
-    assert {sig: signal.getsignal(sig) for sig in before} == before
