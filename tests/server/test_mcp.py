@@ -187,6 +187,13 @@ def test_manifest__names_the_server_the_dockerfile_runs() -> None:
     manifest = yaml.safe_load((ROOT / "openenv.yaml").read_text())
     assert manifest["spec_version"] == 1 and manifest["type"] == "space" and manifest["runtime"] == "fastapi"
     assert re.fullmatch(r"[a-z0-9_]+", manifest["name"])
+    from ace_gym.version import __version__
+
+    assert manifest["version"] == __version__  # openenv validate (openenv 0.10) requires these two
+    validation = manifest["validation"]
+    assert {"reward", "resources", "capabilities", "types"} <= set(validation)
+    assert validation["reward"]["range"] == [0.0, 1.0] and validation["capabilities"]["verifier"]["kind"]
+    assert {"cpu", "memory_mb", "disk_mb", "episode_timeout_s"} <= set(validation["resources"])
     module, _, factory = manifest["app"].partition(":")
     assert factory == "create_app" and module == "ace_gym.server.app"  # uvicorn --factory's target
     dockerfile = (ROOT / "Dockerfile").read_text()
