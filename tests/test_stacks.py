@@ -243,7 +243,8 @@ MAIN_ENV_SPEC = (
     '"nondeterministic": false, "max_episode_steps": null, "order_enforce": true, "disable_env_checker": false, '
     '"kwargs": {"domain": "workforce", "dataset": "5x5"}, "additional_wrappers": [{"name": "ToolFailureInjection", '
     '"entry_point": "ace_gym.wrappers.failure_injection:ToolFailureInjection", "kwargs": {"rate": 0.1, '
-    '"failure_modes": ["failed"], "rng": "numpy", "tool_rates": null}}, {"name": "UnsolvableMix", "entry_point": '
+    '"failure_modes": ["failed"], "rng": "numpy", "tool_rates": null, "draws": "episode"}}, {"name": "UnsolvableMix", '
+    '"entry_point": '
     '"ace_gym.planning.unsolvable_mix:UnsolvableMix", "kwargs": {"p_unsolvable": 0.5, "kinds": '
     '["conflicting_constraints", "tool_outage", "missing_tool", "missing_information", "missing_attachment"], '
     '"rewards": null}}, {"name": "ChatAdapter", "entry_point": "ace_gym.wrappers.chat_adapter:ChatAdapter", '
@@ -253,7 +254,8 @@ MAIN_ENV_SPEC = (
     '2, "threshold": 0.6, "feedback": "diagnostic", "final_reward": "final", "gamma": 0.9}}], '
     '"vector_entry_point": null}'
 )
-"""``make_env().spec`` on main of the last spec of :data:`MAIN_KEYS` (a record's ``replay.env_spec``)."""
+"""``make_env().spec`` on main of the last spec of :data:`MAIN_KEYS` (a record's ``replay.env_spec``),
+with the failure draws named since issue 40 (a record without them replays with the old draws)."""
 
 
 @pytest.mark.parametrize(("fields", "key"), MAIN_KEYS)
