@@ -69,3 +69,30 @@ def played_conversation(spec: EpisodeSpec, texts: Sequence[str]) -> tuple[list[d
     messages = [template_message(m) for m in env.get_wrapper_attr("messages")]
     last = max(k for k, m in enumerate(messages) if m["role"] == "assistant")
     return messages[: last + 1], info["tools"]
+
+
+def replayed_score(spec: EpisodeSpec, texts: Sequence[str]) -> float:
+    """The score of ``spec``'s episode played with the assistant ``texts`` alone: its final score,
+    or the grid as it stands when the texts run out (what a trainer's ids that hold just these
+    turns earned)."""
+    env = spec.make_env()
+    env.reset(seed=spec.seed, options=spec.reset_options())
+    for text in texts:
+        _, _, terminated, truncated, info = env.step(text)
+        if terminated or truncated:
+            return float(info["score"])
+    return env.get_wrapper_attr("score")().score
+
+
+def trained_texts(tokenizer: Any, ids: Sequence[int], mask: Sequence[int]) -> list[str]:
+    """The assistant turns a trainer's ids hold: each run of ids with mask 1, decoded without
+    special tokens (as the adapter read the turn)."""
+    texts: list[str] = []
+    run: list[int] = []
+    for token, kept in [*zip(ids, mask, strict=True), (None, 0)]:
+        if kept:
+            run.append(token)
+        elif run:
+            texts.append(tokenizer.decode(run, skip_special_tokens=True))
+            run = []
+    return texts

@@ -18,7 +18,9 @@ import skyrl_gym
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from ace_gym.atomic import AtomicFile
+from ace_gym.errors import choice
 from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.integrations.rewards import REWARDS, partial_score
 from ace_gym.parsing import FORMAT_EXAMPLES
 
 ENV_CLASS = "ace_gym"
@@ -29,11 +31,15 @@ class AceTextEnv(BaseTextEnv):
     :class:`~ace_gym.eval.EpisodeSpec` (as :func:`write_dataset` stores it). ``init`` returns the
     opening messages with the tool schemas in the system message (SkyRL renders prompts without
     ``tools=``); ``step`` returns the turn's tool replies and corrective message, the turn's reward
-    (the score on the last turn) and ``done`` when the episode terminated or was truncated."""
+    (the score on the last turn; with ``extra_info["ace_reward"] == "partial"`` the partial score
+    of the final grid, :func:`~ace_gym.integrations.rewards.partial_score`) and ``done`` when the
+    episode terminated or was truncated."""
 
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
         super().__init__()
-        self.episode = EpisodeSpec.from_json((extras or {})["extra_info"]["ace_episode"])
+        extra_info = (extras or {})["extra_info"]
+        self.episode = EpisodeSpec.from_json(extra_info["ace_episode"])
+        self.reward = choice("extra_info.ace_reward", extra_info.get("ace_reward") or "score", REWARDS)
         self.env = self.episode.make_env()
         self.max_turns = self.env.get_wrapper_attr("max_turns")
         self.last_info: dict[str, Any] = {}
@@ -47,6 +53,9 @@ class AceTextEnv(BaseTextEnv):
         self.turns += 1
         self.last_info = info
         done = bool(terminated or truncated)
+        if done and self.reward == "partial":
+            core = self.env.unwrapped
+            reward = partial_score(core.compiled, core.grid)
         return BaseTextEnvStepOutput(
             observations=[] if done else [dict(m) for m in replies],
             reward=float(reward),
@@ -78,14 +87,17 @@ def register() -> None:
         skyrl_gym.register(id=ENV_CLASS, entry_point=f"{__name__}:AceTextEnv")
 
 
-def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str]) -> None:
+def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str], *, reward: str = "score") -> None:
     """One Parquet row per spec (``data_source``, ``prompt`` with the tools, ``env_class``,
-    ``extra_info.ace_episode``), the layout SkyRL's ``PromptDataset`` reads; written atomically."""
+    ``extra_info``: ``ace_episode``, and ``ace_reward`` when ``reward`` is "partial"), the layout
+    SkyRL's ``PromptDataset`` reads; written atomically."""
     from datasets import Dataset
+
+    reward = choice("reward", reward, REWARDS)
 
     rows = []
     for spec in specs:
-        extra_info = {"ace_episode": spec.to_json()}
+        extra_info = {"ace_episode": spec.to_json(), **({"ace_reward": reward} if reward != "score" else {})}
         episode = AceTextEnv(extras={"extra_info": extra_info})
         prompt = [{"role": m["role"], "content": m["content"]} for m in episode.init(None)[0]]
         episode.close()

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -32,12 +33,17 @@ from ace_gym.agents.llm.messages import completion_without_generation, render_pr
 from ace_gym.curriculum import CurriculumState
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError, integer
+from ace_gym.errors import ConfigError, choice, integer, optional_integer
+from ace_gym.eval.fit import tell_free_env_kwargs
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.integrations.rewards import REWARDS, partial_score
 from ace_gym.presets import PROCEDURAL_PRESETS
+from ace_gym.runs.loop import TokenEngineActor
 from ace_gym.stacks import wrap
 from ace_gym.stats import group_key
 from ace_gym.tools import Tool, toolset
+
+logger = logging.getLogger(__name__)
 
 RETURNS = 'The tool\'s reply: a JSON object with "status", "messages" and "data".'
 """The ``Returns:`` section of every generated tool method."""
@@ -66,7 +72,11 @@ class AceToolEnvironment:
     budgets (``max_steps``, query and check budgets) and injected failures apply; a call after the
     episode ended gets the env's failed envelope. ``get_reward()`` is the score of the finished
     episode, or of the grid as it stands when the model stopped calling tools (as a turn limit
-    scores it). ``episode`` summarises the episode for :class:`AceMetrics`.
+    scores it); with ``reward="partial"``, the partial score of that grid
+    (:func:`~ace_gym.integrations.rewards.partial_score`). TRL ends its tool loop where
+    ``max_completion_length`` ends the completion and runs only the calls parsed from the ids it
+    keeps, so the reward is earned by the ids TRL trains on. ``episode`` summarises the episode
+    for :class:`AceMetrics` (``score`` is the 0/1 score under either reward).
 
     With a ``curriculum`` (a :class:`~ace_gym.curriculum.CurriculumState` shared by every
     environment of the factory) the instances are generated on ``grid`` (GeneratorSource
@@ -78,6 +88,7 @@ class AceToolEnvironment:
     dataset: ClassVar[str]
     env_kwargs: ClassVar[Mapping[str, Any]]
     tool_failure_rate: ClassVar[float]
+    reward: ClassVar[str] = "score"
     curriculum: ClassVar[CurriculumState | None] = None
     grid: ClassVar[Mapping[str, Any]] = DEFAULT_GRID
 
@@ -118,6 +129,11 @@ class AceToolEnvironment:
         return None if opened else f"{info['system_prompt']}\n\n{observation}"
 
     def get_reward(self) -> float:
+        if self.reward == "partial":
+            return partial_score(self._core.compiled, self._core.grid)
+        return self._episode_score()
+
+    def _episode_score(self) -> float:
         return self._core.score().score if self._score is None else self._score
 
     @property
@@ -126,8 +142,12 @@ class AceToolEnvironment:
         ``domain``, ``hidden_slots``, ``decoy_budget`` (the cell whose mean ``ace/train/score``
         averages), ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
         ``done`` or a budget), ``tool_calls``, ``tool_failure_rate``, ``injected_failures``,
-        ``recovered_failures`` (:mod:`ace_gym.eval.recovery`)."""
-        return {**self._episode, "score": self.get_reward(), "finished": self._score is not None}
+        ``recovered_failures`` (:mod:`ace_gym.eval.recovery`). Empty before the first reset, so
+        that inspecting a fresh instance never raises (TRL 1.8 to 1.14 list an instance's methods
+        with ``inspect.getmembers``, which reads every property)."""
+        if not self._episode:
+            return {}
+        return {**self._episode, "score": self._episode_score(), "finished": self._score is not None}
 
     def _call(self, name: str, arguments: dict[str, Any] | list[Any]) -> str:
         observation, _, terminated, truncated, info = self._env.step({"name": name, "arguments": arguments})
@@ -210,16 +230,21 @@ def environment_class(
     tool_failure_rate: float = 0.0,
     curriculum: CurriculumState | None = None,
     grid: Mapping[str, Any] | None = None,
+    reward: str = "score",
 ) -> type[AceToolEnvironment]:
     """The :class:`AceToolEnvironment` subclass of ``domain`` with one method per tool.
 
     Arguments are checked here (ConfigError): the domain and dataset exist, ``env_kwargs`` are
-    :class:`~ace_gym.envs.AceEnv` keyword arguments, the failure rate is a probability; with a
+    :class:`~ace_gym.envs.AceEnv` keyword arguments (on the published 5x5 data ``item_names``
+    defaults to ``"renumbered"``: its names give the truth away, docs/training.md), the failure
+    rate is a probability; with a
     ``curriculum``, ``grid`` (:data:`GRID_ARGUMENTS`, default :data:`DEFAULT_GRID`) holds every
-    level of its ladder.
+    level of its ladder; ``reward`` is one of :data:`~ace_gym.integrations.rewards.REWARDS`.
     """
     spec = get_domain(domain)
-    kwargs = dict(env_kwargs or {})
+    reward = choice("reward", reward, REWARDS)
+    # never train on the published names (the truth has its cell's smallest name number)
+    kwargs = dict(env_kwargs or {}) if curriculum is not None else tell_free_env_kwargs(env_kwargs or {}, dataset)
     grid = dict(DEFAULT_GRID if grid is None else grid)
     wrap(
         _core_env(domain, dataset, kwargs, curriculum, grid), _wrappers(tool_failure_rate, always=True)
@@ -229,6 +254,7 @@ def environment_class(
         "dataset": dataset,
         "env_kwargs": kwargs,
         "tool_failure_rate": float(tool_failure_rate),
+        "reward": reward,
         "curriculum": curriculum,
         "grid": grid,
         "__doc__": f"ACE {domain} for TRL's environment_factory (see AceToolEnvironment).",
@@ -246,6 +272,7 @@ def environment_factory(
     tool_failure_rate: float = 0.0,
     curriculum: CurriculumState | None = None,
     grid: Mapping[str, Any] | None = None,
+    reward: str = "score",
 ) -> dict[str, type[AceToolEnvironment]]:
     """``{domain: environment class}`` for ``GRPOTrainer(environment_factory=...)``: each row's
     ``environment`` column (see :func:`train_dataset`, :func:`curriculum_dataset`) picks the
@@ -259,6 +286,7 @@ def environment_factory(
             tool_failure_rate=tool_failure_rate,
             curriculum=curriculum,
             grid=grid,
+            reward=reward,
         )
         for domain in domains
     }
@@ -324,12 +352,17 @@ class CurriculumOutcomes:
 
 ROLLOUT_TRL = (">=1.16", "<1.17")
 """The TRL versions :func:`rollout_func` is tested with (its rollout hook is experimental and the
-vLLM generation object it drives is not public API); others are refused in one line."""
+vLLM generation object it drives is not public API). The parts it relies on read the same from
+1.8 on; another version gets a warning, and :func:`episode_score` checks on every batch that TRL
+took ``env_mask`` (the env's tokens masked out of the loss) rather than passing it on."""
 TRAINER_ATTRIBUTES = ("args", "processing_class", "model", "accelerator", "state", "vllm_generation")
 """Everything :class:`TrainerEngine` reads from the trainer: the config (``args``, a
 ``GRPOConfig``: every sampling setting), the ``transformers.Trainer`` attributes, and TRL's vLLM
 generation object ``vllm_generation`` (with ``use_vllm=True`` only), which :data:`ROLLOUT_TRL`
 vouches for."""
+LENGTH_KWARGS = ("max_new_tokens", "max_tokens", "n")
+"""``generation_kwargs`` entries :class:`TrainerEngine` refuses: the rollout sets the length of
+each turn (``max_turn_tokens``) and plays one generation per episode."""
 
 
 class TrainerEngine:
@@ -337,20 +370,35 @@ class TrainerEngine:
     collector: the trainer's vLLM (server or colocated, ``trainer.vllm_generation``) when
     ``args.use_vllm``, else the model being trained through transformers' ``generate`` (unwrapped
     by the trainer's accelerator; use vLLM with sharded models), with the sampling settings of
-    ``trainer.args`` (``temperature``, ``top_p``, ``top_k``, ``min_p``, ``repetition_penalty``,
-    ``max_completion_length`` per turn, ``generation_kwargs``). Logprobs are vLLM's sampled-token
-    logprobs or the model's at the sampling temperature. Reads only :data:`TRAINER_ATTRIBUTES`.
+    ``trainer.args`` exactly (``temperature``, ``top_p``, ``top_k`` with 0 or None for none,
+    ``min_p``, ``repetition_penalty``, ``generation_kwargs``; no default of the model's or of
+    transformers' applies: :class:`~ace_gym.agents.llm.hf_engine.HFChatEngine`) and at most
+    ``max_turn_tokens`` new tokens a turn (default ``args.max_completion_length``). A
+    ``generation_kwargs`` entry that would change the length or the number of generations
+    (``max_new_tokens``, ``max_tokens``, ``n``) is a ConfigError: the turn cap is
+    ``max_turn_tokens``. Logprobs are vLLM's sampled-token logprobs or the model's at the
+    sampling temperature. Reads only :data:`TRAINER_ATTRIBUTES`.
 
     Conversations are rendered with TRL's prefix-preserving training variant of the tokenizer's
     template when that template is not prefix-preserving (ids must only grow from turn to turn),
     else with the tokenizer's own, with ``args.chat_template_kwargs``.
     """
 
-    def __init__(self, trainer: Any) -> None:
+    def __init__(self, trainer: Any, max_turn_tokens: int | None = None) -> None:
         from trl.chat_template_utils import get_training_chat_template, is_chat_template_prefix_preserving
 
         self.trainer = trainer
         self.args = trainer.args
+        fixed = sorted(set(self.args.generation_kwargs or {}) & set(LENGTH_KWARGS))
+        if fixed:
+            raise ConfigError(
+                "generation_kwargs", fixed, "set by ace-gym's rollout_func: give the per-turn cap as max_turn_tokens"
+            )
+        self.max_turn_tokens = integer(
+            "max_turn_tokens",
+            self.args.max_completion_length if max_turn_tokens is None else max_turn_tokens,
+            minimum=1,
+        )
         self.tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         self.chat_template_kwargs: dict[str, Any] = dict(self.args.chat_template_kwargs or {})
         if not is_chat_template_prefix_preserving(self.tokenizer):
@@ -360,9 +408,14 @@ class TrainerEngine:
         trainer = self.trainer
         if not self.args.use_vllm:
             return self._transformers().generate_ids(prompts)
-        _, completion_ids, logprobs, _ = trainer.vllm_generation.generate(
-            prompts=[list(p) for p in prompts], images=None, num_generations=1
-        )
+        generation = trainer.vllm_generation
+        budget, generation.max_completion_length = generation.max_completion_length, self.max_turn_tokens
+        try:
+            _, completion_ids, logprobs, _ = generation.generate(
+                prompts=[list(p) for p in prompts], images=None, num_generations=1
+            )
+        finally:
+            generation.max_completion_length = budget
         stops = self._eos_ids()
         return [
             Completion(
@@ -396,19 +449,18 @@ class TrainerEngine:
     def _transformers(self) -> HFChatEngine:
         trainer = self.trainer
         args = self.args
-        extra = {key: value for key, value in (args.generation_kwargs or {}).items() if key not in ("max_tokens", "n")}
-        extra.update(
-            {key: getattr(args, key) for key in ("top_k", "min_p", "repetition_penalty") if getattr(args, key, None)}
-        )
         return HFChatEngine(
             trainer.accelerator.unwrap_model(trainer.model),
             self.tokenizer,
-            max_new_tokens=args.max_completion_length,
+            max_new_tokens=self.max_turn_tokens,
             temperature=args.temperature,
-            top_p=args.top_p if args.top_p is not None else 1.0,
+            top_p=1.0 if args.top_p is None else args.top_p,
+            top_k=args.top_k or 0,
+            min_p=args.min_p,
+            repetition_penalty=args.repetition_penalty,
             seed=int(np.random.SeedSequence([args.seed, trainer.state.global_step]).generate_state(1)[0]),
             chat_template_kwargs=self.chat_template_kwargs,
-            generation_kwargs=extra,
+            generation_kwargs=args.generation_kwargs,
         )
 
 
@@ -417,6 +469,7 @@ def rollout_func(
     *,
     batch_size: int = 64,
     summary: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+    max_turn_tokens: int | None = None,
 ) -> Callable[[list[Any], Any], dict[str, list[Any]]]:
     """A ``GRPOTrainer(rollout_func=...)`` that plays ACE episodes with ace-gym's collector
     (:func:`~ace_gym.eval.run_episodes`: its multi-format parser, corrective messages, budgets and
@@ -435,9 +488,17 @@ def rollout_func(
     for the reward functions: pass :func:`episode_score` as a reward and :class:`AceMetrics` for
     the metrics.
 
-    ConfigError up front when the installed TRL is outside :data:`ROLLOUT_TRL`.
+    An episode is played within ``max_completion_length`` ids
+    (:class:`~ace_gym.runs.loop.TokenEngineActor`'s ``response_budget``): a turn gets at most the
+    room left, and an episode that fills it ends there, truncated, scored as its grid stands; so
+    its reward never depends on ids the trainer cuts off. Each turn gets at most
+    ``max_turn_tokens`` new tokens (default ``max_completion_length``: set it as evaluation caps a
+    turn, docs/training.md).
+
+    A warning up front when the installed TRL is outside :data:`ROLLOUT_TRL`.
     """
     check_rollout_trl(_installed_trl())
+    optional_integer("max_turn_tokens", max_turn_tokens, minimum=1)
     by_opening: dict[str, EpisodeSpec] = {}
     for spec in specs:
         key = _opening_key(spec.opening())
@@ -450,7 +511,10 @@ def rollout_func(
 
         summarise = summary or episode_summary
         batch = [dataclasses.replace(by_opening[_opening_key(prompt)], trial=k) for k, prompt in enumerate(prompts)]
-        records = {r["trial"]: r for r in run_episodes(batch, TrainerEngine(trainer), batch_size=batch_size)}
+        actor = TokenEngineActor(
+            TrainerEngine(trainer, max_turn_tokens), response_budget=trainer.args.max_completion_length
+        )
+        records = {r["trial"]: r for r in run_episodes(batch, actor, batch_size=batch_size, name="TrainerEngine")}
         out: dict[str, list[Any]] = {
             key: [] for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "ace_episode")
         }
@@ -474,16 +538,16 @@ def rollout_func(
 
 
 def check_rollout_trl(version: str) -> None:
-    """ConfigError (one line) unless TRL ``version`` is in :data:`ROLLOUT_TRL`."""
+    """A warning (one line) when TRL ``version`` is outside :data:`ROLLOUT_TRL`."""
     from packaging.specifiers import SpecifierSet
 
     tested = ",".join(ROLLOUT_TRL)
     if version not in SpecifierSet(tested):
-        raise ConfigError(
-            "trl",
+        logger.warning(
+            "trl %s: ace-gym's rollout_func is tested with trl%s (TRL's rollout hook is experimental); "
+            "episode_score checks on every batch that TRL masks the env's tokens (env_mask)",
             version,
-            f"ace-gym's rollout_func is tested with trl{tested} (TRL's rollout hook is experimental): "
-            "install a tested trl or train with environment_factory",
+            tested,
         )
 
 
@@ -496,8 +560,17 @@ def _installed_trl() -> str:
         raise ConfigError("trl", None, "is not installed: pip install '.[train]' in an ace-gym checkout") from None
 
 
-def episode_score(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[float]:
-    """The reward of :func:`rollout_func` episodes: each episode's score (1.0 solved, else 0.0)."""
+def episode_score(ace_episode: Sequence[Mapping[str, Any]], **fields: Any) -> list[float]:
+    """The reward of :func:`rollout_func` episodes: each episode's score (1.0 solved, else 0.0).
+    ConfigError when TRL passed the rollout's ``env_mask`` on to the rewards: a TRL that does not
+    read it would train on the env's replies as if the model had written them."""
+    if "env_mask" in fields:
+        raise ConfigError(
+            "trl",
+            _installed_trl(),
+            "passed rollout_func's env_mask to the rewards instead of masking the env's tokens with it; "
+            f"install trl{','.join(ROLLOUT_TRL)}, which rollout_func is tested with",
+        )
     return [float(episode["score"]) for episode in ace_episode]
 
 

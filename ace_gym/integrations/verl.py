@@ -19,8 +19,9 @@ from verl.workers.rollout.replica import TokenOutput
 from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, choice
 from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.integrations.rewards import REWARDS, partial_score
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -37,15 +38,21 @@ class AceAgentLoop(AgentLoopBase):
     ``extra_info["ace_episode"]`` is the JSON of its :class:`~ace_gym.eval.EpisodeSpec`. The
     prompt is rendered by the chat template with the tools; each turn the server gets the
     append-only ids (:class:`~ace_gym.chat_template.ChatTokens`), the decoded text goes to the
-    env, and the replies are rendered after the generated ids. The episode ends when the env ends
-    it or the response reaches ``rollout.response_length`` (then the grid as it stands is
-    scored). A generation verl aborts (partial rollout) is resumed, never played as a turn.
-    Returns the prompt ids, the response up to the end of the last turn (at most
-    ``response_length`` ids), its mask (1 = generated) and logprobs (0.0 on env ids), the score.
+    env, and the replies are rendered after the generated ids. Each turn gets at most the room
+    left in ``rollout.response_length`` (``max_tokens``, or less when ``sampling_params`` asks for
+    less), so every call the env runs is in the ids verl trains on; the episode ends when the env
+    ends it or the response reaches ``response_length`` (then the grid as it stands is scored,
+    ``extra_fields["ace_truncated"]``). A generation verl aborts (partial rollout) is resumed,
+    never played as a turn. Returns the prompt ids, the response up to the end of the last turn
+    (at most ``response_length`` ids), its mask (1 = generated) and logprobs (0.0 on env ids), and
+    as ``reward_score`` the score, or with ``extra_info["ace_reward"] == "partial"`` the partial
+    score of the final grid (:func:`~ace_gym.integrations.rewards.partial_score`; ``ace_score``
+    stays the 0/1 score).
     """
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         spec = EpisodeSpec.from_json(kwargs["extra_info"]["ace_episode"])
+        reward = choice("extra_info.ace_reward", kwargs["extra_info"].get("ace_reward", "score"), REWARDS)
         budget = int(self.rollout_config.response_length)
         # verl annotates its tokenizer as AutoTokenizer, the factory class; it holds the tokenizer
         # AutoTokenizer.from_pretrained built
@@ -55,16 +62,18 @@ class AceAgentLoop(AgentLoopBase):
         messages, info = env.reset(seed=spec.seed, options=spec.reset_options())
         tokens = ChatTokens(tokenizer, info["tools"], **dict(self.apply_chat_template_kwargs))
         tokens.reset(messages)
-        request_id, score = uuid4().hex, None
+        request_id, score, truncated = uuid4().hex, None, False
         while score is None:
-            output = await self._generate(request_id, tokens.token_ids, sampling_params)
+            room = budget - (len(tokens.token_ids) - len(tokens.segments[0].token_ids))
+            output = await self._generate(request_id, tokens.token_ids, _capped(sampling_params, room))
             text = tokenizer.decode(output.token_ids, skip_special_tokens=True)
             _, _, terminated, truncated, step = env.step(text)
             tokens.sync(step["messages"], output.token_ids, output.log_probs)
             if terminated or truncated:
                 score = float(step["score"])
             elif len(tokens.token_ids) - len(tokens.segments[0].token_ids) >= budget:
-                score = core.score().score
+                score, truncated = core.score().score, True
+        reward_score = partial_score(core.compiled, core.grid) if reward == "partial" else score
         env.close()
         trajectory = tokens.trajectory(through_last_turn=True)
         if trajectory is None:
@@ -75,21 +84,32 @@ class AceAgentLoop(AgentLoopBase):
             response_ids=trajectory["response_ids"][:budget],
             response_mask=trajectory["assistant_mask"][:budget],
             response_logprobs=None if logprobs is None else logprobs[:budget],
-            reward_score=score,
+            reward_score=reward_score,
             num_turns=len(step["messages"]),
             metrics=AgentLoopMetrics(),
-            extra_fields={"ace_score": score, "ace_turns": len(trajectory["turn_starts"])},
+            extra_fields={
+                "ace_score": score,
+                "ace_turns": len(trajectory["turn_starts"]),
+                "ace_truncated": bool(truncated),
+            },
         )
 
     async def _generate(self, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any]) -> TokenOutput:
-        """One whole model turn. A generation verl aborted (``stop_reason == "aborted"``: a weight
-        sync interrupted it) is not a model turn: it is resumed after its partial ids, as verl's
-        own partial rollout resumes it, and the pieces make one turn (at most
-        :data:`MAX_RESUMES` times, then RuntimeError: an infrastructure failure is never scored)."""
+        """One whole model turn of at most ``sampling_params["max_tokens"]`` ids. A generation verl
+        aborted (``stop_reason == "aborted"``: a weight sync interrupted it) is not a model turn: it
+        is resumed after its partial ids, as verl's own partial rollout resumes it, with the ids
+        left, and the pieces make one turn (at most :data:`MAX_RESUMES` times, then RuntimeError:
+        an infrastructure failure is never scored)."""
         turn = TokenOutput(token_ids=[], log_probs=[])
         for _ in range(MAX_RESUMES + 1):
+            left = sampling_params["max_tokens"] - len(turn.token_ids)
+            if left <= 0:  # aborted just as the turn reached its cap: the turn is whole
+                turn.stop_reason = "length"
+                return turn
             output = await self.server_manager.generate(
-                request_id, prompt_ids=prompt_ids + turn.token_ids, sampling_params=sampling_params
+                request_id,
+                prompt_ids=prompt_ids + turn.token_ids,
+                sampling_params={**sampling_params, "max_tokens": left},
             )
             turn.token_ids.extend(output.token_ids)
             if turn.log_probs is not None and output.log_probs is not None:
@@ -102,17 +122,28 @@ class AceAgentLoop(AgentLoopBase):
         raise RuntimeError(f"verl aborted generation {request_id} {MAX_RESUMES + 1} times in a row; no turn to score")
 
 
-def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str]) -> None:
+def _capped(sampling_params: dict[str, Any], room: int) -> dict[str, Any]:
+    """``sampling_params`` with ``max_tokens`` (verl's servers also read ``max_new_tokens``) at
+    most ``room``."""
+    asked = sampling_params.get("max_tokens", sampling_params.get("max_new_tokens", room))
+    rest = {key: value for key, value in sampling_params.items() if key != "max_new_tokens"}
+    return {**rest, "max_tokens": min(int(asked), room)}
+
+
+def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str], *, reward: str = "score") -> None:
     """One Parquet row per spec for verl's ``RLHFDataset``: ``prompt`` (the opening messages),
-    ``data_source``, ``agent_name`` (``"ace_gym"``) and ``extra_info.ace_episode``; atomically."""
+    ``data_source``, ``agent_name`` (``"ace_gym"``) and ``extra_info`` (``ace_episode``, and
+    ``ace_reward`` when ``reward`` is "partial"); atomically."""
     from datasets import Dataset
+
+    reward = choice("reward", reward, REWARDS)
 
     rows = [
         {
             "prompt": spec.opening(),
             "data_source": f"ace_gym/{spec.dataset}/{spec.domain}",
             "agent_name": AGENT_NAME,
-            "extra_info": {"ace_episode": spec.to_json()},
+            "extra_info": {"ace_episode": spec.to_json(), **({"ace_reward": reward} if reward != "score" else {})},
         }
         for spec in specs
     ]

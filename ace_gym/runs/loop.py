@@ -23,6 +23,7 @@ of the same episode.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -35,7 +36,8 @@ import numpy as np
 from ace_gym.agents.base import ChatEngine, Completion, Policy, ScriptedEpisode, ScriptedPolicy, TokenChatEngine
 from ace_gym.agents.task_view import ToolCallDict
 from ace_gym.chat_template import ChatTokens
-from ace_gym.errors import ConfigError, integer
+from ace_gym.errors import ConfigError, integer, optional_integer
+from ace_gym.text import valid_strings, valid_text
 from ace_gym.tools.replies import REPLY_INFO
 from ace_gym.wrappers.context_window import context_messages
 
@@ -158,7 +160,8 @@ class Episode:
             self.messages += info["messages"][len(self.messages) :]
         usage["tool_calls"] += len(info.get("calls", ()))
         action = turn_played.action
-        played = action if type(action) is str else jsonable(action)
+        # the model's text as the messages hold it: a lone surrogate would make the record no UTF-8 JSON
+        played = valid_text(action) if type(action) is str else valid_strings(jsonable(action))
         entries = {
             k if type(k) is str else str(k): v if type(v) in _PLAIN_TYPES else jsonable(v)
             for k, v in info.items()
@@ -174,7 +177,7 @@ class Episode:
                 "info": entries,
                 "prompt_tokens": completion.prompt_tokens,
                 "completion_tokens": completion.completion_tokens,
-                "finish_reason": completion.finish_reason,
+                "finish_reason": valid_strings(completion.finish_reason),
             }
             if completion.prompt_token_ids is not None:
                 turn["prompt_token_ids"] = list(completion.prompt_token_ids)
@@ -209,6 +212,11 @@ class Actor(ABC):
 
     def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:  # noqa: B027
         """Called once per episode, after its reset ``(observation, info)``; nothing by default."""
+
+    def cut(self, episode: Episode) -> dict[str, Any] | None:
+        """Before each turn: the last info of ``episode`` when the actor can give it no further
+        turn (the loop ends it there, truncated, with this info), else None (the default)."""
+        return None
 
     @abstractmethod
     def act(self, episodes: Sequence[Episode]) -> list[Turn]:
@@ -296,12 +304,26 @@ class TokenEngineActor(EngineActor):
 
     An episode whose conversation the chat template refuses (templates raise on shapes they do
     not support) goes on through ``generate`` on its messages, and has no token trajectory.
+
+    ``response_budget``: at most that many ids after the opening (the model's turns and the env's
+    replies, as a trainer's completion length counts them) per token-exact episode. A turn gets at
+    most the room left (a longer generation is cut there, ``finish_reason`` "length", before the
+    env reads it), and an episode with no room left before a turn ends there, truncated and scored
+    as its grid stands (:meth:`cut`, ``info["budget_exhausted"]``): the episode a trainer
+    keeps within the budget is the whole episode that was scored.
     """
 
     engine: TokenChatEngine
 
-    def __init__(self, engine: TokenChatEngine, action_of: Callable[[Completion], Any] | None = None) -> None:
+    def __init__(
+        self,
+        engine: TokenChatEngine,
+        action_of: Callable[[Completion], Any] | None = None,
+        *,
+        response_budget: int | None = None,
+    ) -> None:
         super().__init__(engine, action_of)
+        self.response_budget = optional_integer("response_budget", response_budget, minimum=1)
 
     def start(self, episode: Episode, observation: Any, info: Mapping[str, Any]) -> None:
         from jinja2 import TemplateError  # the engine's tokenizer renders with jinja2 (the hf extra)
@@ -318,9 +340,10 @@ class TokenEngineActor(EngineActor):
         began = time.perf_counter()
         exact = [episode for episode in episodes if _synced_tokens(episode) is not None]
         rest = [episode for episode in episodes if episode.agent is None]
-        completions = dict(
-            zip(map(id, exact), self.engine.generate_ids([e.agent.token_ids for e in exact]), strict=True)
-        )
+        generated = self.engine.generate_ids([e.agent.token_ids for e in exact])
+        if self.response_budget is not None:
+            generated = [self._within_room(e.agent, c) for e, c in zip(exact, generated, strict=True)]
+        completions = dict(zip(map(id, exact), generated, strict=True))
         if rest:
             generated = self.engine.generate([e.prompt_messages for e in rest], [e.tools for e in rest])
             completions.update(zip(map(id, rest), generated, strict=True))
@@ -328,6 +351,38 @@ class TokenEngineActor(EngineActor):
         for episode in episodes:
             episode.usage["generation_s"] += elapsed
         return [Turn(self.action_of(completions[id(e)]), completions[id(e)]) for e in episodes]
+
+    def cut(self, episode: Episode) -> dict[str, Any] | None:
+        """With a ``response_budget``: the grid as it stands scored (``score``, ``reason``,
+        ``grid``, ``budget_exhausted``) once the episode's response fills the budget."""
+        if self.response_budget is None:
+            return None
+        tokens = _synced_tokens(episode)
+        if tokens is None or self._room(tokens) > 0:
+            return None
+        return {**episode.env.get_wrapper_attr("score")()._asdict(), "budget_exhausted": True}
+
+    def _room(self, tokens: ChatTokens) -> int:
+        """How many ids the episode's response may still grow by."""
+        return int(self.response_budget or 0) - (len(tokens.token_ids) - len(tokens.segments[0].token_ids))
+
+    def _within_room(self, tokens: ChatTokens, completion: Completion) -> Completion:
+        """``completion`` cut at the room left in the episode's budget (unchanged when it fits)."""
+        room = self._room(tokens)
+        ids = completion.completion_token_ids
+        if ids is None or len(ids) <= room:
+            return completion
+        kept = list(ids[:room])
+        return dataclasses.replace(
+            completion,
+            text=self.engine.tokenizer.decode(kept, skip_special_tokens=True),
+            tool_calls=None,
+            reasoning=None,
+            completion_tokens=len(kept),
+            completion_token_ids=kept,
+            finish_reason="length",
+            logprobs=None if completion.logprobs is None else list(completion.logprobs[:room]),
+        )
 
 
 def _synced_tokens(episode: Episode) -> ChatTokens | None:
@@ -434,8 +489,9 @@ def run_loop(
     """Play one episode per item, ``batch_size`` at a time, refilling as episodes end; yields
     each finished episode's record, in finishing order.
 
-    ``open_episode`` opens an item's episode (:data:`EpisodeOpener`). ConfigError, at once, for a
-    ``batch_size`` that is not a positive integer. An error of the actor or an env, such as
+    ``open_episode`` opens an item's episode (:data:`EpisodeOpener`). Before each turn the actor
+    may end an episode (:meth:`Actor.cut`: truncated, with the info it gives). ConfigError, at
+    once, for a ``batch_size`` that is not a positive integer. An error of the actor or an env, such as
     :class:`~ace_gym.errors.EngineUnavailableError` from an engine that cannot reach its model,
     propagates from the iterator: the episodes running then yield no record (none is scored).
     """
@@ -459,6 +515,16 @@ def _refilling(
             active.append(episode)
         if not active:
             return
+        playing = []
+        for episode in active:
+            last_info = actor.cut(episode)
+            if last_info is None:
+                playing.append(episode)
+            else:
+                yield episode.finish(False, True, last_info)
+        active = playing
+        if not active:
+            continue
         still_active = []
         for episode, turn in zip(active, actor.act(active), strict=True):
             terminated, truncated, info = episode.step(turn)

@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import gymnasium as gym
 from fastapi import FastAPI, Request
@@ -41,6 +42,7 @@ from ace_gym.server.mcp import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     SERVER_ERROR,
+    ToolProbes,
     call_tool_step,
     jsonrpc_error,
     jsonrpc_request,
@@ -50,7 +52,6 @@ from ace_gym.server.mcp import (
     mcp_action,
     mcp_step,
     mcp_tools_as_jsonrpc,
-    probe_tools,
 )
 from ace_gym.server.protocol import (
     MESSAGE_TYPES,
@@ -156,6 +157,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     """The server app for ``config`` (defaults: every ace-gym id, one worker)."""
     config = config or ServerConfig()
     factory = EnvFactory(config.env_ids, config.data_dirs)
+    probes = ToolProbes(factory)  # list_tools before a reset: one probe per stack, a bounded number at once
     store = SessionStore(config.max_sessions, config.idle_timeout_s, config.worker)
     forwarder = Forwarder(config.runtime_dir) if config.workers > 1 and config.runtime_dir else None
     default_env_id = factory.env_ids[0] if len(factory.env_ids) == 1 else None  # what the root endpoints serve
@@ -347,11 +349,11 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         action = body["action"]
         kind = mcp_action(action)
         if kind == "list_tools" and session_id is None:
-            tools = await asyncio.to_thread(probe_tools, factory, env_id, MakeRequest())
+            tools = await probes.tools(env_id, MakeRequest())
             return json_response(list_tools_result(tools))
         session = store.get(session_id, env_id)
         async with session.lock:
-            result = session.step(action) if kind is None else await mcp_step(session, factory, action, kind)
+            result = session.step(action) if kind is None else await mcp_step(session, probes, action, kind)
         return json_response({**result, "session_id": session.session_id})
 
     async def mcp(request: Request) -> Response:
@@ -368,11 +370,11 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
                 return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
             if method == "tools/list":
                 if session_id is None:
-                    tools = await asyncio.to_thread(probe_tools, factory, env_id, MakeRequest())
+                    tools = await probes.tools(env_id, MakeRequest())
                 else:
                     session = store.get(session_id, env_id)
                     async with session.lock:
-                        tools = await list_tools(session, factory)
+                        tools = await list_tools(session, probes)
                 return json_response(jsonrpc_result({"tools": mcp_tools_as_jsonrpc(tools)}, request_id))
             if method == "tools/call":
                 name, arguments = params.get("name"), params.get("arguments", {})
@@ -419,9 +421,13 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         expiring.add(task)
         task.add_done_callback(expiring.discard)
 
-    async def websocket_session(env_id: str | None, receive: Receive, send: Send) -> None:
+    async def websocket_session(env_id: str | None, attach: str | None, receive: Receive, send: Send) -> None:
         """One WebSocket connection, one session: each text (or binary) frame gets one reply frame.
-        ``env_id`` None: the root ``/ws`` of a server of several ids, refused with ENV_ID_REQUIRED."""
+        ``env_id`` None: the root ``/ws`` of a server of several ids, refused with ENV_ID_REQUIRED.
+        ``attach``: the ``session_id`` query parameter, an open session (``openenv/session/create``)
+        the connection plays instead of a session of its own, as OpenEnv's ``MCPToolClient`` (0.10)
+        resets over the WebSocket and calls tools over ``POST /mcp`` in one session; the session
+        stays open when the connection closes (its owner closes it)."""
         if (await receive())["type"] != "websocket.connect":
             return
         await send({"type": "websocket.accept"})
@@ -429,7 +435,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             if env_id is None:
                 raise env_id_required("/ws")
             factory.check_env_id(env_id)
-            session = store.open(env_id, "websocket")
+            session = store.get(attach, env_id) if attach is not None else store.open(env_id, "websocket")
         except ProtocolError as error:
             await send({"type": "websocket.send", "text": dumps(error.frame())})
             await send({"type": "websocket.close", "code": 1008})
@@ -440,14 +446,17 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
                 message = await receive()
                 if message["type"] == "websocket.disconnect" or session.closed:
                     break
-                reply = await _answer(session, factory, message.get("text") or message.get("bytes") or "")
+                reply = await _answer(session, factory, probes, message.get("text") or message.get("bytes") or "")
                 if reply is None:
                     break
                 await send({"type": "websocket.send", "text": reply})
         except (OSError, RuntimeError):  # the client went away mid-exchange (uvicorn's ClientDisconnected)
             pass
         finally:
-            store.close(session.session_id)
+            if attach is None:
+                store.close(session.session_id)
+            else:
+                session.on_evict = None
             with contextlib.suppress(Exception):
                 await send({"type": "websocket.close", "code": 1000})
 
@@ -466,7 +475,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     return app
 
 
-async def _answer(session: Session, factory: EnvFactory, raw: str | bytes) -> str | None:
+async def _answer(session: Session, factory: EnvFactory, probes: ToolProbes, raw: str | bytes) -> str | None:
     """The reply frame (JSON text) to one WebSocket frame; None for ``close``. Never raises for
     what the client sent: errors come back as error frames and the connection stays open."""
     session.touch()
@@ -486,7 +495,7 @@ async def _answer(session: Session, factory: EnvFactory, raw: str | bytes) -> st
                     raise ProtocolError("VALIDATION_ERROR", "a step frame carries the action in 'data'")
                 action = message["data"]
                 if (mcp := mcp_action(action)) is not None:
-                    return dumps(frame("observation", await mcp_step(session, factory, action, mcp)))
+                    return dumps(frame("observation", await mcp_step(session, probes, action, mcp)))
                 return dumps(frame("observation", session.step(action)))
             if kind == "reset":
                 request = parse_model(ResetRequest, message.get("data", {}), "reset data")
@@ -513,18 +522,23 @@ class _WebSocketSessions:
     cost about 13 µs of server CPU per step in ``benchmarks/bench_server.py``)."""
 
     def __init__(
-        self, app: ASGIApp, serve: Callable[[str | None, Receive, Send], Awaitable[None]], default_env_id: str | None
+        self,
+        app: ASGIApp,
+        serve: Callable[[str | None, str | None, Receive, Send], Awaitable[None]],
+        default_env_id: str | None,
     ) -> None:
         self.app, self.serve, self.default_env_id = app, serve, default_env_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
             path = scope["path"]
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            attach = query["session_id"][-1] if query.get("session_id") else None
             if path == "/ws":
-                return await self.serve(self.default_env_id, receive, send)
+                return await self.serve(self.default_env_id, attach, receive, send)
             prefix, _, env_id = path.removesuffix("/ws").rpartition("/")
             if path.endswith("/ws") and prefix == "/envs" and env_id:
-                return await self.serve(env_id, receive, send)
+                return await self.serve(env_id, attach, receive, send)
         await self.app(scope, receive, send)
 
 

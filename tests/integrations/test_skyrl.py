@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -106,3 +107,29 @@ def test_skyrl_env__plays_a_fit_episode_with_several_calls_per_turn(
     assert replies_per_turn == solver.calls[:-1] and max(solver.calls) > 1  # one reply per call of the turn
     assert len(rewards) <= 5 and env.get_metrics() == {"score": 1.0, "turns": len(rewards)}
     env.close()
+
+
+def test_skyrl_env__ace_reward_partial_pays_the_partial_score_of_the_final_grid(tmp_path: Path) -> None:
+    """A row written with ``reward="partial"``: one slot filled with a slot-valid item, then
+    ``done``: the last step's reward is the partial score of that grid (one rubric item met)."""
+    from ace_gym.envs import AceEnv
+    from ace_gym.errors import ConfigError
+    from ace_gym.feedback.rubric import graded_rules
+    from tests.steering import hermes_call
+
+    spec = EpisodeSpec("course", instance_index=9, seed=4)
+    write_dataset([spec], tmp_path / "rows.parquet", reward="partial")
+    (row,) = datasets.Dataset.from_parquet(str(tmp_path / "rows.parquet"))
+    register()
+    env = make(row)
+    env.init(row["prompt"])
+    core = AceEnv(spec.domain)
+    core.reset(seed=spec.seed, options=spec.reset_options())
+    compiled = core.compiled
+    slot = compiled.slots[0]
+    filled = env.step(hermes_call("set_slot", row=slot.row, col=slot.col, id=compiled.item_ids[min(slot.valid_items)]))
+    assert not filled["done"] and filled["reward"] == 0.0
+    ended = env.step(hermes_call("done"))
+    assert ended["done"] and ended["reward"] == pytest.approx(1 / (len(compiled.slots) + len(graded_rules(compiled))))
+    with pytest.raises(ConfigError, match="reward"):
+        write_dataset([spec], tmp_path / "bad.parquet", reward="dense")

@@ -110,6 +110,17 @@ def test_environment_factory__tool_methods_carry_the_env_tool_schemas(domain: st
     assert public == set(tools) | {"reset", "get_reward"}  # what TRL exposes: every tool and nothing else
 
 
+def test_environment_factory__a_fresh_instance_inspects_as_trl_1_8_to_1_14_do() -> None:
+    """TRL 1.8-1.14 list the tools with ``inspect.getmembers(instance, inspect.ismethod)`` before
+    any reset, which reads every property."""
+    environment = environment_factory(["course"])["course"]()
+    methods = {name for name, _ in inspect.getmembers(environment, inspect.ismethod) if name[0] != "_"}
+    public = {name for name, _ in inspect.getmembers(type(environment), inspect.isfunction) if name[0] != "_"}
+    assert methods == public and environment.episode == {}
+    environment.reset(**_course_row())
+    assert environment.episode["domain"] == "course" and environment.episode["finished"] is False
+
+
 def _course_row(**extra: Any) -> dict[str, Any]:
     row = train_dataset([EpisodeSpec("course", instance_index=0, seed=5)])[0]
     return {**row, **extra}
@@ -407,8 +418,14 @@ def _trainer_stub(tokenizer: Any, **fields: Any) -> Any:
     return _Stub(processing_class=tokenizer, args=args, model=model, accelerator=accelerator, **fields)
 
 
-def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(tiny_model: Path) -> None:
+def _vllm_generation(generate: Any, max_completion_length: int = 256) -> Any:
+    """A stand-in for TRL's ``VLLMGeneration``: its ``generate`` and the per-call length it reads."""
     from types import SimpleNamespace
+
+    return SimpleNamespace(generate=generate, max_completion_length=max_completion_length)
+
+
+def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(tiny_model: Path) -> None:
 
     from ace_gym.integrations.trl import TrainerEngine
 
@@ -420,7 +437,7 @@ def test_trainer_engine__turns_trl_vllm_generation_into_token_exact_completions(
         calls.append((prompts, images, num_generations))
         return prompts, [reply, reply[:1]], [[[-0.5]] * len(reply), [[-1.5]]], None
 
-    trainer = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=SimpleNamespace(generate=generate))
+    trainer = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=_vllm_generation(generate))
     done, cut = TrainerEngine(trainer).generate_ids([[1, 2], [3]])
     assert calls == [([[1, 2], [3]], None, 1)]  # one generation per prompt: each episode has its own history
     assert (done.text, done.completion_token_ids, done.finish_reason) == ("ok", reply, "stop")
@@ -450,7 +467,6 @@ def test_rollout_func__plays_a_fit_episode_with_several_calls_per_turn_token_exa
     """TRL's vLLM generation stands in for a model writing the batching solver's turns (every
     call of a turn in one generation); the rollout returns the whole episode, one trained run of
     ids per turn, ids equal to the chat template's rendering of the conversation."""
-    from types import SimpleNamespace
 
     from ace_gym.eval.fit import fit_spec
     from tests.solver_text import BatchSolverText, played_conversation
@@ -468,7 +484,7 @@ def test_rollout_func__plays_a_fit_episode_with_several_calls_per_turn_token_exa
     trainer = _trainer_stub(
         tokenizer,
         args={"use_vllm": True, "max_completion_length": 10**6},
-        vllm_generation=SimpleNamespace(generate=generate),
+        vllm_generation=_vllm_generation(generate),
         eos=tokenizer.eos_token_id,
     )
     out = rollout_func([spec])([train_dataset([spec])[0]["prompt"]], trainer)
@@ -485,7 +501,6 @@ def test_rollout_func__plays_a_fit_episode_with_several_calls_per_turn_token_exa
 
 def test_rollout_func__summary_turns_each_record_into_its_ace_episode(tiny_model: Path) -> None:
     """A reward that needs more of the record than the default summary gets it from ``summary``."""
-    from types import SimpleNamespace
 
     from ace_gym.eval.fit import fit_spec
     from ace_gym.integrations.trainer_callback import episode_summary
@@ -502,7 +517,7 @@ def test_rollout_func__summary_turns_each_record_into_its_ace_episode(tiny_model
     trainer = _trainer_stub(
         tokenizer,
         args={"use_vllm": True, "max_completion_length": 10**6},
-        vllm_generation=SimpleNamespace(generate=generate),
+        vllm_generation=_vllm_generation(generate),
         eos=tokenizer.eos_token_id,
     )
     seen = []
@@ -520,7 +535,6 @@ def test_rollout_func__summary_turns_each_record_into_its_ace_episode(tiny_model
 def test_trainer_engine__stops_on_every_end_id_the_model_declares(tiny_model: Path) -> None:
     """The end ids come from the model's generation config and the tokenizer (as TRL stops on
     them), not from a trainer attribute."""
-    from types import SimpleNamespace
 
     from ace_gym.integrations.trl import TrainerEngine
 
@@ -531,7 +545,7 @@ def test_trainer_engine__stops_on_every_end_id_the_model_declares(tiny_model: Pa
     def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
         return prompts, [[5, other_end], [5, tokenizer.eos_token_id]], [[[-0.5]] * 2] * 2, None
 
-    generation = SimpleNamespace(generate=generate)
+    generation = _vllm_generation(generate)
     declared = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=generation, eos=[other_end])
     undeclared = _trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=generation)
     assert [c.finish_reason for c in TrainerEngine(declared).generate_ids([[1], [1]])] == ["stop", "stop"]
@@ -539,21 +553,28 @@ def test_trainer_engine__stops_on_every_end_id_the_model_declares(tiny_model: Pa
 
 
 @pytest.mark.parametrize(
-    ("version", "tested"), [("1.16.0", True), ("1.16.3", True), ("1.15.0", False), ("1.17.0", False), ("2.0.0", False)]
+    ("version", "tested"), [("1.16.0", True), ("1.16.3", True), ("1.8.0", False), ("1.17.1", False), ("2.0.0", False)]
 )
-def test_rollout_func__refuses_a_trl_outside_the_tested_range_in_one_line(
-    version: str, tested: bool, monkeypatch: pytest.MonkeyPatch
+def test_rollout_func__warns_outside_the_tested_trl_range_in_one_line(
+    version: str, tested: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     import ace_gym.integrations.trl as integration
 
     monkeypatch.setattr(integration, "_installed_trl", lambda: version)
-    specs = [EpisodeSpec("course", instance_index=0)]
+    rollout_func([EpisodeSpec("course", instance_index=0)])  # it refused every trl but 1.16
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     if tested:
-        rollout_func(specs)
+        assert warnings == []
         return
-    with pytest.raises(ConfigError, match=r"tested with trl>=1\.16,<1\.17") as refused:
-        rollout_func(specs)
-    assert "\n" not in str(refused.value) and version in str(refused.value)
+    (warning,) = warnings
+    assert f"trl {version}" in warning and "tested with trl>=1.16,<1.17" in warning and "\n" not in warning
+
+
+def test_episode_score__refuses_a_batch_whose_env_mask_trl_passed_on_instead_of_masking() -> None:
+    episodes = [{"score": 1.0}, {"score": 0.0}]
+    assert episode_score(episodes, completion_ids=[[1], [2]]) == [1.0, 0.0]
+    with pytest.raises(ConfigError, match="env_mask to the rewards instead of masking"):
+        episode_score(episodes, env_mask=[[1, 0], [1]])
 
 
 def test_rollout_trl__holds_the_installed_trl_this_suite_tests() -> None:
@@ -698,3 +719,124 @@ def test_grpo_environment_factory__an_h5_fit_episode_is_trained_whole_under_the_
     (logged,) = [entry for entry in trainer.state.log_history if "ace/train/score" in entry]
     assert logged["reward"] == 1.0 and logged["ace/train/score"] == 1.0  # both episodes solved
     assert logged["ace/train/parse_error_rate"] == 0.0
+
+
+def _solver_rollout(tokenizer: Any, spec: EpisodeSpec, budget: int, **options: Any) -> tuple[dict, Any]:
+    """:func:`rollout_func` on ``spec`` with TRL's vLLM generation standing in for a model that
+    writes the batching solver's turns whole (whatever length it is asked for), within
+    ``max_completion_length=budget``; returns the rollout's output and the generation stub."""
+    from ace_gym.integrations.trainer_callback import episode_summary
+    from tests.solver_text import BatchSolverText
+
+    solver = BatchSolverText(spec)
+
+    def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
+        ids = [*tokenizer.encode(solver.next_text_after(tokenizer.decode(prompts[0])), add_special_tokens=False)]
+        return prompts, [[*ids, tokenizer.eos_token_id]], [[[-0.25]] * (len(ids) + 1)], None
+
+    generation = _vllm_generation(generate)
+    trainer = _trainer_stub(
+        tokenizer,
+        args={"use_vllm": True, "max_completion_length": budget},
+        vllm_generation=generation,
+        eos=tokenizer.eos_token_id,
+    )
+
+    def summary(record: dict) -> dict:
+        return {**episode_summary(record), "truncated": record["truncated"]}
+
+    rollout = rollout_func([spec], summary=summary, **options)
+    return rollout([train_dataset([spec])[0]["prompt"]], trainer), generation
+
+
+def test_rollout_func__a_cut_episode_is_rewarded_only_for_the_ids_it_is_trained_on(tiny_model: Path) -> None:
+    """An H=5 FIT episode the batching solver solves in four turns, played within budgets that
+    end it inside its third turn (the set_slot calls), between the third and the fourth (done),
+    and not at all: the trained ids are never longer than the budget, and the reward is the score
+    of the episode played with exactly the assistant turns in them (a turn cut by the budget as
+    cut), so it is 0 until the trained ids hold every set_slot; a cut episode is truncated."""
+    from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import replayed_score, trained_texts
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    spec = fit_spec(FIT_SPECS[0])
+    whole, _ = _solver_rollout(tokenizer, spec, 10**6)
+    (mask,) = whole["env_mask"]
+    starts = [k for k, kept in enumerate(mask) if kept and (k == 0 or not mask[k - 1])]
+    assert len(starts) == 4 and whole["ace_episode"][0]["score"] == 1.0
+    budgets = {"inside set_slot turn": (starts[2] + starts[3]) // 2, "before done": starts[3], "whole": len(mask)}
+    for where, budget in budgets.items():
+        out, _ = _solver_rollout(tokenizer, spec, budget)
+        (ids,), (mask,), (episode,) = out["completion_ids"], out["env_mask"], out["ace_episode"]
+        assert len(ids) <= budget, where
+        texts = trained_texts(tokenizer, ids, mask)
+        assert episode["score"] == replayed_score(spec, texts), where
+        assert episode["truncated"] == (where != "whole"), where
+    cut, _ = _solver_rollout(tokenizer, spec, budgets["inside set_slot turn"])
+    assert cut["ace_episode"][0]["score"] == 0.0  # played whole, it scored 1.0 on ids it was not trained on
+
+
+def test_rollout_func__max_turn_tokens_caps_each_turn_and_refuses_length_settings_of_its_own(
+    tiny_model: Path,
+) -> None:
+    """The per-turn cap reaches TRL's vLLM generation for each turn (its length restored after);
+    a bad cap, or generation_kwargs that set the length or the number of generations, are one-line
+    ConfigErrors."""
+    from ace_gym.eval.fit import fit_spec
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    spec = fit_spec(FIT_SPECS[1])
+    seen: list[int] = []
+
+    def generate(prompts: list[list[int]], images: Any, num_generations: int) -> tuple:
+        seen.append(generation.max_completion_length)
+        return prompts, [[5, tokenizer.eos_token_id]], [[[-0.5]] * 2], None
+
+    generation = _vllm_generation(generate, max_completion_length=256)
+    engine = TrainerEngine(_trainer_stub(tokenizer, args={"use_vllm": True}, vllm_generation=generation), 48)
+    engine.generate_ids([[1, 2]])
+    assert seen == [48] and generation.max_completion_length == 256
+    with pytest.raises(ConfigError, match="max_turn_tokens"):
+        rollout_func([spec], max_turn_tokens=0)
+    for kwargs in ({"max_new_tokens": 48}, {"max_tokens": 48}, {"n": 2}):
+        with pytest.raises(ConfigError, match="max_turn_tokens") as refused:
+            TrainerEngine(_trainer_stub(tokenizer, args={"generation_kwargs": kwargs}))
+        assert "\n" not in str(refused.value)
+
+
+def _transformers_trainer(model: Any, tokenizer: Any, **args: Any) -> Any:
+    """A trainer stub generating with ``model`` itself (``use_vllm=False``), with GRPOConfig ``args``."""
+    from types import SimpleNamespace
+
+    from trl import GRPOConfig
+
+    return _Stub(
+        processing_class=tokenizer,
+        args=GRPOConfig(output_dir="unused", use_cpu=True, report_to=[], **args),
+        model=model,
+        accelerator=SimpleNamespace(unwrap_model=lambda wrapped: wrapped),
+        state=SimpleNamespace(global_step=0),
+    )
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_trainer_engine__top_k_0_reaches_transformers_sampling_untruncated(tiny_model: Path) -> None:
+    """``top_k=0`` (TRL's "no top-k") samples from the whole distribution: 256 first tokens of the
+    untrained model (nearly uniform over 2,048 ids) hold far more than 50 distinct ids, whatever
+    the model's generation config says; ``top_k=50`` holds at most 50, so the count tells the two
+    apart. Each turn also ends at ``max_turn_tokens``."""
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model)
+    model.generation_config.top_k = 3  # a model default that must not leak into TRL's sampling
+    prompts = [tokenizer.encode("Fill the grid.")] * 256
+    drawn = {}
+    for top_k in (0, 50):
+        trainer = _transformers_trainer(model, tokenizer, top_k=top_k, max_completion_length=1)
+        drawn[top_k] = {c.completion_token_ids[0] for c in TrainerEngine(trainer).generate_ids(prompts)}
+    assert len(drawn[0]) > 100 and len(drawn[50]) <= 50
+    assert model.generation_config.top_k == 3  # the model's own config is left as it was
+    trainer = _transformers_trainer(model, tokenizer, max_completion_length=64)
+    assert {len(c.completion_token_ids) for c in TrainerEngine(trainer, 5).generate_ids(prompts[:8])} == {5}

@@ -22,9 +22,10 @@ from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
+from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
 from ace_gym.integrations.verl import AGENT_NAME, MAX_RESUMES, AceAgentLoop, write_dataset  # noqa: E402
-from tests.solver_text import SolverText  # noqa: E402
+from tests.solver_text import SolverText, replayed_score, trained_texts  # noqa: E402
 
 SPECS = [EpisodeSpec("pc_build", instance_index=9, seed=4), EpisodeSpec("workforce", instance_index=1, seed=2)]
 
@@ -45,6 +46,7 @@ class SolverServer:
         text = self.solver.next_text_after(self.tokenizer.decode(prompt_ids))
         self.texts.append(text)
         ids = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
+        ids = ids[: sampling_params.get("max_tokens")]  # as verl's servers cut a generation
         return TokenOutput(token_ids=ids, log_probs=[-0.25] * len(ids))
 
 
@@ -164,6 +166,62 @@ def test_verl_agent_loop__stops_at_the_response_budget_and_scores_the_grid(token
     )
     assert len(output.response_ids) <= 300 and output.reward_score == 0.0  # stopped long before done
     assert 1 < len(server.texts) < 20
+
+
+def test_verl_agent_loop__a_cut_episode_is_rewarded_only_for_the_ids_it_is_trained_on(tokenizer: Any) -> None:
+    """An H=5 FIT episode the batching solver solves in four turns, within response lengths that
+    end it inside its third turn (the set_slot calls), before its fourth (done), and not at all:
+    the reward is the score of the episode played with exactly the turns in the response verl
+    trains on (a turn cut at the budget as cut), 0 until they hold every set_slot."""
+    from ace_gym.eval.fit import fit_spec
+
+    spec = fit_spec(EpisodeSpec("course", instance_index=9, seed=4))
+
+    def run(response_length: int) -> Any:
+        loop = agent_loop(tokenizer, BatchSolverServer(tokenizer, spec), response_length=response_length)
+        return asyncio.run(loop.run({"temperature": 1.0}, extra_info={"ace_episode": spec.to_json()}))
+
+    whole = run(10**6)
+    mask = whole.response_mask
+    starts = [k for k, kept in enumerate(mask) if kept and (k == 0 or not mask[k - 1])]
+    assert len(starts) == 4 and whole.reward_score == 1.0 and not whole.extra_fields["ace_truncated"]
+    for budget in ((starts[2] + starts[3]) // 2, starts[3]):
+        output = run(budget)
+        ids, mask = output.response_ids, output.response_mask
+        assert len(ids) <= budget and output.extra_fields["ace_truncated"]
+        texts = trained_texts(tokenizer, ids, mask)
+        assert output.reward_score == replayed_score(spec, texts)
+    assert run((starts[2] + starts[3]) // 2).reward_score == 0.0
+
+
+def test_verl_agent_loop__ace_reward_partial_pays_the_partial_score_of_the_grid(tokenizer: Any, tmp_path: Path) -> None:
+    """A row written with ``reward="partial"`` is rewarded with the partial score of its final
+    grid (the cut episode above: some slots filled, no done), ``ace_score`` staying 0/1."""
+    from ace_gym.eval.fit import fit_spec
+    from ace_gym.integrations.rewards import partial_score
+
+    spec = fit_spec(EpisodeSpec("course", instance_index=9, seed=4))
+    write_dataset([spec], tmp_path / "rows.parquet", reward="partial")
+    (row,) = datasets.Dataset.from_parquet(str(tmp_path / "rows.parquet"))
+    assert row["extra_info"]["ace_reward"] == "partial"
+    whole = asyncio.run(
+        agent_loop(tokenizer, BatchSolverServer(tokenizer, spec), 10**6).run({}, extra_info=row["extra_info"])
+    )
+    assert whole.reward_score == 1.0 == whole.extra_fields["ace_score"]
+    mask = whole.response_mask
+    starts = [k for k, kept in enumerate(mask) if kept and (k == 0 or not mask[k - 1])]
+    budget = (starts[2] + starts[3]) // 2  # inside the turn of set_slot calls
+    cut = asyncio.run(
+        agent_loop(tokenizer, BatchSolverServer(tokenizer, spec), budget).run({}, extra_info=row["extra_info"])
+    )
+    env = spec.make_env()
+    env.reset(seed=spec.seed, options=spec.reset_options())
+    for text in trained_texts(tokenizer, cut.response_ids, cut.response_mask):
+        env.step(text)
+    expected = partial_score(env.unwrapped.compiled, env.unwrapped.grid)
+    assert 0.0 < cut.reward_score == expected < 1.0 and cut.extra_fields["ace_score"] == 0.0
+    with pytest.raises(ConfigError, match="reward"):
+        write_dataset([spec], tmp_path / "bad.parquet", reward="dense")
 
 
 def test_write_dataset__rows_name_the_agent_loop_and_the_episode(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from ace_gym.agents.base import Completion
 from ace_gym.agents.llm.loading import loaded
 from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
-from ace_gym.errors import ConfigError, integer, number
+from ace_gym.errors import ConfigError, integer, number, probability
 
 
 class HFChatEngine:
@@ -28,7 +28,12 @@ class HFChatEngine:
     Sampling: ``temperature`` 0 means greedy decoding; otherwise each ``generate`` call samples
     under a torch seed drawn from ``numpy.random.default_rng(seed)`` inside a forked RNG, so
     outputs are reproducible for a given seed and call sequence and the caller's global torch
-    RNG is untouched. ``generation_kwargs`` go to ``model.generate`` unchanged.
+    RNG is untouched. The distribution is exactly what the engine is given: ``top_p``, ``top_k``
+    (0 = no top-k), ``min_p`` (None = none) and ``repetition_penalty`` (1.0 = none), and nothing
+    else: the model's own ``generation_config`` contributes only its end, pad and start ids (its
+    sampling defaults, and transformers' fallback top-k of 50, never apply).
+    ``generation_kwargs`` go to ``model.generate`` unchanged, after all of these; ConfigError
+    for ``max_new_tokens`` among them (the engine's own argument).
 
     Usage: ``prompt_tokens`` / ``completion_tokens`` are token counts; ``completion_token_ids``
     include the end-of-turn token when one was generated (``finish_reason`` "stop", else
@@ -63,6 +68,9 @@ class HFChatEngine:
         max_new_tokens: int = 512,
         temperature: float = 1.0,
         top_p: float = 1.0,
+        top_k: int = 0,
+        min_p: float | None = None,
+        repetition_penalty: float = 1.0,
         batch_size: int = 8,
         seed: int = 0,
         max_context: int | None = None,
@@ -76,6 +84,14 @@ class HFChatEngine:
         max_new_tokens = integer("max_new_tokens", max_new_tokens, minimum=1)
         batch_size = integer("batch_size", batch_size, minimum=1)
         temperature = number("temperature", temperature, minimum=0, note="(0 = greedy)")
+        top_p = probability("top_p", top_p)
+        top_k = integer("top_k", top_k, minimum=0)
+        min_p = None if min_p is None else probability("min_p", min_p)
+        repetition_penalty = number("repetition_penalty", repetition_penalty, above=0, note="(1.0 = none)")
+        if generation_kwargs and "max_new_tokens" in generation_kwargs:
+            raise ConfigError(
+                "generation_kwargs", dict(generation_kwargs), "set max_new_tokens as the engine's argument"
+            )
         model_path = str(model) if isinstance(model, (str, os.PathLike)) else None
         if isinstance(model, (str, os.PathLike)):
             dtype = _model_dtype(dtype)
@@ -93,6 +109,9 @@ class HFChatEngine:
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.top_p = top_p
+        self.top_k = top_k
+        self.min_p = min_p
+        self.repetition_penalty = repetition_penalty
         self.batch_size = batch_size
         self.max_context = max_context or getattr(model.config, "max_position_embeddings", None)
         self.model_path = model_path or str(getattr(model, "name_or_path", "") or type(model).__name__)
@@ -156,13 +175,16 @@ class HFChatEngine:
             input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
             attention_mask[row, width - len(ids) :] = 1
         device = self.model.device
-        sampling: dict[str, Any] = (
-            {"do_sample": True, "temperature": self.temperature, "top_p": self.top_p}
-            if self.temperature > 0
-            else {"do_sample": False}
-        )
+        sampling: dict[str, Any] = {"repetition_penalty": self.repetition_penalty}
+        if self.temperature > 0:
+            sampling.update(do_sample=True, temperature=self.temperature, top_p=self.top_p, top_k=self.top_k)
+            sampling.update({} if self.min_p is None else {"min_p": self.min_p})
+        else:
+            sampling.update(do_sample=False)
         torch_seed = int(self._rng.integers(2**63 - 1))
         was_training = self.model.training
+        model_defaults = self.model.generation_config
+        self.model.generation_config = _ids_only(model_defaults)
         self.model.eval()
         try:
             with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
@@ -180,6 +202,7 @@ class HFChatEngine:
                     **self.generation_kwargs,
                 )
         finally:
+            self.model.generation_config = model_defaults
             self.model.train(was_training)
         new_tokens = output.sequences[:, width:]
         token_logprobs = self._token_logprobs(output.logits, new_tokens) if self.logprobs else None
@@ -212,6 +235,18 @@ class HFChatEngine:
             for k, logits in enumerate(step_logits)
         ]
         return torch.stack(columns, dim=1).tolist()
+
+
+ID_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
+"""What a model's ``generation_config`` may contribute to the engine's generation."""
+
+
+def _ids_only(config: Any) -> Any:
+    """A ``GenerationConfig`` holding only ``config``'s :data:`ID_FIELDS`: what the engine puts in
+    the model's place while it generates, so that no sampling default of the model's applies."""
+    from transformers import GenerationConfig
+
+    return GenerationConfig(**{name: getattr(config, name, None) for name in ID_FIELDS})
 
 
 def _model_dtype(dtype: Any) -> Any:

@@ -296,3 +296,53 @@ def test_hf_engine__a_dtype_that_is_no_float_dtype_raises_a_config_error_naming_
 def test_hf_engine__takes_a_float_dtype_by_name_or_as_a_torch_dtype(tiny_model: Path) -> None:
     assert HFChatEngine(str(tiny_model), dtype="bfloat16").model.dtype == torch.bfloat16
     assert HFChatEngine(str(tiny_model), dtype=torch.float32).model.dtype == torch.float32
+
+
+def test_hf_engine__samples_with_its_own_settings_never_the_model_generation_config(tiny_model: Path) -> None:
+    """A model whose generation config sets sampling defaults (top-k 3, a repetition penalty)
+    samples from its whole distribution at the engine's settings (no top-k by default: 256 first
+    tokens of the untrained model, nearly uniform over 2,048 ids, hold far more than 50 distinct
+    ids), and the engine's ``top_k`` applies when given; the model's config is left as it was."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    model.generation_config.top_k = 3
+    model.generation_config.repetition_penalty = 5.0
+    prompts = [tokenizer.encode("Fill the grid.")] * 256
+
+    def first_tokens(**sampling: object) -> set[int]:
+        engine = HFChatEngine(model, tokenizer, max_new_tokens=1, batch_size=64, logprobs=False, **sampling)
+        return {completion.completion_token_ids[0] for completion in engine.generate_ids(prompts)}
+
+    assert len(first_tokens()) > 100 and len(first_tokens(top_k=50)) <= 50
+    assert (model.generation_config.top_k, model.generation_config.repetition_penalty) == (3, 5.0)
+    with pytest.raises(ConfigError, match="max_new_tokens"):
+        HFChatEngine(model, tokenizer, generation_kwargs={"max_new_tokens": 4})
+
+
+def test_hf_engine__a_response_budget_cuts_the_turn_that_reaches_it_and_ends_the_episode_there(
+    tiny_model: Path,
+) -> None:
+    """Under ``TokenEngineActor(response_budget=...)`` a turn is cut at the room left (before the
+    env reads it) and the episode ends there, truncated and scored as its grid stands: every
+    generated id of the record lies within the budget, and the whole episode is its turns."""
+    from ace_gym.runs.loop import TokenEngineActor
+
+    spec = EpisodeSpec("course", instance_index=0, seed=1, max_turns=3)  # the budget ends it within 2 turns
+
+    def played(budget: int) -> dict:
+        engine = HFChatEngine(tiny_model, max_new_tokens=30, temperature=1.0, seed=2)  # the same draws each time
+        (record,) = run_episodes([spec], TokenEngineActor(engine, response_budget=budget))
+        return record
+
+    second_turn = played(10**6)["tokens"]["turn_starts"][1]
+    record = played(second_turn + 10)  # the second turn gets 10 of its 30 ids
+    tokens = record["tokens"]
+    last = tokens["turn_starts"][-1] + len(record["turns"][-1]["completion_token_ids"])
+    assert len(record["turns"]) == 2 and last == second_turn + 10
+    assert record["turns"][-1]["finish_reason"] == "length" and len(record["turns"][-1]["completion_token_ids"]) == 10
+    assert record["truncated"] and not record["terminated"] and record["score"] == 0.0
+    engine = HFChatEngine(tiny_model, max_new_tokens=30)
+    with pytest.raises(ConfigError, match="response_budget"):
+        TokenEngineActor(engine, response_budget=0)
