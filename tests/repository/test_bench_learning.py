@@ -1,11 +1,14 @@
-"""benchmarks/bench_learning.py --quick: the learning run's pipeline end to end (pretraining,
-the short-context warm-up and SFT on solver traces, GRPO through the env, held-out evaluation,
-results.json and learning.png); its recovering teacher (SlippingSolver)."""
+"""benchmarks/bench_learning.py --quick: both tracks' pipelines end to end (from scratch:
+pretraining, the short-context warm-up and SFT on solver traces; pretrained: a GGUF model the
+test writes, loaded by the library's GGUF code; then GRPO or its shuffled-reward control through
+the env, held-out evaluation greedy and sampled, results.json and learning.png, resuming, and
+combining runs); its recovering teacher (SlippingSolver)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +18,13 @@ pytest.importorskip("trl")
 pytest.importorskip("datasets")
 pytest.importorskip("matplotlib")
 
+from tests.tiny_gguf import write_tiny_gguf
+
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "benchmarks" / "bench_learning.py")
 assert _spec is not None and _spec.loader is not None
 bench_learning = importlib.util.module_from_spec(_spec)
+sys.modules["bench_learning"] = bench_learning  # its dataclasses look their module up there
 _spec.loader.exec_module(bench_learning)
 
 
@@ -32,8 +38,10 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
 
     for phase in ("pretrain", "warmup", "sft"):
         losses = results[f"{phase}_loss"]
-        assert len(losses) == bench_learning.QUICK[f"{phase}_steps"] and losses[-1] < losses[0]
+        assert len(losses) == bench_learning.QUICK["scratch"][f"{phase}_steps"] and losses[-1] < losses[0]
 
+    assert results["settings"]["track"] == "scratch" and results["settings"]["control"] == "none"
+    assert {"data", "model", "pretraining", "warm-up", "sft", "evaluation", "grpo"} <= set(results["seconds"])
     stages = results["stages"]
     assert [s["stage"] for s in stages] == [
         "before SFT",
@@ -44,7 +52,7 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     ]
     held_out = stages[0]["episodes"]
     assert held_out > 0
-    for measured in [*stages, *results["baselines"].values()]:
+    for measured in [*stages, *(s["sampled"] for s in stages), *results["baselines"].values()]:
         assert measured["episodes"] == held_out  # every row on the same held-out instances
         for name in bench_learning.METRICS:
             assert isinstance(measured[name], float) and measured[name] >= 0.0
@@ -53,16 +61,25 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     assert results["baselines"]["random"]["invalid_call_rate"] > 0.0  # the rate counts the env's refusals
 
     (step,) = [entry for entry in results["grpo_log"] if "ace/train/episodes" in entry]
-    assert step["ace/train/episodes"] == bench_learning.QUICK["group_size"] * bench_learning.QUICK["prompts_per_step"]
+    assert (
+        step["ace/train/episodes"]
+        == bench_learning.QUICK["scratch"]["group_size"] * bench_learning.QUICK["scratch"]["prompts_per_step"]
+    )
     assert step["ace/train/turns"] >= 1 and step["num_tokens"] > 0  # the GRPO batch was played through the env
 
-    # --freeze-embeddings (the default): warm-up and SFT left the embeddings as built (GRPO: below)
+    # --freeze-embeddings (the default): warm-up and SFT left the embeddings as built (GRPO: below),
+    # and trained the output layer (--train-output-layer, the default), no longer tied to them
     start = bench_learning.load_model(tmp_path / "model_init", bench_learning.parse_args([]))
     sft = bench_learning.load_model(tmp_path / "model_sft", bench_learning.parse_args([]))
     assert (start.get_input_embeddings().weight == sft.get_input_embeddings().weight).all()
+    assert (start.get_output_embeddings().weight == start.get_input_embeddings().weight).all()  # a copy at first
+    assert not (start.get_output_embeddings().weight == sft.get_output_embeddings().weight).all()
+    assert sft.get_output_embeddings().weight.requires_grad and not sft.config.tie_word_embeddings
     assert not (start.model.layers[0].mlp.up_proj.weight == sft.model.layers[0].mlp.up_proj.weight).all()
     model = results["model"]
-    assert model["trained_parameters"] == model["parameters"] - start.get_input_embeddings().weight.numel()
+    embeddings = start.get_input_embeddings().weight.numel()
+    assert model["parameters"] == sum(p.numel() for p in start.parameters())
+    assert model["trained_parameters"] == model["parameters"] - embeddings
 
     png = (tmp_path / "learning.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
@@ -99,19 +116,131 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     assert (again / "learning.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
+@pytest.mark.slow  # the tiny GGUF's byte-level prompts are ~9,000 tokens: TRL's step is most of it
+def test_quick_pretrained_run__loads_a_gguf_file_resumes_and_combines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    from ace_gym.agents.llm import loading
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    converted: list[Path] = []
+    real_dequantised = loading._dequantised
+
+    def dequantised(source: Path) -> tuple:
+        converted.append(source)
+        return real_dequantised(source)
+
+    monkeypatch.setattr(loading, "_dequantised", dequantised)
+    gguf = write_tiny_gguf(tmp_path / "tiny.gguf")
+    run = tmp_path / "pretrained"
+    argv = ["--quick", "--track", "pretrained", "--control", "shuffled", "--seed", "3", "--out", str(run)]
+    argv += ["--gguf", str(gguf), "--model-cache", str(tmp_path / "cache")]
+    assert bench_learning.main(argv) == 0
+    assert converted == [gguf]  # through the library's GGUF loading, into the cache
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    assert [s["stage"] for s in results["stages"]] == ["zero-shot", "after SFT", "GRPO step 1"]
+    assert results["settings"]["temperature"] == bench_learning.TRACK_DEFAULTS["pretrained"]["temperature"]
+    assert {"model", "sft", "evaluation", "grpo"} <= set(results["seconds"])
+    assert len(results["sft_loss"]) == bench_learning.QUICK["pretrained"]["sft_steps"]
+    (step,) = [entry for entry in results["grpo_log"] if "ace/train/episodes" in entry]
+    assert "rewards/shuffled_episode_score/mean" in step  # the control's reward, named as such
+    assert step["ace/train/episodes"] == 2 and step["num_tokens"] > 0
+    (cached,) = (tmp_path / "cache").iterdir()
+    start = bench_learning.load_model(cached, bench_learning.parse_args(["--track", "pretrained"]))
+    grpo = bench_learning.load_model(run / "model_grpo", bench_learning.parse_args(["--track", "pretrained"]))
+    assert start.get_input_embeddings().weight.requires_grad  # the pretrained track trains every weight
+    assert not torch.equal(start.model.layers[0].mlp.up_proj.weight, grpo.model.layers[0].mlp.up_proj.weight)
+
+    # the same command again: a finished run is resumed, nothing trained or measured again
+    assert bench_learning.main(argv) == 0
+    again = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    assert again["stages"] == results["stages"] and again["grpo_log"] == results["grpo_log"]
+    assert {k: v for k, v in again["seconds"].items() if k != "data"} == {
+        k: v for k, v in results["seconds"].items() if k != "data"
+    }  # only the dataset files were written again
+    assert converted == [gguf]
+    with pytest.raises(bench_learning.ConfigError, match=r"holds a run with other settings \(seed\)"):
+        bench_learning.main([*argv, "--seed", "4"])
+
+    # the run and a copy of it as another arm and seed that stopped before GRPO, combined
+    stopped = tmp_path / "stopped"
+    stopped.mkdir()
+    copy = {**again, "settings": {**again["settings"], "control": "none", "seed": 5}, "stages": again["stages"][:2]}
+    (stopped / "results.json").write_text(json.dumps(copy), encoding="utf-8")
+    summary = tmp_path / "summary.json"
+    assert bench_learning.main(["combine", str(run), str(stopped), "--out", str(summary)]) == 0
+    rows = json.loads(summary.read_text(encoding="utf-8"))["rows"]
+    assert [(row["track"], row["control"], row["seeds"]) for row in rows] == [
+        ("pretrained", "none", [5]),
+        ("pretrained", "shuffled", [3]),
+    ]
+    assert rows[0]["grpo_steps"] == 0 and rows[1]["grpo_steps"] == 1
+    assert rows[0]["gain_greedy"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "n": 1}  # its start is its end
+    start, final = again["stages"][1], again["stages"][-1]
+    assert rows[1]["gain_sampled"]["mean"] == final["sampled"]["success_rate"] - start["sampled"]["success_rate"]
+    assert rows[1]["seconds"] == again["seconds"]
+    with pytest.raises(bench_learning.ConfigError, match=r"holds no results\.json"):
+        bench_learning.main(["combine", str(tmp_path / "cache")])
+
+
+def test_shuffled_within_groups__permutes_each_groups_rewards_by_the_step() -> None:
+    def reward(ace_episode: list, **_: object) -> list[float]:
+        return [float(value) for value in ace_episode]
+
+    class State:
+        global_step = 5
+
+    control = bench_learning.ShuffledWithinGroups(reward, 4, seed=0)
+    assert control.__name__ == "shuffled_reward"
+    values = list(range(12))
+    draws = [control(ace_episode=values, trainer_state=State()) for _ in range(2)]
+    assert draws[0] == draws[1]  # a function of (seed, step), not of how often it was called
+    for start in (0, 4, 8):  # each group keeps its own rewards
+        assert sorted(draws[0][start : start + 4]) == values[start : start + 4]
+    assert draws[0] != [float(value) for value in values]
+    State.global_step = 6
+    assert control(ace_episode=values, trainer_state=State()) != draws[0]
+
+
+def test_gain_interval__over_seeds_with_t_and_over_one_runs_paired_episodes() -> None:
+    one = bench_learning.gain_interval([([0, 0, 1, 1], [1, 1, 1, 0])])
+    assert one["mean"] == 0.25 and one["n"] == 4  # differences +1 +1 0 -1: sd 0.957, half 1.96 * 0.957 / 2
+    assert one["low"] == pytest.approx(0.25 - 0.938, abs=1e-3) and one["high"] == pytest.approx(0.25 + 0.938, abs=1e-3)
+    seeds = bench_learning.gain_interval([([0, 0], [1, 0]), ([0, 0], [1, 1]), ([0, 1], [1, 1])])
+    assert seeds["mean"] == pytest.approx(2 / 3, abs=1e-4) and seeds["n"] == 3  # gains 0.5, 1.0, 0.5: t(2) = 4.303
+    assert seeds["high"] - seeds["mean"] == pytest.approx(4.303 * 0.288675 / 3**0.5, abs=1e-3)
+
+
 def test_episode_metrics__counts_solved_episodes_unread_turns_and_refused_calls() -> None:
     def turn(calls: list[bool], parse_errors: tuple[str, ...] = ()) -> dict:
         return {"info": {"calls": [{"ok": ok} for ok in calls], "parse_errors": list(parse_errors)}}
 
-    solved = {"score": 1.0, "domain": "course", "hidden_slots": 1, "decoy_budget": 0, "usage": {"turns": 2}}
+    solved = {
+        "score": 1.0,
+        "instance_index": 1,
+        "domain": "course",
+        "hidden_slots": 1,
+        "decoy_budget": 0,
+        "usage": {"turns": 2},
+    }
     solved["turns"] = [turn([True, False]), turn([True])]
-    failed = {"score": 0.0, "domain": "course", "hidden_slots": 2, "decoy_budget": 0, "usage": {"turns": 2}}
+    failed = {
+        "score": 0.0,
+        "instance_index": 0,
+        "domain": "course",
+        "hidden_slots": 2,
+        "decoy_budget": 0,
+        "usage": {"turns": 2},
+    }
     failed["turns"] = [turn([]), turn([True], ("bad json",))]
     metrics = bench_learning.episode_metrics([solved, failed])
     assert metrics["success_rate"] == 0.5 and metrics["mean_score"] == 0.5
     assert metrics["parse_error_rate"] == 0.5  # the turn without a call and the turn with a bad call
     assert metrics["invalid_call_rate"] == 0.25  # one of the four executed calls was refused
     assert metrics["mean_turns"] == 2.0 and metrics["tool_calls"] == 4
+    assert metrics["solved"] == [0, 1]  # in instance order
 
 
 def _slip_specs(tmp_path: Path, count: int) -> list:
@@ -218,6 +347,8 @@ def test_parse_args__a_warm_up_without_whole_id_tokens_is_a_config_error() -> No
         (["--sft-batch", "0"], "sft_batch"),
         (["--warmup-batch", "0"], "warmup_batch"),
         (["--group-size", "1"], "group_size"),
+        (["--save-every", "0"], "save_every"),
+        (["--track", "pretrained", "--eval-batch", "0"], "eval_batch"),
     ],
 )
 def test_parse_args__seed_ranges_that_overlap_and_empty_batches_are_config_errors(argv: list[str], field: str) -> None:
@@ -226,3 +357,20 @@ def test_parse_args__seed_ranges_that_overlap_and_empty_batches_are_config_error
     with pytest.raises(ConfigError, match=field):
         bench_learning.parse_args(argv)
     assert bench_learning.parse_args(["--train-seeds", "10000", "--heldout-seeds", "10000"]).train_seeds == 10000
+
+
+def test_parse_args__a_track_sets_its_defaults_and_given_options_win() -> None:
+    scratch = bench_learning.parse_args([])
+    assert (scratch.temperature, scratch.lr_schedule, scratch.prompts_per_step, scratch.group_size) == (
+        0.5,
+        "constant",
+        8,
+        8,
+    )
+    assert scratch.grpo_seeds > 0 and 150 <= scratch.grpo_steps <= 300 and scratch.train_output_layer
+    pretrained = bench_learning.parse_args(["--track", "pretrained"])
+    for name, value in bench_learning.TRACK_DEFAULTS["pretrained"].items():
+        assert getattr(pretrained, name) == value
+    assert bench_learning.parse_args(["--track", "pretrained", "--temperature", "0.3"]).temperature == 0.3
+    quick = bench_learning.parse_args(["--quick", "--track", "pretrained", "--grpo-steps", "0"])
+    assert quick.grpo_steps == 0 and quick.sft_steps == bench_learning.QUICK["pretrained"]["sft_steps"]
