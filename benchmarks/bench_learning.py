@@ -529,9 +529,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     grpo.add_argument("--prompts-per-step", type=int, default=8)
     grpo.add_argument(
         "--reward",
-        choices=("score", "rubric"),
+        choices=("score", "partial"),
         default="score",
-        help="the env's score (1 solved, else 0), or the strict rubric score of the final grid (partial credit)",
+        help="the env's score (1 solved, else 0), or the partial score of the final grid "
+        "(ace_gym.integrations.rewards: each slot-valid item and the global rules of a filled grid)",
     )
     grpo.add_argument("--beta", type=float, default=0.0, help="KL coefficient")
     grpo.add_argument(
@@ -937,7 +938,7 @@ def measure(run: Run, name: str, grpo_step: int, model: Any, tokenizer: Any) -> 
 
 def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], run: Run) -> list[dict[str, Any]]:
     """GRPO through TRL's ``rollout_func`` from ``model`` on ``train_specs``, rewarded by the env's score or
-    (``--reward rubric``) the rubric score, each group's rewards shuffled among its episodes with
+    (``--reward partial``) the partial score, each group's rewards shuffled among its episodes with
     ``--control shuffled`` (:class:`ShuffledWithinGroups`); a constant learning rate (or
     ``--lr-schedule``); evaluates every ``--grpo-eval-every`` steps and checkpoints every
     ``--save-every`` steps into ``out/grpo``, from whose last checkpoint a rerun resumes. Returns
@@ -952,7 +953,11 @@ def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], r
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     args, out, results = run.args, run.out, run.results
-    reward, summary = (rubric_reward, rubric_summary) if args.reward == "rubric" else (episode_score, None)
+    from ace_gym.integrations import rewards
+
+    reward, summary = (
+        (rewards.partial_reward, rewards.partial_summary) if args.reward == "partial" else (episode_score, None)
+    )
     if args.control == "shuffled":
         reward = ShuffledWithinGroups(reward, args.group_size, args.seed)
     checkpoints = out / "grpo"
@@ -994,7 +999,7 @@ def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], r
         args=config,
         train_dataset=train_dataset(train_specs),
         reward_funcs=[reward, AceMetrics()],
-        rollout_func=rollout_func(train_specs, summary=summary),
+        rollout_func=rollout_func(train_specs, summary=summary, max_turn_tokens=args.max_new_tokens),
         callbacks=[Evaluation()],
     )
     evaluation_before = results["seconds"].get("evaluation", 0.0)
@@ -1133,24 +1138,6 @@ def summary_table(rows: Sequence[Mapping[str, Any]]) -> str:
             f"| {row['final_greedy']:.3f} / {row['final_sampled']:.3f} | {gains[0]} | {gains[1]} | {seconds} |"
         )
     return "\n".join(lines)
-
-
-def rubric_summary(record: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`~ace_gym.integrations.trainer_callback.episode_summary` of a rollout record, with
-    ``rubric_score``: the strict rubric score of its final grid (:mod:`ace_gym.feedback.rubric`:
-    the share of hidden slots holding a slot-valid item and of global rules met, the rules
-    counted only on a filled grid), 1.0 exactly when the episode is solved."""
-    from ace_gym.feedback.rubric import cells_of, grade
-    from ace_gym.instance import resolve_dataset
-    from ace_gym.integrations.trainer_callback import episode_summary
-
-    compiled = resolve_dataset(record["dataset"], record["domain"]).compiled(record["instance_index"])
-    return {**episode_summary(record), "rubric_score": grade(compiled, cells_of(compiled, record["grid"])).strict_score}
-
-
-def rubric_reward(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[float]:
-    """The GRPO reward of ``--reward rubric``: each episode's ``rubric_score`` (:func:`rubric_summary`)."""
-    return [float(episode["rubric_score"]) for episode in ace_episode]
 
 
 def write_plot(results: Mapping[str, Any], path: Path) -> Path:

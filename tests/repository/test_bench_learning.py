@@ -84,10 +84,10 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     png = (tmp_path / "learning.png").read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
 
-    # GRPO again from the saved SFT model, rewarded by the rubric score, on instances SFT never saw.
+    # GRPO again from the saved SFT model, rewarded by the partial score, on instances SFT never saw.
     # The quick model solves nothing, so every group would be all-zero and the step a no-op: the
     # reward here alternates 0 and 1 within each group, so the step moves the weights.
-    def rubric_reward(ace_episode: list, **_: object) -> list[float]:
+    def ace_partial(ace_episode: list, **_: object) -> list[float]:
         return [float(k % 2) for k in range(len(ace_episode))]
 
     played: list = []
@@ -97,10 +97,10 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
         return real_train_grpo(model, tokenizer, specs, *rest)
 
     real_train_grpo = bench_learning.train_grpo
-    monkeypatch.setattr(bench_learning, "rubric_reward", rubric_reward)
+    monkeypatch.setattr("ace_gym.integrations.rewards.partial_reward", ace_partial)
     monkeypatch.setattr(bench_learning, "train_grpo", train_grpo)
     again = tmp_path / "from_sft"
-    argv = ["--quick", "--out", str(again), "--from-sft", str(tmp_path / "model_sft"), "--reward", "rubric"]
+    argv = ["--quick", "--out", str(again), "--from-sft", str(tmp_path / "model_sft"), "--reward", "partial"]
     argv += ["--grpo-seeds", "1"]
     assert bench_learning.main(argv) == 0
     assert played and all(Path(spec.dataset).name == "course_grpo.json" for spec in played)
@@ -111,8 +111,8 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     assert [s["stage"] for s in results["stages"]] == ["after SFT", "GRPO step 1"]
     assert results["model"] == json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["model"]
     (step,) = [entry for entry in results["grpo_log"] if "ace/train/episodes" in entry]
-    assert "rewards/rubric_reward/mean" in step and "rewards/episode_score/mean" not in step
-    assert step["rewards/rubric_reward/mean"] == 0.5 and "reward" in step and "step" in step  # the plot's data
+    assert "rewards/ace_partial/mean" in step and "rewards/episode_score/mean" not in step
+    assert step["rewards/ace_partial/mean"] == 0.5 and "reward" in step and "step" in step  # the plot's data
     assert (again / "learning.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
 
@@ -287,30 +287,6 @@ def test_slipping_solver__slips_in_the_drawn_share_and_otherwise_plays_the_solve
             assert [t["action"] for t in record["turns"]] == [t["action"] for t in reference["turns"]]
     again = play(bench_learning.SlippingSolver(0.5))
     assert [r["messages"] for r in again] == [r["messages"] for r in slipping]  # a function of the specs
-
-
-def test_rubric_summary__pays_a_solved_grid_in_full_an_empty_slot_nothing_and_a_wrong_item_in_part(
-    tmp_path: Path,
-) -> None:
-    from ace_gym.eval import run_episodes
-    from ace_gym.policies import make_policy
-
-    specs = _slip_specs(tmp_path, 6)
-    instances = json.loads((tmp_path / "course_train.json").read_text(encoding="utf-8"))["instances"]
-    for record in run_episodes(specs, make_policy("solver-batch")):
-        (slot,) = instances[record["instance_index"]]["slots"]
-        row, col = slot["row"], slot["col"]
-
-        def rubric(item: str | None, record: dict = record, row: int = row, col: int = col) -> float:
-            grid = [list(cells) for cells in record["grid"]]
-            grid[row][col] = item
-            summary = bench_learning.rubric_summary({**record, "grid": grid})
-            assert bench_learning.rubric_reward([summary]) == [summary["rubric_score"]]
-            return summary["rubric_score"]
-
-        assert record["score"] == 1.0 and rubric(record["grid"][row][col]) == 1.0
-        assert rubric(None) == 0.0  # an empty slot earns nothing, the global rules included
-        assert 0.0 < rubric(slot["filter_candidate_ids"][0]) < 1.0  # breaks its slot rules; rules met count
 
 
 @pytest.mark.parametrize("rate", [-0.1, 1.5, float("nan")])
