@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -141,26 +140,6 @@ def reply_in(info: Mapping[str, Any]) -> ToolReply | None:
     step ran no tool call, e.g. a step budget's refused turn)."""
     reply = info.get(REPLY_INFO)
     return reply if isinstance(reply, ToolReply) else None
-
-
-_REMOVED: dict[str, tuple[Any, str]] = {
-    "SUCCESS_HEAD": (envelope("success", SUCCESS_MESSAGE, None).removesuffix("null}"), "ok_reply(data)"),
-    "string_json": (json.encoder.encode_basestring, "dumps(text)"),
-    "value_json": (dumps, "dumps(value)"),
-}
-"""Names the hand-written replies used, kept for one release (each warns, naming what replaces
-it): ``SUCCESS_HEAD``, a success envelope up to its ``data``; ``string_json`` and ``value_json``,
-what :func:`dumps` writes for a string and for any value."""
-
-
-def __getattr__(name: str) -> Any:  # the module hook's own name
-    if name not in _REMOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value, instead = _REMOVED[name]
-    warnings.warn(
-        f"{__name__}.{name} goes in the next release: build replies as values ({instead})", DeprecationWarning, 2
-    )
-    return value
 
 
 def echo(text: object) -> str:

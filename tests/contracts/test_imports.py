@@ -288,7 +288,6 @@ DYNAMIC_IMPORTS_ALLOWED: dict[str, str] = {
     "ace_gym.cli": "the command table: each command's module, imported when it runs",
     "ace_gym.wrapper_entry": "a registry entry loads its wrapper class from the entry point it states",
     "ace_gym.stacks": "StackSpec.make loads the entry points Gymnasium registered for an env id",
-    "ace_gym.eval.replay": "an old module path a record names, translated to its home (lazy_exports.moved_to)",
     "ace_gym.planning": "the package's own submodules, by the name table of its lazy exports",
     "ace_gym.feedback": "the package's own submodules, by the name table of its lazy exports",
     "ace_gym.lazy_exports": "the loaders themselves: they import the homes the modules above name",

@@ -209,21 +209,3 @@ def test_state_replies__kept_replies_are_those_formatted_afresh(domain: str) -> 
             expected = tools.call(fresh, name, arguments)
             assert tools.call(episode, name, arguments) == expected, (config, name, arguments)
     assert episode.texts.state_replies
-
-
-@pytest.mark.parametrize(
-    ("name", "use", "expected"),
-    [
-        ("SUCCESS_HEAD", lambda head: head + "[1]}", '{"status": "success", "messages": "Successfully executed tool", "data": [1]}'),
-        ("string_json", lambda string_json: string_json('café "x"'), json.dumps('café "x"', ensure_ascii=False)),
-        ("value_json", lambda value_json: value_json({"a": [1, None]}), '{"a": [1, null]}'),
-    ],
-)  # fmt: skip
-def test_removed_helpers__stay_importable_for_one_release_with_a_warning(name: str, use: Any, expected: str) -> None:
-    import ace_gym.tools.replies as replies
-
-    with pytest.warns(DeprecationWarning, match=f"replies.{name} goes in the next release"):
-        found = getattr(replies, name)
-    assert use(found) == expected
-    with pytest.raises(AttributeError):
-        replies.never_there  # noqa: B018
