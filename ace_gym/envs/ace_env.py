@@ -288,9 +288,9 @@ class AceEnv(gym.Env[str, ActionType]):
         name, arguments = _unpack(action)
         steps = self._steps = self._steps + 1
         reply = _NOT_A_CALL if name is None else self.tools.call(state, name, arguments)
-        observation, ok, terminated, _ = reply
+        observation, ok, terminated = reply.text, reply.ok, reply.ends_episode
         if self.observation == "compact":
-            observation = compact_reply(observation, arguments if isinstance(arguments, Mapping) else None)
+            observation = compact_reply(reply, arguments if isinstance(arguments, Mapping) else None)
         info: dict[str, Any] = {"tool": tool_label(name), "ok": ok, "step": steps, REPLY_INFO: reply}
         if terminated or steps >= self.max_steps:
             self._finished = True

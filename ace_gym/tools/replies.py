@@ -70,22 +70,20 @@ GLOBAL_CHECK_CHARGE = Charge("global_check")
 class ToolReply(NamedTuple):
     """One tool call's result: the envelope ``text`` the model sees; ``ok``, its status is
     success; ``ends_episode``, the call was a successful ``done``; ``charged``, the budget it
-    used (None for calls that use none, and for every failed call)."""
+    used (None for calls that use none, and for every failed call); ``envelope``, the values
+    ``text`` encodes (``{"status", "messages", "data"}``; None when ``text`` was written some
+    other way, e.g. an envelope cut short on purpose)."""
 
     text: str
     ok: bool
     ends_episode: bool = False
     charged: Charge | None = None
+    envelope: Mapping[str, Any] | None = None
 
     @property
     def data(self) -> dict[str, Any]:
-        """The envelope's ``data`` as a value, read back by the layer that wrote it ({} when the
-        text holds no envelope with an object ``data``, e.g. a reply cut short)."""
-        try:
-            envelope = json.loads(self.text)
-        except (ValueError, RecursionError):
-            return {}
-        data = envelope.get("data") if type(envelope) is dict else None
+        """The envelope's ``data`` when it is an object, else {}."""
+        data = None if self.envelope is None else self.envelope.get("data")
         return data if type(data) is dict else {}
 
 
@@ -101,20 +99,27 @@ repeats its mistakes, and a message echoes at most :data:`ECHO_LIMIT` characters
 arguments, so each cache holds < 1 MB."""
 
 
+def reply(
+    status: Literal["success", "failed"],
+    messages: str,
+    data: Any,
+    ends_episode: bool = False,
+    charged: Charge | None = None,
+) -> ToolReply:
+    """The reply whose envelope holds these values (``ok`` when ``status`` is success)."""
+    values = {"status": status, "messages": messages, "data": data}
+    return ToolReply(dumps(values), status == "success", ends_episode, charged, values)
+
+
 def ok_reply(data: Any, charged: Charge | None = None) -> ToolReply:
     """A success reply around ``data`` (a JSON-serialisable value)."""
-    return ToolReply(envelope("success", SUCCESS_MESSAGE, data), True, False, charged)
-
-
-def envelope_reply(text: str, charged: Charge | None = None) -> ToolReply:
-    """A success reply whose whole envelope ``text`` is already written (by :func:`envelope`)."""
-    return ToolReply(text, True, False, charged)
+    return reply("success", SUCCESS_MESSAGE, data, charged=charged)
 
 
 @functools.lru_cache(maxsize=REFUSALS_KEPT)
 def failed_reply(message: str) -> ToolReply:
     """A failed reply with the full message (``"<ErrorType>, <detail>"``): :func:`failure`'s text."""
-    return ToolReply(failure(message), False, False, None)
+    return reply("failed", message, {})
 
 
 def invalid(detail: str) -> ToolReply:
@@ -132,7 +137,7 @@ def failure(message: str) -> str:
     return envelope("failed", message, {})
 
 
-STOP_REPLY = ToolReply(STOP, ok=True, ends_episode=True)
+STOP_REPLY = reply("success", "###STOP###", {}, ends_episode=True)
 
 
 def reply_in(info: Mapping[str, Any]) -> ToolReply | None:

@@ -13,7 +13,7 @@ import pytest
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.instance import CompiledInstance, resolve_dataset
 from ace_gym.tools import OPERATORS, STOP, Charge, EpisodeState, Operator, ToolConfig, ToolReply, tool_names, toolset
-from ace_gym.tools.replies import InstanceTexts, dumps, texts_of
+from ace_gym.tools.replies import SUCCESS_MESSAGE, InstanceTexts, dumps, invalid, ok_reply, texts_of
 from tests.core_helpers import H15_INDEX, truth_id
 
 
@@ -209,3 +209,14 @@ def test_state_replies__kept_replies_are_those_formatted_afresh(domain: str) -> 
             expected = tools.call(fresh, name, arguments)
             assert tools.call(episode, name, arguments) == expected, (config, name, arguments)
     assert episode.texts.state_replies
+
+
+def test_tool_reply__keeps_the_values_its_text_encodes() -> None:
+    data = {"row": 0, "col": 1, "id": "café", "items": [1.5, None]}
+    reply = ok_reply(data)
+    assert reply.envelope == {"status": "success", "messages": SUCCESS_MESSAGE, "data": data}
+    assert reply.data is data  # the value itself, never the text read back
+    assert json.loads(reply.text) == reply.envelope
+    refused = invalid("x")
+    assert (refused.ok, refused.data, json.loads(refused.text)) == (False, {}, refused.envelope)
+    assert ToolReply("cut short {", ok=False).data == {}
