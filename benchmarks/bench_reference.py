@@ -318,7 +318,6 @@ def _cold_pairs(release: Release | None, domain: str, number: int, runs: int) ->
 
     def ours_first_query() -> object:
         state.texts.query_matches.clear()  # nothing of this query kept: its column, its payload
-        state.texts.query_replies.clear()
         return tools.call(state, names["query"], query)
 
     def ours_cold_grid() -> object:

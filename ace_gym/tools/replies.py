@@ -1,6 +1,6 @@
 """What a tool call returns: the typed :class:`ToolReply` around the envelope text, the envelope
-builders (replies built as values, written by one encoder: :func:`dumps`), and the per-instance
-reply caches.
+builders (replies built as values, written by one encoder: :func:`dumps`), and what the tools
+keep per instance.
 
 The envelope text is exactly what the published benchmark sends the model:
 ``json.dumps({"status", "messages", "data"}, ensure_ascii=False)``. The reply carries beside it
@@ -10,7 +10,6 @@ succeeded, whether it ends the episode, and which budget it charged.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -93,11 +92,6 @@ and a wrapper that answers or rewrites a call puts its own, so wrappers above re
 status and data as values, never the observation text. Not part of any record or wire message
 (the observation holds its text)."""
 
-REFUSALS_KEPT = 1024
-"""Replies :func:`invalid` and :func:`failed_reply` each keep, most recently used first: a model
-repeats its mistakes, and a message echoes at most :data:`ECHO_LIMIT` characters of its
-arguments, so each cache holds < 1 MB."""
-
 
 def reply(
     status: Literal["success", "failed"],
@@ -116,7 +110,6 @@ def ok_reply(data: Any, charged: Charge | None = None) -> ToolReply:
     return reply("success", SUCCESS_MESSAGE, data, charged=charged)
 
 
-@functools.lru_cache(maxsize=REFUSALS_KEPT)
 def failed_reply(message: str) -> ToolReply:
     """A failed reply with the full message (``"<ErrorType>, <detail>"``): :func:`failure`'s text."""
     return reply("failed", message, {})
@@ -164,47 +157,18 @@ def safe_repr(value: object) -> str:
 
 
 class InstanceTexts:
-    """The replies of one compiled instance's tools, and what they are built from, kept for every
-    episode on it (see :func:`texts_of`).
+    """What one compiled instance's tools build from the instance alone, kept for every episode on
+    it (see :func:`texts_of`): ``query_matches[(s, field)]``, the values of ``field`` of hidden
+    slot ``s``'s candidates and their match objects; ``query_budgets[extra_query_num]``, the hidden
+    slots' query budgets under that setting (see
+    :meth:`ace_gym.tools.state.ToolConfig.query_budgets`)."""
 
-    ``query_matches`` holds the per-(slot, field) candidate values and match objects of the query
-    tool. ``query_replies`` holds the replies of queries (by their arguments and the remaining
-    budget they show; refused ones too), and ``attribute_replies`` the replies of attribute
-    lookups (keyed with the id and field limits they were checked against), by their arguments
-    (see :func:`remember`): what those tools answer depends on the instance and the arguments
-    alone, apart from the query budgets, which the query tool checks and charges per episode.
-    Refusals are kept too: a model repeats its mistakes, within an episode and across the
-    episodes of a group on one instance. ``item_replies`` holds the item-info replies by item,
-    ``set_replies[(s, i)]`` the reply to putting candidate ``i`` into hidden slot ``s`` (-1:
-    clearing it), ``grid_replies`` the grid-state replies by the grid they show, and
-    ``state_replies`` the replies of the tools whose text is a function of a few numbers of the
-    episode's state (a cell's item, a budget and its count, a check's verdict), keyed by the tool
-    function and those numbers. ``query_budgets[extra_query_num]`` holds the hidden slots' query
-    budgets under that setting (see :meth:`ace_gym.tools.state.ToolConfig.query_budgets`).
-    """
-
-    __slots__ = (
-        "attribute_replies",
-        "compiled",
-        "grid_replies",
-        "item_replies",
-        "query_budgets",
-        "query_matches",
-        "query_replies",
-        "set_replies",
-        "state_replies",
-    )
+    __slots__ = ("compiled", "query_budgets", "query_matches")
 
     def __init__(self, compiled: CompiledInstance) -> None:
         self.compiled = compiled
-        self.item_replies: dict[int, ToolReply] = {}
         self.query_matches: dict[tuple[int, str], tuple[tuple[Any, ...], tuple[dict[str, Any], ...]]] = {}
         self.query_budgets: dict[int, tuple[int | None, ...]] = {}
-        self.query_replies: dict[tuple[Any, ...], ToolReply] = {}
-        self.attribute_replies: dict[tuple[Any, Any, int, int], ToolReply] = {}
-        self.set_replies: dict[tuple[int, int], ToolReply] = {}
-        self.grid_replies: dict[tuple[int, ...], ToolReply] = {}
-        self.state_replies: dict[tuple[Any, ...], ToolReply] = {}
 
     def id_grid(self, grid: Sequence[int]) -> list[list[str | None]]:
         """The id grid a flat item grid of the instance shows, row by row (-1: None)."""
@@ -216,17 +180,6 @@ class InstanceTexts:
     def grid_json(self, grid: Sequence[int]) -> str:
         """:func:`dumps` of :meth:`id_grid`: the first user message's grid."""
         return dumps(self.id_grid(grid))
-
-
-REPLY_CACHE_LIMIT = 512
-"""Payloads kept per instance and tool: the arguments come from the model, so the caches stop
-growing there (later calls are answered as on a miss) and one instance holds at most ~1 MB."""
-
-
-def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    """Keep ``value`` under ``key`` in one of :class:`InstanceTexts`' reply caches, unless it is full."""
-    if len(cache) < REPLY_CACHE_LIMIT:
-        cache[key] = value
 
 
 def texts_of(compiled: CompiledInstance) -> InstanceTexts:
