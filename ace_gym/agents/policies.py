@@ -16,4 +16,3 @@ def is_engine_spec(spec: str) -> bool:
     """Whether ``spec`` names an LLM engine (``KIND:TARGET`` with a known kind)."""
     kind, sep, target = spec.partition(":")
     return bool(sep and target) and kind in ENGINE_KINDS
-
