@@ -36,15 +36,16 @@ class Segment:
 
 def template_message(message: Mapping[str, Any]) -> dict[str, Any]:
     """An OpenAI message as chat templates expect it: ``tool_calls[*].function.arguments`` as a
-    dict rather than a JSON string (left as is when it does not decode to an object)."""
+    dict rather than a JSON string (left as is when it does not decode to an object, and so is a
+    ``tool_calls`` that is no list of calls: a model's malformed output)."""
     tool_calls = message.get("tool_calls")
-    if not tool_calls:
+    if not tool_calls or not isinstance(tool_calls, list):
         return dict(message)
     converted = []
     for call in tool_calls:
-        function = call.get("function", {})
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(arguments, str):
             try:
                 decoded = json.loads(arguments)
             except ValueError:

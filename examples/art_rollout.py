@@ -26,6 +26,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ace_gym.eval import EpisodeSpec
+from ace_gym.eval.fit import TRAINING_DATASET
 
 if TYPE_CHECKING:
     import art
@@ -80,6 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="Qwen/Qwen3-0.6B", help="the served model's name")
     parser.add_argument("--api-key", default="EMPTY")
     parser.add_argument("--domain", default="course")
+    parser.add_argument(
+        "--dataset",
+        default=TRAINING_DATASET,
+        help="default: the bundled 5x7 set (the published 5x5 names tell the truth)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--instance-index", type=int, default=0)
     parser.add_argument("--max-turns", type=int, default=50)
@@ -97,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         inference_api_key=args.api_key,
         inference_model_name=args.model,
     )
-    spec = EpisodeSpec(args.domain, instance_index=args.instance_index, seed=args.seed, max_turns=args.max_turns)
+    spec = EpisodeSpec(
+        args.domain, args.dataset, instance_index=args.instance_index, seed=args.seed, max_turns=args.max_turns
+    )
     trajectory = asyncio.run(rollout(model, spec))
     group = art.TrajectoryGroup([trajectory])
     logged: dict[str, Any] = trajectory.for_logging()

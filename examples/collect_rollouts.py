@@ -32,8 +32,10 @@ import numpy as np
 import ace_gym  # noqa: F401  (registers the ACE-* env ids)
 from ace_gym.errors import ConfigError
 from ace_gym.eval import run_vector_episodes
+from ace_gym.eval.fit import TRAINING_DATASET
 from ace_gym.eval.rollout import DEFAULT_MAX_TURNS
 from ace_gym.policies import POLICY_SPECS, make_policy
+from ace_gym.registration import ENV_IDS
 from ace_gym.wrappers import ChatAdapter, StepBudget
 
 
@@ -48,6 +50,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", help=f"{POLICY_SPECS} (default: hf: on a tiny local model)")
     parser.add_argument("--env-id", default="ACE-course-v0")
+    parser.add_argument(
+        "--dataset",
+        default=TRAINING_DATASET,
+        help="the data of an ACE-<domain>-v0 id (default: the bundled 5x7 set; the published 5x5 names tell the truth)",
+    )
     parser.add_argument("--num-envs", type=int, default=4)
     parser.add_argument("--episodes", type=int, default=6)
     parser.add_argument(
@@ -81,6 +88,7 @@ def main() -> None:
     envs = gym.make_vec(
         args.env_id,
         num_envs=args.num_envs,
+        **({"dataset": args.dataset} if args.env_id in ENV_IDS else {}),
         vectorization_mode=args.vectorization_mode,
         vector_kwargs={"shared_memory": False} if args.vectorization_mode == "async" else {},
         wrappers=[ChatAdapter, partial(StepBudget, max_turns=max_turns)],

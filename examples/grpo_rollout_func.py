@@ -9,7 +9,8 @@ episode specs set them. The rollout is token-exact: the prompt ids grow by exact
 model generated and the rendered replies, and the completion holds every assistant turn with the
 env's tokens masked out (``env_mask``). The reward is the episode score (``episode_score``);
 ``AceMetrics`` logs ``ace/score``, per-domain scores, parse errors, recovery rate and pass@k /
-avg@k over the GRPO groups.
+avg@k over the GRPO groups. The episodes are instances of the bundled 5x7 set (the published 5x5
+names give the truth away, docs/training.md).
 
 Run it as written (builds a tiny random Llama locally, two CPU steps, under a minute)::
 
@@ -26,6 +27,8 @@ import dataclasses
 import json
 import sys
 import tempfile
+
+from ace_gym.eval.fit import TRAINING_DATASET
 
 
 def main() -> None:
@@ -60,7 +63,9 @@ def main() -> None:
     domains = args.domains.split(",")
     specs = [
         dataclasses.replace(spec, tool_failure_rate=args.tool_failure_rate)
-        for spec in validation_specs(domains, args.episodes_per_domain, seed=args.seed, max_turns=args.max_turns)
+        for spec in validation_specs(
+            domains, args.episodes_per_domain, dataset=TRAINING_DATASET, seed=args.seed, max_turns=args.max_turns
+        )
     ]
     config = GRPOConfig(
         output_dir=args.output_dir or f"{workdir}/out",

@@ -1,6 +1,7 @@
 """GRPO on ACE with TRL's environment_factory: the model calls ACE tools, every turn is trained.
 
-Each training row opens an ACE episode (system prompt + partial grid; ``train_dataset``); TRL
+Each training row opens an ACE episode of the bundled 5x7 set (system prompt + partial grid;
+``train_dataset``; the published 5x5 names give the truth away, docs/training.md); TRL
 renders the domain's tool schemas with the model's chat template, samples a group of
 completions, parses each tool call the model writes, runs it on that rollout's environment
 (``environment_factory``: one class per domain whose methods are the ACE tools) and generates
@@ -26,6 +27,8 @@ import argparse
 import json
 import sys
 import tempfile
+
+from ace_gym.eval.fit import TRAINING_DATASET
 
 
 def main() -> None:
@@ -58,7 +61,9 @@ def main() -> None:
     workdir = tempfile.mkdtemp(prefix="ace-grpo-")
     model_path = args.model or str(build_tiny_model(f"{workdir}/tiny-model", seed=args.seed))
     domains = args.domains.split(",")
-    specs = validation_specs(domains, args.episodes_per_domain, seed=args.seed)
+    # train on the bundled 5x7 set (the published 5x5 names give the truth away); the callback
+    # evaluates on the published 5x5 data
+    specs = validation_specs(domains, args.episodes_per_domain, dataset=TRAINING_DATASET, seed=args.seed)
     config = GRPOConfig(
         output_dir=args.output_dir or f"{workdir}/out",
         max_steps=args.max_steps,
@@ -78,7 +83,9 @@ def main() -> None:
         processing_class=AutoTokenizer.from_pretrained(model_path),
         args=config,
         train_dataset=train_dataset(specs),
-        environment_factory=environment_factory(domains, tool_failure_rate=args.tool_failure_rate),
+        environment_factory=environment_factory(
+            domains, dataset=TRAINING_DATASET, tool_failure_rate=args.tool_failure_rate
+        ),
         reward_funcs=[AceMetrics()],  # logs; the reward is each environment's get_reward
     )
     trainer.add_callback(

@@ -12,10 +12,20 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-Reply = tuple[int, dict[str, Any]]
+
+@dataclass(frozen=True)
+class RawBody:
+    """A reply body sent byte for byte (a malformed one: HTML, truncated JSON, invalid UTF-8)."""
+
+    data: bytes
+    content_type: str = "application/json"
+
+
+Reply = tuple[int, dict[str, Any] | RawBody]
 
 
 class ChatServer:
@@ -42,9 +52,10 @@ class ChatServer:
                 status, payload = server.answer(body)
                 with server._lock:
                     server.in_flight -= 1
-                data = json.dumps(payload).encode()
+                raw = payload if isinstance(payload, RawBody) else RawBody(json.dumps(payload).encode())
+                data = raw.data
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", raw.content_type)
                 self.send_header("Content-Length", str(len(data)))
                 if status >= 400:  # the openai client's retries honour it: no half-second waits in tests
                     self.send_header("retry-after-ms", "5")

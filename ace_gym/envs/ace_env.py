@@ -12,7 +12,15 @@ from gymnasium.error import ResetNeeded
 from ace_gym.domains import get_domain
 from ace_gym.envs.sources import DatasetSource, InstanceSource
 from ace_gym.errors import ConfigError, choice, integer
-from ace_gym.instance import CompiledInstance, Dataset, forget_derived, resolve_dataset
+from ace_gym.instance import (
+    ITEM_NAMES,
+    CompiledInstance,
+    Dataset,
+    forget_derived,
+    names_rng,
+    renumber_names,
+    resolve_dataset,
+)
 from ace_gym.prompts import render_system_prompt, render_user_message
 from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall, ToolCallSpace, UnicodeText
@@ -91,7 +99,11 @@ class AceEnv(gym.Env[str, ActionType]):
     ``extra_query_num`` (-1 = unlimited per-slot attribute queries, else active rules + H + this),
     ``global_check_alpha`` (-1 = unlimited global checks, else floor(alpha * H)),
     ``check_include_reason``, ``max_query_ids``, ``max_query_fields``; ``max_steps`` (1000);
-    ``observation``: ``"full"`` (the published envelopes, the default) or ``"compact"``.
+    ``observation``: ``"full"`` (the published envelopes, the default) or ``"compact"``;
+    ``item_names``: ``"published"`` (the names as the data holds them, the default) or
+    ``"renumbered"`` (every reset permutes the items' name numbers, from the reset seed and the
+    instance id, :func:`~ace_gym.instance.renumber_names`; truth and scores unchanged): for
+    training on the published 5x5 data, whose names give the truth away (docs/compatibility.md §7).
 
     ## Reset options
     Read by the source: for a dataset, ``{"instance_index": int}`` or ``{"instance_id": str}``;
@@ -169,9 +181,11 @@ class AceEnv(gym.Env[str, ActionType]):
         max_steps: int = 1000,
         render_mode: str | None = None,
         observation: str = "full",
+        item_names: str = "published",
     ) -> None:
         self.domain = get_domain(domain)
         self.observation = choice("observation", observation, OBSERVATIONS)
+        self.item_names = choice("item_names", item_names, ITEM_NAMES)
         self.config = ToolConfig(
             extra_query_num, global_check_alpha, check_include_reason, max_query_ids, max_query_fields
         )
@@ -202,6 +216,8 @@ class AceEnv(gym.Env[str, ActionType]):
             compiled, index, source_info = _given_instance(options["instance"], self.domain.name), -1, {}
         else:
             compiled, index, source_info = self.source.draw(self.np_random, options)
+        if self.item_names == "renumbered":
+            compiled = renumber_names(compiled, names_rng(self.np_random, compiled.instance_id))
         state = self._state = EpisodeState(compiled, self.config)
         self._steps = 0
         self._finished = False

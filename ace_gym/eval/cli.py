@@ -348,6 +348,8 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
             **({"wrappers": list(check_settings(args.wrappers, "wrappers"))} if args.wrappers else {}),
             **{name: value for name, value in agency.spec_settings(args).items() if value is not None},
             **({"failure_injection": _failure_injection(args)} if args.failure_modes else {}),
+            # failures drawn per episode since issue 40: a run drawn from the seed alone is another run
+            **({"failure_draws": "episode"} if any(rate > 0 for rate in args.tool_failure_rates) else {}),
         },
         "ace_gym_version": __version__,
     }

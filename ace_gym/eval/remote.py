@@ -19,15 +19,17 @@ class RemoteEpisodeSpec(EpisodeSpec):
     :class:`~ace_gym.stacks.StackSpec`), so records and keys are the local ones. The dataset must
     be one the server can read (bundled, or inside its ``--data-dir``), and the server must serve
     the stack's env id (``ACE-<domain>-v0``, or ``ACE-<domain>-scenario-v0`` for a scenario).
+    Its envs ask for the grader channel: an evaluation records and summarises the answer keys
+    (:mod:`ace_gym.runs.answer_keys`), which its policy never sees (the adapter shows it texts).
     """
 
     env_url: str = ""
 
     def make_core_env(self) -> gym.Env:
-        return RemoteEnv.from_stack(self.env_url, self.stack().below("chat_adapter"))
+        return RemoteEnv.from_stack(self.env_url, self.stack().below("chat_adapter"), grader=True)
 
     def make_env(self) -> gym.Env:
-        return RemoteEnv.from_stack(self.env_url, self.stack())
+        return RemoteEnv.from_stack(self.env_url, self.stack(), grader=True)
 
 
 def remote_specs(specs: Iterable[EpisodeSpec], env_url: str) -> list[RemoteEpisodeSpec]:

@@ -33,6 +33,7 @@ from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.feedback.rounds import AGENCYBENCH_THRESHOLD
+from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.runs.loop import Actor, Episode, Turn
 from ace_gym.runs.results import EPISODES_FILE, duplicates_note, read_records
@@ -56,6 +57,10 @@ ENDING_FIELDS = (
 )
 """Record fields a replay must reproduce besides the turns (the policy's own fields, ``usage``,
 ``notes`` and ``tokens``, are not the env's answers and are not compared)."""
+
+SPEC_FIELDS = ("dataset", "domain", "seed", "trial", "tool_failure_rate", "max_turns", "settings")
+"""Top-level record fields that restate the recorded spec: each must equal the rebuilt spec's
+before anything is replayed (a record edited there describes another episode than it replays)."""
 
 TURN_FIELDS = ("action", "reward", "info", "context")
 """Per-turn fields a replay must reproduce (token counts and ids are the engine's, not compared);
@@ -99,8 +104,9 @@ def replay_spec(record: Mapping[str, Any]) -> EpisodeSpec:
 
 
 def _played_spec(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The recorded spec's fields with the threshold it was played at (:func:`_played_threshold`:
-    the recorded mapping itself when it names one), after :func:`replay_spec`'s checks."""
+    """The recorded spec's fields with the threshold and failure draws it was played with
+    (:func:`_played_threshold`, :func:`_played_draws`: the recorded mapping itself when it names
+    them), after :func:`replay_spec`'s checks."""
     fields = record.get("replay")
     if not isinstance(fields, Mapping) or not isinstance(fields.get("spec"), Mapping):
         raise ConfigError(
@@ -111,7 +117,7 @@ def _played_spec(record: Mapping[str, Any]) -> Mapping[str, Any]:
         raise ConfigError("record", record.get("key"), "has no 'turns' list of objects with an 'action' to replay")
     if not isinstance(record.get("messages"), list):
         raise ConfigError("record", record.get("key"), "has no 'messages' list to compare the replay with")
-    return _played_threshold(fields["spec"], record)
+    return _played_reward(_played_draws(_played_threshold(fields["spec"], record), fields.get("env_spec")))
 
 
 def _played_threshold(spec: Mapping[str, Any], record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -138,6 +144,64 @@ OLD_ENTRY_POINTS: dict[str, str] = {
 }
 """Entry points that records written before issue 28 (e.g. at 7123f6b) name, by the class's
 current entry point (the moves are listed in CHANGELOG.md)."""
+
+
+def _played_reward(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec`` with the reward its feedback rounds or scenario were played for. A spec written
+    before the verdict became their default reward (issue 38) names no ``final_reward``, and
+    relied on the old default, the rubric's share (``"final"``)."""
+    played = dict(spec)
+    for name in ("feedback_rounds", "scenario"):
+        protocol = spec.get(name)
+        if isinstance(protocol, Mapping) and "final_reward" not in protocol:
+            played[name] = {**protocol, "final_reward": "final"}
+    return played
+
+
+SCENARIO_ENTRY_POINT = f"{ScenarioEnv.__module__}:{ScenarioEnv.__name__}"
+
+
+def _scenario_reward_named(env_spec: Any) -> Any:
+    """``env_spec`` with the ``final_reward`` a scenario env was made with: a scenario recorded
+    before issue 38 names none in its kwargs (:func:`_played_reward` replays it with ``"final"``)."""
+    kwargs = env_spec.get("kwargs") if isinstance(env_spec, Mapping) else None
+    if env_spec is None or env_spec.get("entry_point") != SCENARIO_ENTRY_POINT or not isinstance(kwargs, Mapping):
+        return env_spec
+    return {**env_spec, "kwargs": {"final_reward": "final", **kwargs}}
+
+
+def _played_draws(spec: Mapping[str, Any], env_spec: Any) -> Mapping[str, Any]:
+    """``spec`` with the failure draws it was played with. A stack recorded before failure
+    injection drew per episode (issue 40) names no ``draws``: its failures were drawn from the
+    reset seed alone, and its replay draws so again."""
+    if _recorded_without_draws(env_spec):
+        return {**spec, "failure_injection": {**(spec.get("failure_injection") or {}), "draws": "reset_seed"}}
+    return spec
+
+
+def _recorded_without_draws(env_spec: Any) -> bool:
+    """Whether a recorded ``env_spec`` holds a ToolFailureInjection that names no ``draws``."""
+    wrappers = env_spec.get("additional_wrappers") if isinstance(env_spec, Mapping) else None
+    return isinstance(wrappers, list) and any(
+        isinstance(wrapper, Mapping)
+        and wrapper.get("name") == "ToolFailureInjection"
+        and isinstance(wrapper.get("kwargs"), Mapping)
+        and "draws" not in wrapper["kwargs"]
+        for wrapper in wrappers
+    )
+
+
+def _with_played_draws(env_spec: Any) -> Any:
+    """A recorded ``env_spec`` naming the draws its failure injection made (:func:`_played_draws`)."""
+    if not _recorded_without_draws(env_spec):
+        return env_spec
+    wrappers = [
+        {**wrapper, "kwargs": {**wrapper["kwargs"], "draws": "reset_seed"}}
+        if isinstance(wrapper, Mapping) and wrapper.get("name") == "ToolFailureInjection"
+        else wrapper
+        for wrapper in env_spec["additional_wrappers"]
+    ]
+    return {**env_spec, "additional_wrappers": wrappers}
 
 
 def current_entry_points(env_spec: Any) -> Any:
@@ -178,10 +242,10 @@ class ReplayPolicy(Actor):
             raise ConfigError(
                 "episode", episode.key, f"no record has this key{did_you_mean(episode.key, self.records)}"
             )
-        recorded_stack = (record.get("replay") or {}).get("env_spec")
+        recorded_stack = _with_played_draws((record.get("replay") or {}).get("env_spec"))
         stack = getattr(episode.env, "spec", None)
         replayed_stack = None if stack is None else json.loads(stack.to_json())
-        if current_entry_points(recorded_stack) != current_entry_points(replayed_stack):
+        if _scenario_reward_named(current_entry_points(recorded_stack)) != current_entry_points(replayed_stack):
             raise ReplayDiverged(ReplayMismatch(episode.key, None, "env_spec", recorded_stack, replayed_stack))
         episode.agent = _Progress(record)
         episode.agent.check_messages(episode)
@@ -257,7 +321,8 @@ def compare_records(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) ->
 
 def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     """Replay one record (module docstring); returns the first difference, or None when every
-    observation, reward and the end are identical. Checks the dataset file's hash first.
+    observation, reward and the end are identical. Checks the dataset file's hash and the
+    record's :data:`SPEC_FIELDS` first.
     ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
     played = _played_spec(record)
     spec = EpisodeSpec.from_json(json.dumps(played))
@@ -266,9 +331,13 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     current_hash = dataset_sha256(spec.dataset, spec.domain)
     if recorded_hash != current_hash:
         return ReplayMismatch(key, None, "dataset_sha256", recorded_hash, current_hash)
+    for name in SPEC_FIELDS:
+        rebuilt = list(spec.settings) if name == "settings" else getattr(spec, name)
+        if record.get(name) != rebuilt:
+            return ReplayMismatch(key, None, name, record.get(name), rebuilt)
     replayed_key = spec.key(str(record["policy"]))
     if played is not record["replay"]["spec"]:
-        record = {**record, "key": replayed_key}  # its key named no threshold: today's key names the one it played
+        record = {**record, "key": replayed_key}  # its key named no threshold or draws: today's key names them
     elif replayed_key != key:
         return ReplayMismatch(key, None, "key", key, replayed_key)
     try:

@@ -51,10 +51,10 @@ from ace_gym.agents.base import Policy
 from ace_gym.agents.policies import policy_name
 from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError, integer, optional_integer
+from ace_gym.errors import ConfigError, did_you_mean, integer, optional_integer, probability
 from ace_gym.eval.recovery import failure_log
 from ace_gym.feedback.evaluation import protocol_fields
-from ace_gym.feedback.rounds import ACE_THRESHOLD
+from ace_gym.feedback.rounds import ACE_THRESHOLD, TRAINING_REWARD
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import check_settings
@@ -102,14 +102,41 @@ class EpisodeSpec:
     context: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        """ConfigError naming the field for a value no episode can be played with."""
+        if not isinstance(self.env_kwargs, Mapping):
+            raise ConfigError("env_kwargs", self.env_kwargs, "must map AceEnv keyword arguments to values")
         if "max_steps" in self.env_kwargs:
             raise ConfigError("env_kwargs", dict(self.env_kwargs), "use max_turns, not max_steps")
+        unknown = [str(name) for name in self.env_kwargs if name not in _ENV_KWARGS]
+        if unknown:
+            raise ConfigError(
+                f"env_kwargs[{unknown[0]!r}]",
+                self.env_kwargs[unknown[0]],
+                f"is no AceEnv keyword argument; known: {', '.join(_ENV_KWARGS)}{did_you_mean(unknown[0], _ENV_KWARGS)}",
+            )
+        if not isinstance(self.domain, str) or not isinstance(self.dataset, str):
+            field_name, value = (
+                ("domain", self.domain) if not isinstance(self.domain, str) else ("dataset", self.dataset)
+            )
+            raise ConfigError(field_name, value, "must be a string")
+        object.__setattr__(self, "seed", integer("seed", self.seed, minimum=0))
+        object.__setattr__(self, "trial", integer("trial", self.trial, minimum=0))
+        object.__setattr__(self, "instance_index", optional_integer("instance_index", self.instance_index, minimum=0))
+        if self.instance_id is not None and not isinstance(self.instance_id, str):
+            raise ConfigError("instance_id", self.instance_id, "must be a string or None")
+        object.__setattr__(self, "tool_failure_rate", probability("tool_failure_rate", self.tool_failure_rate))
         object.__setattr__(self, "max_turns", optional_integer("max_turns", self.max_turns, minimum=1))
         object.__setattr__(self, "settings", check_settings(self.settings))
         if self.feedback_rounds is not None and "threshold" not in self.feedback_rounds:
             # the threshold is named in the key: a spec that relied on 0.6, the default until
             # issue 29, never shares a key (and so a resumed run) with one played at 1.0
             object.__setattr__(self, "feedback_rounds", {**self.feedback_rounds, "threshold": ACE_THRESHOLD})
+        for name in ("feedback_rounds", "scenario"):
+            protocol = getattr(self, name)
+            if protocol is not None and "final_reward" not in protocol:
+                # named in the key likewise: the rubric's share ("final") was the default reward
+                # until issue 38, so a run that relied on it is never resumed with the verdict
+                object.__setattr__(self, name, {**protocol, "final_reward": TRAINING_REWARD})
 
     def key(self, policy: str) -> str:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""
@@ -132,11 +159,14 @@ class EpisodeSpec:
         return [dataclasses.replace(self, trial=trial) for trial in range(integer("group size", size, minimum=1))]
 
     def reset_options(self) -> dict[str, Any]:
+        """The reset options of this episode: its instance, and its ``trial`` when not 0 (failure
+        injection draws from it, :class:`~ace_gym.wrappers.ToolFailureInjection`)."""
+        trial = {"trial": self.trial} if self.trial else {}
         if self.instance_id is not None:
-            return {"instance_id": self.instance_id}
+            return {"instance_id": self.instance_id, **trial}
         if self.instance_index is not None:
-            return {"instance_index": self.instance_index}
-        return {}
+            return {"instance_index": self.instance_index, **trial}
+        return trial
 
     def protocol(self) -> dict[str, Mapping[str, Any] | None]:
         """AgencyBench's settings of this spec (``scenario``, ``feedback_rounds``), None when unused."""
@@ -227,6 +257,12 @@ class EpisodeSpec:
     def policy_seed(self) -> int:
         """The seed of a scripted policy's own draws: a function of ``seed`` and ``trial``."""
         return int(np.random.SeedSequence([self.seed, self.trial]).generate_state(1)[0])
+
+
+_ENV_KWARGS = tuple(
+    name for name in inspect.signature(AceEnv).parameters if name not in ("domain", "dataset", "source", "max_steps")
+)
+"""The AceEnv keyword arguments an EpisodeSpec's ``env_kwargs`` may hold (its turn limit is ``max_turns``)."""
 
 
 def _fields_of_stack(stack: StackSpec) -> dict[str, Any]:

@@ -144,6 +144,7 @@ def run_tokens(args: argparse.Namespace) -> int:
             f"ace-gym tokens plays scripted policies: {', '.join(SCRIPTED_POLICIES)}"
             f"{did_you_mean(args.policy, SCRIPTED_POLICIES)}",
         )
+    integer("seed", args.seed, minimum=0)  # a reset seed: refused before anything plays
     tokenizer: Tokenizer = ApproxTokenizer() if args.tokenizer is None else HFTokenizer(args.tokenizer)
     if not args.compare:
         report = token_report(args, tokenizer, fit=args.fit)

@@ -8,6 +8,7 @@ naming the file, the JSON path and the problem, before anything is cached or ret
 The package, by concern: :mod:`~ace_gym.instance.compiled` (the compiled form),
 :mod:`~ace_gym.instance.loading` (loading, with the per-process caches),
 :mod:`~ace_gym.instance.cache` (the on-disk cache of validated files and its entry format),
+:mod:`~ace_gym.instance.renumber` (item names without the published data's name-order tell),
 :mod:`~ace_gym.instance.repeated_keys` and :mod:`~ace_gym.instance.validation` (the checks below).
 Every name is importable from ``ace_gym.instance``.
 
@@ -88,6 +89,7 @@ from ace_gym.instance.loading import (
     read_dataset,
     resolve_dataset,
 )
+from ace_gym.instance.renumber import ITEM_NAMES, name_number, names_rng, renumber_names
 from ace_gym.instance.validation import (
     MAX_INSTANCE_ID_LENGTH,
     Fail,
@@ -113,6 +115,7 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "BUNDLED_DATASETS",
+    "ITEM_NAMES",
     "MAX_DATASET_BYTES",
     "MAX_INSTANCE_ID_LENGTH",
     "CachedDataset",
@@ -141,8 +144,11 @@ __all__ = [
     "forget_loaded_datasets",
     "item_columns",
     "load_dataset",
+    "name_number",
+    "names_rng",
     "parse_dataset",
     "read_dataset",
+    "renumber_names",
     "resolve_dataset",
     "stated_instruction",
     "table_columns",

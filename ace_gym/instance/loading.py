@@ -327,7 +327,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
     if entry is not None:
         return Dataset.from_cache_entry(entry, str(path), cache_key=key)
     if path.suffix == PARQUET_SUFFIX:
-        document: bytes | bytearray = _within_limit(parquet_document(path), str(path))
+        document: bytes | bytearray = _within_limit(parquet_document(path, MAX_DATASET_BYTES), str(path))
     else:
         document = _read_json_bytes(path, status.st_size)
     dataset = parse_dataset(document, str(path), cache_key=key)

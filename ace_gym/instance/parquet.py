@@ -40,6 +40,8 @@ COLUMNS: tuple[str, ...] = (
     "dataset_header",
 )
 """The columns every row holds, in the order an export writes them."""
+TEXT_COLUMNS = ("instance_id", "domain", "instance", "dataset_header")
+"""The columns of :data:`COLUMNS` that hold text."""
 
 # browse column -> where the instance's JSON holds the same value
 _AGREEING: dict[str, tuple[str, ...]] = {
@@ -122,30 +124,115 @@ def table_rows(table: Any) -> Any:
 
 
 def table_document(table: Any, source: str) -> bytes:
-    """The JSON document of the rows of ``table`` (a ``datasets.Dataset`` or pyarrow Table)."""
-    names = set(table.column_names)
+    """The JSON document of the rows of ``table`` (a ``datasets.Dataset`` or pyarrow Table);
+    DatasetError naming the column (and row) for a column name the table repeats or a string
+    that is not valid UTF-8, besides :func:`document_from_columns`' problems."""
+    names = list(table.column_names)
+    _refuse_repeated_columns(names, source)
 
     def column(name: str) -> Sequence[Any] | None:
         if name not in names:
             return None
-        values = table[name]
-        return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+        try:
+            values = table[name]
+            return values.to_pylist() if hasattr(values, "to_pylist") else list(values)
+        except UnicodeDecodeError as error:
+            row = _undecodable_row(table, name)
+            where = f"column {name!r}" if row is None else f"column {name!r} (row {row})"
+            raise DatasetError(source, where, f"is not valid UTF-8 ({error.reason} at byte {error.start})") from None
 
     return document_from_columns(column, source)
 
 
-def parquet_document(path: Path) -> bytes:
+def parquet_document(path: Path, max_bytes: int) -> bytes:
     """The JSON document of the parquet file at ``path``; DatasetError naming the file when it is
-    no parquet file or its rows are broken; ConfigError when pyarrow is not installed."""
+    no parquet file, its rows are broken, or the columns it is assembled from would decode to more
+    than ``max_bytes``: told first from the file's metadata (their uncompressed size), then from
+    the columns read with their strings dictionary-encoded as stored (a short file whose rows
+    repeat one long string), never by materialising them; ConfigError when pyarrow is not installed."""
     try:
         import pyarrow.parquet as pq
     except ImportError:
         raise ConfigError("dataset", str(path), 'reading parquet needs pyarrow: pip install ".[hub]"') from None
+    source = str(path)
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
+        names = parquet.schema_arrow.names
+        metadata = parquet.metadata
+        stored: Counter[str] = Counter()  # uncompressed bytes by column, over the row groups
+        for group in map(metadata.row_group, range(metadata.num_row_groups)):
+            for index in range(group.num_columns):
+                stored[group.column(index).path_in_schema] += group.column(index).total_uncompressed_size
     except (OSError, ValueError) as error:  # pyarrow's ArrowInvalid is a ValueError
-        raise DatasetError(str(path), "$", f"not a readable parquet file ({error})") from None
-    return table_document(table, str(path))
+        raise DatasetError(source, "$", f"not a readable parquet file ({error})") from None
+    _refuse_repeated_columns(names, source)
+    wanted = [name for name in COLUMNS if name in names]
+    _refuse_over(sum(stored.get(name, 0) for name in wanted), max_bytes, source, "uncompressed in the file")
+    texts = [name for name in TEXT_COLUMNS if name in wanted]  # read as stored: each string once, by index
+    try:
+        table = pq.ParquetFile(path, read_dictionary=texts).read(columns=wanted)
+    except (OSError, ValueError) as error:
+        raise DatasetError(source, "$", f"not a readable parquet file ({error})") from None
+    _refuse_over(sum(_decoded_bytes(table[name]) for name in wanted), max_bytes, source, "once decoded")
+    return table_document(table, source)
+
+
+def _refuse_repeated_columns(names: Sequence[str], source: str) -> None:
+    repeated = [name for name, count in Counter(names).items() if count > 1]
+    if repeated:
+        raise DatasetError(
+            source, f"column {repeated[0]!r}", f"appears {names.count(repeated[0])} times: a table holds each once"
+        )
+
+
+def _refuse_over(size: int, max_bytes: int, source: str, how: str) -> None:
+    if size > max_bytes:
+        raise DatasetError(
+            source, "$", f"its columns hold {size} bytes {how}, more than MAX_DATASET_BYTES = {max_bytes}"
+        )
+
+
+def _is_text(kind: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
+
+
+def _decoded_bytes(values: Any) -> int:
+    """The bytes a pyarrow column's values take decoded (a string's UTF-8 bytes once per row),
+    counted without decoding: a dictionary-encoded chunk sums its entries' lengths by index."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for chunk in values.chunks:
+        if pa.types.is_dictionary(chunk.type):
+            if _is_text(chunk.type.value_type):
+                total += pc.sum(pc.take(pc.binary_length(chunk.dictionary), chunk.indices)).as_py() or 0
+            else:
+                total += chunk.dictionary.nbytes + chunk.indices.nbytes
+        elif _is_text(chunk.type):
+            total += pc.sum(pc.binary_length(chunk)).as_py() or 0
+        else:
+            total += chunk.nbytes
+    return total
+
+
+def _undecodable_row(table: Any, name: str) -> int | None:
+    """The first row of a pyarrow ``table``'s column ``name`` that is no valid UTF-8; None when
+    the table is no pyarrow table (a ``datasets.Dataset`` names no row)."""
+    try:
+        values = table[name]
+    except UnicodeDecodeError:  # a datasets.Dataset decodes the column as it hands it over
+        return None
+    if not hasattr(values, "chunks"):
+        return None
+    for row in range(len(values)):
+        try:
+            values[row].as_py()
+        except UnicodeDecodeError:
+            return row
+    return None
 
 
 def holds_parquet(folder: Path) -> bool:

@@ -6,7 +6,7 @@ step). Its action is :class:`ToolCallAction` (``{"name": ..., "arguments": ...}`
 env reads; a malformed call is answered by the env's error observation, as locally) and its
 observation :class:`AceObservation` carries ``ace-gym serve``'s wire format: ``value``, ``info``,
 ``terminated``, ``truncated`` beside OpenEnv's ``reward`` and ``done``, so a client reads the same
-reset and step results from either server. :func:`create_openenv_app` builds openenv-core's app
+reset and step results from either server (infos without answer keys: :mod:`ace_gym.runs.answer_keys`). :func:`create_openenv_app` builds openenv-core's app
 over it. Steps and resets run on the event loop (``step_async``/``reset_async``: an ACE step takes
 microseconds, less than a thread hop); ``on_loop=False`` keeps openenv-core's default, each
 session's calls in its own one-thread executor.
@@ -24,14 +24,16 @@ import uuid
 from typing import Any
 
 import gymnasium as gym
-from fastapi import FastAPI
+from fastapi import FastAPI, HTTPException
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, ConcurrencyConfig, Observation, State
 from pydantic import ConfigDict, Field
 
 import ace_gym  # noqa: F401  (registers the ids)
-from ace_gym.server.protocol import reset_result, step_result
+from ace_gym.errors import AceGymError
+from ace_gym.runs.answer_keys import client_info
+from ace_gym.server.protocol import ERROR_STATUS, reset_result, step_result
 
 
 class ToolCallAction(Action):
@@ -66,6 +68,7 @@ class AceEnvironment(Environment[ToolCallAction, AceObservation, State]):
         super().__init__()
         self.env = gym.make(env_id, disable_env_checker=True, **kwargs)
         self._state = State(episode_id=None, step_count=0)
+        self._reset = False  # a step before the first reset is refused as ``ace-gym serve`` refuses it
 
     def reset(
         self,
@@ -74,14 +77,27 @@ class AceEnvironment(Environment[ToolCallAction, AceObservation, State]):
         options: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> AceObservation:
-        """``env.reset(seed=seed, options=options)``; other reset fields are ignored."""
-        observation, info = self.env.reset(seed=seed, options=options)
+        """``env.reset(seed=seed, options=options)``; other reset fields are ignored. Options the
+        env refuses are an HTTP 422 naming them, as ``ace-gym serve`` answers."""
+        try:
+            observation, info = self.env.reset(seed=seed, options=options)
+        except AceGymError as error:
+            raise HTTPException(ERROR_STATUS["VALIDATION_ERROR"], f"reset refused: {str(error)[:500]}") from None
+        self._reset = True
         self._state = State(episode_id=episode_id or uuid.uuid4().hex, step_count=0)
-        return _observation(reset_result(observation, info))
+        return _observation(reset_result(observation, client_info(info)))
 
     def step(self, action: ToolCallAction, timeout_s: float | None = None, **kwargs: Any) -> AceObservation:
-        """``env.step(action.call())``: the action's keys as sent."""
-        result = step_result(*self.env.step(action.call()))
+        """``env.step(action.call())``: the action's keys as sent; before a reset an HTTP 409, as
+        ``ace-gym serve`` answers (OpenEnv's HTTP ``/step`` builds a fresh env for every request,
+        so episodes are played over the WebSocket ``/ws``)."""
+        if not self._reset:
+            raise HTTPException(
+                ERROR_STATUS["RESET_NEEDED"],
+                "call reset before step: HTTP /step runs on a fresh env; play episodes over the WebSocket /ws",
+            )
+        observation, reward, terminated, truncated, info = self.env.step(action.call())
+        result = step_result(observation, reward, terminated, truncated, client_info(info))
         self._state.step_count += 1
         return _observation(result)
 

@@ -33,6 +33,7 @@ from ace_gym.curriculum import CurriculumState
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, choice, integer, optional_integer
+from ace_gym.eval.fit import tell_free_env_kwargs
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.integrations.rewards import REWARDS, partial_score
 from ace_gym.presets import PROCEDURAL_PRESETS
@@ -227,13 +228,16 @@ def environment_class(
     """The :class:`AceToolEnvironment` subclass of ``domain`` with one method per tool.
 
     Arguments are checked here (ConfigError): the domain and dataset exist, ``env_kwargs`` are
-    :class:`~ace_gym.envs.AceEnv` keyword arguments, the failure rate is a probability; with a
+    :class:`~ace_gym.envs.AceEnv` keyword arguments (on the published 5x5 data ``item_names``
+    defaults to ``"renumbered"``: its names give the truth away, docs/training.md), the failure
+    rate is a probability; with a
     ``curriculum``, ``grid`` (:data:`GRID_ARGUMENTS`, default :data:`DEFAULT_GRID`) holds every
     level of its ladder; ``reward`` is one of :data:`~ace_gym.integrations.rewards.REWARDS`.
     """
     spec = get_domain(domain)
     reward = choice("reward", reward, REWARDS)
-    kwargs = dict(env_kwargs or {})
+    # never train on the published names (the truth has its cell's smallest name number)
+    kwargs = dict(env_kwargs or {}) if curriculum is not None else tell_free_env_kwargs(env_kwargs or {}, dataset)
     grid = dict(DEFAULT_GRID if grid is None else grid)
     wrap(
         _core_env(domain, dataset, kwargs, curriculum, grid), _wrappers(tool_failure_rate, always=True)

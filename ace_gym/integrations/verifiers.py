@@ -35,6 +35,7 @@ from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
+from ace_gym.eval.fit import TRAINING_DATASET
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance.loading import resolve_dataset
 
@@ -44,12 +45,14 @@ REWARD = "ace_score"
 
 
 class AceTasksetConfig(vf.TasksetConfig):
-    """Which episodes the taskset yields: every instance of ``dataset`` for each of ``domains``,
+    """Which episodes the taskset yields: every instance of ``dataset`` (default the bundled 5x7
+    set, for training: the published 5x5 names give the truth away; ``"5x5"`` to evaluate on the
+    published data) for each of ``domains``,
     played with these :class:`~ace_gym.eval.EpisodeSpec` settings (planning ``settings``,
     AgencyBench ``scenario`` / ``feedback_rounds``, the context policy ``context``)."""
 
     domains: list[str] = Field(default_factory=lambda: list(DOMAIN_NAMES))
-    dataset: str = "5x5"
+    dataset: str = TRAINING_DATASET
     seed: int = 0
     max_turns: int = 30
     tool_failure_rate: float = 0.0

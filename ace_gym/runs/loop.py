@@ -37,6 +37,7 @@ from ace_gym.agents.base import ChatEngine, Completion, Policy, ScriptedEpisode,
 from ace_gym.agents.task_view import ToolCallDict
 from ace_gym.chat_template import ChatTokens
 from ace_gym.errors import ConfigError, integer, optional_integer
+from ace_gym.text import valid_strings, valid_text
 from ace_gym.tools.replies import REPLY_INFO
 from ace_gym.wrappers.context_window import context_messages
 
@@ -159,7 +160,8 @@ class Episode:
             self.messages += info["messages"][len(self.messages) :]
         usage["tool_calls"] += len(info.get("calls", ()))
         action = turn_played.action
-        played = action if type(action) is str else jsonable(action)
+        # the model's text as the messages hold it: a lone surrogate would make the record no UTF-8 JSON
+        played = valid_text(action) if type(action) is str else valid_strings(jsonable(action))
         entries = {
             k if type(k) is str else str(k): v if type(v) in _PLAIN_TYPES else jsonable(v)
             for k, v in info.items()
@@ -175,7 +177,7 @@ class Episode:
                 "info": entries,
                 "prompt_tokens": completion.prompt_tokens,
                 "completion_tokens": completion.completion_tokens,
-                "finish_reason": completion.finish_reason,
+                "finish_reason": valid_strings(completion.finish_reason),
             }
             if completion.prompt_token_ids is not None:
                 turn["prompt_token_ids"] = list(completion.prompt_token_ids)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ace_gym.chat_template import ChatTokens
-from ace_gym.errors import ConfigError, did_you_mean, integer
+from ace_gym.errors import ConfigError, did_you_mean, integer, one_line
 
 BUCKETS: dict[str, int] = {
     "32k": 32_768,
@@ -161,11 +161,23 @@ def conversation_tokens(
     is not prefix-stable (it rewrites earlier turns, as Qwen3's drops an empty thinking block) has
     no per-turn split: such an episode, and any tokenizer without a template, is counted message by
     message (:func:`message_tokens`, the tool schemas as their JSON text in the prompt);
-    ``counted_by="messages"``."""
+    ``counted_by="messages"``. A chat template that fails to render the conversation (it raises,
+    names what is undefined, is no valid template, loops past the sandbox's range, or renders
+    what the tokenizer cannot encode, a lone surrogate) is a ConfigError naming the tokenizer."""
     opening = next((k for k, m in enumerate(messages) if m.get("role") == "assistant"), len(messages))
     hf = tokenizer.tokenizer if isinstance(tokenizer, HFTokenizer) else None
     if hf is not None and getattr(hf, "chat_template", None):
-        counted = _templated_tokens(hf, messages, tools, opening)
+        from jinja2 import TemplateError  # transformers' dependency: an HFTokenizer has it
+
+        try:
+            counted = _templated_tokens(hf, messages, tools, opening)
+        except (TemplateError, ArithmeticError, TypeError, ValueError, RecursionError) as error:
+            raise ConfigError(
+                "tokenizer",
+                getattr(tokenizer, "path", None),
+                f"its chat template cannot render an episode's conversation ({type(error).__name__}: "
+                f"{one_line(error, 200)})",
+            ) from None
         if counted is not None:
             return counted
     prompt = sum(message_tokens(tokenizer, m) for m in messages[:opening]) + (

@@ -41,6 +41,7 @@ from ace_gym.server.mcp import (
     METHOD_NOT_FOUND,
     PARSE_ERROR,
     SERVER_ERROR,
+    ToolProbes,
     call_tool_step,
     jsonrpc_error,
     jsonrpc_request,
@@ -50,7 +51,6 @@ from ace_gym.server.mcp import (
     mcp_action,
     mcp_step,
     mcp_tools_as_jsonrpc,
-    probe_tools,
 )
 from ace_gym.server.protocol import (
     MESSAGE_TYPES,
@@ -156,6 +156,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     """The server app for ``config`` (defaults: every ace-gym id, one worker)."""
     config = config or ServerConfig()
     factory = EnvFactory(config.env_ids, config.data_dirs)
+    probes = ToolProbes(factory)  # list_tools before a reset: one probe per stack, a bounded number at once
     store = SessionStore(config.max_sessions, config.idle_timeout_s, config.worker)
     forwarder = Forwarder(config.runtime_dir) if config.workers > 1 and config.runtime_dir else None
     default_env_id = factory.env_ids[0] if len(factory.env_ids) == 1 else None  # what the root endpoints serve
@@ -347,11 +348,11 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         action = body["action"]
         kind = mcp_action(action)
         if kind == "list_tools" and session_id is None:
-            tools = await asyncio.to_thread(probe_tools, factory, env_id, MakeRequest())
+            tools = await probes.tools(env_id, MakeRequest())
             return json_response(list_tools_result(tools))
         session = store.get(session_id, env_id)
         async with session.lock:
-            result = session.step(action) if kind is None else await mcp_step(session, factory, action, kind)
+            result = session.step(action) if kind is None else await mcp_step(session, probes, action, kind)
         return json_response({**result, "session_id": session.session_id})
 
     async def mcp(request: Request) -> Response:
@@ -368,11 +369,11 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
                 return await forwarder.forward(worker, request, raw)  # type: ignore[union-attr]
             if method == "tools/list":
                 if session_id is None:
-                    tools = await asyncio.to_thread(probe_tools, factory, env_id, MakeRequest())
+                    tools = await probes.tools(env_id, MakeRequest())
                 else:
                     session = store.get(session_id, env_id)
                     async with session.lock:
-                        tools = await list_tools(session, factory)
+                        tools = await list_tools(session, probes)
                 return json_response(jsonrpc_result({"tools": mcp_tools_as_jsonrpc(tools)}, request_id))
             if method == "tools/call":
                 name, arguments = params.get("name"), params.get("arguments", {})
@@ -440,7 +441,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
                 message = await receive()
                 if message["type"] == "websocket.disconnect" or session.closed:
                     break
-                reply = await _answer(session, factory, message.get("text") or message.get("bytes") or "")
+                reply = await _answer(session, factory, probes, message.get("text") or message.get("bytes") or "")
                 if reply is None:
                     break
                 await send({"type": "websocket.send", "text": reply})
@@ -466,7 +467,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     return app
 
 
-async def _answer(session: Session, factory: EnvFactory, raw: str | bytes) -> str | None:
+async def _answer(session: Session, factory: EnvFactory, probes: ToolProbes, raw: str | bytes) -> str | None:
     """The reply frame (JSON text) to one WebSocket frame; None for ``close``. Never raises for
     what the client sent: errors come back as error frames and the connection stays open."""
     session.touch()
@@ -486,7 +487,7 @@ async def _answer(session: Session, factory: EnvFactory, raw: str | bytes) -> st
                     raise ProtocolError("VALIDATION_ERROR", "a step frame carries the action in 'data'")
                 action = message["data"]
                 if (mcp := mcp_action(action)) is not None:
-                    return dumps(frame("observation", await mcp_step(session, factory, action, mcp)))
+                    return dumps(frame("observation", await mcp_step(session, probes, action, mcp)))
                 return dumps(frame("observation", session.step(action)))
             if kind == "reset":
                 request = parse_model(ResetRequest, message.get("data", {}), "reset data")

@@ -14,7 +14,8 @@ from urllib.parse import quote
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
-from ace_gym.errors import AceGymError, ConfigError
+from ace_gym.errors import AceGymError, ConfigError, flag
+from ace_gym.runs.answer_keys import GRADER
 from ace_gym.server.protocol import dumps, frame
 from ace_gym.server.spaces import space_from_description
 from ace_gym.spaces import ToolCall
@@ -45,7 +46,8 @@ class RemoteEnv(gym.Env[Any, Any]):
     ``CONNECTION``. ``wrappers`` name entries of the wrapper registry (:mod:`ace_gym.stacks`, by
     name or class name), innermost first; ``kwargs`` and wrapper arguments must be plain JSON
     values. :meth:`from_stack` plays a :class:`~ace_gym.stacks.StackSpec` (sent as its JSON). ``timeout_s`` bounds the
-    wait for each answer (a procedural reset may generate for a while).
+    wait for each answer (a procedural reset may generate for a while). Infos come without answer
+    keys (:mod:`ace_gym.runs.answer_keys`) unless ``grader`` asks for the grader channel.
     """
 
     def __init__(
@@ -57,6 +59,7 @@ class RemoteEnv(gym.Env[Any, Any]):
         timeout_s: float = 300.0,
         max_message_bytes: int = 1 << 26,
         stack: StackSpec | None = None,
+        grader: bool = False,
         **kwargs: Any,
     ) -> None:
         try:
@@ -81,6 +84,8 @@ class RemoteEnv(gym.Env[Any, Any]):
                 if stack is not None
                 else {"kwargs": kwargs, "wrappers": [_wrapper(w) for w in wrappers]}
             )
+            if flag("grader", grader):
+                request["channels"] = [GRADER]
             state = self._call("make", request)
         except BaseException:
             self.close()
@@ -92,7 +97,7 @@ class RemoteEnv(gym.Env[Any, Any]):
     @classmethod
     def from_stack(cls, url: str, stack: StackSpec, **options: Any) -> RemoteEnv:
         """The env ``stack`` builds, running in the server at ``url`` (``options``: ``timeout_s``,
-        ``max_message_bytes``)."""
+        ``max_message_bytes``, ``grader``)."""
         return cls(url, stack.env_id, stack=stack, **options)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:

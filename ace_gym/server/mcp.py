@@ -8,7 +8,8 @@ openenv-core's ``ListToolsObservation`` and ``CallToolObservation`` as its serve
 * ``list_tools``: ``{"observation": {"tools": [{"name", "description", "input_schema"}]}, "reward":
   null, "done": false}``, the tools the session's episode announced (its reset ``info["tools"]``,
   the env's own OpenAI tool schemas, ``parameters`` as ``input_schema``); before the session's
-  first reset, the tools a reset of the same stack announces (a throwaway env, reset with seed 0);
+  first reset, the tools a reset of the same stack announces (a throwaway env, reset with seed 0,
+  once per stack: :class:`ToolProbes`);
 * ``call_tool``: the local step ``env.step({"name": tool_name, "arguments": arguments})``, its
   observation as a FastMCP ``CallToolResult`` (``data``: the observation itself, ``content``: it
   as text, ``is_error``: the step's ``info["ok"]`` is False), its reward and done, and its info,
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -67,6 +69,46 @@ def probe_tools(factory: EnvFactory, env_id: str, request: MakeRequest) -> list[
     finally:
         env.close()
     return mcp_tools(info.get("tools", ()))
+
+
+class ToolProbes:
+    """What ``list_tools`` answers before a session's first reset, per env id and stack: probed
+    once (:func:`probe_tools`, in a thread) and then answered from memory, since a reset with
+    seed 0 of one stack always announces the same tools. Asks for a stack being probed wait for
+    that probe; at most ``max_concurrent`` probes run at once (one builds and resets an env: up to
+    a second of CPU on a procedural id) and ``max_kept`` stacks are remembered (the least recently
+    asked for is forgotten first). A probe that fails is not remembered: its error goes to every
+    ask that waited for it."""
+
+    def __init__(self, factory: EnvFactory, *, max_concurrent: int = 2, max_kept: int = 256) -> None:
+        self.factory = factory
+        self.max_kept = max_kept
+        self._kept: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._running: dict[str, asyncio.Future[list[dict[str, Any]]]] = {}
+        self._slots = asyncio.Semaphore(max_concurrent)
+
+    async def tools(self, env_id: str, request: MakeRequest) -> list[dict[str, Any]]:
+        """The MCP tools a reset of the stack ``request`` of ``env_id`` announces."""
+        key = json.dumps([env_id, request.model_dump(mode="json")], sort_keys=True)
+        kept = self._kept.get(key)
+        if kept is not None:
+            self._kept.move_to_end(key)
+            return kept
+        running = self._running.get(key)
+        if running is None:
+            running = self._running[key] = asyncio.ensure_future(self._probe(key, env_id, request))
+        return await asyncio.shield(running)  # one asker's cancellation does not cancel the others' probe
+
+    async def _probe(self, key: str, env_id: str, request: MakeRequest) -> list[dict[str, Any]]:
+        try:
+            async with self._slots:
+                tools = await asyncio.to_thread(probe_tools, self.factory, env_id, request)
+            self._kept[key] = tools
+            if len(self._kept) > self.max_kept:
+                self._kept.popitem(last=False)
+            return tools
+        finally:
+            del self._running[key]
 
 
 def mcp_tools_as_jsonrpc(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -116,18 +158,18 @@ def tool_result(value: Any, info: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-async def list_tools(session: Session, factory: EnvFactory) -> list[dict[str, Any]]:
+async def list_tools(session: Session, probes: ToolProbes) -> list[dict[str, Any]]:
     """The tools of the session's current episode; before its first reset, those a reset of its
-    stack announces (:func:`probe_tools`, in a thread)."""
+    stack announces (:class:`ToolProbes`)."""
     if session.tools is not None:
         return mcp_tools(session.tools)
-    return await asyncio.to_thread(probe_tools, factory, session.env_id, session.make_request)
+    return await probes.tools(session.env_id, session.make_request)
 
 
-async def mcp_step(session: Session, factory: EnvFactory, action: Mapping[str, Any], kind: str) -> dict[str, Any]:
+async def mcp_step(session: Session, probes: ToolProbes, action: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """The answer to the MCP step action ``action`` of type ``kind`` (see :func:`mcp_action`)."""
     if kind == "list_tools":
-        return list_tools_result(await list_tools(session, factory))
+        return list_tools_result(await list_tools(session, probes))
     return call_tool_step(session, action)
 
 

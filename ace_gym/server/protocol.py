@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
@@ -90,13 +90,16 @@ class MakeRequest(BaseModel):
     """How to build a session's env: ``gym.make(env_id, **kwargs)``, then ``wrappers`` innermost first.
 
     A :class:`~ace_gym.stacks.StackSpec` as JSON (``{"env_id", "env_kwargs", "wrappers"}``) is
-    one too: ``env_kwargs`` stands for ``kwargs``, and ``env_id`` must be the session's env id."""
+    one too: ``env_kwargs`` stands for ``kwargs``, and ``env_id`` must be the session's env id.
+    ``channels``: ``["grader"]`` asks for the answer keys in every info
+    (:mod:`ace_gym.runs.answer_keys`); without it the session's infos carry none."""
 
     model_config = ConfigDict(extra="forbid")
     kwargs: JsonObject = Field(default_factory=dict)
     wrappers: list[WrapperRequest] = Field(default_factory=list, max_length=16)
     env_id: str | None = Field(default=None, max_length=200)
     env_kwargs: JsonObject | None = None
+    channels: list[Literal["grader"]] | None = Field(default=None, max_length=1)
 
 
 class ResetRequest(BaseModel):

@@ -16,6 +16,7 @@ from typing import Any
 import gymnasium as gym
 
 from ace_gym.errors import AceGymError
+from ace_gym.runs.answer_keys import client_info
 from ace_gym.server.factory import EnvFactory
 from ace_gym.server.protocol import MakeRequest, ProtocolError, ResetRequest, reset_result, step_result
 from ace_gym.server.spaces import describe_space
@@ -90,14 +91,17 @@ class Session:
         self.tools = info.get("tools", ())
         self.step_count = 0
         self.episode_id = request.episode_id or uuid.uuid4().hex
-        return reset_result(observation, info)
+        return reset_result(observation, client_info(info, self.make_request.channels or ()))
 
     def step(self, action: Any) -> dict[str, Any]:
         """``env.step(action)``; any action is passed on (the env answers malformed ones with an
         error observation). ProtocolError RESET_NEEDED before the first reset."""
         if not self.in_episode or self.env is None:
             raise ProtocolError("RESET_NEEDED", "call reset before step")
-        result = step_result(*self.env.step(action))
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        result = step_result(
+            observation, reward, terminated, truncated, client_info(info, self.make_request.channels or ())
+        )
         self.step_count += 1
         return result
 

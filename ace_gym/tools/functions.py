@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import operator as op
 from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
 from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -57,14 +59,37 @@ _OPERATOR_LIST = ", ".join(OPERATORS)
 
 def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | ToolReply:
     """Convert and range-check a cell: (row, col, hidden slot index or -1), or the failed reply."""
+    if _not_integer(row) or _not_integer(col):  # a missing or lettered coordinate, whatever the other is
+        return invalid("row and col must be integers")
+    if _beyond_any_grid(row) or _beyond_any_grid(col):
+        return _invalid_slot(row, col)
     try:
         r, c = int(row), int(col)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, ArithmeticError):  # OverflowError; decimal's InvalidOperation (NaN)
         return invalid("row and col must be integers")
     compiled = state.compiled
     if not (0 <= r < compiled.rows and 0 <= c < compiled.cols):
         return _invalid_slot(r, c)
     return r, c, compiled.cell_slot_list[r * compiled.cols + c]
+
+
+_BEYOND_ANY_GRID = 2**63
+
+
+def _beyond_any_grid(value: Any) -> bool:
+    """Whether ``value`` is a finite Decimal or Fraction no grid has a row or column at, told by a
+    comparison: ``int()`` of one takes time quadratic in its digits (``Decimal("1e999999")``:
+    minutes). Other numbers convert in bounded time (a float has at most 1024 bits, a numpy
+    scalar 64) and an int needs no conversion."""
+    if isinstance(value, Decimal):
+        return value.is_finite() and abs(value) >= _BEYOND_ANY_GRID
+    return isinstance(value, Fraction) and abs(value) >= _BEYOND_ANY_GRID
+
+
+def _not_integer(value: Any) -> bool:
+    """Whether ``value`` is surely no integer: a left-out coordinate (None), or a string of
+    letters only (no letter is a digit, a sign, a space or an underscore)."""
+    return value is None or (type(value) is str and value.isalpha())
 
 
 def _invalid_slot(row: int, col: int) -> ToolReply:

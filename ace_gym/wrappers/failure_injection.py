@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -12,7 +13,7 @@ import numpy as np
 
 from ace_gym.domains.tool_names import TOOL_NAMES, ToolKey, tool_name
 from ace_gym.envs.ace_env import ActionType, tool_label
-from ace_gym.errors import ConfigError, choice, did_you_mean, probability
+from ace_gym.errors import ConfigError, choice, did_you_mean, integer, probability
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import REPLY_INFO, TOOL_CALL_FAILED, ToolReply, failure
 from ace_gym.tools.replies import ok_reply
@@ -28,6 +29,10 @@ FAILURE_ENVELOPES: dict[str, str] = {
 _FAILURE_REPLIES = {mode: ToolReply(text, ok=False) for mode, text in FAILURE_ENVELOPES.items()}
 """The typed reply of each mode (a failure whatever its envelope says: the call did not run)."""
 RNG_KINDS = ("numpy", "python")
+DRAW_SEEDS = ("episode", "reset_seed")
+"""What seeds the draws at a seeded reset: ``"episode"`` the (seed, instance, trial) of the episode,
+``"reset_seed"`` the reset seed alone (every episode of a seed fails alike: the published release's
+pattern, and ace-gym's draws before issue 40, which records played then replay with)."""
 _STREAM_TAG = 0xFA11  # separates this wrapper's stream from the env's own np_random for the same seed
 
 
@@ -46,11 +51,17 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
     ``rate``. Wrap the tool-call env (below :class:`ChatAdapter`).
 
     Randomness: one uniform draw per call (a second one picks the mode when several are given;
-    none at all when every rate is 0), from the wrapper's own RNG, re-seeded from the ``reset``
-    seed and independent of the env's instance choice; ``reset`` without a seed continues the
-    stream. ``rng="numpy"`` (default) uses a numpy Generator seeded from ``(seed, stream tag)``;
-    ``rng="python"`` uses a private ``random.Random(seed)`` and fails iff ``random() < rate``,
-    which reproduces the published release's failure pattern after ``random.seed(seed)``.
+    none at all when every rate is 0), from the wrapper's own RNG, re-seeded at every seeded
+    ``reset`` and independent of the env's own draws; ``reset`` without a seed continues the
+    stream. ``draws="episode"`` (default) seeds it from the episode: the reset seed, the instance
+    the env reset to (reset info ``domain``, ``instance_id`` and, for a generated instance,
+    ``instance_seed``) and the ``trial`` reset option (an int >= 0, default 0; members of a
+    GRPO-style group differ in it), so every episode of a run fails independently and a replay
+    fails alike. ``draws="reset_seed"`` seeds it from the reset seed alone: every episode of a
+    seed fails at the same calls. ``rng="numpy"`` (default) uses a numpy Generator;
+    ``rng="python"`` a private ``random.Random`` failing iff ``random() < rate``, which with
+    ``draws="reset_seed"`` reproduces the published release's failure pattern after
+    ``random.seed(seed)``.
 
     Info on every step: ``failure_injected`` (bool), ``failure_mode`` (str or None),
     ``injected_failures`` (count this episode) and ``recovered_failures`` (injected failures
@@ -69,9 +80,10 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
         failure_modes: Sequence[str] = ("failed",),
         rng: str = "numpy",
         tool_rates: Mapping[str, float] | None = None,
+        draws: str = "episode",
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
-            self, rate=rate, failure_modes=failure_modes, rng=rng, tool_rates=tool_rates
+            self, rate=rate, failure_modes=failure_modes, rng=rng, tool_rates=tool_rates, draws=draws
         )
         rate = probability("rate", rate)
         if tool_rates is not None and not isinstance(tool_rates, Mapping):
@@ -94,11 +106,13 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
                 "failure_modes", failure_modes, f"must be a non-empty subset of {list(FAILURE_ENVELOPES)}"
             )
         choice("rng", rng, RNG_KINDS)
+        choice("draws", draws, DRAW_SEEDS)
         gym.Wrapper.__init__(self, env)
         self.rate = rate
         self.tool_rates = {cast(ToolKey, key): value for key, value in rates_by_key.items()}  # keys checked above
         self.failure_modes = modes
         self.rng_kind = rng
+        self.draw_seed = draws
         self._draws = rate > 0 or any(value > 0 for value in rates_by_key.values())
         self._rates_by_name: dict[str, float] = {}
         self._draw: Any = None
@@ -107,9 +121,10 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
         self._unrecovered: dict[str, list[int]] = {}  # call key -> ids of its failures not yet recovered
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        trial = integer("options['trial']", (options or {}).get("trial", 0), minimum=0)
         observation, info = self.env.reset(seed=seed, options=options)
         if seed is not None or self._draw is None:
-            self._draw = self._seeded_draw(seed)
+            self._draw = self._seeded_draw(self._episode_seed(seed, trial, info))
         self._injected = self._recovered = 0
         self._unrecovered = {}
         domain = info.get("domain")
@@ -118,8 +133,18 @@ class ToolFailureInjection(gym.Wrapper[str, ActionType, str, ActionType], gym.ut
         )
         return observation, info
 
+    def _episode_seed(self, seed: int | None, trial: int, info: Mapping[str, Any]) -> int | None:
+        """The seed of this episode's draws (class docstring): None unseeded, the reset seed under
+        ``draws="reset_seed"``, else one int from the seed, the instance and the trial."""
+        if seed is None or self.draw_seed == "reset_seed":
+            return seed
+        instance = json.dumps([info.get("domain"), info.get("instance_id"), info.get("instance_seed")], default=str)
+        words = np.frombuffer(hashlib.sha256(instance.encode()).digest()[:16], dtype=np.uint32)  # ASCII JSON
+        entropy = np.random.SeedSequence([int(seed), _STREAM_TAG, *map(int, words), trial])
+        return int(entropy.generate_state(1, dtype=np.uint64)[0])
+
     def _seeded_draw(self, seed: int | None) -> Any:
-        """The ``random()`` method of a fresh RNG of the configured kind."""
+        """The ``random()`` method of a fresh RNG of the configured kind seeded with ``seed``."""
         if self.rng_kind == "python":
             return random.Random(seed).random
         return (np.random.default_rng() if seed is None else np.random.default_rng([seed, _STREAM_TAG])).random

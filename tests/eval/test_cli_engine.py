@@ -74,6 +74,30 @@ def test_eval__an_endpoint_that_answers_400_to_every_request_exits_7_and_stores_
         server.close()
 
 
+@pytest.mark.parametrize("failure", ["500", "400", "302", "malformed"])
+def test_eval__an_endpoint_that_fails_everything_after_one_success_exits_7_and_stores_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture, failure: str
+) -> None:
+    """Issue 40: the failures became error turns in scored episodes and the run exited 0."""
+    pytest.importorskip("openai")
+    answers = {
+        "500": (500, {"error": {"message": "boom"}}),
+        "400": (400, {"error": {"message": "refused"}}),
+        "302": (302, {"error": "moved"}),
+        "malformed": (200, {"choices": []}),
+    }
+    served = iter([_reads_the_grid_then_done({"messages": []})])
+    server = ChatServer(lambda body: next(served, answers[failure]))
+    out = tmp_path / "run"
+    try:
+        assert run_cli(*_eval_command(server, out), "--max-turns", "4") == EXIT_ENGINE
+        line = one_error_line(capsys)
+        assert f"model endpoint {server.url}" in line
+        assert list(read_records(out / "episodes.jsonl")) == []  # the episode in flight stores nothing
+    finally:
+        server.close()
+
+
 def test_eval__a_model_path_that_does_not_load_exits_7_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")

@@ -169,6 +169,28 @@ def test_replay__a_changed_dataset_file_is_caught_before_the_first_turn(tmp_path
     assert mismatch is not None and (mismatch.turn, mismatch.field) == (None, "dataset_sha256")
 
 
+EDITED_TOP_LEVEL = [
+    ("seed", 7),
+    ("dataset", "5x7"),
+    ("domain", "meal"),
+    ("settings", ["broken"]),
+    ("trial", 3),
+    ("tool_failure_rate", 0.0),
+    ("max_turns", 5),
+]
+
+
+@pytest.mark.parametrize(("field", "edited"), EDITED_TOP_LEVEL)
+def test_replay_cli__a_record_whose_top_level_spec_fields_were_edited_exits_6_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture, field: str, edited: Any
+) -> None:
+    """Issue 40: ``ace-gym replay`` exited 0 on them (it rebuilt the spec from ``replay`` alone)."""
+    (record,) = played(SPECS[:1], make_policy("solver"))
+    record[field] = edited
+    assert replay_cli(str(write_run(tmp_path / "run", [record]))) == EXIT_REPLAY_MISMATCH
+    assert f"before the first turn, {field} differs: recorded {edited!r}" in capsys.readouterr().out
+
+
 def test_replay__an_episode_that_goes_on_past_its_record_diverges() -> None:
     (record,) = played(SPECS[:1], make_policy("solver"))
     record["turns"] = record["turns"][:3]
@@ -324,12 +346,22 @@ def test_records_written_before_the_moves__replay_identical_and_their_run_resume
     summary = (RECORDS_BEFORE_ISSUE_28 / f"{name}.summary.json").read_bytes()
     (run / "summary.json").write_bytes(summary)
 
-    assert main(["replay", str(run)]) == EXIT_OK  # the recorded stack is the one rebuilt today
+    replayed = main(["replay", str(run)])
+    if name == "settings":  # issue 38 changed UnsolvableMix on purpose (markers in solvable tasks): replay says so
+        assert replayed == EXIT_REPLAY_MISMATCH
+        assert "env_spec differs" in "".join(capsys.readouterr())
+    else:
+        assert replayed == EXIT_OK  # the recorded stack is the one rebuilt today
     resumed = main(["eval", *RUNS_BEFORE_ISSUE_28[name], "--no-progress", "--out", str(run)])
     assert (run / "episodes.jsonl").read_bytes() == episodes  # nothing played again
-    if name == "feedback":  # played at the old default threshold, 0.6: the same flags now ask for 1.0
+    if name in ("feedback", "scenario"):  # played for the old default reward (and feedback at the old
+        # default threshold, 0.6): the same flags now ask for the verdict (and 1.0)
         assert resumed == EXIT_CONFIG
-        assert "holds another run: feedback_rounds" in capsys.readouterr().err
+        assert f"holds another run: {name}" in capsys.readouterr().err
+        assert (run / "summary.json").read_bytes() == summary
+    elif name == "plain":  # its failures were drawn from the seed alone: the same flags now draw per episode
+        assert resumed == EXIT_CONFIG
+        assert "holds another run: failure_draws" in capsys.readouterr().err
         assert (run / "summary.json").read_bytes() == summary
     else:  # every key matched
         assert resumed == EXIT_OK
@@ -342,7 +374,7 @@ def test_a_record_that_relied_on_the_old_feedback_threshold__replays_at_the_thre
         for line in gzip.decompress((RECORDS_BEFORE_ISSUE_28 / "feedback.jsonl.gz").read_bytes()).splitlines()[:1]
     ]
     assert "threshold" not in record["replay"]["spec"]["feedback_rounds"]
-    assert replay_spec(record).feedback_rounds == {"max_attempts": 2, "threshold": 0.6}
+    assert replay_spec(record).feedback_rounds == {"max_attempts": 2, "threshold": 0.6, "final_reward": "final"}
     assert replay_record(record) is None
 
 

@@ -15,6 +15,7 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, rollout, run_env_episodes, run_episodes, run_vector_episodes
+from ace_gym.eval.replay import replay_record
 from ace_gym.instance import dataset_sha256
 from ace_gym.policies import make_policy
 from ace_gym.runs.loop import WALL_CLOCK_USAGE
@@ -350,3 +351,64 @@ def test_run_episodes__hashes_each_dataset_file_once_per_rollout_and_records_its
     assert sorted(hashed) == [("5x5", "course"), ("5x5", "meal")]
     for record in records:
         assert record["replay"]["dataset_sha256"] == dataset_sha256("5x5", record["domain"])
+
+
+class SurrogateEngine:
+    """Writes lone surrogates everywhere a model can: prose, a call's name and arguments, native
+    tool calls, the finish reason."""
+
+    name = "surrogates"
+
+    def generate(
+        self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]
+    ) -> list[Completion]:
+        text = 'hi \ud800 <tool_call>{"name": "get_slot_id\udfff", "arguments": {"row": "\udc00"}}</tool_call>'
+        native = [{"id": "c\ud801", "type": "function", "function": {"name": "done\ud802", "arguments": '{"x": 1}'}}]
+        return [
+            Completion(text, finish_reason="stop\udbff") if len(c) % 2 else Completion("\ud83d", tool_calls=native)
+            for c in conversations
+        ]
+
+
+def test_run_episodes__a_models_lone_surrogates_leave_no_record_field_unencodable() -> None:
+    """Issue 40: ``turns[k].action`` kept them (the messages were cleaned): no UTF-8 JSON."""
+    orjson = pytest.importorskip("orjson")
+    (record,) = run_episodes([EpisodeSpec("course", instance_index=0, max_turns=4)], SurrogateEngine())
+    assert len(record["turns"]) == 4
+    encoded = orjson.dumps(record)  # raises on a lone surrogate
+    assert b"\xef\xbf\xbd" in encoded  # U+FFFD where each one was
+    assert json.dumps(record, ensure_ascii=False).encode("utf-8")
+    assert replay_record(json.loads(encoded)) is None  # the cleaned actions play the same episode
+
+
+BAD_SPEC_FIELDS = [
+    ({"env_kwargs": {"extra_query_nm": 2}}, r"env_kwargs\['extra_query_nm'\].*did you mean 'extra_query_num'"),
+    ({"env_kwargs": {"max_steps": 9}}, "env_kwargs.*max_turns"),
+    ({"env_kwargs": [("extra_query_num", 1)]}, "env_kwargs"),
+    ({"seed": -1}, "seed=-1"),
+    ({"seed": 1.5}, "seed=1.5"),
+    ({"trial": -2}, "trial=-2"),
+    ({"instance_index": -1}, "instance_index=-1"),
+    ({"instance_id": 7}, "instance_id=7"),
+    ({"tool_failure_rate": float("nan")}, "tool_failure_rate=nan"),
+    ({"tool_failure_rate": 1.5}, "tool_failure_rate=1.5"),
+    ({"tool_failure_rate": "0.1"}, "tool_failure_rate='0.1'"),
+    ({"dataset": None}, "dataset=None"),
+]
+
+
+@pytest.mark.parametrize(("fields", "named"), BAD_SPEC_FIELDS)
+def test_episode_spec__a_field_no_episode_plays_is_a_config_error_naming_it(fields: dict, named: str) -> None:
+    """Issue 40: unknown env_kwargs raised TypeError at make_env, seed=-1 a raw gymnasium error, and
+    a NaN rate played without failures under a key saying ``fail=nan``."""
+    with pytest.raises(ConfigError, match=named):
+        EpisodeSpec("course", **fields)
+
+
+def test_episode_spec__trial_reaches_the_failure_draws_and_a_group_fails_independently() -> None:
+    spec = EpisodeSpec("course", instance_index=0, tool_failure_rate=0.5, max_turns=12)
+    assert spec.reset_options() == {"instance_index": 0}
+    assert spec.group(3)[2].reset_options() == {"instance_index": 0, "trial": 2}
+    records = list(run_episodes(spec.group(3), ExactSolver()))
+    patterns = {tuple(t["info"]["calls"][0].get("failure_injected") for t in r["turns"]) for r in records}
+    assert len(patterns) == 3

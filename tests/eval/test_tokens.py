@@ -14,6 +14,7 @@ import pytest
 
 from ace_gym.cli import main
 from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.eval.fit import FIT
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.eval.tokens import MEASURES, TokenEpisode, measure
 from ace_gym.exit_codes import EXIT_CONFIG
@@ -240,7 +241,7 @@ def test_fit__halves_the_solvers_response_tokens_and_turns_at_h15(capsys: pytest
     compared = tokens_json(capsys, "--hidden-slots", "15", "--compare")
     default, fit = compared["default"], compared["fit"]
     assert (default["policy"], default["settings"], default["env_kwargs"]) == ("solver", "default", {})
-    assert (fit["policy"], fit["settings"], fit["env_kwargs"]) == ("solver-batch", "fit", {"observation": "compact"})
+    assert (fit["policy"], fit["settings"], fit["env_kwargs"]) == ("solver-batch", "fit", FIT["env_kwargs"])
     keys = [(d, 15) for d in [*DOMAIN_NAMES, "all"]]
     assert [(r["domain"], r["hidden_slots"]) for r in compared["ratios"]] == keys
     for side in (default, fit):
@@ -268,3 +269,37 @@ def test_fit__keeps_a_named_policy_and_refuses_fit_with_compare(capsys: pytest.C
     assert "default settings" in text and "fit settings" in text and "fit / default" in text
     with pytest.raises(SystemExit):
         main(["tokens", "--no-progress", *COURSE_H1, "--fit", "--compare"])
+
+
+BROKEN_TEMPLATES = {
+    "raises": "{{ raise_exception('this template refuses tools') }}",
+    "undefined": "{{ messages[0].no_such_key.deeper }}",
+    "syntax": "{% for message in messages %}{{ message.content }",
+    "loops too long": "{% for i in range(10**9) %}x{% endfor %}",
+    "lone surrogate": "{{ messages[0].content }}\ud800",
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN_TEMPLATES))
+def test_tokenizer__a_chat_template_that_fails_is_one_line_exit_2(
+    tiny_tokenizer: Path, tmp_path: Path, capsys: pytest.CaptureFixture, broken: str
+) -> None:
+    """Issue 40: a jinja2 traceback and exit 1."""
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(tiny_tokenizer).save_pretrained(tmp_path)
+    (tmp_path / "chat_template.jinja").unlink(missing_ok=True)  # the template as tokenizer_config.json holds it
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    config["chat_template"] = BROKEN_TEMPLATES[broken]  # a lone surrogate written as its JSON escape
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    assert main(["tokens", "--no-progress", *COURSE_H1, "--tokenizer", str(tmp_path)]) == EXIT_CONFIG
+    line = one_error_line(capsys)
+    assert line.startswith(f"ace-gym tokens: tokenizer='{tmp_path}': its chat template")
+
+
+@pytest.mark.parametrize("source", [[], ["--preset", "procedural"]], ids=["dataset", "preset"])
+def test_tokens__a_negative_seed_is_one_line_exit_2(capsys: pytest.CaptureFixture, source: list[str]) -> None:
+    """Issue 40: a traceback and exit 1."""
+    domains = ["--domains", "course", "--hidden-slots", "1"] if source else COURSE_H1
+    assert main(["tokens", "--no-progress", *domains, *source, "--seed", "-1"]) == EXIT_CONFIG
+    assert "seed=-1" in one_error_line(capsys)

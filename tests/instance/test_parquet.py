@@ -4,13 +4,15 @@ table is one DatasetError naming the file and the column, row or JSON path."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 
 from ace_gym.errors import ConfigError, DatasetError
-from ace_gym.instance import load_dataset, resolve_dataset
+from ace_gym.instance import load_dataset, loading, resolve_dataset
 from ace_gym.instance.parquet import COLUMNS, dataset_columns
 
 pa = pytest.importorskip("pyarrow")
@@ -123,3 +125,86 @@ def test_a_folder_named_as_a_bundled_dataset__hides_it_only_when_it_holds_rows(
     assert bundled.source != str(tmp_path / "5x5") and len(bundled.model.instances) == 35
     path = _write(tmp_path / "5x5", course_columns)
     assert resolve_dataset("5x5", "course").source == str(path.resolve())
+
+
+def _invalid_utf8_in(columns: dict[str, list[Any]], name: str, row: int) -> Any:
+    """A pyarrow table of ``columns`` whose column ``name`` holds invalid UTF-8 at ``row`` (a
+    byte-flipped export: pyarrow checks no UTF-8 when it reads a file)."""
+    data = [text.encode() for text in columns[name]]
+    data[row] = data[row][:10] + b"\xff\xfe" + data[row][12:]
+    offsets = [0]
+    for item in data:
+        offsets.append(offsets[-1] + len(item))
+    array = pa.Array.from_buffers(
+        pa.string(),
+        len(data),
+        [None, pa.py_buffer(pa.array(offsets, pa.int32()).buffers()[1]), pa.py_buffer(b"".join(data))],
+    )
+    return pa.table({**{k: v for k, v in columns.items() if k != name}, name: array})
+
+
+@pytest.mark.parametrize("name", ["instance", "dataset_header", "instance_id"])
+def test_invalid_utf8_in_a_string_column__is_a_dataset_error_naming_file_column_and_row(
+    course_columns: dict[str, list[Any]], tmp_path: Path, name: str
+) -> None:
+    """Issue 40: gym.make(..., dataset=...) escaped as UnicodeDecodeError."""
+    path = tmp_path / "course_5x5.parquet"
+    pq.write_table(_invalid_utf8_in(course_columns, name, 7), path)
+    with pytest.raises(DatasetError) as caught:
+        gym.make("ACE-course-v0", dataset=str(path))
+    assert caught.value.source == str(path.resolve())
+    assert caught.value.json_path == f"column {name!r} (row 7)" and "not valid UTF-8" in caught.value.problem
+
+
+def test_a_repeated_column_name__is_a_dataset_error_naming_it_in_a_file_and_a_table(
+    course_columns: dict[str, list[Any]], tmp_path: Path
+) -> None:
+    """Issue 40: a pyarrow Table with a repeated column name raised KeyError."""
+    table = pa.table(course_columns)
+    repeated = table.append_column("instance", table["instance"])
+    with pytest.raises(DatasetError, match="appears 2 times") as caught:
+        resolve_dataset(repeated, "course")
+    assert caught.value.json_path == "column 'instance'"
+    path = tmp_path / "course_5x5.parquet"
+    pq.write_table(repeated, path)
+    with pytest.raises(DatasetError, match="appears 2 times") as caught:
+        load_dataset(path)
+    assert caught.value.source == str(path.resolve()) and caught.value.json_path == "column 'instance'"
+
+
+LIMIT = 4 * 2**20  # MAX_DATASET_BYTES in these tests: 4 MiB (the 35 course instances take 1.4 MB)
+
+
+def _padded_header(columns: dict[str, list[Any]], padding: int) -> dict[str, list[Any]]:
+    header = json.loads(columns["dataset_header"][0])
+    header["padding"] = "x" * padding
+    return {**columns, "dataset_header": [json.dumps(header)] * len(columns["dataset_header"])}
+
+
+def test_a_short_file_whose_rows_repeat_a_long_string__is_refused_before_its_rows_are_materialised(
+    course_columns: dict[str, list[Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 40: a 216 KB file of 300 MB padding was refused only after 2.2 GB of RSS."""
+    monkeypatch.setattr(loading, "MAX_DATASET_BYTES", LIMIT)
+    path = _write(tmp_path, _padded_header(course_columns, 200_000))  # 35 rows: 7 MB more decoded
+    assert path.stat().st_size < LIMIT  # stored once, dictionary-encoded
+    tracemalloc.start()
+    try:
+        with pytest.raises(DatasetError, match="once decoded, more than MAX_DATASET_BYTES") as caught:
+            load_dataset(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.source == str(path.resolve())
+    assert peak < LIMIT  # no row became a Python string
+
+
+def test_a_column_over_the_bound_in_the_files_metadata__is_refused_before_it_is_read(
+    course_columns: dict[str, list[Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loading, "MAX_DATASET_BYTES", LIMIT)
+    document = json.loads(course_columns["instance"][0])
+    document["padding"] = "".join(f"{k:07d}" for k in range(500_000))  # 3.5 MB in one row: no dictionary saves it
+    path = _write(tmp_path, _changed(course_columns, "instance", 0, json.dumps(document)))
+    with pytest.raises(DatasetError, match="uncompressed in the file, more than MAX_DATASET_BYTES"):
+        load_dataset(path)

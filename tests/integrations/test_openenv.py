@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 
 from ace_gym.integrations.openenv import create_openenv_app
 from ace_gym.policies import make_scripted_policy
-from ace_gym.server.protocol import dumps, reset_result, step_result
+from ace_gym.server.protocol import ERROR_STATUS, dumps, reset_result, step_result
 
 
 def _request(websocket: Any, kind: str, data: Any) -> dict[str, Any]:
@@ -74,3 +74,21 @@ def test_openenv_app__any_action_is_stepped_as_the_local_env_steps_it(action: di
             reply = _request(websocket, "step", action)
     assert reply["observation"] == expected["observation"]
     assert (reply["reward"], reply["done"]) == (expected["reward"], expected["done"])
+
+
+def test_openenv_app__http_step_is_refused_as_ace_gym_serve_refuses_a_step_before_reset() -> None:
+    """Issue 40: OpenEnv's HTTP /step steps a fresh env, which answered 500 to every action."""
+    with TestClient(create_openenv_app(max_sessions=1), raise_server_exceptions=False) as client:
+        reply = client.post("/step", json={"action": {"name": "get_current_grid_state", "arguments": {}}})
+    assert reply.status_code == ERROR_STATUS["RESET_NEEDED"] == 409
+    assert "call reset before step" in reply.json()["detail"]
+
+
+@pytest.mark.parametrize("options", [{"instance_index": 10**6}, {"instance_id": "no_such_instance"}])
+def test_openenv_app__http_reset_with_options_the_env_refuses_is_a_422_naming_them(options: dict[str, Any]) -> None:
+    """Issue 40: a 500, where ``ace-gym serve`` answers 422."""
+    with TestClient(create_openenv_app(max_sessions=1), raise_server_exceptions=False) as client:
+        reply = client.post("/reset", json={"seed": 0, "options": options})
+        assert client.post("/reset", json={"seed": 0}).status_code == 200
+    assert reply.status_code == ERROR_STATUS["VALIDATION_ERROR"] == 422
+    assert "reset refused" in reply.json()["detail"] and next(iter(options)) in reply.json()["detail"]

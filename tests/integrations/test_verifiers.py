@@ -17,6 +17,7 @@ from ace_gym.agents import BatchingSolver, ExactSolver  # noqa: E402
 from ace_gym.domains import DOMAIN_NAMES  # noqa: E402
 from ace_gym.domains.tool_names import tool_names  # noqa: E402
 from ace_gym.envs import AceEnv  # noqa: E402
+from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
 from ace_gym.integrations.verifiers import (  # noqa: E402
     PLUGIN_ID,
@@ -171,3 +172,17 @@ def test_episode__dead_endpoint_is_an_error_not_a_score() -> None:
     (trace,) = episode.traces
     assert [error.type for error in trace.errors] == ["ProviderError"]
     assert REWARD not in trace.rewards  # ACE would score the untouched grid: a failed run gets nothing
+
+
+@pytest.mark.parametrize(
+    ("taskset", "named"),
+    [
+        ({"env_kwargs": {"bogus": 1}}, r"env_kwargs\['bogus'\]"),
+        ({"seed": -1}, "seed=-1"),
+        ({"tool_failure_rate": float("nan")}, "tool_failure_rate=nan"),
+    ],
+)
+def test_taskset__a_setting_no_episode_plays_is_a_config_error_naming_it(taskset: dict, named: str) -> None:
+    """Issue 40: a TypeError, a raw gymnasium error, and episodes without failures under ``fail=nan``."""
+    with pytest.raises(ConfigError, match=named):
+        list(load_env(domains=["course"], **taskset).taskset)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ace_gym.eval import EpisodeSpec
-from ace_gym.eval.fit import FIT
+from ace_gym.eval.fit import FIT, TRAINING_DATASET
 from ace_gym.eval.tokens import TokenEpisode, measure, token_rows
 from ace_gym.runs.tokens import ApproxTokenizer
 
@@ -178,19 +178,19 @@ def test_readme__every_train_recipe_is_parsed_with_its_limits_and_episodes() -> 
 def test_recipe__limits_hold_the_longest_solved_episode_of_its_data(heading: str) -> None:
     recipe = RECIPES[heading]
     measured = longest(recipe.specs)
-    assert measured["hidden_slots"] == [1, 5, 7, 11, 15]  # every H of the 5x5 data, as the README says
+    assert measured["hidden_slots"] == [1, 5, 7, 11, 15, 21]  # every H of the 5x7 set, as the README says
     assert violations(recipe, measured) == []
 
 
 @pytest.mark.parametrize(
     ("old", "new", "heading"),
     [
-        ("data.max_response_length=32768", "data.max_response_length=20000", "verl"),  # above the estimate, under 1.5x
+        ("data.max_response_length=40960", "data.max_response_length=30000", "verl"),  # above the estimate, under 1.5x
         ("data.max_prompt_length=6144", "data.max_prompt_length=512", "verl"),  # verl's default
         ("max_tool_calling_iterations=16", "max_tool_calling_iterations=8", "TRL `environment_factory`"),
-        ('"--data.max_len", "38912"', '"--data.max_len", "2048"', "OpenRLHF"),
+        ('"--data.max_len", "45056"', '"--data.max_len", "2048"', "OpenRLHF"),
         (
-            "generator.sampling_params.max_generate_length=8192",
+            "generator.sampling_params.max_generate_length=10240",
             "generator.sampling_params.max_generate_length=1024",
             "SkyRL",
         ),
@@ -209,9 +209,21 @@ def test_violations__a_recipe_that_drops_a_limit_or_trains_one_call_per_turn_fai
     dropped = section.replace(" data.max_prompt_length=6144", "")
     assert violations(recipes(TEXT.replace(section, dropped))["verl"], longest(RECIPES["verl"].specs))
     default = section.replace(
-        "fit_spec(EpisodeSpec(domain, instance_index=i, seed=i, max_turns=8))",
-        "EpisodeSpec(domain, instance_index=i, seed=i, max_turns=8)",
+        'fit_spec(EpisodeSpec(domain, "5x7", instance_index=i, seed=i, max_turns=8))',
+        'EpisodeSpec(domain, "5x7", instance_index=i, seed=i, max_turns=8)',
     )
     unfit = recipes(TEXT.replace(section, default))["verl"]
     assert reference_policy(unfit.specs) == "solver"
     assert any("max_turns=8 <" in v for v in violations(unfit, longest(unfit.specs)))
+
+
+@pytest.mark.parametrize("heading", sorted(REQUIRED))
+def test_recipe__trains_on_data_without_the_name_tell(heading: str) -> None:
+    """Issue 38: no recipe trains on the published 5x5 names (the truth has its cell's smallest
+    name number); each trains on the bundled 5x7 set, and the TRL factory plays it too."""
+    recipe = RECIPES[heading]
+    assert {spec.dataset for spec in recipe.specs} == {TRAINING_DATASET}
+    part = re.split(r"^### ", train_section(TEXT), flags=re.M)[1:]
+    code = next(p for p in part if p.startswith(heading))
+    if "environment_factory(" in code:
+        assert f'dataset="{TRAINING_DATASET}"' in code.split("environment_factory(")[-1].split(")")[0]

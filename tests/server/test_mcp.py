@@ -4,9 +4,13 @@ JSON-RPC ``/mcp`` endpoint; openenv-core's runtime validation; the manifest and 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import gymnasium as gym
@@ -18,7 +22,9 @@ import httpx
 
 from ace_gym.agents import ExactSolver
 from ace_gym.server.app import ServerConfig
-from ace_gym.server.mcp import mcp_tools
+from ace_gym.server.factory import EnvFactory
+from ace_gym.server.mcp import ToolProbes, mcp_tools
+from ace_gym.server.protocol import MakeRequest
 from tests.server_helpers import ROOT, as_sent, serve_process, serving
 
 ENV_ID = "ACE-course-v0"
@@ -199,3 +205,78 @@ def test_manifest__names_the_server_the_dockerfile_runs() -> None:
     assert entrypoint == ["ace-gym", "serve", "--host", "0.0.0.0", "--port", str(manifest["port"])]
     command = json.loads(re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE).group(1))  # type: ignore[union-attr]
     assert command[0] == "--env" and all(env_id in gym.registry for env_id in command[1:])
+
+
+def test_list_tools_without_a_session__probes_one_env_per_id_however_many_ask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40: each ``tools/list`` and session-less ``list_tools`` built and reset a throwaway env
+    (0.87 s of CPU on a procedural id): 64 requests from 16 clients kept a reset waiting 23.9 s."""
+    made: list[str] = []
+    make = EnvFactory.make
+
+    def counted(self: EnvFactory, env_id: str, request: Any) -> Any:
+        made.append(env_id)
+        return make(self, env_id, request)
+
+    monkeypatch.setattr(EnvFactory, "make", counted)
+    expected = mcp_tools(gym.make(ENV_ID).reset(**RESET)[1]["tools"])
+    with serving(ServerConfig(env_ids=(ENV_ID,))) as (url, _), httpx.Client(base_url=url, timeout=60) as http:
+
+        def ask(number: int) -> list[dict[str, Any]]:
+            if number % 2:
+                reply = http.post("/mcp", json={"jsonrpc": "2.0", "method": "tools/list", "params": {}, "id": number})
+                tools = reply.json()["result"]["tools"]
+                return [
+                    {"name": t["name"], "description": t["description"], "input_schema": t["inputSchema"]}
+                    for t in tools
+                ]
+            return http.post("/step", json={"action": {"type": "list_tools"}}).json()["observation"]["tools"]
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(ask, range(24)))
+    assert all(answer == expected for answer in answers)
+    assert made == [ENV_ID]
+
+
+class _SlowProbeFactory:
+    """An EnvFactory stand-in whose envs take a while to reset, counting probes in flight."""
+
+    def __init__(self) -> None:
+        self.running = self.most_running = 0
+        self.made: list[str] = []
+        self.lock = threading.Lock()
+
+    def make(self, env_id: str, request: Any) -> Any:
+        factory = self
+
+        class Env:
+            def reset(self, seed: int) -> tuple[str, dict[str, Any]]:
+                with factory.lock:
+                    factory.running += 1
+                    factory.most_running = max(factory.most_running, factory.running)
+                time.sleep(0.02)
+                with factory.lock:
+                    factory.running -= 1
+                name = {"type": "function", "function": {"name": env_id, "parameters": {}}}
+                return "", {"tools": [name]}
+
+            def close(self) -> None:
+                pass
+
+        self.made.append(env_id)
+        return Env()
+
+
+def test_tool_probes__one_probe_per_stack_at_most_max_concurrent_at_once_and_the_least_recent_forgotten() -> None:
+    factory = _SlowProbeFactory()
+    probes = ToolProbes(factory, max_concurrent=2, max_kept=4)  # type: ignore[arg-type]
+    stacks = [f"ACE-{name}-v0" for name in ("course", "meal", "travel", "shopping", "pc_build", "workforce")]
+
+    async def ask_all() -> list[list[dict[str, Any]]]:
+        return await asyncio.gather(*(probes.tools(env_id, MakeRequest()) for env_id in stacks * 3))
+
+    answers = asyncio.run(ask_all())
+    assert [answer[0]["name"] for answer in answers] == stacks * 3
+    assert sorted(factory.made) == sorted(stacks) and factory.most_running <= 2
+    asyncio.run(probes.tools(stacks[-1], MakeRequest()))  # remembered
+    asyncio.run(probes.tools(stacks[0], MakeRequest()))  # forgotten: one of six, four kept
+    assert len(factory.made) == 7 and factory.made[-1] == stacks[0]

@@ -81,8 +81,9 @@ def test_ace_env__compact_observation_is_opt_in_and_the_default_is_the_published
 def test_fit_spec__adds_compact_observations_and_keeps_the_specs_own_settings() -> None:
     from ace_gym.eval.fit import FIT, fit_spec, fit_stack
 
-    spec = fit_spec(EpisodeSpec("course", instance_index=3, env_kwargs={"extra_query_num": 2}))
-    assert spec.env_kwargs == {"extra_query_num": 2, "observation": "compact"} and FIT["policy"] == "solver-batch"
+    spec = fit_spec(EpisodeSpec("course", instance_index=3, env_kwargs={"check_include_reason": True}))
+    assert spec.env_kwargs == {"item_names": "renumbered", "check_include_reason": True, **FIT["env_kwargs"]}
+    assert FIT["env_kwargs"]["observation"] == "compact" and FIT["policy"] == "solver-batch"
     assert fit_stack(EpisodeSpec("course").stack()).env_kwargs["observation"] == "compact"
     (record,) = run_episodes([spec], make_policy(FIT["policy"]))
     assert record["score"] == 1.0 and record["usage"]["turns"] <= 4

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
 
@@ -324,6 +326,33 @@ def test_row_col__coerced_with_int_truncation_bools_and_numeric_strings(domain: 
     for bad in ("2.0", None, [1], "a", "x1", "\u00b2", "\u03b1\u03b2", "\u4e00", "", math.nan, math.inf):
         assert failed_with(call(env, "get_slot_id", row=bad, col=0), "row and col must be integers"), bad
     assert failed_with(call(env, "get_slot_id", row=compiled.rows, col=0), f"Invalid slot (row={compiled.rows}, col=0)")
+
+
+class _Unconverted(Decimal):
+    """A Decimal whose ``int()`` fails the test: converting a huge one takes time quadratic in its digits."""
+
+    def __int__(self) -> int:
+        raise AssertionError(f"int({self}) was computed")
+
+
+class _UnconvertedFraction(Fraction):
+    def __int__(self) -> int:
+        raise AssertionError(f"int({self}) was computed")
+
+
+@pytest.mark.parametrize("tool", ["get_slot_id", "set_slot"])
+def test_cell__a_huge_decimal_or_fraction_is_off_the_grid_without_converting_it(domain: str, tool: str) -> None:
+    """Issue 40: ``Decimal("1e999999")`` as a row took over three minutes, most of it in ``int()``."""
+    env = make_env(domain, H1_INDEX)
+    arguments = {"id": "C1"} if tool == "set_slot" else {}
+    huge = [_Unconverted("1e999999"), _Unconverted("-1e30"), _UnconvertedFraction(10**40, 3)]
+    for value in huge:
+        assert failed_with(call(env, tool, row=value, col=0, **arguments), f"Invalid slot (row={value}, col=0)")
+        assert failed_with(call(env, tool, row=0, col=value, **arguments), f"Invalid slot (row=0, col={value})")
+    for value in (Decimal("NaN"), Decimal("sNaN"), Decimal("-Infinity")):
+        assert failed_with(call(env, tool, row=value, col=0, **arguments), "row and col must be integers")
+    data = call(env, "get_slot_id", row=Decimal("2.0"), col=Fraction(7, 2))["data"]
+    assert (data["row"], data["col"]) == (2, 3)  # a small one converts as int() does
 
 
 # -- set_slot ---------------------------------------------------------------------------------

@@ -27,7 +27,8 @@ SCRIPT = [
 
 
 def _trace_env(trace: dict) -> ToolFailureInjection:
-    return ToolFailureInjection(trace_env(trace), trace["task_config"]["tool_failure_rate"], rng="python")
+    rate = trace["task_config"]["tool_failure_rate"]
+    return ToolFailureInjection(trace_env(trace), rate, rng="python", draws="reset_seed")  # the release's draws
 
 
 def _run(env, seed: int | None, domain: str = "course", instance_index: int = 8) -> list[str]:
@@ -70,12 +71,57 @@ def test_same_reset_seed__gives_the_same_failure_pattern(rng: str) -> None:
     assert _run(env, seed=8) != first
 
 
-def test_failure_pattern__does_not_depend_on_the_instance_choice() -> None:
-    def pattern(index: int) -> list[bool]:
-        env = ToolFailureInjection(AceEnv("travel"), 0.5)
-        return [o == TOOL_CALL_FAILED for o in _run(env, seed=11, instance_index=index)]
+def _failures(env: ToolFailureInjection, calls: int, seed: int, options: dict) -> str:
+    """The failure pattern of ``calls`` calls after a reset: F failed, . reached the env."""
+    env.reset(seed=seed, options=options)
+    unknown_tool = {"name": "no_such_tool", "arguments": {}}
+    return "".join("F" if env.step(unknown_tool)[4]["failure_injected"] else "." for _ in range(calls))
 
-    assert pattern(0) == pattern(20)
+
+@pytest.mark.parametrize("rng", ["numpy", "python"])
+def test_failure_draws__are_independent_across_instances_of_one_seed_at_the_rate_asked(rng: str) -> None:
+    # issue 40: every episode of a run (one seed) failed the same calls (FF...... at 0.1, seed 0)
+    patterns = [
+        _failures(ToolFailureInjection(AceEnv(domain), 0.1, rng=rng), 20, seed=0, options={"instance_index": index})
+        for domain in DOMAIN_NAMES
+        for index in range(10)
+    ]
+    draws = "".join(patterns)
+    assert 0.07 <= draws.count("F") / len(draws) <= 0.13  # 1200 draws: 0.1 +- 3.5 standard deviations
+    first_calls = [pattern[0] for pattern in patterns]
+    assert 0.02 <= first_calls.count("F") / len(first_calls) <= 0.25  # not every episode's first call
+    assert len(set(patterns)) >= 40  # 60 episodes: patterns repeat only by chance (all-pass ones)
+
+
+def test_failure_draws__differ_by_trial_and_replay_for_the_same_seed_instance_and_trial() -> None:
+    env = ToolFailureInjection(AceEnv("travel"), 0.5)
+    trials = [_failures(env, 24, seed=11, options={"instance_index": 3, "trial": trial}) for trial in range(4)]
+    assert len(set(trials)) == 4
+    again = ToolFailureInjection(AceEnv("travel"), 0.5)
+    assert [_failures(again, 24, seed=11, options={"instance_index": 3, "trial": t}) for t in range(4)] == trials
+    assert _failures(again, 24, seed=11, options={"instance_index": 3}) == trials[0]  # trial 0 is the default
+    with pytest.raises(ConfigError, match=r"options\['trial'\]"):
+        again.reset(seed=11, options={"trial": -1})
+
+
+def test_failure_draws__follow_the_instance_not_how_the_env_chose_it() -> None:
+    env = ToolFailureInjection(AceEnv("travel"), 0.5)
+    for seed in range(3):
+        drawn = _failures(env, 24, seed=seed, options={})
+        index = env.unwrapped.state.compiled.instance_id
+        assert _failures(env, 24, seed=seed, options={"instance_id": index}) == drawn
+
+
+def test_draws_reset_seed__every_instance_of_a_seed_fails_alike() -> None:
+    # the release's pattern, and ace-gym's before issue 40: records played then replay with it
+    patterns = {
+        _failures(
+            ToolFailureInjection(AceEnv(domain), 0.3, draws="reset_seed"), 16, seed=0, options={"instance_index": i}
+        )
+        for domain in ("course", "meal")
+        for i in range(3)
+    }
+    assert len(patterns) == 1
 
 
 def test_injected_done__does_not_end_the_episode_and_changes_nothing() -> None:
@@ -99,7 +145,9 @@ def test_injected_failure__charges_no_budget() -> None:
 
 
 def test_recovery__a_later_equivalent_call_that_succeeds_recovers_every_earlier_failure_of_it() -> None:
-    env = ToolFailureInjection(AceEnv("course"), 0.5, rng="python")  # random.Random(0): ok ok F F ok F ok F F ok
+    env = ToolFailureInjection(
+        AceEnv("course"), 0.5, rng="python", draws="reset_seed"
+    )  # random.Random(0): ok ok F F ok F ok F F ok
     env.reset(seed=0)
     slot, same_slot = {"name": "get_slot_id", "arguments": {"row": 0, "col": 1}}, '{"col": 1, "row": 0}'
     invalid = {"name": "set_slot", "arguments": {"row": 9, "col": 9, "id": "X"}}
@@ -207,7 +255,9 @@ def test_injected_failure__reports_the_tool_as_the_env_would() -> None:
 
 
 def test_recovery__an_array_name_is_compared_without_raising() -> None:
-    env = ToolFailureInjection(AceEnv("course"), 0.5, rng="python")  # random.Random(0): ok ok F F ...
+    env = ToolFailureInjection(
+        AceEnv("course"), 0.5, rng="python", draws="reset_seed"
+    )  # random.Random(0): ok ok F F ...
     env.reset(seed=0)
     env.step({"name": "get_current_grid_state", "arguments": {}})
     env.step({"name": "get_current_grid_state", "arguments": {}})

@@ -20,8 +20,10 @@ logger = logging.getLogger(__name__)
 _OPENAI_MESSAGE_KEYS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
 
-def _call_arguments(call: Mapping[str, Any]) -> Any:
-    return call.get("function", {}).get("arguments")
+def _call_arguments(call: Any) -> Any:
+    """A call's ``function.arguments``; a string (left as it is) for what is no call object."""
+    function = call.get("function") if isinstance(call, Mapping) else None
+    return function.get("arguments") if isinstance(function, Mapping) else ""
 
 
 def _with_arguments(call: Mapping[str, Any], arguments: Any) -> dict[str, Any]:
@@ -40,7 +42,7 @@ def for_openai(conversation: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]
     messages = []
     for message in conversation:
         cleaned = {key: message[key] for key in _OPENAI_MESSAGE_KEYS if key in message}
-        if cleaned.get("tool_calls"):
+        if cleaned.get("tool_calls") and isinstance(cleaned["tool_calls"], list):
             cleaned["tool_calls"] = [
                 call
                 if isinstance(_call_arguments(call), str)

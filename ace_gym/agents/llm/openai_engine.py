@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -60,10 +61,19 @@ class OpenAIChatEngine:
       and SGLang word it) raises :class:`~ace_gym.errors.ConfigError` naming ``sampling.max_tokens``
       and quoting the server: an episode the model cannot be given its turn in is a configuration
       to fix, never an error turn that scores 0.
-    * Once one request has succeeded, a server that answers about one request (any other 4xx; a
-      500 once retries run out) or one that times out gives
-      that conversation ``Completion(text=<the error>, finish_reason="error")``, and the others
-      are unaffected: one bad sample does not stop a run.
+    * An answer that is no chat completion raises it too, whenever it comes: a redirect (3xx: the
+      base URL is not the API's), or a 200 whose body is not JSON (an HTML page, truncated, not
+      UTF-8) or lacks what a completion holds (``choices[0].message`` an object, ``content`` a
+      string or null, ``usage`` an object of integer counts or null, ``logprobs`` and token ids
+      of numbers). What the *model* wrote is never checked here: ``tool_calls`` of any shape
+      reach the adapter, which answers a malformed one with an error observation.
+    * Once one request has succeeded, a request that fails alone is a transient error: a timeout
+      or a 5xx once the client's retries run out is sent again, and any other 4xx (a refusal of
+      that one conversation) gives it ``Completion(text=<the error>, finish_reason="error")``,
+      the others unaffected. But ``max_consecutive_failures`` failed requests in a row (no
+      success between them, default 3) raise :class:`~ace_gym.errors.EngineUnavailableError`:
+      an endpoint that fails everything stops the run (exit 7), and the episodes in flight
+      store nothing.
 
     The completion holds the message ``content`` as ``text``, native ``tool_calls`` (OpenAI shape),
     the server-separated reasoning (``reasoning_content`` or ``reasoning``), the ``usage``
@@ -87,11 +97,14 @@ class OpenAIChatEngine:
         max_concurrency: int = 32,
         max_retries: int = 5,
         timeout_s: float = 600.0,
+        max_consecutive_failures: int = 3,
     ) -> None:
         from openai import AsyncOpenAI
 
         max_concurrency = integer("max_concurrency", max_concurrency, minimum=1)
         max_retries = integer("max_retries", max_retries, minimum=0)
+        self.max_consecutive_failures = integer("max_consecutive_failures", max_consecutive_failures, minimum=1)
+        self._failures_in_a_row = 0  # failed requests since the last success
         self.model = model
         self.sampling = dict(sampling or {})
         self.max_concurrency = max_concurrency
@@ -134,18 +147,26 @@ class OpenAIChatEngine:
             raise
 
     async def _complete(self, conversation: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Completion:
-        import openai
-
         request: dict[str, Any] = {"model": self.model, "messages": for_openai(conversation), **self.sampling}
         if tools:
             request["tools"] = tools
+        while True:
+            completion = await self._attempt(request)
+            if completion is not None:
+                return completion
+
+    async def _attempt(self, request: dict[str, Any]) -> Completion | None:
+        """One request (with the client's retries): its completion, an error completion, or None
+        for a transient failure to send again; raises when the endpoint cannot serve (class docstring)."""
+        import openai
+
         try:
-            response = await self._client.chat.completions.create(**request)
+            raw = await self._client.chat.completions.with_raw_response.create(**request)
         except openai.APITimeoutError as error:  # an APIConnectionError too: a healthy server may be slow
             problem = f"no answer within timeout_s={self.timeout_s}{self._after_retries()}"
             if not self._served:
                 raise self._unavailable(f"{problem}, before any request succeeded") from error
-            return self._error_completion(error, problem)
+            return self._failed(error, problem, transient=True)
         except openai.APIConnectionError as error:  # refused, unresolved: after the client's retries
             raise self._unavailable(f"cannot connect ({_root_cause(error)}){self._after_retries()}") from error
         except openai.APIStatusError as error:
@@ -161,18 +182,34 @@ class OpenAIChatEngine:
             if status in UNAVAILABLE_STATUS:
                 problem = f"HTTP {status} {UNAVAILABLE_STATUS[status]}: {error.message}"
                 raise self._unavailable(problem + self._after_retries(status)) from error
+            if status < 400:
+                raise self._unavailable(f"HTTP {status}: redirected, the base URL is not the API's") from error
             if not self._served:
                 problem = f"HTTP {status}{self._after_retries(status)} before any request succeeded: {error.message}"
                 raise self._unavailable(problem) from error
-            return self._error_completion(error, str(error))
+            problem = f"HTTP {status}{self._after_retries(status)}: {error.message}"
+            return self._failed(error, problem, transient=status >= 500)
+        if raw.status_code != 200:
+            raise self._unavailable(f"HTTP {raw.status_code}: not a chat completion's status")
+        try:
+            completion = completion_of_body(raw.http_response.content)
+        except MalformedResponseError as error:
+            raise self._unavailable(f"HTTP 200 with a body that is no chat completion: {error}") from None
         self._served = True
-        return _completion_of(response)
+        self._failures_in_a_row = 0
+        return completion
 
-    @staticmethod
-    def _error_completion(error: Exception, problem: str) -> Completion:
-        """The completion of one request that failed after any retries, once the endpoint has served one."""
-        logger.warning("chat completion failed: %s", one_line(problem))
-        return Completion(text=f"{type(error).__name__}: {problem}", finish_reason="error")
+    def _failed(self, error: Exception, problem: str, *, transient: bool) -> Completion | None:
+        """After a success, a request that failed: None to send a transient one again, else its
+        error completion; EngineUnavailableError at ``max_consecutive_failures`` in a row."""
+        self._failures_in_a_row += 1
+        if self._failures_in_a_row >= self.max_consecutive_failures:
+            raise self._unavailable(
+                f"{self._failures_in_a_row} requests in a row failed after one had succeeded; the last: "
+                f"{one_line(problem)}"
+            ) from error
+        logger.warning("chat completion failed%s: %s", ", sending it again" if transient else "", one_line(problem))
+        return None if transient else Completion(text=f"{type(error).__name__}: {problem}", finish_reason="error")
 
     def _unavailable(self, problem: str) -> EngineUnavailableError:
         return EngineUnavailableError(f"model endpoint {self.base_url} (model {self.model!r})", problem)
@@ -206,27 +243,78 @@ class OpenAIChatEngine:
         self.close()
 
 
-def _completion_of(response: Any) -> Completion:
-    """A Completion from a ``ChatCompletion`` response (first choice)."""
-    choice = response.choices[0]
-    message = choice.message
-    extra = message.model_extra or {}
-    reasoning = extra.get("reasoning_content") or extra.get("reasoning")
-    usage = response.usage
-    token_logprobs = choice.logprobs.content if choice.logprobs is not None else None
-    prompt_ids = (response.model_extra or {}).get("prompt_token_ids")
-    completion_ids = (choice.model_extra or {}).get("token_ids")
+class MalformedResponseError(ValueError):
+    """A 200 response whose body is no chat completion (:func:`completion_of_body`)."""
+
+
+def completion_of_body(body: bytes) -> Completion:
+    """A Completion from the JSON body of a chat-completions response (its first choice);
+    MalformedResponseError naming what is missing or malformed. The model's ``tool_calls`` are
+    kept as sent, whatever their shape (the adapter reads them)."""
+    try:
+        response = json.loads(body)
+    except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, nested past the parser
+        raise MalformedResponseError(f"not JSON ({one_line(error, 120)})") from None
+    choices = response.get("choices") if isinstance(response, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise MalformedResponseError("no 'choices' list whose first item is an object")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise MalformedResponseError("'choices[0].message' is not an object")
+    usage = response.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        raise MalformedResponseError("'usage' is neither an object nor null")
+    logprobs = choice.get("logprobs")
+    if logprobs is not None and not isinstance(logprobs, dict):
+        raise MalformedResponseError("'choices[0].logprobs' is neither an object nor null")
+    token_logprobs = (logprobs or {}).get("content")
+    if token_logprobs is not None and not (
+        isinstance(token_logprobs, list) and all(isinstance(item, dict) for item in token_logprobs)
+    ):
+        raise MalformedResponseError("'choices[0].logprobs.content' is not a list of objects")
+    tool_calls = message.get("tool_calls")
     return Completion(
-        text=message.content or "",
-        tool_calls=[call.model_dump(exclude_none=True) for call in message.tool_calls] if message.tool_calls else None,
-        reasoning=reasoning,
-        prompt_tokens=usage.prompt_tokens if usage else 0,
-        completion_tokens=usage.completion_tokens if usage else 0,
-        prompt_token_ids=list(prompt_ids) if prompt_ids is not None else None,
-        completion_token_ids=list(completion_ids) if completion_ids is not None else None,
-        finish_reason=choice.finish_reason,
-        logprobs=[float(item.logprob) for item in token_logprobs] if token_logprobs is not None else None,
+        text=_text(message, "content") or "",
+        tool_calls=tool_calls or None,  # the model's: an observation whatever its shape
+        reasoning=_text(message, "reasoning_content") or _text(message, "reasoning"),
+        prompt_tokens=_count(usage or {}, "usage.prompt_tokens"),
+        completion_tokens=_count(usage or {}, "usage.completion_tokens"),
+        prompt_token_ids=_numbers(response.get("prompt_token_ids"), "prompt_token_ids", int),
+        completion_token_ids=_numbers(choice.get("token_ids"), "choices[0].token_ids", int),
+        finish_reason=_text(choice, "finish_reason"),
+        logprobs=None
+        if token_logprobs is None
+        else _numbers(
+            [item.get("logprob") for item in token_logprobs], "choices[0].logprobs.content[*].logprob", float
+        ),
     )
+
+
+def _text(mapping: Mapping[str, Any], key: str) -> str | None:
+    value = mapping.get(key)
+    if value is not None and not isinstance(value, str):
+        raise MalformedResponseError(f"{key!r} is {type(value).__name__}, not a string or null")
+    return value
+
+
+def _count(usage: Mapping[str, Any], field: str) -> int:
+    value = usage.get(field.rsplit(".", 1)[1], 0)
+    if value is None:
+        return 0
+    if type(value) is not int or value < 0:
+        raise MalformedResponseError(f"{field!r} is {one_line(value, 40)}, not a count")
+    return value
+
+
+def _numbers(values: Any, field: str, kind: type) -> list[Any] | None:
+    """``values`` as a list of ``kind`` (int: integers; float: any number); None stays None."""
+    if values is None:
+        return None
+    numbers = (int,) if kind is int else (int, float)
+    if not isinstance(values, list) or not all(type(v) in numbers for v in values):
+        raise MalformedResponseError(f"{field!r} is not a list of numbers")
+    return [kind(v) for v in values]
 
 
 _OVER_THE_CONTEXT = re.compile(r"context[ _]length", re.IGNORECASE)

@@ -31,7 +31,7 @@ from ace_gym.agents.llm import make_engine
 from ace_gym.agents.llm.openai_engine import OpenAIChatEngine
 from ace_gym.errors import ConfigError, EngineUnavailableError
 from ace_gym.eval import EpisodeSpec, run_episodes
-from tests.chat_server import ChatServer, Reply, chat_response, error, tool_call
+from tests.chat_server import ChatServer, RawBody, Reply, chat_response, error, tool_call
 
 
 @pytest.fixture
@@ -140,16 +140,40 @@ def _warm_up_then(answer: Callable[[dict[str, Any]], Reply]) -> Callable[[dict[s
     return lambda body: (200, chat_response("warm")) if body["messages"] == WARM_UP else answer(body)
 
 
-def test_openai_engine__after_a_success_a_500_gives_an_error_completion_when_retries_run_out(
+def test_openai_engine__after_a_success_a_single_500_after_retries_is_sent_again(
     serve: Callable[..., ChatServer],
 ) -> None:
-    server = serve(_warm_up_then(lambda body: error(500)))
+    replies = iter([error(500), error(500), error(500)])
+    server = serve(_warm_up_then(lambda body: next(replies, (200, chat_response("recovered")))))
     with engine_for(server, max_retries=2) as engine:
         (warm,) = engine.generate([WARM_UP], [TOOLS])
         (completion,) = engine.generate([CONVERSATION], [TOOLS])
-    assert warm.text == "warm"
-    assert completion.finish_reason == "error" and "500" in completion.text
-    assert len(server.requests) == 1 + 3
+    assert warm.text == "warm" and completion.text == "recovered" and completion.finish_reason == "stop"
+    assert len(server.requests) == 1 + 3 + 1  # the client's 3 attempts, then the engine's second request
+
+
+# issue 40: after one success, an endpoint failing everything gave error turns and the run exit 0
+EVERYTHING_FAILS: dict[str, Callable[[dict[str, Any]], Reply]] = {
+    "500": lambda body: error(500),
+    "400": lambda body: error(400),
+    "302": lambda body: (302, {"error": "moved"}),
+}
+
+
+@pytest.mark.parametrize("answer", sorted(EVERYTHING_FAILS))
+def test_openai_engine__after_a_success_an_endpoint_that_fails_everything_raises_unavailable(
+    serve: Callable[..., ChatServer], answer: str
+) -> None:
+    server = serve(_warm_up_then(EVERYTHING_FAILS[answer]))
+    conversations = [[{"role": "user", "content": f"episode {i}"}] for i in range(2)]
+    with engine_for(server, max_retries=0, max_consecutive_failures=3) as engine:
+        engine.generate([WARM_UP], [TOOLS])
+        with pytest.raises(EngineUnavailableError) as raised:
+            for _ in range(3):  # a 400 fails its conversation alone, but not three in a row
+                engine.generate(conversations, [TOOLS] * 2)
+    message = str(raised.value)
+    assert server.url in message and f"HTTP {answer}" in message and "\n" not in message
+    assert len(server.requests) <= 1 + 4
 
 
 def test_openai_engine__after_a_success_a_rejected_request_fails_alone_without_retry(
@@ -253,16 +277,76 @@ def test_openai_engine__a_timeout_before_any_success_raises_unavailable_naming_t
     assert "before any request succeeded" in message
 
 
-def test_openai_engine__a_timeout_after_a_success_gives_an_error_completion(
+def test_openai_engine__after_a_success_a_timeout_is_sent_again_and_timeouts_in_a_row_raise(
     serve: Callable[..., ChatServer], never_answered: threading.Event
 ) -> None:
-    server = serve(_warm_up_then(lambda body: (never_answered.wait(30), (200, chat_response("late")))[1]))
+    slow = iter([True])
+    server = serve(
+        _warm_up_then(lambda body: (next(slow, False) and never_answered.wait(30), (200, chat_response("late")))[1])
+    )
     with engine_for(server, max_retries=0, timeout_s=0.5) as engine:
         (warm,) = engine.generate([WARM_UP], [TOOLS])
-        (slow,) = engine.generate([CONVERSATION], [TOOLS])
-        (again,) = engine.generate([WARM_UP], [TOOLS])  # the run goes on
-    assert warm.text == again.text == "warm"
-    assert slow.finish_reason == "error" and "timeout_s=0.5" in slow.text
+        (answered,) = engine.generate([CONVERSATION], [TOOLS])  # the first attempt times out
+        assert warm.text == "warm" and answered.text == "late"
+        server.answer = _warm_up_then(lambda body: (never_answered.wait(30), (200, chat_response("never")))[1])
+        with pytest.raises(EngineUnavailableError, match=r"3 requests in a row failed.*timeout_s=0\.5"):
+            engine.generate([CONVERSATION], [TOOLS])
+
+
+MALFORMED_BODIES: dict[str, dict[str, Any] | RawBody] = {
+    "empty object": {},
+    "empty choices": {**chat_response("x"), "choices": []},
+    "null choices": {**chat_response("x"), "choices": None},
+    "null message": {**chat_response("x"), "choices": [{"index": 0, "message": None, "finish_reason": "stop"}]},
+    "html page": RawBody(b"<!DOCTYPE html><html><body>Bad gateway</body></html>", "text/html"),
+    "truncated json": RawBody(json.dumps(chat_response("x")).encode()[:40]),
+    "not utf-8": RawBody(b'{"choices": [{"message": {"content": "\xff\xfe"}}]}'),
+    "string usage": {**chat_response("x"), "usage": "many"},
+    "list usage": {**chat_response("x"), "usage": [1, 2]},
+    "string token count": {**chat_response("x"), "usage": {"prompt_tokens": "5", "completion_tokens": 1}},
+    "bad logprobs": {
+        **chat_response("x"),
+        "choices": [{"index": 0, "message": {"content": "x"}, "logprobs": {"content": [{"logprob": "low"}]}}],
+    },
+    "string logprobs": {**chat_response("x"), "choices": [{"index": 0, "message": {"content": "x"}, "logprobs": "x"}]},
+    "number content": {**chat_response("x"), "choices": [{"index": 0, "message": {"content": 5}}]},
+}
+
+
+@pytest.mark.parametrize("served_before", [False, True], ids=["first-request", "after-a-success"])
+@pytest.mark.parametrize("body", sorted(MALFORMED_BODIES))
+def test_openai_engine__a_200_whose_body_is_no_chat_completion_raises_unavailable(
+    serve: Callable[..., ChatServer], body: str, served_before: bool
+) -> None:
+    server = serve(_warm_up_then(lambda request: (200, MALFORMED_BODIES[body])))
+    with engine_for(server, max_retries=0) as engine:
+        if served_before:
+            engine.generate([WARM_UP], [TOOLS])
+        with pytest.raises(EngineUnavailableError) as raised:
+            engine.generate([CONVERSATION], [TOOLS])
+    message = str(raised.value)
+    assert message.startswith(f"model endpoint {server.url}/ (model 'tiny'): HTTP 200 with a body that is no chat")
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("tool_calls", ["get_current_grid_state", [None, 5], {"name": "done"}, 7, [[1]]])
+def test_openai_engine__malformed_tool_calls_from_the_model_are_an_observation(
+    serve: Callable[..., ChatServer], tool_calls: Any
+) -> None:
+    """Issue 40: a string or ``[null, 5]`` crashed the run with an AttributeError."""
+
+    def answer(body: dict[str, Any]) -> Reply:
+        response = chat_response("thinking")
+        response["choices"][0]["message"]["tool_calls"] = tool_calls
+        return 200, response
+
+    server = serve(answer)
+    with engine_for(server, max_retries=0) as engine:
+        (record,) = run_episodes([EpisodeSpec("course", instance_index=0, max_turns=2)], engine)
+    assert record["usage"]["turns"] == 2 and record["score"] == 0.0
+    correction = record["messages"][3]
+    assert correction["role"] == "user" and "tool_calls" in correction["content"]
+    json.dumps(record)  # a record like any other
 
 
 @pytest.mark.parametrize("status", [401, 403, 404])

@@ -72,6 +72,16 @@ def test_for_openai__keeps_standard_keys_and_string_arguments() -> None:
     assert messages[:2] == CONVERSATION[:2]
 
 
+@pytest.mark.parametrize("tool_calls", ["get_current_grid_state", [None, 5], {"name": "done"}, [{"function": "x"}]])
+def test_conversions__a_models_malformed_tool_calls_pass_without_raising(tool_calls: object) -> None:
+    """Issue 40: what a model wrote as ``tool_calls`` (a string, ``[null, 5]``) raised AttributeError."""
+    message = {"role": "assistant", "content": "hi", "tool_calls": tool_calls}
+    (templated,) = for_chat_template([message])
+    assert templated == message
+    (sent,) = for_openai([message])
+    assert sent["content"] == "hi" and sent.get("tool_calls") in (None, tool_calls)
+
+
 def test_for_openai__drops_an_empty_tool_calls_list() -> None:
     messages = for_openai([{"role": "assistant", "content": "hi", "tool_calls": []}])
     assert messages == [{"role": "assistant", "content": "hi"}]
