@@ -21,7 +21,6 @@ from collections.abc import Sequence
 
 from ace_gym import __version__
 from ace_gym.atomic import NotRegularFileError
-from ace_gym.cli_flags import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.errors import AceGymError, EngineUnavailableError, InUseError, ServerStartError
 from ace_gym.exit_codes import (
     EXIT_CODES_HELP,
@@ -32,33 +31,11 @@ from ace_gym.exit_codes import (
     EXIT_IO,
     EXIT_MALFORMED,
     EXIT_OK,
-    EXIT_REPLAY_MISMATCH,
     EXIT_SERVER_START,
 )
 from ace_gym.runs.results import MalformedRecordsError
 
-# The exit codes (home: ace_gym.exit_codes) and the shared flags (home: ace_gym.cli_flags) stay
-# importable from here for one release.
-__all__ = [
-    "COMMAND_MODULES",
-    "EXIT_CODES_HELP",
-    "EXIT_CONFIG",
-    "EXIT_ENGINE",
-    "EXIT_INTERRUPTED",
-    "EXIT_IN_USE",
-    "EXIT_IO",
-    "EXIT_MALFORMED",
-    "EXIT_OK",
-    "EXIT_REPLAY_MISMATCH",
-    "EXIT_SERVER_START",
-    "ListAction",
-    "add_common_flags",
-    "build_parser",
-    "main",
-    "output_directory",
-    "progress_bar",
-    "resolve_domains",
-]
+__all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 COMMAND_MODULES: tuple[str, ...] = (
     "ace_gym.generators.cli",

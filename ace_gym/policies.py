@@ -8,8 +8,7 @@ settings' ``cost-solver``, ``refuse`` and ``probe-retry|replace|alternative|refu
 records and keys; :func:`make_policy` builds it.
 
 The table lists the benchmark homes' scripted policies (APB's probes and cost-aware solver), so it
-sits above them, in the stacks layer (docs/architecture.md); it was ``ace_gym.agents.policies``,
-whose names stay importable from there and from ``ace_gym.agents`` for one release.
+sits above them, in the stacks layer (docs/architecture.md).
 """
 
 from __future__ import annotations

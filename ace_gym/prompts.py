@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ace_gym.constraints import global_rule_text, slot_rule_text
 from ace_gym.domains import Domain
 from ace_gym.domains.tool_names import tool_names
@@ -72,20 +70,8 @@ def render_system_prompt(
     max_query_fields: int,
 ) -> str:
     """The system message (docs/compatibility.md §4.1); ``global_check_budget`` None means unlimited."""
-    settings = (query_budget_limited, global_check_budget, max_query_ids, max_query_fields)
-    key = (domain.intro, domain.prompt_attributes, domain.tool_noun, *settings)
-    head = _SYSTEM_PROMPT_HEADS.get(key)
-    if head is None:
-        head = _system_prompt_head(domain, *settings)
-        if len(_SYSTEM_PROMPT_HEADS) < HEADS_KEPT:
-            _SYSTEM_PROMPT_HEADS[key] = head
+    head = _system_prompt_head(domain, query_budget_limited, global_check_budget, max_query_ids, max_query_fields)
     return head + task_instruction + _SYSTEM_PROMPT_TAIL
-
-
-HEADS_KEPT = 256
-"""System-prompt heads kept (a process uses a few budget settings; more are rendered each time)."""
-_SYSTEM_PROMPT_HEADS: dict[tuple[Any, ...], str] = {}
-"""The heads by what they show: the domain's intro, prompt attributes and tool noun, and the settings."""
 
 
 _SYSTEM_PROMPT_TAIL = (
@@ -101,8 +87,8 @@ def _system_prompt_head(
     max_query_ids: int,
     max_query_fields: int,
 ) -> str:
-    """The system message up to its task instruction: it depends on the domain's texts, its tool
-    names and the budget settings alone, so every instance with them shares it."""
+    """The system message up to its task instruction (the domain's texts, its tool names and the
+    budget settings)."""
     names = tool_names(domain)
     check_tool = names["global_check"]
     if global_check_budget is None:

@@ -15,16 +15,15 @@ machine only ever adds time), and prints ``release / ace-gym`` (higher is better
 * whole episode: setup + the recorded calls of the 24 parity traces + the final score;
 * trace mix: the same calls, per call, through the release's ``call_saved_dataset_tool`` +
   ``json.dumps`` (the text the model sees) and ace-gym's raw dispatcher / ``env.step``.
-  ace-gym stores replies (and the pieces they are built from, and reset texts) per instance for
-  every later episode on it; the release recomputes every call. So each of these rows comes
-  twice: "first on its instance (no stored replies)", every timed run of ours after its
-  instances' stores were emptied (untimed), and "replayed", the run right after it, which reads
-  the replies the identical first run stored (what the members of a GRPO group repeating a call
-  get). The release's side is the same run for both;
+  ace-gym builds every reply afresh, but keeps per instance what its tools build from the
+  instance alone (a query's candidate values, the query budgets). So each of these rows comes
+  twice: "first on its instance", every timed run of ours after its instances' stores were
+  emptied (untimed), and "replayed", the run right after it on the stores the identical first
+  run filled (what the members of a GRPO group get). The release's side is the same run for both;
 * final score on a filled grid at H=1 and H=15 (``Task.eval`` vs what ``env.score`` runs), and
   ``done`` through ``env.step`` (the call plus the score);
 * cold paths: the first query on a (slot, field) and the first ``get_current_grid_state`` of
-  an instance (ace-gym's per-instance text caches emptied before each call); and, for each tool
+  an instance (ace-gym's per-instance store emptied before each call); and, for each tool
   kind the traces use, its first call on a new instance (the first recorded call of that kind per
   domain, as the first call of a new episode on the instance compiled anew from a dataset read
   anew from the validated-dataset cache, so that nothing an earlier call built on it is there;
@@ -128,8 +127,8 @@ def _decompress_bundled(folder: Path) -> dict[str, Path]:
     return paths
 
 
-FIRST = "first on its instance (no stored replies)"
-REPLAYED = "replayed (replies stored by an earlier identical episode, as GRPO group members repeating a call get)"
+FIRST = "first on its instance (per-instance store empty)"
+REPLAYED = "replayed (per-instance store filled by an earlier identical episode, as GRPO group members get)"
 LABEL_WIDTH = len(f"trace mix, raw dispatcher (9999 calls), {REPLAYED}")
 
 
@@ -318,7 +317,6 @@ def _cold_pairs(release: Release | None, domain: str, number: int, runs: int) ->
 
     def ours_first_query() -> object:
         state.texts.query_matches.clear()  # nothing of this query kept: its column, its payload
-        state.texts.query_replies.clear()
         return tools.call(state, names["query"], query)
 
     def ours_cold_grid() -> object:

@@ -91,21 +91,3 @@ def test_list_flags__reject_a_non_number_with_a_usage_error(capsys: pytest.Captu
     with pytest.raises(SystemExit) as exited:
         main(["eval", "--policy", "solver", "--out", "x", "--hidden-slots", "1,five"])
     assert exited.value.code == 2 and "--hidden-slots: expected N values" in capsys.readouterr().err
-
-
-def test_cli__keeps_the_moved_exit_codes_and_flag_helpers_importable_for_one_release() -> None:
-    import ace_gym.cli
-    import ace_gym.cli_flags
-    import ace_gym.exit_codes
-
-    moved = {
-        **{name: ace_gym.exit_codes for name in dir(ace_gym.exit_codes) if name.startswith("EXIT_")},
-        **{
-            name: ace_gym.cli_flags
-            for name in ("ListAction", "add_common_flags", "output_directory", "progress_bar", "resolve_domains")
-        },
-    }
-    assert len(moved) == 15
-    assert {name: getattr(ace_gym.cli, name) for name in moved} == {
-        name: getattr(home, name) for name, home in moved.items()
-    }

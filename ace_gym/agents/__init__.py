@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from ace_gym.agents.base import ChatEngine, Completion, Policy, ScriptedEpisode, ScriptedPolicy
 from ace_gym.agents.greedy import GreedyLocal
-from ace_gym.agents.policies import MOVED, is_engine_spec, policy_name
+from ace_gym.agents.policies import is_engine_spec, policy_name
 from ace_gym.agents.random_policy import RandomPolicy
 from ace_gym.agents.revise import GreedyRevise
 from ace_gym.agents.solver import BatchingSolver, ExactSolver
 from ace_gym.agents.task_view import DONE, Script, ToolCallDict
-from ace_gym.lazy_exports import moved_names
 
 __all__ = [
     "DONE",
@@ -29,8 +28,4 @@ __all__ = [
     "ToolCallDict",
     "is_engine_spec",
     "policy_name",
-    *MOVED,  # for one release: a star import binds them too, each with its DeprecationWarning
 ]
-
-# the policies by name moved to ace_gym.policies; importable from here for one release
-__getattr__, __dir__ = moved_names(__name__, MOVED)

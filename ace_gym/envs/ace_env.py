@@ -221,8 +221,7 @@ class AceEnv(gym.Env[str, ActionType]):
         state = self._state = EpisodeState(compiled, self.config)
         self._steps = 0
         self._finished = False
-        texts = _reset_texts(compiled)
-        system_prompt = self._system_prompt(compiled.task_instruction, texts)
+        system_prompt = self._system_prompt(compiled.task_instruction)
         if self.observation == "compact":
             system_prompt = f"{system_prompt}\n<tool_replies>\n{COMPACT_NOTE}\n</tool_replies>"
         info = {
@@ -232,49 +231,33 @@ class AceEnv(gym.Env[str, ActionType]):
             "rows": compiled.rows,
             "cols": compiled.cols,
             "hidden_slots": compiled.hidden_count,
-            "hidden_positions": list(texts.hidden_positions),
+            "hidden_positions": [(slot.row, slot.col) for slot in compiled.slots],
             "decoy_budget": compiled.decoy_budget,
             "system_prompt": system_prompt,
             "tools": list(self.tools.schemas),
-            "budgets": self._budgets(state, texts),
+            "budgets": self._budgets(state),
             **source_info,
         }
-        return texts.user_message, info
+        return render_user_message(self.domain, texts_of(compiled).grid_json(compiled.initial_grid)), info
 
-    def _system_prompt(self, task_instruction: str, texts: _ResetTexts | None = None) -> str:
-        """The episode's system prompt around ``task_instruction`` (budgets as configured), kept
-        per instance (in its ``texts``, when the caller has them) by everything it shows: every
-        reset on an instance shows the same one."""
+    def _system_prompt(self, task_instruction: str) -> str:
+        """The episode's system prompt around ``task_instruction`` (budgets as configured)."""
         state, config = self._require_state(), self.config
-        if texts is None:
-            texts = _reset_texts(state.compiled)
-        settings = (
+        return render_system_prompt(
+            self.domain,
             task_instruction,
-            config.extra_query_num != -1,
-            state.global_budget,
-            config.max_query_ids,
-            config.max_query_fields,
+            query_budget_limited=config.extra_query_num != -1,
+            global_check_budget=state.global_budget,
+            max_query_ids=config.max_query_ids,
+            max_query_fields=config.max_query_fields,
         )
-        prompts = texts.system_prompts
-        prompt = prompts.get(settings)
-        if prompt is None:
-            prompt = render_system_prompt(
-                self.domain,
-                task_instruction,
-                query_budget_limited=settings[1],
-                global_check_budget=settings[2],
-                max_query_ids=settings[3],
-                max_query_fields=settings[4],
-            )
-            prompts[settings] = prompt
-        return prompt
 
     def budgets(self) -> dict[str, Any]:
         """The configured budgets and their values on the current instance (None = unlimited)."""
         state = self._require_state()
-        return self._budgets(state, _reset_texts(state.compiled))
+        return self._budgets(state)
 
-    def _budgets(self, state: EpisodeState, texts: _ResetTexts) -> dict[str, Any]:
+    def _budgets(self, state: EpisodeState) -> dict[str, Any]:
         config = self.config
         return {
             "extra_query_num": config.extra_query_num,
@@ -284,18 +267,11 @@ class AceEnv(gym.Env[str, ActionType]):
             "max_query_fields": config.max_query_fields,
             "max_steps": self.max_steps,
             "global_check_budget": state.global_budget,
-            "hidden_slot_query_budget": self._slot_budgets(state, texts).copy(),
+            "hidden_slot_query_budget": {
+                f"{slot.row},{slot.col}": budget
+                for slot, budget in zip(state.compiled.slots, state.query_budgets, strict=True)
+            },
         }
-
-    @staticmethod
-    def _slot_budgets(state: EpisodeState, texts: _ResetTexts) -> dict[str, int | None]:
-        """``"row,col" -> query budget`` of the hidden slots, kept per instance by the budgets
-        themselves (``state.query_budgets``, whatever settings they come from); callers copy it."""
-        budgets = state.query_budgets
-        found = texts.slot_budgets.get(budgets)
-        if found is None:
-            found = texts.slot_budgets[budgets] = dict(zip(texts.slot_keys, budgets, strict=True))
-        return found
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
         state = self._state
@@ -304,9 +280,9 @@ class AceEnv(gym.Env[str, ActionType]):
         name, arguments = _unpack(action)
         steps = self._steps = self._steps + 1
         reply = _NOT_A_CALL if name is None else self.tools.call(state, name, arguments)
-        observation, ok, terminated, _ = reply
+        observation, ok, terminated = reply.text, reply.ok, reply.ends_episode
         if self.observation == "compact":
-            observation = compact_reply(observation, arguments if isinstance(arguments, Mapping) else None)
+            observation = compact_reply(reply, arguments if isinstance(arguments, Mapping) else None)
         info: dict[str, Any] = {"tool": tool_label(name), "ok": ok, "step": steps, REPLY_INFO: reply}
         if terminated or steps >= self.max_steps:
             self._finished = True
@@ -378,39 +354,11 @@ class AceEnv(gym.Env[str, ActionType]):
         return self._state
 
 
-class _ResetTexts(NamedTuple):
-    """What every reset on one instance shows alike: the first user message, the hidden slots'
-    (row, col), the ``"row,col"`` key of each in ``info["budgets"]``, the system prompts by
-    the settings they show (see :meth:`AceEnv._system_prompt`) and the slots' query budgets by
-    their values (see :meth:`AceEnv._slot_budgets`)."""
-
-    user_message: str
-    hidden_positions: tuple[tuple[int, int], ...]
-    slot_keys: tuple[str, ...]
-    system_prompts: dict[tuple[Any, ...], str]
-    slot_budgets: dict[tuple[int | None, ...], dict[str, int | None]]
-
-
-def _new_reset_texts(compiled: CompiledInstance) -> _ResetTexts:
-    return _ResetTexts(
-        render_user_message(compiled.domain, texts_of(compiled).grid_json(compiled.initial_grid)),
-        tuple([(s.row, s.col) for s in compiled.slots]),
-        tuple([f"{s.row},{s.col}" for s in compiled.slots]),
-        {},
-        {},
-    )
-
-
-def _reset_texts(compiled: CompiledInstance) -> _ResetTexts:
-    """The :class:`_ResetTexts` of ``compiled``, built on its first reset (kept in its
-    :meth:`~ace_gym.instance.CompiledInstance.derived` store)."""
-    return compiled.derived(_new_reset_texts)
-
-
 def forget_stored_replies(instances: Iterable[CompiledInstance] | None = None) -> None:
     """Forget what is kept per compiled instance for every episode on it, for ``instances`` (for
-    every instance when None): its tool replies and the pieces they are built from, and its reset
-    texts. The next episode on one writes them again, as its first episode did; what compiling it
+    every instance when None): what its tools build from it (see
+    :class:`~ace_gym.tools.replies.InstanceTexts`). The next episode on one builds it again, as
+    its first episode did; what compiling it
     built (its tables and item rows) stays. For measuring a first episode: nothing needs it to
     free memory, as the stores go with their instance."""
     forget_derived(instances)

@@ -21,7 +21,6 @@ has is left out with a note.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,7 +35,6 @@ from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.feedback.rounds import AGENCYBENCH_THRESHOLD
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
-from ace_gym.lazy_exports import moved_to
 from ace_gym.runs.loop import Actor, Episode, Turn
 from ace_gym.runs.results import EPISODES_FILE, duplicates_note, read_records
 from ace_gym.text import clipped
@@ -133,6 +131,21 @@ def _played_threshold(spec: Mapping[str, Any], record: Mapping[str, Any]) -> Map
     return {**spec, "feedback_rounds": {**rounds, "threshold": played}}
 
 
+OLD_ENTRY_POINTS: dict[str, str] = {
+    "ace_gym.envs.scenario:ScenarioEnv": "ace_gym.feedback.scenario:ScenarioEnv",
+    "ace_gym.wrappers.broken_tool:BrokenTool": "ace_gym.planning.broken_tool:BrokenTool",
+    "ace_gym.wrappers.cost_annotated_tools:CostAnnotatedTools": (
+        "ace_gym.planning.cost_annotated_tools:CostAnnotatedTools"
+    ),
+    "ace_gym.wrappers.extraneous_tools:ExtraneousTools": "ace_gym.planning.extraneous_tools:ExtraneousTools",
+    "ace_gym.wrappers.feedback_rounds:FeedbackRounds": "ace_gym.feedback.feedback_rounds:FeedbackRounds",
+    "ace_gym.wrappers.refine:Refine": "ace_gym.planning.refine:Refine",
+    "ace_gym.wrappers.unsolvable_mix:UnsolvableMix": "ace_gym.planning.unsolvable_mix:UnsolvableMix",
+}
+"""Entry points that records written before issue 28 (e.g. at 7123f6b) name, by the class's
+current entry point (the moves are listed in CHANGELOG.md)."""
+
+
 def _played_reward(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     """``spec`` with the reward its feedback rounds or scenario were played for. A spec written
     before the verdict became their default reward (issue 38) names no ``final_reward``, and
@@ -192,10 +205,9 @@ def _with_played_draws(env_spec: Any) -> Any:
 
 
 def current_entry_points(env_spec: Any) -> Any:
-    """``env_spec`` (a Gymnasium env spec as JSON values) with every ace_gym entry point of the env
-    and its wrappers named by the module that now defines what it loads: a record written before a
-    class moved (its old module path still importable for a release) names the same stack. Other
-    values are returned as they are."""
+    """``env_spec`` (a Gymnasium env spec as JSON values) with every old entry point of the env and
+    its wrappers (:data:`OLD_ENTRY_POINTS`) replaced by the current one, so a record written before
+    a class moved names the same stack. Nothing is imported; other values are returned as they are."""
     if not isinstance(env_spec, Mapping):
         return env_spec
     found = {**env_spec, "entry_point": _current_entry_point(env_spec.get("entry_point"))}
@@ -209,21 +221,8 @@ def current_entry_points(env_spec: Any) -> Any:
 
 
 def _current_entry_point(entry_point: Any) -> Any:
-    """``"module:Name"`` where a record names a class by a moved module's old path (an alias
-    :func:`~ace_gym.lazy_exports.moved_to` recognises from its source), named from its home;
-    anything else as it is (a name that does not load too). Nothing is imported but the home of
-    an alias: a record cannot make replay run a module it names."""
-    if not isinstance(entry_point, str) or not entry_point.startswith("ace_gym."):
-        return entry_point
-    module, _, name = entry_point.partition(":")
-    home = moved_to(module)
-    if home is None or not home.startswith("ace_gym."):
-        return entry_point
-    try:
-        found = getattr(importlib.import_module(home), name)
-    except (ImportError, AttributeError, ValueError):
-        return entry_point
-    return f"{getattr(found, '__module__', home)}:{getattr(found, '__qualname__', name)}"
+    """The current name of an old entry point; anything else as it is."""
+    return OLD_ENTRY_POINTS.get(entry_point, entry_point) if isinstance(entry_point, str) else entry_point
 
 
 class ReplayPolicy(Actor):

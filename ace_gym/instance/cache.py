@@ -71,7 +71,6 @@ _VALIDATOR_MODULES = (
     "prompts.py",
     "errors.py",
     "domains",
-    "tools/names.py",
 )
 """Sources (under the ace_gym package folder) of every rule a dataset file is checked against."""
 

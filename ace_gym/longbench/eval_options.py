@@ -1,5 +1,5 @@
 """``ace-gym eval --env ALB-QA-v0``: what AgentLongBench adds to the ``eval`` command (no command
-of its own; formerly ``ace_gym.longbench.cli``).
+of its own).
 
 Generated samples (settings x buckets x question types x ``--samples`` seeds) or, with
 ``--official DIR``, the rows of a local copy of the official dataset, answered by a

@@ -24,11 +24,7 @@ from ace_gym.wrapper_entry import Metrics, WrapperEntry
 
 APB_INFO = "apb"
 """The ``info`` key under which planning wrappers record their perturbations, one sub-key each
-(a setting's :attr:`Setting.key`)."""
-
-
-Setting = WrapperEntry
-"""A planning setting: its registry entry (the name kept for one release; see :mod:`ace_gym.wrapper_entry`)."""
+(a setting's :attr:`~ace_gym.wrapper_entry.WrapperEntry.key`)."""
 
 
 def _extraneous(outcomes: Sequence[Mapping[str, Any]]) -> Metrics:
@@ -133,7 +129,7 @@ PLANNING_WRAPPERS: tuple[WrapperEntry, ...] = (
 (innermost first): every one a setting ``ace-gym eval --wrappers`` may name. Their orders sit
 between failure injection (100) and the chat adapter (300)."""
 
-SETTINGS: dict[str, Setting] = {entry.name: entry for entry in PLANNING_WRAPPERS}
+SETTINGS: dict[str, WrapperEntry] = {entry.name: entry for entry in PLANNING_WRAPPERS}
 """Every setting by name, in stacking order (innermost first): the planning rows of the wrapper
 registry (:mod:`ace_gym.stacks` lists the same entries)."""
 

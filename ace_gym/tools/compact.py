@@ -1,7 +1,8 @@
 """Compact tool replies for training: the same information as the published envelope, in fewer
 characters (docs/training.md, "Compact observations", lists every field).
 
-:func:`compact_reply` rewrites one envelope text given the call's arguments; :func:`expand_reply`
+:func:`compact_reply` writes one reply's envelope (its values, never its text read back) given the
+call's arguments; :func:`expand_reply`
 turns a compact reply (or a published envelope, unchanged) back into the published envelope, so
 that a scripted agent reads either. The rules, in order:
 
@@ -24,7 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ace_gym.tools.replies import SUCCESS_MESSAGE
+from ace_gym.tools.replies import SUCCESS_MESSAGE, ToolReply
 
 OBSERVATIONS: tuple[str, ...] = ("full", "compact")
 """The observation modes of :class:`~ace_gym.envs.AceEnv`: the published envelopes, or compact replies."""
@@ -46,15 +47,13 @@ def _minified(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def compact_reply(text: str, arguments: Mapping[str, Any] | None) -> str:
-    """The compact form of the envelope ``text`` of a call with ``arguments`` (see the module
-    docstring); ``text`` unchanged when it is not an envelope object."""
-    try:
-        envelope = json.loads(text)
-    except (ValueError, RecursionError):
-        return text
-    if type(envelope) is not dict or set(envelope) != {"status", "messages", "data"}:
-        return text
+def compact_reply(reply: ToolReply, arguments: Mapping[str, Any] | None) -> str:
+    """The compact form of ``reply`` to a call with ``arguments`` (see the module docstring),
+    written from its :attr:`~ace_gym.tools.replies.ToolReply.envelope`; its text unchanged when
+    it has no envelope values."""
+    envelope = reply.envelope
+    if envelope is None:
+        return reply.text
     data = envelope["data"]
     if envelope["status"] != "success" or envelope["messages"] != SUCCESS_MESSAGE or type(data) is not dict:
         return _minified(envelope)

@@ -18,14 +18,12 @@ import operator as op
 from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
-from functools import lru_cache
 from itertools import compress, repeat
 from typing import TYPE_CHECKING, Any, Literal
 
 from ace_gym.constraints import slot_violation_reason
 from ace_gym.tools.replies import (
     GLOBAL_CHECK_CHARGE,
-    REFUSALS_KEPT,
     STOP_REPLY,
     Charge,
     InstanceTexts,
@@ -33,11 +31,10 @@ from ace_gym.tools.replies import (
     echo,
     invalid,
     ok_reply,
-    remember,
     safe_repr,
     valid_text,
 )
-from ace_gym.tools.state import EpisodeState, ToolConfig
+from ace_gym.tools.state import EpisodeState
 
 if TYPE_CHECKING:
     from ace_gym.instance import CompiledInstance, CompiledSlot
@@ -62,17 +59,14 @@ _OPERATOR_LIST = ", ".join(OPERATORS)
 
 def _cell(state: EpisodeState, row: Any, col: Any) -> tuple[int, int, int] | ToolReply:
     """Convert and range-check a cell: (row, col, hidden slot index or -1), or the failed reply."""
-    if type(row) is int and type(col) is int:  # the common case skips the conversions
-        r, c = row, col
-    elif _not_integer(row) or _not_integer(col):  # refused without int()'s raise
+    if _not_integer(row) or _not_integer(col):  # a missing or lettered coordinate, whatever the other is
         return invalid("row and col must be integers")
-    else:
-        try:
-            if _beyond_any_grid(row) or _beyond_any_grid(col):
-                return invalid(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
-            r, c = int(row), int(col)
-        except (TypeError, ValueError, ArithmeticError):  # OverflowError; decimal's InvalidOperation (NaN)
-            return invalid("row and col must be integers")
+    if _beyond_any_grid(row) or _beyond_any_grid(col):
+        return _invalid_slot(row, col)
+    try:
+        r, c = int(row), int(col)
+    except (TypeError, ValueError, ArithmeticError):  # OverflowError; decimal's InvalidOperation (NaN)
+        return invalid("row and col must be integers")
     compiled = state.compiled
     if not (0 <= r < compiled.rows and 0 <= c < compiled.cols):
         return _invalid_slot(r, c)
@@ -93,39 +87,33 @@ def _beyond_any_grid(value: Any) -> bool:
 
 
 def _not_integer(value: Any) -> bool:
-    """Whether ``int(value)`` surely raises, told without the raise: a left-out coordinate (None),
-    or a string of letters only (no letter is a digit, a sign, a space or an underscore)."""
+    """Whether ``value`` is surely no integer: a left-out coordinate (None), or a string of
+    letters only (no letter is a digit, a sign, a space or an underscore)."""
     return value is None or (type(value) is str and value.isalpha())
 
 
-@lru_cache(maxsize=REFUSALS_KEPT)
 def _invalid_slot(row: int, col: int) -> ToolReply:
-    """The reply to a cell off the grid (kept by its arguments)."""
+    """The reply to a cell off the grid."""
     return invalid(f"Invalid slot (row={safe_repr(row)}, col={safe_repr(col)})")
 
 
-@lru_cache(maxsize=REFUSALS_KEPT)
 def _slot_refusal(template: str, row: int, col: int) -> ToolReply:
-    """``invalid(template.format(row=row, col=col))``, kept by its arguments (a refusal about one cell)."""
+    """``invalid(template.format(row=row, col=col))``: a refusal about one cell."""
     return invalid(template.format(row=row, col=col))
 
 
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
     """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply
     (for a visible cell, ``visible_message`` with ``{row}`` and ``{col}`` filled in)."""
-    compiled = state.compiled
-    if type(row) is int and type(col) is int and 0 <= row < compiled.rows and 0 <= col < compiled.cols:
-        r, c, s = row, col, compiled.cell_slot_list[row * compiled.cols + col]  # _cell's common case, inline
-    else:
-        cell = _cell(state, row, col)
-        if isinstance(cell, ToolReply):
-            return cell
-        r, c, s = cell
+    cell = _cell(state, row, col)
+    if isinstance(cell, ToolReply):
+        return cell
+    r, c, s = cell
     if s < 0:
         return _slot_refusal(visible_message, r, c)
     if state.revealed is not None and s not in state.revealed:
         return _slot_refusal("Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.", r, c)
-    return s, compiled.slots[s]
+    return s, state.compiled.slots[s]
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,23 +146,14 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
             )
         item = found
     state.place(s, item)
-    replies = state.texts.set_replies
-    reply = replies.get((s, item))
-    if reply is None:
-        shown = None if item < 0 else state.compiled.item_ids[item]
-        message = "Hidden slot cleared." if item < 0 else "Hidden slot updated."
-        reply = replies[(s, item)] = ok_reply({"row": r, "col": c, "id": shown, "message": message})
-    return reply
+    shown = None if item < 0 else state.compiled.item_ids[item]
+    message = "Hidden slot cleared." if item < 0 else "Hidden slot updated."
+    return ok_reply({"row": r, "col": c, "id": shown, "message": message})
 
 
 def get_current_grid_state(state: EpisodeState) -> ToolReply:
     """Return the full current grid state."""
-    grid, texts = tuple(state.grid), state.texts
-    reply = texts.grid_replies.get(grid)
-    if reply is None:
-        reply = ok_reply({"slots": texts.id_grid(grid)})
-        remember(texts.grid_replies, grid, reply)
-    return reply
+    return ok_reply({"slots": state.texts.id_grid(state.grid)})
 
 
 def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> ToolReply:
@@ -188,40 +167,28 @@ def get_hidden_slot_query_budget(state: EpisodeState, row: int, col: int) -> Too
         return hidden
     s, slot = hidden
     budget, calls = state.query_budgets[s], state.query_calls[s]
-    replies = state.texts.state_replies
-    key = (get_hidden_slot_query_budget, s, budget, calls)
-    reply = replies.get(key)
-    if reply is None:
-        reply = ok_reply(
-            {
-                "row": slot.row,
-                "col": slot.col,
-                "unlimited": budget is None,
-                "query_budget": "unlimited" if budget is None else budget,
-                "query_calls": calls,
-                "remaining_queries": "unlimited" if budget is None else max(0, budget - calls),
-            }
-        )
-        remember(replies, key, reply)
-    return reply
+    return ok_reply(
+        {
+            "row": slot.row,
+            "col": slot.col,
+            "unlimited": budget is None,
+            "query_budget": "unlimited" if budget is None else budget,
+            "query_calls": calls,
+            "remaining_queries": "unlimited" if budget is None else max(0, budget - calls),
+        }
+    )
 
 
 def get_global_check_budget(state: EpisodeState) -> ToolReply:
     """Get the remaining global-check budget."""
     budget, calls = state.global_budget, state.global_calls
-    replies = state.texts.state_replies
-    key = (get_global_check_budget, budget, calls)
-    reply = replies.get(key)
-    if reply is None:
-        reply = ok_reply(
-            {
-                "remaining_global_checks": None if budget is None else max(0, budget - calls),
-                "global_check_budget": budget,
-                "global_check_calls": calls,
-            }
-        )
-        remember(replies, key, reply)
-    return reply
+    return ok_reply(
+        {
+            "remaining_global_checks": None if budget is None else max(0, budget - calls),
+            "global_check_budget": budget,
+            "global_check_calls": calls,
+        }
+    )
 
 
 def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
@@ -234,14 +201,8 @@ def get_slot_id(state: EpisodeState, row: int, col: int) -> ToolReply:
     if isinstance(cell, ToolReply):
         return cell
     r, c, _ = cell
-    index = r * state.compiled.cols + c
-    item, texts = state.grid[index], state.texts
-    key = (get_slot_id, index, item)
-    reply = texts.state_replies.get(key)
-    if reply is None:
-        reply = ok_reply({"row": r, "col": c, "id": None if item < 0 else state.compiled.item_ids[item]})
-        remember(texts.state_replies, key, reply)
-    return reply
+    item = state.grid[r * state.compiled.cols + c]
+    return ok_reply({"row": r, "col": c, "id": None if item < 0 else state.compiled.item_ids[item]})
 
 
 def done(state: EpisodeState) -> ToolReply:
@@ -275,55 +236,12 @@ def query_candidate_from_attribute(
             slot.row,
             slot.col,
         )
-    texts, calls = state.texts, state.query_calls[s] + 1
-    remaining = None if budget is None else budget - calls
-    key = _query_key(s, field, operator, value)
-    reply = None if key is None else texts.query_replies.get((*key, remaining))
-    if reply is None:
-        data = _query_data(state.compiled, texts, s, field, operator, value)
-        reply = (
-            data
-            if isinstance(data, ToolReply)
-            else ok_reply({**data, "remaining_budget": remaining}, _query_charge(slot))
-        )
-        if key is not None:
-            remember(texts.query_replies, (*key, remaining), reply)
-    if reply.ok:  # a query refused for its arguments alone charges nothing
-        state.query_calls[s] = calls
-    return reply
-
-
-def _query_charge(slot: CompiledSlot) -> Charge:
-    """The :class:`Charge` of a query on ``slot``."""
-    return Charge("query", (slot.row, slot.col))
-
-
-def _query_key(s: int, field: Any, operator: Any, value: Any) -> tuple[Any, ...] | None:
-    """The :attr:`InstanceTexts.query_replies` key of a query's arguments (the remaining budget
-    the reply shows is added to it), or None (not cached).
-
-    Keys are equal only for arguments answered alike: a float is keyed by its hex text (-0.0 ==
-    0.0 but is shown otherwise), a list only when it holds strings (as a tuple); the argument's
-    type sits in the key beside a float, a bool (True == 1 but is refused) or a list. A query
-    whose operator is no str (``[">"]``) is keyed by its field alone: it is refused after the
-    field's checks, whatever the operator and the value.
-    """
-    if type(field) is not str:
-        return None
-    if not isinstance(operator, str):
-        return (s, field)
-    if type(operator) is not str:
-        return None
-    kind = type(value)
-    if kind is int or kind is str:
-        return (s, field, operator, value)
-    if kind is float:
-        return (s, field, operator, float, value.hex())
-    if kind is bool:
-        return (s, field, operator, bool, value)
-    if kind is list and all(type(v) is str for v in value):
-        return (s, field, operator, list, tuple(value))
-    return None
+    data = _query_data(state.compiled, state.texts, s, field, operator, value)
+    if isinstance(data, ToolReply):  # a query refused for its arguments alone charges nothing
+        return data
+    state.query_calls[s] += 1
+    remaining = None if budget is None else budget - state.query_calls[s]
+    return ok_reply({**data, "remaining_budget": remaining}, Charge("query", (slot.row, slot.col)))
 
 
 def _query_data(
@@ -432,11 +350,7 @@ def get_item_info(state: EpisodeState, id: str) -> ToolReply:
     k = compiled.visible_items.get(id)
     if k is None:
         return invalid(f"Item id {echo(id)} is not accessible. You may only inspect ids from non-hidden slots.")
-    texts = state.texts
-    reply = texts.item_replies.get(k)
-    if reply is None:
-        reply = texts.item_replies[k] = ok_reply({"id": id, "item": compiled.item(k)})
-    return reply
+    return ok_reply({"id": id, "item": compiled.item(k)})
 
 
 def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[str]) -> ToolReply:
@@ -445,34 +359,6 @@ def get_item_attributes(state: EpisodeState, ids: list[str], field: str | list[s
     ids: List of item ids as strings, up to the current task limit; only ids visible in the initial grid.
     field: Attribute name(s) to retrieve. A string for one attribute, or a list within the current task limit.
     """
-    config, texts = state.config, state.texts
-    key = _attribute_key(ids, field, config)
-    try:
-        found = None if key is None else texts.attribute_replies.get(key)
-    except TypeError:  # a list holding something unhashable: answered as on a miss
-        found, key = None, None
-    if found is not None:
-        return found
-    reply = _attributes_reply(state, ids, field)
-    if key is not None:
-        remember(texts.attribute_replies, key, reply)
-    return reply
-
-
-def _attribute_key(ids: Any, field: Any, config: ToolConfig) -> tuple[Any, Any, int, int] | None:
-    """The :attr:`InstanceTexts.attribute_replies` key of the arguments (a list as a tuple, a JSON
-    string as itself) and the limits they are checked against, or None (not cached). A list and
-    the tuple of its items, or 1 and 1.0 in a list, are answered alike: every check tests the
-    items' types (only strings pass) or counts them, and nothing shows a non-string item."""
-    ids_key = ids if type(ids) is str else tuple(ids) if type(ids) is list else None
-    field_key = field if type(field) is str else tuple(field) if type(field) is list else None
-    if ids_key is None or field_key is None:
-        return None
-    return (ids_key, field_key, config.max_query_ids, config.max_query_fields)
-
-
-def _attributes_reply(state: EpisodeState, ids: Any, field: Any) -> ToolReply:
-    """The reply to an attribute lookup (it depends on the instance, the limits and the arguments)."""
     config, compiled = state.config, state.compiled
     if isinstance(ids, str):
         try:
@@ -549,17 +435,11 @@ def check_slot_constraints(state: EpisodeState, row: int, col: int) -> ToolReply
     item = state.grid[slot.cell]
     if item < 0:
         return _slot_refusal("Slot (row={row}, col={col}) has not been filled yet.", slot.row, slot.col)
-    valid, with_reason = item in slot.valid_items, state.config.check_include_reason
-    replies = state.texts.state_replies
-    key = (check_slot_constraints, slot.cell, valid, with_reason)
-    reply = replies.get(key)
-    if reply is None:
-        data: dict[str, Any] = {"is_valid": valid, "row": slot.row, "col": slot.col}
-        if with_reason:
-            data["reason"] = None if valid else slot_violation_reason(slot.row, slot.col)
-        reply = ok_reply(data)
-        remember(replies, key, reply)
-    return reply
+    valid = item in slot.valid_items
+    data: dict[str, Any] = {"is_valid": valid, "row": slot.row, "col": slot.col}
+    if state.config.check_include_reason:
+        data["reason"] = None if valid else slot_violation_reason(slot.row, slot.col)
+    return ok_reply(data)
 
 
 def check_global_constraints(state: EpisodeState) -> ToolReply:
@@ -570,14 +450,8 @@ def check_global_constraints(state: EpisodeState) -> ToolReply:
     if budget is not None and state.global_calls >= budget:
         return invalid(f"Global constraint check budget exhausted. Used {state.global_calls}/{budget} calls.")
     state.global_calls += 1
-    reason, with_reason = state.global_violation(), state.config.check_include_reason
-    replies = state.texts.state_replies
-    key = (check_global_constraints, reason, with_reason)
-    reply = replies.get(key)
-    if reply is None:
-        data: dict[str, Any] = {"is_valid": reason is None}
-        if with_reason:
-            data["reason"] = reason
-        reply = ok_reply(data, GLOBAL_CHECK_CHARGE)
-        remember(replies, key, reply)
-    return reply
+    reason = state.global_violation()
+    data: dict[str, Any] = {"is_valid": reason is None}
+    if state.config.check_include_reason:
+        data["reason"] = reason
+    return ok_reply(data, GLOBAL_CHECK_CHARGE)

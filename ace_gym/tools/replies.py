@@ -1,6 +1,6 @@
 """What a tool call returns: the typed :class:`ToolReply` around the envelope text, the envelope
-builders (replies built as values, written by one encoder: :func:`dumps`), and the per-instance
-reply caches.
+builders (replies built as values, written by one encoder: :func:`dumps`), and what the tools
+keep per instance.
 
 The envelope text is exactly what the published benchmark sends the model:
 ``json.dumps({"status", "messages", "data"}, ensure_ascii=False)``. The reply carries beside it
@@ -10,9 +10,7 @@ succeeded, whether it ends the episode, and which budget it charged.
 
 from __future__ import annotations
 
-import functools
 import json
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -71,22 +69,20 @@ GLOBAL_CHECK_CHARGE = Charge("global_check")
 class ToolReply(NamedTuple):
     """One tool call's result: the envelope ``text`` the model sees; ``ok``, its status is
     success; ``ends_episode``, the call was a successful ``done``; ``charged``, the budget it
-    used (None for calls that use none, and for every failed call)."""
+    used (None for calls that use none, and for every failed call); ``envelope``, the values
+    ``text`` encodes (``{"status", "messages", "data"}``; None when ``text`` was written some
+    other way, e.g. an envelope cut short on purpose)."""
 
     text: str
     ok: bool
     ends_episode: bool = False
     charged: Charge | None = None
+    envelope: Mapping[str, Any] | None = None
 
     @property
     def data(self) -> dict[str, Any]:
-        """The envelope's ``data`` as a value, read back by the layer that wrote it ({} when the
-        text holds no envelope with an object ``data``, e.g. a reply cut short)."""
-        try:
-            envelope = json.loads(self.text)
-        except (ValueError, RecursionError):
-            return {}
-        data = envelope.get("data") if type(envelope) is dict else None
+        """The envelope's ``data`` when it is an object, else {}."""
+        data = None if self.envelope is None else self.envelope.get("data")
         return data if type(data) is dict else {}
 
 
@@ -96,26 +92,27 @@ and a wrapper that answers or rewrites a call puts its own, so wrappers above re
 status and data as values, never the observation text. Not part of any record or wire message
 (the observation holds its text)."""
 
-REFUSALS_KEPT = 1024
-"""Replies :func:`invalid` and :func:`failed_reply` each keep, most recently used first: a model
-repeats its mistakes, and a message echoes at most :data:`ECHO_LIMIT` characters of its
-arguments, so each cache holds < 1 MB."""
+
+def reply(
+    status: Literal["success", "failed"],
+    messages: str,
+    data: Any,
+    ends_episode: bool = False,
+    charged: Charge | None = None,
+) -> ToolReply:
+    """The reply whose envelope holds these values (``ok`` when ``status`` is success)."""
+    values = {"status": status, "messages": messages, "data": data}
+    return ToolReply(dumps(values), status == "success", ends_episode, charged, values)
 
 
 def ok_reply(data: Any, charged: Charge | None = None) -> ToolReply:
     """A success reply around ``data`` (a JSON-serialisable value)."""
-    return ToolReply(envelope("success", SUCCESS_MESSAGE, data), True, False, charged)
+    return reply("success", SUCCESS_MESSAGE, data, charged=charged)
 
 
-def envelope_reply(text: str, charged: Charge | None = None) -> ToolReply:
-    """A success reply whose whole envelope ``text`` is already written (by :func:`envelope`)."""
-    return ToolReply(text, True, False, charged)
-
-
-@functools.lru_cache(maxsize=REFUSALS_KEPT)
 def failed_reply(message: str) -> ToolReply:
     """A failed reply with the full message (``"<ErrorType>, <detail>"``): :func:`failure`'s text."""
-    return ToolReply(failure(message), False, False, None)
+    return reply("failed", message, {})
 
 
 def invalid(detail: str) -> ToolReply:
@@ -133,7 +130,7 @@ def failure(message: str) -> str:
     return envelope("failed", message, {})
 
 
-STOP_REPLY = ToolReply(STOP, ok=True, ends_episode=True)
+STOP_REPLY = reply("success", "###STOP###", {}, ends_episode=True)
 
 
 def reply_in(info: Mapping[str, Any]) -> ToolReply | None:
@@ -141,26 +138,6 @@ def reply_in(info: Mapping[str, Any]) -> ToolReply | None:
     step ran no tool call, e.g. a step budget's refused turn)."""
     reply = info.get(REPLY_INFO)
     return reply if isinstance(reply, ToolReply) else None
-
-
-_REMOVED: dict[str, tuple[Any, str]] = {
-    "SUCCESS_HEAD": (envelope("success", SUCCESS_MESSAGE, None).removesuffix("null}"), "ok_reply(data)"),
-    "string_json": (json.encoder.encode_basestring, "dumps(text)"),
-    "value_json": (dumps, "dumps(value)"),
-}
-"""Names the hand-written replies used, kept for one release (each warns, naming what replaces
-it): ``SUCCESS_HEAD``, a success envelope up to its ``data``; ``string_json`` and ``value_json``,
-what :func:`dumps` writes for a string and for any value."""
-
-
-def __getattr__(name: str) -> Any:  # the module hook's own name
-    if name not in _REMOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value, instead = _REMOVED[name]
-    warnings.warn(
-        f"{__name__}.{name} goes in the next release: build replies as values ({instead})", DeprecationWarning, 2
-    )
-    return value
 
 
 def echo(text: object) -> str:
@@ -180,47 +157,18 @@ def safe_repr(value: object) -> str:
 
 
 class InstanceTexts:
-    """The replies of one compiled instance's tools, and what they are built from, kept for every
-    episode on it (see :func:`texts_of`).
+    """What one compiled instance's tools build from the instance alone, kept for every episode on
+    it (see :func:`texts_of`): ``query_matches[(s, field)]``, the values of ``field`` of hidden
+    slot ``s``'s candidates and their match objects; ``query_budgets[extra_query_num]``, the hidden
+    slots' query budgets under that setting (see
+    :meth:`ace_gym.tools.state.ToolConfig.query_budgets`)."""
 
-    ``query_matches`` holds the per-(slot, field) candidate values and match objects of the query
-    tool. ``query_replies`` holds the replies of queries (by their arguments and the remaining
-    budget they show; refused ones too), and ``attribute_replies`` the replies of attribute
-    lookups (keyed with the id and field limits they were checked against), by their arguments
-    (see :func:`remember`): what those tools answer depends on the instance and the arguments
-    alone, apart from the query budgets, which the query tool checks and charges per episode.
-    Refusals are kept too: a model repeats its mistakes, within an episode and across the
-    episodes of a group on one instance. ``item_replies`` holds the item-info replies by item,
-    ``set_replies[(s, i)]`` the reply to putting candidate ``i`` into hidden slot ``s`` (-1:
-    clearing it), ``grid_replies`` the grid-state replies by the grid they show, and
-    ``state_replies`` the replies of the tools whose text is a function of a few numbers of the
-    episode's state (a cell's item, a budget and its count, a check's verdict), keyed by the tool
-    function and those numbers. ``query_budgets[extra_query_num]`` holds the hidden slots' query
-    budgets under that setting (see :meth:`ace_gym.tools.state.ToolConfig.query_budgets`).
-    """
-
-    __slots__ = (
-        "attribute_replies",
-        "compiled",
-        "grid_replies",
-        "item_replies",
-        "query_budgets",
-        "query_matches",
-        "query_replies",
-        "set_replies",
-        "state_replies",
-    )
+    __slots__ = ("compiled", "query_budgets", "query_matches")
 
     def __init__(self, compiled: CompiledInstance) -> None:
         self.compiled = compiled
-        self.item_replies: dict[int, ToolReply] = {}
         self.query_matches: dict[tuple[int, str], tuple[tuple[Any, ...], tuple[dict[str, Any], ...]]] = {}
         self.query_budgets: dict[int, tuple[int | None, ...]] = {}
-        self.query_replies: dict[tuple[Any, ...], ToolReply] = {}
-        self.attribute_replies: dict[tuple[Any, Any, int, int], ToolReply] = {}
-        self.set_replies: dict[tuple[int, int], ToolReply] = {}
-        self.grid_replies: dict[tuple[int, ...], ToolReply] = {}
-        self.state_replies: dict[tuple[Any, ...], ToolReply] = {}
 
     def id_grid(self, grid: Sequence[int]) -> list[list[str | None]]:
         """The id grid a flat item grid of the instance shows, row by row (-1: None)."""
@@ -232,17 +180,6 @@ class InstanceTexts:
     def grid_json(self, grid: Sequence[int]) -> str:
         """:func:`dumps` of :meth:`id_grid`: the first user message's grid."""
         return dumps(self.id_grid(grid))
-
-
-REPLY_CACHE_LIMIT = 512
-"""Payloads kept per instance and tool: the arguments come from the model, so the caches stop
-growing there (later calls are answered as on a miss) and one instance holds at most ~1 MB."""
-
-
-def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    """Keep ``value`` under ``key`` in one of :class:`InstanceTexts`' reply caches, unless it is full."""
-    if len(cache) < REPLY_CACHE_LIMIT:
-        cache[key] = value
 
 
 def texts_of(compiled: CompiledInstance) -> InstanceTexts:

@@ -45,24 +45,12 @@ curriculum) is written the same way and ``tests/wrappers/test_package.py`` check
   randomness comes from a generator seeded by ``reset(seed=...)``.
 """
 
-from ace_gym.lazy_exports import moved_names
 from ace_gym.wrappers.chat_adapter import ChatAdapter
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 from ace_gym.wrappers.context_window import ContextWindow, context_messages
 from ace_gym.wrappers.curriculum import Curriculum
 from ace_gym.wrappers.failure_injection import FAILURE_ENVELOPES, ToolFailureInjection
 from ace_gym.wrappers.step_budget import StepBudget, TurnLimit
-
-MOVED: dict[str, str] = {
-    "BrokenTool": "ace_gym.planning",
-    "CostAnnotatedTools": "ace_gym.planning",
-    "ExtraneousTools": "ace_gym.planning",
-    "FeedbackRounds": "ace_gym.feedback",
-    "Refine": "ace_gym.planning",
-    "UnsolvableMix": "ace_gym.planning",
-}
-"""The benchmarks' wrappers, which moved to their homes and stay importable from here for one
-release (import them from the home named)."""
 
 __all__ = [
     "FAILURE_ENVELOPES",
@@ -75,7 +63,4 @@ __all__ = [
     "ToolFailureInjection",
     "TurnLimit",
     "context_messages",
-    *MOVED,  # for one release: a star import binds them too, each with its DeprecationWarning
 ]
-
-__getattr__, __dir__ = moved_names(__name__, MOVED)

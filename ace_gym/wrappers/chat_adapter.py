@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
@@ -302,10 +301,8 @@ class ChatAdapter(gym.Wrapper[Messages, AssistantAction, str, ActionType], gym.u
         )
 
 
-@functools.lru_cache(maxsize=4096)
 def _call_id(turn: int, index: int) -> str:
-    """The generated id of a turn's ``index``-th call; memoised, since the same turns come back
-    every episode (a cache hit costs half of formatting two ints)."""
+    """The generated id of a turn's ``index``-th call."""
     return f"call_{turn}_{index}"
 
 

@@ -16,7 +16,7 @@ import pytest
 from gymnasium.error import ResetNeeded
 
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.envs import AceEnv, ace_env, forget_stored_replies
+from ace_gym.envs import AceEnv, forget_stored_replies
 from ace_gym.errors import ConfigError
 from ace_gym.registration import ENV_IDS
 from ace_gym.spaces import ToolCall
@@ -500,10 +500,9 @@ def test_forget_stored_replies__the_next_episode_writes_them_again_alike() -> No
     env = AceEnv("course")
     first = [_played(env, index) for index in (H1_INDEX, H15_INDEX)]
     h1, h15 = env.dataset.compiled(H1_INDEX), env.dataset.compiled(H15_INDEX)
-    kept = {compiled: (texts_of(compiled), ace_env._reset_texts(compiled)) for compiled in (h1, h15)}
+    kept = {compiled: texts_of(compiled) for compiled in (h1, h15)}
     forget_stored_replies([h1])  # the given instances only
-    assert texts_of(h1) is not kept[h1][0] and ace_env._reset_texts(h1) is not kept[h1][1]
-    assert (texts_of(h15), ace_env._reset_texts(h15)) == kept[h15]
+    assert texts_of(h1) is not kept[h1] and texts_of(h15) is kept[h15]
     forget_stored_replies()  # every instance
-    assert texts_of(h15) is not kept[h15][0] and ace_env._reset_texts(h15) is not kept[h15][1]
+    assert texts_of(h15) is not kept[h15]
     assert [_played(env, index) for index in (H1_INDEX, H15_INDEX)] == first

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import types
@@ -12,7 +11,6 @@ import pytest
 
 from ace_gym.cli import build_parser, main
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_IN_USE, EXIT_MALFORMED
-from ace_gym.longbench import eval_options
 from ace_gym.longbench.eval_options import build_specs
 from ace_gym.runs.results import EpisodeLog, read_records
 from tests.longbench.answers import OracleEngine
@@ -142,12 +140,3 @@ def test_eval_env__runs_a_tiny_local_model_with_its_own_tokenizer(tmp_path: Path
     assert all(r["tokens"] <= 3000 and 0 < r["usage"]["completion_tokens"] <= 6 for r in records)
     assert all(r["score"] in (0.0, 1.0) and r["finish_reason"] in ("stop", "length") for r in records)
     assert json.loads((out / "summary.json").read_text())["episodes"] == 4
-
-
-def test_longbench_cli__the_old_module_name_warns_and_forwards_every_name_for_one_release() -> None:
-    sys.modules.pop("ace_gym.longbench.cli", None)
-    with pytest.warns(DeprecationWarning, match=r"ace_gym\.longbench\.eval_options"):
-        old = importlib.import_module("ace_gym.longbench.cli")
-    public = [name for name in vars(eval_options) if not name.startswith("_")]
-    assert old.__moved_to__ == eval_options.__name__
-    assert "selection" in public and all(getattr(old, name) is getattr(eval_options, name) for name in public)

@@ -13,6 +13,7 @@ from ace_gym.errors import ConfigError
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.policies import make_policy
 from ace_gym.tools.compact import COMPACT_NOTE, compact_reply, expand_reply
+from ace_gym.tools.replies import ToolReply, invalid, ok_reply
 
 
 def _played_calls(domain: str, policy: str) -> list[tuple[dict, str]]:
@@ -32,8 +33,8 @@ def test_compact_reply__keeps_every_fact_and_expands_to_the_published_envelope(d
     played = _played_calls(domain, policy)
     published_total = compact_total = 0
     for arguments, text in played:
-        compact = compact_reply(text, arguments)
         published = json.loads(text)
+        compact = compact_reply(ToolReply(text, published["status"] == "success", envelope=published), arguments)
         expanded = expand_reply(json.loads(compact), arguments)
         assert {k: expanded[k] for k in ("status", "messages")} == {k: published[k] for k in ("status", "messages")}
         data, back = published["data"], expanded["data"]
@@ -45,10 +46,17 @@ def test_compact_reply__keeps_every_fact_and_expands_to_the_published_envelope(d
 
 
 def test_compact_reply__a_failure_keeps_its_envelope_minified() -> None:
-    text = json.dumps({"status": "failed", "messages": "Invalid tool arguments, x", "data": {}})
-    assert compact_reply(text, {"row": 1}) == '{"status":"failed","messages":"Invalid tool arguments, x","data":{}}'
-    assert expand_reply(json.loads(compact_reply(text, {})), {"row": 1}) == json.loads(text)
-    assert compact_reply("not json", {}) == "not json"
+    refused = invalid("x")
+    assert compact_reply(refused, {"row": 1}) == '{"status":"failed","messages":"Invalid tool arguments, x","data":{}}'
+    assert expand_reply(json.loads(compact_reply(refused, {})), {"row": 1}) == json.loads(refused.text)
+    assert compact_reply(ToolReply("not json", ok=False), {}) == "not json"  # no envelope values: the text as it is
+
+
+def test_compact_reply__is_written_from_the_reply_values_not_its_text() -> None:
+    """The values a tool built its reply from are compacted; the envelope text is never read back."""
+    reply = ok_reply({"row": 1, "col": 2, "matches": [{"id": "a", "price": 3}], "remaining_budget": None})
+    unreadable = reply._replace(text="<an envelope text nobody parses>")
+    assert compact_reply(unreadable, {"row": 1, "col": 2, "field": "price"}) == '{"matches":{"a":3}}'
 
 
 def test_ace_env__compact_observation_is_opt_in_and_the_default_is_the_published_text() -> None:
@@ -61,9 +69,11 @@ def test_ace_env__compact_observation_is_opt_in_and_the_default_is_the_published
         "name": "query_meal_candidate_from_attribute",
         "arguments": {"row": row, "col": col, "field": "price", "operator": ">=", "value": 0},
     }
-    full_text, compact_text = full.step(action)[0], compact.step(action)[0]
+    (full_text, *_, full_step_info), compact_text = full.step(action), compact.step(action)[0]
     assert full_text.startswith('{"status": "success", "messages": "Successfully executed tool", "data": {"row": ')
-    assert compact_text == compact_reply(full_text, action["arguments"]) and compact_text.startswith('{"matches":{')
+    assert compact_text == compact_reply(full_step_info["reply"], action["arguments"]) and compact_text.startswith(
+        '{"matches":{'
+    )
     with pytest.raises(ConfigError, match="observation"):
         AceEnv("meal", observation="short")
 

@@ -13,7 +13,7 @@ import pytest
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.instance import CompiledInstance, resolve_dataset
 from ace_gym.tools import OPERATORS, STOP, Charge, EpisodeState, Operator, ToolConfig, ToolReply, tool_names, toolset
-from ace_gym.tools.replies import InstanceTexts, dumps, texts_of
+from ace_gym.tools.replies import SUCCESS_MESSAGE, InstanceTexts, dumps, invalid, ok_reply, texts_of
 from tests.core_helpers import H15_INDEX, truth_id
 
 
@@ -133,13 +133,13 @@ def _cache_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[st
 
 
 def _h15_instance(domain: str) -> CompiledInstance:
-    """A new compiled instance (its own reply caches) of the bundled H=15 instance of ``domain``."""
+    """A new compiled instance (its own per-instance store) of the bundled H=15 instance of ``domain``."""
     dataset = resolve_dataset("5x5", domain)
     return CompiledInstance(dataset[H15_INDEX], dataset.domain)
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
-def test_reply_caches__episodes_on_one_instance_answer_as_a_fresh_instance_does(domain: str) -> None:
+def test_shared_instance__episodes_on_one_instance_answer_as_a_fresh_instance_does(domain: str) -> None:
     shared, tools = _h15_instance(domain), toolset(get_domain(domain))
     calls = _cache_probe_calls(shared, domain)
     configs = [
@@ -147,7 +147,7 @@ def test_reply_caches__episodes_on_one_instance_answer_as_a_fresh_instance_does(
         ToolConfig(extra_query_num=0, max_query_ids=2, max_query_fields=1),  # budgets run out, limits tighter
         ToolConfig(extra_query_num=3),
     ]
-    for config in configs:  # each episode after the first finds the caches filled by the ones before
+    for config in configs:  # each episode after the first finds the instance's store filled by the ones before
         episode = EpisodeState(shared, config)
         fresh = EpisodeState(_h15_instance(domain), config)
         for name, arguments in calls:
@@ -156,12 +156,11 @@ def test_reply_caches__episodes_on_one_instance_answer_as_a_fresh_instance_does(
             fresh = EpisodeState(_h15_instance(domain), config)
             for s, count in enumerate(episode.query_calls):  # the fresh instance, at the episode's counters
                 fresh.query_calls[s] = count
-        assert episode.texts.query_replies and episode.texts.attribute_replies
 
 
 def _state_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[str, Any]]:
-    """Calls of the tools whose replies are kept by the numbers of the state they show (a cell's
-    item, a budget's count, a check's verdict), around calls that change those numbers."""
+    """Calls of the tools whose replies show a few numbers of the state (a cell's item, a budget's
+    count, a check's verdict), around calls that change those numbers."""
     names = tool_names(domain)
     slot = compiled.slots[0]
     cell = {"row": slot.row, "col": slot.col}
@@ -197,33 +196,37 @@ def _state_probe_calls(compiled: CompiledInstance, domain: str) -> list[tuple[st
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
-def test_state_replies__kept_replies_are_those_formatted_afresh(domain: str) -> None:
+def test_state_tools__episodes_on_one_instance_answer_as_a_fresh_instance_does(domain: str) -> None:
     shared, tools = _h15_instance(domain), toolset(get_domain(domain))
     calls = _state_probe_calls(shared, domain)
     limited = ToolConfig(extra_query_num=0, global_check_alpha=0.2, check_include_reason=True)  # budgets run out
     configs = [ToolConfig(), limited, ToolConfig(global_check_alpha=1, check_include_reason=True)]
-    for config in configs * 2:  # the second round finds every reply kept by the first
+    for config in configs * 2:  # the second round plays on the instance the first played on
         episode, fresh = EpisodeState(shared, config), EpisodeState(_h15_instance(domain), config)
         for name, arguments in calls:
-            fresh.texts.state_replies.clear()  # formatted afresh, on a state changed alike
             expected = tools.call(fresh, name, arguments)
             assert tools.call(episode, name, arguments) == expected, (config, name, arguments)
-    assert episode.texts.state_replies
 
 
-@pytest.mark.parametrize(
-    ("name", "use", "expected"),
-    [
-        ("SUCCESS_HEAD", lambda head: head + "[1]}", '{"status": "success", "messages": "Successfully executed tool", "data": [1]}'),
-        ("string_json", lambda string_json: string_json('café "x"'), json.dumps('café "x"', ensure_ascii=False)),
-        ("value_json", lambda value_json: value_json({"a": [1, None]}), '{"a": [1, null]}'),
-    ],
-)  # fmt: skip
-def test_removed_helpers__stay_importable_for_one_release_with_a_warning(name: str, use: Any, expected: str) -> None:
-    import ace_gym.tools.replies as replies
+def test_tool_reply__keeps_the_values_its_text_encodes() -> None:
+    data = {"row": 0, "col": 1, "id": "café", "items": [1.5, None]}
+    reply = ok_reply(data)
+    assert reply.envelope == {"status": "success", "messages": SUCCESS_MESSAGE, "data": data}
+    assert reply.data is data  # the value itself, never the text read back
+    assert json.loads(reply.text) == reply.envelope
+    refused = invalid("x")
+    assert (refused.ok, refused.data, json.loads(refused.text)) == (False, {}, refused.envelope)
+    assert ToolReply("cut short {", ok=False).data == {}
 
-    with pytest.warns(DeprecationWarning, match=f"replies.{name} goes in the next release"):
-        found = getattr(replies, name)
-    assert use(found) == expected
-    with pytest.raises(AttributeError):
-        replies.never_there  # noqa: B018
+
+@pytest.mark.parametrize("domain", ["course", "travel"])
+def test_tools__every_call_builds_its_own_reply_values(domain: str) -> None:
+    """No reply is kept and handed out again: a consumer that changes a reply's values changes no
+    later reply."""
+    compiled, tools = _h15_instance(domain), toolset(get_domain(domain))
+    state = EpisodeState(compiled, ToolConfig())
+    for name, arguments in _state_probe_calls(compiled, domain) + _cache_probe_calls(compiled, domain):
+        first = tools.call(state, name, arguments)
+        if first.ok and first.data:
+            again = tools.call(state, name, arguments)
+            assert again.envelope is not first.envelope and again.data is not first.data, (name, arguments)

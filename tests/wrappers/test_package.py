@@ -22,9 +22,7 @@ from ace_gym.wrappers import ChatAdapter, Curriculum, StepBudget, ToolFailureInj
 WRAPPER_CLASSES = [
     obj
     for name in ace_gym.wrappers.__all__
-    if name not in ace_gym.wrappers.MOVED
-    and inspect.isclass(obj := getattr(ace_gym.wrappers, name))
-    and issubclass(obj, gym.Wrapper)
+    if inspect.isclass(obj := getattr(ace_gym.wrappers, name)) and issubclass(obj, gym.Wrapper)
 ]
 WRAPPER_MODULES = sorted((Path(ace_gym.wrappers.__file__).parent).glob("*.py"))
 CORE_API_FOR_WRAPPERS = {"score", "grid", "budgets", "compiled"}

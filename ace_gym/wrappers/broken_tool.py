@@ -1,6 +1,0 @@
-"""Moved to :mod:`ace_gym.planning.broken_tool`; this name stays importable for one release."""
-
-from ace_gym.lazy_exports import moved_module
-
-__moved_to__ = "ace_gym.planning.broken_tool"
-__getattr__, __dir__ = moved_module(__name__, __moved_to__)
