@@ -40,6 +40,9 @@ def main() -> None:
     parser.add_argument("--num-generations", type=int, default=2)
     parser.add_argument("--max-completion-length", type=int, default=64, help="tokens of a whole multi-turn rollout")
     parser.add_argument("--max-turns", type=int, default=2, help="assistant turns per episode")
+    parser.add_argument(
+        "--max-turn-tokens", type=int, default=None, help="new tokens per turn (default: the whole budget left)"
+    )
     parser.add_argument("--tool-failure-rate", type=float, default=0.0)
     parser.add_argument("--use-vllm", action="store_true", help="generate with TRL's vLLM (colocated)")
     parser.add_argument("--output-dir", default=None)
@@ -87,7 +90,7 @@ def main() -> None:
         processing_class=AutoTokenizer.from_pretrained(model_path),
         args=config,
         train_dataset=train_dataset(specs),
-        rollout_func=rollout_func(specs),
+        rollout_func=rollout_func(specs, max_turn_tokens=args.max_turn_tokens),
         reward_funcs=[episode_score, AceMetrics()],
     )
     trainer.train()

@@ -94,8 +94,9 @@ def test_grpo_rollout_func_example__trains_through_the_collector_and_logs_ace_me
     stdout = _run(
         "grpo_rollout_func.py",
         *("--max-steps", "2", "--num-generations", "2", "--domains", "course,meal", "--episodes-per-domain", "1"),
-        *("--max-turns", "2", "--max-completion-length", "24", "--output-dir", str(tmp_path / "out")),
-    )
+        *("--max-turns", "2", "--max-turn-tokens", "8", "--max-completion-length", "4096"),
+        *("--output-dir", str(tmp_path / "out")),
+    )  # an episode that fills its completion budget ends there (docs/training.md): 2 turns of 8 tokens fit
     steps = [entry for entry in _logged(stdout) if "loss" in entry]
     assert len(steps) == 2 and all("rewards/episode_score/mean" in entry for entry in steps)
     assert all(entry["ace/train/turns"] == 2.0 for entry in steps)  # every episode played both turns
