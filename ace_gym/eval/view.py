@@ -97,7 +97,7 @@ def episode_row(record: Mapping[str, Any], index: int) -> dict[str, Any]:
         "invalid_calls": sum(1 for call in calls if call.get("ok") is False and not call.get("failure_injected")),
         "injected": len(failures),
         "recovered": sum(1 for failure in failures if failure["recovered"]),
-        "attempts": len(_list(rounds.get("attempts"))) if isinstance(rounds, Mapping) else None,
+        "attempts": _attempts(rounds),
     }
 
 
@@ -154,13 +154,21 @@ def _page_head(title: str) -> str:
     css = (_ASSETS / "view.css").read_text(encoding="utf-8")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
         f"<title>ace-gym run {html.escape(title)}</title>\n<style>{css}</style>\n</head>\n<body>\n"
         '<header><h1>ace-gym run</h1><p id="run-dir"></p></header>\n'
         '<main><section id="run-view"></section><section id="list-view"></section>'
         '<section id="episode-view" hidden></section></main>\n'
     )
+
+
+def _attempts(rounds: Any) -> int | None:
+    """How many feedback-round attempts an episode used (None without feedback rounds)."""
+    if not isinstance(rounds, Mapping):
+        return None
+    used = rounds.get("attempts_used")
+    return used if type(used) is int else len(_list(rounds.get("scores")))
 
 
 def _list(value: Any) -> list[Any]:
@@ -180,7 +188,9 @@ def register(subparsers: Any) -> None:
         "Exit 5: malformed lines in episodes.jsonl (--skip-malformed leaves them out).",
     )
     view.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="output directory of an eval or rollout run")
-    view.add_argument("--out", type=Path, default=None, metavar="FILE", help="page to write (default RUN_DIR/view.html)")
+    view.add_argument(
+        "--out", type=Path, default=None, metavar="FILE", help="page to write (default RUN_DIR/view.html)"
+    )
     view.add_argument(
         "--skip-malformed", action="store_true", help="leave out malformed lines of episodes.jsonl instead of stopping"
     )

@@ -212,7 +212,7 @@
     return badges;
   }
   function message(m, role, extra, failed) {
-    const box = el("div", "msg " + role + (failed ? " failed" : ""), el("div", null, el("span", "badge", role), ...(extra || [])));
+    const box = el("div", "msg " + role + (failed ? " failed" : ""), el("div", null, el("span", "badge", role), " ", ...(extra || [])));
     if (!isObject(m)) { box.append(tree(m)); return box; }
     const reasoning = m.reasoning_content || m.reasoning;
     if (reasoning) box.append(folded("reasoning", content(reasoning), false));
@@ -226,7 +226,11 @@
     const turnLog = Array.isArray(record.turns) ? record.turns : [];
     let start = messages.findIndex((m) => isObject(m) && m.role === "assistant");
     if (start < 0) start = messages.length;
-    if (start > 0) box.append(el("h3", null, "Task"), folded("opening messages (" + start + ")", el("div", null, ...messages.slice(0, start).map((m) => message(m, isObject(m) ? show(m.role) : "message"))), start === messages.length));
+    if (start > 0) box.append(el("h3", null, "Task"));
+    for (const m of messages.slice(0, start)) {
+      const role = isObject(m) ? show(m.role) : "message";
+      box.append(role === "system" ? folded("system prompt", message(m, role), false) : message(m, role));
+    }
     if (messages.length > start) box.append(el("h3", null, "Turns"));
     let turn = -1, callIndex = 0;
     for (const m of messages.slice(start)) {
