@@ -284,6 +284,9 @@ def test_alb_page_shows_question_answer_and_gold(runs: dict[str, Path], browser:
 
 def test_html_and_script_in_records_stay_text(runs: dict[str, Path], browser: Any) -> None:
     _open(browser, runs["xss"])
+    view = _open_episode(browser, 0)
+    assert browser.execute_script("return window.__pwned") is None  # no payload ran
+    browser.find_element("id", "back").click()
     assert PAYLOAD in browser.find_element("id", "episodes").text  # instance name and domain, as text
     view = _open_episode(browser, 0)
     assert view.text.count(PAYLOAD) >= 3  # key, instance, assistant message (the tool argument is JSON-quoted)
