@@ -38,7 +38,6 @@ MAX_TEXT_CHARS = 200_000
 """The longest string embedded whole; a longer one keeps its head and says how many characters were left out."""
 VIEW_FILE = "view.html"
 _ASSETS = resources.files("ace_gym.eval") / "view_assets"
-_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
 
 @dataclass
@@ -56,7 +55,19 @@ def script_json(value: Any) -> str:
     """``value`` as JSON text safe inside a ``<script type="application/json">`` element: ASCII
     only (so U+2028/U+2029 and lone surrogates are ``\\u`` escapes) with ``<``, ``>`` and ``&``
     escaped, so no text in it can close the element or start markup."""
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).translate(_ESCAPES)
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def embedded(value: Any) -> str:
+    """:func:`script_json` of :func:`displayable` ``value``; a value whose JSON text is shorter
+    than :data:`MAX_TEXT_CHARS` and holds no NaN or infinity is already displayable, and is not
+    walked (the common case: it costs one ``json.dumps``)."""
+    try:
+        text = script_json(value)
+    except ValueError:  # a NaN or an infinity
+        return script_json(displayable(value))
+    return text if len(text) <= MAX_TEXT_CHARS else script_json(displayable(value))
 
 
 def displayable(value: Any, limit: int = MAX_TEXT_CHARS) -> Any:
@@ -118,11 +129,11 @@ def write_view(run_dir: Path, out: Path | None = None, *, skip_malformed: bool =
         tool_sets: dict[str, int] = {}
         skipped = stats.skipped if skip_malformed else None
         for index, record in enumerate(read_records(episodes, skipped=skipped, duplicates=stats.duplicates)):
-            body = displayable(record)
-            rows.append(episode_row(body, index))
+            rows.append(displayable(episode_row(record, index)))
+            body = dict(record)
             if "tools" in body:  # one copy per distinct tool list, not one per episode
-                body["tools"] = tool_sets.setdefault(script_json(body["tools"]), len(tool_sets))
-            put(f'<script type="application/json" id="ep-{index}">{script_json(body)}</script>\n')
+                body["tools"] = tool_sets.setdefault(embedded(body["tools"]), len(tool_sets))
+            put(f'<script type="application/json" id="ep-{index}">{embedded(body)}</script>\n')
         stats.episodes = len(rows)
         notes = [summary_note] if summary_note else []
         if stats.skipped:
@@ -132,8 +143,7 @@ def write_view(run_dir: Path, out: Path | None = None, *, skip_malformed: bool =
         run = {"dir": str(run_dir), "summary": displayable(summary), "notes": notes}
         put(f'<script type="application/json" id="run">{script_json(run)}</script>\n')
         put(f'<script type="application/json" id="rows">{script_json(rows)}</script>\n')
-        tools = [json.loads(text) for text in tool_sets]
-        put(f'<script type="application/json" id="tools">{script_json(tools)}</script>\n')
+        put(f'<script type="application/json" id="tools">[{",".join(tool_sets)}]</script>\n')
         put(f"<script>{(_ASSETS / 'view.js').read_text(encoding='utf-8')}</script>\n</body>\n</html>\n")
 
     write_atomic(stats.path, write)
