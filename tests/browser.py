@@ -16,9 +16,10 @@ DRIVER = "chromedriver"
 
 
 @contextmanager
-def headless_chromium() -> Iterator[Any]:
+def headless_chromium(page_load_strategy: str = "normal") -> Iterator[Any]:
     """A selenium WebDriver of a headless Chromium that keeps the page's console log; skips the
-    test when selenium, the browser or its driver is not installed."""
+    test when selenium, the browser or its driver is not installed. ``page_load_strategy``:
+    selenium's (``"none"``: ``get`` returns before the page has loaded)."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the dev extra)")
     browser = next((path for name in BROWSERS if (path := shutil.which(name))), None)
     driver_path = shutil.which(DRIVER)
@@ -26,6 +27,7 @@ def headless_chromium() -> Iterator[Any]:
         pytest.skip("no chromium and chromium-driver on PATH (scripts/install_test_deps.sh installs them as root)")
     options = webdriver.ChromeOptions()
     options.binary_location = browser
+    options.page_load_strategy = page_load_strategy
     for argument in (
         "--headless=new",
         "--no-sandbox",

@@ -10,7 +10,8 @@ Records are streamed from ``episodes.jsonl`` with :func:`~ace_gym.runs.results.r
 (its checks and ``--skip-malformed`` rules, as ``replay`` reads them; a key's later duplicates are
 left out with a note), one at a time: each becomes one ``<script type="application/json">`` block
 that the page parses only when that episode is opened, so memory stays bounded by one record plus
-a short row per episode, and 10,000 episodes open in seconds. Every text is embedded as JSON with
+a short row per episode. The episodes come last on the page, after the list and the code, so the
+list shows while a large page is still loading (10,000 episodes: seconds). Every text is embedded as JSON with
 ``<``, ``>``, ``&`` and U+2028/U+2029 escaped (:func:`script_json`) and rendered by the page
 through ``textContent``, never as markup. A string longer than :data:`MAX_TEXT_CHARS` is clipped,
 saying how much was left out.
@@ -22,7 +23,9 @@ import argparse
 import html
 import json
 import math
+import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -123,28 +126,38 @@ def write_view(run_dir: Path, out: Path | None = None, *, skip_malformed: bool =
     summary, summary_note = _summary(run_dir / SUMMARY_FILE)
 
     def write(handle: IO[bytes]) -> None:
-        put = lambda text: handle.write(text.encode("ascii", "xmlcharrefreplace"))  # noqa: E731
-        put(_page_head(run_dir.name))
         rows: list[dict[str, Any]] = []
         tool_sets: dict[str, int] = {}
         skipped = stats.skipped if skip_malformed else None
-        for index, record in enumerate(read_records(episodes, skipped=skipped, duplicates=stats.duplicates)):
-            rows.append(displayable(episode_row(record, index)))
-            body = dict(record)
-            if "tools" in body:  # one copy per distinct tool list, not one per episode
-                body["tools"] = tool_sets.setdefault(embedded(body["tools"]), len(tool_sets))
-            put(f'<script type="application/json" id="ep-{index}">{embedded(body)}</script>\n')
-        stats.episodes = len(rows)
-        notes = [summary_note] if summary_note else []
-        if stats.skipped:
-            notes.append(f"left out malformed line(s) {', '.join(map(str, stats.skipped[:20]))} of {EPISODES_FILE}")
-        if stats.duplicates:
-            notes.append(duplicates_note(episodes, stats.duplicates))
-        run = {"dir": str(run_dir), "summary": displayable(summary), "notes": notes}
-        put(f'<script type="application/json" id="run">{script_json(run)}</script>\n')
-        put(f'<script type="application/json" id="rows">{script_json(rows)}</script>\n')
-        put(f'<script type="application/json" id="tools">[{",".join(tool_sets)}]</script>\n')
-        put(f"<script>{(_ASSETS / 'view.js').read_text(encoding='utf-8')}</script>\n</body>\n</html>\n")
+        with tempfile.TemporaryFile(dir=stats.path.parent) as bodies:  # the episodes go last on the page
+            for index, record in enumerate(read_records(episodes, skipped=skipped, duplicates=stats.duplicates)):
+                rows.append(displayable(episode_row(record, index)))
+                body = dict(record)
+                if "tools" in body:  # one copy per distinct tool list, not one per episode
+                    body["tools"] = tool_sets.setdefault(embedded(body["tools"]), len(tool_sets))
+                bodies.write(
+                    f'<script type="application/json" id="ep-{index}">{embedded(body)}</script>\n'.encode("ascii")
+                )
+            stats.episodes = len(rows)
+            notes = [summary_note] if summary_note else []
+            if stats.skipped:
+                notes.append(f"left out malformed line(s) {', '.join(map(str, stats.skipped[:20]))} of {EPISODES_FILE}")
+            if stats.duplicates:
+                notes.append(duplicates_note(episodes, stats.duplicates))
+            run = {"dir": str(run_dir), "summary": displayable(summary), "notes": notes}
+            script = (_ASSETS / "view.js").read_text(encoding="utf-8")
+            handle.write(
+                (
+                    f"{_page_head(run_dir.name)}"
+                    f'<script type="application/json" id="run">{script_json(run)}</script>\n'
+                    f'<script type="application/json" id="rows">{script_json(rows)}</script>\n'
+                    f'<script type="application/json" id="tools">[{",".join(tool_sets)}]</script>\n'
+                    f"<script>{script}</script>\n"
+                ).encode("ascii", "xmlcharrefreplace")
+            )
+            bodies.seek(0)
+            shutil.copyfileobj(bodies, handle, 2**20)
+        handle.write(b"</body>\n</html>\n")
 
     write_atomic(stats.path, write)
     return stats

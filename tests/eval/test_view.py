@@ -266,11 +266,13 @@ def test_run_summary_list_sorting_filtering_and_paging(runs: dict[str, Path], br
 
 @pytest.mark.parametrize("run", ["planning", "alb", "rounds"])
 def test_every_episode_of_every_family_opens_without_an_error(runs: dict[str, Path], browser: Any, run: str) -> None:
-    count = len(list(read_records(runs[run] / EPISODES_FILE)))
-    for row in range(count):
+    records = list(read_records(runs[run] / EPISODES_FILE))
+    for row, record in enumerate(records):
         _open(browser, runs[run])
         view = _open_episode(browser, row)
         assert view.is_displayed() and f"Episode {row + 1}" in view.text
+        planning_verdicts = sum("apb" in call for turn in record.get("turns", []) for call in turn["info"]["calls"])
+        assert len(re.findall(r"^apb$", view.text, re.MULTILINE)) == planning_verdicts  # plans, refusals, reason codes
     assert console_errors(browser) == []
 
 

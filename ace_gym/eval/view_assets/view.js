@@ -244,6 +244,8 @@
         const box2 = message(m, "assistant", extra);
         if (errors.length) box2.append(folded("parse errors", tree(errors), false));
         if (isObject(turnLog[turn]) && turnLog[turn].context !== undefined) box2.append(folded("context window shown to the model", tree(turnLog[turn].context), false));
+        const turnExtras = infoExtras(info, TURN_INFO, hiddenSlots(record));
+        if (turnExtras) box2.append(turnExtras);
         if (isObject(turnLog[turn]) && turnLog[turn].reward !== undefined) box2.append(el("div", null, "reward " + show(turnLog[turn].reward)));
         box.append(box2);
       } else if (role === "tool") {
@@ -252,7 +254,10 @@
         callIndex += 1;
         const badges = callBadges(call);
         const failed = isObject(call) && call.ok === false;
-        box.append(message(m, "tool", [isObject(m) && m.name ? el("b", null, show(m.name)) : null, ...badges], failed));
+        const reply = message(m, "tool", [isObject(m) && m.name ? el("b", null, show(m.name)) : null, ...badges], failed);
+        const callExtras = infoExtras(call, CALL_INFO, hiddenSlots(record));
+        if (callExtras) reply.append(callExtras);
+        box.append(reply);
       } else {
         box.append(message(m, role, turn >= 0 && role === "user" ? [el("span", "badge", "after turn " + (turn + 1))] : []));
       }
@@ -262,19 +267,41 @@
       turnLog.forEach((t, index) => box.append(el("div", "msg assistant", el("b", null, "turn " + (index + 1)), tree(t))));
     }
   }
-  function grid(record) {
-    const rowsOf = record.grid;
-    if (!Array.isArray(rowsOf) || !rowsOf.every(Array.isArray)) return tree(rowsOf);
+  function hiddenSlots(record) {
     const budgets = isObject(record.env_config) && isObject(record.env_config.hidden_slot_query_budget) ? record.env_config.hidden_slot_query_budget : {};
-    const hidden = new Set(Object.keys(budgets));
+    return new Set(Object.keys(budgets));
+  }
+  // What a turn's or a call's info holds beyond the counts the page shows as badges: the grid
+  // after it, a score and reason, a planning probe's verdict ("apb": plans, refusals, reason codes).
+  function infoExtras(info, known, hidden) {
+    const rest = {};
+    for (const [key, value] of Object.entries(isObject(info) ? info : {})) if (!known.has(key) && key !== "grid") rest[key] = value;
+    const box = el("div");
+    if (Object.keys(rest).length) box.append(tree(rest));
+    if (isObject(info) && info.grid !== undefined && info.grid !== null) box.append(folded("grid after this call", grid(info.grid, hidden), false));
+    return box.childNodes.length ? box : null;
+  }
+  const TURN_INFO = new Set(["turn", "tool_format", "calls", "skipped_calls", "parse_errors", "turns_left"]);
+  const CALL_INFO = new Set(["tool", "ok", "step", "failure_injected", "failure_mode", "failure_id", "recovers", "injected_failures", "recovered_failures"]);
+  function grid(rowsOf, hidden) {
+    if (!Array.isArray(rowsOf) || !rowsOf.every(Array.isArray)) return tree(rowsOf);
     const t = el("table", "grid");
     rowsOf.forEach((cells, r) => t.append(el("tr", null, ...cells.map((cell, c) =>
       el("td", hidden.has(r + "," + c) ? "hidden" : null, cell === null ? "\u00b7" : show(cell))))));
     return el("div", null, t, hidden.size ? el("p", null, "highlighted: the hidden slots the agent filled") : null);
   }
   function openEpisode(index) {
-    const record = data("ep-" + index);
     const view = document.getElementById("episode-view");
+    if (document.getElementById("ep-" + index) === null || document.readyState === "loading" && document.getElementById("ep-" + (index + 1)) === null) {
+      const note = document.getElementById("loading") || el("p", "notes");
+      note.id = "loading";
+      note.textContent = "Episode " + (index + 1) + " is still loading (the episodes come last on the page); open it again in a moment.";
+      document.getElementById("list-view").prepend(note);
+      return;
+    }
+    const loading = document.getElementById("loading");
+    if (loading) loading.remove();
+    const record = data("ep-" + index);
     const back = el("button", null, "\u2190 all episodes");
     back.id = "back";
     back.addEventListener("click", () => { view.hidden = true; document.getElementById("list-view").hidden = false; document.getElementById("run-view").hidden = false; });
@@ -287,7 +314,7 @@
     body.id = "turns";
     turns(record, body);
     view.append(body);
-    if (record.grid !== undefined && record.grid !== null) view.append(el("h3", null, "Final grid"), grid(record));
+    if (record.grid !== undefined && record.grid !== null) view.append(el("h3", null, "Final grid"), grid(record.grid, hiddenSlots(record)));
     if (Array.isArray(record.failures) && record.failures.length) view.append(el("h3", null, "Injected failures"), tree(record.failures));
     if (record.feedback_rounds !== undefined && record.feedback_rounds !== null) view.append(el("h3", null, "Feedback rounds"), tree(record.feedback_rounds));
     if (record.scenario !== undefined && record.scenario !== null) view.append(el("h3", null, "Scenario"), tree(record.scenario));
