@@ -265,7 +265,13 @@ def _published_licence() -> str:
 
 
 def register(subparsers: Any) -> None:
-    hub = subparsers.add_parser("hub", help="the benchmarks as Hugging Face datasets", description=__doc__)
+    hub = subparsers.add_parser(
+        "hub",
+        help="the benchmarks as Hugging Face datasets",
+        description="Write the benchmarks as a Hugging Face dataset folder (docs/datasets.md): per preset "
+        "and domain one parquet config, one row per instance with the episode spec that plays it, and a "
+        "dataset card, so that datasets.load_dataset(DIR, 'course_5x5') loads one.",
+    )
     commands = hub.add_subparsers(dest="hub_command", required=True, metavar="COMMAND")
     export = commands.add_parser(
         "export",

@@ -47,7 +47,10 @@ __all__ = [
     "policy_label",
 ]
 
-POLICY_SPECS = f"{'|'.join(SCRIPTED_POLICIES)}|vllm:MODEL_PATH|hf:MODEL_PATH|openai:MODEL@URL"
+POLICY_SPECS = (
+    f"{'|'.join(SCRIPTED_POLICIES)}|vllm:MODEL_PATH|hf:MODEL_PATH|openai:MODEL@URL "
+    "(URL: the server's base URL, e.g. http://127.0.0.1:8000/v1)"
+)
 """The policy specs, as a command line's help shows them."""
 
 

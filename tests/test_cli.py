@@ -35,6 +35,25 @@ def test_help__every_listed_flag_says_what_it_does(command: str) -> None:
     assert undocumented == []
 
 
+def _all_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-command parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found += _all_parsers(child)
+    return found
+
+
+def test_help__every_command_speaks_plain_text_not_sphinx_markup() -> None:
+    parsers = _all_parsers(build_parser())
+    assert {p.prog for p in parsers} >= {"ace-gym", "ace-gym hub", "ace-gym hub export", "ace-gym eval"}
+    for parser in parsers:
+        text = parser.format_help()
+        for markup in ("``", ":data:", ":mod:", ":class:", ":func:", ":meth:", ":attr:", ":exc:"):
+            assert markup not in text, f"{parser.prog} --help shows {markup}"
+
+
 def test_help__lists_the_exit_codes(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])

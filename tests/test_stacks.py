@@ -220,7 +220,8 @@ MAIN_KEYS = [
     ),
     (
         dict(domain="course", scenario={"stages": 2}),
-        'p|5x5|course|#None|fail=0|trial=0|seed=0|{"max_turns": null, "scenario": {"stages": 2}}',
+        'p|5x5|course|#None|fail=0|trial=0|seed=0|{"max_turns": null, "scenario": {"final_reward": "pass_discount", '
+        '"stages": 2}}',
     ),
     (
         dict(
@@ -229,14 +230,17 @@ MAIN_KEYS = [
             settings=("unsolvable",),
             tool_failure_rate=0.1,
         ),
-        'p|5x5|workforce|#None|fail=0.1|trial=0|seed=0|{"feedback_rounds": {"max_attempts": 2, "threshold": 0.6}, '
-        '"max_turns": null}|settings=unsolvable',
+        'p|5x5|workforce|#None|fail=0.1|trial=0|seed=0|{"feedback_rounds": {"final_reward": "pass_discount", '
+        '"max_attempts": 2, "threshold": 0.6}, "max_turns": null}|settings=unsolvable',
     ),
 ]
 """Keys :meth:`EpisodeSpec.key` gave on main before the registry (commit 5012a61): records written
 then are resumed and replayed by key. (A feedback-rounds spec that relies on the default threshold
 names it in its key since issue 29, on purpose: the default moved from 0.6 to 1.0, see
-docs/feedback_rounds.md; the pinned one passes its threshold, as such runs keep their keys.)"""
+docs/feedback_rounds.md; the pinned one passes its threshold, as such runs keep their keys. Likewise
+every feedback-rounds and scenario spec names its ``final_reward`` since issue 38, when the default
+moved from the rubric's share to the verdict, so a run played for the old reward is never resumed
+with the new one.)"""
 
 MAIN_ENV_SPEC = (
     '{"id": "ACE-workforce-v0", "entry_point": "ace_gym.envs.ace_env:AceEnv", "reward_threshold": null, '
@@ -247,15 +251,16 @@ MAIN_ENV_SPEC = (
     '"entry_point": '
     '"ace_gym.planning.unsolvable_mix:UnsolvableMix", "kwargs": {"p_unsolvable": 0.5, "kinds": '
     '["conflicting_constraints", "tool_outage", "missing_tool", "missing_information", "missing_attachment"], '
-    '"rewards": null}}, {"name": "ChatAdapter", "entry_point": "ace_gym.wrappers.chat_adapter:ChatAdapter", '
+    '"rewards": null, "marker_rate": 0.5}}, {"name": "ChatAdapter", "entry_point": "ace_gym.wrappers.chat_adapter:ChatAdapter", '
     '"kwargs": {"tool_format": "auto", "max_turns": null, "notice": false}}, {"name": "StepBudget", "entry_point": '
     '"ace_gym.wrappers.step_budget:StepBudget", "kwargs": {"max_turns": 1000, "notice": false}}, {"name": '
     '"FeedbackRounds", "entry_point": "ace_gym.feedback.feedback_rounds:FeedbackRounds", "kwargs": {"max_attempts": '
-    '2, "threshold": 0.6, "feedback": "diagnostic", "final_reward": "final", "gamma": 0.9}}], '
+    '2, "threshold": 0.6, "feedback": "diagnostic", "final_reward": "pass_discount", "gamma": 0.9}}], '
     '"vector_entry_point": null}'
 )
 """``make_env().spec`` on main of the last spec of :data:`MAIN_KEYS` (a record's ``replay.env_spec``),
-with the failure draws named since issue 40 (a record without them replays with the old draws)."""
+with the failure draws named since issue 40 (a record without them replays with the old draws) and
+UnsolvableMix's ``marker_rate`` and the default ``final_reward`` since issue 38."""
 
 
 @pytest.mark.parametrize(("fields", "key"), MAIN_KEYS)

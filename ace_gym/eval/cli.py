@@ -3,13 +3,16 @@
 ``ace-gym eval --policy solver --dataset 5x5 --out runs/solver`` runs every selected episode
 (domains x instances x tool-failure rates x trials), appends one record per episode to
 ``DIR/episodes.jsonl`` as it finishes, then writes ``DIR/summary.json`` and the heatmaps
-(``DIR/heatmap_<domain>_failure<rate>.{png,pdf,svg}``) and prints the paper-style table.
+(``DIR/heatmap_<domain>_failure<rate>.png``; ``--heatmap-formats png pdf svg`` adds vector files)
+and prints the paper-style table.
 Re-running the same command skips the episodes already in the file, so a killed evaluation
 resumes where it stopped; while it runs, the directory is locked (a second eval on it exits 3).
 
 An output directory holds one run: ``summary.json["run"]`` records its policy, dataset, settings
 (budgets, ``max_turns``, ``seed``) and ace-gym version from the first eval on, and a later eval
-that differs in any of them is refused, naming what differs. Domains, hidden-slot and decoy-budget
+that differs in any of them is refused, naming what differs, once the folder holds an episode (a
+run refused before it stored one, for a missing extra or an unreachable model or env server,
+leaves its folder to the corrected command). Domains, hidden-slot and decoy-budget
 filters, tool-failure rates and trials may grow between evals: they add episodes to the same run.
 
 ``--dataset FOLDER`` (files ``ace-gym generate`` wrote) runs the domains the folder holds files of,
@@ -44,7 +47,7 @@ from ace_gym.atomic import read_regular_file, remove_stale_temporaries
 from ace_gym.cli_flags import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
-from ace_gym.eval.plots import matplotlib_available, write_heatmaps
+from ace_gym.eval.plots import DEFAULT_HEATMAP_FORMATS, HEATMAP_FORMATS, matplotlib_available, write_heatmaps
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.eval.summary import format_table, summarize
 from ace_gym.feedback import evaluation as agency
@@ -187,6 +190,15 @@ def _add_skip_malformed(parser: argparse.ArgumentParser) -> None:
         "--skip-malformed",
         action="store_true",
         help="leave out malformed lines of episodes.jsonl (listed in summary.json) instead of stopping",
+    )
+    parser.add_argument(
+        "--heatmap-formats",
+        nargs="+",
+        choices=HEATMAP_FORMATS,
+        default=list(DEFAULT_HEATMAP_FORMATS),
+        metavar="FORMAT",
+        help=f"heatmap files to write, of {', '.join(HEATMAP_FORMATS)} (default png; pdf and svg are vector, "
+        "for papers, and take longer)",
     )
 
 
@@ -381,7 +393,7 @@ class _Report:
 
     summarize: Callable[[Iterable[dict[str, Any]]], dict[str, Any]]
     format_table: Callable[[dict[str, Any]], str]
-    write_heatmaps: Callable[[dict[str, Any], Path], object]
+    write_heatmaps: Callable[[dict[str, Any], Path, Sequence[str]], object]
 
 
 def _summarize_ace(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -454,7 +466,9 @@ def run_eval(args: argparse.Namespace) -> int:
     evaluation = _alb_evaluation(args, label) if args.env is not None else _ace_evaluation(args, label)
     out = output_directory(args.out)
     with EpisodeLog(out / EPISODES_FILE, skip_malformed=args.skip_malformed) as log:
-        if _stored_run(out) is None:  # a new run (or one from before runs had an identity)
+        # a new run, one from before runs had an identity, or one refused before it stored an
+        # episode (a missing extra, a dead endpoint or env server): this run takes the folder
+        if _stored_run(out) is None or not log.keys:
             evaluation.refuse_mixing(log.path)
             summary = _summary(out, evaluation.run, evaluation.report, args.skip_malformed)
             write_json_atomic(out / SUMMARY_FILE, summary)  # records the identity
@@ -468,7 +482,7 @@ def run_eval(args: argparse.Namespace) -> int:
             _run_pending(
                 args, evaluation, pending, partial(make_policy, args.policy, **engine_options), label, log, skipped
             )
-        return _write_report(out, evaluation.run, args.skip_malformed)
+        return _write_report(out, evaluation.run, args.skip_malformed, args.heatmap_formats, not args.no_progress)
 
 
 def _run_pending(
@@ -561,7 +575,7 @@ def _refuse_mixing(path: Path, label: str, specs: Sequence[EpisodeSpec]) -> None
 def run_report(args: argparse.Namespace) -> int:
     if not (args.dir / EPISODES_FILE).exists():
         raise ConfigError("dir", str(args.dir), f"holds no {EPISODES_FILE}")
-    return _write_report(args.dir, _stored_run(args.dir), args.skip_malformed)
+    return _write_report(args.dir, _stored_run(args.dir), args.skip_malformed, args.heatmap_formats, True)
 
 
 def _report_of(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> _Report:
@@ -584,9 +598,12 @@ def _summary(out: Path, run: dict[str, Any] | None, report: _Report, skip_malfor
     return summary
 
 
-def _write_report(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> int:
-    """summary.json, heatmaps and the printed table from ``out/episodes.jsonl``, after removing
-    the temporary files of a report that was killed while writing them."""
+def _write_report(
+    out: Path, run: dict[str, Any] | None, skip_malformed: bool, heatmap_formats: Sequence[str], progress: bool
+) -> int:
+    """summary.json, heatmaps (in ``heatmap_formats``; a line on stderr says so when ``progress``)
+    and the printed table from ``out/episodes.jsonl``, after removing the temporary files of a
+    report that was killed while writing them."""
     for name_prefix in (SUMMARY_FILE, "heatmap_"):
         remove_stale_temporaries(out, name_prefix)
     report = _report_of(out, run, skip_malformed)
@@ -595,7 +612,9 @@ def _write_report(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -
         raise ConfigError("dir", str(out), f"{EPISODES_FILE} holds no episode records")
     write_json_atomic(out / SUMMARY_FILE, summary)
     if matplotlib_available():
-        report.write_heatmaps(summary, out)
+        if progress:
+            print(f"writing heatmaps ({', '.join(heatmap_formats)}) into {os.fspath(out)}", file=sys.stderr)
+        report.write_heatmaps(summary, out, heatmap_formats)
     else:
         print(
             "matplotlib is not installed: no heatmaps (pip install '.[plot]' in an ace-gym checkout)", file=sys.stderr

@@ -34,6 +34,7 @@ from ace_gym.errors import ConfigError, did_you_mean
 from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.feedback.rounds import AGENCYBENCH_THRESHOLD
+from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.lazy_exports import moved_to
 from ace_gym.runs.loop import Actor, Episode, Turn
@@ -118,7 +119,7 @@ def _played_spec(record: Mapping[str, Any]) -> Mapping[str, Any]:
         raise ConfigError("record", record.get("key"), "has no 'turns' list of objects with an 'action' to replay")
     if not isinstance(record.get("messages"), list):
         raise ConfigError("record", record.get("key"), "has no 'messages' list to compare the replay with")
-    return _played_draws(_played_threshold(fields["spec"], record), fields.get("env_spec"))
+    return _played_reward(_played_draws(_played_threshold(fields["spec"], record), fields.get("env_spec")))
 
 
 def _played_threshold(spec: Mapping[str, Any], record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -130,6 +131,30 @@ def _played_threshold(spec: Mapping[str, Any], record: Mapping[str, Any]) -> Map
         return spec
     played = (record.get("feedback_rounds") or {}).get("threshold", AGENCYBENCH_THRESHOLD)
     return {**spec, "feedback_rounds": {**rounds, "threshold": played}}
+
+
+def _played_reward(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec`` with the reward its feedback rounds or scenario were played for. A spec written
+    before the verdict became their default reward (issue 38) names no ``final_reward``, and
+    relied on the old default, the rubric's share (``"final"``)."""
+    played = dict(spec)
+    for name in ("feedback_rounds", "scenario"):
+        protocol = spec.get(name)
+        if isinstance(protocol, Mapping) and "final_reward" not in protocol:
+            played[name] = {**protocol, "final_reward": "final"}
+    return played
+
+
+SCENARIO_ENTRY_POINT = f"{ScenarioEnv.__module__}:{ScenarioEnv.__name__}"
+
+
+def _scenario_reward_named(env_spec: Any) -> Any:
+    """``env_spec`` with the ``final_reward`` a scenario env was made with: a scenario recorded
+    before issue 38 names none in its kwargs (:func:`_played_reward` replays it with ``"final"``)."""
+    kwargs = env_spec.get("kwargs") if isinstance(env_spec, Mapping) else None
+    if env_spec is None or env_spec.get("entry_point") != SCENARIO_ENTRY_POINT or not isinstance(kwargs, Mapping):
+        return env_spec
+    return {**env_spec, "kwargs": {"final_reward": "final", **kwargs}}
 
 
 def _played_draws(spec: Mapping[str, Any], env_spec: Any) -> Mapping[str, Any]:
@@ -221,7 +246,7 @@ class ReplayPolicy(Actor):
         recorded_stack = _with_played_draws((record.get("replay") or {}).get("env_spec"))
         stack = getattr(episode.env, "spec", None)
         replayed_stack = None if stack is None else json.loads(stack.to_json())
-        if current_entry_points(recorded_stack) != current_entry_points(replayed_stack):
+        if _scenario_reward_named(current_entry_points(recorded_stack)) != current_entry_points(replayed_stack):
             raise ReplayDiverged(ReplayMismatch(episode.key, None, "env_spec", recorded_stack, replayed_stack))
         episode.agent = _Progress(record)
         episode.agent.check_messages(episode)

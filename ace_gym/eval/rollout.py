@@ -54,7 +54,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, did_you_mean, integer, optional_integer, probability
 from ace_gym.eval.recovery import failure_log
 from ace_gym.feedback.evaluation import protocol_fields
-from ace_gym.feedback.rounds import ACE_THRESHOLD
+from ace_gym.feedback.rounds import ACE_THRESHOLD, TRAINING_REWARD
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import check_settings
@@ -131,6 +131,12 @@ class EpisodeSpec:
             # the threshold is named in the key: a spec that relied on 0.6, the default until
             # issue 29, never shares a key (and so a resumed run) with one played at 1.0
             object.__setattr__(self, "feedback_rounds", {**self.feedback_rounds, "threshold": ACE_THRESHOLD})
+        for name in ("feedback_rounds", "scenario"):
+            protocol = getattr(self, name)
+            if protocol is not None and "final_reward" not in protocol:
+                # named in the key likewise: the rubric's share ("final") was the default reward
+                # until issue 38, so a run that relied on it is never resumed with the verdict
+                object.__setattr__(self, name, {**protocol, "final_reward": TRAINING_REWARD})
 
     def key(self, policy: str) -> str:
         """The identity of this episode under ``policy`` (resume skips episodes whose key exists)."""

@@ -26,7 +26,7 @@ from ace_gym.feedback.metrics import (
     scenario_pass,
     stage_summary,
 )
-from ace_gym.feedback.rounds import ACE_THRESHOLD, resolve_threshold
+from ace_gym.feedback.rounds import ACE_THRESHOLD, TRAINING_REWARD, resolve_threshold
 from ace_gym.feedback.texts import FEEDBACK_STYLES
 
 METRIC_KEYS = ("tasks", "s_avg", "s_avg_of", "att", "rise", "e_att", "e_tok", "pass_convention", "tokens_source")
@@ -76,11 +76,14 @@ def spec_settings(args: argparse.Namespace) -> dict[str, dict[str, Any] | None]:
         rounds["feedback"] = args.feedback
     if args.scenario is not None:
         stages = integer("scenario", args.scenario, minimum=1)
-        return {"scenario": {"stages": stages, **rounds}, "feedback_rounds": None}
+        # the reward is named, so that a run played for the rubric's share, the default before
+        # issue 38, is not resumed with the verdict
+        return {"scenario": {"stages": stages, **rounds, "final_reward": TRAINING_REWARD}, "feedback_rounds": None}
     if rounds and "max_attempts" not in rounds:
         raise ConfigError("threshold/feedback", rounds, "apply with --feedback-rounds K or --scenario")
     if rounds:  # named, so that a run that relied on 0.6, the default before 1.0, is not resumed at 1.0
         rounds.setdefault("threshold", ACE_THRESHOLD)
+        rounds["final_reward"] = TRAINING_REWARD  # likewise
     return {"scenario": None, "feedback_rounds": rounds or None}
 
 

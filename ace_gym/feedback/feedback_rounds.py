@@ -8,7 +8,7 @@ import gymnasium as gym
 
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
-from ace_gym.feedback.rounds import ACE_THRESHOLD, Rounds
+from ace_gym.feedback.rounds import ACE_THRESHOLD, TRAINING_REWARD, Rounds
 from ace_gym.feedback.rubric import cells_of, grade, item_names
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.feedback.simulator import UserSimulator
@@ -35,17 +35,19 @@ class FeedbackRounds(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructo
     and the episode goes on. Budgets the agent spent stay spent.
 
     ## Reward
-    0 on every step but the last, where it is the last attempt's strict score
-    (``final_reward="final"``: the rubric's share met, the global rules counting only once every
-    hidden slot is filled) or ``gamma ** (j - 1)`` for a pass at attempt j, 0 for a failure
-    (``"pass_discount"``). Floor: 0 for ``done`` at once. AgencyBench's rubric score, which pays
-    an empty grid the upper bounds it meets vacuously, stays in ``info`` (``scores``) and in the
-    metrics (S_avg) for comparison with the paper; it never passes at the default threshold.
+    0 on every step but the last, where it is the verdict: ``gamma ** (j - 1)`` for a pass at
+    attempt j, 0 for a failure (``final_reward="pass_discount"``, the default); or, not for
+    training, the last attempt's strict score (``"final"``: the rubric's share met, the global
+    rules counting only once every hidden slot is filled, which pays a grid filled without
+    planning 0.91-0.93). Floor: 0 for ``done`` at once; a random slot-valid grid earns its pass
+    rate (0.10-0.25 on the bundled data). AgencyBench's rubric score, which pays an empty grid the
+    upper bounds it meets vacuously, stays in ``info`` (``scores``) and in the metrics (S_avg) for
+    comparison with the paper; it never passes at the default threshold.
 
     ## Information
     Every step (and reset): ``feedback_rounds`` = the log of :meth:`Rounds.info
     <ace_gym.feedback.rounds.Rounds.info>`: ``attempt``, ``max_attempts``, ``threshold``,
-    ``scores`` per attempt (AgencyBench's rubric score; the reward is the strict score),
+    ``scores`` per attempt (AgencyBench's rubric score; the reward reads the verdict or the strict score),
     ``passed``, ``finished``, ``attempts_used``; on a step that submitted,
     also ``rubrics`` per attempt (``rubric_items`` names the items, cells included: for
     evaluators, never shown to the agent), ``feedback`` and ``feedback_source``. The wrapped
@@ -61,7 +63,7 @@ class FeedbackRounds(gym.Wrapper[Any, Any, Any, Any], gym.utils.RecordConstructo
         max_attempts: int = 2,
         threshold: float | str = ACE_THRESHOLD,
         feedback: str | UserSimulator = "diagnostic",
-        final_reward: str = "final",
+        final_reward: str = TRAINING_REWARD,
         gamma: float = 0.9,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(

@@ -29,6 +29,10 @@ THRESHOLD_NAMES: dict[str, float] = {"ace": ACE_THRESHOLD, "paper": AGENCYBENCH_
 
 FinalReward = Literal["final", "pass_discount"]
 FINAL_REWARDS: tuple[FinalReward, ...] = ("final", "pass_discount")
+TRAINING_REWARD: FinalReward = "pass_discount"
+"""The default ``final_reward``: the verdict. The rubric's share met (``"final"``) pays a grid
+filled without planning 0.91-0.96 against the solver's 0.98-1.0 (issue 38); the verdict pays it
+its pass rate."""
 
 
 @dataclass(frozen=True)
@@ -55,10 +59,11 @@ class Rounds:
     ``max_attempts`` (K >= 1) submissions at most; a score ``>= threshold`` (in [0, 1], or a name
     of :data:`THRESHOLD_NAMES`; default :data:`ACE_THRESHOLD`) passes;
     ``feedback`` is a style of :data:`~ace_gym.feedback.texts.FEEDBACK_STYLES` or a
-    :class:`UserSimulator`; ``final_reward`` is ``"final"`` (the last attempt's
-    :attr:`~ace_gym.feedback.rubric.Rubric.strict_score`) or ``"pass_discount"`` (1 on a pass at
-    attempt j, times ``gamma ** (j - 1)``; 0 on a failure, and on a pass whose strict score is
-    under the threshold), with ``gamma`` in [0, 1]. ConfigError for anything else.
+    :class:`UserSimulator`; ``final_reward`` is ``"pass_discount"`` (the default,
+    :data:`TRAINING_REWARD`: 1 on a pass at attempt j, times ``gamma ** (j - 1)``; 0 on a failure,
+    and on a pass whose strict score is under the threshold) or ``"final"`` (the last attempt's
+    :attr:`~ace_gym.feedback.rubric.Rubric.strict_score`, not for training: a grid filled without
+    planning earns most of it), with ``gamma`` in [0, 1]. ConfigError for anything else.
 
     Passing and the metrics read ``scores``, AgencyBench's rubric scores (the paper's protocol);
     the reward reads :attr:`strict_scores`, which do not pay the upper bounds an unfilled grid meets
@@ -70,7 +75,7 @@ class Rounds:
         max_attempts: int = 2,
         threshold: float | str = ACE_THRESHOLD,
         feedback: str | UserSimulator = "diagnostic",
-        final_reward: str = "final",
+        final_reward: str = TRAINING_REWARD,
         gamma: float = 0.9,
     ) -> None:
         self.max_attempts = integer("max_attempts", max_attempts, minimum=1)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
 from ace_gym.domains.tool_names import TOOL_NAMES
 from ace_gym.envs.ace_env import AceEnv, ActionType
 from ace_gym.errors import integer
-from ace_gym.feedback.rounds import ACE_THRESHOLD, Rounds
+from ace_gym.feedback.rounds import ACE_THRESHOLD, TRAINING_REWARD, Rounds
 from ace_gym.feedback.rubric import graded_rules, item_names
 from ace_gym.feedback.simulator import UserSimulator
 from ace_gym.feedback.stages import Stage, grade_stage, split_stages
@@ -49,11 +50,17 @@ class ScenarioEnv(AceEnv):
     core env's stop envelope.
 
     ## Reward
-    When a stage closes, its :meth:`Rounds.reward <ace_gym.feedback.rounds.Rounds.reward>`
-    divided by the number of stages (the episode's return is the mean stage reward); 0 otherwise.
-    The reward pays a stage's upper bounds only once its slots are filled (a stage left empty
-    earns 0); AgencyBench's rubric score, which pays them on an empty stage, stays in the stage
-    logs' ``scores`` for the metrics.
+    ``final_reward="pass_discount"`` (the default): the scenario's verdict, paid when the final
+    stage closes: the product of the stages' :meth:`Rounds.reward
+    <ace_gym.feedback.rounds.Rounds.reward>` (``gamma ** (j - 1)`` for a stage passed at attempt
+    j), so 1 when every stage passes at its first attempt and 0 when any stage fails; 0 on every
+    other step. Early stages hold only their slots and the upper bounds, which a grid filled
+    without planning meets, so a per-stage verdict would pay it most of the return.
+    ``"final"`` (not for training): when a stage closes, its strict score divided by the number of
+    stages (the return is the mean stage score, 0.95-0.96 for a random slot-valid grid). Floor: 0
+    for a stage left empty; a random slot-valid grid earns its scenario pass rate (0.10-0.25 on
+    the bundled data). AgencyBench's rubric score, which pays upper bounds on an empty stage,
+    stays in the stage logs' ``scores`` for the metrics.
 
     ## Episode End
     Terminated by the final stage's last submission through ``done``; truncated when it ends
@@ -86,7 +93,7 @@ class ScenarioEnv(AceEnv):
         max_attempts: int = 2,
         threshold: float | str = ACE_THRESHOLD,
         feedback: str | UserSimulator = "diagnostic",
-        final_reward: str = "final",
+        final_reward: str = TRAINING_REWARD,
         gamma: float = 0.9,
         **env_options: Any,
     ) -> None:
@@ -96,6 +103,7 @@ class ScenarioEnv(AceEnv):
         self._stages: tuple[Stage, ...] = ()
         self._stage = 0
         self._logs: list[dict[str, Any]] = []
+        self._stage_rewards: list[float] = []
         self._hidden_ids: frozenset[str] = frozenset()
 
     # -- gymnasium API -----------------------------------------------------------------------
@@ -106,6 +114,7 @@ class ScenarioEnv(AceEnv):
         self._stages = split_stages(compiled, self.stage_count)
         self._hidden_ids = frozenset(item for slot in compiled.slots for item in slot.candidate_ids)
         self._logs = []
+        self._stage_rewards = []
         self._open(0)
         info["system_prompt"] = self._system_prompt(stage_instruction(compiled, self._stages[0]))
         info["scenario"] = self.scenario_log()
@@ -119,7 +128,7 @@ class ScenarioEnv(AceEnv):
         stage = self._stages[self._stage]
         verdict = self.rounds.submit(grade_stage(self.compiled, self.state.grid, stage), self._hidden_ids)
         self._logs[-1] = self.rounds.info()
-        reward = self.rounds.reward() / len(self._stages) if verdict.finished else 0.0
+        reward = self._reward(stage) if verdict.finished else 0.0
         if verdict.feedback is not None:
             observation = self.resume(verdict.feedback)
             terminated = truncated = False
@@ -133,6 +142,13 @@ class ScenarioEnv(AceEnv):
                 info.pop(key, None)
         info["scenario"] = self.scenario_log()
         return observation, reward, terminated, truncated, info
+
+    def _reward(self, closed: Stage) -> float:
+        """The reward of the step that closed stage ``closed`` (see Reward)."""
+        self._stage_rewards.append(self.rounds.reward())
+        if self.rounds.final_reward == "final":
+            return self._stage_rewards[-1] / len(self._stages)
+        return math.prod(self._stage_rewards) if closed.final else 0.0
 
     # -- stages --------------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ it validates any file (one schema, one set of checks).
 A row holds :data:`COLUMNS`: ``instance`` (the instance as JSON text, the published fields in
 published order), ``dataset_header`` (the file's other fields as JSON text, the same in every
 row), ``instance_index`` (its position in the file: rows are read in this order, whatever order
-the table holds them in, and must number ``0 .. n-1`` once each) and, to filter and browse by,
+the table holds them in, each index once; a filtered table holds some of them, and its
+instances are its rows in this order) and, to filter and browse by,
 ``instance_id``, ``domain``, ``rows``, ``cols``, ``hidden_slots`` (H) and ``decoy_budget`` (B),
 which must agree with the instance's JSON. Other columns (an exported ``episode``) are ignored.
 
@@ -72,21 +73,27 @@ def dataset_columns(header: Mapping[str, Any], instance_texts: Sequence[str]) ->
 def document_from_columns(column: Callable[[str], Sequence[Any] | None], source: str) -> bytes:
     """The JSON document of the dataset file whose rows ``column(name)`` gives (None for a column
     the table lacks), for :func:`~ace_gym.instance.parse_dataset`. DatasetError naming ``source``
-    for a missing column or value, a numbering that is not ``0 .. n-1``, rows of different
+    for a missing column or value, an ``instance_index`` that is negative, no integer, repeated or
+    past the header's ``num_instances`` (the instances are the rows in ``instance_index`` order:
+    a filtered table's, some of a file's, counted in ``num_instances``), rows of different
     headers, text that is no JSON object or a browse column that disagrees with the instance."""
     values = {name: _column(column, name, source) for name in COLUMNS}
     count = len(values["instance"])
     if count == 0:
         raise DatasetError(source, "column 'instance'", "holds no rows")
     order = _row_order(values["instance_index"], source)
+    first = values["instance_index"][order[0]]
     header_text = values["dataset_header"][order[0]]
-    header = _json_object(header_text, source, "column 'dataset_header' (instance_index 0)", distinct_keys=True)
+    header = _json_object(header_text, source, f"column 'dataset_header' (instance_index {first})", distinct_keys=True)
     parts = []
-    for index, row in enumerate(order):
+    for position, row in enumerate(order):
+        index = values["instance_index"][row]
         if values["dataset_header"][row] != header_text:
-            raise DatasetError(source, f"column 'dataset_header' (instance_index {index})", "differs from row 0's")
+            raise DatasetError(
+                source, f"column 'dataset_header' (instance_index {index})", f"differs from instance_index {first}'s"
+            )
         text = values["instance"][row]
-        document = _json_object(text, source, f"$.instances[{index}] (column 'instance')")
+        document = _json_object(text, source, f"$.instances[{position}] (column 'instance')")
         for name, path in _AGREEING.items():
             stated = _at(document, path)
             if stated is not None and values[name][row] != stated:
@@ -97,6 +104,16 @@ def document_from_columns(column: Callable[[str], Sequence[Any] | None], source:
                 )
         parts.append(text)
     header.pop("instances", None)  # the rows are the instances
+    total = header.get("num_instances")
+    if type(total) is int:  # else validation names it
+        beyond = [row for row in order if values["instance_index"][row] >= total]
+        if beyond:
+            raise DatasetError(
+                source,
+                f"column 'instance_index' (row {beyond[0]})",
+                f"{values['instance_index'][beyond[0]]} is not in 0..{total - 1} (the file's num_instances)",
+            )
+        header["num_instances"] = len(order)  # fewer in a filtered table
     opening = json.dumps(header, ensure_ascii=False)[:-1]
     return f'{opening}{", " if header else ""}"instances": [{", ".join(parts)}]}}'.encode("utf-8", "surrogatepass")
 
@@ -275,17 +292,17 @@ def _column(column: Callable[[str], Sequence[Any] | None], name: str, source: st
 
 
 def _row_order(indices: Sequence[Any], source: str) -> list[int]:
-    """The rows in ``instance_index`` order; DatasetError unless the indices are ``0 .. n-1`` once each."""
-    order: list[int | None] = [None] * len(indices)
+    """The rows in ``instance_index`` order; DatasetError unless every index is a non-negative
+    integer, each once. The indices need not be ``0 .. n-1``: a filtered table
+    (``load_dataset(...).filter(...)``) holds some of a file's instances."""
+    rows: dict[int, int] = {}
     for row, index in enumerate(indices):
-        if type(index) is not int or not 0 <= index < len(indices):
-            raise DatasetError(
-                source, f"column 'instance_index' (row {row})", f"{index!r} is not in 0..{len(indices) - 1}"
-            )
-        if order[index] is not None:
+        if type(index) is not int or index < 0:
+            raise DatasetError(source, f"column 'instance_index' (row {row})", f"{index!r} is no non-negative integer")
+        if index in rows:
             raise DatasetError(source, f"column 'instance_index' (row {row})", f"{index} appears twice")
-        order[index] = row
-    return [row for row in order if row is not None]
+        rows[index] = row
+    return [rows[index] for index in sorted(rows)]
 
 
 def _json_object(text: Any, source: str, where: str, distinct_keys: bool = False) -> dict[str, Any]:

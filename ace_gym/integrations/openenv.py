@@ -51,8 +51,10 @@ class ToolCallAction(Action):
 
 
 class AceObservation(Observation):
-    """A reset or step result in ``ace-gym serve``'s wire format (docs/server.md, "Wire format")."""
+    """A reset or step result in ``ace-gym serve``'s wire format (docs/server.md, "Wire format");
+    OpenEnv's own ``metadata`` field is never sent (openenv 0.10 would add an empty one)."""
 
+    metadata: dict[str, Any] = Field(default_factory=dict, exclude=True)
     value: Any = None
     info: dict[str, Any] = Field(default_factory=dict)
     terminated: bool = False

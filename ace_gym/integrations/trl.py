@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -41,6 +42,8 @@ from ace_gym.runs.loop import TokenEngineActor
 from ace_gym.stacks import wrap
 from ace_gym.stats import group_key
 from ace_gym.tools import Tool, toolset
+
+logger = logging.getLogger(__name__)
 
 RETURNS = 'The tool\'s reply: a JSON object with "status", "messages" and "data".'
 """The ``Returns:`` section of every generated tool method."""
@@ -139,7 +142,11 @@ class AceToolEnvironment:
         ``domain``, ``hidden_slots``, ``decoy_budget`` (the cell whose mean ``ace/train/score``
         averages), ``group`` (same dataset, instance and seed), ``score``, ``finished`` (by
         ``done`` or a budget), ``tool_calls``, ``tool_failure_rate``, ``injected_failures``,
-        ``recovered_failures`` (:mod:`ace_gym.eval.recovery`)."""
+        ``recovered_failures`` (:mod:`ace_gym.eval.recovery`). Empty before the first reset, so
+        that inspecting a fresh instance never raises (TRL 1.8 to 1.14 list an instance's methods
+        with ``inspect.getmembers``, which reads every property)."""
+        if not self._episode:
+            return {}
         return {**self._episode, "score": self._episode_score(), "finished": self._score is not None}
 
     def _call(self, name: str, arguments: dict[str, Any] | list[Any]) -> str:
@@ -345,7 +352,9 @@ class CurriculumOutcomes:
 
 ROLLOUT_TRL = (">=1.16", "<1.17")
 """The TRL versions :func:`rollout_func` is tested with (its rollout hook is experimental and the
-vLLM generation object it drives is not public API); others are refused in one line."""
+vLLM generation object it drives is not public API). The parts it relies on read the same from
+1.8 on; another version gets a warning, and :func:`episode_score` checks on every batch that TRL
+took ``env_mask`` (the env's tokens masked out of the loss) rather than passing it on."""
 TRAINER_ATTRIBUTES = ("args", "processing_class", "model", "accelerator", "state", "vllm_generation")
 """Everything :class:`TrainerEngine` reads from the trainer: the config (``args``, a
 ``GRPOConfig``: every sampling setting), the ``transformers.Trainer`` attributes, and TRL's vLLM
@@ -486,7 +495,7 @@ def rollout_func(
     ``max_turn_tokens`` new tokens (default ``max_completion_length``: set it as evaluation caps a
     turn, docs/training.md).
 
-    ConfigError up front when the installed TRL is outside :data:`ROLLOUT_TRL`.
+    A warning up front when the installed TRL is outside :data:`ROLLOUT_TRL`.
     """
     check_rollout_trl(_installed_trl())
     optional_integer("max_turn_tokens", max_turn_tokens, minimum=1)
@@ -529,16 +538,16 @@ def rollout_func(
 
 
 def check_rollout_trl(version: str) -> None:
-    """ConfigError (one line) unless TRL ``version`` is in :data:`ROLLOUT_TRL`."""
+    """A warning (one line) when TRL ``version`` is outside :data:`ROLLOUT_TRL`."""
     from packaging.specifiers import SpecifierSet
 
     tested = ",".join(ROLLOUT_TRL)
     if version not in SpecifierSet(tested):
-        raise ConfigError(
-            "trl",
+        logger.warning(
+            "trl %s: ace-gym's rollout_func is tested with trl%s (TRL's rollout hook is experimental); "
+            "episode_score checks on every batch that TRL masks the env's tokens (env_mask)",
             version,
-            f"ace-gym's rollout_func is tested with trl{tested} (TRL's rollout hook is experimental): "
-            "install a tested trl or train with environment_factory",
+            tested,
         )
 
 
@@ -551,8 +560,17 @@ def _installed_trl() -> str:
         raise ConfigError("trl", None, "is not installed: pip install '.[train]' in an ace-gym checkout") from None
 
 
-def episode_score(ace_episode: Sequence[Mapping[str, Any]], **_: Any) -> list[float]:
-    """The reward of :func:`rollout_func` episodes: each episode's score (1.0 solved, else 0.0)."""
+def episode_score(ace_episode: Sequence[Mapping[str, Any]], **fields: Any) -> list[float]:
+    """The reward of :func:`rollout_func` episodes: each episode's score (1.0 solved, else 0.0).
+    ConfigError when TRL passed the rollout's ``env_mask`` on to the rewards: a TRL that does not
+    read it would train on the env's replies as if the model had written them."""
+    if "env_mask" in fields:
+        raise ConfigError(
+            "trl",
+            _installed_trl(),
+            "passed rollout_func's env_mask to the rewards instead of masking the env's tokens with it; "
+            f"install trl{','.join(ROLLOUT_TRL)}, which rollout_func is tested with",
+        )
     return [float(episode["score"]) for episode in ace_episode]
 
 

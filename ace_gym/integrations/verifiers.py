@@ -35,7 +35,7 @@ from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
-from ace_gym.eval.fit import TRAINING_DATASET
+from ace_gym.eval.fit import FIT, TRAINING_DATASET
 from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance.loading import resolve_dataset
 
@@ -49,14 +49,16 @@ class AceTasksetConfig(vf.TasksetConfig):
     set, for training: the published 5x5 names give the truth away; ``"5x5"`` to evaluate on the
     published data) for each of ``domains``,
     played with these :class:`~ace_gym.eval.EpisodeSpec` settings (planning ``settings``,
-    AgencyBench ``scenario`` / ``feedback_rounds``, the context policy ``context``)."""
+    AgencyBench ``scenario`` / ``feedback_rounds``, the context policy ``context``). ``env_kwargs``
+    defaults to the recommended training settings' (:data:`~ace_gym.eval.fit.FIT`: compact
+    observations, several calls a turn); ``{}`` plays the published replies."""
 
     domains: list[str] = Field(default_factory=lambda: list(DOMAIN_NAMES))
     dataset: str = TRAINING_DATASET
     seed: int = 0
     max_turns: int = 30
     tool_failure_rate: float = 0.0
-    env_kwargs: dict[str, Any] = Field(default_factory=dict)
+    env_kwargs: dict[str, Any] = Field(default_factory=lambda: dict(FIT["env_kwargs"]))
     settings: list[str] = Field(default_factory=list)
     scenario: dict[str, Any] | None = None
     feedback_rounds: dict[str, Any] | None = None
@@ -160,13 +162,16 @@ def last_assistant(messages: vf.Messages) -> dict[str, Any]:
 
 
 class AceChatHarnessConfig(vf.HarnessConfig):
-    pass
+    max_retries: int = Field(3, ge=0)
+    """Retries of a model call that fails with no answer, a timeout, HTTP 408/409/429 or 5xx (the
+    openai client's backoff): a loaded endpoint's transient failure is retried, not a lost run."""
 
 
 class AceChatHarness(vf.Harness[AceChatHarnessConfig]):
     """One model call a segment, in-process, through the rollout's interception endpoint, with
-    the task's tool schemas as ``tools=``; the env executes the calls. A model endpoint that
-    cannot be reached fails the run (verifiers' transport exit code), never a turn."""
+    the task's tool schemas as ``tools=``; the env executes the calls. A call that fails for a
+    reason worth retrying is retried (``max_retries``); a model endpoint that still cannot be
+    reached fails the run (verifiers' transport exit code), never a turn."""
 
     APPENDS_SYSTEM_PROMPT = True
     SUPPORTS_RESUME = True
@@ -190,7 +195,8 @@ class AceChatHarness(vf.Harness[AceChatHarnessConfig]):
         else:
             messages += [message_to_wire(message) for message in prompt or []]
         http_client = DefaultAsyncHttpxClient(verify=tls_context())
-        client = AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=0, http_client=http_client)
+        retries = self.config.max_retries
+        client = AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=retries, http_client=http_client)
         try:
             tools = cast(AceTaskData, data).tools  # the segment's view of this taskset's task
             await client.chat.completions.create(model=ctx.model, messages=messages, tools=cast(Any, tools))

@@ -66,6 +66,7 @@ def build_specs(args: argparse.Namespace) -> list[QASpec]:
                 "knowledge": knowledge,
                 "table": args.table,
                 "table_seed": args.table_seed,
+                "answers": "paper",  # an evaluation asks the paper's question forms
             }
             if args.tokenizer:
                 env_kwargs["tokenizer"] = args.tokenizer

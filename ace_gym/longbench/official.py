@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ace_gym.atomic import AtomicFile
-from ace_gym.errors import DatasetError
+from ace_gym.errors import ConfigError, DatasetError
 from ace_gym.longbench.prompts import qa_prompt
 from ace_gym.longbench.question_types import CATEGORIES, QUESTION_TYPES, SLUGS
 from ace_gym.longbench.samples import Sample
@@ -76,7 +76,16 @@ class OfficialExporter:
         self.paths: list[Path] = []
 
     def add(self, sample: Sample, sample_id: int | str | None = None) -> Path:
-        """Append ``sample`` (id: ``sample_id``, default its seed) and return its file."""
+        """Append ``sample`` (id: ``sample_id``, default its seed) and return its file.
+        ConfigError for a question the official scoring would misread (a balanced Find
+        Duplicates counts names where the official layout answers yes or no)."""
+        question = sample.question
+        if question.scored_as != question.question_type:
+            raise ConfigError(
+                "answers",
+                sample.config.answers,
+                f"a {question.question_type!r} question of this form has no official answer; build it with answers='paper'",
+            )
         path = sample_path(self.root, sample)
         if path not in self._open:
             self._open[path] = AtomicFile(path, text=True)

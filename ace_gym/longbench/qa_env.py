@@ -12,6 +12,7 @@ from ace_gym.errors import choice, flag
 from ace_gym.longbench.question_types import NUMBER_TYPES, resolve_question_types
 from ace_gym.longbench.render import transcript
 from ace_gym.longbench.samples import (
+    TRAINING_ANSWERS,
     InfeasibleSample,
     Sample,
     build_sample,
@@ -25,6 +26,8 @@ from ace_gym.text import valid_text
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
 REWARDS: tuple[str, ...] = ("strict", "official", "relative_error")
+ANSWER_KEY = "gt"
+"""The ``info`` key of the gold answer: in the step's info only (the episode has ended)."""
 RENDERS: tuple[str, ...] = ("messages", "text")
 
 
@@ -71,21 +74,27 @@ class ALBQAEnv(gym.Env[Any, str]):
     ``tokenizer`` (None, "approx", "hf:<local dir>" or an object with ``count``), ``behaviour``
     (investigator parameters, see :class:`~ace_gym.longbench.simulator.Behaviour`),
     ``question_reserve``, ``min_list``, ``max_answer_items``, ``evidence_position``, ``render``,
-    ``require_answer_tag``, ``reward``.
+    ``require_answer_tag``, ``reward``, ``answers`` ("balanced", the default for training: no
+    answer is predictable from the question type, see :mod:`ace_gym.longbench.samples`; "paper":
+    the paper's question forms, what ``ace-gym eval`` and the official layout use).
 
     ## Information
-    Reset and step: ``question_type`` (official label), ``question``, ``gt`` (gold answer),
-    ``evidence`` (message positions in the observation), ``acl_sum``, ``acl_span``,
+    Reset and step: ``question_type`` (official label), ``question``, ``evidence`` (message
+    positions in the observation), ``acl_sum``, ``acl_span``,
     ``evidence_depth``, ``tokens`` (observation size), ``target_tokens``, ``bucket``,
     ``knowledge``, ``format``, ``table``, ``rounds``, ``games``, ``seed``, ``attempt`` and the
-    official ``round`` / ``i_round`` / ``j_round`` when the question names rounds. Step also:
-    ``prediction`` (parsed answer), ``official_score`` (the official metric; None if the gold does
+    official ``round`` / ``i_round`` / ``j_round`` when the question names rounds. Step also (the
+    episode has ended): ``gt`` (the gold answer), ``prediction`` (parsed answer), ``official_score`` (the official metric; None if the gold does
     not parse: what the paper-comparable reports read), ``score`` (the reward's verdict: the
     official score for ``reward="official"``, else the strict score; None with the gold).
 
+    The gold answer is never in the reset ``info``, which a harness may pass on to the model; a
+    grader reads it by name, :meth:`answer_key`.
+
     ## Version History
     * v0: first release; the ``"strict"`` reward became the default with ``info["official_score"]``
-      (issue 29: the official reading paid garbage on yes/no questions).
+      (issue 29: the official reading paid garbage on yes/no questions); ``answers="balanced"``
+      became the default and the reset ``info`` lost ``gt`` (issue 38).
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
@@ -108,6 +117,7 @@ class ALBQAEnv(gym.Env[Any, str]):
         render: str = "messages",
         require_answer_tag: bool = True,
         reward: str = "strict",
+        answers: str = TRAINING_ANSWERS,
     ) -> None:
         choice("render", render, RENDERS)
         choice("reward", reward, REWARDS)
@@ -124,6 +134,7 @@ class ALBQAEnv(gym.Env[Any, str]):
                 "min_list": min_list,
                 "max_answer_items": max_answer_items,
                 "evidence_position": evidence_position,
+                "answers": answers,
             }
         )
         self.types, self.probabilities = resolve_question_types(question_types)
@@ -148,7 +159,16 @@ class ALBQAEnv(gym.Env[Any, str]):
             self.sample = self._drawn_sample(sample_seed)
         self._answered = False
         messages = self.sample.observation()
-        return (messages if self.render_as == "messages" else transcript(messages)), self.sample.info()
+        info = self.sample.info()
+        del info[ANSWER_KEY]  # the answer key stays with the grader (answer_key)
+        return (messages if self.render_as == "messages" else transcript(messages)), info
+
+    def answer_key(self) -> Any:
+        """The gold answer of the current question, for a grader (never in the reset ``info``);
+        ResetNeeded before ``reset``."""
+        if self.sample is None:
+            raise ResetNeeded("Cannot call answer_key() before reset()")
+        return self.sample.question.answer
 
     def _drawn_sample(self, sample_seed: int) -> Sample:
         """A sample of a type drawn with the configured probabilities. A type the budget fits no
@@ -185,15 +205,15 @@ class ALBQAEnv(gym.Env[Any, str]):
         text = valid_text(text)  # the prediction, parsed from it, goes into info
         if not self.require_answer_tag and extract_answer(text) is None:
             text = f"<answer>{text}</answer>"
-        question_type, fmt = info["question_type"], self.config.fmt
-        prediction = parse_prediction(question_type, fmt, text)
-        official = score_prediction(question_type, fmt, self.config.knowledge, info["gt"], prediction)
+        scored_as, fmt = self.sample.question.scored_as, self.config.fmt
+        prediction = parse_prediction(scored_as, fmt, text)
+        official = score_prediction(scored_as, fmt, self.config.knowledge, info[ANSWER_KEY], prediction)
         score = official
-        if self.reward_kind != "official" and official is not None and not is_well_formed(question_type, fmt, text):
+        if self.reward_kind != "official" and official is not None and not is_well_formed(scored_as, fmt, text):
             score = 0.0
         reward = 0.0 if score is None else score
-        if self.reward_kind == "relative_error" and question_type in NUMBER_TYPES and isinstance(prediction, int):
-            gold = int(info["gt"])
+        if self.reward_kind == "relative_error" and scored_as in NUMBER_TYPES and isinstance(prediction, int):
+            gold = int(info[ANSWER_KEY])
             reward = max(0.0, 1.0 - abs(prediction - gold) / max(1, abs(gold)))
         info.update(prediction=prediction, score=score, official_score=official)
         return observation, float(reward), True, False, info

@@ -21,15 +21,28 @@ where the paper leaves them open:
   difference is drawn uniformly among the differences of up to 256 random round pairs.
 * Intersection, concise: the hidden target of the last game, asked only when that game is not
   solved, the intersection of its tool results is exactly the target and every result has at
-  least ``min_list`` names. Verbose: the intersection of one round's lists (rounds whose
+  least ``min_list`` names; balanced, only when the target's rank among the names of the
+  history's tool results, by how often they appear, is the one aimed at (until the fallback). Verbose: the intersection of one round's lists (rounds whose
   intersection has at most ``max_answer_items`` names preferred).
 
 ``evidence_position`` in [0, 1] picks the asked round of single-round questions by where its
 evidence sits in the history (like needle depth); otherwise rounds are drawn uniformly.
+
+Balanced answers (a :class:`Balance`, ``answers="balanced"`` in :mod:`ace_gym.longbench.samples`,
+the training default): drawing a count "uniformly among the counts that occur" in one history
+still concentrates the answers over histories on the counts every history has (verbose Count
+Frequency (Env) was 1 in 85 % of samples), so a policy answering each type's most frequent gold
+earned 0.19 (concise) and 0.33 (verbose). Balanced, a count question aims at a ``target`` drawn
+per seed from :data:`BALANCED_TARGETS` and returns None (the sample draws a new history) when the
+history cannot carry it; after ``fallback`` it takes a count the history carries. Yes/no and 0/1
+answers cannot be balanced below chance, so two questions ask about :data:`NAMES_ASKED` names
+at once and count them: Find Duplicates ("how many of these names appear in both results", scored
+as a number) and concise Count Frequency (Tool) ("how many of these names appear in the result").
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,11 +65,48 @@ from ace_gym.longbench.trajectory import Trajectory
 Answer = int | bool | str | list[str]
 
 
+NAMES_ASKED: dict[str, int] = {FIND_DUPLICATES: 9, COUNT_FREQUENCY_TOOL: 9}
+"""How many names a balanced Find Duplicates and a balanced concise Count Frequency (Tool) ask about."""
+ROUNDS_ASKED = 3
+"""The most rounds whose correct marks a balanced Count Correctness question adds up."""
+VALUES_ASKED = 4
+"""How many values of one section a balanced Count Frequency (Env) question counts together."""
+BALANCED_TARGETS: dict[tuple[str, str], range] = {
+    (COUNT_FREQUENCY_TOOL, "concise"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
+    (COUNT_FREQUENCY_TOOL, "verbose"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
+    (FIND_DUPLICATES, "concise"): range(NAMES_ASKED[FIND_DUPLICATES] + 1),
+    (FIND_DUPLICATES, "verbose"): range(NAMES_ASKED[FIND_DUPLICATES] + 1),
+    (COUNT_CORRECTNESS, "concise"): range(16),
+    (COUNT_CORRECTNESS, "verbose"): range(5),
+    (COUNT_FREQUENCY_ENV, "concise"): range(10),
+    (COUNT_FREQUENCY_ENV, "verbose"): range(7),
+    (WEIGHTED_SUMMATION, "concise"): range(13),
+    (WEIGHTED_SUMMATION, "verbose"): (0, 2, 3, 5, 6),
+    (INTERSECTION, "concise"): range(1, 6),
+}
+"""(question type, format) -> what a balanced question aims at, uniformly: for a count, counts
+that at least a sixth of 32k histories carry (a feedback rarely marks 4 or 5 values correct; a
+verbose 32k history holds 2 to 4 rounds); for concise Intersection, the rank of the target among
+the names of the history's tool results by how often they appear (1 + the names appearing more
+often)."""
+
+
+@dataclass(frozen=True)
+class Balance:
+    """A balanced question's aim: the ``target`` count (None for types without one) and whether
+    to ``fallback`` to a count the history carries when it cannot carry the target."""
+
+    target: int | None
+    fallback: bool
+
+
 @dataclass(frozen=True)
 class Question:
     """A question about a trajectory: ``evidence`` holds the indices (in the trajectory's
     messages) of the messages the answer is read from; ``rounds`` the official ``round`` /
-    ``i_round`` / ``j_round`` fields; ``meta`` what was asked about (names, section, window)."""
+    ``i_round`` / ``j_round`` fields; ``meta`` what was asked about (names, section, window);
+    ``scored_as`` the type whose answer parsing and metric score it (the question's own type,
+    or a number type for a balanced Find Duplicates, which counts names)."""
 
     question_type: str
     text: str
@@ -64,6 +114,11 @@ class Question:
     evidence: tuple[int, ...]
     rounds: dict[str, int] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    scored_as: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.scored_as:
+            object.__setattr__(self, "scored_as", self.question_type)
 
 
 @dataclass
@@ -73,6 +128,7 @@ class _Context:
     position: float | None
     min_list: int
     max_answer_items: int
+    balance: Balance | None
 
     def __post_init__(self) -> None:
         self.table = self.trajectory.table
@@ -110,6 +166,35 @@ class _Context:
     def choice(self, values: Sequence[Any] | np.ndarray) -> Any:
         return values[int(self.rng.integers(len(values)))]
 
+    def count(self, counts: Sequence[int] | np.ndarray) -> int | None:
+        """The count to ask about among the distinct ``counts`` (sorted) this history carries:
+        uniform without a balance; balanced, the target if carried, else None (or, on
+        ``fallback``, uniform)."""
+        balance = self.balance
+        if balance is None or balance.target is None or (balance.fallback and balance.target not in counts):
+            return int(self.choice(counts))
+        return balance.target if balance.target in counts else None
+
+    def names(self, inside: np.ndarray, outside: np.ndarray, asked: int) -> tuple[list[int], int] | None:
+        """``asked`` items in random order, how many of them are drawn from the mask ``inside``
+        (the balanced count, :meth:`count` over the counts both masks allow) and the rest from
+        ``outside``; None when no allowed count is balanced."""
+        n_in, n_out = int(np.count_nonzero(inside)), int(np.count_nonzero(outside))
+        allowed = [k for k in range(asked + 1) if k <= n_in and asked - k <= n_out]
+        if not allowed:
+            return None
+        count = self.count(allowed)
+        if count is None:
+            return None
+        chosen = [*self.rng.choice(np.flatnonzero(inside), count, replace=False).tolist()]
+        chosen += self.rng.choice(np.flatnonzero(outside), asked - count, replace=False).tolist()
+        return [int(chosen[i]) for i in self.rng.permutation(asked)], count
+
+    def listing(self, items: Sequence[int]) -> str:
+        """``A, B, C and D``."""
+        names = [self.name(i) for i in items]
+        return f"{', '.join(names[:-1])} and {names[-1]}"
+
 
 def ask(
     question_type: str,
@@ -119,12 +204,14 @@ def ask(
     evidence_position: float | None = None,
     min_list: int = 2,
     max_answer_items: int = 50,
+    balance: Balance | None = None,
 ) -> Question | None:
-    """A question of ``question_type`` about ``trajectory`` (rules in the module docstring), or
-    None when it cannot carry one. Every random draw comes from ``rng``."""
+    """A question of ``question_type`` about ``trajectory`` (rules in the module docstring),
+    balanced when ``balance`` is given, or None when it cannot carry one. Every random draw comes
+    from ``rng``."""
     if not trajectory.rounds:
         return None
-    context = _Context(trajectory, rng, evidence_position, min_list, max_answer_items)
+    context = _Context(trajectory, rng, evidence_position, min_list, max_answer_items, balance)
     return _ASKERS[question_type](context)
 
 
@@ -133,16 +220,32 @@ def _count_frequency_tool(c: _Context) -> Question | None:
         return None
     k = c.pick(c.tool_rounds, c.trajectory.tool_message)  # type: ignore[arg-type]
     seen = np.logical_or.reduce([c.present(j) for j in c.tool_rounds])
+    number = c.rounds[k].number
+    evidence = (c.trajectory.tool_message(k),)
+    if c.balance is not None:  # one name's count is 0/1 (concise) or small (verbose): count several names
+        drawn = c.names(c.present(k) & seen, seen & ~c.present(k), NAMES_ASKED[COUNT_FREQUENCY_TOOL])
+        if drawn is None:
+            return None
+        items, present = drawn
+        return Question(
+            COUNT_FREQUENCY_TOOL,
+            f"How many of the names {c.listing(items)} appear in the tool result of round {number}?",
+            present,
+            evidence,  # type: ignore[arg-type]
+            {"round": number},
+            {"items": [c.name(i) for i in items]},
+        )
     pool = np.flatnonzero(seen)
     counts = c.occurrences(k)[pool]
-    count = int(c.choice(np.unique(counts)))
+    count = c.count(np.unique(counts))
+    if count is None:
+        return None
     item = int(c.choice(pool[counts == count]))
-    number = c.rounds[k].number
     return Question(
         COUNT_FREQUENCY_TOOL,
         f"How many times does {c.name(item)} appear in the tool result of round {number}?",
         count,
-        (c.trajectory.tool_message(k),),  # type: ignore[arg-type]
+        evidence,  # type: ignore[arg-type]
         {"round": number},
         {"item": c.name(item)},
     )
@@ -151,6 +254,8 @@ def _count_frequency_tool(c: _Context) -> Question | None:
 def _find_duplicates(c: _Context) -> Question | None:
     if len(c.tool_rounds) < 2:
         return None
+    if c.balance is not None:
+        return _count_duplicates(c)
     want = bool(c.rng.random() < 0.5)
     first = c.pick(c.tool_rounds, c.trajectory.tool_message)  # type: ignore[arg-type]
     for _ in range(32):
@@ -172,6 +277,30 @@ def _find_duplicates(c: _Context) -> Question | None:
         (c.trajectory.tool_message(i), c.trajectory.tool_message(j)),  # type: ignore[arg-type]
         {"i_round": ni, "j_round": nj},
         {"item": c.name(item)},
+    )
+
+
+def _count_duplicates(c: _Context) -> Question | None:
+    """Balanced Find Duplicates: how many of :data:`NAMES_ASKED` names (each in at least one of
+    the two results) appear in both."""
+    first = c.pick(c.tool_rounds, c.trajectory.tool_message)  # type: ignore[arg-type]
+    other = int(c.choice([k for k in c.tool_rounds if k != first]))
+    i, j = sorted((first, other))
+    a, b = c.present(i), c.present(j)
+    drawn = c.names(a & b, a ^ b, NAMES_ASKED[FIND_DUPLICATES])
+    if drawn is None:
+        return None
+    items, both = drawn
+    ni, nj = c.rounds[i].number, c.rounds[j].number
+    return Question(
+        FIND_DUPLICATES,
+        f"How many of the names {c.listing(items)} appear in the tool results of both round {ni} and round {nj}? "
+        "Answer with a number.",
+        both,
+        (c.trajectory.tool_message(i), c.trajectory.tool_message(j)),  # type: ignore[arg-type]
+        {"i_round": ni, "j_round": nj},
+        {"items": [c.name(item) for item in items]},
+        scored_as=COUNT_FREQUENCY_TOOL,
     )
 
 
@@ -201,8 +330,12 @@ def _find_target_offsets(c: _Context) -> Question | None:
 
 def _count_correctness(c: _Context) -> Question | None:
     counts = np.array([r.feedback.correct_marks for r in c.rounds])
+    if c.balance is not None and c.position is None:
+        return _count_correct_rounds(c, counts)
     if c.position is None:
-        count = int(c.choice(np.unique(counts)))
+        count = c.count(np.unique(counts))
+        if count is None:
+            return None
         k = int(c.choice(np.flatnonzero(counts == count)))
     else:
         k = c.pick(range(len(c.rounds)), c.trajectory.feedback_message)  # type: ignore[arg-type]
@@ -216,15 +349,48 @@ def _count_correctness(c: _Context) -> Question | None:
     )
 
 
+def _count_correct_rounds(c: _Context, counts: np.ndarray) -> Question | None:
+    """Balanced Count Correctness: the values marked correct in the feedback of up to
+    :data:`ROUNDS_ASKED` rounds together (one feedback marks 0, 1 or 2 values correct in most
+    rounds, so one round's count is nearly a constant)."""
+    rounds = len(counts)
+    by_total: dict[int, list[tuple[int, ...]]] = {}
+    for _ in range(256):
+        size = int(c.rng.integers(1, min(ROUNDS_ASKED, rounds) + 1))
+        chosen = tuple(sorted(int(k) for k in c.rng.choice(rounds, size, replace=False)))
+        by_total.setdefault(int(counts[list(chosen)].sum()), []).append(chosen)
+    total = c.count(sorted(by_total))
+    if total is None:
+        return None
+    chosen = c.choice(by_total[total])
+    numbers = [c.rounds[k].number for k in chosen]
+    if len(numbers) == 1:
+        scope = f"round {numbers[0]}"
+    else:
+        scope = f"rounds {', '.join(map(str, numbers[:-1]))} and {numbers[-1]} together"
+    return Question(
+        COUNT_CORRECTNESS,
+        f"How many values are marked ({CORRECT}) in the feedback of {scope}?",
+        total,
+        tuple(c.trajectory.feedback_message(k) for k in chosen),
+        {"round": numbers[0]} if len(numbers) == 1 else {},
+        {"rounds": numbers},
+    )
+
+
 def _count_frequency_env(c: _Context) -> Question | None:
     guesses = np.array([r.guess for r in c.rounds])
+    if c.balance is not None:
+        return _count_values_env(c, guesses)
     pairs: list[tuple[str, str, int]] = []
     for spec in c.table.sections:
         if spec.kind == "categorical":
             counts = c.table.value_matrix(spec.name)[guesses].sum(axis=0)
             vocab = c.table.vocab[spec.name]
             pairs.extend((spec.name, vocab[j], int(counts[j])) for j in np.flatnonzero(counts))
-    count = int(c.choice(sorted({n for _, _, n in pairs})))
+    count = c.count(sorted({n for _, _, n in pairs}))
+    if count is None:
+        return None
     section, value, _ = c.choice([p for p in pairs if p[2] == count])
     holders = np.flatnonzero(c.table.has_all(section, (value,))[guesses])
     return Question(
@@ -234,6 +400,57 @@ def _count_frequency_env(c: _Context) -> Question | None:
         tuple(c.trajectory.feedback_message(int(k)) for k in holders),
         {},
         {"section": section, "value": value},
+    )
+
+
+def _count_values_env(c: _Context, guesses: np.ndarray) -> Question | None:
+    """Balanced Count Frequency (Env): how many times :data:`VALUES_ASKED` values of one
+    categorical section are listed in all, over every feedback (a history's few rounds list one
+    value once or twice, so one value's count is nearly always 1)."""
+    sections = [spec.name for spec in c.table.sections if spec.kind == "categorical"]
+    target = c.balance.target if c.balance is not None else None
+    found: tuple[str, list[int]] | None = None
+    for _ in range(16):
+        section = str(c.choice(sections))
+        counts = c.table.value_matrix(section)[guesses].sum(axis=0)
+        if len(counts) < VALUES_ASKED:
+            continue
+        order = c.rng.permutation(len(counts)).tolist()
+        if target is None:
+            found = (section, order[:VALUES_ASKED])
+            break
+        picked, left = [], target
+        for j in order:
+            if len(picked) < VALUES_ASKED - 1 and counts[j] <= left:
+                picked.append(j)
+                left -= int(counts[j])
+        last = [j for j in order if j not in picked and counts[j] == left]
+        if len(picked) == VALUES_ASKED - 1 and last:
+            found = (section, [*picked, last[0]])
+            break
+    if found is None:
+        if c.balance is None or not c.balance.fallback or target is None:
+            return None
+        for other in c.rng.permutation(BALANCED_TARGETS[(COUNT_FREQUENCY_ENV, c.trajectory.fmt)]).tolist():
+            aimed = dataclasses.replace(c, balance=Balance(int(other), False)) if other != target else None
+            question = None if aimed is None else _count_values_env(aimed, guesses)
+            if question is not None:
+                return question
+        return None
+    section, columns = found
+    vocab = c.table.vocab[section]
+    values = [vocab[j] for j in columns]
+    matrix = c.table.value_matrix(section)[guesses][:, columns]
+    holders = np.flatnonzero(matrix.any(axis=1))
+    listed = f"{', '.join(values[:-1])} and {values[-1]}"
+    return Question(
+        COUNT_FREQUENCY_ENV,
+        f"Across the feedback of all rounds, how many times in total are the values {listed} listed in section "
+        f"{section}?",
+        int(matrix.sum()),
+        tuple(c.trajectory.feedback_message(int(k)) for k in holders),
+        {},
+        {"section": section, "values": values},
     )
 
 
@@ -281,7 +498,9 @@ def _weighted_summation(c: _Context) -> Question | None:
     for _ in range(256):
         i, j = (int(x) for x in c.rng.choice(rounds, 2, replace=False))
         by_difference.setdefault(abs(scores[i] - scores[j]), []).append((min(i, j), max(i, j)))
-    difference = int(c.choice(sorted(by_difference)))
+    difference = c.count(sorted(by_difference))
+    if difference is None:
+        return None
     i, j = c.choice(by_difference[difference])
     weights = ", ".join(f"{s.name} {s.weight}" for s in c.table.sections)
     ni, nj = c.rounds[i].number, c.rounds[j].number
@@ -312,6 +531,10 @@ def _intersection(c: _Context) -> Question | None:
         return None
     if min(int(np.count_nonzero(m)) for m in masks) < c.min_list:
         return None
+    if c.balance is not None and c.balance.target is not None and not c.balance.fallback:
+        appearances = np.sum([c.rounds[k].query.intersection for k in c.tool_rounds], axis=0)  # type: ignore[union-attr]
+        if 1 + np.count_nonzero(appearances > appearances[last.target]) != c.balance.target:
+            return None
     start = c.rounds[game[0]].number
     return Question(
         INTERSECTION,

@@ -8,7 +8,7 @@ verbose Intersection). A setting's overall score and each row/column mean pool t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -98,9 +98,11 @@ def format_alb_table(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_alb_heatmaps(summary: Mapping[str, Any], out_dir: str | os.PathLike[str]) -> list[Path]:
-    """Write ``heatmap_<setting>.png`` (buckets x question types, accuracy) per setting into
-    ``out_dir``; returns the paths. Needs matplotlib (the ``plot`` extra)."""
+def write_alb_heatmaps(
+    summary: Mapping[str, Any], out_dir: str | os.PathLike[str], formats: Sequence[str] = ("png",)
+) -> list[Path]:
+    """Write ``heatmap_<setting>.<format>`` (buckets x question types, accuracy) per setting and
+    format (png, pdf, svg) into ``out_dir``; returns the paths. Needs matplotlib (the ``plot`` extra)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -125,7 +127,8 @@ def write_alb_heatmaps(summary: Mapping[str, Any], out_dir: str | os.PathLike[st
                     axes.text(c, r, f"{value:.2f}", ha="center", va="center", fontsize=7)
         figure.colorbar(image, ax=axes, label="score")
         figure.tight_layout()
-        path = Path(out_dir) / f"heatmap_{setting}.png"
-        write_atomic(path, partial(figure.savefig, format="png"))  # a reader never sees half a PNG
-        paths.append(path)
+        for fmt in formats:
+            path = Path(out_dir) / f"heatmap_{setting}.{fmt}"
+            write_atomic(path, partial(figure.savefig, format=fmt))  # a reader never sees half a file
+            paths.append(path)
     return paths

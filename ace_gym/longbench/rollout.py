@@ -28,6 +28,7 @@ from ace_gym.agents.policies import policy_name
 from ace_gym.errors import integer
 from ace_gym.longbench.official import OfficialRow, setting_dir
 from ace_gym.longbench.qa_env import ALBQAEnv
+from ace_gym.longbench.samples import TRAINING_ANSWERS
 from ace_gym.longbench.scoring import parse_prediction
 from ace_gym.runs.loop import EngineActor, Episode, run_loop
 
@@ -44,9 +45,18 @@ class QASpec:
     question_type: str | None = None
     trial: int = 0
 
+    def __post_init__(self) -> None:
+        if "answers" not in self.env_kwargs:  # named: the default moved from the paper's forms (issue 38)
+            object.__setattr__(self, "env_kwargs", {**dict(self.env_kwargs), "answers": TRAINING_ANSWERS})
+
     def key(self, policy: str) -> str:
-        """This episode's identity under ``policy`` (resume skips keys already recorded)."""
-        config = json.dumps(dict(self.env_kwargs), sort_keys=True)
+        """This episode's identity under ``policy`` (resume skips keys already recorded). The
+        ``answers`` setting is left out when it is ``"paper"``, the only form before issue 38,
+        so that records written then keep their keys."""
+        kwargs = dict(self.env_kwargs)
+        if kwargs.get("answers") == "paper":
+            del kwargs["answers"]
+        config = json.dumps(kwargs, sort_keys=True)
         return f"{policy}|{ENV_ID}|{config}|type={self.question_type}|trial={self.trial}|seed={self.seed}"
 
 
@@ -132,7 +142,7 @@ def _record(
         "knowledge": info["knowledge"],
         "format": info["format"],
         "score": step_info.get("official_score"),  # paper-comparable, whatever the env's reward
-        "gt": info["gt"],
+        "gt": step_info.get("gt"),
         "prediction": step_info.get("prediction"),
         "raw_response": completion.text or "",
         "finish_reason": completion.finish_reason,

@@ -11,6 +11,22 @@ redrawn with a fresh rollout: attempt ``a`` of seed ``s`` uses rollout stream ``
 question stream ``[s, a, 2]``, so a sample is a pure function of its arguments. Concise
 Intersection samples come from an investigator that avoids the target (see
 :mod:`ace_gym.longbench.simulator`); every other sample from the plain one.
+
+``answers`` (:data:`ANSWERS`) says how answers are drawn. ``"paper"``: the paper's question forms,
+rounds numbered from 1, counts uniform among those a history carries; what the official layout
+exports. ``"balanced"`` (the training default): no answer is predictable from the question type
+alone (issue 38: answering each type's most frequent gold earned 0.19 concise and 0.33 verbose
+under the strict reward). From stream ``[s, 3]``, once per seed: the history's first round number,
+uniform in :data:`FIRST_ROUNDS` (as if earlier rounds were cut off; a round-number answer is then
+no constant); and the target count of a count question, from stream ``[s, 4, type]``
+(:class:`~ace_gym.longbench.questions.Balance`; an attempt whose history cannot carry it draws a
+new history, and the second half of the attempts take a count the history carries). A concise
+Intersection aims at a rank of its target among the history's names by appearances, uniform in
+1-5 (the target was the most frequent name of the history in 23 of 24 samples): an attempt of the
+first half is kept only when the rank is the one aimed at, and every attempt but the last two
+plays games of a length drawn from its rollout stream (:func:`_game_rounds`, unless the behaviour
+sets ``max_rounds``), so that unsolved earlier games precede the asked one. The balance is
+calibrated at the default 32k budget; at smaller budgets more attempts fall back.
 """
 
 from __future__ import annotations
@@ -27,7 +43,7 @@ import numpy as np
 from ace_gym.errors import ConfigError, choice, integer, probability
 from ace_gym.longbench.prompts import game_prompt, qa_prompt
 from ace_gym.longbench.question_types import INTERSECTION, QUESTION_TYPES
-from ace_gym.longbench.questions import Question, ask
+from ace_gym.longbench.questions import BALANCED_TARGETS, Balance, Question, ask
 from ace_gym.longbench.render import FORMATS
 from ace_gym.longbench.simulator import Behaviour, simulate
 from ace_gym.longbench.tables import ItemTable, Mask, load_table, mask_table
@@ -35,7 +51,14 @@ from ace_gym.longbench.trajectory import Trajectory, build_trajectory
 from ace_gym.runs.tokens import Tokenizer, message_tokens, resolve_target_tokens
 
 KNOWLEDGE: tuple[str, ...] = ("kf", "ki")
+ANSWERS: tuple[str, ...] = ("balanced", "paper")
+TRAINING_ANSWERS = "balanced"
+"""The default ``answers``; ``ace-gym eval`` and the official layout use ``"paper"``."""
 MAX_ATTEMPTS = 24
+FIRST_ROUNDS = range(1, 1001)
+"""Where a balanced history's round numbers start."""
+INTERSECTION_GAME_ROUNDS = range(6, 41)
+"""Rounds per game of a balanced concise Intersection history."""
 
 
 class InfeasibleSample(ConfigError):
@@ -50,7 +73,7 @@ class SampleConfig:
     ``table_seed``) to the table; ``target_tokens`` is a bucket label or a token count;
     ``question_reserve`` the tokens kept free for the question; ``min_list`` and
     ``max_answer_items`` tune Intersection questions, ``evidence_position`` (None or in [0, 1])
-    where single-round evidence sits.
+    where single-round evidence sits; ``answers`` "balanced" or "paper" (module docstring).
     """
 
     table: str = "synthetic"
@@ -63,9 +86,11 @@ class SampleConfig:
     min_list: int = 2
     max_answer_items: int = 50
     evidence_position: float | None = None
+    answers: str = TRAINING_ANSWERS
 
     def __post_init__(self) -> None:
         choice("knowledge", self.knowledge, KNOWLEDGE)
+        choice("answers", self.answers, ANSWERS)
         choice("fmt", self.fmt, FORMATS)
         resolve_target_tokens(self.target_tokens)
         set_field = object.__setattr__
@@ -169,6 +194,14 @@ def build_sample(
     choice("question_type", question_type, QUESTION_TYPES)
     table = table if table is not None else config.resolve_table()[0]
     behaviour = config.behaviour
+    balanced = config.answers == "balanced"
+    draws = np.random.default_rng([seed, 3])
+    first_round = int(draws.choice(FIRST_ROUNDS)) if balanced else 1
+    counts = BALANCED_TARGETS.get((question_type, config.fmt))
+    aim = np.random.default_rng([seed, 4, QUESTION_TYPES.index(question_type)])  # no two types aim alike
+    target = int(aim.choice(counts)) if balanced and counts is not None else None
+    short_games = balanced and question_type == INTERSECTION and config.fmt == "concise"
+    short_games = short_games and behaviour.max_rounds is None
     if question_type == INTERSECTION and config.fmt == "concise":
         behaviour = dataclasses.replace(behaviour, avoid_target=True)
     system = qa_prompt(table, config.fmt, question_type)
@@ -177,9 +210,18 @@ def build_sample(
     budget = config.tokens - system_tokens - config.question_reserve
     if budget <= 0:
         raise ConfigError("target_tokens", config.target_tokens, f"leaves no room for a history ({budget} tokens)")
+    history_rounds: int | None = None  # how many rounds the budget held in the last attempt
     for attempt in range(MAX_ATTEMPTS):
-        rounds = simulate(table, behaviour, config.fmt, np.random.default_rng([seed, attempt, 1]))
+        rng = np.random.default_rng([seed, attempt, 1])
+        fallback = attempt >= MAX_ATTEMPTS // 2
+        played = behaviour
+        if short_games and attempt < MAX_ATTEMPTS - 2:  # a shorter game's prompt is no longer than the one counted
+            per_game = _game_rounds(target, history_rounds, rng)  # type: ignore[arg-type]
+            played = dataclasses.replace(behaviour, max_rounds=per_game)
+        game = game_prompt(table, config.fmt, played.rounds_per_game(config.fmt))
+        rounds = simulate(table, played, config.fmt, rng, first_round=first_round)
         trajectory = build_trajectory(table, config.fmt, rounds, tokenizer, budget)
+        history_rounds = len(trajectory.rounds)
         question = ask(
             question_type,
             trajectory,
@@ -187,6 +229,7 @@ def build_sample(
             evidence_position=config.evidence_position,
             min_list=config.min_list,
             max_answer_items=config.max_answer_items,
+            balance=Balance(target, fallback) if balanced else None,
         )
         if question is None:
             continue
@@ -204,6 +247,19 @@ def build_sample(
         config.target_tokens,
         f"no feasible {question_type!r} sample in {MAX_ATTEMPTS} draws for seed {seed}; use a larger budget",
     )
+
+
+def _game_rounds(rank: int, history_rounds: int | None, rng: np.random.Generator) -> int:
+    """Rounds per game for a balanced concise Intersection history whose target should rank
+    ``rank`` by appearances: uniform in :data:`INTERSECTION_GAME_ROUNDS` while the history's length
+    is unknown (the first attempt), then long enough for ``rank - 1`` complete earlier games and a
+    shorter last one (whose target appears less often than theirs), or one game for rank 1."""
+    if history_rounds is None:
+        return int(rng.choice(INTERSECTION_GAME_ROUNDS))
+    if rank == 1:
+        return history_rounds + 1
+    low, high = history_rounds // rank + 1, max(history_rounds // (rank - 1), history_rounds // rank + 2)
+    return int(rng.integers(max(low, 2), max(high, 3)))
 
 
 def config_from_options(options: Mapping[str, Any]) -> SampleConfig:

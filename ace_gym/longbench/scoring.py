@@ -57,6 +57,16 @@ YES_NO_WORDS: dict[str, bool] = {"yes": True, "true": True, "no": False, "false"
 """The words a well-formed yes/no answer begins with, and what each means."""
 
 
+def answer_text(answer: Any) -> str:
+    """An answer written the way the question-answering prompt asks for it, tags included (a
+    grader's or a scripted policy's reply)."""
+    if isinstance(answer, bool):
+        return "<answer>yes</answer>" if answer else "<answer>no</answer>"
+    if isinstance(answer, list):
+        return f"<answer>{' and '.join(answer) if len(answer) == 2 else ', '.join(answer)}</answer>"
+    return f"<answer>{answer}</answer>"
+
+
 def extract_answer(text: str) -> str | None:
     """The stripped content of the last complete ``<answer>...</answer>`` in ``text`` (the first
     closing tag after each opening one), or None."""

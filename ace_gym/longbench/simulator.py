@@ -99,7 +99,8 @@ class Behaviour:
 @dataclass(frozen=True)
 class Round:
     """One round: the query (None in a game's first round), the guess's feedback, the rounds the
-    game has left after it. ``number`` counts across games from 1, ``in_game`` within the game."""
+    game has left after it. ``number`` counts across games (from ``simulate``'s ``first_round``),
+    ``in_game`` within the game."""
 
     number: int
     game: int
@@ -118,10 +119,13 @@ class Round:
         return self.feedback.correct or self.remaining == 0
 
 
-def simulate(table: ItemTable, behaviour: Behaviour, fmt: str, rng: np.random.Generator) -> Iterator[Round]:
-    """Yield rounds forever (games chained), every random draw from ``rng``."""
+def simulate(
+    table: ItemTable, behaviour: Behaviour, fmt: str, rng: np.random.Generator, *, first_round: int = 1
+) -> Iterator[Round]:
+    """Yield rounds forever (games chained), numbered from ``first_round``, every random draw
+    from ``rng``."""
     per_game = behaviour.rounds_per_game(fmt)
-    number = 0
+    number = first_round - 1
     game = 0
     while True:
         target = int(rng.integers(table.size))

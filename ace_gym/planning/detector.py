@@ -274,7 +274,7 @@ def _state_read(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, argume
 
 
 def _done(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments: Mapping[str, Any]) -> list[Flag]:
-    if not facts.solvable:
+    if facts.solvable is False:
         return [Flag("completed_unsolvable", "the task cannot be done; it should be reported as infeasible")]
     if knowledge.empty_cells:
         return [Flag("empty_slots", f"{len(knowledge.empty_cells)} hidden cell(s) are still empty")]
@@ -291,6 +291,8 @@ def _refusal(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, arguments
     code = arguments.get("reason_code")
     if not isinstance(code, str) or code not in UNSOLVABLE_KINDS:
         raise Fault("wrong_type", f"reason_code must be one of {', '.join(UNSOLVABLE_KINDS)}")
+    if facts.solvable is None:  # not the judge's to know (a critic the agent reads)
+        return []
     if facts.solvable:
         return [Flag("refused_solvable", "the task can be done")]
     if code != facts.unsolvable_kind:

@@ -18,6 +18,7 @@ from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence, read_p
 from ace_gym.planning.settings import APB_INFO, apply_settings, check_settings
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import REFUSAL_TOOL
+from ace_gym.planning.unsolvable_mix import answer_key_of
 from ace_gym.spaces import ObjectSpace
 from ace_gym.text import valid_text
 from ace_gym.tools import echo
@@ -32,11 +33,19 @@ degenerate policy would collect."""
 
 
 def plan_score(graded: PlanGrade) -> float:
-    """The score (and reward) of a plan that is not a refusal the unsolvable setting scores: 0 when
-    a plan-wide flag of :data:`UNREWARDED_PLAN_CAUSES` is raised, else the APB grade."""
+    """The APB-style score of a plan that is not a refusal the unsolvable setting scores: 0 when
+    a plan-wide flag of :data:`UNREWARDED_PLAN_CAUSES` is raised, else the APB grade. Not a
+    reward on its own (:class:`HolisticEnv`): a plan's structure can be right without reading
+    the instance."""
     if any(index == -1 and found.cause in UNREWARDED_PLAN_CAUSES for index, found in graded.flags):
         return 0.0
     return graded.grade
+
+
+def executed_reward(plan: float, final: float) -> float:
+    """The reward of an executed plan: the env stack's final reward (the grid solved, or the
+    unsolvable setting's matrix value) times the plan's score."""
+    return plan * final
 
 
 class PlanOrCallSpace(ObjectSpace):
@@ -91,31 +100,40 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
 
     ## Observation
     Chat messages: the system prompt and the first user message with the plan request
-    (:func:`plan_prompt`); after the plan a user message with its grade; in the acting phase a
+    (:func:`plan_prompt`); after the plan a user message with its grade when the plan ends the
+    episode, else a request to carry it out (a grade then would tell an unsolvable task apart); in the acting phase a
     tool message per call.
 
     ## Action
     The plan (JSON text or dict); with ``act_after_plan``, then one tool call per step.
 
     ## Reward
-    On the plan step (the episode ends there unless ``act_after_plan`` and the plan is not a
-    refusal) the reward is ``info["score"]``, one definition: for a refusal with the
-    ``unsolvable`` setting, :class:`~ace_gym.planning.unsolvable_mix.UnsolvableMix`'s matrix value
-    (0 on a solvable task); otherwise :func:`plan_score`, the plan's APB grade but 0 for no plan,
-    a plan that leaves a hidden cell unset, or a refusal of a solvable task. ``info["plan_grade"]``
-    keeps APB's grade (what the paper reports). Then the env stack's rewards (the grid's score on
-    the last step). Floor: 0 for empty or unparseable text, a ``done``-only plan and a refusal
-    of a solvable task.
+    Only what needs the instance is rewarded (issue 38): a plan's structure does not, since one
+    instance-agnostic template (per hidden cell one query per stated slot rule and a ``set_slot``
+    of "the id chosen from step k", a global check, ``done``) grades 1.0 on every task.
+    * A refusal (``{"status": "REJECT", ...}``) with the ``unsolvable`` setting earns
+      :class:`~ace_gym.planning.unsolvable_mix.UnsolvableMix`'s matrix value on the plan step
+      (right kind 1, wrong kind 0.25, a solvable task 0); without it, 0.
+    * Any other plan earns 0 on the plan step. With ``act_after_plan`` (the default) the plan is
+      then carried out, one tool call per step, and the last step earns the env stack's final
+      reward (1 when the grid is solved) times the plan's score (:func:`executed_reward`): the
+      executed plan must solve this instance. Without it the episode ends at the plan: an
+      evaluation of APB's grade, whose reward carries nothing but the refusal decision.
+    ``info["plan_grade"]`` keeps APB's grade (what the paper reports) and ``info["plan_score"]``
+    the grade with the degenerate plans at 0 (:func:`plan_score`, the reward until issue 38).
+    ``info["score"]`` is the reward of the step that ends the episode.
 
     ## Information
-    Plan step: ``score`` (the reward), ``plan_flags`` (step index, -1 for the whole plan, and the flag), ``plan_grade``,
+    Plan step: ``score`` (when the plan ends the episode), ``plan_score``, ``plan_flags`` (step index, -1 for the whole plan, and the flag), ``plan_grade``,
     ``plan_correct``, ``refused``, ``reason_code``, ``planned_tools``; with the ``cost`` setting
     also ``plan_cost`` (what the chain would cost) and ``reference_cost`` (the cost-aware solver's). Last acting step: the env's
     final info plus ``plan_adherence`` (longest common subsequence of planned and executed tool
-    names over the plan's length).
+    names over the plan's length), ``plan_score``, ``final_reward`` (the env stack's) and
+    ``score`` (the reward).
 
     ## Version History
-    * v0: first release.
+    * v0: first release; until issue 38 the plan step earned :func:`plan_score` and
+      ``act_after_plan`` was off by default.
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
@@ -124,7 +142,7 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         self,
         domain: str | None = None,
         dataset: str = "5x5",
-        act_after_plan: bool = False,
+        act_after_plan: bool = True,
         settings: Sequence[str] = (),
         setting_options: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
@@ -142,6 +160,7 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         self._calls = 0
         self._started = False
         self._costs: dict[str, Any] = {}
+        self._plan_score = 0.0
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -149,7 +168,7 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         super().reset(seed=seed)
         env = self._env = self._envs[self.domains[int(self.np_random.integers(len(self.domains)))]]
         observation, info = env.reset(seed=int(self.np_random.integers(2**31)), options=options)
-        self._facts = facts_from_reset(env.get_wrapper_attr("compiled"), info)
+        self._facts = facts_from_reset(env.get_wrapper_attr("compiled"), info, answer_key_of(env))
         self._plan = None
         self._executed = []
         self._calls = 0
@@ -186,16 +205,22 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
             chain = (read_plan(action) or {}).get("tool_chain")
             info["plan_cost"] = plan_cost(self._costs["costs"], self._costs["per_id"], chain)
             info["reference_cost"] = self._costs["reference"]
-        info["score"] = plan_score(graded)
+        self._plan_score = info["plan_score"] = plan_score(graded)
+        reward = 0.0
         if graded.refused and REFUSAL_TOOL in self._facts.tools:
             plan = read_plan(action) or {}
             report = {"reason_code": graded.reason_code, "explanation": echo(plan.get("reason", ""))}
             info.update(self._env.step({"name": REFUSAL_TOOL, "arguments": report})[4])  # the mix's score
+            reward = float(info["score"])
         ends = graded.refused or not self.act_after_plan
         if ends:
             self._env = None
-        text = f"Plan graded {graded.grade:.1f}." + ("" if ends else " Now carry it out, one tool call per step.")
-        return [{"role": "user", "content": text}], float(info["score"]), ends, False, info
+            info["score"] = reward
+        # the grade is told once it is the episode's end: before acting it would tell an unsolvable task apart
+        text = (
+            f"Plan graded {graded.grade:.1f}." if ends else "Plan received. Now carry it out, one tool call per step."
+        )
+        return [{"role": "user", "content": text}], reward, ends, False, info
 
     def _acted(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
         assert self._env is not None and self._plan is not None
@@ -205,6 +230,9 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         reply, reward, terminated, truncated, info = self._env.step(action)
         if terminated or truncated:
             info["plan_adherence"] = plan_adherence(self._plan.tool_names, self._executed)
+            info["plan_score"] = self._plan_score
+            info["final_reward"] = float(reward)
+            reward = info["score"] = executed_reward(self._plan_score, float(reward))
             self._env = None
         message = {"role": "tool", "tool_call_id": f"call_{self._calls}_0", "name": echo(name), "content": reply}
         return [message], float(reward), terminated, truncated, info

@@ -63,7 +63,7 @@ class TaskFacts:
     tools: Mapping[str, ToolEntry]
     broken: frozenset[str] = frozenset()
     approval_required: bool = False
-    solvable: bool = True
+    solvable: bool | None = True  # None: not the judge's to know (no solvability flag is raised)
     unsolvable_kind: str | None = None
     query_budgets: Mapping[Cell, int | None] = field(default_factory=dict)
     global_budget: int | None = None
@@ -75,12 +75,17 @@ class TaskFacts:
         return next((entry.name for entry in self.tools.values() if entry.kind == kind), None)
 
 
-def facts_from_reset(compiled: CompiledInstance, info: Mapping[str, Any]) -> TaskFacts:
+def facts_from_reset(
+    compiled: CompiledInstance, info: Mapping[str, Any], answer_key: Mapping[str, Any] | None = None
+) -> TaskFacts:
     """The facts of an episode from its compiled instance and the reset ``info`` of the env stack.
 
     Tools come from ``info["tools"]`` (their schemas give parameters and required ones); kinds
     from the env's tool table and the planning wrappers' records under ``info["apb"]``; budgets
-    from ``info["budgets"]``; solvability from ``info["apb"]["unsolvable"]`` when present.
+    from ``info["budgets"]``; solvability from ``answer_key``, the unsolvable setting's grader
+    channel (:func:`ace_gym.planning.unsolvable_mix.answer_key_of`). Without it a task is solvable
+    when no refusal tool is offered, and of unknown solvability (``solvable=None``) when one is:
+    a critic the agent reads must not tell it (issue 38).
     """
     real = real_tool_kinds(compiled.domain.name)
     apb: Mapping[str, Any] = info.get(APB_INFO, {})
@@ -92,10 +97,13 @@ def facts_from_reset(compiled: CompiledInstance, info: Mapping[str, Any]) -> Tas
         added[record["replacement"]] = real[record["tool"]]
         renamed[record["replacement"]] = dict(record["parameter_map"])
         broken.add(record["tool"])
-    unsolvable = apb.get("unsolvable", {})
-    added.update(unsolvable.get("tools", {}))
+    key = answer_key or {}
+    approval_impossible = key.get("approval") in ("outage", "missing")
+    refusal_offered = "refusal" in apb.get("unsolvable", {}).get("tools", {}).values()
+    solvable = not key["unsolvable"] if answer_key is not None else (None if refusal_offered else True)
+    added.update(apb.get("unsolvable", {}).get("tools", {}))
     added.update(apb.get("cost", {}).get("composites", {}))
-    if unsolvable.get("approval_required"):
+    if approval_impossible:
         broken.update(name for name, kind in added.items() if kind == "approval")
     tools = {}
     for schema in info.get("tools", ()):
@@ -124,9 +132,9 @@ def facts_from_reset(compiled: CompiledInstance, info: Mapping[str, Any]) -> Tas
         },
         tools=tools,
         broken=frozenset(broken),
-        approval_required=bool(unsolvable.get("approval_required", False)),
-        solvable=not unsolvable.get("unsolvable", False),
-        unsolvable_kind=unsolvable.get("kind") or None,
+        approval_required=approval_impossible,
+        solvable=solvable,
+        unsolvable_kind=key.get("kind") or None,
         query_budgets=query_budgets,
         global_budget=budgets.get("global_check_budget"),
         max_query_ids=int(budgets.get("max_query_ids", 5)),

@@ -76,7 +76,7 @@ def grade_plan(facts: TaskFacts, action: Any) -> PlanGrade:
     if not isinstance(chain, list) or not all(isinstance(step, Mapping) for step in chain):
         return _graded([(-1, Flag("bad_arguments", "tool_chain must be a list of {name, arguments, reason} steps"))])
     flags: list[tuple[int, Flag]] = []
-    if not facts.solvable:
+    if facts.solvable is False:
         flags.append((-1, Flag("completed_unsolvable", "the task cannot be done; the plan should reject it")))
     names = tuple(_name(step) for step in chain)
     _check_steps(facts, chain, flags)
@@ -93,6 +93,8 @@ def _graded(
 def _refusal(facts: TaskFacts, plan: Mapping[str, Any]) -> PlanGrade:
     code = plan.get("reason_code")
     code = code if isinstance(code, str) and code in UNSOLVABLE_KINDS else ""
+    if facts.solvable is None:  # not the judge's to know
+        return _graded([], True, code)
     if facts.solvable:
         return _graded([(-1, Flag("refused_solvable", "the task can be done"))], True, code)
     if code and code != facts.unsolvable_kind:
@@ -183,12 +185,12 @@ def _check_structure(facts: TaskFacts, chain: Sequence[Mapping[str, Any]], flags
         if kind in ("set_slot", "set_and_check") and isinstance(arguments, Mapping):
             set_cells.add((_plain_int(arguments.get("row")), _plain_int(arguments.get("col"))))
     unset = [cell for cell in facts.hidden if cell not in set_cells]
-    if unset and facts.solvable:
+    if unset and facts.solvable is not False:
         flags.append((-1, Flag("empty_slots", f"no set_slot for {len(unset)} hidden cell(s), e.g. {unset[0]}")))
     dones = [i for i, kind in enumerate(kinds) if kind == "done"]
     if dones != [len(chain) - 1]:
         flags.append((-1, Flag("missing_done", "done must come exactly once, as the last step")))
-    elif facts.solvable and "global_check" not in kinds[: dones[0]] and facts.global_budget != 0:
+    elif facts.solvable is not False and "global_check" not in kinds[: dones[0]] and facts.global_budget != 0:
         flags.append((dones[0], Flag("unverified_done", "no global check before done although checks are available")))
 
 

@@ -9,6 +9,12 @@ test can predict.
   with the same description, its parameters matched by their descriptions.
 * :class:`AlwaysRefuse` reports every task infeasible at once (``refuse``); the exact solver is
   the never-refusing counterpart.
+* :class:`CarefulSolver` (``probe-careful``) is the honest reference of the unsolvable setting: it
+  reads the task as a careful agent does (the approval policy, the phone notes, the attached
+  sheet), asks for approvals before setting, and refuses only on evidence from the instance: the
+  required tool is not offered or is in outage, no completion meets the rules, or a limit or a
+  sheet is missing *and* the rules it has leave several completions (it counts them). :class:`CarefulNeverRefuse`
+  (``probe-careful-never-refuse``) does the same but ends with ``done`` instead of refusing.
 * :class:`RetryTransientFailures` (``probe-retry-failures``) plays the exact solver and sends a
   call again, unchanged, while its reply looks like a transient failure (:func:`is_transient_failure`:
   a failed call, a timeout, a rate limit, an empty or a cut-off result): every injected failure is
@@ -18,17 +24,27 @@ test can predict.
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
-from ace_gym.agents.solver import ExactSolver
-from ace_gym.agents.task_view import OneCallScript, Script, TaskView, ToolCallDict
+from ace_gym.agents.solver import ExactSolver, place_and_verify, rule_can_bind, settle
+from ace_gym.agents.task_view import OneCallScript, Script, TaskTextError, TaskView, ToolCallDict, read_task
 from ace_gym.planning.replies import is_persistent_failure
-from ace_gym.planning.unsolvable import REFUSAL_TOOL
+from ace_gym.planning.unsolvable import (
+    APPROVAL_POLICY,
+    APPROVAL_TOOL,
+    ATTACHMENT_RULE,
+    ATTACHMENT_TOOL,
+    PHONE_LIMIT,
+    REFUSAL_TOOL,
+)
+from ace_gym.tools import tool_name
 
 
 def find_replacement(tools: Sequence[Mapping[str, Any]], broken: str) -> tuple[str, dict[str, str]] | None:
@@ -147,6 +163,155 @@ class AlwaysRefuse(ScriptedPolicy):
             yield {"name": REFUSAL_TOOL, "arguments": {"reason_code": self.reason_code, "explanation": "refused"}}
 
 
+_WITHHELD = re.compile(r"\((\d+)\) ([^\n]*?), where " + re.escape(PHONE_LIMIT) + r"\.")
+_NOTE = re.compile(r"we confirmed the limit of global constraint \((\d+)\): (-?\d+)\.")
+_SHEET_SLOT = re.compile(r"For slot \((\d+), (\d+)\):")
+
+
+class CarefulSolver(ScriptedPolicy):
+    """The honest reference of the unsolvable setting (see the module docstring); ``notes``
+    records ``refused`` (the reason code) when it refuses."""
+
+    name: ClassVar[str] = "probe-careful"
+    refuses: ClassVar[bool] = True
+    filler: ClassVar[type[ScriptedPolicy]] = ExactSolver
+    """What fills the grid once the task is read (a one-call-per-step scripted policy)."""
+    counts: ClassVar[bool] = True
+    """Whether a missing limit or sheet is decided by counting the completions the stated rules
+    leave (refuse when there are several); otherwise the missing piece alone is refused."""
+
+    def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
+        notes: dict[str, Any] = {}
+        return ScriptedEpisode(self._play(observation, info, np.random.default_rng(seed), notes), notes)
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        return self.filler().script(view, info, rng, notes)
+
+    def _refuse(self, code: str, tools: set[str], notes: dict[str, Any]) -> Script:
+        notes["refused"] = code
+        if self.refuses and REFUSAL_TOOL in tools:
+            yield {"name": REFUSAL_TOOL, "arguments": {"reason_code": code, "explanation": code}}
+
+    def _play(
+        self, observation: str, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        tools = {schema["function"]["name"] for schema in info["tools"]}
+        prompt: str = info["system_prompt"]
+        approval = APPROVAL_POLICY in prompt
+        if approval and APPROVAL_TOOL not in tools:
+            yield from self._refuse("missing_tool", tools, notes)
+            return
+        missing = ""  # the kind a missing piece would be, when one is missing
+        if ATTACHMENT_RULE in prompt:
+            reply = yield {"name": ATTACHMENT_TOOL, "arguments": {}}
+            sheet = (_envelope(reply).get("data") or {}).get("attachment")
+            if isinstance(sheet, str) and sheet:
+                prompt = _with_sheet(prompt, sheet)
+            else:  # those slots' rules are unknown: read them as slots without rules
+                prompt, missing = prompt.replace(f"\n{ATTACHMENT_RULE}", ""), "missing_attachment"
+        if PHONE_LIMIT in prompt:
+            withheld, note = _WITHHELD.search(prompt), _NOTE.search(prompt)
+            if withheld is None:
+                return
+            if note is not None and note.group(1) == withheld.group(1):
+                limit = note.group(2)
+            else:  # the limit is unknown: read it as one that binds nothing
+                limit, missing = ("1000000000" if "at most X" in withheld.group(2) else "0"), "missing_information"
+            rule = re.sub(r"\bX\b", limit, withheld.group(2), count=1)
+            prompt = prompt.replace(withheld.group(0), f"({withheld.group(1)}) {rule}.")
+        if missing and not self.counts:
+            yield from self._refuse(missing, tools, notes)
+            return
+        try:
+            view = read_task(observation, {**info, "system_prompt": prompt})
+        except TaskTextError as error:
+            notes["error"] = str(error)
+            return
+        setter = tool_name("set_slot", view.domain)
+        filler = _CountingSolver() if missing else self.filler()
+        solver = cast(OneCallScript, filler.script(view, info, rng, notes))
+        try:
+            call = next(solver)
+            while True:
+                if approval and call["name"] == setter and call["arguments"].get("id"):
+                    arguments = {key: call["arguments"][key] for key in ("row", "col", "id")}
+                    if _envelope((yield {"name": APPROVAL_TOOL, "arguments": arguments})).get("status") != "success":
+                        yield from self._refuse("tool_outage", tools, notes)
+                        return
+                call = solver.send((yield call))
+        except StopIteration:
+            pass
+        if missing:
+            found = notes.get("completions_found", 0)
+            if found != 1:
+                yield from self._refuse(missing if found else "conflicting_constraints", tools, notes)
+        elif notes.get("completions_tried") == 0 or (
+            notes.get("exhausted") == "candidates" and not notes.get("verified")
+        ):
+            yield from self._refuse("conflicting_constraints", tools, notes)
+
+
+class _CountingSolver(ExactSolver):
+    """The exact solver that, some rule of the task being unknown, counts the completions the
+    known rules leave: it fills the grid only when there is exactly one (``notes["completions_found"]``:
+    0, 1 or 2 for "two or more")."""
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        rules = [
+            (rule, bound) for rule, bound in view.global_rules() if rule_can_bind(rule, bound, view.rows * view.cols)
+        ]
+        gathered = yield from self.gather(view, info, rules, notes)
+        if gathered is not None:
+            yield from settle(view, *gathered, notes, place=_place_if_unique)
+
+
+def _place_if_unique(
+    view: TaskView,
+    candidates: list[dict[str, Any]],
+    completions: Iterator[tuple[str, ...]],
+    deferred: bool,
+    notes: dict[str, Any],
+) -> Script:
+    found = list(itertools.islice(completions, 2))
+    notes["completions_found"] = len(found)
+    if len(found) == 1:
+        yield from place_and_verify(view, candidates, iter(found), deferred, notes)
+
+
+class CarefulNeverRefuse(CarefulSolver):
+    """:class:`CarefulSolver` that ends with ``done`` where it would refuse."""
+
+    name: ClassVar[str] = "probe-careful-never-refuse"
+    refuses: ClassVar[bool] = False
+
+
+def _envelope(reply: Any) -> dict[str, Any]:
+    try:
+        found = json.loads(reply)
+    except (TypeError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _with_sheet(prompt: str, sheet: str) -> str:
+    """``prompt`` with each attachment line replaced by the rules the sheet gives for its slot."""
+    blocks: dict[str, list[str]] = {}
+    header = ""
+    for line in sheet.split("\n"):
+        if _SHEET_SLOT.fullmatch(line):
+            header = line
+            blocks[header] = []
+        elif header:
+            blocks[header].append(line)
+    for header, lines in blocks.items():
+        prompt = prompt.replace(f"{header}\n{ATTACHMENT_RULE}", "\n".join([header, *lines]), 1)
+    return prompt
+
+
 TRANSIENT_FAILURES = ("Tool call failed", "Timeout", "RateLimitError")
 """How the failed envelopes of transient tool failures begin (what a retry can fix)."""
 MAX_TRANSIENT_RETRIES = 100
@@ -211,6 +376,8 @@ PROBES: tuple[type[ScriptedPolicy], ...] = (
     AlternativeProbe,
     RefuseProbe,
     AlwaysRefuse,
+    CarefulSolver,
+    CarefulNeverRefuse,
     RetryTransientFailures,
     NeverRetry,
 )

@@ -77,6 +77,7 @@ class Refine(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.RecordCons
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         observation, info = self.env.reset(seed=seed, options=options)
+        # no answer key: the critique is shown to the agent, so it never judges solvability (issue 38)
         self._tracker = ErrorTracker(facts_from_reset(self.env.get_wrapper_attr("compiled"), info))
         self._proposal = None
         self._counts = dict.fromkeys(self._counts, 0)

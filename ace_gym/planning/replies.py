@@ -59,3 +59,22 @@ def is_persistent_failure(messages: object) -> bool:
 
 def no_attachment() -> ToolReply:
     return success({"attachment": None, "message": "No file is attached to this task."})
+
+
+NOT_APPROVED = "Not approved"
+"""Error type of a ``set_slot`` the approval policy blocks (``UnsolvableMix``)."""
+
+
+def not_approved(tool: str, approval_tool: str) -> ToolReply:
+    return failed_reply(
+        f"{NOT_APPROVED}, the task policy requires `{approval_tool}` for this row, col and id before `{tool}`; "
+        "nothing was set"
+    )
+
+
+def approved(row: Any, col: Any, item: Any) -> ToolReply:
+    return success({"approved": True, "row": row, "col": col, "id": item})
+
+
+def attachment(sheet: str) -> ToolReply:
+    return success({"attachment": sheet, "message": "The attached sheet holds the rules of some hidden slots."})

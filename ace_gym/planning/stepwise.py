@@ -97,14 +97,17 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
     agent sees none of the results; the copy is discarded) and each is judged by the E1-E6
     detector on what the agent would have observed; fewer calls than ``horizon``, unless the last
     one ends the episode, adds an E2 flag. APB's grade of the prediction is the grade of its worst
-    step (:func:`ace_gym.planning.grade`). The reward is that grade when the predicted calls name
-    the reference's tools, in order, and 0 otherwise; the episode ends.
+    step (:func:`ace_gym.planning.grade`). The reward is that grade when the predicted calls are
+    the reference's, in order, by tool and by what they are about (:data:`TARGET_ARGUMENTS`: the
+    cell, the item ids, the attribute), and 0 otherwise; the episode ends.
 
     Why not APB's grade alone: it judges whether a call is an error, not whether it moves the
     task on, so a prediction that carries no information collects it: a bare
     ``get_current_grid_state`` (never an error) grades 1.0 wherever it is predicted, and an empty
-    or unparseable prediction 0.4 (one E2 flag). Under the reward a constant prediction earns only
-    where the solver's next call is that very tool: its chance level (docs/planning.md).
+    or unparseable prediction 0.4 (one E2 flag). Why not the tool name alone: the solver's next
+    call is a candidate query in most tasks, so "a query on the first hidden slot", written
+    without reading the trajectory, earned 0.51-0.64 (issue 38); which cell and attribute come
+    next must be read from the trajectory and the task (docs/planning.md).
 
     ## Information
     Reset: ``domain``, ``instance_id``, ``instance_index``, ``tools``, ``system_prompt``,
@@ -112,10 +115,13 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
     ``flags`` (per predicted step, dicts of code, cause, detail), ``grades``, ``step_grade``
     (APB's grade of the prediction, what the paper reports), ``score`` (the reward), ``correct``
     (no flag anywhere), ``exact_match`` (same calls as the reference, a strict secondary metric),
+    ``same_tools`` (the reference's tools, the reward's criterion until issue 38), ``same_targets``
+    (the reward's criterion),
     ``reference`` (the solver's next calls) and ``predicted``.
 
     ## Version History
-    * v0: first release; until issue 29 the reward was APB's grade (now ``info["step_grade"]``).
+    * v0: first release; until issue 29 the reward was APB's grade (now ``info["step_grade"]``);
+      until issue 38 it needed the reference's tool names only.
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
@@ -193,7 +199,10 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
         )
         step_grade = min(grades)
         same_tools = [call["name"] for call in predicted] == [call["name"] for call in reference]
-        reward = step_grade if same_tools else 0.0
+        same_targets = len(predicted) == len(reference) and all(
+            _target(p) == _target(r) for p, r in zip(predicted, reference, strict=True)
+        )
+        reward = step_grade if same_targets else 0.0
         info = {
             "flags": [[flag.as_dict() for flag in step] for step in flags],
             "grades": grades,
@@ -201,6 +210,8 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
             "score": reward,
             "correct": not any(flags),
             "exact_match": exact,
+            "same_tools": same_tools,
+            "same_targets": same_targets,
             "reference": reference,
             "predicted": [_plain(call) for call in predicted],
         }
@@ -250,6 +261,26 @@ class _Task:
             short = Flag("short_prediction", f"{len(predicted)} of {horizon} calls predicted")
             flags.append((short,))
         return flags
+
+
+TARGET_ARGUMENTS = ("row", "col", "id", "ids", "field")
+"""The arguments that say what a call is about (which cell, which item, which attribute), as
+opposed to how it asks (a query's operator and value: ``>= -1e9`` and ``not_in []`` both list
+every candidate). A prediction earns its grade only when each call names the reference's tool
+and these arguments (issue 38)."""
+
+
+def _target(call: Mapping[str, Any]) -> str | None:
+    """A call's tool and :data:`TARGET_ARGUMENTS` in canonical form (lists as sets), None for
+    a call without a name or whose arguments are not an object."""
+    name, arguments = call.get("name"), decode_arguments(call.get("arguments"))
+    if not isinstance(name, str) or arguments is None:
+        return None
+    target = {key: arguments[key] for key in TARGET_ARGUMENTS if key in arguments}
+    for key, value in target.items():  # a list of ids or fields: its order says nothing
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            target[key] = sorted(set(value))
+    return call_key(name, target)
 
 
 def _identity(call: Mapping[str, Any]) -> str | None:

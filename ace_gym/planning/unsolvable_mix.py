@@ -21,26 +21,33 @@ from ace_gym.planning.unsolvable import (
     ATTACHMENT_TOOL,
     REFUSAL_TOOL,
     UnsolvableVariant,
+    add_markers,
     make_variant,
 )
 from ace_gym.planning.vocabulary import tool_schema
+from ace_gym.spaces import arguments_json
 from ace_gym.tools import REPLY_INFO, ToolReply, reply_in, tool_name
 from ace_gym.tools.readonly import ReadOnlyDict
-from ace_gym.tools.replies import unknown_tool
+from ace_gym.tools.replies import echo, invalid, unknown_tool
 
 INFO_KEY = "unsolvable"
 DEFAULT_REWARDS: dict[str, float] = {
     "refuse_right_code": 1.0,
-    "refuse_wrong_code": 0.5,
+    "refuse_wrong_code": 0.25,
     "complete_unsolvable": 0.0,
     "refuse_solvable": 0.0,
 }
 """The reward matrix: refusing an unsolvable task with its kind as the reason code, with another
 code; ending an unsolvable task any other way (``done``, the step limit); refusing a solvable
-one. Solving a solvable task earns the env's reward."""
+one. Solving a solvable task earns the env's reward. Refusing with a wrong code earns 0.25 (0.5
+until issue 38), so that refusing every task with the most frequent code earns less than never
+refusing and solving what can be solved (docs/planning.md has the numbers)."""
+DEFAULT_MARKER_RATE = 0.5
+"""How often each marker of an unsolvable kind appears, in its working form, in a task that is
+not of that kind (:func:`ace_gym.planning.unsolvable.add_markers`)."""
 REFUSAL_LINE = (
     "If the task cannot be completed as specified (contradictory constraints, a required tool that is "
-    "unavailable or missing, or information the task refers to but does not give), do not finish it: "
+    "unavailable or missing, or information the task needs but does not give), do not finish it: "
     f"call `{REFUSAL_TOOL}` with the reason code and a short explanation."
 )
 _STREAM_TAG = 0x1DEA
@@ -97,13 +104,24 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
     with the same seed onto the variant (reset option ``instance``). When no drawn kind applies
     the episode stays solvable. A line in the system prompt says when to report infeasibility.
 
+    Every marker of a kind (the approval policy and its tool, a phone-agreed limit, rules in an
+    attached sheet) also appears, with probability ``marker_rate`` each, in tasks not of that
+    kind, solvable ones included, in a form that keeps them solvable (a working tool, a piece
+    given, or one withheld that the other rules make irrelevant;
+    :func:`~ace_gym.planning.unsolvable.add_markers`): no phrase or tool tells an unsolvable task
+    apart, only the instance does. Checks that cannot confirm a withheld rule answer
+    ``"is_valid": null`` where they would say valid, in solvable and unsolvable tasks alike.
+
     ## Tools
-    ``report_infeasible`` ends the episode (a missing or unknown reason code counts as a wrong code). Per kind: ``tool_outage`` adds ``approve_assignment``,
-    which always answers ``Outage, ...``; ``missing_tool`` removes ``set_slot`` (a call gets the
-    env's unknown-tool reply); ``missing_information`` makes the global check answer
-    ``"is_valid": null`` with a note where it would say valid; ``missing_attachment`` adds
-    ``get_attachment`` (no file) and makes the slot check of the withheld cells answer
-    ``"is_valid": null``.
+    ``report_infeasible`` ends the episode (a missing or unknown reason code counts as a wrong
+    code). Under the approval policy a ``set_slot`` (or a set-and-check composite) without an
+    approval of the same row, col and id is answered ``Not approved, ...`` and sets nothing;
+    ``approve_assignment`` approves (working), always answers ``Outage, ...`` (``tool_outage``),
+    or is not offered (``missing_tool``: a call gets the env's unknown-tool reply).
+    ``get_attachment`` returns the sheet, or no file (``missing_attachment``, whose withheld
+    cells' slot checks answer ``"is_valid": null`` where they would say valid);
+    ``missing_information`` makes the global check answer ``"is_valid": null`` with a note where
+    it would say valid.
 
     ## Reward
     The matrix :data:`DEFAULT_REWARDS` (``rewards`` overrides entries) on the step that ends an
@@ -112,10 +130,11 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
     ``info["grid_score"]``), so a summary's score is "behaved as APB expects".
 
     ## Information
-    ``info["apb"]["unsolvable"]``: at reset ``unsolvable`` (bool), ``kind`` ("" when solvable),
-    ``certificate``, ``removed_tools``, ``approval_required``, ``unverifiable_rule``,
-    ``attachment_cells`` and ``tools`` (added tool -> kind); on every step ``unsolvable`` and
-    ``kind``; on the last step also ``refused``, ``reason_code`` ("" when none) and ``code_correct``.
+    No answer key while the episode runs (issue 38): ``info["apb"]["unsolvable"]`` holds at reset
+    only ``tools`` (added tool -> role, what the tool list shows). On the step that ends the
+    episode, with the reward that already tells it, the outcome: ``unsolvable`` (bool), ``kind``
+    ("" when solvable), ``refused``, ``reason_code`` ("" when none) and ``code_correct``. A grader
+    asks for the answer key by name: :meth:`answer_key` (kind, certificate and surface).
     """
 
     def __init__(
@@ -124,15 +143,22 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
         p_unsolvable: float = 0.5,
         kinds: Sequence[str] = UNSOLVABLE_KINDS,
         rewards: Mapping[str, float] | None = None,
+        marker_rate: float = DEFAULT_MARKER_RATE,
     ) -> None:
-        gym.utils.RecordConstructorArgs.__init__(self, p_unsolvable=p_unsolvable, kinds=kinds, rewards=rewards)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, p_unsolvable=p_unsolvable, kinds=kinds, rewards=rewards, marker_rate=marker_rate
+        )
         p_unsolvable = probability("p_unsolvable", p_unsolvable)
+        marker_rate = probability("marker_rate", marker_rate)
         kinds = _kinds(kinds)
         matrix = _rewards(rewards)
         gym.Wrapper.__init__(self, env)
-        self.p_unsolvable, self.kinds, self.rewards = p_unsolvable, kinds, matrix
+        self.p_unsolvable, self.kinds, self.rewards, self.marker_rate = p_unsolvable, kinds, matrix, marker_rate
         self._rng: np.random.Generator | None = None
         self._variant: UnsolvableVariant | None = None
+        self._task: UnsolvableVariant | None = None
+        self._approved: set[str] = set()
+        self._setters: set[str] = set()
         self._global_check = self._slot_check = ""
         self._domain = ""
         self._state = "open"  # "open", "ended below", "ended here"
@@ -147,50 +173,44 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
                 self._variant = make_variant(instance, self.kinds[kind], rng)
                 if self._variant is not None:
                     break
-        if self._variant is not None:
+        instance = self.env.get_wrapper_attr("compiled").instance
+        task = self._task = add_markers(self._variant, instance, rng, self.marker_rate)
+        if task.instance is not instance:
             index = info["instance_index"]
-            observation, info = self.env.reset(
-                seed=seed, options={**(options or {}), "instance": self._variant.instance}
-            )
+            observation, info = self.env.reset(seed=seed, options={**(options or {}), "instance": task.instance})
             info["instance_index"] = index  # the instance the variant was made from
         self._domain = info["domain"]
         self._global_check = tool_name("global_check", self._domain)
         self._slot_check = tool_name("slot_check", self._domain)
+        composites = info.get("apb", {}).get("cost", {}).get("composites", {})
+        self._setters = {
+            tool_name("set_slot", self._domain),
+            *(n for n, k in composites.items() if k == "set_and_check"),
+        }
+        self._approved = set()
         self._state = "open"
         added = {REFUSAL_TOOL: "refusal"}
         tools = [*info["tools"], _refusal_schema()]
-        variant = self._variant
-        if variant is not None and variant.approval_required:
+        if task.approval in ("working", "outage"):
             tools.append(_approval_schema())
             added[APPROVAL_TOOL] = "approval"
-        if variant is not None and variant.attachment_cells:
+        if task.attachment_offered:
             tools.append(_attachment_schema())
             added[ATTACHMENT_TOOL] = "attachment"
-        removed = set(variant.removed_tools) if variant is not None else set()
-        info["tools"] = [t for t in tools if t["function"]["name"] not in removed]
+        info["tools"] = tools
         info["system_prompt"] = f"{info['system_prompt']}\n{REFUSAL_LINE}"
-        perturbation = (
-            variant.record()
-            if variant is not None
-            else {
-                "kind": "",
-                "certificate": {},
-                "removed_tools": [],
-                "approval_required": False,
-                "unverifiable_rule": "",
-                "attachment_cells": [],
-            }
-        )
-        record(info, INFO_KEY, {"unsolvable": variant is not None, **perturbation, "tools": added})
+        record(info, INFO_KEY, {"tools": added})
         return observation, info
 
-    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        observation, reward, terminated, truncated, info = self._step(action)
-        variant = self._variant
-        record(info, INFO_KEY, {"unsolvable": variant is not None, "kind": variant.kind if variant else ""})
-        return observation, reward, terminated, truncated, info
+    def answer_key(self) -> dict[str, Any]:
+        """The grader channel: the served task's record (``unsolvable``, ``kind``, ``certificate``,
+        ``approval``, ``unverifiable_rule``, ``attachment_cells``, ``sheet_cells``); never in
+        ``info`` while the episode runs. RuntimeError before the first reset."""
+        if self._task is None:
+            raise RuntimeError("UnsolvableMix.answer_key() needs a reset first")
+        return self._task.record()
 
-    def _step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._state == "ended here":
             return EPISODE_ENDED_REPLY.text, 0.0, True, False, answered(action, EPISODE_ENDED_REPLY)
         if self._state == "ended below":
@@ -199,20 +219,13 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
         variant = self._variant
         if name == REFUSAL_TOOL:
             return self._refusal(action)
-        reply: ToolReply | None = None
-        if variant is not None and name in variant.removed_tools:
-            reply = unknown_tool(name, self._domain)
-        elif variant is not None and variant.approval_required and name == APPROVAL_TOOL:
-            reply = replies.outage(APPROVAL_TOOL)
-        elif variant is not None and variant.attachment_cells and name == ATTACHMENT_TOOL:
-            reply = replies.no_attachment()
+        reply = self._answered_here(name, action)
         if reply is not None:
             return reply.text, 0.0, False, False, answered(action, reply)
         observation, reward, terminated, truncated, info = self.env.step(action)
-        if variant is not None:
-            unverifiable = self._unverifiable(name, reply_in(info))
-            if unverifiable is not None:
-                observation, info[REPLY_INFO] = unverifiable.text, unverifiable
+        unverifiable = self._unverifiable(name, reply_in(info))
+        if unverifiable is not None:
+            observation, info[REPLY_INFO] = unverifiable.text, unverifiable
         if terminated or truncated:
             self._state = "ended below"
             if variant is not None:
@@ -220,6 +233,28 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
             else:
                 self._outcome(info, refused=False, code="")
         return observation, reward, terminated, truncated, info
+
+    def _answered_here(self, name: str | None, action: Any) -> ToolReply | None:
+        """The reply to a call this wrapper answers itself (None: it goes to the env below)."""
+        task = self._task
+        assert task is not None
+        if name == APPROVAL_TOOL and task.approval:
+            if task.approval == "working":
+                arguments = decode_arguments(split_action(action)[1]) or {}
+                row, col, item = arguments.get("row"), arguments.get("col"), arguments.get("id")
+                if not (_plain_int(row) and _plain_int(col) and isinstance(item, str)):
+                    return invalid("approve_assignment takes row and col (integers) and id (a string)")
+                self._approved.add(_approval_key(arguments))
+                return replies.approved(row, col, echo(item))
+            return replies.outage(APPROVAL_TOOL) if task.approval == "outage" else unknown_tool(name, self._domain)
+        if name == ATTACHMENT_TOOL and task.attachment_offered:
+            return replies.attachment(task.sheet) if task.sheet is not None else replies.no_attachment()
+        if name in self._setters and task.approval:
+            arguments = decode_arguments(split_action(action)[1]) or {}
+            item = arguments.get("id")
+            if isinstance(item, str) and item and _approval_key(arguments) not in self._approved:  # else: the env says
+                return replies.not_approved(name, APPROVAL_TOOL)
+        return None
 
     def _refusal(self, action: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:
         arguments = decode_arguments(split_action(action)[1])
@@ -266,7 +301,7 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
     def _unverifiable(self, name: str | None, reply: ToolReply | None) -> ToolReply | None:
         """The reply to a check that would say "valid" about something the agent was never
         told, answered as unverifiable instead (None: the env's ``reply`` stands)."""
-        variant = self._variant
+        variant = self._task
         assert variant is not None
         if name not in (self._global_check, self._slot_check) or reply is None or not reply.ok:
             return None
@@ -280,6 +315,26 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
                 {"is_valid": None, "row": data["row"], "col": data["col"], "unverifiable": _UNVERIFIABLE_SLOT}
             )
         return None
+
+
+def answer_key_of(env: gym.Env) -> dict[str, Any] | None:
+    """The answer key of the episode an env stack just reset, when an :class:`UnsolvableMix` is
+    in it (None otherwise): what graders (the planning detectors) read by name."""
+    while isinstance(env, gym.Wrapper):
+        if isinstance(env, UnsolvableMix):
+            return env.answer_key()
+        env = env.env
+    return None
+
+
+def _approval_key(arguments: Mapping[str, Any]) -> str:
+    """What an approval is for: the row, col and id as sent (any value: canonical JSON text)."""
+    return arguments_json([arguments.get("row"), arguments.get("col"), arguments.get("id")])
+
+
+def _plain_int(value: Any) -> bool:
+    """A row or column an approval can name: an int of at most 64 bits (not a bool)."""
+    return type(value) is int and value.bit_length() <= 64
 
 
 def _kinds(kinds: Sequence[str]) -> tuple[str, ...]:

@@ -232,8 +232,8 @@ class EpisodeLog:
     """An append-only, crash-safe JSONL file of episode records keyed by ``record["key"]``.
 
     Opening takes an exclusive lock (``fcntl.flock`` on ``.<name>.lock`` beside the file, which
-    holds the owner's pid; released when closed or when the process dies) or raises
-    :class:`FileInUseError`; then cuts a torn last line and reads the keys present
+    holds the owner's pid; released when the process dies, and removed, still held, when closed)
+    or raises :class:`FileInUseError`; then cuts a torn last line and reads the keys present
     (:func:`read_records`: malformed lines raise unless ``skip_malformed``). Use as a context
     manager or call :meth:`close`. :meth:`append` writes one record atomically (one write + fsync)
     and adds its key.
@@ -268,11 +268,12 @@ class EpisodeLog:
         self.keys.add(str(record["key"]))
 
     def close(self) -> None:
-        for name in ("_fd", "_lock_fd"):
-            descriptor = getattr(self, name)
-            if descriptor >= 0:
-                os.close(descriptor)
-                setattr(self, name, -1)
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._lock_fd >= 0:
+            _unlock(self.path, self._lock_fd)
+            self._lock_fd = -1
 
     def __enter__(self) -> EpisodeLog:
         return self
@@ -281,21 +282,51 @@ class EpisodeLog:
         self.close()
 
 
+def _lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
+
+
 def _lock(path: Path) -> int:
-    """Take the exclusive lock of ``path``; returns the lock file's descriptor."""
-    descriptor = os.open(path.with_name(f".{path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
-        os.close(descriptor)
-        raise FileInUseError(path, int(holder) if holder.isdigit() else None) from None
-    except BaseException:
-        os.close(descriptor)
-        raise
+    """Take the exclusive lock of ``path``; returns the lock file's descriptor. A lock file that
+    its holder removed while this process waited for it is no lock: open the new one again."""
+    while True:
+        descriptor = os.open(_lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip()
+            os.close(descriptor)
+            raise FileInUseError(path, int(holder) if holder.isdigit() else None) from None
+        except BaseException:
+            os.close(descriptor)
+            raise
+        if _is_lock_file(path, descriptor):
+            break
+        os.close(descriptor)  # removed by the holder that closed before us
     os.ftruncate(descriptor, 0)
     os.pwrite(descriptor, f"{os.getpid()}\n".encode("ascii"), 0)
     return descriptor
+
+
+def _is_lock_file(path: Path, descriptor: int) -> bool:
+    """Whether ``descriptor`` is still the file at ``path``'s lock path."""
+    try:
+        named = os.stat(_lock_path(path))
+    except FileNotFoundError:
+        return False
+    held = os.fstat(descriptor)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
+
+
+def _unlock(path: Path, descriptor: int) -> None:
+    """Remove the lock file while still holding it (so no other process can hold the removed
+    file: :func:`_lock` checks), then release it."""
+    try:
+        if _is_lock_file(path, descriptor):
+            with contextlib.suppress(OSError):  # e.g. a folder made read-only during the run
+                os.unlink(_lock_path(path))
+    finally:
+        os.close(descriptor)
 
 
 def _cut_torn_tail(path: Path) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 
 import gymnasium as gym
 from fastapi import FastAPI, Request
@@ -427,9 +428,13 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         expiring.add(task)
         task.add_done_callback(expiring.discard)
 
-    async def websocket_session(env_id: str | None, receive: Receive, send: Send) -> None:
+    async def websocket_session(env_id: str | None, attach: str | None, receive: Receive, send: Send) -> None:
         """One WebSocket connection, one session: each text (or binary) frame gets one reply frame.
-        ``env_id`` None: the root ``/ws`` of a server of several ids, refused with ENV_ID_REQUIRED."""
+        ``env_id`` None: the root ``/ws`` of a server of several ids, refused with ENV_ID_REQUIRED.
+        ``attach``: the ``session_id`` query parameter, an open session (``openenv/session/create``)
+        the connection plays instead of a session of its own, as OpenEnv's ``MCPToolClient`` (0.10)
+        resets over the WebSocket and calls tools over ``POST /mcp`` in one session; the session
+        stays open when the connection closes (its owner closes it)."""
         if (await receive())["type"] != "websocket.connect":
             return
         await send({"type": "websocket.accept"})
@@ -437,7 +442,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
             if env_id is None:
                 raise env_id_required("/ws")
             factory.check_env_id(env_id)
-            session = store.open(env_id, "websocket")
+            session = store.get(attach, env_id) if attach is not None else store.open(env_id, "websocket")
         except ProtocolError as error:
             await send({"type": "websocket.send", "text": dumps(error.frame())})
             await send({"type": "websocket.close", "code": 1008})
@@ -455,7 +460,10 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
         except (OSError, RuntimeError):  # the client went away mid-exchange (uvicorn's ClientDisconnected)
             pass
         finally:
-            store.close(session.session_id)
+            if attach is None:
+                store.close(session.session_id)
+            else:
+                session.on_evict = None
             with contextlib.suppress(Exception):
                 await send({"type": "websocket.close", "code": 1000})
 
@@ -528,18 +536,23 @@ class _WebSocketSessions:
     cost about 13 µs of server CPU per step in ``benchmarks/bench_server.py``)."""
 
     def __init__(
-        self, app: ASGIApp, serve: Callable[[str | None, Receive, Send], Awaitable[None]], default_env_id: str | None
+        self,
+        app: ASGIApp,
+        serve: Callable[[str | None, str | None, Receive, Send], Awaitable[None]],
+        default_env_id: str | None,
     ) -> None:
         self.app, self.serve, self.default_env_id = app, serve, default_env_id
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
             path = scope["path"]
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            attach = query["session_id"][-1] if query.get("session_id") else None
             if path == "/ws":
-                return await self.serve(self.default_env_id, receive, send)
+                return await self.serve(self.default_env_id, attach, receive, send)
             prefix, _, env_id = path.removesuffix("/ws").rpartition("/")
             if path.endswith("/ws") and prefix == "/envs" and env_id:
-                return await self.serve(env_id, receive, send)
+                return await self.serve(env_id, attach, receive, send)
         await self.app(scope, receive, send)
 
 

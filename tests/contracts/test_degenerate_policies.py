@@ -117,7 +117,7 @@ def _play(env: gym.Env, policy: str, seed: int) -> tuple[float, dict[str, Any], 
 
 def _floor(policy: str, reset_info: dict[str, Any], info: dict[str, Any]) -> float:
     """The most ``policy`` may score on this episode (module docstring)."""
-    if policy in REFUSING and _unsolvable(reset_info):
+    if policy in REFUSING and _unsolvable(info):  # the outcome the last step records
         return 1.0  # refusing an unsolvable task is doing it
     if policy in SAYS_NO and info.get("question_type") == FIND_DUPLICATES and info.get("gt") is False:
         return 1.0  # a "no" on a question whose truth is no: chance level

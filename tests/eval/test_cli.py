@@ -20,7 +20,7 @@ import pytest
 
 import ace_gym.agents
 from ace_gym.cli import main
-from ace_gym.exit_codes import EXIT_CONFIG, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED
+from ace_gym.exit_codes import EXIT_CONFIG, EXIT_ENGINE, EXIT_IN_USE, EXIT_INTERRUPTED, EXIT_IO, EXIT_MALFORMED
 from ace_gym.runs.results import read_records
 from tests.core_helpers import killed_writer
 from tests.missing_modules import without_modules
@@ -45,8 +45,8 @@ def one_error_line(capsys: pytest.CaptureFixture) -> str:
 
 
 def hidden_files(directory: Path) -> list[str]:
-    """Names of dot files other than the episode file's lock (i.e. leftover temp files)."""
-    return sorted(p.name for p in directory.iterdir() if p.name.startswith(".") and p.name != ".episodes.jsonl.lock")
+    """Names of dot files: leftover temp files, or the episode file's lock after the eval closed it."""
+    return sorted(p.name for p in directory.iterdir() if p.name.startswith("."))
 
 
 def test_eval__writes_records_summary_heatmaps_and_prints_the_table(
@@ -67,10 +67,9 @@ def test_eval__writes_records_summary_heatmaps_and_prints_the_table(
     assert summary["overall"]["score"] == 1.0 and set(summary["per_domain"]) == {"course", "travel"}
     assert len(summary["cells"]) == 8 and all(c["episodes"] == 4 for c in summary["cells"])
     assert set(summary["per_failure_rate"]) == {"0", "0.1"}
-    assert sorted(p.name for p in out.glob("*.png")) == sorted(
+    assert sorted(p.name for p in out.glob("heatmap_*")) == sorted(
         f"heatmap_{domain}_failure{rate}.png" for domain in ("course", "travel") for rate in ("0", "0.1")
     )
-    assert len(list(out.glob("heatmap_*.pdf"))) == len(list(out.glob("heatmap_*.svg"))) == 4
     assert hidden_files(out) == []
     printed = capsys.readouterr().out
     assert "policy: solver" in printed and "average" in printed and "course" in printed
@@ -376,7 +375,7 @@ def test_eval__ctrl_c_while_the_report_is_written_exits_130_and_leaves_no_temp_f
     assert len(list(read_records(out / "episodes.jsonl"))) == 8
     monkeypatch.setattr(Figure, "savefig", real_savefig)
     assert main(["report", str(out)]) == 0
-    assert len(list(out.glob("heatmap_*"))) == 2 * 3
+    assert len(list(out.glob("heatmap_*.png"))) == 2
 
 
 def test_eval__filter_selecting_no_episode_is_an_error_naming_the_values_that_exist(
@@ -437,6 +436,45 @@ def test_eval__progress_bar_counts_episodes_on_stderr(tmp_path: Path, capsys: py
     assert main(["eval", "--policy", "solver", "--out", str(tmp_path / "run"), *SLICE]) == 0
     err = capsys.readouterr().err
     assert "eval" in err and "8/8" in err and "score 1.000" in err
+    assert f"writing heatmaps (png) into {tmp_path / 'run'}" in err  # the last step says what it does
+
+
+def test_report__heatmaps_are_png_unless_other_formats_are_asked_for_and_stale_ones_go(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "run"
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL, "--heatmap-formats", "png", "pdf", "svg") == 0
+    assert sorted(p.name for p in out.glob("heatmap_*")) == [
+        f"heatmap_meal_failure0.{f}" for f in ("pdf", "png", "svg")
+    ]
+    assert main(["report", str(out), "--heatmap-formats", "svg"]) == 0
+    assert [p.name for p in out.glob("heatmap_*")] == ["heatmap_meal_failure0.svg"]  # no PNG of older scores
+    assert "writing heatmaps (svg)" in capsys.readouterr().err
+    assert main(["report", str(out)]) == 0
+    assert [p.name for p in out.glob("heatmap_*")] == ["heatmap_meal_failure0.png"]
+    with pytest.raises(SystemExit):
+        main(["report", str(out), "--heatmap-formats", "jpg"])
+
+
+@pytest.mark.parametrize("refusal", ["missing extra", "dead endpoint"])
+def test_eval__a_run_refused_before_it_stored_an_episode_leaves_its_out_to_the_corrected_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, refusal: str
+) -> None:
+    out = tmp_path / "run"
+    if refusal == "missing extra":
+        monkeypatch.setitem(sys.modules, "ace_gym.agents.llm", None)  # import fails as if not installed
+        monkeypatch.delattr(ace_gym.agents, "llm", raising=False)
+        assert run_cli("--policy", "vllm:/models/tiny", "--out", str(out), *MEAL) == EXIT_CONFIG
+    else:
+        dead = "openai:m@http://127.0.0.1:9/v1"  # the discard port: nothing listens
+        assert run_cli("--policy", dead, "--engine-option", "max_retries=0", "--out", str(out), *MEAL) == EXIT_ENGINE
+    capsys.readouterr()
+    assert run_cli("--policy", "solver", "--out", str(out), *MEAL) == 0  # was: "holds another run"
+    assert [r["policy"] for r in read_records(out / "episodes.jsonl")] == ["solver"]
+    assert json.loads((out / "summary.json").read_text())["run"]["policy"] == "solver"
+    capsys.readouterr()
+    assert run_cli("--policy", "greedy", "--out", str(out), *MEAL) == EXIT_CONFIG  # now it holds a run
+    assert "holds another run" in one_error_line(capsys)
 
 
 def test_eval__unknown_policy_or_domain_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -22,6 +22,7 @@ from ace_gym.policies import make_policy
 from ace_gym.runs.loop import WALL_CLOCK_USAGE
 from ace_gym.runs.results import encode_json, read_records
 from tests.eval.test_cli import run_cli
+from tests.ray_helpers import local_cluster
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
 SLICE = ["--domains", "course,travel", "--hidden-slots", "1,5", "--decoy-budgets", "0,4"]  # 2 domains x 4 instances
@@ -29,11 +30,8 @@ SLICE = ["--domains", "course,travel", "--hidden-slots", "1,5", "--decoy-budgets
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
-    import ray  # installed (needs_ray): an import error here is a broken install and fails
-
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    with local_cluster() as ray:  # installed (needs_ray): an import error here is a broken install and fails
+        yield ray
 
 
 def without_wall_clock(record: dict[str, Any]) -> bytes:

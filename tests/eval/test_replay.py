@@ -347,12 +347,18 @@ def test_records_written_before_the_moves__replay_identical_and_their_run_resume
     summary = (RECORDS_BEFORE_ISSUE_28 / f"{name}.summary.json").read_bytes()
     (run / "summary.json").write_bytes(summary)
 
-    assert main(["replay", str(run)]) == EXIT_OK  # the recorded stack is the one rebuilt today
+    replayed = main(["replay", str(run)])
+    if name == "settings":  # issue 38 changed UnsolvableMix on purpose (markers in solvable tasks): replay says so
+        assert replayed == EXIT_REPLAY_MISMATCH
+        assert "env_spec differs" in "".join(capsys.readouterr())
+    else:
+        assert replayed == EXIT_OK  # the recorded stack is the one rebuilt today
     resumed = main(["eval", *RUNS_BEFORE_ISSUE_28[name], "--no-progress", "--out", str(run)])
     assert (run / "episodes.jsonl").read_bytes() == episodes  # nothing played again
-    if name == "feedback":  # played at the old default threshold, 0.6: the same flags now ask for 1.0
+    if name in ("feedback", "scenario"):  # played for the old default reward (and feedback at the old
+        # default threshold, 0.6): the same flags now ask for the verdict (and 1.0)
         assert resumed == EXIT_CONFIG
-        assert "holds another run: feedback_rounds" in capsys.readouterr().err
+        assert f"holds another run: {name}" in capsys.readouterr().err
         assert (run / "summary.json").read_bytes() == summary
     elif name == "plain":  # its failures were drawn from the seed alone: the same flags now draw per episode
         assert resumed == EXIT_CONFIG
@@ -369,7 +375,7 @@ def test_a_record_that_relied_on_the_old_feedback_threshold__replays_at_the_thre
         for line in gzip.decompress((RECORDS_BEFORE_ISSUE_28 / "feedback.jsonl.gz").read_bytes()).splitlines()[:1]
     ]
     assert "threshold" not in record["replay"]["spec"]["feedback_rounds"]
-    assert replay_spec(record).feedback_rounds == {"max_attempts": 2, "threshold": 0.6}
+    assert replay_spec(record).feedback_rounds == {"max_attempts": 2, "threshold": 0.6, "final_reward": "final"}
     assert replay_record(record) is None
 
 

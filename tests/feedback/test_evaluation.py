@@ -37,16 +37,20 @@ def test_episode_spec__plain_keys_are_unchanged_and_protocols_change_them() -> N
     assert len({plain.key("p"), rounds.key("p"), scenario.key("p")}) == 3
 
 
-def test_episode_spec__an_explicit_threshold_keeps_its_key_and_the_default_is_named_in_the_key() -> None:
-    """Records of a run that passed a threshold keep resuming; a spec that relied on the default
-    (0.6 until issue 29, 1.0 now) gets a key no record played at 0.6 has."""
+def test_episode_spec__the_threshold_and_the_reward_are_named_in_the_key() -> None:
+    """A spec that relied on a default (threshold 0.6 until issue 29; the rubric's share as the
+    reward until issue 38) gets a key no record played under the old default has."""
     explicit = EpisodeSpec("meal", instance_index=3, feedback_rounds={"max_attempts": 2, "threshold": 0.6})
     assert explicit.key("p").endswith(
-        '|{"feedback_rounds": {"max_attempts": 2, "threshold": 0.6}, "max_turns": null}'
-    )  # as today's main writes it
+        '|{"feedback_rounds": {"final_reward": "pass_discount", "max_attempts": 2, "threshold": 0.6}, '
+        '"max_turns": null}'
+    )
     default = EpisodeSpec("meal", instance_index=3, feedback_rounds={"max_attempts": 2})
-    assert default.feedback_rounds == {"max_attempts": 2, "threshold": 1.0}
+    assert default.feedback_rounds == {"max_attempts": 2, "threshold": 1.0, "final_reward": "pass_discount"}
     assert '"threshold": 1.0' in default.key("p")
+    rubric = EpisodeSpec("meal", instance_index=3, scenario={"stages": 2, "final_reward": "final"})
+    assert rubric.scenario == {"stages": 2, "final_reward": "final"}
+    assert EpisodeSpec("meal", scenario={"stages": 2}).scenario == {"stages": 2, "final_reward": "pass_discount"}
 
 
 def test_eval__a_run_that_relied_on_the_old_default_is_not_resumed_at_the_new_one(
@@ -56,11 +60,17 @@ def test_eval__a_run_that_relied_on_the_old_default_is_not_resumed_at_the_new_on
     args = ["--policy", "greedy-revise", "--domains", "course", *H15, "--out", str(out)]
     assert run_cli(*args, "--feedback-rounds", "2") == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["run"]["settings"]["feedback_rounds"] == {"max_attempts": 2, "threshold": 1.0}
-    summary["run"]["settings"]["feedback_rounds"] = {"max_attempts": 2}  # as main wrote a default run
-    (out / "summary.json").write_text(json.dumps(summary))
-    assert run_cli(*args, "--feedback-rounds", "2") == EXIT_CONFIG
-    assert "holds another run" in one_error_line(capsys)
+    assert summary["run"]["settings"]["feedback_rounds"] == {
+        "max_attempts": 2,
+        "threshold": 1.0,
+        "final_reward": "pass_discount",
+    }
+    # as main wrote a default run before issue 29 (threshold 0.6) and before issue 38 (the rubric's share)
+    for written in ({"max_attempts": 2}, {"max_attempts": 2, "threshold": 1.0}):
+        summary["run"]["settings"]["feedback_rounds"] = written
+        (out / "summary.json").write_text(json.dumps(summary))
+        assert run_cli(*args, "--feedback-rounds", "2") == EXIT_CONFIG
+        assert "holds another run" in one_error_line(capsys)
     paper = tmp_path / "paper"
     assert run_cli(*args[:-1], str(paper), "--feedback-rounds", "2", "--threshold", "paper") == 0
     assert json.loads((paper / "summary.json").read_text())["run"]["settings"]["feedback_rounds"]["threshold"] == 0.6
@@ -78,7 +88,12 @@ def test_eval__feedback_rounds_summary_has_the_papers_metrics_overall_and_per_do
     for stats in [summary["overall"], *summary["per_domain"].values()]:
         assert {"s_avg", "att", "pass_within@1", "pass_within@2", "rise", "e_att", "e_tok"} <= set(stats)
         assert 1.0 <= stats["att"] <= 2.0 and stats["pass_within@1"] <= stats["pass_within@2"]
-    assert summary["run"]["settings"]["feedback_rounds"] == {"max_attempts": 2, "threshold": 1.0, "feedback": "names"}
+    assert summary["run"]["settings"]["feedback_rounds"] == {
+        "max_attempts": 2,
+        "threshold": 1.0,
+        "feedback": "names",
+        "final_reward": "pass_discount",
+    }
     records = list(read_records(out / "episodes.jsonl"))
     assert all(r["feedback_rounds"]["threshold"] == 1.0 for r in records)
     assert run_cli(*args, "--feedback-rounds", "3", "--threshold", "1.0", "--feedback", "names") == EXIT_CONFIG

@@ -269,6 +269,8 @@ def test_feedback_rounds__by_default_a_grid_breaking_a_slot_rule_does_not_pass()
 def test_feedback_rounds__the_papers_threshold_is_available_by_name() -> None:
     rounds = _set_c476_then_done(FeedbackRounds(gym.make("ACE-course-v0"), threshold="paper"))
     assert (rounds["threshold"], rounds["passed"], rounds["terminated"]) == (0.6, True, True)
-    assert rounds["reward"] == pytest.approx(5 / 6)
+    assert rounds["reward"] == 1.0  # the verdict: a pass at the paper's threshold
+    rubric = _set_c476_then_done(FeedbackRounds(gym.make("ACE-course-v0"), threshold="paper", final_reward="final"))
+    assert rubric["reward"] == pytest.approx(5 / 6)
     with pytest.raises(ConfigError, match="threshold"):
         FeedbackRounds(gym.make("ACE-course-v0"), threshold="papers")

@@ -69,7 +69,7 @@ def test_rounds__rewards(final_reward: str, scores_to_pass: int | None, expected
 
 
 def test_rounds__final_reward_is_the_last_strict_score_even_below_the_threshold() -> None:
-    rounds = Rounds(max_attempts=1, threshold=1.0)
+    rounds = Rounds(max_attempts=1, threshold=1.0, final_reward="final")
     rubric = _rubric(3)
     rounds.submit(rubric)
     assert rounds.reward() == rubric.strict_score == 12 / 20  # 12 valid slots; no rule on an unfilled grid

@@ -151,8 +151,15 @@ def test_scenario__a_failed_stage_gets_cell_free_feedback_and_a_second_attempt()
     _fill_stage(env, info)
     observation, reward, _, _, info = env.step(DONE)
     assert json.loads(observation)["data"] == {"stage": 2, "stages": 5, "accepted": True}
-    assert reward == pytest.approx(1.0 / 5)  # the final score of the stage: 1.0
+    assert reward == 0.0  # the verdict is paid when the final stage closes
     assert info["scenario"]["stages_log"][0]["scores"][-1] == 1.0
+    rewards = []
+    for _ in range(4):
+        _fill_stage(env, info)
+        _, reward, terminated, _, info = env.step(DONE)
+        rewards.append(reward)
+    assert terminated and info["scenario"]["passed"]
+    assert rewards == [0.0, 0.0, 0.0, pytest.approx(0.9)]  # every stage passed, stage 1 at attempt 2
 
 
 def test_scenario__a_stage_left_empty_earns_nothing_though_the_papers_score_pays_its_upper_bounds() -> None:

@@ -12,6 +12,7 @@ from ace_gym.errors import ConfigError
 from ace_gym.generators import generate_dataset
 from ace_gym.generators.config import GenerationError
 from ace_gym.generators.ray_backend import map_on_ray
+from tests.ray_helpers import local_cluster
 
 ray = pytest.importorskip("ray")
 
@@ -20,9 +21,8 @@ SMALL = {"rows": 5, "cols": 7, "hidden_slots": [1, 5, 7], "decoy_budgets": [0, 4
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    with local_cluster():
+        yield
 
 
 @pytest.mark.slow

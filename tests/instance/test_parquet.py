@@ -45,6 +45,27 @@ def test_rows__in_any_order_are_read_in_instance_index_order(course_columns: dic
     assert loaded.instance_ids == tuple(course_columns["instance_id"])
 
 
+def test_rows__of_a_filtered_table_are_its_instances_in_instance_index_order(
+    course_columns: dict[str, list[Any]], tmp_path: Path
+) -> None:
+    """The card names hidden_slots, decoy_budget... as columns to filter by: a filtered table
+    (``load_dataset(...).filter(...)``) holds some of the file's instance indices."""
+    kept = [row for row, hidden in enumerate(course_columns["hidden_slots"]) if hidden == 5][::-1]
+    assert 0 not in kept and len(kept) == 7
+    filtered = {name: [values[row] for row in kept] for name, values in course_columns.items()}
+    loaded = resolve_dataset(pa.table(filtered), "course")
+    assert loaded.instance_ids == tuple(course_columns["instance_id"][row] for row in sorted(kept))
+    assert load_dataset(_write(tmp_path, filtered)).instance_ids == loaded.instance_ids
+    datasets = pytest.importorskip("datasets")
+    import gymnasium as gym
+
+    rows = datasets.Dataset.from_dict(course_columns).filter(lambda row: row["hidden_slots"] == 5)
+    env = gym.make("ACE-course-v0", dataset=rows)
+    for row in rows:
+        _, info = env.reset(seed=0, options={"instance_id": row["instance_id"]})
+        assert info["instance_id"] == row["instance_id"] and info["hidden_slots"] == 5
+
+
 def _changed(columns: dict[str, list[Any]], name: str, row: int, value: Any) -> dict[str, list[Any]]:
     changed = {key: list(values) for key, values in columns.items()}
     changed[name][row] = value
@@ -72,7 +93,8 @@ def _repeated_header_key(columns: dict[str, list[Any]]) -> dict[str, list[Any]]:
         (lambda c: _changed(c, "instance", 2, None), "column 'instance' (row 2)", "is null"),
         (lambda c: _changed(c, "instance", 2, "{not json"), "$.instances[2] (column 'instance')", "not valid JSON"),
         (lambda c: _changed(c, "instance_index", 4, 0), "column 'instance_index' (row 4)", "appears twice"),
-        (lambda c: _changed(c, "instance_index", 4, 99), "column 'instance_index' (row 4)", "not in 0..34"),
+        (lambda c: _changed(c, "instance_index", 4, -1), "column 'instance_index' (row 4)", "no non-negative integer"),
+        (lambda c: _changed(c, "instance_index", 4, 99), "column 'instance_index' (row 4)", "99 is not in 0..34"),
         (lambda c: _changed(c, "hidden_slots", 5, 9), "column 'hidden_slots' (instance_index 5)", "meta.hidden_slots"),
         (lambda c: _changed(c, "dataset_header", 6, "{}"), "column 'dataset_header' (instance_index 6)", "differs"),
         (_broken_meta, "$.instances[3].meta.candidates_per_slot", "integer"),

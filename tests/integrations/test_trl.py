@@ -110,6 +110,17 @@ def test_environment_factory__tool_methods_carry_the_env_tool_schemas(domain: st
     assert public == set(tools) | {"reset", "get_reward"}  # what TRL exposes: every tool and nothing else
 
 
+def test_environment_factory__a_fresh_instance_inspects_as_trl_1_8_to_1_14_do() -> None:
+    """TRL 1.8-1.14 list the tools with ``inspect.getmembers(instance, inspect.ismethod)`` before
+    any reset, which reads every property."""
+    environment = environment_factory(["course"])["course"]()
+    methods = {name for name, _ in inspect.getmembers(environment, inspect.ismethod) if name[0] != "_"}
+    public = {name for name, _ in inspect.getmembers(type(environment), inspect.isfunction) if name[0] != "_"}
+    assert methods == public and environment.episode == {}
+    environment.reset(**_course_row())
+    assert environment.episode["domain"] == "course" and environment.episode["finished"] is False
+
+
 def _course_row(**extra: Any) -> dict[str, Any]:
     row = train_dataset([EpisodeSpec("course", instance_index=0, seed=5)])[0]
     return {**row, **extra}
@@ -542,21 +553,28 @@ def test_trainer_engine__stops_on_every_end_id_the_model_declares(tiny_model: Pa
 
 
 @pytest.mark.parametrize(
-    ("version", "tested"), [("1.16.0", True), ("1.16.3", True), ("1.15.0", False), ("1.17.0", False), ("2.0.0", False)]
+    ("version", "tested"), [("1.16.0", True), ("1.16.3", True), ("1.8.0", False), ("1.17.1", False), ("2.0.0", False)]
 )
-def test_rollout_func__refuses_a_trl_outside_the_tested_range_in_one_line(
-    version: str, tested: bool, monkeypatch: pytest.MonkeyPatch
+def test_rollout_func__warns_outside_the_tested_trl_range_in_one_line(
+    version: str, tested: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     import ace_gym.integrations.trl as integration
 
     monkeypatch.setattr(integration, "_installed_trl", lambda: version)
-    specs = [EpisodeSpec("course", instance_index=0)]
+    rollout_func([EpisodeSpec("course", instance_index=0)])  # it refused every trl but 1.16
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     if tested:
-        rollout_func(specs)
+        assert warnings == []
         return
-    with pytest.raises(ConfigError, match=r"tested with trl>=1\.16,<1\.17") as refused:
-        rollout_func(specs)
-    assert "\n" not in str(refused.value) and version in str(refused.value)
+    (warning,) = warnings
+    assert f"trl {version}" in warning and "tested with trl>=1.16,<1.17" in warning and "\n" not in warning
+
+
+def test_episode_score__refuses_a_batch_whose_env_mask_trl_passed_on_instead_of_masking() -> None:
+    episodes = [{"score": 1.0}, {"score": 0.0}]
+    assert episode_score(episodes, completion_ids=[[1], [2]]) == [1.0, 0.0]
+    with pytest.raises(ConfigError, match="env_mask to the rewards instead of masking"):
+        episode_score(episodes, env_mask=[[1, 0], [1]])
 
 
 def test_rollout_trl__holds_the_installed_trl_this_suite_tests() -> None:

@@ -19,6 +19,7 @@ from ace_gym.domains.tool_names import tool_names  # noqa: E402
 from ace_gym.envs import AceEnv  # noqa: E402
 from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
+from ace_gym.eval.fit import FIT  # noqa: E402
 from ace_gym.integrations.verifiers import (  # noqa: E402
     PLUGIN_ID,
     REWARD,
@@ -38,7 +39,8 @@ class SolverModel:
     message. The first ``malformed`` requests get an unreadable reply instead."""
 
     def __init__(self, spec: EpisodeSpec, *, batching: bool = False, malformed: int = 0) -> None:
-        observation, info = AceEnv(spec.domain, spec.dataset).reset(seed=spec.seed, options=spec.reset_options())
+        env = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs)
+        observation, info = env.reset(seed=spec.seed, options=spec.reset_options())
         self.episode = (BatchingSolver() if batching else ExactSolver()).start(observation, info, seed=0)
         self.malformed = malformed
         self.requests: list[dict[str, Any]] = []
@@ -95,6 +97,31 @@ def test_loader__finds_the_plugin_env_taskset_and_harness() -> None:
     assert isinstance(env, AceVerifiersEnv)
     assert isinstance(env.taskset, AceTaskset)
     assert isinstance(env._harnesses["player"], AceChatHarness)  # the taskset's own harness is the default
+
+
+def test_taskset__plays_the_recommended_training_settings_unless_told_otherwise() -> None:
+    (spec, *_) = load_env(domains=["course"]).taskset.specs()
+    assert dict(spec.env_kwargs) == FIT["env_kwargs"]
+    (published, *_) = load_env(domains=["course"], env_kwargs={}).taskset.specs()
+    assert dict(published.env_kwargs) == {} and task_data(published).system_prompt != task_data(spec).system_prompt
+
+
+def test_episode__a_transient_model_error_is_retried_not_a_lost_run() -> None:
+    """A loaded endpoint answers 503 now and then (vf-eval's default concurrency is 128)."""
+    env = load_env(domains=["course"])
+    task = task_named(env, "course#1")
+    model = SolverModel(EpisodeSpec.from_json(task.data.episode))
+    answered: list[int] = []
+
+    def busy_now_and_then(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        answered.append(1)
+        if len(answered) in (1, 4):
+            return 503, {"error": {"message": "busy", "type": "server_error"}}
+        return model(body)
+
+    episode = play(env, task, busy_now_and_then)
+    assert episode.ok, episode.errors
+    assert episode.traces[0].rewards[REWARD].score == 1.0 and len(answered) == len(model.requests) + 2
 
 
 def test_taskset__every_domain_with_its_tool_schemas() -> None:

@@ -9,19 +9,11 @@ from typing import Any
 from ace_gym.agents.base import Completion
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.rollout import QASpec
-
-
-def answer_text(answer: object) -> str:
-    """A gold answer written the way the question-answering prompt asks for it."""
-    if isinstance(answer, bool):
-        return "<answer>yes</answer>" if answer else "<answer>no</answer>"
-    if isinstance(answer, list):
-        return f"<answer>{' and '.join(answer) if len(answer) == 2 else ', '.join(answer)}</answer>"
-    return f"<answer>{answer}</answer>"
+from ace_gym.longbench.scoring import answer_text
 
 
 class OracleEngine:
-    """Answers each conversation with the gold answer (``info["gt"]``) of the spec that produced it."""
+    """Answers each conversation with the gold answer (:meth:`ALBQAEnv.answer_key`) of the spec that produced it."""
 
     name = "oracle"
 
@@ -30,8 +22,8 @@ class OracleEngine:
         for spec in specs:
             env = ALBQAEnv(**dict(spec.env_kwargs))
             options = {"question_type": spec.question_type} if spec.question_type else None
-            observation, info = env.reset(seed=spec.seed, options=options)
-            self.answers[json.dumps(observation)] = answer_text(info["gt"])
+            observation, _ = env.reset(seed=spec.seed, options=options)
+            self.answers[json.dumps(observation)] = answer_text(env.answer_key())
 
     def generate(
         self, conversations: Sequence[list[dict[str, Any]]], tools: Sequence[list[dict[str, Any]]]

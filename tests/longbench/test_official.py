@@ -7,16 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from ace_gym.errors import DatasetError
+from ace_gym.errors import ConfigError, DatasetError
 from ace_gym.longbench.official import OfficialExporter, load_official, read_official_file, setting_of
-from ace_gym.longbench.question_types import FIND_TARGET_OFFSETS, INTERSECTION, QUESTION_TYPES, SLUGS
+from ace_gym.longbench.question_types import (
+    FIND_DUPLICATES,
+    FIND_TARGET_OFFSETS,
+    INTERSECTION,
+    QUESTION_TYPES,
+    SLUGS,
+)
 from ace_gym.longbench.samples import SampleConfig, build_sample
-from tests.longbench.answers import answer_text
+from ace_gym.longbench.scoring import answer_text
 
 
 def test_export__writes_the_official_layout_and_reads_back_scoring_gold_answers_1(tmp_path: Path, tokenizer) -> None:
     samples = [
-        build_sample(SampleConfig(fmt=fmt, target_tokens=40000), question_type, seed, tokenizer)
+        build_sample(SampleConfig(fmt=fmt, target_tokens=40000, answers="paper"), question_type, seed, tokenizer)
         for fmt in ("concise", "verbose")
         for question_type in QUESTION_TYPES
         for seed in (0, 1)
@@ -42,6 +48,15 @@ def test_export__writes_the_official_layout_and_reads_back_scoring_gold_answers_
         assert prompt[1:-1] == sample.history and prompt[-1] == {"role": "user", "content": sample.question.text}
         assert row.score(answer_text(row.answer)) == 1.0
         assert row.score("no answer") == 0.0
+
+
+def test_exporter__refuses_a_balanced_question_the_official_scoring_would_misread(tmp_path: Path, tokenizer) -> None:
+    """A balanced Find Duplicates counts names; the official layout's scoring reads yes or no."""
+    sample = build_sample(SampleConfig(target_tokens=40000), FIND_DUPLICATES, 0, tokenizer)
+    assert isinstance(sample.question.answer, int) and sample.question.scored_as != FIND_DUPLICATES
+    with pytest.raises(ConfigError, match="answers='paper'"), OfficialExporter(tmp_path) as exporter:
+        exporter.add(sample)
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]
 
 
 def test_exporter__an_error_leaves_no_files(tmp_path: Path, tokenizer) -> None:

@@ -18,10 +18,10 @@ from ace_gym.errors import ConfigError
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.question_types import QUESTION_TYPES
 from ace_gym.longbench.questions import ask
+from ace_gym.longbench.scoring import answer_text
 from ace_gym.longbench.simulator import Behaviour, simulate
 from ace_gym.longbench.tables import load_table, mask_table
 from ace_gym.longbench.trajectory import build_trajectory
-from tests.longbench.answers import answer_text
 
 
 @pytest.mark.parametrize(
@@ -66,9 +66,10 @@ def test_step__the_gold_answer_earns_reward_1_and_nonsense_0(fmt: str, question_
     env = ALBQAEnv(fmt=fmt, target_tokens=16000 if fmt == "concise" else 48000)
     _, info = env.reset(seed=1, options={"question_type": question_type})
     assert info["question_type"] == question_type and info["tokens"] <= info["target_tokens"]
-    observation, reward, terminated, truncated, step_info = env.step(answer_text(info["gt"]))
+    assert "gt" not in info  # the answer key stays with the grader
+    observation, reward, terminated, truncated, step_info = env.step(answer_text(env.answer_key()))
     assert (reward, terminated, truncated, observation) == (1.0, True, False, [])
-    assert step_info["score"] == 1.0
+    assert step_info["score"] == 1.0 and step_info["gt"] == env.answer_key()
     env.reset(seed=1, options={"question_type": question_type})
     assert env.step("<answer>qwertz</answer>")[1] == 0.0
 
@@ -80,16 +81,16 @@ def test_step__garbage_scores_0_on_every_seed_while_the_official_verdict_is_kept
     """The official reading takes "not" for "no": garbage scored 1.0 on every yes/no question
     whose truth is no (issue 29). The strict default gives it 0 and keeps the official verdict in
     info; an answer that does say no still scores on those questions."""
-    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool")
+    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool", answers="paper")
     truths = []
     for seed in range(12):
-        _, info = env.reset(seed=seed)
-        _, reward, _, _, step_info = env.step(GARBAGE)
-        truths.append(info["gt"])
-        assert (reward, step_info["score"]) == (0.0, 0.0), seed
-        assert step_info["official_score"] == float(info["gt"] is False), seed
         env.reset(seed=seed)
-        assert env.step("<answer>No, none appears twice.</answer>")[1] == float(info["gt"] is False), seed
+        _, reward, _, _, step_info = env.step(GARBAGE)
+        truths.append(step_info["gt"])
+        assert (reward, step_info["score"]) == (0.0, 0.0), seed
+        assert step_info["official_score"] == float(step_info["gt"] is False), seed
+        env.reset(seed=seed)
+        assert env.step("<answer>No, none appears twice.</answer>")[1] == float(truths[-1] is False), seed
     assert set(truths) == {True, False}  # both truths were played
     drawn = ALBQAEnv(target_tokens=6000)
     for seed in range(24):
@@ -98,8 +99,12 @@ def test_step__garbage_scores_0_on_every_seed_while_the_official_verdict_is_kept
 
 
 def test_step__reward_official_pays_what_the_paper_scores() -> None:
-    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool", reward="official")
-    seeds = [seed for seed in range(12) if env.reset(seed=seed)[1]["gt"] is False]
+    env = ALBQAEnv(target_tokens=6000, question_types="find_duplicates_tool", reward="official", answers="paper")
+    seeds = []
+    for seed in range(12):
+        env.reset(seed=seed)
+        if env.answer_key() is False:
+            seeds.append(seed)
     assert seeds
     env.reset(seed=seeds[0])
     _, reward, _, _, info = env.step(GARBAGE)
@@ -108,18 +113,21 @@ def test_step__reward_official_pays_what_the_paper_scores() -> None:
 
 def test_step__assistant_message_actions_relaxed_tags_and_relative_error() -> None:
     env = ALBQAEnv(target_tokens=12000, question_types="count_correctness_env", require_answer_tag=False)
-    _, info = env.reset(seed=0)
-    assert env.step({"role": "assistant", "content": str(info["gt"])})[1] == 1.0
+    env.reset(seed=0)
+    assert env.step({"role": "assistant", "content": str(env.answer_key())})[1] == 1.0
     shaped = ALBQAEnv(target_tokens=12000, question_types="count_correctness_env", reward="relative_error")
-    _, info = shaped.reset(seed=0)
-    reward = shaped.step(f"<answer>{info['gt'] + 1}</answer>")[1]
-    assert reward == pytest.approx(max(0.0, 1 - 1 / max(1, info["gt"])))
+    shaped.reset(seed=0)
+    gold = shaped.answer_key()
+    reward = shaped.step(f"<answer>{gold + 1}</answer>")[1]
+    assert reward == pytest.approx(max(0.0, 1 - 1 / max(1, gold)))
 
 
 def test_step__before_reset_raises_and_after_the_answer_gives_nothing() -> None:
     env = ALBQAEnv(target_tokens=12000)
     with pytest.raises(ResetNeeded):
         env.step("x")
+    with pytest.raises(ResetNeeded):
+        env.answer_key()
     env.reset(seed=0)
     env.step("<answer>1</answer>")
     _, reward, terminated, _, info = env.step("<answer>1</answer>")

@@ -98,7 +98,7 @@ def test_run_qa_episodes__keep_context_stores_the_whole_observation() -> None:
 
 
 def test_official_rows__are_answered_and_scored(tmp_path: Path, tokenizer) -> None:
-    samples = [build_sample(SampleConfig(target_tokens=8000), t, 0, tokenizer) for t in QUESTION_TYPES]
+    samples = [build_sample(SampleConfig(target_tokens=8000, answers="paper"), t, 0, tokenizer) for t in QUESTION_TYPES]
     with OfficialExporter(tmp_path) as exporter:
         for sample in samples:
             exporter.add(sample)
@@ -108,7 +108,7 @@ def test_official_rows__are_answered_and_scored(tmp_path: Path, tokenizer) -> No
     class RowOracle:
         def generate(self, conversations, tools):
             from ace_gym.agents.base import Completion
-            from tests.longbench.answers import answer_text
+            from ace_gym.longbench.scoring import answer_text
 
             return [Completion(answer_text(answers[json.dumps(c)])) for c in conversations]
 

@@ -51,7 +51,7 @@ def parse_history(messages: list[dict[str, Any]], offset: int = 0) -> list[TextR
     rounds: list[TextRound] = []
     call = result = None
     tool_index = None
-    game_start = 1
+    game_start: int | None = None  # the first round's number: 1, or later in a balanced history
     for index, message in enumerate(messages):
         role = message["role"]
         if role == "assistant" and message.get("tool_calls"):
@@ -79,6 +79,7 @@ def parse_history(messages: list[dict[str, Any]], offset: int = 0) -> list[TextR
             remaining = int(lines[position + 1].removeprefix("Remaining rounds: "))
             ends = len(lines) > position + 2 and lines[position + 2].endswith(NEW_GAME)
             number = int(header.group(1))
+            game_start = number if game_start is None else game_start
             rounds.append(
                 TextRound(
                     number,
@@ -116,12 +117,42 @@ class Derived:
     evidence: set[int] = field(default_factory=set)
 
 
+def names_in(text: str) -> list[str]:
+    """``"A, B and C"`` as ``["A", "B", "C"]``."""
+    head, last = text.rsplit(" and ", 1)
+    return [*head.split(", "), last]
+
+
 def derive(question: str, rounds: list[TextRound]) -> Derived:
     """The answer to ``question`` computed from the parsed rounds, and its evidence messages."""
     by_number = {r.number: r for r in rounds}
     if m := re.fullmatch(r"How many times does (.+) appear in the tool result of round (\d+)\?", question):
         played = by_number[int(m.group(2))]
         return Derived(played.flat().count(m.group(1)), {played.tool_index})
+    if m := re.fullmatch(r"How many of the names (.+) appear in the tool result of round (\d+)\?", question):
+        played = by_number[int(m.group(2))]
+        return Derived(sum(name in played.present() for name in names_in(m.group(1))), {played.tool_index})
+    if m := re.fullmatch(
+        r"How many of the names (.+) appear in the tool results of both round (\d+) and round (\d+)\? "
+        r"Answer with a number\.",
+        question,
+    ):
+        a, b = by_number[int(m.group(2))], by_number[int(m.group(3))]
+        names = names_in(m.group(1))
+        assert all(name in a.present() or name in b.present() for name in names)
+        return Derived(sum(n in a.present() and n in b.present() for n in names), {a.tool_index, b.tool_index})
+    if m := re.fullmatch(r"How many values are marked \(correct\) in the feedback of rounds (.+) together\?", question):
+        chosen = [by_number[int(number)] for number in names_in(m.group(1))]
+        count = sum(mark == "correct" for played in chosen for values in played.sections.values() for _, mark in values)
+        return Derived(count, {played.feedback_index for played in chosen})
+    if m := re.fullmatch(
+        r"Across the feedback of all rounds, how many times in total are the values (.+) listed in section (.+)\?",
+        question,
+    ):
+        values, section = names_in(m.group(1)), m.group(2)
+        count = sum(v in values for r in rounds for v, _ in r.sections[section])
+        holders = [r for r in rounds if any(v in values for v, _ in r.sections[section])]
+        return Derived(count, {r.feedback_index for r in holders})
     if m := re.fullmatch(r"Does (.+) appear in the tool results of both round (\d+) and round (\d+)\?", question):
         a, b = by_number[int(m.group(2))], by_number[int(m.group(3))]
         return Derived(m.group(1) in a.present() and m.group(1) in b.present(), {a.tool_index, b.tool_index})

@@ -10,6 +10,8 @@ from typing import Any
 import gymnasium as gym
 
 from ace_gym.agents import ExactSolver
+from ace_gym.agents.solver import slot_rule_queries
+from ace_gym.agents.task_view import read_task
 from ace_gym.dataset_schema import Instance
 from ace_gym.generators import generate_instance
 from ace_gym.instance import CompiledInstance
@@ -39,3 +41,17 @@ def valid_completions(compiled: CompiledInstance) -> Iterator[tuple[int, ...]]:
             grid[slot.cell] = item
         if evaluate_grid(compiled, grid)[0]:
             yield choice
+
+
+def template_plan(observation: str, info: dict[str, Any]) -> dict[str, Any]:
+    """The instance-agnostic holistic plan an adversarial bank found (issue 38, finding 4): per
+    hidden cell one query per stated slot rule and a set of "the id chosen from step k", a global
+    check, done. It reads the hidden cells and their stated rules only."""
+    view = read_task(observation, info)
+    chain: list[dict[str, Any]] = []
+    for slot in view.slots:
+        chain += [{**query, "reason": "query"} for query in slot_rule_queries(view, slot)]
+        reference = f"the id chosen from step {len(chain)}"
+        chain.append({"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": reference}})
+    chain += [{"name": view.tool("global_check"), "arguments": {}}, {"name": "done", "arguments": {}}]
+    return {"plan": "query, fill, verify", "tool_chain": chain}

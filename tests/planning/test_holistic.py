@@ -9,14 +9,16 @@ from typing import Any
 
 import pytest
 
+from ace_gym.agents import ExactSolver
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
 from ace_gym.planning.holistic import HolisticEnv
 from ace_gym.planning.knowledge import TaskFacts, facts_from_reset
 from ace_gym.planning.plans import grade_plan, plan_adherence
 from ace_gym.planning.trajectory import plan_from_steps
+from ace_gym.planning.unsolvable_mix import answer_key_of
 from tests.core_helpers import H15_INDEX
-from tests.planning.helpers import solver_steps
+from tests.planning.helpers import solver_steps, template_plan
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
@@ -112,15 +114,15 @@ def test_holistic_env__grades_the_plan_then_executes_it_with_adherence() -> None
     steps, _ = solver_steps(core, observation, core_info)
     facts = facts_from_reset(core.compiled, core_info)
     _, reward, terminated, _, step_info = env.step(json.dumps(plan_from_steps(facts, steps)))
-    assert (reward, terminated, step_info["plan_correct"]) == (1.0, False, True)
+    assert (reward, terminated, step_info["plan_correct"], step_info["plan_score"]) == (0.0, False, True, 1.0)
     for action, _ in steps:
         _, reward, terminated, _truncated, step_info = env.step(action)
-    assert terminated and reward == 1.0 and step_info["plan_adherence"] == 1.0
+    assert terminated and reward == step_info["score"] == 1.0 and step_info["plan_adherence"] == 1.0
     assert env.step({"name": "done"})[2] is True  # after the end: a note, never an exception
 
 
 def test_holistic_env__without_acting_ends_on_the_plan() -> None:
-    env = HolisticEnv(domain="meal")
+    env = HolisticEnv(domain="meal", act_after_plan=False)
     env.reset(seed=0)
     _, reward, terminated, _, info = env.step({"plan": "nothing", "tool_chain": []})
     assert terminated and [f["cause"] for f in info["plan_flags"]] == ["empty_slots", "missing_done"]
@@ -128,7 +130,7 @@ def test_holistic_env__without_acting_ends_on_the_plan() -> None:
 
 
 def test_holistic_env__with_costs_reports_the_plan_cost_against_the_reference() -> None:
-    env = HolisticEnv(domain="course", settings=["cost"])
+    env = HolisticEnv(domain="course", settings=["cost"], act_after_plan=False)
     _, info = env.reset(seed=0)
     core = AceEnv("course")
     observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
@@ -152,7 +154,8 @@ def test_holistic__a_refusal_of_a_solvable_task_earns_what_its_score_says(seed: 
     """Seeds 3 and 4 draw solvable tasks: the plan step paid the APB grade 0.2 while
     info["score"] and UnsolvableMix gave 0 (issue 29). Reward and score are one number now."""
     env = HolisticEnv(settings=["unsolvable"])
-    assert not env.reset(seed=seed)[1]["apb"]["unsolvable"]["unsolvable"]
+    env.reset(seed=seed)
+    assert not _unsolvable(env)
     _, reward, terminated, _, info = env.step(REJECT)
     assert info["refused"] and terminated
     assert reward == info["score"] == 0.0 and info["plan_grade"] == 0.2
@@ -164,12 +167,34 @@ def test_holistic__a_refusal_of_a_solvable_task_earns_what_its_score_says(seed: 
 )
 @pytest.mark.parametrize("settings", [(), ("unsolvable",)])
 def test_holistic__degenerate_plans_score_0_on_solvable_tasks(plan: str, settings: tuple[str, ...]) -> None:
-    env = HolisticEnv(domain="meal", settings=settings)
+    env = HolisticEnv(domain="meal", settings=settings, act_after_plan=False)
     solvable_seeds = 0
     for seed in range(6):
-        unsolvable = env.reset(seed=seed)[1].get("apb", {}).get("unsolvable", {}).get("unsolvable", False)
+        env.reset(seed=seed)
+        unsolvable = _unsolvable(env)
         _, reward, _, _, info = env.step(plan)
         if not unsolvable:
             solvable_seeds += 1
             assert reward == info["score"] == 0.0, (seed, info["plan_flags"])
     assert solvable_seeds
+
+
+def _unsolvable(env: HolisticEnv) -> bool:
+    key = answer_key_of(env._env) if env._env is not None else None
+    return bool(key and key["unsolvable"])
+
+
+def test_holistic__the_template_carried_out_by_the_exact_solver_earns_one() -> None:
+    env = HolisticEnv(domain="meal")
+    for seed in range(3):
+        messages, info = env.reset(seed=seed)
+        observation = messages[1]["content"].split("\n\nBefore acting")[0]
+        env.step(template_plan(observation, info))
+        episode = ExactSolver().start(observation, {**info, "system_prompt": messages[0]["content"]}, seed)
+        reply: Any = None
+        while True:
+            answer, reward, terminated, truncated, step_info = env.step(episode.act(reply))
+            reply = answer[-1]["content"]
+            if terminated or truncated:
+                break
+        assert reward == step_info["score"] == 1.0 and step_info["final_reward"] == 1.0

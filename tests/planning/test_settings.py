@@ -115,7 +115,7 @@ def test_every_setting__records_its_arguments_so_the_spec_rebuilds_the_stack() -
     assert [w.kwargs for w in rebuilt.spec.additional_wrappers][-5:] == [
         {"costs": None, **options["cost"], "reward": "penalty"},
         options["extraneous"],
-        options["unsolvable"],
+        {**options["unsolvable"], "marker_rate": 0.5},
         options["broken"],
         options["refine"],
     ]

@@ -11,7 +11,7 @@ import pytest
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError
 from ace_gym.planning.knowledge import real_tool_kinds
-from ace_gym.planning.stepwise import StepWiseEnv, read_prediction
+from ace_gym.planning.stepwise import TARGET_ARGUMENTS, StepWiseEnv, read_prediction
 from ace_gym.planning.trajectory import cut_point
 
 
@@ -133,15 +133,21 @@ def test_constructor__rejects_bad_arguments(kwargs: dict[str, Any], field: str) 
     assert raised.value.field == field
 
 
-def test_reward__pays_apbs_grade_only_to_a_prediction_naming_the_references_tools() -> None:
-    """Issue 29: APB's grade alone paid a bare grid read 1.0 and an empty prediction 0.4."""
+def test_reward__pays_apbs_grade_only_to_a_prediction_naming_the_references_calls() -> None:
+    """Issue 29: APB's grade alone paid a bare grid read 1.0 and an empty prediction 0.4; issue
+    38: the tool name alone paid a blind guess."""
     env = StepWiseEnv(domain="course", position="middle", horizon=1)
-    reference = _reference(env, 3)
-    assert reference[0]["name"] != "get_current_grid_state"
+    seed = next(seed for seed in range(20) if "query" in _reference(env, seed)[0]["name"])
+    reference = _reference(env, seed)
     for prediction, step_grade in (([{"tool": "get_current_grid_state", "arguments": {}}], 1.0), ("", 0.4)):
-        env.reset(seed=3)
+        env.reset(seed=seed)
         _, reward, _, _, info = env.step(prediction)
         assert (info["step_grade"], reward, info["score"]) == (step_grade, 0.0, 0.0)
-    env.reset(seed=3)
+    env.reset(seed=seed)
     _, reward, _, _, info = env.step([{"tool": reference[0]["name"], "arguments": {}}])  # the right tool, no arguments
-    assert reward == info["step_grade"] == info["score"] and 0.0 < reward < 1.0
+    assert info["same_tools"] and not info["same_targets"] and reward == info["score"] == 0.0 < info["step_grade"]
+    target = {key: value for key, value in reference[0]["arguments"].items() if key in TARGET_ARGUMENTS}
+    assert target != reference[0]["arguments"]  # the operator and value are left out
+    env.reset(seed=seed)
+    _, reward, _, _, info = env.step([{"tool": reference[0]["name"], "arguments": target}])  # what it is about
+    assert info["same_targets"] and reward == info["step_grade"] == info["score"] and 0.0 < reward < 1.0

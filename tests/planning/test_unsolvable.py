@@ -53,9 +53,10 @@ def test_variants__certificates_hold_by_brute_force_on_small_instances(domain: s
                     assert solutions == 0
                 elif kind in AMBIGUOUS:
                     assert solutions >= 2
-                else:  # the grid is unchanged; the surface (policy, removed tool) blocks every completion
+                else:  # the grid is unchanged; the approval policy, unapprovable, blocks every completion
                     assert solutions == 1 and variant.certificate["empty_cells"] >= 1
-    assert constructions >= {"slot_rule", "global_bound", "approval_policy", "removed_tool"}
+                    assert variant.approval == {"tool_outage": "outage", "missing_tool": "missing"}[kind]
+    assert constructions >= {"slot_rule", "global_bound", "approval_policy"}
     assert constructions & {"withheld_bound", "withheld_slot_rules"}
 
 

@@ -1,9 +1,11 @@
-"""UnsolvableMix: the observed share of unsolvable tasks, each kind's tool surface, the reward
-matrix, and the refusal metrics of always-refusing and never-refusing policies."""
+"""UnsolvableMix: the observed share of unsolvable tasks, each kind's tool surface, the markers'
+working forms in solvable tasks, the reward matrix, the answer key kept out of ``info``, and the
+refusal metrics of always-refusing, never-refusing and careful policies."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import gymnasium as gym
@@ -12,11 +14,18 @@ import pytest
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
+from ace_gym.generators.certificate import certify
 from ace_gym.planning import UnsolvableMix
-from ace_gym.planning.probes import AlwaysRefuse
+from ace_gym.planning.probes import AlwaysRefuse, CarefulNeverRefuse, CarefulSolver
 from ace_gym.planning.settings import setting_metrics
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
-from ace_gym.planning.unsolvable import APPROVAL_TOOL, ATTACHMENT_TOOL, REFUSAL_TOOL
+from ace_gym.planning.unsolvable import (
+    APPROVAL_POLICY,
+    APPROVAL_TOOL,
+    ATTACHMENT_TOOL,
+    PHONE_LIMIT,
+    REFUSAL_TOOL,
+)
 
 EPISODES = 40
 
@@ -36,9 +45,9 @@ def _names(info: dict[str, Any]) -> list[str]:
 
 def test_observed_share_of_unsolvable_tasks__matches_p() -> None:
     env = UnsolvableMix(AceEnv("course"), p_unsolvable=0.3)
-    drawn = [env.reset(seed=seed)[1]["apb"]["unsolvable"]["unsolvable"] for seed in range(200)]
+    drawn = [env.reset(seed=seed) and env.answer_key()["unsolvable"] for seed in range(200)]
     assert abs(sum(drawn) / len(drawn) - 0.3) < 0.1  # 3 standard errors
-    kinds = {env.reset(seed=seed)[1]["apb"]["unsolvable"]["kind"] for seed in range(60)}
+    kinds = {env.reset(seed=seed) and env.answer_key()["kind"] for seed in range(60)}
     assert kinds >= set(UNSOLVABLE_KINDS)
 
 
@@ -46,9 +55,9 @@ def test_always_refuse__recall_one_false_refusal_one_and_the_matrix_rewards() ->
     env = UnsolvableMix(AceEnv("meal"), p_unsolvable=0.5)
     records, expected_right = [], 0
     for seed in range(EPISODES):
-        reward, reset_info, info = _play(env, AlwaysRefuse(), seed)
-        kind = reset_info["apb"]["unsolvable"]["kind"]
-        expected = 0.0 if not kind else 1.0 if kind == AlwaysRefuse.reason_code else 0.5
+        reward, _, info = _play(env, AlwaysRefuse(), seed)
+        kind = env.answer_key()["kind"]
+        expected = 0.0 if not kind else 1.0 if kind == AlwaysRefuse.reason_code else 0.25
         assert reward == info["score"] == expected
         expected_right += kind == AlwaysRefuse.reason_code
         records.append({"turns": [{"info": info}]})
@@ -63,8 +72,8 @@ def test_never_refuse__recall_zero_and_solvable_tasks_solved() -> None:
     env = UnsolvableMix(AceEnv("travel"), p_unsolvable=0.5)
     records = []
     for seed in range(EPISODES):
-        reward, reset_info, info = _play(env, ExactSolver(), seed)
-        unsolvable = reset_info["apb"]["unsolvable"]["unsolvable"]
+        reward, _, info = _play(env, CarefulNeverRefuse(), seed)
+        unsolvable = env.answer_key()["unsolvable"]
         assert reward == (0.0 if unsolvable else 1.0)
         records.append({"turns": [{"info": info}]})
     metrics = setting_metrics(["unsolvable"], records)["unsolvable"]
@@ -73,10 +82,11 @@ def test_never_refuse__recall_zero_and_solvable_tasks_solved() -> None:
 
 
 def _episode_of_kind(kind: str, domain: str = "course") -> tuple[UnsolvableMix, dict[str, Any]]:
-    env = UnsolvableMix(AceEnv(domain), p_unsolvable=1.0, kinds=[kind])
+    """An episode of ``kind`` without the other kinds' markers."""
+    env = UnsolvableMix(AceEnv(domain), p_unsolvable=1.0, kinds=[kind], marker_rate=0.0)
     for seed in range(50):
         _, info = env.reset(seed=seed)
-        if info["apb"]["unsolvable"]["kind"] == kind:
+        if env.answer_key()["kind"] == kind:
             return env, info
     raise AssertionError(f"no {kind} variant drawn")
 
@@ -91,14 +101,16 @@ def test_tool_outage__adds_an_approval_tool_in_outage_and_states_the_policy() ->
     assert json.loads(reply)["messages"].startswith("Outage, ")
 
 
-def test_missing_tool__removes_set_slot_and_answers_it_as_unknown() -> None:
+def test_missing_tool__states_the_approval_policy_without_its_tool_and_blocks_every_set() -> None:
     env, info = _episode_of_kind("missing_tool")
-    assert "set_slot" not in _names(info)
+    assert APPROVAL_POLICY in info["system_prompt"] and APPROVAL_TOOL not in _names(info)
+    assert "set_slot" in _names(info)  # the tool list alone does not tell
     slot = env.unwrapped.compiled.slots[0]
-    reply = env.step(
-        {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": slot.candidate_ids[0]}}
-    )[0]
-    assert reply == env.unwrapped.step({"name": "no_such_tool", "arguments": {}})[0].replace("no_such_tool", "set_slot")
+    arguments = {"row": slot.row, "col": slot.col, "id": slot.candidate_ids[0]}
+    approval = json.loads(env.step({"name": APPROVAL_TOOL, "arguments": arguments})[0])
+    assert approval["status"] != "success" and "approve_assignment" in approval["messages"]
+    reply = json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])
+    assert reply["messages"].startswith("Not approved, ")
     assert env.unwrapped.state.grid[slot.cell] == -1
 
 
@@ -122,13 +134,13 @@ def test_missing_attachment__no_file_and_slot_checks_cannot_confirm() -> None:
     assert ATTACHMENT_TOOL in _names(info)
     assert json.loads(env.step({"name": ATTACHMENT_TOOL, "arguments": {}})[0])["data"]["attachment"] is None
     _fill(env)
-    row, col = info["apb"]["unsolvable"]["attachment_cells"][0]
+    row, col = env.answer_key()["attachment_cells"][0]
     data = json.loads(env.step({"name": "check_course_slot_constraints", "arguments": {"row": row, "col": col}})[0])
     assert data["data"]["is_valid"] is None
 
 
 def test_done_on_an_unsolvable_task__earns_the_completion_entry_of_the_matrix() -> None:
-    env, _ = _episode_of_kind("tool_outage")
+    env, _ = _episode_of_kind("missing_information")
     env.rewards["complete_unsolvable"] = -1.0
     _fill(env)
     _, reward, terminated, _, info = env.step({"name": "done", "arguments": {}})
@@ -136,8 +148,8 @@ def test_done_on_an_unsolvable_task__earns_the_completion_entry_of_the_matrix() 
     assert info["apb"]["unsolvable"]["refused"] is False
 
 
-def test_p_zero__is_a_no_op_on_base_rewards_but_offers_the_refusal_tool() -> None:
-    bare, wrapped = AceEnv("shopping"), UnsolvableMix(AceEnv("shopping"), p_unsolvable=0.0)
+def test_p_zero_without_markers__is_a_no_op_on_base_rewards_but_offers_the_refusal_tool() -> None:
+    bare, wrapped = AceEnv("shopping"), UnsolvableMix(AceEnv("shopping"), p_unsolvable=0.0, marker_rate=0.0)
     for seed in range(5):
         reward, _, info = _play(bare, ExactSolver(), seed)
         wrapped_reward, reset_info, wrapped_info = _play(wrapped, ExactSolver(), seed)
@@ -146,10 +158,13 @@ def test_p_zero__is_a_no_op_on_base_rewards_but_offers_the_refusal_tool() -> Non
 
 
 def test_perturbation__is_a_function_of_the_seed_and_recorded_in_info() -> None:
-    first = UnsolvableMix(AceEnv("workforce"), p_unsolvable=1.0).reset(seed=12)
-    again = UnsolvableMix(AceEnv("workforce"), p_unsolvable=1.0).reset(seed=12)
-    assert first == again
-    record = first[1]["apb"]["unsolvable"]
+    env, other = (
+        UnsolvableMix(AceEnv("workforce"), p_unsolvable=1.0),
+        UnsolvableMix(AceEnv("workforce"), p_unsolvable=1.0),
+    )
+    assert env.reset(seed=12) == other.reset(seed=12)
+    record = env.answer_key()
+    assert record == other.answer_key()
     assert record["unsolvable"] and record["kind"] in UNSOLVABLE_KINDS and record["certificate"]
 
 
@@ -176,3 +191,60 @@ def test_constructor__rejects_bad_arguments(kwargs: dict[str, Any], field: str) 
     with pytest.raises(ConfigError) as raised:
         UnsolvableMix(AceEnv("course"), **kwargs)
     assert raised.value.field == field
+
+
+# -- issue 38: no surface tells, no answer key in info, honest play earns the most ---------------------------
+
+
+def test_markers_in_solvable_tasks__give_what_the_task_needs_or_withhold_what_does_not_matter() -> None:
+    """Each marker in a solvable task either gives its piece (the limit in the notes, the sheet) or
+    withholds one that the other rules make irrelevant (the truth stays the one completion), so
+    the evidence of a missing piece marks solvable tasks too."""
+    env = UnsolvableMix(AceEnv("travel"), p_unsolvable=0.0, marker_rate=1.0)
+    forms: set[str] = set()
+    for seed in range(12):
+        _, info = env.reset(seed=seed)
+        key, served = env.answer_key(), env.unwrapped.compiled.instance
+        bare = AceEnv("travel")
+        bare.reset(seed=seed)
+        original = bare.compiled.instance
+        assert APPROVAL_POLICY in info["system_prompt"] and PHONE_LIMIT in info["system_prompt"]
+        withheld = re.search(r"\((\d+)\) [^\n]*, where X is", info["system_prompt"])
+        note = re.search(r"global constraint \((\d+)\): (-?\d+)\.", info["system_prompt"])
+        assert withheld is not None and note is not None
+        gives_limit = note.group(1) == withheld.group(1)
+        assert gives_limit == (key["unverifiable_rule"] == "")
+        reply = json.loads(env.step({"name": ATTACHMENT_TOOL, "arguments": {}})[0])["data"]["attachment"]
+        assert (reply is not None) == bool(key["sheet_cells"]) != bool(key["attachment_cells"])
+        for row, col in key["sheet_cells"]:
+            assert f"For slot ({row}, {col}):" in reply and f"slot ({row}, {col}) must" not in info["system_prompt"]
+        if gives_limit and key["sheet_cells"]:  # nothing withheld: the served rules are the drawn instance's
+            assert served.global_constraints == original.global_constraints
+            assert [x.slot_constraints for x in served.slots] == [x.slot_constraints for x in original.slots]
+        else:  # withheld pieces the other rules make irrelevant
+            assert certify(served).truth_valid and certify(served).truth_unique
+        forms |= {"limit given" if gives_limit else "limit withheld", "sheet" if reply else "no file"}
+        slot = env.unwrapped.compiled.slots[0]
+        arguments = {
+            "row": slot.row,
+            "col": slot.col,
+            "id": env.unwrapped.compiled.item_ids[int(env.unwrapped.compiled.truth[slot.cell])],
+        }
+        assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] != "success"
+        assert json.loads(env.step({"name": APPROVAL_TOOL, "arguments": arguments})[0])["data"]["approved"] is True
+        assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] == "success"
+    assert forms == {"limit given", "limit withheld", "sheet", "no file"}
+
+
+@pytest.mark.parametrize("domain", ["course", "travel"])
+def test_rewards__careful_play_earns_the_most_and_blanket_refusal_less_than_never_refusing(domain: str) -> None:
+    env = UnsolvableMix(AceEnv(domain), p_unsolvable=0.5)
+    seeds = range(16)
+    careful = [_play(env, CarefulSolver(), seed)[0] for seed in seeds]
+    never = [_play(env, CarefulNeverRefuse(), seed)[0] for seed in seeds]
+    kinds = [env.reset(seed=seed) and env.answer_key()["kind"] for seed in range(1000, 1016)]
+    frequent = max(UNSOLVABLE_KINDS, key=kinds.count)
+    refuse = type("RefuseFrequent", (AlwaysRefuse,), {"reason_code": frequent})()
+    blanket = [_play(env, refuse, seed)[0] for seed in seeds]
+    assert sum(careful) == len(seeds)
+    assert sum(blanket) < sum(never) < sum(careful)

@@ -7,12 +7,15 @@ each headed by the command that produced it and its date."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import gymnasium as gym
+import pytest
 
 import ace_gym  # noqa: F401  (registers the env ids)
+from ace_gym.cli import main
 from ace_gym.domains import DOMAIN_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,3 +110,16 @@ def test_benchmarks_doc__every_table_comes_with_its_command_and_date() -> None:
             assert script is None or (ROOT / script.group(1)).is_file(), command
             assert re.search(r"Measured 20\d\d-\d\d-\d\d", section), f"no date for {command!r}"
     assert outputs >= 3  # the baselines, the release side by side, the collector
+
+
+@pytest.mark.parametrize("policy", ["greedy", "solver"])
+def test_benchmarks_doc__scripted_baselines_table_says_what_the_eval_measures(policy: str, tmp_path: Path) -> None:
+    """The table's tool calls per episode (and greedy's score) are what the command above it gives."""
+    section = _section((ROOT / "docs" / "benchmarks.md").read_text(), "Scripted baselines")
+    row = next(line for line in section.splitlines() if line.startswith(f"| `{policy}` "))
+    calls = float(row.split("|")[3])
+    out = tmp_path / "run"
+    assert main(["eval", "--policy", policy, "--dataset", "5x5", "--out", str(out), "--no-progress"]) == 0
+    overall = json.loads((out / "summary.json").read_text())["overall"]
+    assert overall["episodes"] == 210 and round(overall["tool_calls"], 1) == calls
+    assert f"{overall['score']:.3f}" in row

@@ -119,21 +119,25 @@ def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajector
     if importlib.util.find_spec("art") is None:
         pytest.skip("openpipe-art is not installed (the art extra)")
     from ace_gym.eval import EpisodeSpec
+    from ace_gym.eval.fit import FIT, fit_spec
     from ace_gym.policies import make_scripted_policy
 
-    spec = EpisodeSpec("course", "5x7", instance_index=0, seed=0, max_turns=1000)  # the example's default data
+    spec = fit_spec(EpisodeSpec("course", "5x7", instance_index=0, seed=0, max_turns=1000))  # the example's defaults
     core = spec.make_core_env()
     observation, info = core.reset(seed=spec.seed, options=spec.reset_options())
-    episode = make_scripted_policy("solver").start(observation, info, spec.seed)
+    episode = make_scripted_policy(FIT["policy"]).start(observation, info, spec.seed)
     turns = 0
 
-    def answer(body: dict) -> tuple[int, dict]:  # the stub model: the solver's next call, from the last tool reply
+    def answer(body: dict) -> tuple[int, dict]:  # the stub model: the solver's next calls, from the tool replies
         nonlocal turns
         turns += 1
-        last = body["messages"][-1]
-        call = episode.act(last["content"] if last["role"] == "tool" else observation)
-        assert isinstance(call, dict)
-        return 200, chat_response(tool_calls=[tool_call(call["name"], call["arguments"], f"call_{turns}")])
+        last = max(k for k, m in enumerate(body["messages"]) if m["role"] != "tool")
+        replies = [m["content"] for m in body["messages"][last + 1 :] if m["role"] == "tool"]
+        made = episode.act(replies if episode.batched else (replies or [""])[-1])
+        calls = made if isinstance(made, list) else [made]
+        return 200, chat_response(
+            tool_calls=[tool_call(c["name"], c["arguments"], f"call_{turns}_{k}") for k, c in enumerate(calls)]
+        )
 
     server = ChatServer(answer)
     try:
@@ -153,7 +157,8 @@ def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajector
     assert completed.returncode == 0, completed.stderr[-4000:]
     logged = json.loads(completed.stdout.strip().splitlines()[-1])
     assert logged["reward"] == 1.0 and logged["group_size"] == 1
-    assert logged["turns"] == turns == len(server.requests)
+    assert logged["turns"] == turns == len(server.requests) < 10  # several calls a turn: a handful of turns
+    assert server.requests[0]["messages"][0]["content"] == info["system_prompt"]  # the compact one
     assistant = [m for m in logged["messages"] if m["role"] == "assistant"]
     assert len(assistant) == turns and all(m["trainable"] for m in assistant)  # every model turn is a Choice
     assert [m["role"] for m in logged["messages"][:2]] == ["system", "user"]

@@ -3,6 +3,7 @@ settings (:data:`TINY`: the exact text swapped, so a README edit that drops one 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -46,6 +47,19 @@ def test_readme_python_block__runs(block: str, tmp_path: Path, monkeypatch: pyte
             block = block.replace(heavy, tiny)
         namespace["TINY_MODEL"] = request.getfixturevalue("tiny_model")
     exec(compile(block, str(README), "exec"), namespace)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", [b for b in BLOCKS if "subprocess" in b])
+def test_readme_python_block__that_starts_a_process_runs_outside_an_activated_venv(
+    block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run the way a newcomer runs ``python example.py`` with the venv's python but without
+    activating it: the venv's ``bin`` (where the ``ace-gym`` script lives) is not on PATH."""
+    monkeypatch.chdir(tmp_path)
+    scripts = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if d != scripts))
+    exec(compile(block, str(README), "exec"), {"__name__": "readme"})
 
 
 def test_readme__has_python_examples_and_every_tiny_swap_applies() -> None:

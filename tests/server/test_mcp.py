@@ -193,6 +193,13 @@ def test_manifest__names_the_server_the_dockerfile_runs() -> None:
     manifest = yaml.safe_load((ROOT / "openenv.yaml").read_text())
     assert manifest["spec_version"] == 1 and manifest["type"] == "space" and manifest["runtime"] == "fastapi"
     assert re.fullmatch(r"[a-z0-9_]+", manifest["name"])
+    from ace_gym.version import __version__
+
+    assert manifest["version"] == __version__  # openenv validate (openenv 0.10) requires these two
+    validation = manifest["validation"]
+    assert {"reward", "resources", "capabilities", "types"} <= set(validation)
+    assert validation["reward"]["range"] == [0.0, 1.0] and validation["capabilities"]["verifier"]["kind"]
+    assert {"cpu", "memory_mb", "disk_mb", "episode_timeout_s"} <= set(validation["resources"])
     module, _, factory = manifest["app"].partition(":")
     assert factory == "create_app" and module == "ace_gym.server.app"  # uvicorn --factory's target
     dockerfile = (ROOT / "Dockerfile").read_text()
@@ -205,6 +212,36 @@ def test_manifest__names_the_server_the_dockerfile_runs() -> None:
     assert entrypoint == ["ace-gym", "serve", "--host", "0.0.0.0", "--port", str(manifest["port"])]
     command = json.loads(re.search(r"^CMD (\[.*\])$", dockerfile, re.MULTILINE).group(1))  # type: ignore[union-attr]
     assert command[0] == "--env" and all(env_id in gym.registry for env_id in command[1:])
+
+
+def test_websocket__attached_to_an_mcp_session_resets_the_session_the_tool_calls_play() -> None:
+    """OpenEnv 0.10's ``MCPToolClient`` opens a session with ``openenv/session/create``, connects
+    the WebSocket with ``?session_id=``, resets there and calls tools over ``POST /mcp`` naming
+    the session: reset and calls must meet in one env (they met in two: 1 of 39 replies matched)."""
+    from websockets.sync.client import connect
+
+    local = gym.make(ENV_ID)
+    local.reset(**RESET)
+    call = episode_first_call()
+    with serving(ServerConfig(env_ids=(ENV_ID,))) as (url, app), httpx.Client(base_url=url, timeout=30) as http:
+
+        def rpc(method: str, **params: Any) -> Any:
+            return http.post("/mcp", json={"jsonrpc": "2.0", "method": method, "params": params, "id": 1}).json()
+
+        session_id = rpc("openenv/session/create")["result"]["session_id"]
+        ws_url = url.replace("http://", "ws://") + f"/ws?session_id={session_id}"
+        with connect(ws_url) as connection:
+            connection.send(json.dumps({"type": "reset", "data": RESET}))
+            assert json.loads(connection.recv())["type"] == "observation"
+            result = rpc("tools/call", name=call["name"], arguments=call["arguments"], session_id=session_id)
+            assert result["result"]["data"] == local.step(call)[0]
+            assert len(app.state.store) == 1  # the connection holds no session of its own
+        assert len(app.state.store) == 1  # closing the connection leaves the session to its owner
+        grid = rpc("tools/call", name="get_current_grid_state", arguments={}, session_id=session_id)["result"]["data"]
+        assert grid == local.step({"name": "get_current_grid_state", "arguments": {}})[0]
+        assert rpc("openenv/session/close", session_id=session_id)["result"]["closed"] is True
+        with connect(ws_url) as connection:  # a closed (or unknown) session is refused in one frame
+            assert json.loads(connection.recv())["data"]["code"] == "UNKNOWN_SESSION"
 
 
 def test_list_tools_without_a_session__probes_one_env_per_id_however_many_ask(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ pytest.importorskip("orjson", reason="the serve extra installs orjson")
 from ace_gym.server import protocol, sessions
 from ace_gym.server.app import _answer
 from ace_gym.server.factory import EnvFactory
+from ace_gym.server.mcp import ToolProbes
 from ace_gym.server.sessions import SessionStore
 
 PAYLOADS: list[Any] = [
@@ -97,7 +98,8 @@ def _reset_thread(quick_reset_s: float, monkeypatch: pytest.MonkeyPatch) -> tupl
     threads: list[int] = []
 
     async def play() -> int:
-        await _answer(session, factory, '{"type": "reset", "data": {"seed": 0}}')
+        probes = ToolProbes(factory)  # its semaphore belongs to this event loop
+        await _answer(session, factory, probes, '{"type": "reset", "data": {"seed": 0}}')
         reset = session.env.reset  # type: ignore[union-attr]
 
         def recording_reset(**kwargs: Any) -> Any:
@@ -105,7 +107,7 @@ def _reset_thread(quick_reset_s: float, monkeypatch: pytest.MonkeyPatch) -> tupl
             return reset(**kwargs)
 
         session.env.reset = recording_reset  # type: ignore[union-attr, method-assign]
-        reply = json.loads(await _answer(session, factory, '{"type": "reset", "data": {"seed": 1}}') or "")
+        reply = json.loads(await _answer(session, factory, probes, '{"type": "reset", "data": {"seed": 1}}') or "")
         assert reply["type"] == "observation"
         return threading.get_ident()
 

@@ -38,7 +38,7 @@ def _stack(domain: str, opaque: bool, kind: str) -> gym.Env:
     if opaque:
         base = OpaqueObservations(base)
     costed = CostAnnotatedTools(base, composites=True, reference=False)
-    return Refine(UnsolvableMix(costed, p_unsolvable=1.0, kinds=[kind]))
+    return Refine(UnsolvableMix(costed, p_unsolvable=1.0, kinds=[kind], marker_rate=0.0))  # the solver asks no approval
 
 
 def _calls(domain: str) -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ _T = TypeVar("_T")
 UNAVAILABLE_STATUS = {
     401: "authentication refused (API key)",
     403: "permission denied",
-    404: "not found (base URL or model name)",
+    404: "not found (model name, or base URL: requests go to <base URL>/chat/completions, so it usually ends in /v1)",
     429: "rate limited or out of quota",
     502: "bad gateway",
     503: "service unavailable",

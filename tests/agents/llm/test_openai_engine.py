@@ -359,6 +359,7 @@ def test_openai_engine__wrong_key_or_model_raises_unavailable_naming_url_and_sta
     message = str(raised.value)
     assert server.url in message and f"HTTP {status}" in message and "'tiny'" in message
     assert "\n" not in message and len(server.requests) == 1  # one line; refusals are not retried
+    assert (status == 404) == ("<base URL>/chat/completions, so it usually ends in /v1" in message)
 
 
 @pytest.mark.parametrize("status", [429, 503])

@@ -27,7 +27,10 @@ CONVERSATION = [
 ]
 
 
-@pytest.mark.parametrize("spec", ["solver", "vllm:", "openai:@http://x", "openai:m@", "llama:/models/x", "vlm:/x"])
+@pytest.mark.parametrize(
+    "spec",
+    ["solver", "vllm:", "openai:@http://x", "openai:m@", "llama:/models/x", "vlm:/x", "openai:m@localhost:8000/v1"],
+)
 def test_make_engine__rejects_malformed_specs(spec: str) -> None:
     with pytest.raises(ConfigError) as caught:
         make_engine(spec)
@@ -47,6 +50,29 @@ def test_make_engine__openai_spec_splits_model_and_base_url() -> None:
         assert str(engine._client.base_url).rstrip("/") == "http://127.0.0.1:9/v1"
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(
+    ("url", "base_url", "warned"),
+    [
+        ("http://127.0.0.1:9", "http://127.0.0.1:9/v1", True),  # a bare host: every known server serves /v1
+        ("http://127.0.0.1:9/", "http://127.0.0.1:9/v1", True),
+        ("https://example.org/api/v1", "https://example.org/api/v1", False),  # a path is taken as given
+        ("http://127.0.0.1:9/v1beta/openai/", "http://127.0.0.1:9/v1beta/openai", False),
+    ],
+)
+def test_make_engine__an_openai_url_without_a_path_gets_v1_with_a_warning(
+    url: str, base_url: str, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    pytest.importorskip("openai")
+    engine = make_engine(f"openai:m@{url}", max_retries=0)
+    try:
+        assert engine.base_url.rstrip("/") == base_url
+    finally:
+        engine.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert bool(warnings) == warned
+    assert not warned or (f"using {base_url}" in warnings[0] and "/v1/chat/completions" in warnings[0])
 
 
 def test_for_chat_template__decodes_json_object_arguments_and_keeps_the_rest() -> None:

@@ -1,0 +1,692 @@
+"""A search for reward tells: policies that act only on what a model sees, and their floors (issue 38).
+
+A reward is a training signal; a policy that wins it by a tell (an ordering, a surface phrase, an
+answer prior) teaches the tell, not planning. This module is the bank of **no-planning policies**
+that ``tests/contracts/test_reward_tells.py`` holds to documented floors on every registered env
+id and that ``benchmarks/bench_rewards.py`` measures into ``docs/rewards.md``. Each policy reads
+only what a model is shown: the reset observation, the system prompt and the tool schemas
+(``info["system_prompt"]``, ``info["tools"]``), the replies to its own calls, and what it learnt
+on *other* seeds (never this episode's instance, truth or answer key). Two policies read the rest
+of ``info`` on purpose (:func:`info_features`, :class:`InfoOracle`): they stand for a harness that
+forwards ``info`` (MCP ``metadata.info``, a trainer row) to the model, and hold that nothing there
+is an answer key.
+
+The bank, by the kind of env it plays:
+
+* tool-call ACE envs (``ACE-<domain>-*``, the scenarios, FeedbackRounds): ``smallest-name``
+  (:class:`ace_gym.agents.blind.SmallestName`: per hidden slot the slot-valid candidate whose name
+  carries the smallest number), :class:`ListedOrder` (among all candidates: the smallest or largest
+  name number, the first or last candidate as the tool lists them), ``random-slot-valid``
+  and ``check-search`` (:class:`ace_gym.agents.blind.CheckGuidedSearch` without and with its checks:
+  a random slot-valid grid, then "global check; if it fails, re-draw one random slot" within the
+  env's budgets and 250 calls); and where
+  the refusal tool is offered, :class:`Refuse` (``refuse-best``: always the reason code that paid most on training seeds) and
+  the tell readers (``visible-tell+solver``, ``info-tell+solver``): refuse when a tell learnt on
+  training seeds (:func:`learn_tells`) fires at reset, else play the honest solver; a tell is a
+  tool name, an absent tool or a word trigram of the prompt (:func:`visible_features`), or a
+  field of ``info`` (:func:`info_features`);
+* ``ACE-Holistic-v0``: :func:`holistic_template`, one instance-agnostic plan;
+* ``ACE-StepWise-v0``: :func:`stepwise_blind_guess`, a query on the first hidden slot;
+* ``ALB-QA-v0``: :class:`AnswerPrior` (per question template the most frequent gold answer of
+  training seeds), :func:`most_frequent_name` (the name written most often in the context) and
+  :class:`InfoOracle` (the ``info`` field whose value, answered, paid on training seeds);
+* ``ALB-Puzzle-v0``: :func:`name_order_guesses` (guess names in list order, no query).
+
+References: the exact solver (``solver``, ``solver-batch``), greedy-local (``greedy``) and the
+uniform ``random`` policy of :mod:`ace_gym.policies`.
+
+Floors (:func:`floor`): under FIT (:data:`ace_gym.eval.fit.FIT`) no no-planning policy earns more
+than greedy-local + :data:`MARGIN` on a training id; on the probes and QA envs none earns more than
+chance + :data:`MARGIN`; a tell-reading refuser no more than the honest never-refusing solver +
+:data:`MARGIN`, and blanket refusal less than it; a grid filled without planning at most
+:data:`UNPLANNED_GRID_CEILING` on AgencyBench's rounds. The default settings keep two documented
+exceptions (:data:`DEFAULT_EXCEPTIONS`): the published 5x5 data's name order (release parity) and
+unlimited global checks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import ace_gym
+from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
+from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, SmallestName
+from ace_gym.agents.solver import list_all_query
+from ace_gym.agents.task_view import Script, TaskView, call, read_task, succeeded
+from ace_gym.envs import AceEnv
+from ace_gym.eval.fit import fit_stack
+from ace_gym.instance import name_number
+from ace_gym.policies import make_policy
+from ace_gym.registration import registered_env_ids
+from ace_gym.stacks import StackSpec
+
+assert ace_gym.ENV_IDS  # importing ace_gym registered its ids
+
+MARGIN = 0.1
+"""How far above its reference a no-planning policy may score (the issue's goal)."""
+UNPLANNED_GRID_CEILING = 0.3
+"""The most a grid filled without planning may earn on AgencyBench's rounds (scenario ids, FeedbackRounds)."""
+MAX_ACTIONS = 1200
+"""Actions :func:`play` sends before it gives an episode up (a registered id's step limit is 1000)."""
+MIN_SUPPORT = 3
+"""Training episodes a learnt tell must hold on before it is used."""
+TELL_PRECISION = 0.95
+"""The mean reward refusing with a reason must have earned on the training episodes showing a
+feature for that feature to become a tell."""
+REFUSAL_TOOL = "report_infeasible"
+ANSWER = "<answer>{}</answer>"
+_NUMBER = re.compile(r"\d+")
+_WORD = re.compile(r"[a-z_]+|#+")
+_NAME = re.compile(r"\bItem_\d+\b")
+
+
+# -- env ids and stacks ------------------------------------------------------------------------
+
+
+def ace_env_ids() -> list[str]:
+    """Every registered ``ACE-`` / ``ALB-`` id, sorted (a new id is covered without anyone remembering to)."""
+    return sorted(i for i in registered_env_ids() if i.startswith(("ACE-", "ALB-")))
+
+
+def takes_fit(env_id: str) -> bool:
+    """Whether FIT's env keyword arguments apply to ``env_id``: its env is an :class:`AceEnv`."""
+    entry_point = gym.spec(env_id).entry_point
+    creator = gym.envs.registration.load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    return isinstance(creator, type) and issubclass(creator, AceEnv)
+
+
+def stack(
+    env_id: str, fit: bool, env_kwargs: Mapping[str, Any] | None = None, wrappers: Sequence[str] = ()
+) -> StackSpec:
+    """The stack of ``env_id`` (with ``wrappers`` by registry name), under FIT when ``fit``."""
+    spec = StackSpec.of(env_id, dict(env_kwargs or {}), list(wrappers))
+    return fit_stack(spec) if fit else spec
+
+
+def family(env_id: str) -> str:
+    """The env id's family: its id with the domain written ``<domain>`` (``ACE-<domain>-procedural-v0``)."""
+    parts = env_id.split("-")
+    if len(parts) >= 3 and parts[0] == "ACE" and parts[1] in ace_gym.DOMAIN_NAMES:
+        return "-".join(["ACE", "<domain>", *parts[2:]])
+    return env_id
+
+
+def tool_names(info: Mapping[str, Any]) -> list[str]:
+    return [schema["function"]["name"] for schema in info.get("tools", ())]
+
+
+# -- playing -----------------------------------------------------------------------------------
+
+
+def play(env: gym.Env, policy: ScriptedPolicy, seed: int) -> float:
+    """One episode of a scripted ``policy`` on a tool-call ``env``: its return (sum of rewards).
+    A list of calls (one turn of ``solver-batch``) is stepped call by call."""
+    observation, info = env.reset(seed=seed)
+    episode = policy.start(observation, info, seed)
+    reply: str | list[str] = observation
+    total = 0.0
+    for _ in range(MAX_ACTIONS):
+        action = episode.act(reply)
+        replies = []
+        for one in action if isinstance(action, list) else [action]:
+            text, reward, terminated, truncated, _ = env.step(one)
+            total += float(reward)
+            replies.append(text)
+            if terminated or truncated:
+                return total
+        reply = replies if isinstance(action, list) else replies[0]
+    return total
+
+
+def play_text(env: gym.Env, answer: Callable[[Any, Mapping[str, Any]], str], seed: int) -> float:
+    """One one-turn episode of a text-answering env (planning probes, ALB-QA): ``answer(observation,
+    reset info)`` is the action; returns the reward."""
+    observation, info = env.reset(seed=seed)
+    _, reward, _, _, _ = env.step(answer(observation, info))
+    return float(reward)
+
+
+def mean(values: Iterable[float]) -> float:
+    listed = list(values)
+    return sum(listed) / len(listed) if listed else 0.0
+
+
+# -- tool-call policies ------------------------------------------------------------------------
+
+
+Match = Mapping[str, Any]
+"""One candidate as a list-all query returns it: ``{"id": ..., "name": ...}``."""
+
+
+def _name_key(match: Match) -> tuple[float, str]:
+    number = name_number(match.get("name"))
+    return (float("inf") if number is None else number, str(match.get("name")))
+
+
+class ListedOrder(ScriptedPolicy):
+    """Per hidden slot one query listing every candidate with its name; sets the one ``choose``
+    picks from that list (by name order or list order, never by a rule); then ``done``."""
+
+    def __init__(self, name: str, choose: Callable[[Sequence[Match]], Match]) -> None:
+        self.name, self.choose = name, choose
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        for slot in view.slots:
+            envelope = yield from call(view.tool("query"), row=slot.row, col=slot.col, **list_all_query(view, "name"))
+            matches = envelope["data"]["matches"] if succeeded(envelope) else []
+            if matches:
+                yield from call("set_slot", row=slot.row, col=slot.col, id=self.choose(matches)["id"])
+
+
+def _refusal(reason: str) -> Script:
+    yield from call(REFUSAL_TOOL, reason_code=reason, explanation="The task cannot be completed as specified.")
+
+
+class Refuse(ScriptedPolicy):
+    """Report infeasibility with ``reason`` at once (``done`` where no refusal tool is offered)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.name = f"refuse-{reason}"
+
+    def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
+        return ScriptedEpisode(_refusal(self.reason) if REFUSAL_TOOL in tool_names(info) else None, {})
+
+    def script(
+        self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
+    ) -> Script:
+        raise NotImplementedError  # start() never reads the task
+
+
+Features = Callable[[str, Mapping[str, Any]], set[str]]
+"""What a tell is learnt over: ``(reset observation, reset info) -> feature strings``."""
+
+
+def visible_features(observation: str, info: Mapping[str, Any]) -> set[str]:
+    """What a model sees at reset, as features: each offered tool's name and every word trigram of
+    the system prompt, the observation and the tool descriptions (digits written ``#``)."""
+    schemas = json.dumps(info.get("tools", ()), sort_keys=True)
+    text = f"{info.get('system_prompt', '')}\n{observation}\n{schemas}".lower()
+    words = _WORD.findall(re.sub(r"\d", "#", text))
+    return {f"tool:{name}" for name in tool_names(info)} | {" ".join(words[i : i + 3]) for i in range(len(words) - 2)}
+
+
+def info_features(observation: str, info: Mapping[str, Any]) -> set[str]:
+    """``info`` beyond the texts a model is shown, as ``path=value`` features: what a harness that
+    forwards ``info`` to the model (MCP ``metadata.info``, a trainer row) would show it."""
+    return {f"{path}={json.dumps(value, sort_keys=True, default=str)}" for path, value in info_fields(info)}
+
+
+_SHOWN = ("tools", "system_prompt", "messages")
+"""``info`` keys that hold what the model is shown anyway (the tell search reads those as text)."""
+
+
+def info_fields(info: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
+    """``(dotted path, value)`` of every field of ``info`` but the texts the model is shown anyway (:data:`_SHOWN`)."""
+    return _leaves(info, "")
+
+
+def _leaves(value: Any, path: str) -> Iterable[tuple[str, Any]]:
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            if not (path == "" and key in _SHOWN):
+                yield from _leaves(inner, f"{path}.{key}" if path else str(key))
+    else:
+        yield path, value
+
+
+@dataclass
+class Tells:
+    """Learnt refusal tells: ``rules`` (feature, reason code) strongest first, and the tool
+    vocabulary the training episodes offered (an absent tool is a feature, ``no-tool:NAME``)."""
+
+    rules: list[tuple[str, str]]
+    tools: frozenset[str]
+    features: Features = field(repr=False)
+
+    def fired(self, observation: str, info: Mapping[str, Any]) -> str | None:
+        found = self.features(observation, info)
+        found |= {f"no-tool:{name}" for name in self.tools - set(tool_names(info))}
+        return next((reason for feature, reason in self.rules if feature in found), None)
+
+
+def refusal_codes(info: Mapping[str, Any]) -> list[str]:
+    """The reason codes the refusal tool's schema offers (none when it is not offered)."""
+    for schema in info.get("tools", ()):
+        if schema["function"]["name"] == REFUSAL_TOOL:
+            return list(schema["function"]["parameters"]["properties"]["reason_code"]["enum"])
+    return []
+
+
+RefusalEpisode = tuple[Mapping[str, set[str]], frozenset[str], dict[str, float]]
+"""One training episode of :func:`refusal_episodes`: its features by extractor name, the tools it
+offered and each reason code's refusal reward."""
+
+
+def refusal_episodes(
+    make: Callable[[], gym.Env], seeds: Iterable[int], extractors: Mapping[str, Features]
+) -> list[RefusalEpisode]:
+    """Refuse with every reason code on every training seed, recording what each extractor saw."""
+    env = make()
+    episodes: list[RefusalEpisode] = []
+    for seed in seeds:
+        observation, info = env.reset(seed=seed)
+        seen = {name: extract(observation, info) for name, extract in extractors.items()}
+        offered = frozenset(tool_names(info))
+        episodes.append((seen, offered, {code: play(env, Refuse(code), seed) for code in refusal_codes(info)}))
+    return episodes
+
+
+def learn_tells(episodes: Sequence[RefusalEpisode], extractor: str, features: Features) -> Tells:
+    """The refusal tells of ``extractor``'s features: a feature becomes a tell for a code when,
+    over the :data:`MIN_SUPPORT` or more training episodes that show it, refusing with that code
+    earned :data:`TELL_PRECISION` or more on average; strongest (most support) first."""
+    vocabulary = frozenset().union(*(tools for _, tools, _ in episodes))
+    support: Counter[str] = Counter()
+    paid: dict[str, Counter[str]] = {}
+    for seen, tools, rewards in episodes:
+        for feature in seen[extractor] | {f"no-tool:{name}" for name in vocabulary - tools}:
+            support[feature] += 1
+            paid.setdefault(feature, Counter()).update(rewards)
+    rules = []
+    for feature, count in support.items():
+        code, total = max(paid[feature].items(), key=lambda item: (item[1], item[0]), default=("", 0.0))
+        if count >= MIN_SUPPORT and code and total / count >= TELL_PRECISION:
+            rules.append((count, feature, code))
+    rules.sort(key=lambda rule: (-rule[0], rule[1]))
+    return Tells([(feature, code) for _, feature, code in rules], vocabulary, features)
+
+
+def blanket_refusal(episodes: Sequence[RefusalEpisode]) -> str:
+    """The reason code whose refusal paid most on the training episodes (always refusing with it: ``refuse-best``)."""
+    totals: Counter[str] = Counter()
+    for _, _, rewards in episodes:
+        totals.update(rewards)
+    return max(sorted(totals), key=lambda code: totals[code])
+
+
+TOOL_CALL_POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
+    "smallest-name": SmallestName,
+    "any-smallest-name": lambda: ListedOrder("any-smallest-name", lambda matches: min(matches, key=_name_key)),
+    "largest-name": lambda: ListedOrder("largest-name", lambda matches: max(matches, key=_name_key)),
+    "first-candidate": lambda: ListedOrder("first-candidate", lambda matches: matches[0]),
+    "last-candidate": lambda: ListedOrder("last-candidate", lambda matches: matches[-1]),
+    "random-slot-valid": lambda: CheckGuidedSearch(max_calls=1),
+    "check-search": lambda: CheckGuidedSearch(max_calls=MAX_CALLS),
+}
+"""The no-planning bank of every tool-call env (refusal and tell policies are learnt per env: :func:`learn_tells`)."""
+REFERENCES: tuple[str, ...] = ("solver", "solver-batch", "greedy", "random")
+"""The reference policies, by :func:`ace_gym.policies.make_policy` spec."""
+
+
+def reference(name: str) -> ScriptedPolicy:
+    policy = make_policy(name)
+    assert isinstance(policy, ScriptedPolicy)
+    return policy
+
+
+# -- planning probes ---------------------------------------------------------------------------
+
+
+def _probe_view(messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> TaskView:
+    """The task of a planning probe, read from its first user message (the reset grid) and prompt."""
+    first_user = next(m["content"] for m in messages if m["role"] == "user")
+    return read_task(first_user, info)
+
+
+def holistic_template(messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
+    """One plan for every instance: per hidden slot one query per stated slot rule and ``set_slot``
+    "the id chosen from step k" (k its last query); one global check; ``done``."""
+    view = _probe_view(messages, info)
+    chain: list[dict[str, Any]] = []
+    for slot in view.slots:
+        for attribute, kind, bound in slot.rules:
+            operator = "<=" if kind == "max" else ">="
+            arguments = {"row": slot.row, "col": slot.col, "field": attribute, "operator": operator, "value": bound}
+            chain.append({"name": view.tool("query"), "arguments": arguments, "reason": "slot rule"})
+        chosen = f"the id chosen from step {len(chain)}"
+        chain.append(
+            {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": chosen}, "reason": "fill"}
+        )
+    chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
+    chain.append({"name": "done", "arguments": {}, "reason": "finish"})
+    return json.dumps({"plan": "query each slot's rules, fill it, verify, finish", "tool_chain": chain})
+
+
+def stepwise_blind_guess(messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
+    """The next call predicted without reading the trajectory: a query on the first hidden slot,
+    filtered by its first stated rule."""
+    view = _probe_view(messages, info)
+    slot = view.slots[0]
+    arguments: dict[str, Any] = {"row": slot.row, "col": slot.col, **list_all_query(view, "name")}
+    if slot.rules:
+        attribute, kind, bound = slot.rules[0]
+        arguments.update(field=attribute, operator="<=" if kind == "max" else ">=", value=bound)
+    return json.dumps([{"thought": "query the first hidden slot", "tool": view.tool("query"), "arguments": arguments}])
+
+
+# -- AgentLongBench ----------------------------------------------------------------------------
+
+
+def question_template(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The last user message with its numbers and item names blanked: the question's type as a model reads it."""
+    question = next(m["content"] for m in reversed(messages) if m["role"] == "user")
+    return _NUMBER.sub("#", _NAME.sub("NAME", question))
+
+
+def gold_answer(env: gym.Env) -> Any:
+    """The gold answer of the episode ``env`` (ALB-QA) is playing: read only to *learn* on training seeds."""
+    return env.unwrapped.sample.question.answer
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+class AnswerPrior:
+    """Per question template the most frequent gold answer over training seeds (an answer prior)."""
+
+    name = "answer-prior"
+
+    def __init__(self, make: Callable[[], gym.Env], seeds: Iterable[int]) -> None:
+        env = make()
+        seen: dict[str, Counter[str]] = {}
+        for seed in seeds:
+            observation, _ = env.reset(seed=seed)
+            seen.setdefault(question_template(observation), Counter())[_answer_text(gold_answer(env))] += 1
+        self.answers = {template: counts.most_common(1)[0][0] for template, counts in seen.items()}
+
+    def __call__(self, observation: Any, info: Mapping[str, Any]) -> str:
+        return ANSWER.format(self.answers.get(question_template(observation), "1"))
+
+
+def most_frequent_name(observation: Any, info: Mapping[str, Any]) -> str:
+    """The item name written most often in the whole context."""
+    text = "\n".join(str(m["content"]) for m in observation)
+    counts = Counter(_NAME.findall(text))
+    return ANSWER.format(counts.most_common(1)[0][0] if counts else "1")
+
+
+class InfoOracle:
+    """Answers with the reset ``info`` field that, answered, paid most on training seeds: what a
+    model would answer if a harness forwarded ``info`` to it. Earns nothing unless ``info`` holds the answer."""
+
+    name = "info-oracle"
+
+    def __init__(self, make: Callable[[], gym.Env], seeds: Iterable[int]) -> None:
+        env = make()
+        paid: Counter[str] = Counter()
+        for seed in seeds:
+            _, info = env.reset(seed=seed)
+            for path, value in info_fields(info):
+                env.reset(seed=seed)
+                _, reward, _, _, _ = env.step(ANSWER.format(_answer_text(value)))
+                paid[path] += float(reward)
+        self.path = paid.most_common(1)[0][0] if paid else ""
+
+    def __call__(self, observation: Any, info: Mapping[str, Any]) -> str:
+        value = dict(info_fields(info)).get(self.path, "")
+        return ANSWER.format(_answer_text(value))
+
+
+def name_order_guesses(env: gym.Env, seed: int, names: int) -> float:
+    """ALB-Puzzle: guess ``Item_000``, ``Item_001``, ... in list order, no query, until the episode
+    ends or ``names`` guesses were made; returns the return."""
+    env.reset(seed=seed)
+    total = 0.0
+    for index in range(names):
+        _, reward, terminated, truncated, _ = env.step(ANSWER.format(f"Item_{index:03d}"))
+        total += float(reward)
+        if terminated or truncated:
+            break
+    return total
+
+
+# -- floors ------------------------------------------------------------------------------------
+
+PUBLISHED_5X5 = ("ACE-<domain>-v0", "ACE-<domain>-broken-v0", "ACE-<domain>-distractors-v0")
+"""Families whose default data is the published 5x5 set (release parity: :data:`DEFAULT_EXCEPTIONS`)."""
+DEFAULT_EXCEPTIONS: dict[str, str] = {
+    "smallest-name": "the published 5x5 data's truth is the smallest name number in its cell (docs/compatibility.md)",
+    "check-search": "the default global-check budget is unlimited (global_check_alpha=-1); FIT bounds it",
+}
+"""No-planning policies that may beat greedy-local under the *default* settings, and why: the
+default stays byte-identical to the release. Under FIT none may."""
+
+
+def is_training_family(name: str) -> bool:
+    """A family a trainer trains on: every tool-call ACE family but the unsolvable probes."""
+    return name.startswith("ACE-") and name not in ("ACE-Holistic-v0", "ACE-StepWise-v0") and "unsolvable" not in name
+
+
+def default_exception(env_family: str, policy: str) -> str | None:
+    """Why ``policy`` may beat greedy-local + :data:`MARGIN` on ``env_family`` under the default settings, or None."""
+    if policy in ("smallest-name", "any-smallest-name") and (
+        env_family in PUBLISHED_5X5 or "scenario" in env_family.lower() or "unsolvable" in env_family
+    ):
+        return DEFAULT_EXCEPTIONS["smallest-name"]
+    if policy == "check-search":
+        return DEFAULT_EXCEPTIONS["check-search"]
+    return None
+
+
+# -- measuring a cell --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One stack the bank plays: a registered ``env_id`` with ``wrappers`` (registry names), under
+    FIT or the defaults, with ``env_kwargs`` (smaller than the defaults where those are slow)."""
+
+    env_id: str
+    fit: bool = False
+    wrappers: tuple[str, ...] = ()
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def family(self) -> str:
+        """The id's family, its wrappers and the keyword arguments that change the task (not :data:`SIZE_KWARGS`)."""
+        named = "".join(f" + {name}" for name in self.wrappers)
+        options = ", ".join(f"{key}={value}" for key, value in self.env_kwargs if key not in SIZE_KWARGS)
+        return family(self.env_id) + named + (f" ({options})" if options else "")
+
+    def make(self) -> gym.Env:
+        return stack(self.env_id, self.fit, dict(self.env_kwargs), self.wrappers).make()
+
+    @property
+    def kind(self) -> str:
+        """``tool-call`` (ACE's tool-call envs), ``holistic``, ``stepwise``, ``qa`` or ``puzzle``."""
+        return {"ACE-Holistic-v0": "holistic", "ACE-StepWise-v0": "stepwise", "ALB-QA-v0": "qa"}.get(
+            self.env_id, "puzzle" if self.env_id == "ALB-Puzzle-v0" else "tool-call"
+        )
+
+
+SIZE_KWARGS = frozenset({"target_tokens"})
+"""Keyword arguments that make an episode smaller without changing what it asks."""
+CELL_KWARGS: dict[str, tuple[tuple[str, Any], ...]] = {"ALB-QA-v0": (("target_tokens", 4096),)}
+"""Keyword arguments smaller than the defaults where a default is slow (a 32k-token ALB-QA history per reset)."""
+
+
+def cells(env_ids: Iterable[str], fit_too: bool = True) -> list[Cell]:
+    """Every id's default cell, and its FIT cell where FIT applies (:func:`takes_fit`)."""
+    found = []
+    for env_id in env_ids:
+        kwargs = CELL_KWARGS.get(env_id, ())
+        found.append(Cell(env_id, env_kwargs=kwargs))
+        if fit_too and takes_fit(env_id):
+            found.append(Cell(env_id, fit=True, env_kwargs=kwargs))
+    return found
+
+
+def measure(
+    cell: Cell,
+    seeds: Sequence[int],
+    train_seeds: Sequence[int],
+    solver: bool = True,
+    policies: Iterable[str] | None = None,
+) -> dict[str, float]:
+    """Each policy's mean return on ``cell`` over ``seeds`` (learnt policies learn on
+    ``train_seeds``, disjoint from ``seeds``). Policy names: the bank's, the references', and for
+    learnt ones ``refuse-best`` (blanket refusal with the code best on training seeds),
+    ``visible-tell+solver``, ``info-tell+solver``, ``answer-prior``, ``most-frequent-name``,
+    ``info-oracle``, ``holistic-template``, ``stepwise-blind``, ``name-order-guesses``. ``solver``:
+    play the solver references too; ``policies``: only these of a tool-call env's bank (with
+    greedy-local, their reference), and no learnt refusal unless named."""
+    assert not set(seeds) & set(train_seeds), "learn on other seeds"
+    env = cell.make()
+    if cell.kind == "holistic":
+        return {"holistic-template": mean(play_text(env, holistic_template, s) for s in seeds)}
+    if cell.kind == "stepwise":
+        return {"stepwise-blind": mean(play_text(env, stepwise_blind_guess, s) for s in seeds)}
+    if cell.kind == "puzzle":
+        return {"name-order-guesses": mean(name_order_guesses(env, s, 60) for s in seeds)}
+    if cell.kind == "qa":
+        prior, oracle = AnswerPrior(cell.make, train_seeds), InfoOracle(cell.make, train_seeds[:5])
+        return {
+            "answer-prior": mean(play_text(env, prior, s) for s in seeds),
+            "most-frequent-name": mean(play_text(env, most_frequent_name, s) for s in seeds),
+            "info-oracle": mean(play_text(env, oracle, s) for s in seeds),
+        }
+    chosen = list(TOOL_CALL_POLICIES) if policies is None else [p for p in TOOL_CALL_POLICIES if p in set(policies)]
+    wanted = set(NO_PLANNING) if policies is None else set(policies)
+    names = [
+        *chosen,
+        "greedy",
+        *(("random",) if policies is None else ()),
+        *(("solver", "solver-batch") if solver else ()),
+    ]
+    returns = {
+        name: [
+            play(env, TOOL_CALL_POLICIES[name]() if name in TOOL_CALL_POLICIES else reference(name), s) for s in seeds
+        ]
+        for name in names
+    }
+    means = {name: mean(values) for name, values in returns.items()}
+    _, info = env.reset(seed=seeds[0])
+    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", *TELL_FEATURES}:
+        means.update(_refusal_policies(cell, env, seeds, train_seeds, returns.get("solver")))
+    return means
+
+
+TELL_FEATURES: dict[str, Features] = {"visible-tell+solver": visible_features, "info-tell+solver": info_features}
+"""The learnt-tell policies and what each learns over."""
+
+
+def _refusal_policies(
+    cell: Cell, env: gym.Env, seeds: Sequence[int], train_seeds: Sequence[int], solver: list[float] | None
+) -> dict[str, float]:
+    """Blanket refusal and the learnt tells over the honest solver (which plays where no tell fires)."""
+    honest = solver if solver is not None else [play(env, reference("solver"), s) for s in seeds]
+    episodes = refusal_episodes(cell.make, train_seeds, TELL_FEATURES)
+    found = {
+        "solver": mean(honest),
+        "refuse-best": mean(play(env, Refuse(blanket_refusal(episodes)), s) for s in seeds),
+    }
+    for label, features in TELL_FEATURES.items():
+        tells = learn_tells(episodes, label, features)
+        returns = []
+        for seed, honest_return in zip(seeds, honest, strict=True):
+            observation, info = env.reset(seed=seed)
+            code = tells.fired(observation, info)
+            returns.append(honest_return if code is None else play(env, Refuse(code), seed))
+        found[label] = mean(returns)
+    return found
+
+
+NO_PLANNING: frozenset[str] = frozenset(
+    [
+        *TOOL_CALL_POLICIES,
+        "refuse-best",
+        "visible-tell+solver",
+        "info-tell+solver",
+        "answer-prior",
+        "most-frequent-name",
+        "info-oracle",
+        "holistic-template",
+        "stepwise-blind",
+        "name-order-guesses",
+    ]
+)
+"""The policies held to a floor (the references are what the floors are measured against)."""
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The most a policy may earn: ``reference``'s mean (none: 0) + ``offset``, and why."""
+
+    reference: str | None
+    offset: float
+    why: str
+
+    def bound(self, means: Mapping[str, float]) -> float:
+        return (means[self.reference] if self.reference else 0.0) + self.offset
+
+
+def floor(cell: Cell, policy: str) -> Floor | None:
+    """``policy``'s floor on ``cell``; None when it is not held (a reference, or a documented
+    default exception, :data:`DEFAULT_EXCEPTIONS`)."""
+    if policy not in NO_PLANNING:
+        return None
+    if cell.kind in ("holistic", "stepwise", "qa", "puzzle"):
+        return Floor(None, MARGIN, "chance (0) + margin on a probe / QA env")
+    if policy in TELL_FEATURES:
+        return Floor("solver", MARGIN, "the never-refusing solver + margin")
+    if policy == "refuse-best":
+        return Floor("solver", -1e-9, "below the never-refusing solver")
+    if is_rounds(cell) and policy == "random-slot-valid":
+        return Floor(None, UNPLANNED_GRID_CEILING, "a grid filled without planning on AgencyBench's rounds")
+    if not cell.fit and default_exception(cell.family.split(" + ")[0], policy):
+        return None
+    return Floor("greedy", MARGIN, "greedy-local + margin")
+
+
+def is_rounds(cell: Cell) -> bool:
+    """Whether ``cell`` is scored by AgencyBench's rounds (a scenario id, FeedbackRounds)."""
+    return "scenario" in cell.env_id.lower() or "feedback_rounds" in cell.wrappers
+
+
+def standard_error(value: float, n: int) -> float:
+    """A mean's standard error over ``n`` episodes of rewards in [0, 1], at most a Bernoulli's of
+    the same mean, smoothed (one success and one failure added) so that 0/n and n/n are not certain."""
+    smoothed = (value * n + 1) / (n + 2)
+    return math.sqrt(smoothed * (1 - smoothed) / n)
+
+
+def above_floor(
+    cell: Cell, means: Mapping[str, float], n: int | None = None, only: Iterable[str] | None = None
+) -> list[str]:
+    """Every policy of ``means`` (of ``only``, when given) above its floor on ``cell``, as readable
+    lines. With ``n`` (the episodes behind each mean) the allowance above a reference is the larger
+    of :data:`MARGIN` and two standard errors of the difference (:func:`standard_error`): few seeds
+    tell a tell from luck no better, and many hold the margin itself."""
+    checks = [(policy, floor(cell, policy)) for policy in sorted(means)]
+    if is_rounds(cell) and "greedy" in means:
+        checks.append(("greedy", Floor(None, UNPLANNED_GRID_CEILING, "a grid filled without planning")))
+    if only is not None:
+        checks = [check for check in checks if check[0] in set(only)]
+    found = []
+    for policy, held in checks:
+        if held is None:
+            continue
+        value, bound = means[policy], held.bound(means)
+        slack = 0.0
+        if n is not None:
+            errors = [standard_error(value, n)] + ([standard_error(means[held.reference], n)] if held.reference else [])
+            slack = max(0.0, 2 * math.sqrt(sum(error**2 for error in errors)) - MARGIN)
+        if value > bound + slack:
+            setting = "FIT" if cell.fit else "default"
+            found.append(f"{cell.family} ({setting}): {policy} {value:.3f} > {bound:.3f} + {slack:.3f} ({held.why})")
+    return found
