@@ -33,7 +33,7 @@ def browser() -> Any:
 
 def _reset(browser: Any, url: str, env_id: str, seed: str) -> None:
     browser.get(f"{url}/ui")
-    browser.find_element("css selector", f"#env-id option[value='{env_id}']").click()
+    _wait(browser, lambda: browser.find_element("css selector", f"#env-id option[value='{env_id}']")).click()
     seed_box = browser.find_element("id", "seed")
     seed_box.clear()
     seed_box.send_keys(seed)
@@ -41,9 +41,10 @@ def _reset(browser: Any, url: str, env_id: str, seed: str) -> None:
 
 
 def _wait(browser: Any, condition: Any) -> Any:
+    from selenium.common.exceptions import NoSuchElementException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(browser, 20).until(lambda _: condition())
+    return WebDriverWait(browser, 20, ignored_exceptions=(NoSuchElementException,)).until(lambda _: condition())
 
 
 def _tool_form(browser: Any, name: str) -> Any:
