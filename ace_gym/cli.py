@@ -42,6 +42,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ace_gym.eval.cli",
     "ace_gym.eval.export",
     "ace_gym.eval.replay",
+    "ace_gym.eval.view",
     "ace_gym.eval.tokens",
     "ace_gym.server.cli",
     "ace_gym.hub",

