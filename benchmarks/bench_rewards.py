@@ -31,16 +31,25 @@ REWARDS: dict[str, tuple[str, str]] = {
     "ACE-<domain>-broken-v0": ("as ACE-<domain>-v0, one tool broken (APB's broken-tool setting)", "{0, 1}"),
     "ACE-<domain>-distractors-v0": ("as ACE-<domain>-v0, with extraneous tools offered", "{0, 1}"),
     "ACE-<domain>-unsolvable-v0": (
-        "solvable: the grid's 0/1; unsolvable: 1 refusal with the right code, 0.5 a wrong code, "
-        "0 finishing; refusing a solvable task 0",
+        "solvable: the grid's 0/1; unsolvable: 1 refusal with the right code, 0.25 a wrong code, "
+        "0 finishing; refusing a solvable task 0 (markers of each kind in solvable tasks too)",
         "[0, 1]",
     ),
-    "ACE-<domain>-scenario-v0": ("mean over 5 stages of the last attempt's strict rubric score", "[0, 1]"),
+    "ACE-<domain>-scenario-v0": ("the verdict: 0.9^(j-1) when every stage passes (j: its attempt), else 0", "[0, 1]"),
     "ACE-Scenario-v0": ("as ACE-<domain>-scenario-v0 (course)", "[0, 1]"),
-    "ACE-<domain>-v0 + feedback_rounds": ("the last attempt's strict rubric score (2 attempts)", "[0, 1]"),
-    "ACE-Holistic-v0": ("the plan's APB grade (0 for no plan or a plan leaving a cell unset)", "[0, 1]"),
-    "ACE-StepWise-v0": ("APB's grade of the predicted call, paid when it names the reference's tool", "[0, 1]"),
-    "ALB-QA-v0": ("strict: 1 for the gold answer in the asked form, else 0 (target_tokens=4096)", "{0, 1}"),
+    "ACE-<domain>-v0 + feedback_rounds": (
+        "the verdict: 0.9^(j-1) for a pass at attempt j (2 attempts), else 0",
+        "[0, 1]",
+    ),
+    "ACE-Holistic-v0": (
+        "act after plan: the executed plan's final reward (1 if it solves) x the plan's score",
+        "[0, 1]",
+    ),
+    "ACE-StepWise-v0": ("APB's grade of the prediction, paid when its tools and targets are the reference's", "[0, 1]"),
+    "ALB-QA-v0": (
+        "strict: 1 for the gold answer in the asked form, else 0; balanced answers (target_tokens=4096)",
+        "{0, 1}",
+    ),
     "ALB-QA-v0 (fmt=verbose)": ("as ALB-QA-v0, verbose histories", "{0, 1}"),
     "ALB-Puzzle-v0": ("sparse: 1 for the right guess, minus the round cost per guess", "(-inf, 1]"),
 }

@@ -22,7 +22,8 @@ The bank, by the kind of env it plays:
   env's budgets and 250 calls); and where
   the refusal tool is offered, :class:`Refuse` (``refuse-best``: always the reason code that paid most on training seeds) and
   the tell readers (``visible-tell+solver``, ``info-tell+solver``): refuse when a tell learnt on
-  training seeds (:func:`learn_tells`) fires at reset, else play the honest solver; a tell is a
+  training seeds (:func:`learn_tells`) fires at reset, else play the honest never-refusing solver
+  (``CarefulNeverRefuse``, the ``solver`` reference where refusing is offered); a tell is a
   tool name, an absent tool or a word trigram of the prompt (:func:`visible_features`), or a
   field of ``info`` (:func:`info_features`);
 * ``ACE-Holistic-v0``: :func:`holistic_template`, one instance-agnostic plan;
@@ -65,6 +66,7 @@ from ace_gym.agents.task_view import Script, TaskView, call, read_task, succeede
 from ace_gym.envs import AceEnv
 from ace_gym.eval.fit import fit_stack
 from ace_gym.instance import name_number
+from ace_gym.planning.probes import CarefulNeverRefuse
 from ace_gym.policies import make_policy
 from ace_gym.registration import registered_env_ids
 from ace_gym.stacks import StackSpec
@@ -577,7 +579,7 @@ def measure(
     means = {name: mean(values) for name, values in returns.items()}
     _, info = env.reset(seed=seeds[0])
     if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", *TELL_FEATURES}:
-        means.update(_refusal_policies(cell, env, seeds, train_seeds, returns.get("solver")))
+        means.update(_refusal_policies(cell, env, seeds, train_seeds))
     return means
 
 
@@ -585,11 +587,12 @@ TELL_FEATURES: dict[str, Features] = {"visible-tell+solver": visible_features, "
 """The learnt-tell policies and what each learns over."""
 
 
-def _refusal_policies(
-    cell: Cell, env: gym.Env, seeds: Sequence[int], train_seeds: Sequence[int], solver: list[float] | None
-) -> dict[str, float]:
-    """Blanket refusal and the learnt tells over the honest solver (which plays where no tell fires)."""
-    honest = solver if solver is not None else [play(env, reference("solver"), s) for s in seeds]
+def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seeds: Sequence[int]) -> dict[str, float]:
+    """Blanket refusal and the learnt tells over the honest never-refusing solver (which plays where
+    no tell fires), reported as ``solver``: :class:`~ace_gym.planning.probes.CarefulNeverRefuse`,
+    which asks the approvals a stated policy requires and reads the phone notes and sheets the
+    markers add to solvable tasks too (the plain exact solver does neither and earns 0.0-0.2 there)."""
+    honest = [play(env, CarefulNeverRefuse(), s) for s in seeds]
     episodes = refusal_episodes(cell.make, train_seeds, TELL_FEATURES)
     found = {
         "solver": mean(honest),

@@ -20,14 +20,13 @@ from ace_gym.longbench.samples import (
     config_from_options,
 )
 from ace_gym.longbench.scoring import extract_answer, is_well_formed, parse_prediction, score_prediction
+from ace_gym.runs.answer_keys import QA_GOLD
 from ace_gym.runs.tokens import Tokenizer, resolve_tokenizer
 from ace_gym.spaces import UnicodeText
 from ace_gym.text import valid_text
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
 REWARDS: tuple[str, ...] = ("strict", "official", "relative_error")
-ANSWER_KEY = "gt"
-"""The ``info`` key of the gold answer: in the step's info only (the episode has ended)."""
 RENDERS: tuple[str, ...] = ("messages", "text")
 
 
@@ -160,7 +159,8 @@ class ALBQAEnv(gym.Env[Any, str]):
         self._answered = False
         messages = self.sample.observation()
         info = self.sample.info()
-        del info[ANSWER_KEY]  # the answer key stays with the grader (answer_key)
+        # the answer key stays with the grader (answer_key); in the step's info once the episode has ended
+        del info[QA_GOLD]
         return (messages if self.render_as == "messages" else transcript(messages)), info
 
     def answer_key(self) -> Any:
@@ -207,13 +207,13 @@ class ALBQAEnv(gym.Env[Any, str]):
             text = f"<answer>{text}</answer>"
         scored_as, fmt = self.sample.question.scored_as, self.config.fmt
         prediction = parse_prediction(scored_as, fmt, text)
-        official = score_prediction(scored_as, fmt, self.config.knowledge, info[ANSWER_KEY], prediction)
+        official = score_prediction(scored_as, fmt, self.config.knowledge, info[QA_GOLD], prediction)
         score = official
         if self.reward_kind != "official" and official is not None and not is_well_formed(scored_as, fmt, text):
             score = 0.0
         reward = 0.0 if score is None else score
         if self.reward_kind == "relative_error" and scored_as in NUMBER_TYPES and isinstance(prediction, int):
-            gold = int(info[ANSWER_KEY])
+            gold = int(info[QA_GOLD])
             reward = max(0.0, 1.0 - abs(prediction - gold) / max(1, abs(gold)))
         info.update(prediction=prediction, score=score, official_score=official)
         return observation, float(reward), True, False, info

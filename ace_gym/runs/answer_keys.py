@@ -17,8 +17,10 @@ from typing import Any
 GRADER = "grader"
 """The channel a client names to receive answer keys with every info."""
 
+QA_GOLD = "gt"
+"""The ``info`` key of ALB-QA's gold answer (:class:`~ace_gym.longbench.qa_env.ALBQAEnv`)."""
 ANSWER_KEYS: tuple[tuple[str, ...], ...] = (
-    ("gt",),
+    (QA_GOLD,),
     ("reference",),
     ("apb", "unsolvable"),
 )

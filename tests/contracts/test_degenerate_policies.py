@@ -12,14 +12,14 @@ budget runs out, answer "no" / "false" to everything. Each scores at most its fl
 * ALB-QA-v0: 0, except that an answer that does say no may score on questions whose truth is no
   (chance level: docs/longbench.md).
 * ALB-Puzzle-v0: 0 (a guess is a name; none of these is one).
-* AgencyBench's rounds (FeedbackRounds and the scenarios, ``final_reward="final"``): 0. Their
-  reward is the rubric's strict score, whose global rules count only on a filled grid; until
-  issue 29 it was AgencyBench's rubric score, which pays the upper bounds an empty grid meets
-  (up to 1/6 of a scenario stage, 4/7 on the small stack below) and stays in ``info`` for the
-  paper's metrics. No such episode passes a round and ACE's own verdict stays 0.
+* AgencyBench's rounds (FeedbackRounds and the scenarios, their default reward): 0. Their reward
+  is the verdict (``gamma ** (j - 1)`` for a pass at attempt j, else 0; issue 38), and none of
+  these episodes passes a round. Until issue 29 it was AgencyBench's rubric score, which pays the
+  upper bounds an empty grid meets (up to 1/6 of a scenario stage, 4/7 on the small stack below);
+  that score stays in ``info`` for the paper's metrics.
 * ACE-StepWise-v0: 0 here, and over many seeds each policy's chance level
-  (:data:`STEPWISE_CHANCE_FLOOR`): its reward pays APB's grade only to a prediction that names
-  the reference's tools. Until issue 29 it paid APB's grade alone, which gave a bare
+  (:data:`STEPWISE_CHANCE_FLOOR`): its reward pays APB's grade only to a prediction whose calls
+  are the reference's, by tool and by target (cell, item ids, attribute; issue 38). Until issue 29 it paid APB's grade alone, which gave a bare
   ``get_current_grid_state`` 1.0 and an empty prediction 0.4 anywhere.
 
 Ids come from the registry, so a new one is covered without anyone remembering to; small

@@ -178,8 +178,38 @@ def test_finding_6__alb_qa_answer_priors_earn_at_most_chance() -> None:
         if rt.mean(rewards) > 0.25 + 2 * rt.standard_error(rt.mean(rewards), len(rewards))
     }
     assert above == {}
-    means = rt.measure(cell, range(40), range(1000, 1030))
-    assert rt.above_floor(cell, means, n=40, only=["most-frequent-name"]) == []
+
+
+def _most_frequent_name_by_type(seeds: range) -> dict[str, list[float]]:
+    cell = rt.Cell("ALB-QA-v0", env_kwargs=rt.CELL_KWARGS["ALB-QA-v0"])
+    env, by_type = cell.make(), {}
+    for seed in seeds:
+        observation, info = env.reset(seed=seed)
+        _, reward, _, _, step_info = env.step(rt.most_frequent_name(observation, info))
+        by_type.setdefault(step_info["question_type"], []).append(float(reward))
+    return by_type
+
+
+def test_finding_6__the_most_frequent_name_of_the_context_earns_at_most_chance_overall() -> None:
+    """The item name written most often in the whole context answered 23 of 24 concise
+    Intersections at 1944dd5. Held overall at chance + 0.1 over 200 seeds (the question types'
+    mix varies much between seeds: 40 seeds measured 0.150, 200 seeds 0.083)."""
+    cell = rt.Cell("ALB-QA-v0", env_kwargs=rt.CELL_KWARGS["ALB-QA-v0"])
+    by_type = _most_frequent_name_by_type(range(200))
+    means = {"most-frequent-name": rt.mean(reward for rewards in by_type.values() for reward in rewards)}
+    assert rt.above_floor(cell, means, n=200) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a tell remains (docs/rewards.md): at target_tokens=4096 the target of a concise Intersection "
+    "is the most frequent name of the whole context in 15 of 23 samples (seeds 0-199): 9 of 12 drawn at the "
+    "last two attempts (the paper's long games), 5 of 7 balanced ones (the balance ranks tool results only)",
+)
+def test_finding_6__the_most_frequent_name_earns_at_most_a_quarter_on_concise_intersection() -> None:
+    """The issue's per-type ceiling (0.25) for the most-frequent-name policy on concise Intersection."""
+    rewards = _most_frequent_name_by_type(range(200))["Intersection"]
+    assert rt.mean(rewards) <= 0.25 + 2 * rt.standard_error(rt.mean(rewards), len(rewards)), rewards
 
 
 # -- finding 7: AgencyBench's rounds pay a grid filled without planning ------------------------
