@@ -18,11 +18,11 @@ TEXT = README.read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, flags=re.S)
 TINY = {
     '"Qwen/Qwen3-0.6B"': "TINY_MODEL",
-    "range(35)": "range(1)",
+    "range(54)": "range(1)",
     "max_steps=500": "max_steps=1",
     "num_generations=8": "num_generations=2",
     "per_device_train_batch_size=8": "per_device_train_batch_size=4",
-    "max_completion_length=32768": "max_completion_length=16",
+    "max_completion_length=40960": "max_completion_length=16",
     "max_tool_calling_iterations=16": "max_tool_calling_iterations=2",
     "max_turns=8": "max_turns=2",
     "report_to=[],": "report_to=[], use_cpu=True,",  # this machine has no GPU
