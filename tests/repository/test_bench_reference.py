@@ -31,8 +31,8 @@ ROWS = (
         f"{episodes}, {when}"
         for episodes in EPISODE_ROWS
         for when in (
-            "first on its instance (no stored replies)",
-            "replayed (replies stored by an earlier identical episode",
+            "first on its instance (per-instance store empty)",
+            "replayed (per-instance store filled by an earlier identical episode",
         )
     ),
     "final score on a filled grid, H=1",
