@@ -61,7 +61,7 @@ import numpy as np
 import ace_gym
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
 from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, SmallestName
-from ace_gym.agents.solver import list_all_query
+from ace_gym.agents.solver import list_all_query, slot_rule_queries
 from ace_gym.agents.task_view import Script, TaskView, call, read_task, succeeded
 from ace_gym.envs import AceEnv
 from ace_gym.eval.fit import fit_stack
@@ -80,6 +80,8 @@ UNPLANNED_GRID_CEILING = 0.3
 MAX_ACTIONS = 1200
 """Actions :func:`play` sends before it gives an episode up (a registered id's step limit is 1000)."""
 MIN_SUPPORT = 3
+LEARNT_NEXT_SEEDS = 20
+"""Training tasks ``stepwise-learnt-next`` learns its next call from (each replays a solver episode)."""
 """Training episodes a learnt tell must hold on before it is used."""
 TELL_PRECISION = 0.95
 """The mean reward refusing with a reason must have earned on the training episodes showing a
@@ -370,12 +372,191 @@ def stepwise_blind_guess(messages: Sequence[Mapping[str, Any]], info: Mapping[st
     """The next call predicted without reading the trajectory: a query on the first hidden slot,
     filtered by its first stated rule."""
     view = _probe_view(messages, info)
-    slot = view.slots[0]
-    arguments: dict[str, Any] = {"row": slot.row, "col": slot.col, **list_all_query(view, "name")}
-    if slot.rules:
-        attribute, kind, bound = slot.rules[0]
-        arguments.update(field=attribute, operator="<=" if kind == "max" else ">=", value=bound)
-    return json.dumps([{"thought": "query the first hidden slot", "tool": view.tool("query"), "arguments": arguments}])
+    return _prediction(_first_rule_query(view, view.slots[0]))
+
+
+def _prediction(*predicted: Mapping[str, Any]) -> str:
+    return json.dumps([{"thought": "next", "tool": c["name"], "arguments": c["arguments"]} for c in predicted])
+
+
+def _first_rule_query(view: TaskView, slot: Any) -> dict[str, Any]:
+    """The query the solver opens ``slot`` with: its first stated rule as the filter (a listing without one)."""
+    return slot_rule_queries(view, slot)[0]
+
+
+@dataclass
+class Prefix:
+    """What a step-wise prediction reads: the task (:class:`TaskView`) and the prefix's calls in
+    order, each ``(name, arguments, reply data)``."""
+
+    view: TaskView
+    calls: list[tuple[str, dict[str, Any], dict[str, Any]]]
+
+    @classmethod
+    def read(cls, messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> Prefix:
+        found: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        for message in messages:
+            if message["role"] == "assistant":
+                function = message["tool_calls"][0]["function"]
+                found.append((function["name"], json.loads(function["arguments"]), {}))
+            elif message["role"] == "tool" and found:
+                reply = json.loads(message["content"])
+                found[-1] = (*found[-1][:2], reply.get("data") or {} if isinstance(reply, dict) else {})
+        return cls(_probe_view(messages, info), found)
+
+    def queried(self, slot: Any) -> bool:
+        return any(_cell_of(arguments) == slot.cell for name, arguments, _ in self.calls if "query" in name)
+
+    def is_set(self, slot: Any) -> bool:
+        return any(_cell_of(arguments) == slot.cell for name, arguments, _ in self.calls if name == "set_slot")
+
+    def slot_valid(self, slot: Any) -> list[str]:
+        """``slot``'s candidates every query on it returned, in the order the first listed them."""
+        listed: list[list[str]] = [
+            [match["id"] for match in data.get("matches", ())]
+            for name, arguments, data in self.calls
+            if "query" in name and _cell_of(arguments) == slot.cell
+        ]
+        return [item for item in listed[0] if all(item in ids for ids in listed[1:])] if listed else []
+
+
+def _cell_of(arguments: Mapping[str, Any]) -> tuple[Any, Any]:
+    return (arguments.get("row"), arguments.get("col"))
+
+
+def _set_next(prefix: Prefix, pick: Callable[[list[str]], str]) -> dict[str, Any] | None:
+    """``set_slot`` of the first hidden slot the prefix has not set, with ``pick`` of its slot-valid ids."""
+    slot = next((slot for slot in prefix.view.slots if not prefix.is_set(slot) and prefix.slot_valid(slot)), None)
+    if slot is None:
+        return None
+    return {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": pick(prefix.slot_valid(slot))}}
+
+
+def _next_in_order(prefix: Prefix) -> dict[str, Any] | None:
+    """The call after the last one in the sweep's order: the next rule query (on this slot, else
+    the next slot), the next attribute listing on this slot, the next id batch, the next set."""
+    if not prefix.calls:
+        return None
+    name, arguments, _ = prefix.calls[-1]
+    view, slots = prefix.view, list(prefix.view.slots)
+    if name == "set_slot":
+        return _set_next(prefix, lambda ids: ids[0])
+    if "query" in name:
+        sweep = [query for slot in slots for query in slot_rule_queries(view, slot)]
+        keys = [json.dumps(query, sort_keys=True) for query in sweep]
+        last = json.dumps({"name": name, "arguments": arguments}, sort_keys=True)
+        if last in keys and keys.index(last) + 1 < len(sweep):
+            return sweep[keys.index(last) + 1]
+        attributes = list(view.domain.allowed_fields)
+        field = arguments.get("field")
+        if field in attributes and attributes.index(field) + 1 < len(attributes):
+            following = attributes[attributes.index(field) + 1]
+            return {"name": name, "arguments": {**_cell_arguments(arguments), **list_all_query(view, following)}}
+        return None
+    if "ids" in arguments and isinstance(arguments["ids"], list):
+        shown = [item for row in view.grid for item in row if item is not None]
+        ids = arguments["ids"]
+        start = shown.index(ids[-1]) + 1 if ids and ids[-1] in shown else len(shown)
+        following_ids = shown[start : start + len(ids)]
+        return {"name": name, "arguments": {**arguments, "ids": following_ids}} if following_ids else None
+    return None
+
+
+def _cell_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    return {"row": arguments.get("row"), "col": arguments.get("col")}
+
+
+def _next_cell_query(prefix: Prefix) -> dict[str, Any] | None:
+    """A query on the first hidden slot the prefix has not queried, by its first stated rule."""
+    slot = next((slot for slot in prefix.view.slots if not prefix.queried(slot)), None)
+    return None if slot is None else _first_rule_query(prefix.view, slot)
+
+
+def _repeat_last(prefix: Prefix) -> dict[str, Any] | None:
+    return {"name": prefix.calls[-1][0], "arguments": prefix.calls[-1][1]} if prefix.calls else None
+
+
+SHAPE_GUESSES: dict[str, Callable[[Prefix], dict[str, Any] | None]] = {
+    "next-cell": _next_cell_query,
+    "repeat-last": _repeat_last,
+    "next-in-order": _next_in_order,
+    "repeat-last-set": lambda prefix: next(
+        ({"name": name, "arguments": arguments} for name, arguments, _ in reversed(prefix.calls) if name == "set_slot"),
+        None,
+    ),
+    "set-next-first": lambda prefix: _set_next(prefix, lambda ids: ids[0]),
+    "set-next-last": lambda prefix: _set_next(prefix, lambda ids: ids[-1]),
+    "set-next-smallest-id": lambda prefix: _set_next(prefix, lambda ids: min(ids, key=_id_number)),
+}
+"""Next calls written from the trajectory's shape only: which cells were queried or set and in
+what order, never the global rules (the step-wise part of the bank, each also alone: ``stepwise-<name>``)."""
+
+
+def _id_number(item: str) -> float:
+    number = name_number(item)
+    return float("inf") if number is None else number
+
+
+def _last_kind(prefix: Prefix) -> str:
+    """The last call's kind as the trajectory's shape shows it (the context a learnt guess conditions on)."""
+    if not prefix.calls:
+        return "none"
+    name, arguments, _ = prefix.calls[-1]
+    if "query" in name:
+        listing = arguments.get("value") in ([], -(10**9)) or arguments.get("operator") == "not_in"
+        return "listing" if listing else "rule-query"
+    return name
+
+
+class ShapeGuess:
+    """A step-wise prediction from the trajectory's shape: ``guess`` alone, or (``learnt``) per
+    kind of last call the guess of :data:`SHAPE_GUESSES` that most often named the reference's
+    next call on training seeds: the most common next call given the previous one."""
+
+    def __init__(self, name: str, guess: Callable[[Prefix], dict[str, Any] | None] | None = None) -> None:
+        self.name, self.guess = name, guess
+        self.learnt: dict[str, str] = {}
+
+    @classmethod
+    def learn(cls, make: Callable[[], gym.Env], seeds: Iterable[int]) -> ShapeGuess:
+        learnt = cls("stepwise-learnt-next")
+        env = make()
+        hits: dict[str, Counter[str]] = {}
+        for seed in seeds:
+            messages, info = env.reset(seed=seed)
+            prefix = Prefix.read(messages, info)
+            reference = env.step([])[4]["reference"][0]
+            counts = hits.setdefault(_last_kind(prefix), Counter())
+            for name, guess in SHAPE_GUESSES.items():
+                predicted = guess(prefix)
+                counts[name] += predicted is not None and _same_call(predicted, reference)
+        learnt.learnt = {kind: counts.most_common(1)[0][0] for kind, counts in hits.items()}
+        return learnt
+
+    def __call__(self, messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
+        prefix = Prefix.read(messages, info)
+        guess = self.guess or SHAPE_GUESSES[self.learnt.get(_last_kind(prefix), "next-cell")]
+        predicted = guess(prefix)
+        return _prediction(predicted) if predicted is not None else "[]"
+
+
+def stepwise_guesses(
+    cell: Cell, train_seeds: Sequence[int], policies: Iterable[str] | None = None
+) -> dict[str, Callable[[Any, Mapping[str, Any]], str]]:
+    """The step-wise part of the bank by name (only ``policies``' when given): the blind guess,
+    each of :data:`SHAPE_GUESSES` and ``stepwise-learnt-next`` (learnt on ``train_seeds``)."""
+    wanted = None if policies is None else set(policies)
+    guesses: dict[str, Callable[[Any, Mapping[str, Any]], str]] = {"stepwise-blind": stepwise_blind_guess}
+    guesses.update({f"stepwise-{name}": ShapeGuess(f"stepwise-{name}", guess) for name, guess in SHAPE_GUESSES.items()})
+    if wanted is None or "stepwise-learnt-next" in wanted:
+        guesses["stepwise-learnt-next"] = ShapeGuess.learn(cell.make, train_seeds[:LEARNT_NEXT_SEEDS])
+    return {name: guess for name, guess in guesses.items() if wanted is None or name in wanted}
+
+
+def _same_call(predicted: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
+    keys = ("row", "col", "id", "ids", "field")
+    wanted = {key: reference["arguments"].get(key) for key in keys}
+    return predicted["name"] == reference["name"] and {k: predicted["arguments"].get(k) for k in keys} == wanted
 
 
 # -- AgentLongBench ----------------------------------------------------------------------------
@@ -552,7 +733,8 @@ def measure(
     if cell.kind == "holistic":
         return {"holistic-template": mean(play_text(env, holistic_template, s) for s in seeds)}
     if cell.kind == "stepwise":
-        return {"stepwise-blind": mean(play_text(env, stepwise_blind_guess, s) for s in seeds)}
+        guesses = stepwise_guesses(cell, train_seeds, policies)
+        return {name: mean(play_text(env, guess, s) for s in seeds) for name, guess in guesses.items()}
     if cell.kind == "puzzle":
         return {"name-order-guesses": mean(name_order_guesses(env, s, 60) for s in seeds)}
     if cell.kind == "qa":
@@ -620,6 +802,8 @@ NO_PLANNING: frozenset[str] = frozenset(
         "info-oracle",
         "holistic-template",
         "stepwise-blind",
+        *(f"stepwise-{name}" for name in SHAPE_GUESSES),
+        "stepwise-learnt-next",
         "name-order-guesses",
     ]
 )
@@ -661,10 +845,15 @@ def is_rounds(cell: Cell) -> bool:
     return "scenario" in cell.env_id.lower() or "feedback_rounds" in cell.wrappers
 
 
+GUESS_VARIANCE = 0.5
+"""The most the reward of a guess varies on ``ACE-StepWise-v0``: a decision's id guessed among
+k >= 3 slot-valid candidates earns 1 or -1/(k-1), variance 1/(k-1) (ace_gym.planning.stepwise)."""
+
+
 def standard_error(value: float, n: int) -> float:
     """A mean's standard error over ``n`` episodes of rewards in [0, 1], at most a Bernoulli's of
     the same mean, smoothed (one success and one failure added) so that 0/n and n/n are not certain."""
-    smoothed = (value * n + 1) / (n + 2)
+    smoothed = (min(max(value, 0.0), 1.0) * n + 1) / (n + 2)  # a signed reward's mean (StepWise) clipped
     return math.sqrt(smoothed * (1 - smoothed) / n)
 
 
@@ -688,6 +877,8 @@ def above_floor(
         slack = 0.0
         if n is not None:
             errors = [standard_error(value, n)] + ([standard_error(means[held.reference], n)] if held.reference else [])
+            if cell.kind == "stepwise":  # a signed reward: a guess's spread, not a Bernoulli's
+                errors = [max(errors[0], math.sqrt(GUESS_VARIANCE / n))]
             slack = max(0.0, 2 * math.sqrt(sum(error**2 for error in errors)) - MARGIN)
         if value > bound + slack:
             setting = "FIT" if cell.fit else "default"

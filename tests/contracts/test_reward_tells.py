@@ -153,6 +153,37 @@ def test_finding_5__a_trajectory_blind_step_guess_earns_at_most_chance() -> None
     assert rt.above_floor(cell, rt.measure(cell, range(20), ()), n=20) == []
 
 
+STEPWISE_SHAPE_POLICIES = (
+    "stepwise-next-cell",
+    "stepwise-repeat-last",
+    "stepwise-next-in-order",
+    "stepwise-repeat-last-set",
+    "stepwise-learnt-next",
+)
+
+
+def test_finding_5__a_next_call_read_from_the_trajectorys_shape_earns_at_most_chance() -> None:
+    """The solver's trajectory is a sweep (rule queries cell by cell, listings, id batches, sets in
+    order): at APB's cut, "a query on the next cell not queried yet" earned 0.167, "the call after
+    the last one in order" and the most common next call given the last (learnt on training seeds)
+    0.233 on seeds 0-29 at 725c7af. The cut now lands on a decision (a set whose cell's own rules
+    leave three or more candidates), and a guess of its id is held at chance exactly by
+    ``tests/planning/test_stepwise.py``. Each mean is held at the margin or two standard errors of
+    its own rewards, whichever is larger."""
+    cell = rt.Cell("ACE-StepWise-v0")
+    env = cell.make()
+    guesses = rt.stepwise_guesses(cell, range(1000, 1020), STEPWISE_SHAPE_POLICIES)
+    assert set(guesses) == set(STEPWISE_SHAPE_POLICIES)
+    above = {}
+    for name, guess in guesses.items():
+        rewards = [rt.play_text(env, guess, seed) for seed in range(30)]
+        value = rt.mean(rewards)
+        spread = rt.mean((reward - value) ** 2 for reward in rewards) / len(rewards)
+        if value > max(rt.MARGIN, 2 * spread**0.5):
+            above[name] = round(value, 3)
+    assert above == {}
+
+
 # -- finding 6: ALB-QA answer priors -----------------------------------------------------------
 
 
