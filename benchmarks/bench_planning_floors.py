@@ -154,7 +154,8 @@ def template_plan(observation: str, info: Mapping[str, Any]) -> dict[str, Any]:
                 "reason": "fill",
             }
         )
-    chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
+    if view.global_check_budget != 0:  # a check where the task offers one
+        chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
     chain.append({"name": "done", "arguments": {}, "reason": "finish"})
     return {"plan": "query, fill, verify", "tool_chain": chain}
 
@@ -173,7 +174,8 @@ def blind_fill(observation: str, info: Mapping[str, Any], rng: np.random.Generat
                 "name": view.tool("set_slot"),
                 "arguments": {"row": slot.row, "col": slot.col, "id": str(rng.choice(sorted(common)))},
             }
-    yield {"name": view.tool("global_check"), "arguments": {}}
+    if view.global_check_budget != 0:
+        yield {"name": view.tool("global_check"), "arguments": {}}
     yield {"name": "done", "arguments": {}}
 
 

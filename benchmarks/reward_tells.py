@@ -320,6 +320,11 @@ def blanket_refusal(episodes: Sequence[RefusalEpisode]) -> str:
     return max(sorted(totals), key=lambda code: totals[code])
 
 
+def actor(name: str) -> Callable[[], ScriptedPolicy]:
+    """A maker of the tool-call policy ``name``: the bank's or a reference's."""
+    return TOOL_CALL_POLICIES[name] if name in TOOL_CALL_POLICIES else lambda: reference(name)
+
+
 TOOL_CALL_POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
     "smallest-name": SmallestName,
     "any-smallest-name": lambda: ListedOrder("any-smallest-name", lambda matches: min(matches, key=_name_key)),
@@ -363,9 +368,38 @@ def holistic_template(messages: Sequence[Mapping[str, Any]], info: Mapping[str, 
         chain.append(
             {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": chosen}, "reason": "fill"}
         )
-    chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
+    if view.global_check_budget != 0:  # a check where the task offers one
+        chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
     chain.append({"name": "done", "arguments": {}, "reason": "finish"})
     return json.dumps({"plan": "query each slot's rules, fill it, verify, finish", "tool_chain": chain})
+
+
+HOLISTIC_ACTORS: tuple[str, ...] = ("smallest-name", "random-slot-valid", "check-search", "greedy")
+"""How ``holistic-template+<actor>`` carries the template out: a no-planning policy of the bank,
+or greedy-local (the acting phase is an ACE episode)."""
+
+
+def play_holistic(env: gym.Env, actor: ScriptedPolicy | None, seed: int) -> float:
+    """One ``ACE-Holistic-v0`` episode: the :func:`holistic_template` plan, then (when the env
+    acts after the plan and ``actor`` is given) ``actor`` plays the task; returns the return."""
+    messages, info = env.reset(seed=seed)
+    _, total, terminated, truncated, _ = env.step(holistic_template(messages, info))
+    if terminated or truncated or actor is None:
+        return float(total)
+    observation = next(m["content"] for m in messages if m["role"] == "user").split("\n\nBefore acting")[0]
+    episode = actor.start(observation, {**info, "system_prompt": messages[0]["content"]}, seed)
+    reply: Any = observation
+    for _ in range(MAX_ACTIONS):
+        action = episode.act(reply)
+        replies = []
+        for one in action if isinstance(action, list) else [action]:
+            answer, reward, terminated, truncated, _ = env.step(one)
+            total += float(reward)
+            replies.append(answer[-1]["content"])
+            if terminated or truncated:
+                return float(total)
+        reply = replies if isinstance(action, list) else replies[0]
+    return float(total)
 
 
 def stepwise_blind_guess(messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
@@ -731,7 +765,11 @@ def measure(
     assert not set(seeds) & set(train_seeds), "learn on other seeds"
     env = cell.make()
     if cell.kind == "holistic":
-        return {"holistic-template": mean(play_text(env, holistic_template, s) for s in seeds)}
+        actors: dict[str, Callable[[], ScriptedPolicy] | None] = {"holistic-template": None}
+        actors.update({f"holistic-template+{name}": actor(name) for name in HOLISTIC_ACTORS})
+        if policies is not None:
+            actors = {name: make for name, make in actors.items() if name in set(policies)}
+        return {name: mean(play_holistic(env, make and make(), s) for s in seeds) for name, make in actors.items()}
     if cell.kind == "stepwise":
         guesses = stepwise_guesses(cell, train_seeds, policies)
         return {name: mean(play_text(env, guess, s) for s in seeds) for name, guess in guesses.items()}
@@ -801,6 +839,7 @@ NO_PLANNING: frozenset[str] = frozenset(
         "most-frequent-name",
         "info-oracle",
         "holistic-template",
+        *(f"holistic-template+{name}" for name in HOLISTIC_ACTORS),
         "stepwise-blind",
         *(f"stepwise-{name}" for name in SHAPE_GUESSES),
         "stepwise-learnt-next",
@@ -846,8 +885,9 @@ def is_rounds(cell: Cell) -> bool:
 
 
 GUESS_VARIANCE = 0.5
-"""The most the reward of a guess varies on ``ACE-StepWise-v0``: a decision's id guessed among
-k >= 3 slot-valid candidates earns 1 or -1/(k-1), variance 1/(k-1) (ace_gym.planning.stepwise)."""
+"""The most the reward of a guess varies on the planning probes: on ``ACE-StepWise-v0`` a
+decision's id guessed among k >= 3 slot-valid candidates earns 1 or -1/(k-1), variance 1/(k-1);
+on ``ACE-Holistic-v0`` a grid guessed among k >= 3 slot-valid grids alike (ace_gym.planning)."""
 
 
 def standard_error(value: float, n: int) -> float:
@@ -877,7 +917,7 @@ def above_floor(
         slack = 0.0
         if n is not None:
             errors = [standard_error(value, n)] + ([standard_error(means[held.reference], n)] if held.reference else [])
-            if cell.kind == "stepwise":  # a signed reward: a guess's spread, not a Bernoulli's
+            if cell.kind in ("stepwise", "holistic"):  # a signed reward: a guess's spread, not a Bernoulli's
                 errors = [max(errors[0], math.sqrt(GUESS_VARIANCE / n))]
             slack = max(0.0, 2 * math.sqrt(sum(error**2 for error in errors)) - MARGIN)
         if value > bound + slack:

@@ -12,7 +12,7 @@ import pytest
 from ace_gym.agents import ExactSolver
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
-from ace_gym.planning.holistic import HolisticEnv
+from ace_gym.planning.holistic import ACTING_ENV_KWARGS, HolisticEnv
 from ace_gym.planning.knowledge import TaskFacts, facts_from_reset
 from ace_gym.planning.plans import grade_plan, plan_adherence
 from ace_gym.planning.trajectory import plan_from_steps
@@ -109,7 +109,7 @@ def test_plan_adherence__is_the_lcs_of_tool_names_over_the_plan_length() -> None
 def test_holistic_env__grades_the_plan_then_executes_it_with_adherence() -> None:
     env = HolisticEnv(domain="workforce", act_after_plan=True)
     _, info = env.reset(seed=3)
-    core = AceEnv("workforce")
+    core = AceEnv("workforce", **ACTING_ENV_KWARGS)
     observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
     steps, _ = solver_steps(core, observation, core_info)
     facts = facts_from_reset(core.compiled, core_info)
@@ -132,7 +132,7 @@ def test_holistic_env__without_acting_ends_on_the_plan() -> None:
 def test_holistic_env__with_costs_reports_the_plan_cost_against_the_reference() -> None:
     env = HolisticEnv(domain="course", settings=["cost"], act_after_plan=False)
     _, info = env.reset(seed=0)
-    core = AceEnv("course")
+    core = AceEnv("course", **ACTING_ENV_KWARGS)
     observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
     steps, _ = solver_steps(core, observation, core_info)
     plan = plan_from_steps(facts_from_reset(core.compiled, core_info), steps)
