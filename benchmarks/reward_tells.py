@@ -574,6 +574,18 @@ class ShapeGuess:
         return _prediction(predicted) if predicted is not None else "[]"
 
 
+def stepwise_solver(messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
+    """The reference predictor: the exact solver fed the prefix's replies, its next call (the
+    ``solver`` column of ``ACE-StepWise-v0``)."""
+    observation = next(m["content"] for m in messages if m["role"] == "user")
+    episode = reference("solver").start(observation, info, 0)
+    action = episode.act(observation)
+    for message in messages:
+        if message["role"] == "tool":
+            action = episode.act(message["content"])
+    return _prediction(action)
+
+
 def stepwise_guesses(
     cell: Cell, train_seeds: Sequence[int], policies: Iterable[str] | None = None
 ) -> dict[str, Callable[[Any, Mapping[str, Any]], str]]:
@@ -769,9 +781,13 @@ def measure(
         actors.update({f"holistic-template+{name}": actor(name) for name in HOLISTIC_ACTORS})
         if policies is not None:
             actors = {name: make for name, make in actors.items() if name in set(policies)}
+        if solver:
+            actors["solver"] = actor("solver")
         return {name: mean(play_holistic(env, make and make(), s) for s in seeds) for name, make in actors.items()}
     if cell.kind == "stepwise":
         guesses = stepwise_guesses(cell, train_seeds, policies)
+        if solver:
+            guesses["solver"] = stepwise_solver
         return {name: mean(play_text(env, guess, s) for s in seeds) for name, guess in guesses.items()}
     if cell.kind == "puzzle":
         return {"name-order-guesses": mean(name_order_guesses(env, s, 60) for s in seeds)}
