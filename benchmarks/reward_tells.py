@@ -61,12 +61,13 @@ import numpy as np
 import ace_gym
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
 from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, SmallestName
+from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.solver import list_all_query, slot_rule_queries
 from ace_gym.agents.task_view import Script, TaskView, call, read_task, succeeded
 from ace_gym.envs import AceEnv
 from ace_gym.eval.fit import fit_stack
 from ace_gym.instance import name_number
-from ace_gym.planning.probes import CarefulNeverRefuse
+from ace_gym.planning.probes import CarefulNeverRefuse, CarefulSolver
 from ace_gym.policies import make_policy
 from ace_gym.registration import registered_env_ids
 from ace_gym.stacks import StackSpec
@@ -696,6 +697,16 @@ DEFAULT_EXCEPTIONS: dict[str, str] = {
 default stays byte-identical to the release. Under FIT none may."""
 
 
+KNOWN_OPEN: dict[str, str] = {
+    "evidence-refuse+greedy": "the approval kinds' evidence (the approval tool not offered while the policy is "
+    "stated, or answering Outage) appears only in unsolvable tasks, so refusing on it needs no planning: it earns "
+    "0.60 against the honest never-refusing solver's 0.35-0.40 in course and travel (docs/rewards.md)",
+}
+"""No-planning policies above their floor that no fix has closed yet, and why: measured, reported in
+docs/rewards.md and held by a strict xfail in tests/contracts/test_reward_tells.py (an exemption
+that ends when the tell does)."""
+
+
 def is_training_family(name: str) -> bool:
     """A family a trainer trains on: every tool-call ACE family but the unsolvable probes."""
     return name.startswith("ACE-") and name not in ("ACE-Holistic-v0", "ACE-StepWise-v0") and "unsolvable" not in name
@@ -814,13 +825,23 @@ def measure(
     }
     means = {name: mean(values) for name, values in returns.items()}
     _, info = env.reset(seed=seeds[0])
-    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", *TELL_FEATURES}:
+    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", "evidence-refuse+greedy", *TELL_FEATURES}:
         means.update(_refusal_policies(cell, env, seeds, train_seeds))
     return means
 
 
 TELL_FEATURES: dict[str, Features] = {"visible-tell+solver": visible_features, "info-tell+solver": info_features}
 """The learnt-tell policies and what each learns over."""
+
+
+class EvidenceGreedy(CarefulSolver):
+    """Refuses on the evidence of a missing piece without counting whether it matters (the
+    approval policy without its tool, an approval answering ``Outage``, a limit or sheet not
+    given), else fills the grid by greedy-local: no search anywhere (``evidence-refuse+greedy``)."""
+
+    name = "evidence-refuse+greedy"
+    filler = GreedyLocal
+    counts = False
 
 
 def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seeds: Sequence[int]) -> dict[str, float]:
@@ -833,6 +854,7 @@ def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seed
     found = {
         "solver": mean(honest),
         "refuse-best": mean(play(env, Refuse(blanket_refusal(episodes)), s) for s in seeds),
+        "evidence-refuse+greedy": mean(play(env, EvidenceGreedy(), s) for s in seeds),
     }
     for label, features in TELL_FEATURES.items():
         tells = learn_tells(episodes, label, features)
@@ -849,6 +871,7 @@ NO_PLANNING: frozenset[str] = frozenset(
     [
         *TOOL_CALL_POLICIES,
         "refuse-best",
+        "evidence-refuse+greedy",
         "visible-tell+solver",
         "info-tell+solver",
         "answer-prior",
@@ -884,6 +907,8 @@ def floor(cell: Cell, policy: str) -> Floor | None:
         return None
     if cell.kind in ("holistic", "stepwise", "qa", "puzzle"):
         return Floor(None, MARGIN, "chance (0) + margin on a probe / QA env")
+    if policy in KNOWN_OPEN:
+        return None
     if policy in TELL_FEATURES:
         return Floor("solver", MARGIN, "the never-refusing solver + margin")
     if policy == "refuse-best":
