@@ -126,8 +126,8 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
     ``get_current_grid_state`` (never an error) grades 1.0 wherever it is predicted, and an empty
     or unparseable prediction 0.4 (one E2 flag). Why not the tool and target at APB's cut: the
     solver's next call there is mostly its sweep's next query, so "a query on the first hidden
-    slot" earned 0.51-0.64 at 1944dd5 and "the call after the last one in order" 0.23 at
-    725c7af (docs/planning.md).
+    slot" earned 0.51-0.64 at 1944dd5 and "the call after the last one in order" 0.19 at
+    725c7af (seeds 0-99, docs/planning.md).
 
     ## Information
     Reset: ``domain``, ``instance_id``, ``instance_index``, ``tools``, ``system_prompt``,
