@@ -136,16 +136,22 @@ def play(env: gym.Env, policy: ScriptedPolicy, seed: int) -> float:
     """One episode of a scripted ``policy`` on a tool-call ``env``: its return (sum of rewards).
     A list of calls (one turn of ``solver-batch``) is stepped call by call."""
     observation, info = env.reset(seed=seed)
-    episode = policy.start(observation, info, seed)
-    reply: str | list[str] = observation
+    return drive(env, policy.start(observation, info, seed), observation, lambda text: text)
+
+
+def drive(env: gym.Env, episode: ScriptedEpisode, first: Any, reply_text: Callable[[Any], Any]) -> float:
+    """Step ``episode``'s calls on ``env`` (started, ``first`` its opening observation) until the
+    episode ends or :data:`MAX_ACTIONS` were sent; ``reply_text`` reads a step's observation as
+    the policy reads replies. Returns the sum of the rewards."""
+    reply: Any = first
     total = 0.0
     for _ in range(MAX_ACTIONS):
         action = episode.act(reply)
         replies = []
         for one in action if isinstance(action, list) else [action]:
-            text, reward, terminated, truncated, _ = env.step(one)
+            observation, reward, terminated, truncated, _ = env.step(one)
             total += float(reward)
-            replies.append(text)
+            replies.append(reply_text(observation))
             if terminated or truncated:
                 return total
         reply = replies if isinstance(action, list) else replies[0]
@@ -389,18 +395,7 @@ def play_holistic(env: gym.Env, actor: ScriptedPolicy | None, seed: int) -> floa
         return float(total)
     observation = next(m["content"] for m in messages if m["role"] == "user").split("\n\nBefore acting")[0]
     episode = actor.start(observation, {**info, "system_prompt": messages[0]["content"]}, seed)
-    reply: Any = observation
-    for _ in range(MAX_ACTIONS):
-        action = episode.act(reply)
-        replies = []
-        for one in action if isinstance(action, list) else [action]:
-            answer, reward, terminated, truncated, _ = env.step(one)
-            total += float(reward)
-            replies.append(answer[-1]["content"])
-            if terminated or truncated:
-                return float(total)
-        reply = replies if isinstance(action, list) else replies[0]
-    return float(total)
+    return float(total) + drive(env, episode, observation, lambda answer: answer[-1]["content"])
 
 
 def stepwise_blind_guess(messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
