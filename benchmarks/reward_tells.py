@@ -694,8 +694,9 @@ default stays byte-identical to the release. Under FIT none may."""
 
 KNOWN_OPEN: dict[str, str] = {
     "evidence-refuse+greedy": "the approval kinds' evidence (the approval tool not offered while the policy is "
-    "stated, or answering Outage) appears only in unsolvable tasks, so refusing on it needs no planning: it earns "
-    "0.60 against the honest never-refusing solver's 0.35-0.40 in course and travel (docs/rewards.md)",
+    "stated, or answering Outage) appears only in unsolvable tasks, so refusing on it needs no planning: on seeds "
+    "0-19 it earns 0.600 against the honest never-refusing solver's 0.350 in course and 0.400 in travel "
+    "(docs/rewards.md)",
 }
 """No-planning policies above their floor that no fix has closed yet, and why: measured, reported in
 docs/rewards.md and held by a strict xfail in tests/contracts/test_reward_tells.py (an exemption
