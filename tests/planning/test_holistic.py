@@ -4,6 +4,7 @@ adherence measures the execution against the plan; ACE-Holistic-v0 wires it toge
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -198,3 +199,32 @@ def test_holistic__the_template_carried_out_by_the_exact_solver_earns_one() -> N
             if terminated or truncated:
                 break
         assert reward == step_info["score"] == 1.0 and step_info["final_reward"] == 1.0
+
+
+def test_holistic__a_random_slot_valid_grid_carried_out_earns_exactly_nothing_on_average() -> None:
+    """Issue 38: carried out, the template earned the task's own reward, so a random slot-valid
+    grid earned 0.28 (seeds 0-99). The executed reward counts only what such a grid would not
+    earn: over every slot-valid grid of a task the mean reward is 0, and the solution earns 1."""
+    env = HolisticEnv(domain="course")
+    checked = 0
+    for seed in range(8):
+        messages, info = env.reset(seed=seed)
+        compiled = env._env.get_wrapper_attr("compiled")  # type: ignore[union-attr]
+        grids = list(itertools.product(*(sorted(slot.valid_items) for slot in compiled.slots)))
+        if len(grids) > 24:
+            continue
+        observation = messages[1]["content"].split("\n\nBefore acting")[0]
+        rewards = []
+        for grid in grids:
+            env.reset(seed=seed)
+            env.step(template_plan(observation, info))
+            for slot, item in zip(compiled.slots, grid, strict=True):
+                set_call = {"row": slot.row, "col": slot.col, "id": compiled.item_ids[item]}
+                env.step({"name": "set_slot", "arguments": set_call})
+            _, reward, terminated, _, step_info = env.step({"name": "done", "arguments": {}})
+            assert terminated and step_info["plan_score"] == 1.0
+            rewards.append(reward)
+        assert len(grids) >= 3 and rewards.count(1.0) == 1 and info["hidden_slots"] == len(compiled.slots)
+        assert sum(rewards) / len(rewards) == pytest.approx(0.0)
+        checked += 1
+    assert checked >= 2
