@@ -144,7 +144,10 @@ def facts_from_reset(
 
 
 def _unapprovable(compiled: CompiledInstance, key: Mapping[str, Any]) -> frozenset[str]:
-    """The items the answer key's approval policy covers (its tool cannot approve them)."""
+    """The items the answer key's approval policy covers (its tool cannot approve them); every
+    item for a key recorded before the policy named an attribute (it then covered every set)."""
+    if not key.get("approval_attribute"):
+        return frozenset(compiled.item_ids)
     return needs_approval(compiled, (key["approval_attribute"], key["approval_threshold"]))
 
 
