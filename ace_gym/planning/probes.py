@@ -236,8 +236,8 @@ class CarefulSolver(ScriptedPolicy):
             return
         if policy is not None and approval == "missing":
             view = _without_covered(view, policy)
-        out = yield from self._fill(view, info, rng, notes, missing, approve=approval == "offered")
-        if out:  # the approval tool is in outage: only a completion that needs no approval will do
+        refused = yield from self._fill(view, info, rng, notes, missing, approve=approval == "offered")
+        if refused:  # the approval tool is in outage: only a completion that needs no approval will do
             if not self.counts:
                 yield from self._refuse("tool_outage", tools, notes)
                 return
@@ -293,8 +293,11 @@ def _infeasible(notes: Mapping[str, Any], missing: str) -> str:
 
 def _without_covered(view: TaskView, policy: re.Match[str]) -> TaskView:
     """``view`` with every hidden slot held to the items the approval ``policy`` does not cover
-    (one more slot rule: the attribute at most the threshold)."""
-    attribute = next(a for a in view.domain.numeric_attributes if words(a) == policy.group(1))
+    (one more slot rule: the attribute at most the threshold; ``view`` itself when the policy
+    names no attribute of the domain)."""
+    attribute = next((a for a in view.domain.numeric_attributes if words(a) == policy.group(1)), None)
+    if attribute is None:
+        return view
     rule = (attribute, "max", int(policy.group(2)))
     return dataclasses.replace(
         view, slots=tuple(dataclasses.replace(slot, rules=(*slot.rules, rule)) for slot in view.slots)

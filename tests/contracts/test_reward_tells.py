@@ -139,10 +139,11 @@ def test_finding_3__no_prompt_tell_decides_unsolvable_and_blanket_refusal_loses(
 def test_finding_3__refusing_on_evidence_without_checking_earns_at_most_the_honest_solver() -> None:
     """The approval kinds' evidence (the policy stated without its tool, or the tool answering
     Outage) showed in unsolvable tasks only: refusing on it, the honest never-refusing solver
-    elsewhere, earned 0.858 against the solver's 0.550 at 725c7af (a missing piece refused too,
-    grid filled by greedy-local: 0.600 vs 0.350 in course). Since the policy covers only items
-    above a threshold, the evidence shows in solvable tasks as often, where the truth needs no
-    approval. Pooled over the six domains, seeds 0-19."""
+    elsewhere, earned 0.775 against the solver's 0.550 at ae39b2b (0.467 since). The policy now
+    covers only items above a threshold, and the evidence shows in solvable tasks as often, where
+    the truth needs no approval. A missing piece refused too, the grid filled by greedy-local:
+    0.483 then, 0.417 now (course alone 0.600 then, 0.500 now, vs 0.350). Pooled over the six
+    domains, seeds 0-19."""
     cells = [rt.Cell(f"ACE-{domain}-unsolvable-v0") for domain in rt.ace_gym.DOMAIN_NAMES]
     policies = ("approval-evidence+solver", "evidence-refuse+greedy", "solver")
     found = [_means(cell, range(20), policies, train=range(1000, 1010)) for cell in cells]
