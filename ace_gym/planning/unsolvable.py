@@ -97,9 +97,9 @@ class UnsolvableVariant:
     ``instance`` is what the env serves; ``approval`` is "" (no approval policy), "working",
     "outage" or "missing" (the policy's tool is not offered) and ``approval_rule`` the policy's
     ``(attribute, threshold)``: items whose attribute is above it need approval;
-    ``unverifiable_rule`` is the global rule whose bound was withheld and ``attachment_cells`` the cells whose rules were (the checks
-    cannot confirm them); ``sheet`` is the attachment ``get_attachment`` returns (None: no file)
-    and ``sheet_cells`` the cells whose rules it holds.
+    ``unverifiable_rule`` is the global rule whose bound was withheld and ``attachment_cells``
+    the cells whose rules were (the checks cannot confirm them); ``sheet`` is the attachment
+    ``get_attachment`` returns (None: no file) and ``sheet_cells`` the cells whose rules it holds.
     """
 
     kind: str
