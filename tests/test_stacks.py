@@ -35,6 +35,9 @@ def test_eval_wrappers_server_planning_and_registration__list_the_one_registry()
     assert tuple(SETTINGS) == settings and all(SETTINGS[name] is stacks.WRAPPERS[name] for name in settings)
     assert check_settings(reversed(settings)) == settings  # the registry's stacking order
     assert stacks.setting_names(reversed(settings)) == settings
+    with pytest.raises(ConfigError, match="did you mean 'broken'") as caught:
+        stacks.setting_names(["brokne"], "wrappers")
+    assert caught.value.field == "wrappers"
     pytest.importorskip("pydantic")
     from ace_gym.server import factory
 
