@@ -300,8 +300,8 @@ def dataset_specs(
 ) -> list[EpisodeSpec]:
     """Every episode of ``dataset`` (a name or a file; ``domains`` None = all) whose instances
     have one of ``hidden_slots`` and ``decoy_budgets`` (None = any), in (domain, instance, rate,
-    trial) order, each with the given spec fields (``protocol``: the ``scenario`` /
-    ``feedback_rounds`` fields). ConfigError when a hidden-slot or decoy-budget value is in none
+    trial) order, each with the given spec fields (``protocol``: the benchmarks' episode options,
+    :func:`episode_options`). ConfigError when a hidden-slot or decoy-budget value is in none
     of the datasets, or nothing is selected (the message names the values the datasets hold)."""
     integer("trials", trials, minimum=1)
     sources = dataset_sources(dataset, None if domains is None else resolve_domains(domains))
