@@ -15,6 +15,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel
 
 from ace_gym.server.context import ServerContext, context_of, json_response
+from ace_gym.server.factory import EnvFactory
 from ace_gym.server.mcp import list_tools_result, mcp_action, mcp_step
 from ace_gym.server.protocol import MakeRequest, ProtocolError, ResetRequest, parse_model
 from ace_gym.server.sessions import Session
@@ -25,14 +26,12 @@ STEP_FIELDS = frozenset({"action", "session_id", "timeout_s", "request_id"})
 
 async def make(request: Request) -> Response:
     """Build the session's env for a stack (:class:`~ace_gym.server.protocol.MakeRequest`)."""
-    return await _opening_call(request, MakeRequest, lambda context, session, made: session.make(context.factory, made))
+    return await _opening_call(request, MakeRequest, Session.make)
 
 
 async def reset(request: Request) -> Response:
     """OpenEnv's reset (:class:`~ace_gym.server.protocol.ResetRequest`)."""
-    return await _opening_call(
-        request, ResetRequest, lambda context, session, asked: session.reset(context.factory, asked)
-    )
+    return await _opening_call(request, ResetRequest, Session.reset)
 
 
 async def step(request: Request) -> Response:
@@ -72,11 +71,11 @@ async def close(request: Request) -> Response:
 async def _opening_call(
     request: Request,
     model: type[BaseModel],
-    call: Callable[[ServerContext, Session, Any], dict[str, Any]],
+    call: Callable[[Session, EnvFactory, Any], dict[str, Any]],
 ) -> Response:
-    """``make`` and ``reset``: ``call`` (in a thread) with the body parsed as ``model``, on the
-    named session, else on a new one that does not outlive the call's failure; the answer
-    carries the session id."""
+    """``make`` and ``reset``: ``call(session, factory, request)`` (in a thread) with the body
+    parsed as ``model``, on the named session, else on a new one that does not outlive the
+    call's failure; the answer carries the session id."""
     context = context_of(request)
     env_id = context.env_id_of(request)
     raw, body = await context.read_json(request, empty={})
@@ -88,7 +87,7 @@ async def _opening_call(
     session = store.get(session_id, env_id) if session_id is not None else store.open(env_id, "http")
     try:
         async with session.lock:
-            result = await asyncio.to_thread(call, context, session, arguments)
+            result = await asyncio.to_thread(call, session, context.factory, arguments)
     except BaseException:
         if session_id is None:
             store.close(session.session_id)
