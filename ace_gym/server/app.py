@@ -79,6 +79,7 @@ def create_app(config: ServerConfig | None = None) -> FastAPI:
     )
     app.state.context = context
     app.state.store = context.store  # the open sessions, as tests and tools count them
+    # Starlette types a handler as taking any Exception; each of these takes the one it is added for
     app.add_exception_handler(ProtocolError, _protocol_error)  # type: ignore[arg-type]
     app.add_exception_handler(ClientDisconnect, _client_gone)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _server_error)
