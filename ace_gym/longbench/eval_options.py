@@ -6,8 +6,8 @@ Generated samples (settings x buckets x question types x ``--samples`` seeds) or
 ``vllm:``/``hf:``/``openai:`` policy. This module holds the options, the selection, the run
 identity, the check of directories without one (:func:`evaluation`) and the report
 (:func:`report`), which the package's declaration (:mod:`ace_gym.longbench.benchmark`) names;
-:mod:`ace_gym.eval.cli` runs the evaluation exactly as for ACE (lock, resume, run identity, malformed lines, exit codes) and writes the same
-files: ``DIR/episodes.jsonl`` (one record per question), ``DIR/summary.json``,
+:mod:`ace_gym.eval.cli` runs the evaluation exactly as for ACE (lock, resume, run identity,
+malformed lines, exit codes) and writes the same files: ``DIR/episodes.jsonl`` (one record per question), ``DIR/summary.json``,
 ``DIR/heatmap_<setting>.png`` (buckets x question types) and the accuracy table (question type x
 bucket per setting). ``ace-gym report DIR`` rebuilds them.
 """
