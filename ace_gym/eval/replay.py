@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -319,13 +319,10 @@ def compare_records(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) ->
     return None
 
 
-def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
-    """Replay one record (module docstring); returns the first difference, or None when every
-    observation, reward and the end are identical. Checks the dataset file's hash and the
-    record's :data:`SPEC_FIELDS` first.
-    ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
-    played = _played_spec(record)
-    spec = EpisodeSpec.from_json(json.dumps(played))
+def spec_mismatch(record: Mapping[str, Any], spec: EpisodeSpec) -> ReplayMismatch | None:
+    """The first difference between what ``record`` says it was played on and ``spec``, its
+    :func:`replay_spec`: the dataset file's hash (the file as it is now), then the record's
+    :data:`SPEC_FIELDS`; None when they agree."""
     key = str(record["key"])
     recorded_hash = record["replay"].get("dataset_sha256")
     current_hash = dataset_sha256(spec.dataset, spec.domain)
@@ -335,6 +332,20 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
         rebuilt = list(spec.settings) if name == "settings" else getattr(spec, name)
         if record.get(name) != rebuilt:
             return ReplayMismatch(key, None, name, record.get(name), rebuilt)
+    return None
+
+
+def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
+    """Replay one record (module docstring); returns the first difference, or None when every
+    observation, reward and the end are identical. Checks the dataset file's hash and the
+    record's :data:`SPEC_FIELDS` first.
+    ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
+    played = _played_spec(record)
+    spec = EpisodeSpec.from_json(json.dumps(played))
+    key = str(record["key"])
+    mismatch = spec_mismatch(record, spec)
+    if mismatch is not None:
+        return mismatch
     replayed_key = spec.key(str(record["policy"]))
     if played is not record["replay"]["spec"]:
         record = {**record, "key": replayed_key}  # its key named no threshold or draws: today's key names them
@@ -345,6 +356,30 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     except ReplayDiverged as diverged:
         return diverged.mismatch
     return compare_records(record, replayed)
+
+
+def replayed_turns(record: Mapping[str, Any], env: Any) -> Iterator[Any]:
+    """Play ``record``'s turns again on ``env`` (a stack :meth:`EpisodeSpec.make_env` built from
+    the record's :func:`replay_spec`; reset here with its seed and options) and yield the core env
+    (``env.unwrapped``) after the reset and after each turn, once the opening messages, then that
+    turn (:data:`TURN_FIELDS`), are the recorded ones; :class:`ReplayDiverged` at the first
+    difference. ConfigError as :func:`replay_spec`. The caller owns ``env`` (it is not closed)."""
+    spec = replay_spec(record)
+    key = str(record["key"])
+    episode = Episode(key, str(record["policy"]), env, lambda *_: {})  # never finished: builds no record
+    episode.reset(seed=spec.seed, options=spec.reset_options())
+    opening = _plain(episode.messages)
+    if opening != record["messages"][: len(opening)]:
+        index = next(i for i, m in enumerate(opening) if i >= len(record["messages"]) or record["messages"][i] != m)
+        expected = record["messages"][index] if index < len(record["messages"]) else None
+        raise ReplayDiverged(ReplayMismatch(key, None, f"messages[{index}]", expected, opening[index]))
+    yield env.unwrapped
+    for index, turn in enumerate(record["turns"]):
+        episode.step(Turn(turn["action"]))
+        mismatch = _turn_mismatch(key, index, turn, _plain(episode.turns[-1]))
+        if mismatch is not None:
+            raise ReplayDiverged(mismatch)
+        yield env.unwrapped
 
 
 def _plain(value: Any) -> Any:

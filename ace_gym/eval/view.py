@@ -35,6 +35,7 @@ from typing import IO, Any
 from ace_gym.atomic import read_regular_file, write_atomic
 from ace_gym.errors import ConfigError
 from ace_gym.eval.recovery import failure_log
+from ace_gym.eval.view_grids import TurnGrids
 from ace_gym.runs.results import EPISODES_FILE, MAX_SUMMARY_BYTES, SUMMARY_FILE, duplicates_note, read_records
 
 MAX_TEXT_CHARS = 200_000
@@ -129,9 +130,17 @@ def write_view(run_dir: Path, out: Path | None = None, *, skip_malformed: bool =
         rows: list[dict[str, Any]] = []
         tool_sets: dict[str, int] = {}
         skipped = stats.skipped if skip_malformed else None
-        with tempfile.TemporaryFile(dir=stats.path.parent) as bodies:  # the episodes go last on the page
+        # the episodes go last on the page
+        with tempfile.TemporaryFile(dir=stats.path.parent) as bodies, TurnGrids() as turn_grids:
             for index, record in enumerate(read_records(episodes, skipped=skipped, duplicates=stats.duplicates)):
                 rows.append(displayable(episode_row(record, index)))
+                grids = turn_grids.of(record)
+                if grids is not None:  # before its episode: an episode that has loaded has its grids
+                    bodies.write(
+                        f'<script type="application/json" id="grids-{index}">{embedded(grids)}</script>\n'.encode(
+                            "ascii"
+                        )
+                    )
                 body = dict(record)
                 if "tools" in body:  # one copy per distinct tool list, not one per episode
                     body["tools"] = tool_sets.setdefault(embedded(body["tools"]), len(tool_sets))
