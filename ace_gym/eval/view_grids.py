@@ -89,7 +89,9 @@ class TurnGrids:
                 previous = cells.copy()
                 compiled = core.compiled
                 rubric = grade(compiled, cells)
-                breaks = [compiled.slots[item.slot] for item in rubric.slots if item.state is SlotState.BREAKS_SLOT_RULES]
+                breaks = [
+                    compiled.slots[item.slot] for item in rubric.slots if item.state is SlotState.BREAKS_SLOT_RULES
+                ]
                 steps.append({"grid": grid_of_ids(compiled, cells), "breaks": [[s.row, s.col] for s in breaks]})
                 if not grids["hidden"]:
                     grids["hidden"] = [[slot.row, slot.col] for slot in compiled.slots]

@@ -20,11 +20,11 @@ from ace_gym.agents import ExactSolver
 from ace_gym.agents.base import Completion
 from ace_gym.cli import main
 from ace_gym.domains import DOMAIN_NAMES
-from ace_gym.tools import tool_names
 from ace_gym.envs import AceEnv
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.instance import CompiledInstance
 from ace_gym.runs.results import EPISODES_FILE, EpisodeLog
+from ace_gym.tools import tool_names
 from tests.steering import hermes_call
 
 MALFORMED_EVERY = 5
@@ -76,7 +76,9 @@ class FlawedSolverChat:
                 text = "<think>The grid looks finished to me.</think>\n" + hermes_call("done")
             else:
                 wrong = _slot_breaking_id(state["compiled"], call["arguments"]["row"], call["arguments"]["col"])
-                text = "<think>This one looks cheap.</think>\n" + hermes_call("set_slot", **{**call["arguments"], "id": wrong})
+                text = "<think>This one looks cheap.</think>\n" + hermes_call(
+                    "set_slot", **{**call["arguments"], "id": wrong}
+                )
         else:
             state["last"] = "call"
             text = f"<think>Turn {state['turn']}: {call['name']}.</think>\n" + hermes_call(
