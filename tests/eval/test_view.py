@@ -69,7 +69,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         root / "scenario", "--policy", "greedy-revise", "--hidden-slots", "5", "--decoy-budgets", "0",
         "--scenario", "2", "--feedback-rounds", "2",
     )  # fmt: skip
-    random = _eval(root / "random", "--policy", "random", "--hidden-slots", "5", "--decoy-budgets", "0", "2")
     scripted = list(read_records(rounds / EPISODES_FILE))
     llm = llm_run(root / "llm")
     qa_specs_ = qa_specs({"fmt": "concise"}, question_types=QUESTION_TYPES[:3], buckets=[6000], samples=1)
@@ -91,13 +90,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     xss = _write_records(root / "xss", [hostile])
     many = copy.deepcopy(scripted[0])
     paged = _write_records(root / "paged", [{**many, "key": f"k{i}", "score": (i % 4) / 4} for i in range(250)])
-    for folder in (rounds, planning, scenario, random, llm, alb, xss, paged):
+    for folder in (rounds, planning, scenario, llm, alb, xss, paged):
         write_view(folder)
     return {
         "rounds": rounds,
         "planning": planning,
         "scenario": scenario,
-        "random": random,
         "llm": llm,
         "alb": alb,
         "xss": xss,
@@ -318,7 +316,7 @@ def _compiled(record: dict[str, Any]) -> Any:
     return resolve_dataset(record["dataset"], record["domain"]).compiled(record["instance_index"])
 
 
-@pytest.mark.parametrize("run", ["llm", "rounds", "scenario", "planning", "random"])
+@pytest.mark.parametrize("run", ["llm", "rounds", "scenario", "planning"])
 def test_grids_replay_every_turn_and_end_on_the_recorded_grid(runs: dict[str, Path], run: str) -> None:
     records = list(read_records(runs[run] / EPISODES_FILE))
     with TurnGrids() as turn_grids:
