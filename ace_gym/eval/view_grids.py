@@ -3,10 +3,10 @@
 A record keeps the final grid only; the grid after each turn is rebuilt by replaying the record
 (:func:`~ace_gym.eval.replay.replayed_turns`: the recorded actions sent again through the env
 stack its replay fields name, each turn checked against the record), so every tool, wrapper and
-feedback round acts as it did. After each turn the hidden slots are graded by the rubric's own
-slot check (:func:`ace_gym.feedback.rubric.grade`: a filled slot whose item fails its slot rules
-breaks a local rule), and after the last turn each hidden slot is compared with the instance's
-truth.
+feedback round acts as it did. After each turn a filled hidden slot whose item is not among the
+slot's valid items (:attr:`~ace_gym.instance.CompiledSlot.valid_items`: the candidates that pass
+its slot rules, which the scorer, the rubric and the tools check) breaks a local rule, and after
+the last turn each hidden slot is compared with the instance's truth.
 
 Records may come from anywhere: a record the viewer cannot replay gets a note saying why, never
 an error. Only the bundled datasets are loaded (a record naming a file path would make the
@@ -20,13 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from ace_gym.envs import AceEnv
 from ace_gym.errors import AceGymError
 from ace_gym.eval.replay import ReplayDiverged, replay_spec, replayed_turns, spec_mismatch
-from ace_gym.eval.rollout import _stack_key
-from ace_gym.feedback.rubric import SlotState, grade
+from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance import BUNDLED_DATASETS
 from ace_gym.scoring import grid_of_ids
 
@@ -76,23 +74,22 @@ class TurnGrids:
                 grids["note"] = f"no grid after each turn: {mismatch.field} is not what the record was played on"
                 return grids
             env = self._stack(spec)
-            previous = None
+            previous: list[int] | None = None
             core = None
             for core in replayed_turns(record, env):
                 if not isinstance(core, AceEnv):
                     grids["note"] = "no grid after each turn: the record's env is no ACE env"
                     return grids
-                cells = core.state.grid
-                if previous is not None and np.array_equal(cells, previous):
+                grid = core.state.grid  # flat item indices, -1 = empty
+                if grid == previous:
                     steps.append(None)
                     continue
-                previous = cells.copy()
+                previous = list(grid)
                 compiled = core.compiled
-                rubric = grade(compiled, cells)
                 breaks = [
-                    compiled.slots[item.slot] for item in rubric.slots if item.state is SlotState.BREAKS_SLOT_RULES
+                    [s.row, s.col] for s in compiled.slots if grid[s.cell] >= 0 and grid[s.cell] not in s.valid_items
                 ]
-                steps.append({"grid": grid_of_ids(compiled, cells), "breaks": [[s.row, s.col] for s in breaks]})
+                steps.append({"grid": grid_of_ids(compiled, grid), "breaks": breaks})
                 if not grids["hidden"]:
                     grids["hidden"] = [[slot.row, slot.col] for slot in compiled.slots]
             if core is not None:
@@ -110,8 +107,8 @@ class TurnGrids:
             grids["note"] = f"no grid after each turn: the record cannot be replayed ({error})"
         return grids
 
-    def _stack(self, spec: Any) -> gym.Env:
-        key = _stack_key(spec)
+    def _stack(self, spec: EpisodeSpec) -> gym.Env:
+        key = spec.stack().to_json()
         env = self._stacks.pop(key, None)
         if env is None:
             env = spec.make_env()
