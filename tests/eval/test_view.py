@@ -400,6 +400,13 @@ def test_a_record_that_cannot_be_replayed_gets_a_note_never_an_error(runs: dict[
     assert len(grids["steps"]) == (3 if change == "edited action" else 0)
 
 
+def test_no_grids_leaves_the_grids_out(runs: dict[str, Path], tmp_path: Path) -> None:
+    assert main(["view", str(runs["rounds"]), "--no-grids", "--out", str(tmp_path / "v.html")]) == 0
+    page = (tmp_path / "v.html").read_text(encoding="ascii")
+    assert 'id="ep-0"' in page and 'id="grids-' not in page
+    assert 'id="grids-0"' in (runs["rounds"] / "view.html").read_text(encoding="ascii")
+
+
 def test_an_alb_record_has_no_grids(runs: dict[str, Path]) -> None:
     with TurnGrids() as turn_grids:
         assert all(turn_grids.of(record) is None for record in read_records(runs["alb"] / EPISODES_FILE))

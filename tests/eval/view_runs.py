@@ -25,7 +25,6 @@ from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.instance import CompiledInstance
 from ace_gym.runs.results import EPISODES_FILE, EpisodeLog
 from ace_gym.tools import tool_names
-from tests.steering import hermes_call
 
 MALFORMED_EVERY = 5
 """Every this many turns of an episode, the engine writes a truncated tool call."""
@@ -85,6 +84,11 @@ class FlawedSolverChat:
                 call["name"], **call["arguments"]
             )
         return Completion(text, prompt_tokens=len(conversation), completion_tokens=len(text) // 4, finish_reason="stop")
+
+
+def hermes_call(name: str, **arguments: Any) -> str:
+    """A tool call as Qwen2.5's chat template writes it (as ``tests.steering``'s, without its torch import)."""
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
 def _instance(spec: EpisodeSpec) -> CompiledInstance:
