@@ -35,7 +35,7 @@ from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.feedback.rounds import AGENCYBENCH_THRESHOLD
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
-from ace_gym.runs.loop import Actor, Episode, Turn
+from ace_gym.runs.loop import INFO_DROPPED, Actor, Episode, Turn
 from ace_gym.runs.results import EPISODES_FILE, duplicates_note, read_records
 from ace_gym.text import clipped
 
@@ -361,24 +361,29 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
 def replayed_turns(record: Mapping[str, Any], env: Any) -> Iterator[Any]:
     """Play ``record``'s turns again on ``env`` (a stack :meth:`EpisodeSpec.make_env` built from
     the record's :func:`replay_spec`; reset here with its seed and options) and yield the core env
-    (``env.unwrapped``) after the reset and after each turn, once the opening messages, then that
-    turn (:data:`TURN_FIELDS`), are the recorded ones; :class:`ReplayDiverged` at the first
-    difference. ConfigError as :func:`replay_spec`. The caller owns ``env`` (it is not closed)."""
+    (``env.unwrapped``) after the reset and after each turn, once the opening messages, then the
+    turn's reward and info (as the record keeps it: without :data:`INFO_DROPPED`), are the
+    recorded ones; :class:`ReplayDiverged` at the first difference. Lighter than
+    :func:`replay_record` (no record is built; a turn's ``context`` is not compared), for reading
+    the env's state turn by turn. ConfigError as :func:`replay_spec`. The caller owns ``env``."""
     spec = replay_spec(record)
-    key = str(record["key"])
-    episode = Episode(key, str(record["policy"]), env, lambda *_: {})  # never finished: builds no record
-    episode.reset(seed=spec.seed, options=spec.reset_options())
-    opening = _plain(episode.messages)
-    if opening != record["messages"][: len(opening)]:
-        index = next(i for i, m in enumerate(opening) if i >= len(record["messages"]) or record["messages"][i] != m)
-        expected = record["messages"][index] if index < len(record["messages"]) else None
-        raise ReplayDiverged(ReplayMismatch(key, None, f"messages[{index}]", expected, opening[index]))
+    key, recorded = str(record["key"]), record["messages"]
+    observation, _ = env.reset(seed=spec.seed, options=spec.reset_options())
+    opening = _plain(list(observation))
+    if opening != recorded[: len(opening)]:
+        index = next(i for i, m in enumerate(opening) if i >= len(recorded) or recorded[i] != m)
+        raise ReplayDiverged(
+            ReplayMismatch(
+                key, None, f"messages[{index}]", recorded[index] if index < len(recorded) else None, opening[index]
+            )
+        )
     yield env.unwrapped
     for index, turn in enumerate(record["turns"]):
-        episode.step(Turn(turn["action"]))
-        mismatch = _turn_mismatch(key, index, turn, _plain(episode.turns[-1]))
-        if mismatch is not None:
-            raise ReplayDiverged(mismatch)
+        _, reward, _, _, info = env.step(turn["action"])
+        replayed = {"reward": float(reward), "info": _plain({k: v for k, v in info.items() if k not in INFO_DROPPED})}
+        for name, value in replayed.items():
+            if turn.get(name) != value:
+                raise ReplayDiverged(ReplayMismatch(key, index, name, turn.get(name), value))
         yield env.unwrapped
 
 
