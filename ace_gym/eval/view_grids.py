@@ -28,6 +28,8 @@ from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance import BUNDLED_DATASETS
 from ace_gym.scoring import grid_of_ids
 
+MAX_REASON_CHARS = 600
+"""The longest reason a note quotes from an error (one naming a record quotes its key)."""
 MAX_STACKS = 16
 """Env stacks kept for reuse at once (one per distinct stack of the run's records); the least
 recently used is closed beyond it."""
@@ -104,7 +106,8 @@ class TurnGrids:
                 "differs from the record's"
             )
         except (AceGymError, gym.error.Error) as error:
-            grids["note"] = f"no grid after each turn: the record cannot be replayed ({error})"
+            reason = str(error) if len(str(error)) <= MAX_REASON_CHARS else f"{str(error)[:MAX_REASON_CHARS]}…"
+            grids["note"] = f"no grid after each turn: the record cannot be replayed ({reason})"
         return grids
 
     def _stack(self, spec: EpisodeSpec) -> gym.Env:
