@@ -190,7 +190,9 @@ class ExactSolver(ScriptedPolicy):
         chosen = {slot.cell: (item, valid) for slot, item, valid in zip(whole.slots, plan, candidates, strict=True)}
         stage: TaskView | None = view
         while stage is not None and stage.later:
-            requests = [request("set_slot", row=slot.row, col=slot.col, id=chosen[slot.cell][0]) for slot in stage.slots]
+            requests = [
+                request("set_slot", row=slot.row, col=slot.col, id=chosen[slot.cell][0]) for slot in stage.slots
+            ]
             envelopes = yield from issue(requests, self.together)
             for slot, envelope in zip(stage.slots, envelopes, strict=False):
                 if not succeeded(envelope):

@@ -131,7 +131,9 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
     s, slot = hidden
     r, c = slot.row, slot.col
     if state.opened is not None and s not in state.opened:
-        return _slot_refusal("Slot (row={row}, col={col}) belongs to a later stage: set it when that stage opens.", r, c)
+        return _slot_refusal(
+            "Slot (row={row}, col={col}) belongs to a later stage: set it when that stage opens.", r, c
+        )
     if state.writable is not None and s not in state.writable:
         return _slot_refusal("Slot (row={row}, col={col}) is fixed now: its stage is closed.", r, c)
     if id is None or (isinstance(id, str) and not id):
