@@ -204,10 +204,7 @@ class ExactSolver(ScriptedPolicy):
             stage = _opened_stage(envelope, info, view.known)
         if stage is None or not stage.slots:
             return  # the reply opened no stage: feedback on a failed stage, or the end
-        final = [chosen[slot.cell][1] for slot in stage.slots if slot.cell in chosen]
-        if len(final) != len(stage.slots):
-            notes["error"] = "the final stage names a slot the plan does not hold"
-            return
+        final = [chosen[slot.cell][1] for slot in stage.slots]
         completions = search(stage, visible, final, known_rules)
         yield from place_and_verify(stage, final, completions, bool(deferred), notes, together=self.together)
 

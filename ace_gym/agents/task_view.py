@@ -87,12 +87,6 @@ class TaskView:
     later: tuple[SlotView, ...] = ()
 
     @property
-    def completes_the_grid(self) -> bool:
-        """Whether filling :attr:`slots` fills every empty cell (not so in a scenario's early stages,
-        where lower-bound rules are not checked yet)."""
-        return sum(item is None for row in self.grid for item in row) == len(self.slots)
-
-    @property
     def rows(self) -> int:
         return len(self.grid)
 
