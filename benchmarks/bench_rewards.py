@@ -21,9 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reward_tells as rt
 
 from ace_gym.atomic import write_atomic
+from ace_gym.eval.fit import TRAINING_DATASET
 
 FEEDBACK_ROUNDS_IDS = tuple(f"ACE-{domain}-v0" for domain in rt.ace_gym.DOMAIN_NAMES)
-"""FeedbackRounds is a wrapper, not an id: it is played over ``ACE-<domain>-v0``."""
+"""FeedbackRounds is a wrapper, not an id: it is played over ``ACE-<domain>-v0``; the rounds (it and
+the scenario ids) are played on the published data and on the training set too."""
 REWARDS: dict[str, tuple[str, str]] = {
     "ACE-<domain>-v0": ("1 if the final grid meets every slot and global rule, else 0 (on `done`)", "{0, 1}"),
     "ACE-<domain>-procedural-v0": ("as ACE-<domain>-v0, on a generated 5x7 instance per reset", "{0, 1}"),
@@ -39,6 +41,14 @@ REWARDS: dict[str, tuple[str, str]] = {
     "ACE-Scenario-v0": ("as ACE-<domain>-scenario-v0 (course)", "[0, 1]"),
     "ACE-<domain>-v0 + feedback_rounds": (
         "the verdict: 0.9^(j-1) for a pass at attempt j (2 attempts), else 0",
+        "[0, 1]",
+    ),
+    f"ACE-<domain>-scenario-v0 (dataset={TRAINING_DATASET})": (
+        "as ACE-<domain>-scenario-v0, on the bundled 5x7 set (what the recipes train on)",
+        "[0, 1]",
+    ),
+    f"ACE-<domain>-v0 + feedback_rounds (dataset={TRAINING_DATASET})": (
+        "as ACE-<domain>-v0 + feedback_rounds, on the bundled 5x7 set (what the recipes train on)",
         "[0, 1]",
     ),
     "ACE-Holistic-v0": (
@@ -76,6 +86,15 @@ TRAIN_SCALE: dict[str, float] = {"ALB-QA-v0 (fmt=verbose)": 0.5}
 def all_cells(families: set[str] | None, seeds_fit: bool = True) -> list[rt.Cell]:
     found = rt.cells(rt.ace_env_ids(), fit_too=seeds_fit)
     found += [rt.Cell(env_id, fit, ("feedback_rounds",)) for env_id in FEEDBACK_ROUNDS_IDS for fit in (False, True)]
+    training = (("dataset", TRAINING_DATASET),)
+    found += [
+        rt.Cell(env_id, fit, wrappers, training)
+        for env_id, wrappers in [
+            *((f"ACE-{domain}-scenario-v0", ()) for domain in rt.ace_gym.DOMAIN_NAMES),
+            *((env_id, ("feedback_rounds",)) for env_id in FEEDBACK_ROUNDS_IDS),
+        ]
+        for fit in (False, True)
+    ]
     found.append(rt.Cell("ALB-QA-v0", env_kwargs=(*rt.CELL_KWARGS["ALB-QA-v0"], ("fmt", "verbose"))))
     return [cell for cell in found if families is None or cell.family in families]
 

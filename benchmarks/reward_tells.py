@@ -19,7 +19,8 @@ The bank, by the kind of env it plays:
   name number, the first or last candidate as the tool lists them), ``random-slot-valid``
   and ``check-search`` (:class:`ace_gym.agents.blind.CheckGuidedSearch` without and with its checks:
   a random slot-valid grid, then "global check; if it fails, re-draw one random slot" within the
-  env's budgets and 250 calls); and where
+  env's budgets and 250 calls), its neighbours ``check-restart`` (a fresh grid per failed check)
+  and ``random-retry`` (a fresh random slot-valid grid after each feedback round); and where
   the refusal tool is offered, :class:`Refuse` (``refuse-best``: always the reason code that paid most on training seeds) and
   the tell readers (``visible-tell+solver``, ``info-tell+solver``): refuse when a tell learnt on
   training seeds (:func:`learn_tells`) fires at reset, else play the honest never-refusing solver
@@ -60,7 +61,7 @@ import numpy as np
 
 import ace_gym
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
-from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, SmallestName
+from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, CheckRestartSearch, RandomRetry, SmallestName
 from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.solver import list_all_query, slot_rule_queries
 from ace_gym.agents.task_view import Script, TaskView, call, read_task, succeeded
@@ -340,6 +341,8 @@ TOOL_CALL_POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
     "last-candidate": lambda: ListedOrder("last-candidate", lambda matches: matches[-1]),
     "random-slot-valid": lambda: CheckGuidedSearch(max_calls=1),
     "check-search": lambda: CheckGuidedSearch(max_calls=MAX_CALLS),
+    "check-restart": lambda: CheckRestartSearch(max_calls=MAX_CALLS),
+    "random-retry": RandomRetry,
 }
 """The no-planning bank of every tool-call env (refusal and tell policies are learnt per env: :func:`learn_tells`)."""
 REFERENCES: tuple[str, ...] = ("solver", "solver-batch", "greedy", "random")
@@ -692,6 +695,11 @@ DEFAULT_EXCEPTIONS: dict[str, str] = {
 default stays byte-identical to the release. Under FIT none may."""
 
 
+CHECK_SEARCHES = ("check-search", "check-restart")
+"""The check-guided searches: what the global-check budget must hold (``DEFAULT_EXCEPTIONS["check-search"]``)."""
+UNPLANNED_GRIDS = ("random-slot-valid", "random-retry")
+"""Random slot-valid grids, once or redrawn after each feedback round: held to
+:data:`UNPLANNED_GRID_CEILING` on AgencyBench's rounds."""
 KNOWN_OPEN: dict[str, str] = {
     "evidence-refuse+greedy": "the approval kinds' evidence (the approval tool not offered while the policy is "
     "stated, or answering Outage) appears only in unsolvable tasks, so refusing on it needs no planning: on seeds "
@@ -714,7 +722,7 @@ def default_exception(env_family: str, policy: str) -> str | None:
         env_family in PUBLISHED_5X5 or "scenario" in env_family.lower() or "unsolvable" in env_family
     ):
         return DEFAULT_EXCEPTIONS["smallest-name"]
-    if policy == "check-search":
+    if policy in CHECK_SEARCHES:
         return DEFAULT_EXCEPTIONS["check-search"]
     return None
 
@@ -909,7 +917,7 @@ def floor(cell: Cell, policy: str) -> Floor | None:
         return Floor("solver", MARGIN, "the never-refusing solver + margin")
     if policy == "refuse-best":
         return Floor("solver", -1e-9, "below the never-refusing solver")
-    if is_rounds(cell) and policy == "random-slot-valid":
+    if is_rounds(cell) and policy in UNPLANNED_GRIDS:
         return Floor(None, UNPLANNED_GRID_CEILING, "a grid filled without planning on AgencyBench's rounds")
     if not cell.fit and default_exception(cell.family.split(" + ")[0], policy):
         return None
