@@ -71,6 +71,8 @@ ROUNDS_ASKED = 3
 """The most rounds whose correct marks a balanced Count Correctness question adds up."""
 VALUES_ASKED = 4
 """How many values of one section a balanced Count Frequency (Env) question counts together."""
+LARGEST_ROUNDS = 5
+"""The fewest rounds a balanced Find Round with Largest Value question is asked over."""
 BALANCED_TARGETS: dict[tuple[str, str], range] = {
     (COUNT_FREQUENCY_TOOL, "concise"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
     (COUNT_FREQUENCY_TOOL, "verbose"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
@@ -82,7 +84,9 @@ BALANCED_TARGETS: dict[tuple[str, str], range] = {
     (COUNT_FREQUENCY_ENV, "verbose"): range(7),
     (WEIGHTED_SUMMATION, "concise"): range(13),
     (WEIGHTED_SUMMATION, "verbose"): (0, 2, 3, 5, 6),
-    (INTERSECTION, "concise"): range(1, 6),
+    (INTERSECTION, "concise"): range(1, 7),
+    (LARGEST_VALUE, "concise"): range(100),
+    (LARGEST_VALUE, "verbose"): range(100),
 }
 """(question type, format) -> what a balanced question aims at, uniformly: for a count, counts
 that at least a sixth of 32k histories carry (a feedback rarely marks 4 or 5 values correct; a
@@ -162,6 +166,14 @@ class _Context:
         if self.trajectory.fmt == "concise":
             return query.intersection.astype(np.int64)
         return np.asarray(np.sum([mask for _, _, mask in query.per_section], axis=0, dtype=np.int64))
+
+    def mentions(self) -> np.ndarray:
+        """How often each item's name is written in the history: once per tool result (verbose:
+        per list) listing it, twice per guess of it (the guess and its feedback)."""
+        written = np.bincount([r.guess for r in self.rounds], minlength=self.table.size) * 2
+        for k in self.tool_rounds:
+            written += self.occurrences(k)
+        return written
 
     def choice(self, values: Sequence[Any] | np.ndarray) -> Any:
         return values[int(self.rng.integers(len(values)))]
@@ -458,6 +470,10 @@ def _largest_value(c: _Context) -> Question | None:
     rounds = len(c.rounds)
     if rounds < 2:
         return None
+    if c.balance is not None:
+        question = _largest_at(c)
+        if question is not None or not c.balance.fallback:
+            return question
     section = c.table.value_section
     values = c.table.numbers[section][[r.guess for r in c.rounds]]
     window = (0, rounds - 1)
@@ -485,6 +501,38 @@ def _largest_value(c: _Context) -> Question | None:
         c.rounds[best].number,
         tuple(c.trajectory.feedback_message(k) for k in range(start, end + 1)),
         {"i_round": numbers[0], "j_round": numbers[1]},
+        {"section": section},
+    )
+
+
+def _largest_at(c: _Context) -> Question | None:
+    """Balanced Find Round with Largest Value: over the whole history, in any numeric section whose
+    highest value is unique and sits in the round at ``balance.target`` percent of the history
+    (the investigator's first guesses are the extreme ones, so the value section's highest round
+    was the first or last one in half the samples); None when the history is shorter than
+    :data:`LARGEST_ROUNDS` rounds or no section peaks there (on ``fallback`` the paper's form is
+    asked then)."""
+    rounds = len(c.rounds)
+    if c.balance is None or c.balance.target is None or rounds < LARGEST_ROUNDS:
+        return None
+    at = c.balance.target * rounds // 100
+    guesses = [r.guess for r in c.rounds]
+    peaked = []
+    for spec in c.table.sections:
+        if spec.kind == "numeric":
+            values = c.table.numbers[spec.name][guesses]
+            if np.count_nonzero(values == values.max()) == 1 and int(np.argmax(values)) == at:
+                peaked.append(spec.name)
+    if not peaked:
+        return None
+    section = str(c.choice(peaked))
+    first, last = c.rounds[0].number, c.rounds[-1].number
+    return Question(
+        LARGEST_VALUE,
+        f"Which round's feedback shows the highest {section}? Answer with the round number.",
+        c.rounds[at].number,
+        tuple(c.trajectory.feedback_message(k) for k in range(rounds)),
+        {"i_round": first, "j_round": last},
         {"section": section},
     )
 
@@ -518,24 +566,15 @@ def _weighted_summation(c: _Context) -> Question | None:
 def _intersection(c: _Context) -> Question | None:
     if c.trajectory.fmt == "verbose":
         return _verbose_intersection(c)
+    if c.balance is not None and c.balance.target is not None:
+        return _unsolved_game(c, c.balance)
     last = c.rounds[-1]
     if last.ends_game:
         return None
-    game = [k for k, r in enumerate(c.rounds) if r.game == last.game]
-    listed = [k for k in game if c.rounds[k].query is not None]
-    if not listed:
+    listed = _pinning_results(c, last.game)
+    if listed is None:
         return None
-    masks = [c.rounds[k].query.intersection for k in listed]  # type: ignore[union-attr]
-    common = np.logical_and.reduce(masks)
-    if np.count_nonzero(common) != 1 or not common[last.target]:
-        return None
-    if min(int(np.count_nonzero(m)) for m in masks) < c.min_list:
-        return None
-    if c.balance is not None and c.balance.target is not None and not c.balance.fallback:
-        appearances = np.sum([c.rounds[k].query.intersection for k in c.tool_rounds], axis=0)  # type: ignore[union-attr]
-        if 1 + np.count_nonzero(appearances > appearances[last.target]) != c.balance.target:
-            return None
-    start = c.rounds[game[0]].number
+    start = next(r.number for r in c.rounds if r.game == last.game)
     return Question(
         INTERSECTION,
         f"The game that started in round {start} is not solved yet. Which {c.table.noun} is its hidden target? "
@@ -543,6 +582,56 @@ def _intersection(c: _Context) -> Question | None:
         c.name(last.target),
         tuple(c.trajectory.tool_message(k) for k in listed),  # type: ignore[misc]
         {"round": last.number},
+        {"game_start": start},
+    )
+
+
+def _pinning_results(c: _Context, game: int) -> list[int] | None:
+    """The tool rounds of ``game`` when its target was never guessed, the intersection of their
+    results is exactly the target and every result lists at least ``min_list`` names; else None."""
+    rounds = [k for k, r in enumerate(c.rounds) if r.game == game]
+    if any(c.rounds[k].feedback.correct for k in rounds):
+        return None
+    listed = [k for k in rounds if c.rounds[k].query is not None]
+    if not listed:
+        return None
+    masks = [c.rounds[k].query.intersection for k in listed]  # type: ignore[union-attr]
+    common = np.logical_and.reduce(masks)
+    if np.count_nonzero(common) != 1 or not common[c.rounds[rounds[0]].target]:
+        return None
+    if min(int(np.count_nonzero(m)) for m in masks) < c.min_list:
+        return None
+    return listed
+
+
+def _unsolved_game(c: _Context, balance: Balance) -> Question | None:
+    """Balanced concise Intersection: the target of any game of the history that ended, or was cut,
+    without it being guessed (not only the last game, whose last tool result would give it away),
+    among those whose target ranks ``balance.target`` among the history's names by how often they
+    are written (:meth:`_Context.mentions`), uniformly; on ``fallback`` any such game (short games
+    rarely rank their target first, so the fallback adds no most-frequent-name tell)."""
+    mentions = c.mentions()
+    games: list[tuple[int, list[int]]] = []
+    for game in sorted({r.game for r in c.rounds}):
+        listed = _pinning_results(c, game)
+        if listed is None:
+            continue
+        target = c.rounds[listed[0]].target
+        rank = 1 + int(np.count_nonzero(mentions > mentions[target]))
+        if balance.fallback or rank == balance.target:
+            games.append((game, listed))
+    if not games:
+        return None
+    game, listed = c.choice(games)
+    played = [r for r in c.rounds if r.game == game]
+    start = played[0].number
+    return Question(
+        INTERSECTION,
+        f"In the game that started in round {start}, the hidden target was never guessed. Which {c.table.noun} "
+        "was it? It is the only name that appears in every tool result of that game.",
+        c.name(played[0].target),
+        tuple(c.trajectory.tool_message(k) for k in listed),  # type: ignore[misc]
+        {"round": played[-1].number},
         {"game_start": start},
     )
 

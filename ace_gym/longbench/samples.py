@@ -215,8 +215,8 @@ def build_sample(
         rng = np.random.default_rng([seed, attempt, 1])
         fallback = attempt >= MAX_ATTEMPTS // 2
         played = behaviour
-        if short_games and attempt < MAX_ATTEMPTS - 2:  # a shorter game's prompt is no longer than the one counted
-            per_game = _game_rounds(target, history_rounds, rng)  # type: ignore[arg-type]
+        if short_games:  # a shorter game's prompt is no longer than the one counted
+            per_game = _game_rounds(history_rounds, rng)
             played = dataclasses.replace(behaviour, max_rounds=per_game)
         game = game_prompt(table, config.fmt, played.rounds_per_game(config.fmt))
         rounds = simulate(table, played, config.fmt, rng, first_round=first_round)
@@ -249,17 +249,13 @@ def build_sample(
     )
 
 
-def _game_rounds(rank: int, history_rounds: int | None, rng: np.random.Generator) -> int:
-    """Rounds per game for a balanced concise Intersection history whose target should rank
-    ``rank`` by appearances: uniform in :data:`INTERSECTION_GAME_ROUNDS` while the history's length
-    is unknown (the first attempt), then long enough for ``rank - 1`` complete earlier games and a
-    shorter last one (whose target appears less often than theirs), or one game for rank 1."""
+def _game_rounds(history_rounds: int | None, rng: np.random.Generator) -> int:
+    """Rounds per game for a balanced concise Intersection history: uniform in
+    :data:`INTERSECTION_GAME_ROUNDS` while the history's length is unknown (the first attempt),
+    then between a third and two thirds of it, so that the history holds several unsolved games."""
     if history_rounds is None:
         return int(rng.choice(INTERSECTION_GAME_ROUNDS))
-    if rank == 1:
-        return history_rounds + 1
-    low, high = history_rounds // rank + 1, max(history_rounds // (rank - 1), history_rounds // rank + 2)
-    return int(rng.integers(max(low, 2), max(high, 3)))
+    return int(rng.integers(max(3, history_rounds // 3), max(4, 2 * history_rounds // 3 + 1)))
 
 
 def config_from_options(options: Mapping[str, Any]) -> SampleConfig:
