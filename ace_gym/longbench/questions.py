@@ -21,9 +21,13 @@ where the paper leaves them open:
   difference is drawn uniformly among the differences of up to 256 random round pairs.
 * Intersection, concise: the hidden target of the last game, asked only when that game is not
   solved, the intersection of its tool results is exactly the target and every result has at
-  least ``min_list`` names; balanced, only when the target's rank among the names of the
-  history's tool results, by how often they appear, is the one aimed at (until the fallback). Verbose: the intersection of one round's lists (rounds whose
-  intersection has at most ``max_answer_items`` names preferred).
+  least ``min_list`` names; balanced, of any game of the history meeting the same conditions whose
+  target ranks as aimed among the history's names by how often they are written (until the
+  fallback). Verbose: the intersection of one round's lists (rounds whose intersection has at most
+  ``max_answer_items`` names preferred).
+* Find Round with Largest Value, balanced: over the whole history of at least
+  :data:`LARGEST_ROUNDS` rounds, in a numeric section whose unique highest value sits at the
+  aimed position.
 
 ``evidence_position`` in [0, 1] picks the asked round of single-round questions by where its
 evidence sits in the history (like needle depth); otherwise rounds are drawn uniformly.
@@ -34,7 +38,9 @@ still concentrates the answers over histories on the counts every history has (v
 Frequency (Env) was 1 in 85 % of samples), so a policy answering each type's most frequent gold
 earned 0.19 (concise) and 0.33 (verbose). Balanced, a count question aims at a ``target`` drawn
 per seed from :data:`BALANCED_TARGETS` and returns None (the sample draws a new history) when the
-history cannot carry it; after ``fallback`` it takes a count the history carries. Yes/no and 0/1
+history cannot carry it, with no fallback to a count the history carries (that fallback made
+verbose Count Correctness 0 in a third of the samples: issue 38); a type that no history of the
+budget carries is then not asked (:mod:`ace_gym.longbench.samples`). Yes/no and 0/1
 answers cannot be balanced below chance, so two questions ask about :data:`NAMES_ASKED` names
 at once and count them: Find Duplicates ("how many of these names appear in both results", scored
 as a number) and concise Count Frequency (Tool) ("how many of these names appear in the result").
@@ -42,7 +48,6 @@ as a number) and concise Count Frequency (Tool) ("how many of these names appear
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,8 +72,10 @@ Answer = int | bool | str | list[str]
 
 NAMES_ASKED: dict[str, int] = {FIND_DUPLICATES: 9, COUNT_FREQUENCY_TOOL: 9}
 """How many names a balanced Find Duplicates and a balanced concise Count Frequency (Tool) ask about."""
-ROUNDS_ASKED = 3
-"""The most rounds whose correct marks a balanced Count Correctness question adds up."""
+ROUNDS_ASKED: dict[str, int] = {"concise": 3, "verbose": 2}
+"""How many rounds' correct marks a balanced Count Correctness question adds up, by format (always
+that many: with fewer, how many rounds are asked told the likely totals; a verbose 32k history
+holds 2 to 4 rounds)."""
 VALUES_ASKED = 4
 """How many values of one section a balanced Count Frequency (Env) question counts together."""
 LARGEST_ROUNDS = 5
@@ -97,8 +104,9 @@ often)."""
 
 @dataclass(frozen=True)
 class Balance:
-    """A balanced question's aim: the ``target`` count (None for types without one) and whether
-    to ``fallback`` to a count the history carries when it cannot carry the target."""
+    """A balanced question's aim: the ``target`` (a count, a concise Intersection's rank, a
+    Largest Value's position; None for types without one) and whether a concise Intersection may
+    ``fallback`` to any rank."""
 
     target: int | None
     fallback: bool
@@ -180,10 +188,9 @@ class _Context:
 
     def count(self, counts: Sequence[int] | np.ndarray) -> int | None:
         """The count to ask about among the distinct ``counts`` (sorted) this history carries:
-        uniform without a balance; balanced, the target if carried, else None (or, on
-        ``fallback``, uniform)."""
+        uniform without a balance; balanced, the target if carried, else None."""
         balance = self.balance
-        if balance is None or balance.target is None or (balance.fallback and balance.target not in counts):
+        if balance is None or balance.target is None:
             return int(self.choice(counts))
         return balance.target if balance.target in counts else None
 
@@ -362,14 +369,15 @@ def _count_correctness(c: _Context) -> Question | None:
 
 
 def _count_correct_rounds(c: _Context, counts: np.ndarray) -> Question | None:
-    """Balanced Count Correctness: the values marked correct in the feedback of up to
+    """Balanced Count Correctness: the values marked correct in the feedback of
     :data:`ROUNDS_ASKED` rounds together (one feedback marks 0, 1 or 2 values correct in most
     rounds, so one round's count is nearly a constant)."""
-    rounds = len(counts)
+    rounds, asked = len(counts), ROUNDS_ASKED[c.trajectory.fmt]
+    if rounds < asked:
+        return None
     by_total: dict[int, list[tuple[int, ...]]] = {}
     for _ in range(256):
-        size = int(c.rng.integers(1, min(ROUNDS_ASKED, rounds) + 1))
-        chosen = tuple(sorted(int(k) for k in c.rng.choice(rounds, size, replace=False)))
+        chosen = tuple(sorted(int(k) for k in c.rng.choice(rounds, asked, replace=False)))
         by_total.setdefault(int(counts[list(chosen)].sum()), []).append(chosen)
     total = c.count(sorted(by_total))
     if total is None:
@@ -441,13 +449,6 @@ def _count_values_env(c: _Context, guesses: np.ndarray) -> Question | None:
             found = (section, [*picked, last[0]])
             break
     if found is None:
-        if c.balance is None or not c.balance.fallback or target is None:
-            return None
-        for other in c.rng.permutation(BALANCED_TARGETS[(COUNT_FREQUENCY_ENV, c.trajectory.fmt)]).tolist():
-            aimed = dataclasses.replace(c, balance=Balance(int(other), False)) if other != target else None
-            question = None if aimed is None else _count_values_env(aimed, guesses)
-            if question is not None:
-                return question
         return None
     section, columns = found
     vocab = c.table.vocab[section]
@@ -471,9 +472,7 @@ def _largest_value(c: _Context) -> Question | None:
     if rounds < 2:
         return None
     if c.balance is not None:
-        question = _largest_at(c)
-        if question is not None or not c.balance.fallback:
-            return question
+        return _largest_at(c)
     section = c.table.value_section
     values = c.table.numbers[section][[r.guess for r in c.rounds]]
     window = (0, rounds - 1)
@@ -510,8 +509,8 @@ def _largest_at(c: _Context) -> Question | None:
     highest value is unique and sits in the round at ``balance.target`` percent of the history
     (the investigator's first guesses are the extreme ones, so the value section's highest round
     was the first or last one in half the samples); None when the history is shorter than
-    :data:`LARGEST_ROUNDS` rounds or no section peaks there (on ``fallback`` the paper's form is
-    asked then)."""
+    :data:`LARGEST_ROUNDS` rounds or no section peaks there (no fallback: in a short history any
+    round is a good guess)."""
     rounds = len(c.rounds)
     if c.balance is None or c.balance.target is None or rounds < LARGEST_ROUNDS:
         return None

@@ -20,13 +20,17 @@ under the strict reward). From stream ``[s, 3]``, once per seed: the history's f
 uniform in :data:`FIRST_ROUNDS` (as if earlier rounds were cut off; a round-number answer is then
 no constant); and the target count of a count question, from stream ``[s, 4, type]``
 (:class:`~ace_gym.longbench.questions.Balance`; an attempt whose history cannot carry it draws a
-new history, and the second half of the attempts take a count the history carries). A concise
-Intersection aims at a rank of its target among the history's names by appearances, uniform in
-1-5 (the target was the most frequent name of the history in 23 of 24 samples): an attempt of the
-first half is kept only when the rank is the one aimed at, and every attempt but the last two
-plays games of a length drawn from its rollout stream (:func:`_game_rounds`, unless the behaviour
-sets ``max_rounds``), so that unsolved earlier games precede the asked one. The balance is
-calibrated at the default 32k budget; at smaller budgets more attempts fall back.
+new history, and a seed none of whose :data:`MAX_ATTEMPTS` histories carries it is infeasible). A concise
+Intersection aims at a rank of its target among the history's names by how often they are written,
+uniform in 1-6 (the target was the most frequent name of the history in 23 of 24 samples), and
+asks about any game of the history whose target was never guessed (the last game's last tool
+result gave its target away): an attempt of the first half is kept only when such a game's target
+has the rank aimed at, and every attempt plays games of a length drawn from its rollout stream
+(:func:`_game_rounds`, unless the behaviour sets ``max_rounds``), so that the history holds
+several unsolved games. A Largest Value question aims at a position of the history (a percentage,
+from stream ``[s, 4, type]``). The balance is
+calibrated at the default 32k budget; at smaller budgets more seeds are infeasible (a verbose
+history of 4096 tokens holds one round and no tool result: no balanced question fits it).
 """
 
 from __future__ import annotations
