@@ -30,6 +30,7 @@ The bank, by the kind of env it plays:
 * ``ACE-StepWise-v0``: :func:`stepwise_blind_guess`, a query on the first hidden slot;
 * ``ALB-QA-v0``: :class:`AnswerPrior` (per question template the most frequent gold answer of
   training seeds), :func:`most_frequent_name` (the name written most often in the context),
+  :func:`most_frequent_result_name` (the name listed most often in its tool results),
   :data:`SURFACE_ANSWERS` (the first or last name written, the most recent tool result's first
   unguessed name, the most frequent number, the question's number, the first or last round
   number) and :class:`InfoOracle` (the ``info`` field whose value, answered, paid on training seeds);
@@ -444,6 +445,12 @@ def _most_frequent_number(observation: Any) -> str:
     return found.most_common(1)[0][0] if found else "1"
 
 
+def most_frequent_result_name(observation: Any, info: Mapping[str, Any]) -> str:
+    """The item name listed most often in the history's tool results (not its guesses)."""
+    listed = Counter(_NAME.findall("\n".join(str(m["content"]) for m in observation if m["role"] == "tool")))
+    return ANSWER.format(listed.most_common(1)[0][0] if listed else "1")
+
+
 def _round_numbers(observation: Any) -> list[str]:
     return re.findall(r"Round (\d+):", _context(observation)) or ["1"]
 
@@ -491,11 +498,13 @@ class InfoOracle:
 
 def qa_rewards(cell: Cell, seeds: Sequence[int], train_seeds: Sequence[int]) -> dict[str, dict[str, list[float]]]:
     """Every ALB-QA policy's rewards on ``cell`` over ``seeds``, by question type: ``answer-prior``
-    and ``info-oracle`` (learnt on ``train_seeds``), ``most-frequent-name`` and
-    :data:`SURFACE_ANSWERS`, each graded on the same reset (``ALBQAEnv.grade``)."""
+    and ``info-oracle`` (learnt on ``train_seeds``), ``most-frequent-name``,
+    ``most-frequent-result-name`` and :data:`SURFACE_ANSWERS`, each graded on the same reset
+    (``ALBQAEnv.grade``)."""
     policies: dict[str, Callable[[Any, Mapping[str, Any]], str]] = {
         "answer-prior": AnswerPrior(cell.make, train_seeds),
         "most-frequent-name": most_frequent_name,
+        "most-frequent-result-name": most_frequent_result_name,
         "info-oracle": InfoOracle(cell.make, train_seeds[:5]),
         **{name: surface_answer(name) for name in SURFACE_ANSWERS},
     }
@@ -585,6 +594,9 @@ SIZE_KWARGS = frozenset({"target_tokens"})
 """Keyword arguments that make an episode smaller without changing what it asks."""
 CELL_KWARGS: dict[str, tuple[tuple[str, Any], ...]] = {"ALB-QA-v0": (("target_tokens", 4096),)}
 """Keyword arguments smaller than the defaults where a default is slow (a 32k-token ALB-QA history per reset)."""
+QA_VERBOSE = (("fmt", "verbose"),)
+"""The verbose ALB-QA cell's keyword arguments: the default 32k budget (a verbose history of 4096
+tokens holds one round and no tool result, so no balanced question fits it)."""
 
 
 def cells(env_ids: Iterable[str], fit_too: bool = True) -> list[Cell]:
@@ -678,6 +690,7 @@ NO_PLANNING: frozenset[str] = frozenset(
         "info-tell+solver",
         "answer-prior",
         "most-frequent-name",
+        "most-frequent-result-name",
         "info-oracle",
         *SURFACE_ANSWERS,
         "holistic-template",
