@@ -66,13 +66,13 @@ REWARDS: dict[str, tuple[str, str]] = {
         "strict: 1 for the gold answer in the asked form, else 0; balanced answers (target_tokens=4096)",
         "{0, 1}",
     ),
-    "ALB-QA-v0 (fmt=verbose)": ("as ALB-QA-v0, verbose histories", "{0, 1}"),
+    "ALB-QA-v0 (fmt=verbose)": ("as ALB-QA-v0, verbose histories (target_tokens=32768)", "[0, 1]"),
     "ALB-Puzzle-v0": ("sparse: 1 for the right guess, minus the round cost per guess", "(-inf, 1]"),
 }
 """What each family's reward is and its range (as of the commit the table was made on)."""
 SEED_SCALE: dict[str, float] = {
     "ALB-QA-v0": 4.0,
-    "ALB-QA-v0 (fmt=verbose)": 2.0,
+    "ALB-QA-v0 (fmt=verbose)": 4.0,
     "ACE-<domain>-procedural-10x10-v0": 0.3,
     "ACE-StepWise-v0": 10.0,
     "ACE-Holistic-v0": 10.0,
@@ -95,7 +95,7 @@ def all_cells(families: set[str] | None, seeds_fit: bool = True) -> list[rt.Cell
         ]
         for fit in (False, True)
     ]
-    found.append(rt.Cell("ALB-QA-v0", env_kwargs=(*rt.CELL_KWARGS["ALB-QA-v0"], ("fmt", "verbose"))))
+    found.append(rt.Cell("ALB-QA-v0", env_kwargs=rt.QA_VERBOSE))
     return [cell for cell in found if families is None or cell.family in families]
 
 
