@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_gym.eval.rollout import EpisodeSpec
-from ace_gym.registration import ENV_IDS, SCENARIO_ENV_IDS, SETTING_ENV_IDS
+from ace_gym.registration import DATASET_ENV_IDS
 from ace_gym.stacks import StackSpec
 
 FIT_BUDGETS: dict[str, Any] = {"global_check_alpha": 0.125, "extra_query_num": 4}
@@ -62,6 +62,5 @@ def fit_spec(spec: EpisodeSpec) -> EpisodeSpec:
 def fit_stack(stack: StackSpec) -> StackSpec:
     """``stack`` with :data:`FIT`'s env keyword arguments on its env (see :func:`fit_env_kwargs`)."""
     env_kwargs = dict(stack.env_kwargs)
-    plays_data = stack.env_id in ENV_IDS or stack.env_id in SETTING_ENV_IDS or stack.env_id in SCENARIO_ENV_IDS
-    dataset = env_kwargs.get("dataset", PUBLISHED_DATASET) if plays_data else None
+    dataset = env_kwargs.get("dataset", PUBLISHED_DATASET) if stack.env_id in DATASET_ENV_IDS else None
     return dataclasses.replace(stack, env_kwargs=fit_env_kwargs(env_kwargs, dataset))
