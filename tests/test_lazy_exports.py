@@ -5,7 +5,8 @@ import types
 
 import pytest
 
-from ace_gym.lazy_exports import lazy_exports
+from ace_gym.errors import ConfigError
+from ace_gym.lazy_exports import check_entry_point, lazy_exports, lazy_homes, load_entry_point
 
 
 @pytest.fixture
@@ -40,3 +41,23 @@ def test_other_names_are_attribute_errors_and_dir_lists_the_lazy_ones(modules):
         front.Other  # noqa: B018
     assert "Thing" in dir(front)
     assert not hasattr(front, "Other")
+
+
+def test_lazy_homes__imports_each_name_from_its_own_home(monkeypatch):
+    first, second = types.ModuleType("first"), types.ModuleType("second")
+    first.One, second.Two = object(), object()  # type: ignore[attr-defined]
+    front = types.ModuleType("front")
+    front.__getattr__, front.__dir__ = lazy_homes("front", {"One": "first", "Two": "second"})  # type: ignore[method-assign]
+    for module in (front, first, second):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    assert (front.One, front.Two) == (first.One, second.Two)  # type: ignore[attr-defined]
+    assert {"One", "Two"} <= set(dir(front))
+
+
+def test_load_entry_point__imports_the_module_and_returns_the_attribute():
+    assert load_entry_point("ace_gym.errors:ConfigError") is ConfigError
+    check_entry_point("field", "ace_gym.errors:ConfigError")
+    for bad in ("ace_gym.errors", ":ConfigError", "ace_gym.errors:", None):
+        with pytest.raises(ConfigError, match="module:attribute") as caught:
+            check_entry_point("field", bad)
+        assert caught.value.field == "field"

@@ -27,8 +27,9 @@ out, the prompt of turn t being ``prompt_ids + response_ids[:turn_starts[t]]``; 
 policies), ``usage`` (:mod:`ace_gym.runs.loop`), ``notes`` (what a scripted policy reports),
 ``failures`` (every injected tool failure, whether and in how many turns the agent recovered:
 :func:`ace_gym.eval.recovery.failure_log`), ``replay`` (what a replay needs,
-:func:`replay_fields`, docs/replay.md), and under AgencyBench's protocol ``feedback_rounds`` /
-``scenario`` (:func:`ace_gym.feedback.evaluation.protocol_fields`). Members of a GRPO-style group share
+:func:`replay_fields`, docs/replay.md), and the fields each benchmark adds
+(:meth:`~ace_gym.benchmark.Benchmark.record_fields_of`: under AgencyBench's protocol
+``feedback_rounds`` / ``scenario``). Members of a GRPO-style group share
 instance and seed and differ in ``trial``.
 """
 
@@ -53,14 +54,13 @@ from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, did_you_mean, integer, optional_integer, probability
 from ace_gym.eval.recovery import failure_log
-from ace_gym.feedback.evaluation import protocol_fields
 from ace_gym.feedback.rounds import ACE_THRESHOLD, TRAINING_REWARD
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
 from ace_gym.planning.settings import check_settings
 from ace_gym.registration import register_domain
 from ace_gym.runs.loop import Actor, Episode, Turn, actor_of, jsonable, run_loop, token_trajectory
-from ace_gym.stacks import WRAPPERS, StackSpec
+from ace_gym.stacks import BENCHMARKS, WRAPPERS, StackSpec
 from ace_gym.wrappers import ToolFailureInjection
 from ace_gym.wrappers.step_budget import DEFAULT_MAX_TURNS as DEFAULT_MAX_TURNS  # re-exported: episodes without a limit
 
@@ -424,7 +424,11 @@ def ace_record(
         "usage": episode.usage,
         "notes": jsonable(episode.notes),
         "failures": failure_log(episode.turns) if _may_inject_failures(spec, episode.env) else [],
-        **protocol_fields(episode.env, info),
+        **{
+            name: value
+            for benchmark in BENCHMARKS
+            for name, value in benchmark.record_fields_of(episode.env, info).items()
+        },
         "messages": episode.messages,
         "tools": episode.tools,
         "turns": episode.turns,
