@@ -72,6 +72,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.eval.fit import fit_stack
 from ace_gym.instance import name_number
 from ace_gym.planning.probes import CarefulNeverRefuse, CarefulSolver
+from ace_gym.planning.unsolvable import APPROVAL_TOOL
 from ace_gym.policies import make_policy
 from ace_gym.registration import registered_env_ids
 from ace_gym.stacks import StackSpec
@@ -774,12 +775,7 @@ CHECK_SEARCHES = ("check-search", "check-restart")
 UNPLANNED_GRIDS = ("random-slot-valid", "random-retry")
 """Random slot-valid grids, once or redrawn after each feedback round: held to
 :data:`UNPLANNED_GRID_CEILING` on AgencyBench's rounds."""
-KNOWN_OPEN: dict[str, str] = {
-    "evidence-refuse+greedy": "the approval kinds' evidence (the approval tool not offered while the policy is "
-    "stated, or answering Outage) appears only in unsolvable tasks, so refusing on it needs no planning: on seeds "
-    "0-19 it earns 0.600 against the honest never-refusing solver's 0.350 in course and 0.400 in travel "
-    "(docs/rewards.md)",
-}
+KNOWN_OPEN: dict[str, str] = {}
 """No-planning policies above their floor that no fix has closed yet, and why: measured, reported in
 docs/rewards.md and held by a strict xfail in tests/contracts/test_reward_tells.py (an exemption
 that ends when the tell does)."""
@@ -902,7 +898,7 @@ def measure(
     }
     means = {name: mean(values) for name, values in returns.items()}
     _, info = env.reset(seed=seeds[0])
-    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", "evidence-refuse+greedy", *TELL_FEATURES}:
+    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", *EVIDENCE_POLICIES, *TELL_FEATURES}:
         means.update(_refusal_policies(cell, env, seeds, train_seeds))
     return means
 
@@ -921,6 +917,29 @@ class EvidenceGreedy(CarefulSolver):
     counts = False
 
 
+EVIDENCE_POLICIES = ("evidence-refuse+greedy", "approval-evidence+solver")
+"""The policies that refuse on a kind's evidence without checking whether it decides the task."""
+APPROVAL_PHRASE = "Compliance policy:"
+"""How the approval policy's line begins (before and since the policy became conditional)."""
+
+
+def approval_evidence_return(env: gym.Env, seed: int) -> float | None:
+    """The return of refusing on the approval kinds' evidence without solving anything: with
+    ``missing_tool`` when the approval policy is stated and its tool not offered, with
+    ``tool_outage`` when one approval call answers ``Outage``; None when neither shows
+    (``approval-evidence+solver`` then plays the honest never-refusing solver)."""
+    _, info = env.reset(seed=seed)
+    if APPROVAL_PHRASE not in info["system_prompt"]:
+        return None
+    total, code = 0.0, "missing_tool"
+    if APPROVAL_TOOL in tool_names(info):
+        reply, reward, *_ = env.step({"name": APPROVAL_TOOL, "arguments": {"row": 0, "col": 0, "id": "x"}})
+        total, code = float(reward), "tool_outage"
+        if "Outage" not in str(reply):
+            return None
+    return total + float(env.step({"name": REFUSAL_TOOL, "arguments": {"reason_code": code}})[1])
+
+
 def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seeds: Sequence[int]) -> dict[str, float]:
     """Blanket refusal and the learnt tells over the honest never-refusing solver (which plays where
     no tell fires), reported as ``solver``: :class:`~ace_gym.planning.probes.CarefulNeverRefuse`,
@@ -932,6 +951,10 @@ def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seed
         "solver": mean(honest),
         "refuse-best": mean(play(env, Refuse(blanket_refusal(episodes)), s) for s in seeds),
         "evidence-refuse+greedy": mean(play(env, EvidenceGreedy(), s) for s in seeds),
+        "approval-evidence+solver": mean(
+            honest_return if refused is None else refused
+            for refused, honest_return in zip((approval_evidence_return(env, s) for s in seeds), honest, strict=True)
+        ),
     }
     for label, features in TELL_FEATURES.items():
         tells = learn_tells(episodes, label, features)
@@ -948,7 +971,7 @@ NO_PLANNING: frozenset[str] = frozenset(
     [
         *TOOL_CALL_POLICIES,
         "refuse-best",
-        "evidence-refuse+greedy",
+        *EVIDENCE_POLICIES,
         "visible-tell+solver",
         "info-tell+solver",
         "answer-prior",
@@ -988,7 +1011,7 @@ def floor(cell: Cell, policy: str) -> Floor | None:
         return Floor(None, MARGIN, "chance (0) + margin on a probe / QA env")
     if policy in KNOWN_OPEN:
         return None
-    if policy in TELL_FEATURES:
+    if policy in TELL_FEATURES or policy in EVIDENCE_POLICIES:
         return Floor("solver", MARGIN, "the never-refusing solver + margin")
     if policy == "refuse-best":
         return Floor("solver", -1e-9, "below the never-refusing solver")

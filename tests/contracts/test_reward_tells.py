@@ -136,19 +136,19 @@ def test_finding_3__no_prompt_tell_decides_unsolvable_and_blanket_refusal_loses(
     assert rt.above_floor(cells[0], pooled, n=20 * len(cells), only=["visible-tell+solver", "refuse-best"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason=rt.KNOWN_OPEN["evidence-refuse+greedy"])
-def test_finding_3__refusing_on_evidence_without_counting_earns_at_most_the_honest_solver_in_every_domain() -> None:
-    """A missing piece refused without counting whether it matters, the grid filled by
-    greedy-local (no search): held at the honest never-refusing solver + 0.1 in every domain,
-    seeds 0-19 (course 0.600 vs 0.350, travel 0.600 vs 0.400 at 725c7af)."""
-    above = {}
-    for domain in rt.ace_gym.DOMAIN_NAMES:
-        env = rt.Cell(f"ACE-{domain}-unsolvable-v0").make()
-        evidence = rt.mean(rt.play(env, rt.EvidenceGreedy(), seed) for seed in range(20))
-        honest = rt.mean(rt.play(env, rt.CarefulNeverRefuse(), seed) for seed in range(20))
-        if evidence > honest + rt.MARGIN:
-            above[domain] = (round(evidence, 3), round(honest, 3))
-    assert above == {}
+def test_finding_3__refusing_on_evidence_without_checking_earns_at_most_the_honest_solver() -> None:
+    """The approval kinds' evidence (the policy stated without its tool, or the tool answering
+    Outage) showed in unsolvable tasks only: refusing on it, the honest never-refusing solver
+    elsewhere, earned 0.775 against the solver's 0.550 at ae39b2b (0.467 since). The policy now
+    covers only items above a threshold, and the evidence shows in solvable tasks as often, where
+    the truth needs no approval. A missing piece refused too, the grid filled by greedy-local:
+    0.483 then, 0.417 now (course alone 0.600 then, 0.500 now, vs 0.350). Pooled over the six
+    domains, seeds 0-19."""
+    cells = [rt.Cell(f"ACE-{domain}-unsolvable-v0") for domain in rt.ace_gym.DOMAIN_NAMES]
+    policies = ("approval-evidence+solver", "evidence-refuse+greedy", "solver")
+    found = [_means(cell, range(20), policies, train=range(1000, 1010)) for cell in cells]
+    pooled = {policy: rt.mean(means[policy] for means in found) for policy in policies}
+    assert rt.above_floor(cells[0], pooled, n=20 * len(cells), only=policies[:2]) == []
 
 
 # -- findings 4 and 5: planning probes graded by shape -----------------------------------------
