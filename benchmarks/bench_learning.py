@@ -1250,6 +1250,7 @@ def write_curves(runs: Sequence[Mapping[str, Any]], path: Path, window: int = 10
     reward_axes.legend(fontsize=7)
     success_axes.set_xlabel("GRPO step")
     success_axes.set_ylabel("success rate")
+    success_axes.set_ylim(-0.03, 1.03)
     success_axes.set_title(f"held-out instances ({runs[0]['stages'][0]['episodes']} episodes)")
     success_axes.legend(fontsize=7)
     write_atomic(path, lambda handle: figure.savefig(handle, format="png", dpi=80))
