@@ -971,6 +971,11 @@ def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], r
                 measure(run, f"GRPO step {state.global_step}", state.global_step, kwargs["model"], tokenizer)
                 kwargs["model"].train()
 
+        def on_log(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            # written as it goes: a run stopped before its last step keeps its training curve
+            results["grpo_log"] = [dict(entry) for entry in state.log_history]
+            write_json_atomic(out / "results.json", results)
+
     config = GRPOConfig(
         output_dir=str(checkpoints),
         max_steps=args.grpo_steps,
@@ -1047,6 +1052,7 @@ def combine(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="bench_learning.py combine", description=combine.__doc__)
     parser.add_argument("runs", nargs="+", help="run folders, each holding the results.json of one run")
     parser.add_argument("--out", help="write the summary here as JSON too")
+    parser.add_argument("--plot", help="draw every run's GRPO curves into this PNG file")
     options = parser.parse_args(argv)
     runs = []
     for folder in options.runs:
@@ -1058,6 +1064,8 @@ def combine(argv: Sequence[str]) -> int:
     print(summary_table(rows))
     if options.out:
         write_json_atomic(Path(options.out), {"rows": rows})
+    if options.plot:
+        write_curves(runs, Path(options.plot))
     return 0
 
 
@@ -1199,6 +1207,52 @@ def write_plot(results: Mapping[str, Any], path: Path) -> Path:
     held_out = stages[0]["episodes"]
     stage_axes.set_title(f"held-out instances ({held_out} episodes, greedy decoding unless marked)")
     stage_axes.legend(fontsize=7, loc="center right")
+    write_atomic(path, lambda handle: figure.savefig(handle, format="png", dpi=80))
+    return path
+
+
+def write_curves(runs: Sequence[Mapping[str, Any]], path: Path, window: int = 10) -> Path:
+    """Two panels, one line per run (track, arm and seed): GRPO's mean training reward per step
+    (a running mean over ``window`` steps), and held-out success at each evaluation from the start
+    of GRPO, greedy (solid) and at the training temperature (dashed)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ace_gym.atomic import write_atomic
+
+    figure = Figure(figsize=(10, 3.8), layout="constrained")
+    FigureCanvasAgg(figure)
+    reward_axes, success_axes = figure.subplots(1, 2)
+    for index, run in enumerate(runs):
+        settings = run["settings"]
+        label = f"{settings.get('track', 'scratch')} {settings.get('control', 'none')} seed {settings['seed']}"
+        colour = f"C{index}"
+        logged = [entry for entry in run.get("grpo_log", []) if "reward" in entry]
+        rewards = [entry["reward"] for entry in logged]
+        smoothed = [mean(rewards[max(0, k + 1 - window) : k + 1]) for k in range(len(rewards))]
+        reward_axes.plot([e["step"] for e in logged], smoothed, color=colour, label=label)
+        stages = [stage for stage in run["stages"] if stage["stage"] == "after SFT" or stage["grpo_step"] > 0]
+        steps = [stage["grpo_step"] for stage in stages]
+        success_axes.plot(
+            steps, [s["success_rate"] for s in stages], marker="o", color=colour, label=f"{label}, greedy"
+        )
+        success_axes.plot(
+            steps,
+            [s["sampled"]["success_rate"] for s in stages],
+            marker=".",
+            linestyle="--",
+            color=colour,
+            label=f"{label}, temperature {settings['temperature']}",
+        )
+    reward_axes.set_xlabel("GRPO step")
+    reward_axes.set_ylabel(f"training reward (running mean of {window} steps)")
+    reward_axes.set_title("GRPO's training reward")
+    reward_axes.legend(fontsize=7)
+    success_axes.set_xlabel("GRPO step")
+    success_axes.set_ylabel("success rate")
+    success_axes.set_ylim(-0.03, 1.03)
+    success_axes.set_title(f"held-out instances ({runs[0]['stages'][0]['episodes']} episodes)")
+    success_axes.legend(fontsize=7)
     write_atomic(path, lambda handle: figure.savefig(handle, format="png", dpi=80))
     return path
 

@@ -185,6 +185,36 @@ def test_quick_pretrained_run__loads_a_gguf_file_resumes_and_combines(
         bench_learning.main(["combine", str(tmp_path / "cache")])
 
 
+@pytest.mark.slow  # a quick run stopped in its second GRPO step
+def test_stopped_run__keeps_its_grpo_log_and_combine_plots_its_curves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    real_measure = bench_learning.measure
+
+    class Stopped(Exception):
+        pass
+
+    def measure(run: object, name: str, grpo_step: int, *rest: object) -> None:
+        if grpo_step == 2:
+            raise Stopped  # as a run killed at its deadline
+        real_measure(run, name, grpo_step, *rest)
+
+    monkeypatch.setattr(bench_learning, "measure", measure)
+    run = tmp_path / "run"
+    argv = ["--quick", "--out", str(run), "--pretrain-steps", "0", "--warmup-steps", "0"]
+    with pytest.raises(Stopped):
+        bench_learning.main([*argv, "--grpo-steps", "2", "--grpo-eval-every", "1", "--save-every", "1"])
+    results = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    assert [s["stage"] for s in results["stages"]][-2:] == ["after SFT", "GRPO step 1"]
+    (step,) = [entry for entry in results["grpo_log"] if "reward" in entry]  # the finished step, kept
+    assert step["step"] == 1 and "wall_s" not in results
+
+    plot = tmp_path / "curves.png"
+    assert bench_learning.main(["combine", str(run), "--plot", str(plot)]) == 0
+    assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
 def test_shuffled_within_groups__permutes_each_groups_rewards_by_the_step() -> None:
     def reward(ace_episode: list, **_: object) -> list[float]:
         return [float(value) for value in ace_episode]
