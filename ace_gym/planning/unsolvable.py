@@ -530,23 +530,26 @@ def add_markers(
     * the rules of one or two ruled hidden cells "in the attached sheet", which
       ``get_attachment`` either returns or does not while those rules do not matter.
 
-    Whether a withheld limit or sheet matters is certified as the unsolvable kinds are
-    (:func:`ace_gym.generators.certify`, truth valid and unique under the stated rules); where
-    it does, the marker takes its giving form. So the evidence of a missing piece (notes about
-    another rule, no file) marks solvable tasks too: only counting the completions the stated
-    rules leave tells a task to refuse."""
+    In a solvable task the phone and sheet markers are, like the approval one, first drawn with
+    probability ``rate`` in their withholding form (the first rule, or the first ruled cells in
+    a random order, whose piece does not matter) and otherwise in their giving form with
+    probability ``rate``. Whether a withheld limit or sheet matters is certified as the
+    unsolvable kinds are (:func:`ace_gym.generators.certify`, truth valid and unique under the
+    stated rules); where every one does, the marker takes its giving form. So the evidence of a
+    missing piece (notes about another rule, no file) marks solvable tasks at least as often as
+    unsolvable ones: only counting the completions the stated rules leave tells a task to refuse."""
     task = served if served is not None else UnsolvableVariant("", instance, {})
     used = MARKER_OF_KIND.get(task.kind)
     draws = {marker: rng.random() < rate for marker in MARKERS}  # one draw each, whatever the kind
-    withholds = {marker: rng.random() < 0.5 for marker in MARKERS}
+    again = {marker: rng.random() < rate for marker in MARKERS}  # a solvable task's draw of the giving form
     if task.solvable and draws["approval"]:
         task = _approval_marker(task, rng, ("outage", "missing")[int(rng.integers(2))])
     elif used != "approval" and (draws["approval"] or (task.solvable and rng.random() < rate)):
         task = _approval_marker(task, rng, "working")
-    if draws["phone"] and used != "phone":
-        task = _phone_marker(task, rng, withholds["phone"])
-    if draws["sheet"] and used != "sheet":
-        task = _sheet_marker(task, rng, withholds["sheet"])
+    if used != "phone" and (draws["phone"] or (task.solvable and again["phone"])):
+        task = _phone_marker(task, rng, withhold=task.solvable and draws["phone"])
+    if used != "sheet" and (draws["sheet"] or (task.solvable and again["sheet"])):
+        task = _sheet_marker(task, rng, withhold=task.solvable and draws["sheet"])
     return task
 
 
@@ -574,31 +577,41 @@ def _phone_marker(task: UnsolvableVariant, rng: np.random.Generator, withhold: b
     domain = get_domain(task.instance.domain)
     if not domain.global_rules or task.unverifiable_rule:
         return task
-    k = int(rng.integers(len(domain.global_rules)))
-    rule = domain.global_rules[k]
-    bound = task.instance.global_constraints[rule.name]
-    others = [j for j in range(len(domain.global_rules)) if j != k]
-    if withhold and others and task.solvable:
+    if withhold and task.solvable and len(domain.global_rules) > 1:
         compiled = compile_instance(task.instance)
-        declared = compiled.global_rules[k]
-        if int(declared.contribution.min(initial=0)) >= 0:
-            relaxed = (
-                declared.kind.largest_aggregate(int(declared.contribution.max(initial=0)), compiled.rows, compiled.cols)
-                if declared.kind.upper
-                else 0
-            )
-            data = task.instance.model_dump()
-            data["global_constraints"][rule.name] = relaxed
-            data["meta"].pop("certificate", None)  # a generator's certificate was of the stated bound
-            changed = type(task.instance).model_validate(data)
-            if _unique(changed):
-                j = others[int(rng.integers(len(others)))]
-                text = _withheld_text(task.instance.task_instruction, domain, k, bound)
-                text = _with_phone_note(text, j, task.instance.global_constraints[domain.global_rules[j].name])
-                served = changed.model_copy(update={"task_instruction": text})
-                return replace(task, instance=served, unverifiable_rule=rule.name)
+        for k in rng.permutation(len(domain.global_rules)).tolist():  # the first limit that does not matter
+            changed = _relaxed(task.instance, compiled, k)
+            if changed is None or not _unique(changed):
+                continue
+            rule = domain.global_rules[k]
+            others = [j for j in range(len(domain.global_rules)) if j != k]
+            j = others[int(rng.integers(len(others)))]
+            stated = task.instance.global_constraints
+            text = _withheld_text(task.instance.task_instruction, domain, k, stated[rule.name])
+            text = _with_phone_note(text, j, stated[domain.global_rules[j].name])
+            served = changed.model_copy(update={"task_instruction": text})
+            return replace(task, instance=served, unverifiable_rule=rule.name)
+    k = int(rng.integers(len(domain.global_rules)))
+    bound = task.instance.global_constraints[domain.global_rules[k].name]
     text = _with_phone_note(_withheld_text(task.instance.task_instruction, domain, k, bound), k, bound)
     return replace(task, instance=task.instance.model_copy(update={"task_instruction": text}))
+
+
+def _relaxed(instance: Instance, compiled: CompiledInstance, k: int) -> Instance | None:
+    """``instance`` with global rule ``k``'s bound replaced by one no grid reaches (as
+    ``missing_information`` serves it), or None when the rule has a negative contribution."""
+    declared = compiled.global_rules[k]
+    if int(declared.contribution.min(initial=0)) < 0:
+        return None
+    relaxed = (
+        declared.kind.largest_aggregate(int(declared.contribution.max(initial=0)), compiled.rows, compiled.cols)
+        if declared.kind.upper
+        else 0
+    )
+    data = instance.model_dump()
+    data["global_constraints"][declared.name] = relaxed
+    data["meta"].pop("certificate", None)  # a generator's certificate was of the stated bound
+    return type(instance).model_validate(data)
 
 
 def _sheet_marker(task: UnsolvableVariant, rng: np.random.Generator, withhold: bool) -> UnsolvableVariant:
@@ -607,20 +620,39 @@ def _sheet_marker(task: UnsolvableVariant, rng: np.random.Generator, withhold: b
     if not ruled or task.attachment_offered:
         return task
     count = min(len(ruled), 1 + int(rng.integers(2)))
+    if withhold and task.solvable:
+        picked = _irrelevant_slots(task.instance, ruled, count, rng)
+        if picked:
+            cells = tuple((task.instance.slots[s].row, task.instance.slots[s].col) for s in picked)
+            changed = _without_slot_rules(task.instance, picked)
+            text = _moved_to_sheet(task.instance.task_instruction, cells)[0]
+            return replace(task, instance=changed.model_copy(update={"task_instruction": text}), attachment_cells=cells)
     picked = sorted(ruled[int(i)] for i in rng.choice(len(ruled), size=count, replace=False))
     cells = tuple((task.instance.slots[s].row, task.instance.slots[s].col) for s in picked)
     text, sheet = _moved_to_sheet(task.instance.task_instruction, cells)
-    if withhold and task.solvable:
-        data = task.instance.model_dump()
-        _drop_slot_rules(data, picked)
-        data["meta"].pop("certificate", None)
-        changed = type(task.instance).model_validate(data)
-        if _unique(changed):
-            served = changed.model_copy(update={"task_instruction": text})
-            return replace(task, instance=served, attachment_cells=cells)
     return replace(
         task, instance=task.instance.model_copy(update={"task_instruction": text}), sheet=sheet, sheet_cells=cells
     )
+
+
+def _irrelevant_slots(instance: Instance, ruled: Sequence[int], count: int, rng: np.random.Generator) -> list[int]:
+    """Up to ``count`` of the ``ruled`` slots (drawn in ``rng``'s order) whose rules, dropped
+    together, leave the truth the one completion; empty when no slot's do."""
+    picked: list[int] = []
+    for s in rng.permutation(ruled).tolist():
+        if _unique(_without_slot_rules(instance, [*picked, int(s)])):
+            picked.append(int(s))
+            if len(picked) == count:
+                break
+    return sorted(picked)
+
+
+def _without_slot_rules(instance: Instance, slots: Sequence[int]) -> Instance:
+    """``instance`` with the rules of ``slots`` dropped (its generator's certificate with them)."""
+    data = instance.model_dump()
+    _drop_slot_rules(data, slots)
+    data["meta"].pop("certificate", None)
+    return type(instance).model_validate(data)
 
 
 def _moved_to_sheet(text: str, cells: Sequence[tuple[int, int]]) -> tuple[str, str]:

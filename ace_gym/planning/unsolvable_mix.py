@@ -45,7 +45,8 @@ until issue 38), so that refusing every task with the most frequent code earns l
 refusing and solving what can be solved (docs/planning.md has the numbers)."""
 DEFAULT_MARKER_RATE = 0.5
 """How often each marker of an unsolvable kind appears, in its working form, in a task that is
-not of that kind (:func:`ace_gym.planning.unsolvable.add_markers`)."""
+not of that kind; a solvable task draws it a second time, so shows it three times in four at 0.5
+(:func:`ace_gym.planning.unsolvable.add_markers`)."""
 REFUSAL_LINE = (
     "If the task cannot be completed as specified (contradictory constraints, a required tool that is "
     "unavailable or missing, or information the task needs but does not give), do not finish it: "

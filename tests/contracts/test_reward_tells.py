@@ -24,7 +24,10 @@ import re
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
+
+from ace_gym.planning.probes import CarefulNeverRefuse
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("reward_tells", ROOT / "benchmarks" / "reward_tells.py")
@@ -149,6 +152,19 @@ def test_finding_3__refusing_on_evidence_without_checking_earns_at_most_the_hone
     found = [_means(cell, range(20), policies, train=range(1000, 1010)) for cell in cells]
     pooled = {policy: rt.mean(means[policy] for means in found) for policy in policies}
     assert rt.above_floor(cells[0], pooled, n=20 * len(cells), only=policies[:2]) == []
+
+
+def test_finding_3__refusing_a_missing_piece_without_counting_earns_at_most_the_honest_solver_per_domain() -> None:
+    """The evidence refused without counting, the grid filled by greedy-local, in the domains
+    where it stayed above the honest never-refusing solver + 0.1 on seeds 0-19 after the approval
+    fix (course 0.500 vs 0.350, travel 0.600 vs 0.400: the unsolvable draws of those seeds, 12 of
+    20 in travel, every one showing evidence). Held per domain over seeds 0-99."""
+    for domain in ("course", "travel"):
+        env = gym.make(f"ACE-{domain}-unsolvable-v0")
+        seeds = range(100)
+        evidence = rt.mean(rt.play(env, rt.EvidenceGreedy(), seed) for seed in seeds)
+        honest = rt.mean(rt.play(env, CarefulNeverRefuse(), seed) for seed in seeds)
+        assert evidence <= honest + 0.1, (domain, evidence, honest)
 
 
 # -- findings 4 and 5: planning probes graded by shape -----------------------------------------

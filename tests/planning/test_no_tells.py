@@ -8,6 +8,7 @@ Every policy here acts only on what a model sees; the outcome is read from the l
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -83,6 +84,38 @@ def test_unsolvable_markers__an_approval_that_cannot_be_had_marks_solvable_tasks
                     continue
             shown[bool(_outcome(env)["unsolvable"])] += 1
     assert shown[True] and shown[False] >= shown[True] / 2, shown
+
+
+_WITHHELD_RULE = re.compile(r"\((\d+)\) [^\n]*?, where " + re.escape(PHONE_LIMIT))
+_NOTED_RULE = re.compile(r"we confirmed the limit of global constraint \((\d+)\)")
+
+
+def _missing_piece(env: UnsolvableMix, info: dict[str, Any]) -> bool:
+    """Whether the task withholds a piece, read as an agent reads it: a limit agreed on the phone
+    that the notes do not give, or an attached sheet that ``get_attachment`` does not return."""
+    text = info["system_prompt"]
+    withheld = _WITHHELD_RULE.search(text)
+    if withheld is not None and withheld.group(1) not in _NOTED_RULE.findall(text):
+        return True
+    if ATTACHMENT_TOOL not in _names(info):
+        return False
+    reply = env.step({"name": ATTACHMENT_TOOL, "arguments": {}})[0]
+    return json.loads(reply)["data"]["attachment"] is None
+
+
+def test_unsolvable_markers__a_missing_limit_or_sheet_marks_solvable_tasks_as_often() -> None:
+    """Finding 3 after the approval fix (b8f3923): a withheld limit or sheet showed in solvable
+    tasks only where a random pick happened not to matter, 20 solvable against 58 unsolvable
+    episodes here, so refusing on it paid. Solvable tasks now withhold a piece the other rules
+    make irrelevant as often as the marker shows."""
+    shown = {True: 0, False: 0}  # unsolvable -> episodes withholding a piece
+    for domain in ("travel", "workforce"):
+        env = UnsolvableMix(AceEnv(domain), p_unsolvable=0.5)
+        for seed in range(100):
+            _, info = env.reset(seed=seed)
+            if _missing_piece(env, info):
+                shown[bool(_outcome(env)["unsolvable"])] += 1
+    assert shown[True] and shown[False] >= shown[True], shown
 
 
 def test_unsolvable_answer_key__stays_out_of_info_until_the_episode_ends() -> None:

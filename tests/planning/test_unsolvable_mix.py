@@ -221,34 +221,39 @@ def test_markers_in_solvable_tasks__give_what_the_task_needs_or_withhold_what_do
     """Each marker in a solvable task either gives its piece (the limit in the notes, the sheet) or
     withholds one that the other rules make irrelevant (the truth stays the one completion), so
     the evidence of a missing piece marks solvable tasks too."""
-    env = UnsolvableMix(AceEnv("travel"), p_unsolvable=0.0, marker_rate=1.0)
+    env = UnsolvableMix(AceEnv("travel"), p_unsolvable=0.0)
     forms: set[str] = set()
-    for seed in range(12):
+    for seed in range(24):
         _, info = env.reset(seed=seed)
         key, served = env.answer_key(), env.unwrapped.compiled.instance
         bare = AceEnv("travel")
         bare.reset(seed=seed)
         original = bare.compiled.instance
-        assert APPROVAL_POLICY_PATTERN.search(info["system_prompt"]) and PHONE_LIMIT in info["system_prompt"]
-        withheld = re.search(r"\((\d+)\) [^\n]*, where X is", info["system_prompt"])
-        note = re.search(r"global constraint \((\d+)\): (-?\d+)\.", info["system_prompt"])
-        assert withheld is not None and note is not None
-        gives_limit = note.group(1) == withheld.group(1)
+        gives_limit = gives_sheet = True
+        if PHONE_LIMIT in info["system_prompt"]:
+            withheld = re.search(r"\((\d+)\) [^\n]*, where X is", info["system_prompt"])
+            note = re.search(r"global constraint \((\d+)\): (-?\d+)\.", info["system_prompt"])
+            assert withheld is not None and note is not None
+            gives_limit = note.group(1) == withheld.group(1)
+            forms.add("limit given" if gives_limit else "limit withheld")
         assert gives_limit == (key["unverifiable_rule"] == "")
-        reply = json.loads(env.step({"name": ATTACHMENT_TOOL, "arguments": {}})[0])["data"]["attachment"]
-        assert (reply is not None) == bool(key["sheet_cells"]) != bool(key["attachment_cells"])
-        for row, col in key["sheet_cells"]:
-            assert f"For slot ({row}, {col}):" in reply and f"slot ({row}, {col}) must" not in info["system_prompt"]
-        if gives_limit and key["sheet_cells"]:  # nothing withheld: the served rules are the drawn instance's
+        if ATTACHMENT_TOOL in _names(info):
+            reply = json.loads(env.step({"name": ATTACHMENT_TOOL, "arguments": {}})[0])["data"]["attachment"]
+            assert (reply is not None) == bool(key["sheet_cells"]) != bool(key["attachment_cells"])
+            for row, col in key["sheet_cells"]:
+                assert f"For slot ({row}, {col}):" in reply and f"slot ({row}, {col}) must" not in info["system_prompt"]
+            gives_sheet = reply is not None
+            forms.add("sheet" if gives_sheet else "no file")
+        assert gives_sheet == (not key["attachment_cells"])
+        if gives_limit and gives_sheet:  # nothing withheld: the served rules are the drawn instance's
             assert served.global_constraints == original.global_constraints
             assert [x.slot_constraints for x in served.slots] == [x.slot_constraints for x in original.slots]
         else:  # withheld pieces the other rules make irrelevant
             assert certify(served).truth_valid and certify(served).truth_unique
-        forms |= {"limit given" if gives_limit else "limit withheld", "sheet" if reply else "no file"}
+        if key["approval"] not in ("outage", "missing"):
+            continue
         # the approval tool is out or not offered, and the truth needs no approval
-        assert key["approval"] in ("outage", "missing") and (APPROVAL_TOOL in _names(info)) == (
-            key["approval"] == "outage"
-        )
+        assert (APPROVAL_TOOL in _names(info)) == (key["approval"] == "outage")
         for slot in env.unwrapped.compiled.slots:
             truth = env.unwrapped.compiled.item_ids[int(env.unwrapped.compiled.truth[slot.cell])]
             arguments = {"row": slot.row, "col": slot.col, "id": truth}
