@@ -10,7 +10,7 @@ import pytest
 
 from ace_gym.cli import main
 from ace_gym.envs.sources import DatasetSource
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.exit_codes import EXIT_CONFIG
 from ace_gym.hub import episode_spec
 from ace_gym.instance import resolve_dataset

@@ -20,7 +20,7 @@ MARGIN = 0.1
 
 def specs(dataset: str, count: int) -> list[EpisodeSpec]:
     return [
-        fit_spec(EpisodeSpec(domain, dataset, instance_index=i, seed=i)) for domain in DOMAINS for i in range(count)
+        fit_spec(EpisodeSpec.of(domain, dataset, instance_index=i, seed=i)) for domain in DOMAINS for i in range(count)
     ]
 
 
@@ -38,17 +38,17 @@ def test_fit__check_guided_search_earns_about_greedy_and_the_reference_solves_al
 
 def test_default_budgets__check_guided_search_pays_which_is_why_fit_budgets_them() -> None:
     """Without budgets the same search earns several times greedy-local (0.55-0.75 in the issue)."""
-    unlimited = [EpisodeSpec(domain, "5x7", instance_index=i, seed=i) for domain in DOMAINS for i in range(0, 54, 2)]
+    unlimited = [EpisodeSpec.of(domain, "5x7", instance_index=i, seed=i) for domain in DOMAINS for i in range(0, 54, 2)]
     assert mean_score(unlimited, CheckGuidedSearch()) > mean_score(unlimited, make_policy("greedy")) + 0.3
 
 
 def test_fit_settings__budget_checks_and_queries_and_renumber_the_published_names() -> None:
     assert FIT["env_kwargs"] == {"observation": "compact", **FIT_BUDGETS}
     assert FIT_BUDGETS["global_check_alpha"] != -1 and FIT_BUDGETS["extra_query_num"] != -1
-    assert fit_spec(EpisodeSpec("meal", "5x7")).env_kwargs == FIT["env_kwargs"]
-    assert fit_spec(EpisodeSpec("meal")).env_kwargs == {"item_names": "renumbered", **FIT["env_kwargs"]}
-    own = fit_spec(EpisodeSpec("meal", env_kwargs={"item_names": "published"}))
+    assert fit_spec(EpisodeSpec.of("meal", "5x7")).env_kwargs == FIT["env_kwargs"]
+    assert fit_spec(EpisodeSpec.of("meal")).env_kwargs == {"item_names": "renumbered", **FIT["env_kwargs"]}
+    own = fit_spec(EpisodeSpec.of("meal", env_kwargs={"item_names": "published"}))
     assert own.env_kwargs["item_names"] == "published"  # a spec's own choice is kept
-    assert fit_stack(EpisodeSpec("meal").stack()).env_kwargs["item_names"] == "renumbered"
+    assert fit_stack(EpisodeSpec.of("meal").stack()).env_kwargs["item_names"] == "renumbered"
     procedural = fit_stack(StackSpec.of("ACE-meal-procedural-v0", {}, []))
     assert procedural.env_kwargs == FIT["env_kwargs"]  # generated names carry no tell

@@ -209,8 +209,8 @@ def test_violations__a_recipe_that_drops_a_limit_or_trains_one_call_per_turn_fai
     dropped = section.replace(" data.max_prompt_length=6144", "")
     assert violations(recipes(TEXT.replace(section, dropped))["verl"], longest(RECIPES["verl"].specs))
     default = section.replace(
-        'fit_spec(EpisodeSpec(domain, "5x7", instance_index=i, seed=i, max_turns=8))',
-        'EpisodeSpec(domain, "5x7", instance_index=i, seed=i, max_turns=8)',
+        'fit_spec(EpisodeSpec.of(domain, "5x7", instance_index=i, seed=i, max_turns=8))',
+        'EpisodeSpec.of(domain, "5x7", instance_index=i, seed=i, max_turns=8)',
     )
     unfit = recipes(TEXT.replace(section, default))["verl"]
     assert reference_policy(unfit.specs) == "solver"

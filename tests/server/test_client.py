@@ -19,7 +19,7 @@ from gymnasium.utils.env_checker import check_env
 from ace_gym.cli import main
 from ace_gym.eval.remote import remote_specs
 from ace_gym.eval.replay import replay_record
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.policies import make_scripted_policy
 from ace_gym.runs.results import read_records
 from ace_gym.server.app import ServerConfig
@@ -107,8 +107,8 @@ def test_remote_env__an_action_json_cannot_hold_is_the_envs_error_and_the_sessio
 
 def _specs() -> list[EpisodeSpec]:
     return [
-        EpisodeSpec("meal", instance_index=3, seed=5, tool_failure_rate=0.2, max_turns=200),
-        EpisodeSpec("travel", instance_index=20, seed=1, env_kwargs={"extra_query_num": 0}),
+        EpisodeSpec.of("meal", instance_index=3, seed=5, tool_failure_rate=0.2, max_turns=200),
+        EpisodeSpec.of("travel", instance_index=20, seed=1, env_kwargs={"extra_query_num": 0}),
     ]
 
 
@@ -121,7 +121,7 @@ def test_run_episodes__scripted_records_against_a_server_equal_the_local_ones(ur
 
 def test_run_episodes__failure_modes_reach_the_server_and_remote_records_replay_locally(url: str) -> None:
     options = {"failure_modes": ["timeout", "rate_limit"], "tool_rates": {"done": 0.0}}
-    specs = [EpisodeSpec("meal", instance_index=0, seed=1, tool_failure_rate=0.5, failure_injection=options)]
+    specs = [EpisodeSpec.of("meal", instance_index=0, seed=1, tool_failure_rate=0.5, failure_injection=options)]
     policy = make_scripted_policy("probe-retry-failures")
     local = [comparable(r) for r in run_episodes(specs, policy)]
     remote = [comparable(r) for r in run_episodes(remote_specs(specs, url), policy)]
