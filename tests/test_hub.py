@@ -87,7 +87,7 @@ def test_episode_specs__round_trip_and_play_their_rows_instance(export: Path) ->
         for row in rows:
             assert EpisodeSpec.from_json(row["episode"]).to_json() == row["episode"]
         spec = episode_spec(rows[-1]["episode"], root)
-        env = spec.make_core_env()
+        env = spec.stack.below("chat_adapter").make()
         _, info = env.reset(seed=spec.seed, options=spec.reset_options())
         assert info["instance_id"] == rows[-1]["instance_id"]
         assert env.unwrapped.dataset.model == resolve_dataset(rows, spec.domain).model

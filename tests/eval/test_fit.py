@@ -45,10 +45,19 @@ def test_default_budgets__check_guided_search_pays_which_is_why_fit_budgets_them
 def test_fit_settings__budget_checks_and_queries_and_renumber_the_published_names() -> None:
     assert FIT["env_kwargs"] == {"observation": "compact", **FIT_BUDGETS}
     assert FIT_BUDGETS["global_check_alpha"] != -1 and FIT_BUDGETS["extra_query_num"] != -1
-    assert fit_spec(EpisodeSpec.of("meal", "5x7")).env_kwargs == FIT["env_kwargs"]
-    assert fit_spec(EpisodeSpec.of("meal")).env_kwargs == {"item_names": "renumbered", **FIT["env_kwargs"]}
+    assert fit_spec(EpisodeSpec.of("meal", "5x7")).stack.env_kwargs == {
+        "domain": "meal",
+        "dataset": "5x7",
+        **FIT["env_kwargs"],
+    }
+    assert fit_spec(EpisodeSpec.of("meal")).stack.env_kwargs == {
+        "domain": "meal",
+        "dataset": "5x5",
+        "item_names": "renumbered",
+        **FIT["env_kwargs"],
+    }
     own = fit_spec(EpisodeSpec.of("meal", env_kwargs={"item_names": "published"}))
-    assert own.env_kwargs["item_names"] == "published"  # a spec's own choice is kept
-    assert fit_stack(EpisodeSpec.of("meal").stack()).env_kwargs["item_names"] == "renumbered"
+    assert own.stack.env_kwargs["item_names"] == "published"  # a spec's own choice is kept
+    assert fit_spec(EpisodeSpec.of("meal", scenario={"stages": 2})).stack.env_kwargs["item_names"] == "renumbered"
     procedural = fit_stack(StackSpec.of("ACE-meal-procedural-v0", {}, []))
     assert procedural.env_kwargs == FIT["env_kwargs"]  # generated names carry no tell

@@ -97,7 +97,8 @@ def test_published_failure_only__by_default() -> None:
         [EpisodeSpec.of("course", instance_index=0, tool_failure_rate=0.6, max_turns=200)], make_policy("solver")
     )
     assert {f["mode"] for f in record["failures"]} == {"failed"}
-    assert record["replay"]["env_spec"]["additional_wrappers"][0]["kwargs"]["failure_modes"] == ["failed"]
+    # the stack names the rate alone: the wrapper's default modes, the published failure
+    assert record["replay"]["spec"]["stack"]["wrappers"][0] == {"name": "failure_injection", "kwargs": {"rate": 0.6}}
 
 
 @pytest.mark.parametrize("mode", sorted(FAILURE_ENVELOPES))

@@ -170,7 +170,9 @@ def test_run_episodes__chat_engine_gets_all_active_conversations_in_one_call() -
 
 
 def test_run_episodes__chat_record_keeps_token_ids_usage_and_reasoning() -> None:
-    (record,) = run_episodes([EpisodeSpec.of("workforce", instance_index=16, tool_failure_rate=0.1)], SolverChatEngine())
+    (record,) = run_episodes(
+        [EpisodeSpec.of("workforce", instance_index=16, tool_failure_rate=0.1)], SolverChatEngine()
+    )
     assert set(record) == RECORD_KEYS and record["score"] == 1
     assert json.loads(json.dumps(record)) == record
     turns = record["turns"]
@@ -200,10 +202,9 @@ def test_run_episodes__rejects_a_non_policy_and_bad_batch_size() -> None:
 
 
 def test_episode_spec__takes_numpy_integers_as_plain_ones_and_refuses_bools() -> None:
-    spec = EpisodeSpec.of("course", instance_index=3, max_turns=np.int64(5))
-    assert type(spec.max_turns) is int and spec.key("p") == EpisodeSpec.of("course", instance_index=3, max_turns=5).key(
-        "p"
-    )
+    spec = EpisodeSpec.of("course", instance_index=np.int64(3), max_turns=np.int64(5))
+    assert dict(spec.stack.wrappers)["step_budget"] == {"max_turns": 5} and type(spec.instance_index) is int
+    assert spec.key("p") == EpisodeSpec.of("course", instance_index=3, max_turns=5).key("p")
     assert len(spec.group(np.int32(3))) == 3
     with pytest.raises(ConfigError):
         EpisodeSpec.of("course", max_turns=True)  # type: ignore[arg-type]
@@ -299,7 +300,7 @@ def test_run_vector_episodes__refuses_other_autoreset_modes() -> None:
 
 
 def _reuse_specs() -> list[EpisodeSpec]:
-    """Specs of every stack kind :meth:`EpisodeSpec.make_env` builds, three episodes each (other
+    """Specs of every stack kind :meth:`EpisodeSpec.of` builds, three episodes each (other
     instances, seeds and trials), so that a rollout of batch size 1 plays each stack three times."""
     stacks: list[dict[str, Any]] = [
         {"domain": "course"},

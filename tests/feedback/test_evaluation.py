@@ -42,15 +42,16 @@ def test_episode_spec__the_threshold_and_the_reward_are_named_in_the_key() -> No
     reward until issue 38) gets a key no record played under the old default has."""
     explicit = EpisodeSpec.of("meal", instance_index=3, feedback_rounds={"max_attempts": 2, "threshold": 0.6})
     assert explicit.key("p").endswith(
-        '|{"feedback_rounds": {"final_reward": "pass_discount", "max_attempts": 2, "threshold": 0.6}, '
-        '"max_turns": null}'
+        '{"kwargs": {"final_reward": "pass_discount", "max_attempts": 2, "threshold": 0.6}, '
+        '"name": "feedback_rounds"}]}'
     )
     default = EpisodeSpec.of("meal", instance_index=3, feedback_rounds={"max_attempts": 2})
-    assert default.feedback_rounds == {"max_attempts": 2, "threshold": 1.0, "final_reward": "pass_discount"}
+    rounds = dict(default.stack.wrappers)["feedback_rounds"]
+    assert rounds == {"max_attempts": 2, "threshold": 1.0, "final_reward": "pass_discount"}
     assert '"threshold": 1.0' in default.key("p")
     rubric = EpisodeSpec.of("meal", instance_index=3, scenario={"stages": 2, "final_reward": "final"})
-    assert rubric.scenario == {"stages": 2, "final_reward": "final"}
-    assert EpisodeSpec.of("meal", scenario={"stages": 2}).scenario == {"stages": 2, "final_reward": "pass_discount"}
+    assert rubric.stack.env_kwargs["final_reward"] == "final" and '"final_reward": "final"' in rubric.key("p")
+    assert EpisodeSpec.of("meal", scenario={"stages": 2}).stack.env_kwargs["final_reward"] == "pass_discount"
 
 
 def test_eval__a_run_that_relied_on_the_old_default_is_not_resumed_at_the_new_one(

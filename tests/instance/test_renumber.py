@@ -51,7 +51,7 @@ def test_training_defaults__have_no_name_tell() -> None:
     by_name, random_valid = scores(fresh, SmallestName()), scores(fresh, CheckGuidedSearch(max_calls=1))
     assert by_name <= random_valid + TOLERANCE, (by_name, random_valid)
     fit = [fit_spec(spec) for spec in all_of("5x5")[::5]]
-    assert {spec.env_kwargs["item_names"] for spec in fit} == {"renumbered"}
+    assert {spec.stack.env_kwargs["item_names"] for spec in fit} == {"renumbered"}
     assert scores(fit, SmallestName()) < 0.4
 
 

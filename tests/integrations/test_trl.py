@@ -597,9 +597,7 @@ class BatchingSolverTurns:
         self.closing = closing
         self.episodes, self.texts = {}, {}
         for spec in specs:
-            observation, info = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs).reset(
-                seed=spec.seed, options=spec.reset_options()
-            )
+            observation, info = AceEnv(**spec.stack.env_kwargs).reset(seed=spec.seed, options=spec.reset_options())
             self.episodes[observation] = BatchingSolver().start(observation, info, seed=0)
             self.texts[observation] = []
 

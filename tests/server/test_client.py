@@ -17,9 +17,9 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 from ace_gym.cli import main
-from ace_gym.eval.remote import remote_specs
-from ace_gym.eval.replay import replay_record
 from ace_gym.eval import EpisodeSpec, run_episodes
+from ace_gym.eval.remote import RemoteStackFactory
+from ace_gym.eval.replay import replay_record
 from ace_gym.policies import make_scripted_policy
 from ace_gym.runs.results import read_records
 from ace_gym.server.app import ServerConfig
@@ -114,7 +114,9 @@ def _specs() -> list[EpisodeSpec]:
 
 def test_run_episodes__scripted_records_against_a_server_equal_the_local_ones(url: str) -> None:
     local = [comparable(r) for r in run_episodes(_specs(), make_scripted_policy("solver"))]
-    remote = [comparable(r) for r in run_episodes(remote_specs(_specs(), url), make_scripted_policy("solver"))]
+    remote = [
+        comparable(r) for r in run_episodes(_specs(), make_scripted_policy("solver"), make_env=RemoteStackFactory(url))
+    ]
     assert remote == local
     assert [r["score"] for r in remote] == [1, 1]
 
@@ -124,14 +126,17 @@ def test_run_episodes__failure_modes_reach_the_server_and_remote_records_replay_
     specs = [EpisodeSpec.of("meal", instance_index=0, seed=1, tool_failure_rate=0.5, failure_injection=options)]
     policy = make_scripted_policy("probe-retry-failures")
     local = [comparable(r) for r in run_episodes(specs, policy)]
-    remote = [comparable(r) for r in run_episodes(remote_specs(specs, url), policy)]
+    remote = [comparable(r) for r in run_episodes(specs, policy, make_env=RemoteStackFactory(url))]
     assert remote == local and {f["mode"] for f in remote[0]["failures"]} == {"timeout", "rate_limit"}
     assert replay_record(remote[0]) is None
 
 
 def test_run_episodes__chat_engine_records_against_a_server_equal_the_local_ones(url: str) -> None:
     local = [comparable(r) for r in run_episodes(_specs(), SolverChatEngine(), batch_size=2)]
-    remote = [comparable(r) for r in run_episodes(remote_specs(_specs(), url), SolverChatEngine(), batch_size=2)]
+    remote = [
+        comparable(r)
+        for r in run_episodes(_specs(), SolverChatEngine(), batch_size=2, make_env=RemoteStackFactory(url))
+    ]
     assert remote == local
     assert all(r["turns"] and r["messages"][-1]["role"] == "tool" for r in remote)
 

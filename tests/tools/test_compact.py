@@ -82,9 +82,15 @@ def test_fit_spec__adds_compact_observations_and_keeps_the_specs_own_settings() 
     from ace_gym.eval.fit import FIT, fit_spec, fit_stack
 
     spec = fit_spec(EpisodeSpec.of("course", instance_index=3, env_kwargs={"check_include_reason": True}))
-    assert spec.env_kwargs == {"item_names": "renumbered", "check_include_reason": True, **FIT["env_kwargs"]}
+    assert spec.stack.env_kwargs == {
+        "domain": "course",
+        "dataset": "5x5",
+        "item_names": "renumbered",
+        "check_include_reason": True,
+        **FIT["env_kwargs"],
+    }
     assert FIT["env_kwargs"]["observation"] == "compact" and FIT["policy"] == "solver-batch"
-    assert fit_stack(EpisodeSpec.of("course").stack()).env_kwargs["observation"] == "compact"
+    assert fit_stack(EpisodeSpec.of("course").stack).env_kwargs["observation"] == "compact"
     (record,) = run_episodes([spec], make_policy(FIT["policy"]))
     assert record["score"] == 1.0 and record["usage"]["turns"] <= 4
     assert COMPACT_NOTE in record["messages"][0]["content"]
