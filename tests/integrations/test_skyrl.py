@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -39,7 +38,7 @@ def make(row: dict) -> BaseTextEnv:
 
 def test_write_dataset__rows_name_the_env_class_and_the_episode(rows: list[dict]) -> None:
     assert [row["env_class"] for row in rows] == [ENV_CLASS, ENV_CLASS]
-    assert [json.loads(row["extra_info"]["ace_episode"])["domain"] for row in rows] == ["course", "travel"]
+    assert [EpisodeSpec.from_json(row["extra_info"]["ace_episode"]).domain for row in rows] == ["course", "travel"]
     system, user = rows[0]["prompt"]
     assert system["role"] == "system" and "<tools>" in system["content"] and '"name": "set_slot"' in system["content"]
     assert user["role"] == "user" and "null" in user["content"]

@@ -395,7 +395,7 @@ def test_rollout_func__refuses_two_specs_that_open_alike_but_play_differently() 
     same = EpisodeSpec.of("course", instance_index=0, seed=1)
     rollout_func([same, dataclasses.replace(same, trial=3)])  # GRPO members of one row: fine
     with pytest.raises(ConfigError, match="same conversation"):
-        rollout_func([same, dataclasses.replace(same, tool_failure_rate=0.5)])
+        rollout_func([same, EpisodeSpec.of("course", instance_index=0, seed=1, tool_failure_rate=0.5)])
 
 
 class _Stub:
