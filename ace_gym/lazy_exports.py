@@ -9,39 +9,26 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 
-def lazy_exports(module: str, home: str, names: Iterable[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of module ``module`` that import ``names`` from module
-    ``home`` on first access. A name found is stored in the module, so later lookups skip the
-    hook and see the same object as ``from home import name``; any other name is an
-    AttributeError, as for a plain module."""
-    lazy = frozenset(names)
+def lazy_homes(module: str, homes: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of module ``module`` that import each name of ``homes``
+    from the module ``homes`` maps it to, on first access. A name found is stored in the module, so
+    later lookups skip the hook and see the same object as ``from home import name``; any other
+    name is an AttributeError, as for a plain module."""
 
     def __getattr__(name: str) -> Any:  # the module hook's own name
-        if name not in lazy:
+        home = homes.get(name)
+        if home is None:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         found = getattr(importlib.import_module(home), name)
         setattr(sys.modules[module], name, found)
         return found
 
     def __dir__() -> list[str]:
-        return sorted({*vars(sys.modules[module]), *lazy})
-
-    return __getattr__, __dir__
-
-
-def lazy_homes(module: str, homes: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """:func:`lazy_exports` for names from several home modules: ``homes`` maps each name to the
-    module that holds it."""
-    hooks = {
-        home: lazy_exports(module, home, [n for n, h in homes.items() if h == home])[0] for home in {*homes.values()}
-    }
-
-    def __getattr__(name: str) -> Any:  # the module hook's own name
-        if name not in homes:
-            raise AttributeError(f"module {module!r} has no attribute {name!r}")
-        return hooks[homes[name]](name)
-
-    def __dir__() -> list[str]:
         return sorted({*vars(sys.modules[module]), *homes})
 
     return __getattr__, __dir__
+
+
+def lazy_exports(module: str, home: str, names: Iterable[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """:func:`lazy_homes` for names that all live in the module ``home``."""
+    return lazy_homes(module, dict.fromkeys(names, home))

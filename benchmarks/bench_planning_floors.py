@@ -14,7 +14,7 @@ Every policy acts only on what a model sees. Mean reward over seeds S..S+N-1 (de
   completions: a missing limit or sheet is refused; the grid filled by greedy-local: no search). Also the tells' catch rate on unsolvable tasks and
   false-fire rate on solvable ones.
 * ``ACE-Holistic-v0``, per domain: ``template`` (per hidden cell one query per stated slot rule,
-  ``set_slot`` "the id chosen from step k", a global check, ``done``) and, when the env acts
+  ``set_slot`` "the id chosen from step k", a global check where offered, ``done``) and, when the env acts
   after the plan, the template carried out blindly (each cell set to a random id its queries
   returned for every rule) and carried out by the exact solver (the honest reference).
 * ``ACE-StepWise-v0`` (domains drawn from the seed): ``blind`` (a query on the first hidden cell
@@ -154,7 +154,8 @@ def template_plan(observation: str, info: Mapping[str, Any]) -> dict[str, Any]:
                 "reason": "fill",
             }
         )
-    chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
+    if view.global_check_budget != 0:  # a check where the task offers one
+        chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
     chain.append({"name": "done", "arguments": {}, "reason": "finish"})
     return {"plan": "query, fill, verify", "tool_chain": chain}
 
@@ -173,7 +174,8 @@ def blind_fill(observation: str, info: Mapping[str, Any], rng: np.random.Generat
                 "name": view.tool("set_slot"),
                 "arguments": {"row": slot.row, "col": slot.col, "id": str(rng.choice(sorted(common)))},
             }
-    yield {"name": view.tool("global_check"), "arguments": {}}
+    if view.global_check_budget != 0:
+        yield {"name": view.tool("global_check"), "arguments": {}}
     yield {"name": "done", "arguments": {}}
 
 

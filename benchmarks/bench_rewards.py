@@ -42,10 +42,16 @@ REWARDS: dict[str, tuple[str, str]] = {
         "[0, 1]",
     ),
     "ACE-Holistic-v0": (
-        "act after plan: the executed plan's final reward (1 if it solves) x the plan's score",
-        "[0, 1]",
+        "act after plan (renumbered names, no global check): the plan's score x (1 if the executed grid "
+        "solves, else -q/(1-q); q: a random slot-valid grid's chance, at most 1/3)",
+        "[-1/2, 1]",
     ),
-    "ACE-StepWise-v0": ("APB's grade of the prediction, paid when its tools and targets are the reference's", "[0, 1]"),
+    "ACE-StepWise-v0": (
+        "cut at a decision (a set whose cell's own rules leave 3+ candidates; renumbered names): APB's grade "
+        "when the prediction's tools and targets are the reference's, -q/(1-q) when only the set's id is wrong "
+        "(q: a uniform guess's chance), else 0",
+        "[-1/2, 1]",
+    ),
     "ALB-QA-v0": (
         "strict: 1 for the gold answer in the asked form, else 0; balanced answers (target_tokens=4096)",
         "{0, 1}",
@@ -58,8 +64,11 @@ SEED_SCALE: dict[str, float] = {
     "ALB-QA-v0": 4.0,
     "ALB-QA-v0 (fmt=verbose)": 2.0,
     "ACE-<domain>-procedural-10x10-v0": 0.3,
+    "ACE-StepWise-v0": 10.0,
+    "ACE-Holistic-v0": 10.0,
 }
-"""Seeds a cell plays, relative to ``--seeds`` (ALB-QA is one env for all; 10x10 episodes are long)."""
+"""Seeds a cell plays, relative to ``--seeds`` (ALB-QA is one env for all; 10x10 episodes are long;
+the probes' rewards are signed, a guess swinging by up to 1.5, and the episodes short)."""
 TRAIN_SCALE: dict[str, float] = {"ALB-QA-v0 (fmt=verbose)": 0.5}
 """Training seeds, relative to ``--train-seeds`` (a verbose history takes long to build)."""
 

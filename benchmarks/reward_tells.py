@@ -61,12 +61,13 @@ import numpy as np
 import ace_gym
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
 from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, SmallestName
-from ace_gym.agents.solver import list_all_query
+from ace_gym.agents.greedy import GreedyLocal
+from ace_gym.agents.solver import list_all_query, slot_rule_queries
 from ace_gym.agents.task_view import Script, TaskView, call, read_task, succeeded
 from ace_gym.envs import AceEnv
 from ace_gym.eval.fit import fit_stack
 from ace_gym.instance import name_number
-from ace_gym.planning.probes import CarefulNeverRefuse
+from ace_gym.planning.probes import CarefulNeverRefuse, CarefulSolver
 from ace_gym.policies import make_policy
 from ace_gym.registration import registered_env_ids
 from ace_gym.stacks import StackSpec
@@ -80,6 +81,8 @@ UNPLANNED_GRID_CEILING = 0.3
 MAX_ACTIONS = 1200
 """Actions :func:`play` sends before it gives an episode up (a registered id's step limit is 1000)."""
 MIN_SUPPORT = 3
+LEARNT_NEXT_SEEDS = 20
+"""Training tasks ``stepwise-learnt-next`` learns its next call from (each replays a solver episode)."""
 """Training episodes a learnt tell must hold on before it is used."""
 TELL_PRECISION = 0.95
 """The mean reward refusing with a reason must have earned on the training episodes showing a
@@ -133,16 +136,22 @@ def play(env: gym.Env, policy: ScriptedPolicy, seed: int) -> float:
     """One episode of a scripted ``policy`` on a tool-call ``env``: its return (sum of rewards).
     A list of calls (one turn of ``solver-batch``) is stepped call by call."""
     observation, info = env.reset(seed=seed)
-    episode = policy.start(observation, info, seed)
-    reply: str | list[str] = observation
+    return drive(env, policy.start(observation, info, seed), observation, lambda text: text)
+
+
+def drive(env: gym.Env, episode: ScriptedEpisode, first: Any, reply_text: Callable[[Any], Any]) -> float:
+    """Step ``episode``'s calls on ``env`` (started, ``first`` its opening observation) until the
+    episode ends or :data:`MAX_ACTIONS` were sent; ``reply_text`` reads a step's observation as
+    the policy reads replies. Returns the sum of the rewards."""
+    reply: Any = first
     total = 0.0
     for _ in range(MAX_ACTIONS):
         action = episode.act(reply)
         replies = []
         for one in action if isinstance(action, list) else [action]:
-            text, reward, terminated, truncated, _ = env.step(one)
+            observation, reward, terminated, truncated, _ = env.step(one)
             total += float(reward)
-            replies.append(text)
+            replies.append(reply_text(observation))
             if terminated or truncated:
                 return total
         reply = replies if isinstance(action, list) else replies[0]
@@ -318,6 +327,11 @@ def blanket_refusal(episodes: Sequence[RefusalEpisode]) -> str:
     return max(sorted(totals), key=lambda code: totals[code])
 
 
+def actor(name: str) -> Callable[[], ScriptedPolicy]:
+    """A maker of the tool-call policy ``name``: the bank's or a reference's."""
+    return TOOL_CALL_POLICIES[name] if name in TOOL_CALL_POLICIES else lambda: reference(name)
+
+
 TOOL_CALL_POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
     "smallest-name": SmallestName,
     "any-smallest-name": lambda: ListedOrder("any-smallest-name", lambda matches: min(matches, key=_name_key)),
@@ -361,21 +375,230 @@ def holistic_template(messages: Sequence[Mapping[str, Any]], info: Mapping[str, 
         chain.append(
             {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": chosen}, "reason": "fill"}
         )
-    chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
+    if view.global_check_budget != 0:  # a check where the task offers one
+        chain.append({"name": view.tool("global_check"), "arguments": {}, "reason": "verify"})
     chain.append({"name": "done", "arguments": {}, "reason": "finish"})
     return json.dumps({"plan": "query each slot's rules, fill it, verify, finish", "tool_chain": chain})
+
+
+HOLISTIC_ACTORS: tuple[str, ...] = ("smallest-name", "random-slot-valid", "check-search", "greedy")
+"""How ``holistic-template+<actor>`` carries the template out: a no-planning policy of the bank,
+or greedy-local (the acting phase is an ACE episode)."""
+
+
+def play_holistic(env: gym.Env, actor: ScriptedPolicy | None, seed: int) -> float:
+    """One ``ACE-Holistic-v0`` episode: the :func:`holistic_template` plan, then (when the env
+    acts after the plan and ``actor`` is given) ``actor`` plays the task; returns the return."""
+    messages, info = env.reset(seed=seed)
+    _, total, terminated, truncated, _ = env.step(holistic_template(messages, info))
+    if terminated or truncated or actor is None:
+        return float(total)
+    observation = next(m["content"] for m in messages if m["role"] == "user").split("\n\nBefore acting")[0]
+    episode = actor.start(observation, {**info, "system_prompt": messages[0]["content"]}, seed)
+    return float(total) + drive(env, episode, observation, lambda answer: answer[-1]["content"])
 
 
 def stepwise_blind_guess(messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
     """The next call predicted without reading the trajectory: a query on the first hidden slot,
     filtered by its first stated rule."""
     view = _probe_view(messages, info)
-    slot = view.slots[0]
-    arguments: dict[str, Any] = {"row": slot.row, "col": slot.col, **list_all_query(view, "name")}
-    if slot.rules:
-        attribute, kind, bound = slot.rules[0]
-        arguments.update(field=attribute, operator="<=" if kind == "max" else ">=", value=bound)
-    return json.dumps([{"thought": "query the first hidden slot", "tool": view.tool("query"), "arguments": arguments}])
+    return _prediction(_first_rule_query(view, view.slots[0]))
+
+
+def _prediction(*predicted: Mapping[str, Any]) -> str:
+    return json.dumps([{"thought": "next", "tool": c["name"], "arguments": c["arguments"]} for c in predicted])
+
+
+def _first_rule_query(view: TaskView, slot: Any) -> dict[str, Any]:
+    """The query the solver opens ``slot`` with: its first stated rule as the filter (a listing without one)."""
+    return slot_rule_queries(view, slot)[0]
+
+
+@dataclass
+class Prefix:
+    """What a step-wise prediction reads: the task (:class:`TaskView`) and the prefix's calls in
+    order, each ``(name, arguments, reply data)``."""
+
+    view: TaskView
+    calls: list[tuple[str, dict[str, Any], dict[str, Any]]]
+
+    @classmethod
+    def read(cls, messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> Prefix:
+        found: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        for message in messages:
+            if message["role"] == "assistant":
+                function = message["tool_calls"][0]["function"]
+                found.append((function["name"], json.loads(function["arguments"]), {}))
+            elif message["role"] == "tool" and found:
+                reply = json.loads(message["content"])
+                found[-1] = (*found[-1][:2], reply.get("data") or {} if isinstance(reply, dict) else {})
+        return cls(_probe_view(messages, info), found)
+
+    def queried(self, slot: Any) -> bool:
+        return any(_cell_of(arguments) == slot.cell for name, arguments, _ in self.calls if "query" in name)
+
+    def is_set(self, slot: Any) -> bool:
+        return any(_cell_of(arguments) == slot.cell for name, arguments, _ in self.calls if name == "set_slot")
+
+    def slot_valid(self, slot: Any) -> list[str]:
+        """``slot``'s candidates every query on it returned, in the order the first listed them."""
+        listed: list[list[str]] = [
+            [match["id"] for match in data.get("matches", ())]
+            for name, arguments, data in self.calls
+            if "query" in name and _cell_of(arguments) == slot.cell
+        ]
+        return [item for item in listed[0] if all(item in ids for ids in listed[1:])] if listed else []
+
+
+def _cell_of(arguments: Mapping[str, Any]) -> tuple[Any, Any]:
+    return (arguments.get("row"), arguments.get("col"))
+
+
+def _set_next(prefix: Prefix, pick: Callable[[list[str]], str]) -> dict[str, Any] | None:
+    """``set_slot`` of the first hidden slot the prefix has not set, with ``pick`` of its slot-valid ids."""
+    slot = next((slot for slot in prefix.view.slots if not prefix.is_set(slot) and prefix.slot_valid(slot)), None)
+    if slot is None:
+        return None
+    return {"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": pick(prefix.slot_valid(slot))}}
+
+
+def _next_in_order(prefix: Prefix) -> dict[str, Any] | None:
+    """The call after the last one in the sweep's order: the next rule query (on this slot, else
+    the next slot), the next attribute listing on this slot, the next id batch, the next set."""
+    if not prefix.calls:
+        return None
+    name, arguments, _ = prefix.calls[-1]
+    view, slots = prefix.view, list(prefix.view.slots)
+    if name == "set_slot":
+        return _set_next(prefix, lambda ids: ids[0])
+    if "query" in name:
+        sweep = [query for slot in slots for query in slot_rule_queries(view, slot)]
+        keys = [json.dumps(query, sort_keys=True) for query in sweep]
+        last = json.dumps({"name": name, "arguments": arguments}, sort_keys=True)
+        if last in keys and keys.index(last) + 1 < len(sweep):
+            return sweep[keys.index(last) + 1]
+        attributes = list(view.domain.allowed_fields)
+        field = arguments.get("field")
+        if field in attributes and attributes.index(field) + 1 < len(attributes):
+            following = attributes[attributes.index(field) + 1]
+            return {"name": name, "arguments": {**_cell_arguments(arguments), **list_all_query(view, following)}}
+        return None
+    if "ids" in arguments and isinstance(arguments["ids"], list):
+        shown = [item for row in view.grid for item in row if item is not None]
+        ids = arguments["ids"]
+        start = shown.index(ids[-1]) + 1 if ids and ids[-1] in shown else len(shown)
+        following_ids = shown[start : start + len(ids)]
+        return {"name": name, "arguments": {**arguments, "ids": following_ids}} if following_ids else None
+    return None
+
+
+def _cell_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    return {"row": arguments.get("row"), "col": arguments.get("col")}
+
+
+def _next_cell_query(prefix: Prefix) -> dict[str, Any] | None:
+    """A query on the first hidden slot the prefix has not queried, by its first stated rule."""
+    slot = next((slot for slot in prefix.view.slots if not prefix.queried(slot)), None)
+    return None if slot is None else _first_rule_query(prefix.view, slot)
+
+
+def _repeat_last(prefix: Prefix) -> dict[str, Any] | None:
+    return {"name": prefix.calls[-1][0], "arguments": prefix.calls[-1][1]} if prefix.calls else None
+
+
+SHAPE_GUESSES: dict[str, Callable[[Prefix], dict[str, Any] | None]] = {
+    "next-cell": _next_cell_query,
+    "repeat-last": _repeat_last,
+    "next-in-order": _next_in_order,
+    "repeat-last-set": lambda prefix: next(
+        ({"name": name, "arguments": arguments} for name, arguments, _ in reversed(prefix.calls) if name == "set_slot"),
+        None,
+    ),
+    "set-next-first": lambda prefix: _set_next(prefix, lambda ids: ids[0]),
+    "set-next-last": lambda prefix: _set_next(prefix, lambda ids: ids[-1]),
+    "set-next-smallest-id": lambda prefix: _set_next(prefix, lambda ids: min(ids, key=_id_number)),
+}
+"""Next calls written from the trajectory's shape only: which cells were queried or set and in
+what order, never the global rules (the step-wise part of the bank, each also alone: ``stepwise-<name>``)."""
+
+
+def _id_number(item: str) -> float:
+    number = name_number(item)
+    return float("inf") if number is None else number
+
+
+def _last_kind(prefix: Prefix) -> str:
+    """The last call's kind as the trajectory's shape shows it (the context a learnt guess conditions on)."""
+    if not prefix.calls:
+        return "none"
+    name, arguments, _ = prefix.calls[-1]
+    if "query" in name:
+        listing = arguments.get("value") in ([], -(10**9)) or arguments.get("operator") == "not_in"
+        return "listing" if listing else "rule-query"
+    return name
+
+
+class ShapeGuess:
+    """A step-wise prediction from the trajectory's shape: ``guess`` alone, or (``learnt``) per
+    kind of last call the guess of :data:`SHAPE_GUESSES` that most often named the reference's
+    next call on training seeds: the most common next call given the previous one."""
+
+    def __init__(self, name: str, guess: Callable[[Prefix], dict[str, Any] | None] | None = None) -> None:
+        self.name, self.guess = name, guess
+        self.learnt: dict[str, str] = {}
+
+    @classmethod
+    def learn(cls, make: Callable[[], gym.Env], seeds: Iterable[int]) -> ShapeGuess:
+        learnt = cls("stepwise-learnt-next")
+        env = make()
+        hits: dict[str, Counter[str]] = {}
+        for seed in seeds:
+            messages, info = env.reset(seed=seed)
+            prefix = Prefix.read(messages, info)
+            reference = env.step([])[4]["reference"][0]
+            counts = hits.setdefault(_last_kind(prefix), Counter())
+            for name, guess in SHAPE_GUESSES.items():
+                predicted = guess(prefix)
+                counts[name] += predicted is not None and _same_call(predicted, reference)
+        learnt.learnt = {kind: counts.most_common(1)[0][0] for kind, counts in hits.items()}
+        return learnt
+
+    def __call__(self, messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
+        prefix = Prefix.read(messages, info)
+        guess = self.guess or SHAPE_GUESSES[self.learnt.get(_last_kind(prefix), "next-cell")]
+        predicted = guess(prefix)
+        return _prediction(predicted) if predicted is not None else "[]"
+
+
+def stepwise_solver(messages: Sequence[Mapping[str, Any]], info: Mapping[str, Any]) -> str:
+    """The reference predictor: the exact solver fed the prefix's replies, its next call (the
+    ``solver`` column of ``ACE-StepWise-v0``)."""
+    observation = next(m["content"] for m in messages if m["role"] == "user")
+    episode = reference("solver").start(observation, info, 0)
+    action = episode.act(observation)
+    for message in messages:
+        if message["role"] == "tool":
+            action = episode.act(message["content"])
+    return _prediction(action)
+
+
+def stepwise_guesses(
+    cell: Cell, train_seeds: Sequence[int], policies: Iterable[str] | None = None
+) -> dict[str, Callable[[Any, Mapping[str, Any]], str]]:
+    """The step-wise part of the bank by name (only ``policies``' when given): the blind guess,
+    each of :data:`SHAPE_GUESSES` and ``stepwise-learnt-next`` (learnt on ``train_seeds``)."""
+    wanted = None if policies is None else set(policies)
+    guesses: dict[str, Callable[[Any, Mapping[str, Any]], str]] = {"stepwise-blind": stepwise_blind_guess}
+    guesses.update({f"stepwise-{name}": ShapeGuess(f"stepwise-{name}", guess) for name, guess in SHAPE_GUESSES.items()})
+    if wanted is None or "stepwise-learnt-next" in wanted:
+        guesses["stepwise-learnt-next"] = ShapeGuess.learn(cell.make, train_seeds[:LEARNT_NEXT_SEEDS])
+    return {name: guess for name, guess in guesses.items() if wanted is None or name in wanted}
+
+
+def _same_call(predicted: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
+    keys = ("row", "col", "id", "ids", "field")
+    wanted = {key: reference["arguments"].get(key) for key in keys}
+    return predicted["name"] == reference["name"] and {k: predicted["arguments"].get(k) for k in keys} == wanted
 
 
 # -- AgentLongBench ----------------------------------------------------------------------------
@@ -469,6 +692,17 @@ DEFAULT_EXCEPTIONS: dict[str, str] = {
 default stays byte-identical to the release. Under FIT none may."""
 
 
+KNOWN_OPEN: dict[str, str] = {
+    "evidence-refuse+greedy": "the approval kinds' evidence (the approval tool not offered while the policy is "
+    "stated, or answering Outage) appears only in unsolvable tasks, so refusing on it needs no planning: on seeds "
+    "0-19 it earns 0.600 against the honest never-refusing solver's 0.350 in course and 0.400 in travel "
+    "(docs/rewards.md)",
+}
+"""No-planning policies above their floor that no fix has closed yet, and why: measured, reported in
+docs/rewards.md and held by a strict xfail in tests/contracts/test_reward_tells.py (an exemption
+that ends when the tell does)."""
+
+
 def is_training_family(name: str) -> bool:
     """A family a trainer trains on: every tool-call ACE family but the unsolvable probes."""
     return name.startswith("ACE-") and name not in ("ACE-Holistic-v0", "ACE-StepWise-v0") and "unsolvable" not in name
@@ -550,9 +784,18 @@ def measure(
     assert not set(seeds) & set(train_seeds), "learn on other seeds"
     env = cell.make()
     if cell.kind == "holistic":
-        return {"holistic-template": mean(play_text(env, holistic_template, s) for s in seeds)}
+        actors: dict[str, Callable[[], ScriptedPolicy] | None] = {"holistic-template": None}
+        actors.update({f"holistic-template+{name}": actor(name) for name in HOLISTIC_ACTORS})
+        if policies is not None:
+            actors = {name: make for name, make in actors.items() if name in set(policies)}
+        if solver:
+            actors["solver"] = actor("solver")
+        return {name: mean(play_holistic(env, make and make(), s) for s in seeds) for name, make in actors.items()}
     if cell.kind == "stepwise":
-        return {"stepwise-blind": mean(play_text(env, stepwise_blind_guess, s) for s in seeds)}
+        guesses = stepwise_guesses(cell, train_seeds, policies)
+        if solver:
+            guesses["solver"] = stepwise_solver
+        return {name: mean(play_text(env, guess, s) for s in seeds) for name, guess in guesses.items()}
     if cell.kind == "puzzle":
         return {"name-order-guesses": mean(name_order_guesses(env, s, 60) for s in seeds)}
     if cell.kind == "qa":
@@ -578,13 +821,23 @@ def measure(
     }
     means = {name: mean(values) for name, values in returns.items()}
     _, info = env.reset(seed=seeds[0])
-    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", *TELL_FEATURES}:
+    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", "evidence-refuse+greedy", *TELL_FEATURES}:
         means.update(_refusal_policies(cell, env, seeds, train_seeds))
     return means
 
 
 TELL_FEATURES: dict[str, Features] = {"visible-tell+solver": visible_features, "info-tell+solver": info_features}
 """The learnt-tell policies and what each learns over."""
+
+
+class EvidenceGreedy(CarefulSolver):
+    """Refuses on the evidence of a missing piece without counting whether it matters (the
+    approval policy without its tool, an approval answering ``Outage``, a limit or sheet not
+    given), else fills the grid by greedy-local: no search anywhere (``evidence-refuse+greedy``)."""
+
+    name = "evidence-refuse+greedy"
+    filler = GreedyLocal
+    counts = False
 
 
 def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seeds: Sequence[int]) -> dict[str, float]:
@@ -597,6 +850,7 @@ def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seed
     found = {
         "solver": mean(honest),
         "refuse-best": mean(play(env, Refuse(blanket_refusal(episodes)), s) for s in seeds),
+        "evidence-refuse+greedy": mean(play(env, EvidenceGreedy(), s) for s in seeds),
     }
     for label, features in TELL_FEATURES.items():
         tells = learn_tells(episodes, label, features)
@@ -613,13 +867,17 @@ NO_PLANNING: frozenset[str] = frozenset(
     [
         *TOOL_CALL_POLICIES,
         "refuse-best",
+        "evidence-refuse+greedy",
         "visible-tell+solver",
         "info-tell+solver",
         "answer-prior",
         "most-frequent-name",
         "info-oracle",
         "holistic-template",
+        *(f"holistic-template+{name}" for name in HOLISTIC_ACTORS),
         "stepwise-blind",
+        *(f"stepwise-{name}" for name in SHAPE_GUESSES),
+        "stepwise-learnt-next",
         "name-order-guesses",
     ]
 )
@@ -645,6 +903,8 @@ def floor(cell: Cell, policy: str) -> Floor | None:
         return None
     if cell.kind in ("holistic", "stepwise", "qa", "puzzle"):
         return Floor(None, MARGIN, "chance (0) + margin on a probe / QA env")
+    if policy in KNOWN_OPEN:
+        return None
     if policy in TELL_FEATURES:
         return Floor("solver", MARGIN, "the never-refusing solver + margin")
     if policy == "refuse-best":
@@ -661,10 +921,16 @@ def is_rounds(cell: Cell) -> bool:
     return "scenario" in cell.env_id.lower() or "feedback_rounds" in cell.wrappers
 
 
+GUESS_VARIANCE = 0.5
+"""The most the reward of a guess varies on the planning probes: on ``ACE-StepWise-v0`` a
+decision's id guessed among k >= 3 slot-valid candidates earns 1 or -1/(k-1), variance 1/(k-1);
+on ``ACE-Holistic-v0`` a grid guessed among k >= 3 slot-valid grids alike (ace_gym.planning)."""
+
+
 def standard_error(value: float, n: int) -> float:
     """A mean's standard error over ``n`` episodes of rewards in [0, 1], at most a Bernoulli's of
     the same mean, smoothed (one success and one failure added) so that 0/n and n/n are not certain."""
-    smoothed = (value * n + 1) / (n + 2)
+    smoothed = (min(max(value, 0.0), 1.0) * n + 1) / (n + 2)  # a signed reward's mean (StepWise) clipped
     return math.sqrt(smoothed * (1 - smoothed) / n)
 
 
@@ -688,6 +954,8 @@ def above_floor(
         slack = 0.0
         if n is not None:
             errors = [standard_error(value, n)] + ([standard_error(means[held.reference], n)] if held.reference else [])
+            if cell.kind in ("stepwise", "holistic"):  # a signed reward: a guess's spread, not a Bernoulli's
+                errors = [max(errors[0], math.sqrt(GUESS_VARIANCE / n))]
             slack = max(0.0, 2 * math.sqrt(sum(error**2 for error in errors)) - MARGIN)
         if value > bound + slack:
             setting = "FIT" if cell.fit else "default"

@@ -20,7 +20,8 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from ace_gym.server.app import ServerConfig, create_app
+from ace_gym.server.app import create_app
+from ace_gym.server.config import ServerConfig
 from ace_gym.server.runner import uvicorn_options
 from ace_gym.tools import REPLY_INFO
 

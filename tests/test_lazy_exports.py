@@ -5,7 +5,7 @@ import types
 
 import pytest
 
-from ace_gym.lazy_exports import lazy_exports
+from ace_gym.lazy_exports import lazy_exports, lazy_homes
 
 
 @pytest.fixture
@@ -40,3 +40,14 @@ def test_other_names_are_attribute_errors_and_dir_lists_the_lazy_ones(modules):
         front.Other  # noqa: B018
     assert "Thing" in dir(front)
     assert not hasattr(front, "Other")
+
+
+def test_lazy_homes__imports_each_name_from_its_own_home(monkeypatch):
+    first, second = types.ModuleType("first"), types.ModuleType("second")
+    first.One, second.Two = object(), object()  # type: ignore[attr-defined]
+    front = types.ModuleType("front")
+    front.__getattr__, front.__dir__ = lazy_homes("front", {"One": "first", "Two": "second"})  # type: ignore[method-assign]
+    for module in (front, first, second):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    assert (front.One, front.Two) == (first.One, second.Two)  # type: ignore[attr-defined]
+    assert {"One", "Two"} <= set(dir(front))

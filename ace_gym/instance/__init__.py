@@ -7,7 +7,8 @@ naming the file, the JSON path and the problem, before anything is cached or ret
 
 The package, by concern: :mod:`~ace_gym.instance.compiled` (the compiled form),
 :mod:`~ace_gym.instance.loading` (loading, with the per-process caches),
-:mod:`~ace_gym.instance.cache` (the on-disk cache of validated files and its entry format),
+:mod:`~ace_gym.instance.cache` (the on-disk cache of validated files),
+:mod:`~ace_gym.instance.cached_instance` (what its entries hold per instance, read back without validating),
 :mod:`~ace_gym.instance.renumber` (item names without the published data's name-order tell),
 :mod:`~ace_gym.instance.repeated_keys` and :mod:`~ace_gym.instance.validation` (the checks below).
 Every name is importable from ``ace_gym.instance``.
@@ -66,7 +67,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ace_gym.instance.cache import CachedDataset, ItemRows, entry_document, entry_item_texts, entry_texts
+from ace_gym.instance.cache import CachedDataset
+from ace_gym.instance.cached_instance import ItemRows, entry_document, entry_item_texts, entry_texts
 from ace_gym.instance.compiled import (
     CompiledInstance,
     CompiledParts,

@@ -29,7 +29,7 @@ class Origin(Protocol):
 
 
 class ItemRows(Protocol):
-    """Where an instance from a cache entry reads its item dicts (:class:`ace_gym.instance.cache.ItemRows`)."""
+    """Where an instance from a cache entry reads its item dicts (:class:`ace_gym.instance.cached_instance.ItemRows`)."""
 
     def item(self, k: int) -> dict[str, int | str]:
         """Item number ``k``'s dict (the same dict on every call)."""
@@ -111,7 +111,7 @@ class CompiledInstance:
     ``task_instruction`` is the instance's.
 
     ``CompiledInstance(instance, domain)`` compiles a validated model; an instance read from a
-    cache entry (:func:`ace_gym.instance.cache.compiled_from_entry`) is built from the same
+    cache entry (:func:`ace_gym.instance.cached_instance.compiled_from_entry`) is built from the same
     :class:`CompiledParts` and builds its pydantic ``instance`` and its item dicts on first use
     only (an episode needs neither the model nor more than the items it shows).
     """

@@ -19,16 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ace_gym.domains import DOMAINS, Domain
 from ace_gym.errors import ConfigError, DatasetError, did_you_mean
-from ace_gym.instance.cache import (
-    CachedDataset,
-    ItemRows,
-    _entry_header_problem,
-    _instance_from_checked,
-    compiled_from_entry,
-    entry_texts,
-    read_entry,
-    write_entry,
-)
+from ace_gym.instance.cache import CachedDataset, entry_header_problem, read_entry, write_entry
+from ace_gym.instance.cached_instance import ItemRows, compiled_from_entry, entry_texts, instance_from_entry
 from ace_gym.instance.compiled import CompiledInstance
 from ace_gym.instance.parquet import (
     PARQUET_SUFFIX,
@@ -123,7 +115,7 @@ class Dataset(Sequence["Instance"]):
                     assert self._entry is not None  # built from the JSON that passed validation
                     compiled = self.compiled(index % len(self))
                     document = from_json(self._entry.instance_json(index % len(self)))
-                    found = self._instances[index] = _instance_from_checked(document, compiled)
+                    found = self._instances[index] = instance_from_entry(document, compiled)
         return found
 
     def index_of(self, instance_id: str) -> int:
@@ -323,7 +315,7 @@ def _read_dataset(path: Path, status: os.stat_result) -> Dataset:
     if path.suffix in (".gz", PARQUET_SUFFIX) or status.st_size <= MAX_DATASET_BYTES:  # larger: refused unread below
         with contextlib.suppress(OSError):  # unreadable: _read_json_bytes names the problem
             digest = _file_sha256(*key)
-    entry = None if digest is None else read_entry(digest, _entry_header_problem)
+    entry = None if digest is None else read_entry(digest, entry_header_problem)
     if entry is not None:
         return Dataset.from_cache_entry(entry, str(path), cache_key=key)
     if path.suffix == PARQUET_SUFFIX:

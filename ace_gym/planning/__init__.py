@@ -14,8 +14,9 @@ The settings' wrappers (:class:`CostAnnotatedTools`, :class:`ExtraneousTools`, :
 :class:`~ace_gym.planning.cost_solver.CostAwareSolver`) live here too. The definitions that are ours are in docs/planning.md.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ace_gym.lazy_exports import lazy_homes
 
 if TYPE_CHECKING:
     from ace_gym.planning.broken_tool import BrokenTool
@@ -78,15 +79,4 @@ _HOMES = {
     "make_variant": "unsolvable",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    found = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = found  # later lookups skip this hook
-    return found
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_homes(__name__, {name: f"{__name__}.{home}" for name, home in _HOMES.items()})

@@ -4,6 +4,7 @@ then optionally carried out."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,7 +12,8 @@ import gymnasium as gym
 
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
-from ace_gym.errors import flag
+from ace_gym.errors import ConfigError, flag
+from ace_gym.instance import CompiledInstance
 from ace_gym.planning.cost import plan_cost
 from ace_gym.planning.knowledge import TaskFacts, facts_from_reset, split_action
 from ace_gym.planning.plans import PlanGrade, grade_plan, plan_adherence, read_plan
@@ -25,6 +27,15 @@ from ace_gym.tools import echo
 from ace_gym.wrappers.chat_spaces import ChatMessages
 
 ENDED = {"role": "user", "content": "The episode has ended; call reset()."}
+MIN_GRIDS = 3
+"""The fewest slot-valid grids a task has (:func:`grid_chance` at most 1/3): an instance whose
+cells' own rules leave fewer is redrawn from the seed (with one grid nothing is left to plan)."""
+MAX_DRAWS = 64
+"""Instances a reset draws at most to find one with :data:`MIN_GRIDS` slot-valid grids."""
+ACTING_ENV_KWARGS: dict[str, Any] = {"item_names": "renumbered", "global_check_alpha": 0}
+"""The task a plan is carried out on: item names renumbered per episode (the published data's
+give the truth away) and no global check (with checks, "fill at random, re-draw a cell while the
+check fails" solves without planning: a plan carried out must be right without trial and error)."""
 UNREWARDED_PLAN_CAUSES = frozenset({"bad_arguments", "empty_slots", "refused_solvable"})
 """Plan-wide flags that make a plan's score 0 whatever its APB grade: no plan at all (not a JSON
 object, no tool_chain list), a plan that leaves a hidden cell unset (``done`` at once), a refusal
@@ -42,10 +53,20 @@ def plan_score(graded: PlanGrade) -> float:
     return graded.grade
 
 
-def executed_reward(plan: float, final: float) -> float:
-    """The reward of an executed plan: the env stack's final reward (the grid solved, or the
-    unsolvable setting's matrix value) times the plan's score."""
-    return plan * final
+def executed_reward(plan: float, final: float, chance: float) -> float:
+    """The reward of an executed plan: the plan's score times the env stack's final reward (the
+    grid solved, or the unsolvable setting's matrix value) above ``chance``, the final reward a
+    grid filled without planning earns (:func:`grid_chance`), rescaled so that 1 stays 1:
+    ``plan * (final - chance) / (1 - chance)``. A random slot-valid grid earns 0 on average."""
+    return plan * (final - chance) / (1 - chance)
+
+
+def grid_chance(compiled: CompiledInstance) -> float:
+    """The chance that a grid drawn uniformly among the hidden cells' slot-valid candidates is
+    the solution: 1 / the number of such grids (every published instance has one solution; 0 when
+    a cell has no slot-valid candidate)."""
+    grids = math.prod(len(slot.valid_items) for slot in compiled.slots)
+    return 1 / grids if grids else 0.0
 
 
 class PlanOrCallSpace(ObjectSpace):
@@ -115,10 +136,15 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
       :class:`~ace_gym.planning.unsolvable_mix.UnsolvableMix`'s matrix value on the plan step
       (right kind 1, wrong kind 0.25, a solvable task 0); without it, 0.
     * Any other plan earns 0 on the plan step. With ``act_after_plan`` (the default) the plan is
-      then carried out, one tool call per step, and the last step earns the env stack's final
-      reward (1 when the grid is solved) times the plan's score (:func:`executed_reward`): the
-      executed plan must solve this instance. Without it the episode ends at the plan: an
-      evaluation of APB's grade, whose reward carries nothing but the refusal decision.
+      then carried out, one tool call per step, and the last step earns the plan's score times
+      the env stack's final reward above chance (:func:`executed_reward`): 1 when the grid is
+      solved, ``-chance / (1 - chance)`` when not, where ``chance`` (:func:`grid_chance`,
+      ``info["chance"]``) is the chance that a random slot-valid grid solves. The executed plan
+      must solve this instance, and a grid filled without planning earns 0 on average. The task
+      is carried out on :data:`ACTING_ENV_KWARGS` (renumbered names, no global check) and has at
+      least :data:`MIN_GRIDS` slot-valid grids (redrawn from the seed otherwise). Without
+      ``act_after_plan`` the episode ends at the plan: an evaluation of APB's grade, whose
+      reward carries nothing but the refusal decision.
     ``info["plan_grade"]`` keeps APB's grade (what the paper reports) and ``info["plan_score"]``
     the grade with the degenerate plans at 0 (:func:`plan_score`, the reward until issue 38).
     ``info["score"]`` is the reward of the step that ends the episode.
@@ -127,13 +153,14 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
     Plan step: ``score`` (when the plan ends the episode), ``plan_score``, ``plan_flags`` (step index, -1 for the whole plan, and the flag), ``plan_grade``,
     ``plan_correct``, ``refused``, ``reason_code``, ``planned_tools``; with the ``cost`` setting
     also ``plan_cost`` (what the chain would cost) and ``reference_cost`` (the cost-aware solver's). Last acting step: the env's
-    final info plus ``plan_adherence`` (longest common subsequence of planned and executed tool
+    final info plus ``chance``, ``plan_adherence`` (longest common subsequence of planned and executed tool
     names over the plan's length), ``plan_score``, ``final_reward`` (the env stack's) and
     ``score`` (the reward).
 
     ## Version History
-    * v0: first release; until issue 38 the plan step earned :func:`plan_score` and
-      ``act_after_plan`` was off by default.
+    * v0: first release; until issue 38 the plan step earned :func:`plan_score`,
+      ``act_after_plan`` was off by default, and then a carried-out plan earned the final reward
+      itself on the published names with unlimited global checks.
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
@@ -150,7 +177,10 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         self.act_after_plan = flag("act_after_plan", act_after_plan)
         self.settings = check_settings(settings)
         options = {k: dict(v) for k, v in (setting_options or {}).items()}
-        self._envs = {name: apply_settings(AceEnv(name, dataset), self.settings, options) for name in self.domains}
+        self._envs = {
+            name: apply_settings(AceEnv(name, dataset, **ACTING_ENV_KWARGS), self.settings, options)
+            for name in self.domains
+        }
         self.observation_space = ChatMessages()
         self.action_space = PlanOrCallSpace()
         self._env: gym.Env | None = None
@@ -161,14 +191,24 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
         self._started = False
         self._costs: dict[str, Any] = {}
         self._plan_score = 0.0
+        self._chance = 0.0
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         super().reset(seed=seed)
         env = self._env = self._envs[self.domains[int(self.np_random.integers(len(self.domains)))]]
-        observation, info = env.reset(seed=int(self.np_random.integers(2**31)), options=options)
-        self._facts = facts_from_reset(env.get_wrapper_attr("compiled"), info, answer_key_of(env))
+        for _ in range(MAX_DRAWS):
+            observation, info = env.reset(seed=int(self.np_random.integers(2**31)), options=options)
+            compiled = env.get_wrapper_attr("compiled")
+            self._chance = grid_chance(compiled)
+            if self._chance <= 1 / MIN_GRIDS:
+                break
+        else:
+            raise ConfigError(
+                "instance", info["instance_id"], f"fewer than {MIN_GRIDS} slot-valid grids in {MAX_DRAWS} draws"
+            )
+        self._facts = facts_from_reset(compiled, info, answer_key_of(env))
         self._plan = None
         self._executed = []
         self._calls = 0
@@ -232,7 +272,8 @@ class HolisticEnv(gym.Env[list[dict[str, Any]], Any]):
             info["plan_adherence"] = plan_adherence(self._plan.tool_names, self._executed)
             info["plan_score"] = self._plan_score
             info["final_reward"] = float(reward)
-            reward = info["score"] = executed_reward(self._plan_score, float(reward))
+            info["chance"] = self._chance
+            reward = info["score"] = executed_reward(self._plan_score, float(reward), self._chance)
             self._env = None
         message = {"role": "tool", "tool_call_id": f"call_{self._calls}_0", "name": echo(name), "content": reply}
         return [message], float(reward), terminated, truncated, info

@@ -24,6 +24,14 @@ from ace_gym.tools import reply_in
 from ace_gym.wrappers.chat_spaces import AssistantTurn, ChatMessages
 
 MAX_HORIZON = 3
+MAX_DRAWS = 64
+"""Instances a reset draws at most, from its seed, to find one whose solver trajectory has a
+decision step (:func:`is_decision`)."""
+SET_KINDS = ("set_slot", "set_and_check")
+DECISION_CANDIDATES = 3
+"""The fewest slot-valid candidates a cell has where its set is a decision: a uniform guess among
+them is right at most a third of the time, and the reward's cost of a wrong guess (at most 1/2)
+keeps a guess's reward from swinging more than the task is worth (:func:`is_decision`)."""
 SURFACE_SETTINGS = ("cost", "extraneous")
 """Settings a step-wise task may add: they change the tools shown, not what the solver does."""
 _ENDING = ("done", "refusal")
@@ -78,10 +86,15 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
 
     ## Description
     At reset an ACE instance is drawn (``domain`` fixed, or drawn from the reset seed among all
-    six when None), the exact solver plays it, and its trajectory is cut at ``position``
-    ("early" 0.25, "middle" 0.5, "late" 0.75 of its tool results, or a ratio in (0, 1)) right
-    after a tool result that an assistant call follows (APB's rule, :func:`cut_point`). The agent
-    sees the prefix and predicts the next ``horizon`` calls without any result.
+    six when None; item names renumbered per episode, since the published data's give the truth
+    away), the exact solver plays it, and its trajectory is cut at a **decision**
+    (:func:`is_decision`: a ``set_slot`` of a cell its own rules leave with
+    :data:`DECISION_CANDIDATES` or more candidates, whose id the global rules decide), the one
+    nearest APB's cut at ``position`` ("early" 0.25, "middle" 0.5, "late" 0.75 of its tool
+    results, or a ratio in (0, 1); :func:`decision_point`). An instance without a decision is
+    redrawn from the seed. The agent sees the prefix and predicts the next ``horizon`` calls
+    without any result. At APB's own cut the next call is mostly the next query of the solver's
+    sweep, which the trajectory's shape gives away (issue 38).
 
     ## Observation
     Chat messages: the system prompt, the first user message, the prefix (assistant calls and tool
@@ -97,31 +110,40 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
     agent sees none of the results; the copy is discarded) and each is judged by the E1-E6
     detector on what the agent would have observed; fewer calls than ``horizon``, unless the last
     one ends the episode, adds an E2 flag. APB's grade of the prediction is the grade of its worst
-    step (:func:`ace_gym.planning.grade`). The reward is that grade when the predicted calls are
-    the reference's, in order, by tool and by what they are about (:data:`TARGET_ARGUMENTS`: the
-    cell, the item ids, the attribute), and 0 otherwise; the episode ends.
+    step (:func:`ace_gym.planning.grade`). The reward is:
+
+    * that grade when the predicted calls are the reference's, in order, by tool and by what they
+      are about (:data:`TARGET_ARGUMENTS`: the cell, the item ids, the attribute);
+    * ``-chance / (1 - chance)`` when they are the reference's but for a set's id (a wrong guess
+      of the decision), where ``chance`` (``info["chance"]``, :func:`guess_chance`) is the
+      probability that a uniform draw among each set cell's slot-valid candidates is right: a
+      uniform guess earns 0 on average on every task (and a guess by candidate order about 0:
+      the bundled data's order says nothing of the truth). The reward lies in [-1/2, 1];
+    * 0 otherwise. The episode ends.
 
     Why not APB's grade alone: it judges whether a call is an error, not whether it moves the
     task on, so a prediction that carries no information collects it: a bare
     ``get_current_grid_state`` (never an error) grades 1.0 wherever it is predicted, and an empty
-    or unparseable prediction 0.4 (one E2 flag). Why not the tool name alone: the solver's next
-    call is a candidate query in most tasks, so "a query on the first hidden slot", written
-    without reading the trajectory, earned 0.51-0.64 (issue 38); which cell and attribute come
-    next must be read from the trajectory and the task (docs/planning.md).
+    or unparseable prediction 0.4 (one E2 flag). Why not the tool and target at APB's cut: the
+    solver's next call there is mostly its sweep's next query, so "a query on the first hidden
+    slot" earned 0.51-0.64 at 1944dd5 and "the call after the last one in order" 0.19 at
+    725c7af (seeds 0-99, docs/planning.md).
 
     ## Information
     Reset: ``domain``, ``instance_id``, ``instance_index``, ``tools``, ``system_prompt``,
-    ``position``, ``cut_index`` (steps kept), ``cut_ratio`` (kept / total), ``horizon``. Step:
+    ``position``, ``cut_index`` (steps kept), ``cut_ratio`` (kept / total), ``horizon``,
+    ``chance`` (a uniform guess's chance of the reference's set ids). Step:
     ``flags`` (per predicted step, dicts of code, cause, detail), ``grades``, ``step_grade``
     (APB's grade of the prediction, what the paper reports), ``score`` (the reward), ``correct``
     (no flag anywhere), ``exact_match`` (same calls as the reference, a strict secondary metric),
     ``same_tools`` (the reference's tools, the reward's criterion until issue 38), ``same_targets``
-    (the reward's criterion),
+    (the reward's criterion), ``same_cells`` (the reference's calls but for a set's id: a wrong guess),
     ``reference`` (the solver's next calls) and ``predicted``.
 
     ## Version History
     * v0: first release; until issue 29 the reward was APB's grade (now ``info["step_grade"]``);
-      until issue 38 it needed the reference's tool names only.
+      until issue 38 it needed the reference's tool names only, and the cut was APB's (a wrong
+      guess cost nothing).
     """
 
     metadata = {"render_modes": []}  # noqa: RUF012 (gymnasium declares it per instance)
@@ -152,7 +174,9 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
         self._started = False
 
     def _make(self, domain: str) -> gym.Env:
-        return apply_settings(AceEnv(domain, self.dataset), self.settings, self.setting_options)
+        # renumbered names: the published data's names give each cell's truth away (docs/compatibility.md)
+        env = AceEnv(domain, self.dataset, item_names="renumbered")
+        return apply_settings(env, self.settings, self.setting_options)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -160,15 +184,21 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
         super().reset(seed=seed)
         domain = self.domains[int(self.np_random.integers(len(self.domains)))]
         env = self._envs[domain]
-        episode_seed = int(self.np_random.integers(2**31))
-        observation, info = env.reset(seed=episode_seed, options=options)
-        facts = facts_from_reset(env.get_wrapper_attr("compiled"), info)
-        steps = scripted_trajectory(env, ExactSolver(), observation, info, episode_seed)[0]
-        cut = cut_point(len(steps), self.ratio)
-        if cut is None:  # the solver finished in one call: nothing to predict after a result
-            raise ConfigError("instance", info["instance_id"], "its solver trajectory is too short to cut")
+        for _ in range(MAX_DRAWS):
+            episode_seed = int(self.np_random.integers(2**31))
+            observation, info = env.reset(seed=episode_seed, options=options)
+            facts = facts_from_reset(env.get_wrapper_attr("compiled"), info)
+            if not any(len(valid) >= DECISION_CANDIDATES for valid in facts.slot_valid.values()):
+                continue  # no cell's own rules leave it open enough: the trajectory decides nothing
+            steps = scripted_trajectory(env, ExactSolver(), observation, info, episode_seed)[0]
+            cut = decision_point(facts, steps, self.ratio)
+            if cut is not None:
+                break
+        else:
+            raise ConfigError("instance", info["instance_id"], f"no decision step in {MAX_DRAWS} draws to cut at")
         self._started = True
-        self._task = _Task(env, episode_seed, dict(options or {}), facts, steps[:cut], steps[cut : cut + self.horizon])
+        reference = steps[cut : cut + self.horizon]
+        self._task = _Task(env, episode_seed, dict(options or {}), facts, steps[:cut], reference)
         messages = [
             {"role": "system", "content": info["system_prompt"]},
             {"role": "user", "content": observation},
@@ -180,7 +210,13 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
             for key in ("domain", "instance_id", "instance_index", "tools", "system_prompt")
             if key in info
         }
-        reset_info.update(position=str(self.position), cut_index=cut, cut_ratio=cut / len(steps), horizon=self.horizon)
+        reset_info.update(
+            position=str(self.position),
+            cut_index=cut,
+            cut_ratio=cut / len(steps),
+            horizon=self.horizon,
+            chance=guess_chance(facts, [action for action, _ in reference]),
+        )
         return messages, reset_info
 
     def step(self, action: Any) -> tuple[list[dict[str, Any]], float, bool, bool, dict[str, Any]]:
@@ -202,7 +238,10 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
         same_targets = len(predicted) == len(reference) and all(
             _target(p) == _target(r) for p, r in zip(predicted, reference, strict=True)
         )
-        reward = step_grade if same_targets else 0.0
+        same_cells = len(predicted) == len(reference) and all(
+            _target(p, with_id=False) == _target(r, with_id=False) for p, r in zip(predicted, reference, strict=True)
+        )
+        reward = step_grade if same_targets else (-task.chance / (1 - task.chance) if same_cells else 0.0)
         info = {
             "flags": [[flag.as_dict() for flag in step] for step in flags],
             "grades": grades,
@@ -212,10 +251,11 @@ class StepWiseEnv(gym.Env[list[dict[str, Any]], Any]):
             "exact_match": exact,
             "same_tools": same_tools,
             "same_targets": same_targets,
+            "same_cells": same_cells,
             "reference": reference,
             "predicted": [_plain(call) for call in predicted],
         }
-        note = {"role": "user", "content": f"Prediction graded {reward:.1f}."}
+        note = {"role": "user", "content": f"Prediction graded {reward:.2f}."}
         return [note], reward, True, False, info
 
 
@@ -233,6 +273,7 @@ class _Task:
     ) -> None:
         self.env, self.seed, self.options = env, seed, options
         self.facts, self.prefix, self.reference = facts, prefix, reference
+        self.chance = guess_chance(facts, [action for action, _ in reference])
 
     def judge(self, predicted: list[dict[str, Any]], horizon: int) -> list[tuple[Flag, ...]]:
         """The flags of each predicted call, run on a copy of the episode replayed to the cut."""
@@ -270,17 +311,57 @@ every candidate). A prediction earns its grade only when each call names the ref
 and these arguments (issue 38)."""
 
 
-def _target(call: Mapping[str, Any]) -> str | None:
+def _target(call: Mapping[str, Any], with_id: bool = True) -> str | None:
     """A call's tool and :data:`TARGET_ARGUMENTS` in canonical form (lists as sets), None for
-    a call without a name or whose arguments are not an object."""
+    a call without a name or whose arguments are not an object; without ``with_id``, the ``id``
+    is left out (what a guess on the right cell shares with the reference)."""
     name, arguments = call.get("name"), decode_arguments(call.get("arguments"))
     if not isinstance(name, str) or arguments is None:
         return None
-    target = {key: arguments[key] for key in TARGET_ARGUMENTS if key in arguments}
+    kept = TARGET_ARGUMENTS if with_id else tuple(key for key in TARGET_ARGUMENTS if key != "id")
+    target = {key: arguments[key] for key in kept if key in arguments}
     for key, value in target.items():  # a list of ids or fields: its order says nothing
         if isinstance(value, list) and all(isinstance(item, str) for item in value):
             target[key] = sorted(set(value))
     return call_key(name, target)
+
+
+def _set_cell(facts: TaskFacts, action: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The hidden cell a ``set_slot`` (or set-and-check) action fills, None for any other action."""
+    name, arguments = action.get("name"), decode_arguments(action.get("arguments")) or {}
+    entry = facts.tools.get(name) if isinstance(name, str) else None
+    if entry is None or entry.kind not in SET_KINDS:
+        return None
+    cell = (arguments.get("row"), arguments.get("col"))
+    return cell if cell in facts.hidden else None  # type: ignore[return-value]
+
+
+def is_decision(facts: TaskFacts, action: Mapping[str, Any]) -> bool:
+    """Whether ``action`` is a decision: a set of a hidden cell that its own rules leave open
+    (:data:`DECISION_CANDIDATES` or more slot-valid candidates), whose id the global rules decide."""
+    cell = _set_cell(facts, action)
+    return cell is not None and len(facts.slot_valid[cell]) >= DECISION_CANDIDATES
+
+
+def decision_point(facts: TaskFacts, steps: Sequence[Step], ratio: float) -> int | None:
+    """Where to cut ``steps``: the decision step (:func:`is_decision`) nearest APB's cut at
+    ``ratio`` (:func:`cut_point`), the earlier one on a tie; None when there is none."""
+    target = cut_point(len(steps), ratio)
+    decisions = [index for index, (action, _) in enumerate(steps) if index >= 1 and is_decision(facts, action)]
+    if target is None or not decisions:
+        return None
+    return min(decisions, key=lambda index: (abs(index - target), index))
+
+
+def guess_chance(facts: TaskFacts, reference: Sequence[Mapping[str, Any]]) -> float:
+    """The chance that ``reference``'s sets are guessed right by a uniform draw among each cell's
+    slot-valid candidates: the product of 1 / (slot-valid count) over its sets."""
+    chance = 1.0
+    for action in reference:
+        cell = _set_cell(facts, action)
+        if cell is not None:
+            chance /= len(facts.slot_valid[cell])
+    return chance
 
 
 def _identity(call: Mapping[str, Any]) -> str | None:

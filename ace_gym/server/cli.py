@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from ace_gym.server.app import ServerConfig
+        from ace_gym.server.config import ServerConfig
         from ace_gym.server.factory import EnvFactory
         from ace_gym.server.runner import serve
     except ImportError as error:

@@ -3,7 +3,7 @@
 With N > 1 workers the parent binds the listening socket and starts N spawned processes that all
 accept on it (as ``uvicorn --workers`` does), but each worker knows its index: session ids carry
 it, and each worker also listens on ``<runtime dir>/worker-<i>.sock`` so that an HTTP request
-reaching the wrong worker is forwarded to the session's own (see :mod:`ace_gym.server.app`). The
+reaching the wrong worker is forwarded to the session's own (see :mod:`ace_gym.server.forwarding`). The
 parent restarts a worker that dies after it started serving (its sessions are lost), stops the
 server when one dies before, and stops every worker on SIGINT or SIGTERM.
 """
@@ -31,7 +31,9 @@ from fastapi import FastAPI
 from uvicorn.config import LOGGING_CONFIG
 
 from ace_gym.errors import AceGymError, ConfigError, InUseError, ServerStartError, integer, one_line
-from ace_gym.server.app import ServerConfig, create_app, worker_socket
+from ace_gym.server.app import create_app
+from ace_gym.server.config import ServerConfig
+from ace_gym.server.forwarding import worker_socket
 from ace_gym.server.http_protocol import BoundedHttpProtocol
 
 logger = logging.getLogger("uvicorn.error")  # configured by uvicorn, like its own "running on" line

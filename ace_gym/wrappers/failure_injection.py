@@ -15,19 +15,20 @@ from ace_gym.domains.tool_names import TOOL_NAMES, ToolKey, tool_name
 from ace_gym.envs.ace_env import ActionType, tool_label
 from ace_gym.errors import ConfigError, choice, did_you_mean, integer, probability
 from ace_gym.spaces import ToolCall, arguments_json
-from ace_gym.tools import REPLY_INFO, TOOL_CALL_FAILED, ToolReply, failure
-from ace_gym.tools.replies import ok_reply
+from ace_gym.tools import REPLY_INFO, ToolReply
+from ace_gym.tools.replies import failed_reply, ok_reply
 
-#: what an injected failure returns, by mode; "failed" is the published envelope
-FAILURE_ENVELOPES: dict[str, str] = {
-    "failed": TOOL_CALL_FAILED,
-    "timeout": failure("Timeout, the tool did not respond in time"),
-    "rate_limit": failure("RateLimitError, too many requests, retry the call later"),
-    "empty": ok_reply({}).text,
-    "truncated": '{"status": "success", "messages": "Successfully executed tool", "data": {"',  # cut on purpose
+_FAILURE_REPLIES: dict[str, ToolReply] = {
+    "failed": failed_reply("Tool call failed"),  # the published envelope
+    "timeout": failed_reply("Timeout, the tool did not respond in time"),
+    "rate_limit": failed_reply("RateLimitError, too many requests, retry the call later"),
+    "empty": ok_reply({})._replace(ok=False),
+    "truncated": ToolReply('{"status": "success", "messages": "Successfully executed tool", "data": {"', ok=False),
 }
-_FAILURE_REPLIES = {mode: ToolReply(text, ok=False) for mode, text in FAILURE_ENVELOPES.items()}
-"""The typed reply of each mode (a failure whatever its envelope says: the call did not run)."""
+"""The typed reply of each mode, with its envelope's values like every other reply (none for
+``"truncated"``, cut on purpose); never ``ok``, whatever its envelope says: the call did not run."""
+FAILURE_ENVELOPES: dict[str, str] = {mode: failed.text for mode, failed in _FAILURE_REPLIES.items()}
+"""What an injected failure returns, by mode."""
 RNG_KINDS = ("numpy", "python")
 DRAW_SEEDS = ("episode", "reset_seed")
 """What seeds the draws at a seeded reset: ``"episode"`` the (seed, instance, trial) of the episode,

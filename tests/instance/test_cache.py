@@ -26,13 +26,15 @@ from ace_gym.instance import (
     CompiledInstance,
     Dataset,
     bundled_dataset_path,
+    cached_instance,
     forget_loaded_datasets,
     parse_dataset,
     read_dataset,
     resolve_dataset,
 )
 from ace_gym.instance import cache as dataset_cache
-from ace_gym.instance.cache import _ENTRY_HEADER_INTS, _ENTRY_HEADER_LISTS, _packed, _unpacked, cache_folder
+from ace_gym.instance.cache import _ENTRY_HEADER_INTS, _ENTRY_HEADER_LISTS, cache_folder
+from ace_gym.instance.cached_instance import _packed, _unpacked
 from ace_gym.tools import EpisodeState, ToolConfig, tool_names, toolset
 from tests.conftest import published_file
 
@@ -391,9 +393,9 @@ def test_read_dataset__empty_cache_dir_setting_turns_the_cache_off(
 def test_read_dataset__cache_off_builds_no_entry_text_at_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACE_GYM_CACHE_DIR", "")
     written = []
-    original = dataset_cache.compiled_entry
+    original = cached_instance.compiled_entry
     monkeypatch.setattr(
-        dataset_cache, "compiled_entry", lambda compiled: written.append(compiled) or original(compiled)
+        cached_instance, "compiled_entry", lambda compiled: written.append(compiled) or original(compiled)
     )
     dataset = read_dataset(_copy("meal", tmp_path))
     assert written == []

@@ -46,12 +46,14 @@ def valid_completions(compiled: CompiledInstance) -> Iterator[tuple[int, ...]]:
 def template_plan(observation: str, info: dict[str, Any]) -> dict[str, Any]:
     """The instance-agnostic holistic plan an adversarial bank found (issue 38, finding 4): per
     hidden cell one query per stated slot rule and a set of "the id chosen from step k", a global
-    check, done. It reads the hidden cells and their stated rules only."""
+    check where the task offers one, done. It reads the hidden cells and their stated rules only."""
     view = read_task(observation, info)
     chain: list[dict[str, Any]] = []
     for slot in view.slots:
         chain += [{**query, "reason": "query"} for query in slot_rule_queries(view, slot)]
         reference = f"the id chosen from step {len(chain)}"
         chain.append({"name": "set_slot", "arguments": {"row": slot.row, "col": slot.col, "id": reference}})
-    chain += [{"name": view.tool("global_check"), "arguments": {}}, {"name": "done", "arguments": {}}]
+    if view.global_check_budget != 0:  # a check where the task offers one
+        chain.append({"name": view.tool("global_check"), "arguments": {}})
+    chain.append({"name": "done", "arguments": {}})
     return {"plan": "query, fill, verify", "tool_chain": chain}

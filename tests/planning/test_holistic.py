@@ -4,6 +4,7 @@ adherence measures the execution against the plan; ACE-Holistic-v0 wires it toge
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from ace_gym.agents import ExactSolver
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
-from ace_gym.planning.holistic import HolisticEnv
+from ace_gym.planning.holistic import ACTING_ENV_KWARGS, HolisticEnv
 from ace_gym.planning.knowledge import TaskFacts, facts_from_reset
 from ace_gym.planning.plans import grade_plan, plan_adherence
 from ace_gym.planning.trajectory import plan_from_steps
@@ -109,7 +110,7 @@ def test_plan_adherence__is_the_lcs_of_tool_names_over_the_plan_length() -> None
 def test_holistic_env__grades_the_plan_then_executes_it_with_adherence() -> None:
     env = HolisticEnv(domain="workforce", act_after_plan=True)
     _, info = env.reset(seed=3)
-    core = AceEnv("workforce")
+    core = AceEnv("workforce", **ACTING_ENV_KWARGS)
     observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
     steps, _ = solver_steps(core, observation, core_info)
     facts = facts_from_reset(core.compiled, core_info)
@@ -132,7 +133,7 @@ def test_holistic_env__without_acting_ends_on_the_plan() -> None:
 def test_holistic_env__with_costs_reports_the_plan_cost_against_the_reference() -> None:
     env = HolisticEnv(domain="course", settings=["cost"], act_after_plan=False)
     _, info = env.reset(seed=0)
-    core = AceEnv("course")
+    core = AceEnv("course", **ACTING_ENV_KWARGS)
     observation, core_info = core.reset(seed=0, options={"instance_index": info["instance_index"]})
     steps, _ = solver_steps(core, observation, core_info)
     plan = plan_from_steps(facts_from_reset(core.compiled, core_info), steps)
@@ -198,3 +199,32 @@ def test_holistic__the_template_carried_out_by_the_exact_solver_earns_one() -> N
             if terminated or truncated:
                 break
         assert reward == step_info["score"] == 1.0 and step_info["final_reward"] == 1.0
+
+
+def test_holistic__a_random_slot_valid_grid_carried_out_earns_exactly_nothing_on_average() -> None:
+    """Issue 38: carried out, the template earned the task's own reward, so a random slot-valid
+    grid earned 0.28 (seeds 0-99). The executed reward counts only what such a grid would not
+    earn: over every slot-valid grid of a task the mean reward is 0, and the solution earns 1."""
+    env = HolisticEnv(domain="course")
+    checked = 0
+    for seed in range(8):
+        messages, info = env.reset(seed=seed)
+        compiled = env._env.get_wrapper_attr("compiled")  # type: ignore[union-attr]
+        grids = list(itertools.product(*(sorted(slot.valid_items) for slot in compiled.slots)))
+        if len(grids) > 24:
+            continue
+        observation = messages[1]["content"].split("\n\nBefore acting")[0]
+        rewards = []
+        for grid in grids:
+            env.reset(seed=seed)
+            env.step(template_plan(observation, info))
+            for slot, item in zip(compiled.slots, grid, strict=True):
+                set_call = {"row": slot.row, "col": slot.col, "id": compiled.item_ids[item]}
+                env.step({"name": "set_slot", "arguments": set_call})
+            _, reward, terminated, _, step_info = env.step({"name": "done", "arguments": {}})
+            assert terminated and step_info["plan_score"] == 1.0
+            rewards.append(reward)
+        assert len(grids) >= 3 and rewards.count(1.0) == 1 and info["hidden_slots"] == len(compiled.slots)
+        assert sum(rewards) / len(rewards) == pytest.approx(0.0)
+        checked += 1
+    assert checked >= 2

@@ -18,7 +18,7 @@ import httpx
 from websockets.sync.client import connect
 
 from ace_gym.envs import AceEnv
-from ace_gym.server.app import ServerConfig
+from ace_gym.server.config import ServerConfig
 from tests.server_helpers import as_sent, serving
 
 QUERY = {

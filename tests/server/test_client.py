@@ -22,8 +22,8 @@ from ace_gym.eval.remote import RemoteStackFactory
 from ace_gym.eval.replay import replay_record
 from ace_gym.policies import make_scripted_policy
 from ace_gym.runs.results import read_records
-from ace_gym.server.app import ServerConfig
 from ace_gym.server.client import RemoteEnv, RemoteEnvError
+from ace_gym.server.config import ServerConfig
 from ace_gym.spaces import ToolCall
 from tests.eval.test_rollout import SolverChatEngine
 from tests.server_helpers import serving, step_as_sent

@@ -21,7 +21,7 @@ pytest.importorskip("fastapi", reason="the serve extra installs fastapi, uvicorn
 import httpx
 
 from ace_gym.agents import ExactSolver
-from ace_gym.server.app import ServerConfig
+from ace_gym.server.config import ServerConfig
 from ace_gym.server.factory import EnvFactory
 from ace_gym.server.mcp import ToolProbes, mcp_tools
 from ace_gym.server.protocol import MakeRequest

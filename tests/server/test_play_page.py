@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("fastapi")
 import httpx
 
-from ace_gym.server.app import ServerConfig
+from ace_gym.server.config import ServerConfig
 from tests.browser import console_errors, headless_chromium
 from tests.server_helpers import serving
 

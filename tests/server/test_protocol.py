@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 pytest.importorskip("orjson", reason="the serve extra installs orjson")
 
 from ace_gym.server import protocol, sessions
-from ace_gym.server.app import _answer
 from ace_gym.server.factory import EnvFactory
 from ace_gym.server.mcp import ToolProbes
 from ace_gym.server.sessions import SessionStore
+from ace_gym.server.websocket import _answer
 
 PAYLOADS: list[Any] = [
     {"type": "observation", "data": {"value": 'é ✓ \u2028 \x01 "q" /', "reward": 0.1 + 0.2, "done": False}},

@@ -26,7 +26,7 @@ import httpx
 from ace_gym.cli import main
 from ace_gym.errors import ServerStartError
 from ace_gym.server import runner
-from ace_gym.server.app import ServerConfig
+from ace_gym.server.config import ServerConfig
 from ace_gym.server.runner import _server_app
 from tests.server_helpers import ROOT, serve_process
 

@@ -12,7 +12,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError
 from ace_gym.scoring import grid_of_ids
 from ace_gym.spaces import ToolCall
-from ace_gym.tools import STOP, TOOL_CALL_FAILED
+from ace_gym.tools import STOP, TOOL_CALL_FAILED, reply_in
 from ace_gym.wrappers import FAILURE_ENVELOPES, ToolFailureInjection
 from tests.conftest import load_traces, trace_env
 from tests.core_helpers import nested_list
@@ -194,6 +194,23 @@ def test_extra_failure_modes__return_their_envelopes() -> None:
     assert json.loads(FAILURE_ENVELOPES["rate_limit"])["messages"].startswith("RateLimitError, ")
     with pytest.raises(ValueError):
         json.loads(FAILURE_ENVELOPES["truncated"])
+
+
+@pytest.mark.parametrize("mode", sorted(set(FAILURE_ENVELOPES) - {"truncated"}))
+def test_injected_failure__reply_carries_its_envelope_values_like_every_reply(mode: str) -> None:
+    env = ToolFailureInjection(AceEnv("course"), 1.0, failure_modes=(mode,))
+    env.reset(seed=3)
+    observation, _, _, _, info = env.step({"name": "get_current_grid_state", "arguments": {}})
+    reply = reply_in(info)
+    assert reply is not None and not reply.ok and reply.text == observation
+    assert reply.envelope == json.loads(observation)  # what wrappers above read instead of the text
+
+
+def test_injected_truncated_reply__has_no_envelope_values() -> None:
+    env = ToolFailureInjection(AceEnv("course"), 1.0, failure_modes=("truncated",))
+    env.reset(seed=3)
+    reply = reply_in(env.step({"name": "get_current_grid_state", "arguments": {}})[4])
+    assert reply is not None and not reply.ok and reply.envelope is None and reply.data == {}
 
 
 @pytest.mark.parametrize(
