@@ -156,7 +156,8 @@ class StackSpec:
     def make(self) -> gym.Env:
         """The stack: the registered env's entry point called with its registered keyword
         arguments updated by ``env_kwargs`` (no env checker, no order enforcing), the id's
-        registered wrappers, then :attr:`wrappers`. ``env.spec`` names the whole stack."""
+        registered wrappers, then :attr:`wrappers`. ``env.spec`` names the whole stack. An env or
+        a wrapper that refuses its keyword arguments raises ConfigError naming them."""
         try:
             registered = gym.spec(self.env_id)
         except gym.error.Error:
@@ -168,7 +169,10 @@ class StackSpec:
         entry_point = registered.entry_point
         if entry_point is None:
             raise ConfigError("env_id", self.env_id, "is registered without an entry point")
-        env = _creator(entry_point)(**kwargs)
+        try:
+            env = _creator(entry_point)(**kwargs)
+        except TypeError as error:  # an unknown or missing keyword argument
+            raise ConfigError("env_kwargs", dict(self.env_kwargs), f"{self.env_id}: {error}") from None
         env.spec = EnvSpec(self.env_id, entry_point, kwargs=kwargs)
         for extra in registered.additional_wrappers:
             env = _creator(extra.entry_point)(env, **(extra.kwargs or {}))

@@ -5,7 +5,8 @@
 Plays the solver on the 5x5 course domain (35 episodes, seed 0), copies its records to N
 episodes (distinct keys; default 10,000) in a temporary run folder, then in a fresh process
 writes the page (``ace_gym.eval.view.write_view``) and prints the wall time, the peak resident
-memory of that process and the sizes of ``episodes.jsonl`` and the page. With ``--browser``
+memory of that process and the sizes of ``episodes.jsonl`` and the page; then the same without
+the grid after each turn (``--no-grids``: no episode replayed). With ``--browser``
 (selenium, chromium and chromium-driver installed) it also opens the page in a headless Chromium
 and prints the seconds until the episode list shows, until the page has loaded whole, and to
 open the last episode.
@@ -29,7 +30,7 @@ import resource, sys, time
 from pathlib import Path
 from ace_gym.eval.view import write_view
 start = time.perf_counter()
-stats = write_view(Path(sys.argv[1]))
+stats = write_view(Path(sys.argv[1]), Path(sys.argv[2]), grids=sys.argv[3] == "grids")
 print(stats.episodes, time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
@@ -49,21 +50,22 @@ def main() -> None:
             for index in range(args.episodes):
                 record = records[index % len(records)]
                 handle.write(encode_json({**record, "key": f"{record['key']}|copy={index}"}) + b"\n")
-        out = subprocess.run([sys.executable, "-c", _WRITE, str(run)], check=True, capture_output=True, text=True)
-        episodes, seconds, peak_kib = out.stdout.split()
-        page = run / "view.html"
-        print(
-            json.dumps(
-                {
-                    "episodes": int(episodes),
-                    "episodes_jsonl_mb": round((run / EPISODES_FILE).stat().st_size / 2**20, 1),
-                    "page_mb": round(page.stat().st_size / 2**20, 1),
-                    "write_s": round(float(seconds), 2),
-                    "peak_rss_mb": round(int(peak_kib) / 1024, 1),
-                    **(_open_in_browser(page) if args.browser else {}),
-                }
-            )
-        )
+        row = {"episodes_jsonl_mb": round((run / EPISODES_FILE).stat().st_size / 2**20, 1)}
+        for grids in ("grids", "no-grids"):
+            page = run / f"view-{grids}.html"
+            command = [sys.executable, "-c", _WRITE, str(run), str(page), grids]
+            episodes, seconds, peak_kib = subprocess.run(
+                command, check=True, capture_output=True, text=True
+            ).stdout.split()
+            suffix = "" if grids == "grids" else "_no_grids"
+            row["episodes"] = int(episodes)
+            row[f"page_mb{suffix}"] = round(page.stat().st_size / 2**20, 1)
+            row[f"write_s{suffix}"] = round(float(seconds), 2)
+            row[f"peak_rss_mb{suffix}"] = round(int(peak_kib) / 1024, 1)
+            if grids == "grids" and args.browser:
+                row.update(_open_in_browser(page))
+            page.unlink()
+        print(json.dumps(row))
 
 
 def _open_in_browser(page: Path) -> dict[str, float]:

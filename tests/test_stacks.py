@@ -146,6 +146,11 @@ def test_stack_spec__make_names_the_stack_in_env_spec_which_gym_make_rebuilds() 
         (lambda: StackSpec.from_json("{"), "stack", "not JSON"),
         (lambda: StackSpec("ACE-corse-v0").make(), "env_id", "did you mean 'ACE-course-v0'"),
         (lambda: StackSpec("ACE-course-v0", {}, (("cost", {"nope": 1}),)).make(), "wrappers[0].kwargs", "nope"),
+        (
+            lambda: StackSpec("ACE-course-scenario-v0", {"bogus": 1}).make(),
+            "env_kwargs",
+            "ACE-course-scenario-v0: .*bogus",
+        ),
     ],
 )
 def test_stack_spec__refuses_bad_stacks_with_a_config_error_naming_the_field(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.feedback.rounds import AGENCYBENCH_THRESHOLD
 from ace_gym.feedback.scenario import ScenarioEnv
 from ace_gym.instance import dataset_sha256
-from ace_gym.runs.loop import Actor, Episode, Turn
+from ace_gym.runs.loop import INFO_DROPPED, Actor, Episode, Turn
 from ace_gym.runs.results import EPISODES_FILE, duplicates_note, read_records
 from ace_gym.text import clipped
 
@@ -349,12 +349,10 @@ def compare_records(recorded: Mapping[str, Any], replayed: Mapping[str, Any]) ->
     return None
 
 
-def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
-    """Replay one record (module docstring); returns the first difference, or None when every
-    observation, reward and the end are identical. Checks the dataset file's hash and the
-    record's :data:`SPEC_FIELDS` first.
-    ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
-    spec = replay_spec(record)
+def spec_mismatch(record: Mapping[str, Any], spec: EpisodeSpec) -> ReplayMismatch | None:
+    """The first difference between what ``record`` says it was played on and ``spec``, its
+    :func:`replay_spec`: the dataset file's hash (the file as it is now), then the record's
+    :data:`SPEC_FIELDS`; None when they agree."""
     key = str(record["key"])
     recorded_hash = record["replay"].get("dataset_sha256")
     current_hash = dataset_sha256(spec.dataset, spec.domain)
@@ -364,6 +362,19 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     for name in SPEC_FIELDS:
         if record.get(name) != stated[name]:
             return ReplayMismatch(key, None, name, record.get(name), stated[name])
+    return None
+
+
+def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
+    """Replay one record (module docstring); returns the first difference, or None when every
+    observation, reward and the end are identical. Checks the dataset file's hash and the
+    record's :data:`SPEC_FIELDS` first.
+    ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
+    spec = replay_spec(record)
+    key = str(record["key"])
+    mismatch = spec_mismatch(record, spec)
+    if mismatch is not None:
+        return mismatch
     replayed_key = spec.key(str(record["policy"]))
     if _is_old_record(record):
         record = {**record, "key": replayed_key}  # its key is in the former format: today's names the stack
@@ -375,6 +386,35 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     except ReplayDiverged as diverged:
         mismatch = diverged.mismatch
     return None if mismatch is None else replace(mismatch, key=key)
+
+
+def replayed_turns(record: Mapping[str, Any], env: Any) -> Iterator[Any]:
+    """Play ``record``'s turns again on ``env`` (a stack :meth:`EpisodeSpec.make_env` built from
+    the record's :func:`replay_spec`; reset here with its seed and options) and yield the core env
+    (``env.unwrapped``) after the reset and after each turn, once the opening messages, then the
+    turn's reward and info (as the record keeps it: without :data:`INFO_DROPPED`), are the
+    recorded ones; :class:`ReplayDiverged` at the first difference. Lighter than
+    :func:`replay_record` (no record is built; a turn's ``context`` is not compared), for reading
+    the env's state turn by turn. ConfigError as :func:`replay_spec`. The caller owns ``env``."""
+    spec = replay_spec(record)
+    key, recorded = str(record["key"]), record["messages"]
+    observation, _ = env.reset(seed=spec.seed, options=spec.reset_options())
+    opening = _plain(list(observation))
+    if opening != recorded[: len(opening)]:
+        index = next(i for i, m in enumerate(opening) if i >= len(recorded) or recorded[i] != m)
+        raise ReplayDiverged(
+            ReplayMismatch(
+                key, None, f"messages[{index}]", recorded[index] if index < len(recorded) else None, opening[index]
+            )
+        )
+    yield env.unwrapped
+    for index, turn in enumerate(record["turns"]):
+        _, reward, _, _, info = env.step(turn["action"])
+        replayed = {"reward": float(reward), "info": _plain({k: v for k, v in info.items() if k not in INFO_DROPPED})}
+        for name, value in replayed.items():
+            if turn.get(name) != value:
+                raise ReplayDiverged(ReplayMismatch(key, index, name, turn.get(name), value))
+        yield env.unwrapped
 
 
 def _plain(value: Any) -> Any:

@@ -35,6 +35,7 @@ from typing import IO, Any
 from ace_gym.atomic import read_regular_file, write_atomic
 from ace_gym.errors import ConfigError
 from ace_gym.eval.recovery import failure_log
+from ace_gym.eval.view_grids import TurnGrids
 from ace_gym.runs.results import EPISODES_FILE, MAX_SUMMARY_BYTES, SUMMARY_FILE, duplicates_note, read_records
 
 MAX_TEXT_CHARS = 200_000
@@ -115,10 +116,14 @@ def episode_row(record: Mapping[str, Any], index: int) -> dict[str, Any]:
     }
 
 
-def write_view(run_dir: Path, out: Path | None = None, *, skip_malformed: bool = False) -> ViewStats:
+def write_view(
+    run_dir: Path, out: Path | None = None, *, skip_malformed: bool = False, grids: bool = True
+) -> ViewStats:
     """Write the page of the run in ``run_dir`` to ``out`` (default ``run_dir/view.html``),
-    atomically. ConfigError when ``run_dir`` holds no episode file; MalformedRecordsError (nothing
-    written) for malformed lines unless ``skip_malformed``."""
+    atomically, with the grid after each turn of every ACE episode unless ``grids`` is False
+    (:class:`~ace_gym.eval.view_grids.TurnGrids`: each record replayed). ConfigError when
+    ``run_dir`` holds no episode file; MalformedRecordsError (nothing written) for malformed lines
+    unless ``skip_malformed``."""
     episodes = run_dir / EPISODES_FILE
     if not episodes.is_file():
         raise ConfigError("run_dir", str(run_dir), f"holds no {EPISODES_FILE}")
@@ -129,9 +134,17 @@ def write_view(run_dir: Path, out: Path | None = None, *, skip_malformed: bool =
         rows: list[dict[str, Any]] = []
         tool_sets: dict[str, int] = {}
         skipped = stats.skipped if skip_malformed else None
-        with tempfile.TemporaryFile(dir=stats.path.parent) as bodies:  # the episodes go last on the page
+        # the episodes go last on the page
+        with tempfile.TemporaryFile(dir=stats.path.parent) as bodies, TurnGrids() as turn_grids:
             for index, record in enumerate(read_records(episodes, skipped=skipped, duplicates=stats.duplicates)):
                 rows.append(displayable(episode_row(record, index)))
+                replayed = turn_grids.of(record) if grids else None
+                if replayed is not None:  # before its episode: an episode that has loaded has its grids
+                    bodies.write(
+                        f'<script type="application/json" id="grids-{index}">{embedded(replayed)}</script>\n'.encode(
+                            "ascii"
+                        )
+                    )
                 body = dict(record)
                 if "tools" in body:  # one copy per distinct tool list, not one per episode
                     body["tools"] = tool_sets.setdefault(embedded(body["tools"]), len(tool_sets))
@@ -217,11 +230,17 @@ def register(subparsers: Any) -> None:
     view.add_argument(
         "--skip-malformed", action="store_true", help="leave out malformed lines of episodes.jsonl instead of stopping"
     )
+    view.add_argument(
+        "--no-grids",
+        dest="grids",
+        action="store_false",
+        help="leave out the grid after each turn (rebuilt by replaying each episode: milliseconds an episode)",
+    )
     view.set_defaults(handler=run_view, write_hint="pass --out with a path you can write")
 
 
 def run_view(args: argparse.Namespace) -> int:
-    stats = write_view(args.run_dir, args.out, skip_malformed=args.skip_malformed)
+    stats = write_view(args.run_dir, args.out, skip_malformed=args.skip_malformed, grids=args.grids)
     if stats.duplicates:
         print(f"note: {duplicates_note(args.run_dir / EPISODES_FILE, stats.duplicates)}", file=sys.stderr)
     print(f"wrote {stats.path} ({stats.episodes} episodes)")

@@ -13,9 +13,15 @@ import pytest
 
 from ace_gym.cli import main
 from ace_gym.eval.view import MAX_TEXT_CHARS, displayable, episode_row, script_json, write_view
+from ace_gym.eval.view_grids import TurnGrids
 from ace_gym.exit_codes import EXIT_CONFIG, EXIT_MALFORMED
+from ace_gym.instance import resolve_dataset
+from ace_gym.longbench.question_types import QUESTION_TYPES
+from ace_gym.longbench.rollout import qa_specs, run_qa_episodes
 from ace_gym.runs.results import EPISODES_FILE, MalformedRecordsError, encode_json, read_records
 from tests.browser import console_errors, headless_chromium
+from tests.eval.view_runs import llm_run
+from tests.longbench.answers import NonsenseEngine, OracleEngine
 
 PAYLOAD = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
 
@@ -30,17 +36,6 @@ def _write_records(folder: Path, records: list[dict[str, Any]]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / EPISODES_FILE).write_bytes(b"".join(encode_json(record) + b"\n" for record in records))
     return folder
-
-
-def _llm_like(record: dict[str, Any], key: str) -> dict[str, Any]:
-    """A scripted record dressed as an LLM's: reasoning, a parse error and a context window."""
-    record = copy.deepcopy(record)
-    record["key"] = key
-    first = next(m for m in record["messages"] if m["role"] == "assistant")
-    first["reasoning_content"] = "I should look at the candidates first."
-    record["turns"][0]["info"]["parse_errors"] = ["<tool_call> without a closing tag"]
-    record["turns"][0]["context"] = {"policy": "window", "kept_messages": 3}
-    return record
 
 
 def _alb_record(key: str, **fields: Any) -> dict[str, Any]:
@@ -70,23 +65,23 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "--feedback-rounds", "2", "--threshold", "1.0", "--tool-failure-rates", "0.2",
     )  # fmt: skip
     planning = _eval(root / "planning", "--policy", "solver", "--hidden-slots", "1", "--wrappers", "unsolvable,broken")
+    scenario = _eval(
+        root / "scenario", "--policy", "greedy-revise", "--hidden-slots", "5", "--decoy-budgets", "0",
+        "--scenario", "2", "--feedback-rounds", "2",
+    )  # fmt: skip
     scripted = list(read_records(rounds / EPISODES_FILE))
-    llm = _write_records(root / "llm", [_llm_like(record, f"llm-{i}") for i, record in enumerate(scripted)])
-    alb = _write_records(
-        root / "alb",
-        [
-            _alb_record("alb-0"),
-            _alb_record("alb-1", score=1.0, prediction=7),
-            {
-                "key": "p",
-                "policy": "x",
-                "domain": "puzzle",
-                "question_type": "puzzle",
-                "score": 0.0,
-                "env_id": "ALB-Puzzle-v0",
-            },
-        ],
-    )
+    llm = llm_run(root / "llm")
+    qa_specs_ = qa_specs({"fmt": "concise"}, question_types=QUESTION_TYPES[:3], buckets=[6000], samples=1)
+    qa = [*run_qa_episodes(qa_specs_, OracleEngine(qa_specs_)), *run_qa_episodes(qa_specs_, NonsenseEngine())]
+    puzzle = {  # no command writes ALB-Puzzle runs: a record of the fields its env reports
+        "key": "p",
+        "policy": "x",
+        "domain": "puzzle",
+        "question_type": "puzzle",
+        "score": 0.0,
+        "env_id": "ALB-Puzzle-v0",
+    }
+    alb = _write_records(root / "alb", [*qa, puzzle])
     hostile = copy.deepcopy(scripted[0])
     hostile.update(key=PAYLOAD, instance_id=PAYLOAD, domain=PAYLOAD)
     assistant = next(m for m in hostile["messages"] if m["role"] == "assistant")
@@ -95,9 +90,17 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     xss = _write_records(root / "xss", [hostile])
     many = copy.deepcopy(scripted[0])
     paged = _write_records(root / "paged", [{**many, "key": f"k{i}", "score": (i % 4) / 4} for i in range(250)])
-    for folder in (rounds, planning, llm, alb, xss, paged):
+    for folder in (rounds, planning, scenario, llm, alb, xss, paged):
         write_view(folder)
-    return {"rounds": rounds, "planning": planning, "llm": llm, "alb": alb, "xss": xss, "paged": paged}
+    return {
+        "rounds": rounds,
+        "planning": planning,
+        "scenario": scenario,
+        "llm": llm,
+        "alb": alb,
+        "xss": xss,
+        "paged": paged,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -141,7 +144,8 @@ def test_row_counts_failures_recoveries_parse_errors_and_attempts(runs: dict[str
         row["recovered"] == sum(f["recovered"] for f in r["failures"]) for row, r in zip(rows, records, strict=True)
     )
     assert all(
-        row["parse_errors"] == 1 and row["attempts"] == r["feedback_rounds"]["attempts_used"]
+        row["parse_errors"] == sum(len(t["info"]["parse_errors"]) for t in r["turns"]) > 0
+        and row["attempts"] == r["feedback_rounds"]["attempts_used"]
         for row, r in zip(rows, records, strict=True)
     )
     assert [row["turns"] for row in rows] == [len(r["turns"]) for r in records]
@@ -156,8 +160,8 @@ def test_page_embeds_no_record_text_as_markup(runs: dict[str, Path]) -> None:
     page = (runs["xss"] / "view.html").read_text(encoding="ascii")
     assert "window.__pwned" in page  # the payload is there, as JSON text
     assert (
-        "<script>window" not in page and "<img" not in page and page.count("<script") == 5
-    )  # 1 episode + run, rows, tools, code
+        "<script>window" not in page and "<img" not in page and page.count("<script") == 6
+    )  # 1 episode and its grids + run, rows, tools, code
 
 
 @pytest.mark.parametrize(
@@ -209,8 +213,7 @@ def test_episode_page_shows_turns_failures_rounds_and_context(
     records = list(read_records(runs["llm"] / EPISODES_FILE))
     _open(browser, runs["llm"])
     assert browser.find_element("id", "page-info").text == f"page 1 of 1 ({len(records)} of {len(records)} episodes)"
-    run_text = browser.find_element("id", "run-view").text
-    assert "By tool-failure rate" not in run_text  # no summary.json in this folder: left out, no error
+    assert "By tool-failure rate" in browser.find_element("id", "run-view").text
     index = max(range(len(records)), key=lambda i: len(records[i]["failures"]))
     record = records[index]
     view = _open_episode(browser, index)
@@ -228,6 +231,7 @@ def test_episode_page_shows_turns_failures_rounds_and_context(
         "Injected failures",
         "1 parse error(s)",
         "context window shown to the model",
+        "reasoning",
     ):
         assert text in view.text
     assert record["messages"][1]["content"][:40] in view.text  # the task
@@ -264,7 +268,7 @@ def test_run_summary_list_sorting_filtering_and_paging(runs: dict[str, Path], br
     assert console_errors(browser) == []
 
 
-@pytest.mark.parametrize("run", ["planning", "alb", "rounds"])
+@pytest.mark.parametrize("run", ["planning", "alb", "rounds", "scenario"])  # llm: both episodes opened below
 def test_every_episode_of_every_family_opens_without_an_error(runs: dict[str, Path], browser: Any, run: str) -> None:
     records = list(read_records(runs[run] / EPISODES_FILE))
     for row, record in enumerate(records):
@@ -277,10 +281,17 @@ def test_every_episode_of_every_family_opens_without_an_error(runs: dict[str, Pa
 
 
 def test_alb_page_shows_question_answer_and_gold(runs: dict[str, Path], browser: Any) -> None:
-    _open(browser, runs["alb"])
-    view = _open_episode(browser, 1)
-    for text in ("gold answer", "7", "question_type", "count", "I think <answer>seven</answer>", "How many items?"):
-        assert text in view.text
+    records = list(read_records(runs["alb"] / EPISODES_FILE))
+    for row, record in enumerate(records):
+        if record["question_type"] == "puzzle":
+            continue
+        _open(browser, runs["alb"])
+        view = _open_episode(browser, row)
+        for text in ("gold answer", "answer", record["question_type"], record["raw_response"], "Raw response"):
+            assert text in view.text
+        assert record["messages"][1]["content"][-60:].strip() in view.text  # the question
+        assert not view.find_elements("css selector", ".turn-grid, #final-grid")  # no grid, no note
+        assert "grid" not in view.find_element("id", "turns").text
     assert console_errors(browser) == []
 
 
@@ -295,4 +306,136 @@ def test_html_and_script_in_records_stay_text(runs: dict[str, Path], browser: An
     assert "</script>" in view.text
     assert browser.execute_script("return window.__pwned") is None
     assert browser.find_elements("css selector", "main img, main script") == []
+    assert console_errors(browser) == []
+
+
+# The grid after each turn.
+
+
+def _compiled(record: dict[str, Any]) -> Any:
+    return resolve_dataset(record["dataset"], record["domain"]).compiled(record["instance_index"])
+
+
+@pytest.mark.parametrize("run", ["llm", "rounds", "scenario", "planning"])
+def test_grids_replay_every_turn_and_end_on_the_recorded_grid(runs: dict[str, Path], run: str) -> None:
+    records = list(read_records(runs[run] / EPISODES_FILE))
+    with TurnGrids() as turn_grids:
+        for record in records:
+            grids = turn_grids.of(record)
+            assert grids is not None and grids["note"] is None
+            steps = grids["steps"]
+            assert len(steps) == len(record["turns"]) + 1 and steps[0] is not None
+            last = next(step for step in reversed(steps) if step is not None)
+            assert last["grid"] == record["grid"]
+            compiled = _compiled(record)
+            if not record["settings"]:  # the planning settings may serve a variant of the instance
+                assert sorted(grids["hidden"]) == sorted([s.row, s.col] for s in compiled.slots)
+                assert grids["truth"] == {
+                    f"{s.row},{s.col}": compiled.item_ids[compiled.truth[s.cell]] for s in compiled.slots
+                }
+                breaking = [
+                    [s.row, s.col]
+                    for s in compiled.slots
+                    if record["grid"][s.row][s.col] is not None
+                    and compiled.item_index[record["grid"][s.row][s.col]] not in s.valid_items
+                ]
+                assert last["breaks"] == breaking
+
+
+def test_grids_mark_the_slot_a_turn_broke_until_a_later_turn_mends_it(runs: dict[str, Path]) -> None:
+    records = list(read_records(runs["llm"] / EPISODES_FILE))
+    with TurnGrids() as turn_grids:
+        for record in records:
+            steps = turn_grids.of(record)["steps"]
+            broken = [turn for turn, step in enumerate(steps) if step is not None and step["breaks"]]
+            assert broken and record["score"] == 1.0  # FlawedSolverChat sets a slot-breaking candidate once
+            (row, col), compiled = steps[broken[0]]["breaks"][0], _compiled(record)
+            call = json.loads(record["turns"][broken[0] - 1]["action"].split("<tool_call>")[1].split("</tool_call>")[0])
+            assert call["name"] == "set_slot" and (call["arguments"]["row"], call["arguments"]["col"]) == (row, col)
+            slot = next(s for s in compiled.slots if (s.row, s.col) == (row, col))
+            assert compiled.item_index[call["arguments"]["id"]] not in slot.valid_items
+            assert not steps[-1] or not steps[-1]["breaks"]
+
+
+def _corrupt(record: dict[str, Any], change: str) -> dict[str, Any]:
+    record = copy.deepcopy(record)
+    spec = record["replay"]["spec"]
+    if change == "dataset path":
+        spec["stack"]["env_kwargs"]["dataset"] = "/etc/passwd"
+    elif change == "dataset changed":
+        record["replay"]["dataset_sha256"] = "0" * 64
+    elif change == "no replay fields":
+        del record["replay"]
+    elif change == "unknown instance":
+        spec["instance_id"] = "<img src=x onerror=alert(1)>"
+    elif change == "unknown env argument":
+        spec["stack"]["env_kwargs"]["bogus"] = 1
+    elif change == "unknown spec field":
+        spec["bogus"] = 1
+    elif change == "edited action":
+        record["turns"][2]["action"] = "<tool_call>not json</tool_call>"
+    elif change == "edited opening":
+        record["messages"][1]["content"] = "another task"
+    return record
+
+
+CORRUPTIONS = {
+    "dataset path": "the dataset '/etc/passwd' is not bundled",
+    "dataset changed": "dataset_sha256 is not what the record was played on",
+    "no replay fields": "carries no replay fields",
+    "unknown instance": "not in",
+    "unknown env argument": "unexpected keyword argument 'bogus'",
+    "unknown spec field": "unknown fields",
+    "edited action": "stops before turn 3",
+    "edited opening": "stops before the opening",
+}
+
+
+@pytest.mark.parametrize("change", CORRUPTIONS)
+def test_a_record_that_cannot_be_replayed_gets_a_note_never_an_error(runs: dict[str, Path], change: str) -> None:
+    record = _corrupt(next(iter(read_records(runs["rounds"] / EPISODES_FILE))), change)
+    with TurnGrids() as turn_grids:
+        grids = turn_grids.of(record)
+    assert CORRUPTIONS[change] in grids["note"]
+    assert len(grids["steps"]) == (3 if change == "edited action" else 0)
+
+
+def test_no_grids_leaves_the_grids_out(runs: dict[str, Path], tmp_path: Path) -> None:
+    assert main(["view", str(runs["rounds"]), "--no-grids", "--out", str(tmp_path / "v.html")]) == 0
+    page = (tmp_path / "v.html").read_text(encoding="ascii")
+    assert 'id="ep-0"' in page and 'id="grids-' not in page
+    assert 'id="grids-0"' in (runs["rounds"] / "view.html").read_text(encoding="ascii")
+
+
+def test_an_alb_record_has_no_grids(runs: dict[str, Path]) -> None:
+    with TurnGrids() as turn_grids:
+        assert all(turn_grids.of(record) is None for record in read_records(runs["alb"] / EPISODES_FILE))
+
+
+def test_episode_page_shows_the_grid_after_each_turn_with_its_marks(
+    runs: dict[str, Path], browser: Any, tmp_path: Path
+) -> None:
+    records = list(read_records(runs["llm"] / EPISODES_FILE))
+    _open(browser, runs["llm"])
+    view = _open_episode(browser, 0)
+    record = records[0]
+    grids = view.find_elements("css selector", "#turns .turn-grid")
+    assert len(grids) == len(record["turns"])
+    assert [g.find_element("tag name", "summary").text.split(" (")[0].split(",")[0] for g in grids] == [
+        f"grid after turn {turn}" for turn in range(1, len(record["turns"]) + 1)
+    ]
+    broken = [g for g in grids if g.find_elements("css selector", "td.breaks")]
+    assert len(broken) >= 1 and broken[0].get_attribute("open") == "true"  # the turn that broke it changed the grid
+    assert "1 breaks a slot rule (red)" in broken[0].text
+    final = view.find_element("id", "final-grid")
+    assert len(final.find_elements("css selector", "td.truth")) == record["hidden_slots"]  # solved: all the truth
+    assert f"{record['hidden_slots']} of {record['hidden_slots']} hold the truth" in final.text
+    browser.save_screenshot(str(tmp_path / "grids.png"))
+    assert console_errors(browser) == []
+    folder = _write_records(tmp_path / "noted", [_corrupt(records[0], "dataset changed")])
+    write_view(folder)
+    _open(browser, folder)
+    view = _open_episode(browser, 0)
+    assert CORRUPTIONS["dataset changed"] in view.find_element("id", "turns").text
+    assert not view.find_elements("css selector", ".turn-grid") and "Final grid" in view.text
     assert console_errors(browser) == []

@@ -221,7 +221,7 @@
     if (role === "assistant") box.append(...toolCalls(m));
     return box;
   }
-  function turns(record, box) {
+  function turns(record, box, grids) {
     const messages = Array.isArray(record.messages) ? record.messages : [];
     const turnLog = Array.isArray(record.turns) ? record.turns : [];
     let start = messages.findIndex((m) => isObject(m) && m.role === "assistant");
@@ -232,10 +232,14 @@
       box.append(role === "system" ? folded("system prompt", message(m, role), false) : message(m, role));
     }
     if (messages.length > start) box.append(el("h3", null, "Turns"));
+    if (grids && grids.note) box.append(el("p", "notes", grids.note));
+    const replayed = Boolean(grids && Array.isArray(grids.steps) && grids.steps.length > 1);
     let turn = -1, callIndex = 0;
+    const gridAfter = () => { if (turn >= 0 && grids) { const g = turnGrid(grids, turn); if (g) box.append(g); } };
     for (const m of messages.slice(start)) {
       const role = isObject(m) ? show(m.role) : "message";
       if (role === "assistant") {
+        gridAfter();
         turn += 1; callIndex = 0;
         const info = isObject(turnLog[turn]) && isObject(turnLog[turn].info) ? turnLog[turn].info : {};
         const extra = [el("b", null, "turn " + (turn + 1))];
@@ -244,7 +248,7 @@
         const box2 = message(m, "assistant", extra);
         if (errors.length) box2.append(folded("parse errors", tree(errors), false));
         if (isObject(turnLog[turn]) && turnLog[turn].context !== undefined) box2.append(folded("context window shown to the model", tree(turnLog[turn].context), false));
-        const turnExtras = infoExtras(info, TURN_INFO, hiddenSlots(record));
+        const turnExtras = infoExtras(info, TURN_INFO, hiddenSlots(record), replayed);
         if (turnExtras) box2.append(turnExtras);
         if (isObject(turnLog[turn]) && turnLog[turn].reward !== undefined) box2.append(el("div", null, "reward " + show(turnLog[turn].reward)));
         box.append(box2);
@@ -255,13 +259,14 @@
         const badges = callBadges(call);
         const failed = isObject(call) && call.ok === false;
         const reply = message(m, "tool", [isObject(m) && m.name ? el("b", null, show(m.name)) : null, ...badges], failed);
-        const callExtras = infoExtras(call, CALL_INFO, hiddenSlots(record));
+        const callExtras = infoExtras(call, CALL_INFO, hiddenSlots(record), replayed);
         if (callExtras) reply.append(callExtras);
         box.append(reply);
       } else {
         box.append(message(m, role, turn >= 0 && role === "user" ? [el("span", "badge", "after turn " + (turn + 1))] : []));
       }
     }
+    gridAfter();
     if (!messages.length && turnLog.length) {
       box.append(el("h3", null, "Turns"));
       turnLog.forEach((t, index) => box.append(el("div", "msg assistant", el("b", null, "turn " + (index + 1)), tree(t))));
@@ -273,12 +278,13 @@
   }
   // What a turn's or a call's info holds beyond the counts the page shows as badges: the grid
   // after it, a score and reason, a planning probe's verdict ("apb": plans, refusals, reason codes).
-  function infoExtras(info, known, hidden) {
+  // `replayed`: the grid after each turn is shown (turnGrid), so a final info's grid is not repeated.
+  function infoExtras(info, known, hidden, replayed) {
     const rest = {};
     for (const [key, value] of Object.entries(isObject(info) ? info : {})) if (!known.has(key) && key !== "grid") rest[key] = value;
     const box = el("div");
     if (Object.keys(rest).length) box.append(tree(rest));
-    if (isObject(info) && info.grid !== undefined && info.grid !== null) box.append(folded("grid after this call", grid(info.grid, hidden), false));
+    if (!replayed && isObject(info) && info.grid !== undefined && info.grid !== null) box.append(folded("grid after this call", grid(info.grid, hidden), false));
     return box.childNodes.length ? box : null;
   }
   const TURN_INFO = new Set(["turn", "tool_format", "calls", "skipped_calls", "parse_errors", "turns_left"]);
@@ -289,6 +295,54 @@
     rowsOf.forEach((cells, r) => t.append(el("tr", null, ...cells.map((cell, c) =>
       el("td", hidden.has(r + "," + c) ? "hidden" : null, cell === null ? "\u00b7" : show(cell))))));
     return el("div", null, t, hidden.size ? el("p", null, "highlighted: the hidden slots the agent filled") : null);
+  }
+  // The replayed grids of an episode (ace_gym/eval/view_grids.py): steps[0] after the reset,
+  // steps[t + 1] after turn t, null where the grid stayed as it was.
+  function gridStep(grids, step) {
+    const steps = Array.isArray(grids.steps) ? grids.steps : [];
+    for (let k = Math.min(step, steps.length - 1); k >= 0; k -= 1) if (isObject(steps[k])) return steps[k];
+    return null;
+  }
+  const cellKey = (pair) => (Array.isArray(pair) ? pair[0] + "," + pair[1] : "");
+  // A grid with its marks: hidden slots, slots that break a slot rule, cells this turn changed
+  // and, with `truth`, which hidden slots hold the instance's truth (and the truth where not).
+  function markedGrid(state, hiddenPairs, before, truth) {
+    const hidden = new Set((Array.isArray(hiddenPairs) ? hiddenPairs : []).map(cellKey));
+    const breaks = new Set((Array.isArray(state.breaks) ? state.breaks : []).map(cellKey));
+    const rowsOf = Array.isArray(state.grid) ? state.grid : [];
+    const t = el("table", "grid");
+    let filled = 0, right = 0;
+    rowsOf.forEach((cells, r) => t.append(el("tr", null, ...(Array.isArray(cells) ? cells : []).map((cell, c) => {
+      const key = r + "," + c;
+      const classes = [];
+      if (hidden.has(key)) { classes.push("hidden"); if (cell !== null) filled += 1; }
+      if (breaks.has(key)) classes.push("breaks");
+      const old = before && Array.isArray(before.grid) && Array.isArray(before.grid[r]) ? before.grid[r][c] : undefined;
+      if (before && old !== cell) classes.push("changed");
+      const td = el("td", classes.join(" ") || null, cell === null ? "\u00b7" : show(cell));
+      if (truth && hidden.has(key) && truth[key] !== undefined) {
+        if (truth[key] === cell) { td.classList.add("truth"); right += 1; }
+        else td.append(el("div", "truth-id", "truth " + show(truth[key])));
+      }
+      return td;
+    }))));
+    const legend = [hidden.size ? filled + " of " + hidden.size + " hidden slots filled" : null,
+      breaks.size + " break" + (breaks.size === 1 ? "s" : "") + " a slot rule (red)"];
+    if (truth) legend.push(right + " of " + hidden.size + " hold the truth (green)");
+    if (before) legend.push("bold: changed by this turn");
+    return el("div", null, t, el("p", "legend", "yellow: hidden slots; " + legend.filter(Boolean).join("; ")));
+  }
+  function turnGrid(grids, turn) {
+    const steps = Array.isArray(grids.steps) ? grids.steps : [];
+    if (turn + 1 >= steps.length) return null;
+    const state = gridStep(grids, turn + 1);
+    if (!state) return null;
+    const changed = isObject(steps[turn + 1]);
+    const breaks = Array.isArray(state.breaks) ? state.breaks.length : 0;
+    const title = "grid after turn " + (turn + 1) + (changed ? " (changed)" : "") + (breaks ? ", " + breaks + " slot(s) breaking a rule" : "");
+    const box = folded(title, markedGrid(state, grids.hidden, changed ? gridStep(grids, turn) : null, null), changed);
+    box.className = "turn-grid" + (changed ? " changed" : "");
+    return box;
   }
   function openEpisode(index) {
     const view = document.getElementById("episode-view");
@@ -302,6 +356,7 @@
     const loading = document.getElementById("loading");
     if (loading) loading.remove();
     const record = data("ep-" + index);
+    const grids = document.getElementById("grids-" + index) ? data("grids-" + index) : null;
     const back = el("button", null, "\u2190 all episodes");
     back.id = "back";
     back.addEventListener("click", () => { view.hidden = true; document.getElementById("list-view").hidden = false; document.getElementById("run-view").hidden = false; });
@@ -312,9 +367,16 @@
     if (record.raw_response !== undefined) view.append(el("h3", null, "Raw response"), content(record.raw_response) || el("span", null, "(empty)"));
     const body = el("div");
     body.id = "turns";
-    turns(record, body);
+    turns(record, body, grids);
     view.append(body);
-    if (record.grid !== undefined && record.grid !== null) view.append(el("h3", null, "Final grid"), grid(record.grid, hiddenSlots(record)));
+    const last = grids && Array.isArray(grids.steps) && grids.steps.length ? gridStep(grids, grids.steps.length - 1) : null;
+    if (last && isObject(grids.truth)) {
+      const final = el("div", null, markedGrid(last, grids.hidden, null, grids.truth));
+      final.id = "final-grid";
+      view.append(el("h3", null, "Final grid"), final);
+    } else if (record.grid !== undefined && record.grid !== null) {
+      view.append(el("h3", null, "Final grid"), grid(record.grid, hiddenSlots(record)));
+    }
     if (Array.isArray(record.failures) && record.failures.length) view.append(el("h3", null, "Injected failures"), tree(record.failures));
     if (record.feedback_rounds !== undefined && record.feedback_rounds !== null) view.append(el("h3", null, "Feedback rounds"), tree(record.feedback_rounds));
     if (record.scenario !== undefined && record.scenario !== null) view.append(el("h3", null, "Scenario"), tree(record.scenario));
