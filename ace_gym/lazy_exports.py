@@ -1,5 +1,6 @@
 """Module attributes imported on first access (PEP 562): a module can re-export a name from a
-heavy home module (pydantic's schema models, the numba generator) without importing it."""
+heavy home module (pydantic's schema models, the numba generator) without importing it; and
+entry points (``"module:attribute"``), which the registries (wrappers, benchmarks) load on first use."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import importlib
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from ace_gym.errors import ConfigError
 
 
 def lazy_homes(module: str, homes: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
@@ -32,3 +35,16 @@ def lazy_homes(module: str, homes: Mapping[str, str]) -> tuple[Callable[[str], A
 def lazy_exports(module: str, home: str, names: Iterable[str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """:func:`lazy_homes` for names that all live in the module ``home``."""
     return lazy_homes(module, dict.fromkeys(names, home))
+
+
+def check_entry_point(field: str, entry_point: str) -> None:
+    """ConfigError naming ``field`` unless ``entry_point`` is ``"module:attribute"``."""
+    module, colon, attribute = entry_point.partition(":") if isinstance(entry_point, str) else ("", "", "")
+    if not (module and colon and attribute):
+        raise ConfigError(field, entry_point, "must be 'module:attribute'")
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """What ``entry_point`` (``"module:attribute"``) names, its module imported on first use."""
+    module, _, attribute = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attribute)

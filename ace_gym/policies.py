@@ -7,8 +7,9 @@ settings' ``cost-solver``, ``refuse`` and ``probe-retry|replace|alternative|refu
 :func:`~ace_gym.agents.llm.make_engine`). :func:`policy_label` is how a policy is named in episode
 records and keys; :func:`make_policy` builds it.
 
-The table lists the benchmark homes' scripted policies (APB's probes and cost-aware solver), so it
-sits above them, in the stacks layer (docs/architecture.md).
+The table lists the core's scripted policies and those the benchmarks declare
+(:data:`ace_gym.stacks.BENCHMARKS`: APB's probes and cost-aware solver), so it sits above the
+benchmark homes, in the stacks layer (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -24,8 +25,20 @@ from ace_gym.agents.random_policy import RandomPolicy
 from ace_gym.agents.revise import GreedyRevise
 from ace_gym.agents.solver import BatchingSolver, ExactSolver
 from ace_gym.errors import ConfigError, did_you_mean
-from ace_gym.planning.cost_solver import CostAwareSolver
-from ace_gym.planning.probes import PROBES
+from ace_gym.stacks import BENCHMARKS
+
+
+def _declared_policies() -> list[type[ScriptedPolicy]]:
+    """The benchmarks' scripted policies, in declaration order; ConfigError naming the benchmark
+    for one that is no :class:`ScriptedPolicy` class."""
+    found = []
+    for benchmark in BENCHMARKS:
+        for policy in benchmark.scripted_policies():
+            if not (isinstance(policy, type) and issubclass(policy, ScriptedPolicy)):
+                raise ConfigError(f"{benchmark.name}.policies", policy, "must name ScriptedPolicy classes")
+            found.append(policy)
+    return found
+
 
 _SCRIPTED_CLASSES: tuple[type[ScriptedPolicy], ...] = (
     ExactSolver,
@@ -33,8 +46,7 @@ _SCRIPTED_CLASSES: tuple[type[ScriptedPolicy], ...] = (
     GreedyLocal,
     GreedyRevise,
     RandomPolicy,
-    CostAwareSolver,
-    *PROBES,
+    *_declared_policies(),
 )
 SCRIPTED_POLICIES: dict[str, type[ScriptedPolicy]] = {policy.name: policy for policy in _SCRIPTED_CLASSES}
 __all__ = [

@@ -1,11 +1,14 @@
-"""The one wrapper registry and the one description of an env stack.
+"""The benchmarks, the one wrapper registry and the one description of an env stack.
+
+:data:`BENCHMARKS` lists each benchmark home's declaration (:class:`~ace_gym.benchmark.Benchmark`):
+registration, this registry, the policies by name and ``ace-gym eval`` iterate it, so that a
+benchmark is added by its folder and one line here (docs/architecture.md, "a benchmark").
 
 :data:`WRAPPERS` holds a :class:`~ace_gym.wrapper_entry.WrapperEntry` per wrapper: the core's,
-declared here, and each benchmark home's (:data:`ace_gym.planning.settings.PLANNING_WRAPPERS`,
-:data:`ace_gym.feedback.entries.FEEDBACK_WRAPPERS`). ``ace-gym eval --wrappers`` (the entries that
-are settings), the env server's allowed wrappers, the planning settings, the registered setting
-variants and the episode specs of the rollout collector and the trainer adapters all read it.
-Adding a wrapper is adding one entry (docs/architecture.md, "Adding a wrapper").
+declared here, and each benchmark's (its declaration's ``wrappers``). ``ace-gym eval --wrappers``
+(the entries that are settings), the env server's allowed wrappers, the planning settings, the
+registered setting variants and the episode specs of the rollout collector and the trainer
+adapters all read it. Adding a wrapper is adding one entry (docs/architecture.md, "Adding a wrapper").
 
 A :class:`StackSpec` is an env id, its keyword arguments and the wrappers around it, innermost
 first, each with its keyword arguments: plain JSON values, like Gymnasium's ``EnvSpec`` with its
@@ -23,11 +26,22 @@ from typing import Any, cast
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec, load_env_creator
 
+from ace_gym.benchmark import Benchmark
 from ace_gym.errors import ConfigError, did_you_mean
-from ace_gym.feedback.entries import FEEDBACK_WRAPPERS
-from ace_gym.planning.settings import PLANNING_WRAPPERS
+from ace_gym.lazy_exports import load_entry_point
 from ace_gym.tools.readonly import read_only
 from ace_gym.wrapper_entry import WrapperEntry
+
+BENCHMARKS: tuple[Benchmark, ...] = tuple(
+    load_entry_point(declaration)
+    for declaration in (
+        "ace_gym.feedback.benchmark:BENCHMARK",  # AgencyBench's protocol
+        "ace_gym.longbench.benchmark:BENCHMARK",  # AgentLongBench
+        "ace_gym.planning.benchmark:BENCHMARK",  # the Agent Planning Benchmark
+    )
+)
+"""Every benchmark home's declaration, one line each; ``import ace_gym`` imports these
+declarations (plain data) and nothing else of the homes."""
 
 CORE_WRAPPERS: tuple[WrapperEntry, ...] = (
     WrapperEntry(
@@ -50,7 +64,10 @@ feedback rounds 500 (several budgeted attempts)."""
 
 WRAPPERS: dict[str, WrapperEntry] = {
     entry.name: entry
-    for entry in sorted((*CORE_WRAPPERS, *PLANNING_WRAPPERS, *FEEDBACK_WRAPPERS), key=lambda entry: entry.order)
+    for entry in sorted(
+        (*CORE_WRAPPERS, *(entry for benchmark in BENCHMARKS for entry in benchmark.wrappers)),
+        key=lambda entry: entry.order,
+    )
 }
 """Every wrapper a stack may hold, by name, in stacking order (innermost first)."""
 
@@ -68,13 +85,24 @@ def _check_registry(entries: Iterable[WrapperEntry]) -> None:
             seen[what] = entry.name
 
 
-_check_registry((*CORE_WRAPPERS, *PLANNING_WRAPPERS, *FEEDBACK_WRAPPERS))
+_check_registry((*CORE_WRAPPERS, *(entry for benchmark in BENCHMARKS for entry in benchmark.wrappers)))
 
 
 def wrapper_names(*, settings: bool = False) -> tuple[str, ...]:
-    """The registry's names in stacking order; ``settings``: only the planning settings
-    (what ``ace-gym eval --wrappers`` takes)."""
+    """The registry's names in stacking order; ``settings``: only the settings (what ``ace-gym
+    eval --wrappers`` takes)."""
     return tuple(name for name, entry in WRAPPERS.items() if entry.setting or not settings)
+
+
+def setting_names(names: Iterable[str], field: str = "wrappers") -> tuple[str, ...]:
+    """``names``, settings of the registry, in stacking order (duplicates dropped); ConfigError
+    naming ``field`` with a "did you mean" for a name that is no setting."""
+    known = wrapper_names(settings=True)
+    listed = [names] if isinstance(names, str) else list(names)
+    for name in listed:
+        if name not in known:
+            raise ConfigError(field, name, f"known settings: {', '.join(known)}{did_you_mean(str(name), known)}")
+    return tuple(name for name in known if name in listed)
 
 
 def accepted_names() -> tuple[str, ...]:

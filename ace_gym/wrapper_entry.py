@@ -2,20 +2,19 @@
 is, where it sits in a stack, what it reports and how its reports are summarised.
 
 The core's entries are declared in :mod:`ace_gym.stacks`, each benchmark home declares its own
-(:data:`ace_gym.planning.settings.PLANNING_WRAPPERS`, :data:`ace_gym.feedback.entries.FEEDBACK_WRAPPERS`),
-and :data:`ace_gym.stacks.WRAPPERS` is the one table of all of them. This module imports nothing
-of ace_gym's but the errors, so every layer may declare entries; the wrapper class itself is
-imported on first use (registering the env ids must not load every wrapper).
+(the ``wrappers`` of its :class:`~ace_gym.benchmark.Benchmark`), and :data:`ace_gym.stacks.WRAPPERS`
+is the one table of all of them. This module imports nothing of ace_gym's but the foundation
+layer, so every layer may declare entries; the wrapper class itself is imported on first use
+(registering the env ids must not load every wrapper).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ace_gym.errors import ConfigError
+from ace_gym.lazy_exports import check_entry_point, load_entry_point
 
 Metrics = dict[str, float]
 """A wrapper's summary metrics: name -> value."""
@@ -43,9 +42,7 @@ class WrapperEntry:
     setting: bool = False
 
     def __post_init__(self) -> None:
-        module, colon, attribute = self.entry_point.partition(":")
-        if not (module and colon and attribute):
-            raise ConfigError("entry_point", self.entry_point, "must be 'module:Class'")
+        check_entry_point("entry_point", self.entry_point)
 
     @property
     def class_name(self) -> str:
@@ -61,6 +58,5 @@ class WrapperEntry:
     @property
     def wrapper(self) -> Callable[..., Any]:
         """The wrapper class, imported on first use."""
-        module, _, attribute = self.entry_point.partition(":")
-        found: Callable[..., Any] = getattr(importlib.import_module(module), attribute)
+        found: Callable[..., Any] = load_entry_point(self.entry_point)
         return found

@@ -21,9 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import reward_tells as rt
 
 from ace_gym.atomic import write_atomic
+from ace_gym.eval.fit import TRAINING_DATASET
 
 FEEDBACK_ROUNDS_IDS = tuple(f"ACE-{domain}-v0" for domain in rt.ace_gym.DOMAIN_NAMES)
-"""FeedbackRounds is a wrapper, not an id: it is played over ``ACE-<domain>-v0``."""
+"""FeedbackRounds is a wrapper, not an id: it is played over ``ACE-<domain>-v0``; the rounds (it and
+the scenario ids) are played on the published data and on the training set too."""
 REWARDS: dict[str, tuple[str, str]] = {
     "ACE-<domain>-v0": ("1 if the final grid meets every slot and global rule, else 0 (on `done`)", "{0, 1}"),
     "ACE-<domain>-procedural-v0": ("as ACE-<domain>-v0, on a generated 5x7 instance per reset", "{0, 1}"),
@@ -41,6 +43,14 @@ REWARDS: dict[str, tuple[str, str]] = {
         "the verdict: 0.9^(j-1) for a pass at attempt j (2 attempts), else 0",
         "[0, 1]",
     ),
+    f"ACE-<domain>-scenario-v0 (dataset={TRAINING_DATASET})": (
+        "as ACE-<domain>-scenario-v0, on the bundled 5x7 set (what the recipes train on)",
+        "[0, 1]",
+    ),
+    f"ACE-<domain>-v0 + feedback_rounds (dataset={TRAINING_DATASET})": (
+        "as ACE-<domain>-v0 + feedback_rounds, on the bundled 5x7 set (what the recipes train on)",
+        "[0, 1]",
+    ),
     "ACE-Holistic-v0": (
         "act after plan (renumbered names, no global check): the plan's score x (1 if the executed grid "
         "solves, else -q/(1-q); q: a random slot-valid grid's chance, at most 1/3)",
@@ -56,13 +66,13 @@ REWARDS: dict[str, tuple[str, str]] = {
         "strict: 1 for the gold answer in the asked form, else 0; balanced answers (target_tokens=4096)",
         "{0, 1}",
     ),
-    "ALB-QA-v0 (fmt=verbose)": ("as ALB-QA-v0, verbose histories", "{0, 1}"),
+    "ALB-QA-v0 (fmt=verbose)": ("as ALB-QA-v0, verbose histories (target_tokens=32768)", "[0, 1]"),
     "ALB-Puzzle-v0": ("sparse: 1 for the right guess, minus the round cost per guess", "(-inf, 1]"),
 }
 """What each family's reward is and its range (as of the commit the table was made on)."""
 SEED_SCALE: dict[str, float] = {
     "ALB-QA-v0": 4.0,
-    "ALB-QA-v0 (fmt=verbose)": 2.0,
+    "ALB-QA-v0 (fmt=verbose)": 4.0,
     "ACE-<domain>-procedural-10x10-v0": 0.3,
     "ACE-StepWise-v0": 10.0,
     "ACE-Holistic-v0": 10.0,
@@ -76,7 +86,16 @@ TRAIN_SCALE: dict[str, float] = {"ALB-QA-v0 (fmt=verbose)": 0.5}
 def all_cells(families: set[str] | None, seeds_fit: bool = True) -> list[rt.Cell]:
     found = rt.cells(rt.ace_env_ids(), fit_too=seeds_fit)
     found += [rt.Cell(env_id, fit, ("feedback_rounds",)) for env_id in FEEDBACK_ROUNDS_IDS for fit in (False, True)]
-    found.append(rt.Cell("ALB-QA-v0", env_kwargs=(*rt.CELL_KWARGS["ALB-QA-v0"], ("fmt", "verbose"))))
+    training = (("dataset", TRAINING_DATASET),)
+    found += [
+        rt.Cell(env_id, fit, wrappers, training)
+        for env_id, wrappers in [
+            *((f"ACE-{domain}-scenario-v0", ()) for domain in rt.ace_gym.DOMAIN_NAMES),
+            *((env_id, ("feedback_rounds",)) for env_id in FEEDBACK_ROUNDS_IDS),
+        ]
+        for fit in (False, True)
+    ]
+    found.append(rt.Cell("ALB-QA-v0", env_kwargs=rt.QA_VERBOSE))
     return [cell for cell in found if families is None or cell.family in families]
 
 

@@ -36,6 +36,7 @@ from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.feedback import FeedbackRounds
 from ace_gym.longbench.qa_env import ALBQAEnv
 from ace_gym.longbench.question_types import FIND_TARGET_OFFSETS, INTERSECTION, QUESTION_TYPES
+from ace_gym.longbench.samples import InfeasibleSample
 from ace_gym.longbench.scoring import answer_text
 
 assert ace_gym.ENV_IDS  # importing ace_gym registers the ids
@@ -47,6 +48,15 @@ def ranked_names(env: ALBQAEnv, observation: list[dict[str, Any]]) -> list[str]:
     text = "\n".join(m["content"] for m in observation[1:-1] if m["role"] == "tool")
     counts = collections.Counter(word for word in re.findall(r"[\w\-'.]+", text) if word in names)
     return [name for name, _ in counts.most_common()]
+
+
+def _reset(env: ALBQAEnv, seed: int, options: dict[str, str]) -> list[dict[str, Any]] | None:
+    """The observation of ``seed`` with the forced type, or None where the budget fits no sample
+    of it (a balanced Largest Value needs five rounds, more than a verbose 32k history holds)."""
+    try:
+        return env.reset(seed=seed, options=options)[0]
+    except InfeasibleSample:
+        return None
 
 
 def alb(seeds: int, prior_seeds: int, answers: str, tokens: int) -> None:
@@ -61,12 +71,17 @@ def alb(seeds: int, prior_seeds: int, answers: str, tokens: int) -> None:
             options = {"question_type": question_type}
             learned: collections.Counter[str] = collections.Counter()
             for seed in range(10_000, 10_000 + prior_seeds):
-                env.reset(seed=seed, options=options)
-                learned[json.dumps(env.answer_key())] += 1
+                if _reset(env, seed, options) is not None:
+                    learned[json.dumps(env.answer_key())] += 1
+            if not learned:
+                print(f"{fmt:8s} {question_type:38s} no sample fits the budget", flush=True)
+                continue
             prior = answer_text(json.loads(learned.most_common(1)[0][0]))
             earned: dict[str, list[float]] = collections.defaultdict(list)
             for seed in range(seeds):
-                observation, _ = env.reset(seed=seed, options=options)
+                observation = _reset(env, seed, options)
+                if observation is None:
+                    continue
                 earned["prior"].append(float(env.step(prior)[1]))
                 if question_type in (INTERSECTION, FIND_TARGET_OFFSETS):
                     ranked = ranked_names(env, observation)

@@ -19,7 +19,8 @@ The bank, by the kind of env it plays:
   name number, the first or last candidate as the tool lists them), ``random-slot-valid``
   and ``check-search`` (:class:`ace_gym.agents.blind.CheckGuidedSearch` without and with its checks:
   a random slot-valid grid, then "global check; if it fails, re-draw one random slot" within the
-  env's budgets and 250 calls); and where
+  env's budgets and 250 calls), its neighbours ``check-restart`` (a fresh grid per failed check)
+  and ``random-retry`` (a fresh random slot-valid grid after each feedback round); and where
   the refusal tool is offered, :class:`Refuse` (``refuse-best``: always the reason code that paid most on training seeds) and
   the tell readers (``visible-tell+solver``, ``info-tell+solver``): refuse when a tell learnt on
   training seeds (:func:`learn_tells`) fires at reset, else play the honest never-refusing solver
@@ -29,8 +30,11 @@ The bank, by the kind of env it plays:
 * ``ACE-Holistic-v0``: :func:`holistic_template`, one instance-agnostic plan;
 * ``ACE-StepWise-v0``: :func:`stepwise_blind_guess`, a query on the first hidden slot;
 * ``ALB-QA-v0``: :class:`AnswerPrior` (per question template the most frequent gold answer of
-  training seeds), :func:`most_frequent_name` (the name written most often in the context) and
-  :class:`InfoOracle` (the ``info`` field whose value, answered, paid on training seeds);
+  training seeds), :func:`most_frequent_name` (the name written most often in the context),
+  :func:`most_frequent_result_name` (the name listed most often in its tool results),
+  :data:`SURFACE_ANSWERS` (the first or last name written, the most recent tool result's first
+  unguessed name, the most frequent number, the question's number, the first or last round
+  number) and :class:`InfoOracle` (the ``info`` field whose value, answered, paid on training seeds);
 * ``ALB-Puzzle-v0``: :func:`name_order_guesses` (guess names in list order, no query).
 
 References: the exact solver (``solver``, ``solver-batch``), greedy-local (``greedy``) and the
@@ -60,7 +64,7 @@ import numpy as np
 
 import ace_gym
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
-from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, SmallestName
+from ace_gym.agents.blind import MAX_CALLS, CheckGuidedSearch, CheckRestartSearch, RandomRetry, SmallestName
 from ace_gym.agents.greedy import GreedyLocal
 from ace_gym.agents.solver import list_all_query, slot_rule_queries
 from ace_gym.agents.task_view import Script, TaskView, call, read_task, succeeded
@@ -68,6 +72,7 @@ from ace_gym.envs import AceEnv
 from ace_gym.eval.fit import fit_stack
 from ace_gym.instance import name_number
 from ace_gym.planning.probes import CarefulNeverRefuse, CarefulSolver
+from ace_gym.planning.unsolvable import APPROVAL_TOOL
 from ace_gym.policies import make_policy
 from ace_gym.registration import registered_env_ids
 from ace_gym.stacks import StackSpec
@@ -340,6 +345,8 @@ TOOL_CALL_POLICIES: dict[str, Callable[[], ScriptedPolicy]] = {
     "last-candidate": lambda: ListedOrder("last-candidate", lambda matches: matches[-1]),
     "random-slot-valid": lambda: CheckGuidedSearch(max_calls=1),
     "check-search": lambda: CheckGuidedSearch(max_calls=MAX_CALLS),
+    "check-restart": lambda: CheckRestartSearch(max_calls=MAX_CALLS),
+    "random-retry": RandomRetry,
 }
 """The no-planning bank of every tool-call env (refusal and tell policies are learnt per env: :func:`learn_tells`)."""
 REFERENCES: tuple[str, ...] = ("solver", "solver-batch", "greedy", "random")
@@ -645,6 +652,55 @@ def most_frequent_name(observation: Any, info: Mapping[str, Any]) -> str:
     return ANSWER.format(counts.most_common(1)[0][0] if counts else "1")
 
 
+def _context(observation: Any) -> str:
+    """The history a QA observation shows (no system prompt, no question), as one text."""
+    return "\n".join(str(m.get("content") or "") for m in observation[1:-1])
+
+
+def _last_result_name(observation: Any) -> str:
+    """The first name of the most recent tool result that no guess of the history named."""
+    results = [str(m["content"]) for m in observation if m["role"] == "tool"]
+    guessed = set(
+        _NAME.findall("\n".join(str(m.get("content") or "") for m in observation if m["role"] == "assistant"))
+    )
+    fresh = [name for name in _NAME.findall(results[-1] if results else "") if name not in guessed]
+    return fresh[0] if fresh else "1"
+
+
+def _most_frequent_number(observation: Any) -> str:
+    found = Counter(_NUMBER.findall(_context(observation)))
+    return found.most_common(1)[0][0] if found else "1"
+
+
+def most_frequent_result_name(observation: Any, info: Mapping[str, Any]) -> str:
+    """The item name listed most often in the history's tool results (not its guesses)."""
+    listed = Counter(_NAME.findall("\n".join(str(m["content"]) for m in observation if m["role"] == "tool")))
+    return ANSWER.format(listed.most_common(1)[0][0] if listed else "1")
+
+
+def _round_numbers(observation: Any) -> list[str]:
+    return re.findall(r"Round (\d+):", _context(observation)) or ["1"]
+
+
+SURFACE_ANSWERS: dict[str, Callable[[Any], str]] = {
+    "first-name": lambda observation: (_NAME.findall(_context(observation)) or ["1"])[0],
+    "last-name": lambda observation: (_NAME.findall(_context(observation)) or ["1"])[-1],
+    "last-result-name": _last_result_name,
+    "most-frequent-number": _most_frequent_number,
+    "question-number": lambda observation: (_NUMBER.findall(str(observation[-1]["content"])) or ["1"])[-1],
+    "first-round": lambda observation: _round_numbers(observation)[0],
+    "last-round": lambda observation: _round_numbers(observation)[-1],
+}
+"""ALB-QA answers read off the surface of the context, by policy name: the first or last item name
+written, the first name of the most recent tool result not guessed yet, the number written most
+often, the question's last number, the first or last round number."""
+
+
+def surface_answer(name: str) -> Callable[[Any, Mapping[str, Any]], str]:
+    """The ALB-QA policy answering :data:`SURFACE_ANSWERS` ``[name]``."""
+    return lambda observation, info: ANSWER.format(SURFACE_ANSWERS[name](observation))
+
+
 class InfoOracle:
     """Answers with the reset ``info`` field that, answered, paid most on training seeds: what a
     model would answer if a harness forwarded ``info`` to it. Earns nothing unless ``info`` holds the answer."""
@@ -665,6 +721,28 @@ class InfoOracle:
     def __call__(self, observation: Any, info: Mapping[str, Any]) -> str:
         value = dict(info_fields(info)).get(self.path, "")
         return ANSWER.format(_answer_text(value))
+
+
+def qa_rewards(cell: Cell, seeds: Sequence[int], train_seeds: Sequence[int]) -> dict[str, dict[str, list[float]]]:
+    """Every ALB-QA policy's rewards on ``cell`` over ``seeds``, by question type: ``answer-prior``
+    and ``info-oracle`` (learnt on ``train_seeds``), ``most-frequent-name``,
+    ``most-frequent-result-name`` and :data:`SURFACE_ANSWERS`, each graded on the same reset
+    (``ALBQAEnv.grade``)."""
+    policies: dict[str, Callable[[Any, Mapping[str, Any]], str]] = {
+        "answer-prior": AnswerPrior(cell.make, train_seeds),
+        "most-frequent-name": most_frequent_name,
+        "most-frequent-result-name": most_frequent_result_name,
+        "info-oracle": InfoOracle(cell.make, train_seeds[:5]),
+        **{name: surface_answer(name) for name in SURFACE_ANSWERS},
+    }
+    env = cell.make()
+    found: dict[str, dict[str, list[float]]] = {name: {} for name in policies}
+    for seed in seeds:
+        observation, info = env.reset(seed=seed)
+        for name, policy in policies.items():
+            reward, graded = env.unwrapped.grade(policy(observation, info))  # type: ignore[attr-defined]
+            found[name].setdefault(graded["question_type"], []).append(reward)
+    return found
 
 
 def name_order_guesses(env: gym.Env, seed: int, names: int) -> float:
@@ -692,12 +770,12 @@ DEFAULT_EXCEPTIONS: dict[str, str] = {
 default stays byte-identical to the release. Under FIT none may."""
 
 
-KNOWN_OPEN: dict[str, str] = {
-    "evidence-refuse+greedy": "the approval kinds' evidence (the approval tool not offered while the policy is "
-    "stated, or answering Outage) appears only in unsolvable tasks, so refusing on it needs no planning: on seeds "
-    "0-19 it earns 0.600 against the honest never-refusing solver's 0.350 in course and 0.400 in travel "
-    "(docs/rewards.md)",
-}
+CHECK_SEARCHES = ("check-search", "check-restart")
+"""The check-guided searches: what the global-check budget must hold (``DEFAULT_EXCEPTIONS["check-search"]``)."""
+UNPLANNED_GRIDS = ("random-slot-valid", "random-retry")
+"""Random slot-valid grids, once or redrawn after each feedback round: held to
+:data:`UNPLANNED_GRID_CEILING` on AgencyBench's rounds."""
+KNOWN_OPEN: dict[str, str] = {}
 """No-planning policies above their floor that no fix has closed yet, and why: measured, reported in
 docs/rewards.md and held by a strict xfail in tests/contracts/test_reward_tells.py (an exemption
 that ends when the tell does)."""
@@ -714,7 +792,7 @@ def default_exception(env_family: str, policy: str) -> str | None:
         env_family in PUBLISHED_5X5 or "scenario" in env_family.lower() or "unsolvable" in env_family
     ):
         return DEFAULT_EXCEPTIONS["smallest-name"]
-    if policy == "check-search":
+    if policy in CHECK_SEARCHES:
         return DEFAULT_EXCEPTIONS["check-search"]
     return None
 
@@ -754,6 +832,9 @@ SIZE_KWARGS = frozenset({"target_tokens"})
 """Keyword arguments that make an episode smaller without changing what it asks."""
 CELL_KWARGS: dict[str, tuple[tuple[str, Any], ...]] = {"ALB-QA-v0": (("target_tokens", 4096),)}
 """Keyword arguments smaller than the defaults where a default is slow (a 32k-token ALB-QA history per reset)."""
+QA_VERBOSE = (("fmt", "verbose"),)
+"""The verbose ALB-QA cell's keyword arguments: the default 32k budget (a verbose history of 4096
+tokens holds one round and no tool result, so no balanced question fits it)."""
 
 
 def cells(env_ids: Iterable[str], fit_too: bool = True) -> list[Cell]:
@@ -799,12 +880,8 @@ def measure(
     if cell.kind == "puzzle":
         return {"name-order-guesses": mean(name_order_guesses(env, s, 60) for s in seeds)}
     if cell.kind == "qa":
-        prior, oracle = AnswerPrior(cell.make, train_seeds), InfoOracle(cell.make, train_seeds[:5])
-        return {
-            "answer-prior": mean(play_text(env, prior, s) for s in seeds),
-            "most-frequent-name": mean(play_text(env, most_frequent_name, s) for s in seeds),
-            "info-oracle": mean(play_text(env, oracle, s) for s in seeds),
-        }
+        found = qa_rewards(cell, seeds, train_seeds)
+        return {name: mean(r for rewards in by_type.values() for r in rewards) for name, by_type in found.items()}
     chosen = list(TOOL_CALL_POLICIES) if policies is None else [p for p in TOOL_CALL_POLICIES if p in set(policies)]
     wanted = set(NO_PLANNING) if policies is None else set(policies)
     names = [
@@ -821,7 +898,7 @@ def measure(
     }
     means = {name: mean(values) for name, values in returns.items()}
     _, info = env.reset(seed=seeds[0])
-    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", "evidence-refuse+greedy", *TELL_FEATURES}:
+    if REFUSAL_TOOL in tool_names(info) and wanted & {"refuse-best", *EVIDENCE_POLICIES, *TELL_FEATURES}:
         means.update(_refusal_policies(cell, env, seeds, train_seeds))
     return means
 
@@ -840,6 +917,29 @@ class EvidenceGreedy(CarefulSolver):
     counts = False
 
 
+EVIDENCE_POLICIES = ("evidence-refuse+greedy", "approval-evidence+solver")
+"""The policies that refuse on a kind's evidence without checking whether it decides the task."""
+APPROVAL_PHRASE = "Compliance policy:"
+"""How the approval policy's line begins (before and since the policy became conditional)."""
+
+
+def approval_evidence_return(env: gym.Env, seed: int) -> float | None:
+    """The return of refusing on the approval kinds' evidence without solving anything: with
+    ``missing_tool`` when the approval policy is stated and its tool not offered, with
+    ``tool_outage`` when one approval call answers ``Outage``; None when neither shows
+    (``approval-evidence+solver`` then plays the honest never-refusing solver)."""
+    _, info = env.reset(seed=seed)
+    if APPROVAL_PHRASE not in info["system_prompt"]:
+        return None
+    total, code = 0.0, "missing_tool"
+    if APPROVAL_TOOL in tool_names(info):
+        reply, reward, *_ = env.step({"name": APPROVAL_TOOL, "arguments": {"row": 0, "col": 0, "id": "x"}})
+        total, code = float(reward), "tool_outage"
+        if "Outage" not in str(reply):
+            return None
+    return total + float(env.step({"name": REFUSAL_TOOL, "arguments": {"reason_code": code}})[1])
+
+
 def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seeds: Sequence[int]) -> dict[str, float]:
     """Blanket refusal and the learnt tells over the honest never-refusing solver (which plays where
     no tell fires), reported as ``solver``: :class:`~ace_gym.planning.probes.CarefulNeverRefuse`,
@@ -851,6 +951,10 @@ def _refusal_policies(cell: Cell, env: gym.Env, seeds: Sequence[int], train_seed
         "solver": mean(honest),
         "refuse-best": mean(play(env, Refuse(blanket_refusal(episodes)), s) for s in seeds),
         "evidence-refuse+greedy": mean(play(env, EvidenceGreedy(), s) for s in seeds),
+        "approval-evidence+solver": mean(
+            honest_return if refused is None else refused
+            for refused, honest_return in zip((approval_evidence_return(env, s) for s in seeds), honest, strict=True)
+        ),
     }
     for label, features in TELL_FEATURES.items():
         tells = learn_tells(episodes, label, features)
@@ -867,12 +971,14 @@ NO_PLANNING: frozenset[str] = frozenset(
     [
         *TOOL_CALL_POLICIES,
         "refuse-best",
-        "evidence-refuse+greedy",
+        *EVIDENCE_POLICIES,
         "visible-tell+solver",
         "info-tell+solver",
         "answer-prior",
         "most-frequent-name",
+        "most-frequent-result-name",
         "info-oracle",
+        *SURFACE_ANSWERS,
         "holistic-template",
         *(f"holistic-template+{name}" for name in HOLISTIC_ACTORS),
         "stepwise-blind",
@@ -905,11 +1011,11 @@ def floor(cell: Cell, policy: str) -> Floor | None:
         return Floor(None, MARGIN, "chance (0) + margin on a probe / QA env")
     if policy in KNOWN_OPEN:
         return None
-    if policy in TELL_FEATURES:
+    if policy in TELL_FEATURES or policy in EVIDENCE_POLICIES:
         return Floor("solver", MARGIN, "the never-refusing solver + margin")
     if policy == "refuse-best":
         return Floor("solver", -1e-9, "below the never-refusing solver")
-    if is_rounds(cell) and policy == "random-slot-valid":
+    if is_rounds(cell) and policy in UNPLANNED_GRIDS:
         return Floor(None, UNPLANNED_GRID_CEILING, "a grid filled without planning on AgencyBench's rounds")
     if not cell.fit and default_exception(cell.family.split(" + ")[0], policy):
         return None

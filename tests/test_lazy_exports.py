@@ -5,7 +5,8 @@ import types
 
 import pytest
 
-from ace_gym.lazy_exports import lazy_exports, lazy_homes
+from ace_gym.errors import ConfigError
+from ace_gym.lazy_exports import check_entry_point, lazy_exports, lazy_homes, load_entry_point
 
 
 @pytest.fixture
@@ -51,3 +52,12 @@ def test_lazy_homes__imports_each_name_from_its_own_home(monkeypatch):
         monkeypatch.setitem(sys.modules, module.__name__, module)
     assert (front.One, front.Two) == (first.One, second.Two)  # type: ignore[attr-defined]
     assert {"One", "Two"} <= set(dir(front))
+
+
+def test_load_entry_point__imports_the_module_and_returns_the_attribute():
+    assert load_entry_point("ace_gym.errors:ConfigError") is ConfigError
+    check_entry_point("field", "ace_gym.errors:ConfigError")
+    for bad in ("ace_gym.errors", ":ConfigError", "ace_gym.errors:", None):
+        with pytest.raises(ConfigError, match="module:attribute") as caught:
+            check_entry_point("field", bad)
+        assert caught.value.field == "field"

@@ -15,11 +15,11 @@ import gymnasium as gym
 import pytest
 
 from ace_gym import stacks
+from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError
 from ace_gym.eval import cli as eval_cli
 from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.planning.settings import PLANNING_WRAPPERS, SETTINGS, check_settings
-from ace_gym.registration import SETTING_ENV_IDS, SETTING_VARIANTS
 from ace_gym.stacks import StackSpec
 from ace_gym.wrapper_entry import WrapperEntry
 from ace_gym.wrappers import ChatAdapter, StepBudget, ToolFailureInjection
@@ -35,21 +35,23 @@ def test_eval_wrappers_server_planning_and_registration__list_the_one_registry()
     assert eval_cli.WRAPPER_CHOICES == settings  # ace-gym eval --wrappers
     assert tuple(SETTINGS) == settings and all(SETTINGS[name] is stacks.WRAPPERS[name] for name in settings)
     assert check_settings(reversed(settings)) == settings  # the registry's stacking order
+    assert stacks.setting_names(reversed(settings)) == settings
+    with pytest.raises(ConfigError, match="did you mean 'broken'") as caught:
+        stacks.setting_names(["brokne"], "wrappers")
+    assert caught.value.field == "wrappers"
     pytest.importorskip("pydantic")
     from ace_gym.server import factory
 
     assert tuple(factory.WRAPPERS) == stacks.accepted_names()  # ace-gym serve
     for name in stacks.WRAPPERS:
         assert factory.WRAPPERS[name] is factory.WRAPPERS[stacks.WRAPPERS[name].class_name]
-    for env_id in SETTING_ENV_IDS:  # the registered setting variants
-        variant = env_id.split("-")[2]
-        (wrapper,) = gym.spec(env_id).additional_wrappers
-        entry = stacks.WRAPPERS[SETTING_VARIANTS[variant]]
-        assert (wrapper.name, wrapper.entry_point, wrapper.kwargs) == (
-            entry.class_name,
-            entry.entry_point,
-            dict(entry.defaults),
-        )
+    for benchmark in stacks.BENCHMARKS:  # the registered ids with wrappers (the setting variants)
+        for declared in benchmark.envs:
+            for env_id in declared.ids(DOMAIN_NAMES):
+                registered = [(w.name, w.entry_point, w.kwargs) for w in gym.spec(env_id).additional_wrappers]
+                assert all(stacks.WRAPPERS[entry.name] is entry for entry in declared.wrappers)
+                assert registered == [(e.class_name, e.entry_point, dict(e.defaults)) for e in declared.wrappers]
+    assert gym.spec("ACE-course-distractors-v0").additional_wrappers[0].name == "ExtraneousTools"
 
 
 def test_registry__holds_each_name_class_and_order_once_in_stacking_order() -> None:
@@ -325,7 +327,7 @@ def test_import_ace_gym__reads_the_registry_without_loading_any_wrapper() -> Non
         "import sys, ace_gym\n"
         "assert 'ace_gym.stacks' in sys.modules\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(('ace_gym.wrappers', 'ace_gym.feedback.'))"
-        " and m != 'ace_gym.feedback.entries')\n"
+        " and m != 'ace_gym.feedback.benchmark')\n"
         "assert not loaded, loaded\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=False, capture_output=True, text=True)

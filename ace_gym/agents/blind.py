@@ -11,19 +11,21 @@ candidate; then it repeats "global check; if the grid fails, set one random slot
 random slot-valid candidate" until a check passes, the global-check budget runs out or
 ``max_calls`` calls were made; then ``done``. It never reads a global rule: it is the
 no-planning policy the global-check budget must hold near greedy-local's score
-(docs/training.md, "Budgets"). Every draw comes from the episode's seeded generator.
+(docs/training.md, "Budgets"). Its neighbours: :class:`CheckRestartSearch` re-draws the whole grid
+per failed check, :class:`RandomRetry` submits a fresh random grid after each feedback round.
+Every draw comes from the episode's seeded generator.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ace_gym.agents.base import ScriptedPolicy
 from ace_gym.agents.solver import list_all_query, slot_candidates
-from ace_gym.agents.task_view import Script, TaskView, call, succeeded
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict, call, succeeded
 from ace_gym.errors import integer
 from ace_gym.instance import name_number
 
@@ -67,6 +69,10 @@ class CheckGuidedSearch(ScriptedPolicy):
     slot-valid play, no check made."""
 
     name: ClassVar[str] = "check-search"
+    redraw_all: ClassVar[bool] = False
+    """Whether a failed check re-draws every slot (a fresh grid) instead of one."""
+    retry: ClassVar[bool] = False
+    """Whether feedback on a submission (AgencyBench's rounds) starts the search again on a fresh grid."""
 
     def __init__(self, max_calls: int = MAX_CALLS) -> None:
         self.max_calls = integer("max_calls", max_calls, minimum=1)
@@ -81,10 +87,29 @@ class CheckGuidedSearch(ScriptedPolicy):
             made += max(1, len(slot.rules))
             if valid:
                 options.append((slot.row, slot.col, list(valid)))
+        notes["checks"], notes["passed"] = 0, False
+        while True:
+            made = yield from self._search(view, options, rng, notes, made)
+            if not self.retry:
+                return
+            envelope = yield from call(view.tool("done"))
+            if succeeded(envelope):  # the episode ended, or a scenario's next stage opened
+                return
+            notes["retries"] = notes.get("retries", 0) + 1
+
+    def _search(
+        self,
+        view: TaskView,
+        options: list[tuple[int, int, list[str]]],
+        rng: np.random.Generator,
+        notes: dict[str, Any],
+        made: int,
+    ) -> Generator[ToolCallDict, str, int]:
+        """Fill a random slot-valid grid and re-draw after each failed check while calls and checks
+        remain (see the class docstring); returns the calls made so far."""
         for row, col, ids in options:
             yield from call("set_slot", row=row, col=col, id=ids[int(rng.integers(len(ids)))])
             made += 1
-        notes["checks"], notes["passed"] = 0, False
         movable = [option for option in options if len(option[2]) > 1]
         while made < self.max_calls:
             envelope = yield from call(view.tool("global_check"))
@@ -92,9 +117,30 @@ class CheckGuidedSearch(ScriptedPolicy):
             notes["checks"] += 1
             if not succeeded(envelope) or envelope["data"].get("is_valid"):
                 notes["passed"] = succeeded(envelope)
-                return
+                return made
             if not movable:
-                return
-            row, col, ids = movable[int(rng.integers(len(movable)))]
-            yield from call("set_slot", row=row, col=col, id=ids[int(rng.integers(len(ids)))])
-            made += 1
+                return made
+            for row, col, ids in movable if self.redraw_all else [movable[int(rng.integers(len(movable)))]]:
+                yield from call("set_slot", row=row, col=col, id=ids[int(rng.integers(len(ids)))])
+                made += 1
+        return made
+
+
+class CheckRestartSearch(CheckGuidedSearch):
+    """:class:`CheckGuidedSearch` that re-draws every slot after a failed check: one fresh
+    random slot-valid grid per check."""
+
+    name: ClassVar[str] = "check-restart"
+    redraw_all: ClassVar[bool] = True
+
+
+class RandomRetry(CheckGuidedSearch):
+    """Random slot-valid play (no check) that submits a fresh random slot-valid grid after each
+    feedback round: what AgencyBench's rounds pay a grid filled without planning, retried."""
+
+    name: ClassVar[str] = "random-retry"
+    retry: ClassVar[bool] = True
+    redraw_all: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        super().__init__(max_calls=1)

@@ -22,6 +22,7 @@ tests them while checks remain). ``notes`` records what it could not do: ``missi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Generator, Iterator, Mapping
 from functools import partial
 from typing import Any, ClassVar
@@ -29,7 +30,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ace_gym.agents.base import ScriptedPolicy
-from ace_gym.agents.task_view import Script, SlotView, TaskView, ToolCallDict, call, calls, succeeded
+from ace_gym.agents.task_view import (
+    Script,
+    SlotView,
+    TaskTextError,
+    TaskView,
+    ToolCallDict,
+    call,
+    calls,
+    read_task,
+    succeeded,
+)
 from ace_gym.constraints import SLOT_KINDS, Aggregate, contribution_reader, kind_of
 from ace_gym.domains import GlobalRule
 
@@ -45,6 +56,24 @@ Placer = Callable[[TaskView, list[dict[str, Values]], Iterator[tuple[str, ...]],
 def rule_can_bind(rule: GlobalRule, bound: int, cells: int) -> bool:
     """False for rules no grid can violate (a repeat limit >= cells, a count minimum <= 0)."""
     return kind_of(rule).can_bind(bound, cells)
+
+
+def binding_rules(view: TaskView) -> list[tuple[GlobalRule, int]]:
+    """The global rules with their bounds that some grid of ``view``'s size can break."""
+    cells = view.rows * view.cols
+    return [(rule, bound) for rule, bound in view.global_rules() if rule_can_bind(rule, bound, cells)]
+
+
+def _opened_stage(envelope: Mapping[str, Any], info: Mapping[str, Any], known: dict[str, Values]) -> TaskView | None:
+    """The task of the scenario stage a ``done`` reply opens, or None when it opens none (feedback
+    on a failed attempt, the episode's end, a text without a grid)."""
+    if not succeeded(envelope) or not isinstance(envelope.get("messages"), str):
+        return None
+    try:
+        stage = read_task(envelope["messages"], info, known)
+    except TaskTextError:
+        return None
+    return stage if stage.slots else None
 
 
 def slot_candidates(view: TaskView, slot: SlotView) -> Generator[ToolCallDict, str, dict[str, Values] | None]:
@@ -135,15 +164,49 @@ class ExactSolver(ScriptedPolicy):
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
-        cells = view.rows * view.cols
-        rules = [
-            (rule, bound)
-            for rule, bound in view.global_rules()
-            if rule_can_bind(rule, bound, cells) and (view.completes_the_grid or kind_of(rule).upper)
-        ]  # a stage that leaves cells open is held to upper bounds only (a scenario's stages)
-        gathered = yield from self.gather(view, info, rules, notes)
+        if view.later:
+            yield from self.staged(view, info, notes)
+            return
+        gathered = yield from self.gather(view, info, binding_rules(view), notes)
         if gathered is not None:
             yield from settle(view, *gathered, notes, place=partial(place_and_verify, together=self.together))
+
+    def staged(self, view: TaskView, info: Mapping[str, Any], notes: dict[str, Any]) -> Script:
+        """A staged scenario (``view.later`` not empty): learn every stage's slots at once, search
+        a completion of the whole grid, and fill it stage by stage: set the stage's slots, ``done``,
+        read the stage its reply opens (the same plan's next part); the final stage is placed and
+        verified as a whole task is (its own completions, from what is known). Nothing is queried
+        twice, so a stage costs no query budget beyond the first stage's."""
+        whole = dataclasses.replace(view, slots=view.slots + view.later, later=())
+        gathered = yield from self.gather(whole, info, binding_rules(whole), notes)
+        if gathered is None:
+            return
+        visible, candidates, rules = gathered
+        known_rules, deferred = _split_by_knowledge(rules, visible, candidates)
+        plan = next(search(whole, visible, candidates, known_rules), None)
+        if plan is None:
+            notes["exhausted"] = "candidates"
+            return
+        chosen = {slot.cell: (item, valid) for slot, item, valid in zip(whole.slots, plan, candidates, strict=True)}
+        stage: TaskView | None = view
+        while stage is not None and stage.later:
+            requests = [
+                request("set_slot", row=slot.row, col=slot.col, id=chosen[slot.cell][0]) for slot in stage.slots
+            ]
+            envelopes = yield from issue(requests, self.together)
+            for slot, envelope in zip(stage.slots, envelopes, strict=False):
+                if not succeeded(envelope):
+                    notes["error"] = f"set_slot failed on slot ({slot.row}, {slot.col}): {envelope.get('messages')}"
+                    return
+                item, valid = chosen[slot.cell]
+                view.known[item] = visible[item] = valid[item]
+            envelope = yield from call(view.tool("done"))
+            stage = _opened_stage(envelope, info, view.known)
+        if stage is None or not stage.slots:
+            return  # the reply opened no stage: feedback on a failed stage, or the end
+        final = [chosen[slot.cell][1] for slot in stage.slots]
+        completions = search(stage, visible, final, known_rules)
+        yield from place_and_verify(stage, final, completions, bool(deferred), notes, together=self.together)
 
     def gather(
         self, view: TaskView, info: Mapping[str, Any], rules: list[tuple[GlobalRule, int]], notes: dict[str, Any]

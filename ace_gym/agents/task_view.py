@@ -27,6 +27,9 @@ REVIEW = "Not executed"
 MAX_RETRIES = 8
 _BOUND_SENTINEL = 987654321
 _SLOT_HEADER = re.compile(r"^For slot \((\d+), (\d+)\):$", re.MULTILINE)
+_STAGE = re.compile(r"Stage \d+ of \d+: fill the hidden slots ((?:\(\d+, \d+\)(?:, )?)+)")
+"""A staged scenario's note on the stage to fill now (:mod:`ace_gym.feedback.scenario`)."""
+_CELL = re.compile(r"\((\d+), (\d+)\)")
 
 ToolCallDict = dict[str, Any]
 """One tool call as the core env takes it: ``{"name": str, "arguments": dict}``."""
@@ -65,6 +68,8 @@ class TaskView:
     """Everything a scripted agent reads at reset.
 
     ``global_bounds`` maps each of the domain's global rules (in rule order) to its threshold;
+    ``slots`` are the hidden slots to fill now (every one in an ACE task, the current stage's in a
+    staged scenario) and ``later`` the ones a scenario's later stages fill;
     ``global_check_budget`` is None when unlimited; ``max_query_ids``/``max_query_fields`` are the
     batch limits of the item-attributes tool. ``known`` holds attribute values the agent learnt
     earlier in the episode (item id -> values): a scenario's later stage shows the items set in
@@ -79,12 +84,7 @@ class TaskView:
     max_query_ids: int
     max_query_fields: int
     known: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
-
-    @property
-    def completes_the_grid(self) -> bool:
-        """Whether filling :attr:`slots` fills every empty cell (not so in a scenario's early stages,
-        where lower-bound rules are not checked yet)."""
-        return sum(item is None for row in self.grid for item in row) == len(self.slots)
+    later: tuple[SlotView, ...] = ()
 
     @property
     def rows(self) -> int:
@@ -109,9 +109,9 @@ class TaskView:
 def read_task(observation: str, info: Mapping[str, Any], known: dict[str, dict[str, Any]] | None = None) -> TaskView:
     """Read the task from a core env's reset ``observation`` and ``info`` (domain, system prompt).
 
-    The hidden slots to fill are the empty cells the task policy names (``For slot (r, c):``):
-    every empty cell in an ACE task, the current stage's in a staged scenario. ``known``: values
-    learnt earlier in the episode (see :class:`TaskView`)."""
+    The hidden slots are the empty cells the task policy names (``For slot (r, c):``); in a
+    staged scenario those of the stage ``observation`` opens are to be filled now and the others
+    later (:attr:`TaskView.later`). ``known``: values learnt earlier in the episode (see :class:`TaskView`)."""
     domain = get_domain(info["domain"])
     prompt: str = info["system_prompt"]
     grid_line = next((line for line in observation.splitlines() if line.startswith("[")), None)
@@ -130,23 +130,27 @@ def read_task(observation: str, info: Mapping[str, Any], known: dict[str, dict[s
     slot_rule = re.compile(
         rf"the {re.escape(domain.item_label)} in slot \((\d+), (\d+)\) must have (.+?) ({relations}) (-?\d+)\."
     )
-    rules: dict[tuple[int, int], list[tuple[str, str, int]]] = {}
+    rules: dict[tuple[int, int], dict[tuple[str, str, int], None]] = {}  # a dict keeps each rule once, in order
     for row, col, attribute, relation, bound in slot_rule.findall(prompt):
         if attribute not in attribute_of:
             raise TaskTextError(f"unknown slot-rule attribute {attribute!r}")
         kind = next(k.name for k in SLOT_KINDS.values() if k.relation == relation)
-        rules.setdefault((int(row), int(col)), []).append((attribute_of[attribute], kind, int(bound)))
+        rules.setdefault((int(row), int(col)), {})[(attribute_of[attribute], kind, int(bound))] = None
     named = {(int(row), int(col)) for row, col in _SLOT_HEADER.findall(prompt)}
-    slots = tuple(
+    hidden = [
         SlotView(r, c, tuple(rules.get((r, c), ())))
         for r, row_items in enumerate(grid)
         for c, item in enumerate(row_items)
         if item is None and (r, c) in named
-    )
+    ]
+    stage = _STAGE.findall(observation)
+    now = {(int(r), int(c)) for r, c in _CELL.findall(stage[-1])} if stage else {slot.cell for slot in hidden}
+    slots = tuple(slot for slot in hidden if slot.cell in now)
+    later = tuple(slot for slot in hidden if slot.cell not in now)
     limits = re.search(r"for up to (\d+) selected attributes for up to (\d+) such ids", prompt)
     max_fields, max_ids = (int(limits.group(1)), int(limits.group(2))) if limits else (5, 5)
     budget = _global_check_budget(prompt, domain)
-    return TaskView(domain, grid, bounds, slots, budget, max_ids, max_fields, {} if known is None else known)
+    return TaskView(domain, grid, bounds, slots, budget, max_ids, max_fields, {} if known is None else known, later)
 
 
 def _global_check_budget(prompt: str, domain: Domain) -> int | None:

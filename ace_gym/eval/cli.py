@@ -24,8 +24,10 @@ Both refuse an episode file with malformed complete lines (exit 5, naming them; 
 modified) unless given ``--skip-malformed``, which leaves those lines out (listed in
 ``summary.json["skipped_lines"]``); eval then re-runs the episodes they held. Exit codes are listed in :mod:`ace_gym.exit_codes`.
 
-``ace-gym eval --env ALB-QA-v0`` (AgentLongBench questions; options in :mod:`ace_gym.longbench.eval_options`)
-runs through the same code: lock, run identity, resume, malformed lines, report, exit codes.
+Each benchmark (:data:`ace_gym.stacks.BENCHMARKS`) adds its flags and what they ask of an episode
+(AgencyBench's ``--feedback-rounds``, ``--scenario``), and may run an evaluation of its own items
+(``ace-gym eval --env ALB-QA-v0``: AgentLongBench's questions), which runs through the same code:
+lock, run identity, resume, malformed lines, report, exit codes.
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ from typing import Any
 from ace_gym import __version__
 from ace_gym.agents import is_engine_spec
 from ace_gym.atomic import read_regular_file, remove_stale_temporaries
+from ace_gym.benchmark import Evaluation, Report
 from ace_gym.cli_flags import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
@@ -51,11 +53,7 @@ from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.eval.plots import DEFAULT_HEATMAP_FORMATS, HEATMAP_FORMATS, matplotlib_available, write_heatmaps
 from ace_gym.eval.rollout import run_episodes
 from ace_gym.eval.summary import format_table, summarize
-from ace_gym.feedback import evaluation as agency
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
-from ace_gym.longbench import eval_options as alb_options
-from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
-from ace_gym.planning.settings import check_settings, format_metrics, summarize_settings
 from ace_gym.policies import POLICY_SPECS, make_policy, policy_label
 from ace_gym.runs.results import (
     EPISODES_FILE,
@@ -63,10 +61,9 @@ from ace_gym.runs.results import (
     SUMMARY_FILE,
     EpisodeLog,
     read_records,
-    unique_records,
     write_json_atomic,
 )
-from ace_gym.stacks import wrapper_names
+from ace_gym.stacks import BENCHMARKS, setting_names, wrapper_names
 from ace_gym.wrappers import FAILURE_ENVELOPES
 
 logger = logging.getLogger(__name__)
@@ -76,7 +73,7 @@ _EVAL_WRITE_HINT = "choose a writable --out folder, or make this one writable"
 _REPORT_WRITE_HINT = "make the run folder writable, or copy it somewhere writable and report the copy"
 
 WRAPPER_CHOICES: tuple[str, ...] = wrapper_names(settings=True)
-"""What ``--wrappers`` takes: the planning settings of the wrapper registry (:mod:`ace_gym.stacks`)."""
+"""What ``--wrappers`` takes: the settings of the wrapper registry (:mod:`ace_gym.stacks`)."""
 
 
 def register(subparsers: Any) -> None:
@@ -150,8 +147,8 @@ def register(subparsers: Any) -> None:
     )
     evaluate.add_argument("--address", default=None, help="Ray cluster to join (default: RAY_ADDRESS, else local)")
     evaluate.add_argument("--ray-workers", type=int, default=None, help="Ray workers (default: one per cluster CPU)")
-    agency.add_arguments(evaluate)
-    alb_options.add_arguments(evaluate)
+    for benchmark in BENCHMARKS:
+        benchmark.add_eval_flags(evaluate)
     evaluate.set_defaults(handler=run_eval, resume_hint=_RESUME_HINT, write_hint=_EVAL_WRITE_HINT)
 
     report = subparsers.add_parser(
@@ -263,8 +260,13 @@ def build_specs(args: argparse.Namespace) -> list[EpisodeSpec]:
         tool_failure_rates=args.tool_failure_rates,
         trials=args.trials,
         failure_injection=_failure_injection(args),
-        protocol=agency.spec_settings(args),
+        protocol=episode_options(args),
     )
+
+
+def episode_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The episode-spec fields the benchmarks' ``eval`` flags ask for (:meth:`~ace_gym.benchmark.Benchmark.episode_options_of`)."""
+    return {name: value for benchmark in BENCHMARKS for name, value in benchmark.episode_options_of(args).items()}
 
 
 def shared_selection(args: argparse.Namespace) -> dict[str, Any]:
@@ -299,8 +301,8 @@ def dataset_specs(
 ) -> list[EpisodeSpec]:
     """Every episode of ``dataset`` (a name or a file; ``domains`` None = all) whose instances
     have one of ``hidden_slots`` and ``decoy_budgets`` (None = any), in (domain, instance, rate,
-    trial) order, each with the given spec fields (``protocol``: the ``scenario`` /
-    ``feedback_rounds`` fields). ConfigError when a hidden-slot or decoy-budget value is in none
+    trial) order, each with the given spec fields (``protocol``: the benchmarks' episode options,
+    :func:`episode_options`). ConfigError when a hidden-slot or decoy-budget value is in none
     of the datasets, or nothing is selected (the message names the values the datasets hold)."""
     integer("trials", trials, minimum=1)
     sources = dataset_sources(dataset, None if domains is None else resolve_domains(domains))
@@ -317,7 +319,7 @@ def dataset_specs(
         missing = sorted(set(values or ()) - set(held[name]))
         if missing:
             raise ConfigError(name, values, f"{', '.join(map(str, missing))} selects no episode: {holds}")
-    settings = check_settings(wrappers, "wrappers")
+    settings = setting_names(wrappers, "wrappers")
     specs = []
     for domain, (source, loaded) in sources.items():
         for index, instance in enumerate(loaded):
@@ -358,8 +360,8 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
             **env_kwargs(args),
             "max_turns": args.max_turns,
             "seed": args.seed,
-            **({"wrappers": list(check_settings(args.wrappers, "wrappers"))} if args.wrappers else {}),
-            **{name: value for name, value in agency.spec_settings(args).items() if value is not None},
+            **({"wrappers": list(setting_names(args.wrappers, "wrappers"))} if args.wrappers else {}),
+            **{name: value for name, value in episode_options(args).items() if value is not None},
             **({"failure_injection": _failure_injection(args)} if args.failure_modes else {}),
             # failures drawn per episode since issue 40: a run drawn from the seed alone is another run
             **({"failure_draws": "episode"} if any(rate > 0 for rate in args.tool_failure_rates) else {}),
@@ -390,55 +392,18 @@ def _option(text: str) -> tuple[str, Any]:
         return key, value
 
 
-@dataclass(frozen=True)
-class _Report:
-    """How a kind of run is summarised: summary, printed table, heatmaps."""
-
-    summarize: Callable[[Iterable[dict[str, Any]]], dict[str, Any]]
-    format_table: Callable[[dict[str, Any]], str]
-    write_heatmaps: Callable[[dict[str, Any], Path, Sequence[str]], object]
+ACE_REPORT = Report(summarize, format_table, write_heatmaps)
+"""The report of an ACE run: the summary with the benchmarks' metrics, the table with theirs, heatmaps."""
 
 
-def _summarize_ace(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ACE summary, with the metrics of the planning settings the episodes ran under."""
-    unique = unique_records(records)
-    summary = summarize(unique)
-    found = summarize_settings(unique)
-    return {**summary, "settings": found} if found else summary
-
-
-def _format_ace(summary: dict[str, Any]) -> str:
-    table = format_table(summary)
-    return f"{table}\n\nplanning settings:\n{format_metrics(summary['settings'])}" if summary.get("settings") else table
-
-
-ACE_REPORT = _Report(_summarize_ace, _format_ace, write_heatmaps)
-ALB_REPORT = _Report(summarize_alb, format_alb_table, write_alb_heatmaps)
-
-
-@dataclass(frozen=True)
-class _Evaluation:
-    """What one ``eval`` command runs: every selected item (an ACE episode spec, an AgentLongBench
-    question spec or official row), the key of an item, the rollout that plays items (``rollout(items, policy, batch_size=, name=)``), the
-    run identity, the check of a directory without one, and the report."""
-
-    items: list[Any]
-    key: Callable[[Any], str]
-    rollout: Callable[..., Iterator[dict[str, Any]]]
-    run: dict[str, Any]
-    refuse_mixing: Callable[[Path], None]
-    report: _Report
-    default_batch_size: Callable[[str], int]
-
-
-def _ace_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
+def _ace_evaluation(args: argparse.Namespace, label: str) -> Evaluation:
     specs = build_specs(args)
     rollout = run_episodes
     if args.env_url:
         from ace_gym.eval.remote import RemoteStackFactory
 
         rollout = partial(run_episodes, make_env=RemoteStackFactory(args.env_url))
-    return _Evaluation(
+    return Evaluation(
         items=list(specs),
         key=lambda spec: spec.key(label),
         rollout=rollout,
@@ -449,17 +414,13 @@ def _ace_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
     )
 
 
-def _alb_evaluation(args: argparse.Namespace, label: str) -> _Evaluation:
-    items, key, rollout = alb_options.selection(args, label)
-    return _Evaluation(
-        items=items,
-        key=key,
-        rollout=rollout,
-        run=alb_options.run_identity(args, label),
-        refuse_mixing=partial(alb_options.refuse_mixing, label=label),
-        report=ALB_REPORT,
-        default_batch_size=lambda policy: 8,
-    )
+def _evaluation(args: argparse.Namespace, label: str) -> Evaluation:
+    """The evaluation of the first benchmark whose flags ask for one of its own, else the ACE evaluation."""
+    for benchmark in BENCHMARKS:
+        evaluation = benchmark.evaluation_of(args, label)
+        if evaluation is not None:
+            return evaluation
+    return _ace_evaluation(args, label)
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -467,7 +428,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ConfigError("backend", args.backend, "--address and --ray-workers need --backend ray")
     engine_options = dict(_option(text) for text in args.engine_option)
     label = policy_label(args.policy, engine_options)
-    evaluation = _alb_evaluation(args, label) if args.env is not None else _ace_evaluation(args, label)
+    evaluation = _evaluation(args, label)
     out = output_directory(args.out)
     with EpisodeLog(out / EPISODES_FILE, skip_malformed=args.skip_malformed) as log:
         # a new run, one from before runs had an identity, or one refused before it stored an
@@ -491,7 +452,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def _run_pending(
     args: argparse.Namespace,
-    evaluation: _Evaluation,
+    evaluation: Evaluation,
     pending: list[Any],
     build_policy: Callable[[], Any],
     label: str,
@@ -582,16 +543,21 @@ def run_report(args: argparse.Namespace) -> int:
     return _write_report(args.dir, _stored_run(args.dir), args.skip_malformed, args.heatmap_formats, True)
 
 
-def _report_of(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> _Report:
-    """The report of the run in ``out``: by its identity, else by its first record."""
-    if run is not None:
-        return ALB_REPORT if run.get("env") is not None else ACE_REPORT
-    skipped: list[int] | None = [] if skip_malformed else None
-    first = next(iter(read_records(out / EPISODES_FILE, skipped=skipped)), None)
-    return ALB_REPORT if first is not None and is_alb_record(first) else ACE_REPORT
+def _report_of(out: Path, run: dict[str, Any] | None, skip_malformed: bool) -> Report:
+    """The report of the run in ``out``: the report of the benchmark whose run it is, by its
+    identity, else by its first record; else the ACE report."""
+    first = None
+    if run is None:
+        skipped: list[int] | None = [] if skip_malformed else None
+        first = next(iter(read_records(out / EPISODES_FILE, skipped=skipped)), None)
+    for benchmark in BENCHMARKS:
+        report = benchmark.report_of(run, first)
+        if report is not None:
+            return report
+    return ACE_REPORT
 
 
-def _summary(out: Path, run: dict[str, Any] | None, report: _Report, skip_malformed: bool) -> dict[str, Any]:
+def _summary(out: Path, run: dict[str, Any] | None, report: Report, skip_malformed: bool) -> dict[str, Any]:
     """The summary of ``out/episodes.jsonl``, with the run identity and any skipped line numbers."""
     skipped: list[int] | None = [] if skip_malformed else None
     summary = {"run": run, **report.summarize(read_records(out / EPISODES_FILE, skipped=skipped))}

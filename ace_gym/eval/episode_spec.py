@@ -24,9 +24,8 @@ from ace_gym.domains import get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, did_you_mean, integer, optional_integer, probability
 from ace_gym.feedback.rounds import ACE_THRESHOLD, TRAINING_REWARD
-from ace_gym.planning.settings import check_settings
 from ace_gym.registration import register_domain
-from ace_gym.stacks import StackSpec
+from ace_gym.stacks import StackSpec, setting_names
 
 CHAT_LAYERS = ("chat_adapter", "step_budget")
 """The wrappers every episode's stack holds: the rollouts play chat turns under a turn budget."""
@@ -91,7 +90,7 @@ class EpisodeSpec:
         (:class:`~ace_gym.feedback.scenario.ScenarioEnv`: ``stages``, ``max_attempts``,
         ``threshold``, ``feedback``, ``final_reward``) when set; failure injection when
         ``tool_failure_rate`` > 0 or ``failure_injection`` (its other arguments: ``failure_modes``,
-        ``tool_rates``, ``rng``, ``draws``) is given; the planning ``settings`` with their default
+        ``tool_rates``, ``rng``, ``draws``) is given; the ``settings`` (registry entries marked as settings: what ``ace-gym eval --wrappers`` takes) with their default
         arguments; the chat adapter; the context policy (:class:`~ace_gym.wrappers.ContextWindow`)
         with ``context``'s arguments when set; the turn budget (``max_turns`` policy turns, else
         the budget's default); feedback rounds with ``feedback_rounds``' arguments when set. The
@@ -110,7 +109,7 @@ class EpisodeSpec:
         if scenario is not None:
             env_id = f"ACE-{domain}-scenario-v0"
             kwargs.update({"final_reward": TRAINING_REWARD, **scenario})
-        layers: list[str | tuple[str, Mapping[str, Any]]] = list(check_settings(settings))
+        layers: list[str | tuple[str, Mapping[str, Any]]] = list(setting_names(settings, "settings"))
         if rate > 0 or failure_injection is not None:
             layers.append(("failure_injection", {"rate": rate, **(failure_injection or {})}))
         layers.append(("chat_adapter", {}))

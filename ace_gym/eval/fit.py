@@ -17,13 +17,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ace_gym.eval.episode_spec import EpisodeSpec
-from ace_gym.registration import ENV_IDS, SCENARIO_ENV_IDS, SETTING_ENV_IDS
+from ace_gym.registration import DATASET_ENV_IDS
 from ace_gym.stacks import StackSpec
 
-FIT_BUDGETS: dict[str, Any] = {"global_check_alpha": 0.25, "extra_query_num": 4}
-"""One global check per four hidden slots (⌊H/4⌋) and rules + H + 4 attribute queries per hidden
-slot: check-guided random search then earns about greedy-local's score while the reference policy
-solves every instance (docs/training.md, "Budgets"; ``benchmarks/bench_tells.py``)."""
+FIT_BUDGETS: dict[str, Any] = {"global_check_alpha": 0.125, "extra_query_num": 4}
+"""One global check per eight hidden slots (⌊H/8⌋: none below H=8, where a random slot-valid grid
+passes most often and each check buys a blind search another draw) and rules + H + 4 attribute
+queries per hidden slot: check-guided random search then earns about random slot-valid play,
+greedy-local's level, while the reference policy solves every instance (docs/training.md,
+"Budgets"; ``benchmarks/bench_tells.py``)."""
 
 FIT: dict[str, Any] = {
     "env_kwargs": {"observation": "compact", **FIT_BUDGETS},
@@ -60,6 +62,5 @@ def fit_spec(spec: EpisodeSpec) -> EpisodeSpec:
 def fit_stack(stack: StackSpec) -> StackSpec:
     """``stack`` with :data:`FIT`'s env keyword arguments on its env (see :func:`fit_env_kwargs`)."""
     env_kwargs = dict(stack.env_kwargs)
-    plays_data = stack.env_id in ENV_IDS or stack.env_id in SETTING_ENV_IDS or stack.env_id in SCENARIO_ENV_IDS
-    dataset = env_kwargs.get("dataset", PUBLISHED_DATASET) if plays_data else None
+    dataset = env_kwargs.get("dataset", PUBLISHED_DATASET) if stack.env_id in DATASET_ENV_IDS else None
     return dataclasses.replace(stack, env_kwargs=fit_env_kwargs(env_kwargs, dataset))

@@ -2,7 +2,7 @@
 
 A record (JSON-serialisable) holds: ``key``, ``policy``, what the episode's stack states
 (:func:`stack_fields`: ``dataset``, ``domain``, ``tool_failure_rate``, ``max_turns``, ``settings``:
-the planning settings, :mod:`ace_gym.planning.settings`), ``instance_id``, ``instance_index``,
+the registry entries marked as settings, :func:`ace_gym.stacks.setting_names`), ``instance_id``, ``instance_index``,
 ``seed``, ``trial``, ``env_config`` (the tool budgets), ``hidden_slots``, ``decoy_budget``,
 ``curriculum_level`` (the ladder index a :class:`~ace_gym.wrappers.Curriculum` chose, else None),
 ``score`` (0.0/1.0), ``reason``, ``terminated``, ``truncated``, ``grid``, ``messages`` (OpenAI chat
@@ -16,8 +16,9 @@ engine that generates from token ids, vLLM or transformers, plays token-exact: `
 (:mod:`ace_gym.runs.loop`), ``notes`` (what a scripted policy reports), ``failures`` (every
 injected tool failure, whether and in how many turns the agent recovered:
 :func:`ace_gym.eval.recovery.failure_log`), ``replay`` (what a replay needs, :func:`replay_fields`,
-docs/replay.md), and under AgencyBench's protocol ``feedback_rounds`` / ``scenario``
-(:func:`ace_gym.feedback.evaluation.protocol_fields`). Members of a GRPO-style group share
+docs/replay.md), and the fields each benchmark adds
+(:meth:`~ace_gym.benchmark.Benchmark.record_fields_of`: under AgencyBench's protocol
+``feedback_rounds`` / ``scenario``). Members of a GRPO-style group share
 instance and seed and differ in ``trial``.
 """
 
@@ -28,10 +29,9 @@ from typing import Any
 
 from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.eval.recovery import failure_log
-from ace_gym.feedback.evaluation import protocol_fields
 from ace_gym.instance import dataset_sha256
 from ace_gym.runs.loop import Episode, jsonable, token_trajectory
-from ace_gym.stacks import WRAPPERS, StackSpec
+from ace_gym.stacks import BENCHMARKS, WRAPPERS, StackSpec
 from ace_gym.version import __version__
 
 
@@ -72,7 +72,11 @@ def ace_record(
         "usage": episode.usage,
         "notes": jsonable(episode.notes),
         "failures": failure_log(episode.turns) if _may_inject_failures(spec) else [],
-        **protocol_fields(episode.env, info),
+        **{
+            name: value
+            for benchmark in BENCHMARKS
+            for name, value in benchmark.record_fields_of(episode.env, info).items()
+        },
         "messages": episode.messages,
         "tools": episode.tools,
         "turns": episode.turns,
@@ -84,7 +88,7 @@ def ace_record(
 def stack_fields(stack: StackSpec) -> dict[str, Any]:
     """What a record states of the episode's stack, to summarise by: its ``dataset`` and
     ``domain``, its ``tool_failure_rate`` (0.0 without failure injection), ``max_turns`` (None
-    when the turn budget is at its default) and ``settings`` (its planning settings, in stacking
+    when the turn budget is at its default) and ``settings`` (its wrappers marked as settings, in stacking
     order)."""
     layers = dict(stack.wrappers)
     return {

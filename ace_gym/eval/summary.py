@@ -17,6 +17,10 @@ When some episodes share an instance and seed (``--trials``; :func:`ace_gym.stat
 (:func:`ace_gym.stats.group_metrics`: the unbiased estimator the trainer logs under the same
 name). AgencyBench's "passed within k attempts" is ``pass_within@k`` (:mod:`ace_gym.feedback.evaluation`).
 
+Each benchmark (:data:`ace_gym.stacks.BENCHMARKS`) adds its metrics to the summary and its table
+under the ACE table (AgencyBench's protocol metrics, the planning settings' metrics), in the
+order the list gives.
+
 Every score comes with its standard error ``score_se`` (None below two episodes), episodes taken
 as independent draws: for a plain mean, the sample standard deviation over sqrt(n); for a
 domain's mean of cell means, the same variance (over the domain's episodes) times the sum of the
@@ -33,8 +37,8 @@ from typing import Any
 
 from ace_gym.errors import ConfigError
 from ace_gym.eval.recovery import recovery_counts, recovery_metrics
-from ace_gym.feedback import evaluation as agency
 from ace_gym.runs.results import unique_records
+from ace_gym.stacks import BENCHMARKS
 from ace_gym.stats import aggregate, episode_fields, episode_turns, mean
 
 USAGE_FIELDS = ("turns", "tool_calls", "time_s", "tokens")
@@ -113,9 +117,9 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     ``recovered``, ``recovery_rate`` and ``turns_to_recover`` (:mod:`ace_gym.eval.recovery`; None
     where no failure was injected or recovered); ``overall`` adds ``pass@k`` and ``avg@k`` when
     episodes repeat an instance (see the module docstring). No records: policy None, score None,
-    empty views. Under
-    AgencyBench's protocol, :func:`ace_gym.feedback.evaluation.add_metrics` adds its
-    metrics. Raises ConfigError when the records come from more than one policy.
+    empty views. Each benchmark adds its metrics
+    (:meth:`~ace_gym.benchmark.Benchmark.add_metrics`: AgencyBench's protocol metrics, the
+    planning settings' ``settings``). Raises ConfigError when the records come from more than one policy.
     """
     records = unique_records(records)
     policies = sorted({str(r.get("policy")) for r in records})
@@ -157,7 +161,8 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         "cells": cells,
         "cells_by_failure_rate": {rate: _cells(group) for rate, group in sorted(rates.items())},
     }
-    agency.add_metrics(summary, records)
+    for benchmark in BENCHMARKS:
+        benchmark.add_metrics(summary, records)
     return summary
 
 
@@ -168,7 +173,8 @@ def _score_text(stats: Mapping[str, Any]) -> str:
 
 def format_table(summary: Mapping[str, Any]) -> str:
     """The paper-style table: score ± standard error per domain and the average, with mean
-    turns, tool calls, time and tokens, then a legend saying what each column means."""
+    turns, tool calls, time and tokens, then a legend saying what each column means, then each
+    benchmark's table of the summary (:meth:`~ace_gym.benchmark.Benchmark.format_table`)."""
     header = f"{'domain':<12}{'episodes':>9}{'score':>15}{'turns':>9}{'calls':>9}{'time s':>9}{'tokens':>10}"
     lines = [f"policy: {summary.get('policy')}", header, "-" * len(header)]
 
@@ -203,9 +209,10 @@ def format_table(summary: Mapping[str, Any]) -> str:
         )
     lines.append("")
     lines.extend(TABLE_LEGEND)
-    protocol_table = agency.format_table(summary)
-    if protocol_table is not None:
-        lines += ["", protocol_table]
+    for benchmark in BENCHMARKS:
+        table = benchmark.format_table(summary)
+        if table is not None:
+            lines += ["", table]
     return "\n".join(lines)
 
 

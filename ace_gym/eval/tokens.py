@@ -44,12 +44,11 @@ from ace_gym.eval.cli import add_env_flags, dataset_specs, env_kwargs, shared_se
 from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.eval.fit import FIT, fit_stack
 from ace_gym.instance import BUNDLED_DATASETS
-from ace_gym.planning.settings import check_settings
 from ace_gym.policies import SCRIPTED_POLICIES, make_scripted_policy
 from ace_gym.presets import PROCEDURAL_PRESETS
 from ace_gym.runs.loop import Episode, actor_of, run_loop
 from ace_gym.runs.tokens import ApproxTokenizer, ConversationTokens, HFTokenizer, Tokenizer, conversation_tokens
-from ace_gym.stacks import StackSpec
+from ace_gym.stacks import StackSpec, setting_names
 from ace_gym.stats import mean
 
 DEFAULT_POLICY = "solver"
@@ -218,7 +217,7 @@ def preset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
     missing = sorted(set(wanted) - set(held))
     if missing:
         raise ConfigError("hidden-slots", wanted, f"{preset} draws hidden slots {', '.join(map(str, held))} only")
-    settings = check_settings(args.wrappers, "wrappers")
+    settings = setting_names(args.wrappers, "wrappers")
     episodes = []
     for domain in resolve_domains(args.domains):
         spec = EpisodeSpec.of(domain, env_kwargs=env_kwargs(args), max_turns=args.max_turns, settings=settings)

@@ -50,7 +50,7 @@ __all__ = [
     "stage_sizes",
 ]
 # Imported on first access: the wrapper registry (``import ace_gym`` registers the env ids from
-# it) reads :mod:`ace_gym.feedback.entries`, which must not load the rubric, the simulators and the wrapper.
+# it) reads :mod:`ace_gym.feedback.benchmark`, which must not load the rubric, the simulators and the wrapper.
 _HOMES = {  # name -> its module
     "FeedbackRounds": "feedback_rounds",
     "FINAL_REWARDS": "rounds",

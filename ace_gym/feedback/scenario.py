@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from ace_gym.domains.tool_names import TOOL_NAMES
@@ -28,26 +29,31 @@ class ScenarioEnv(AceEnv):
     ## Description
     AgencyBench's scenarios chain subtasks of rising difficulty whose earlier results shape later
     ones. Here the instance's hidden slots are split, in reading order, into ``stages`` stages
-    that grow in size (:func:`ace_gym.feedback.stages.stage_sizes`); stage i reveals its own
-    slots. A stage is accepted on its slots' rubric items plus the upper-bound global rules of the
-    grid as it stands; the final stage adds the lower bounds on the complete grid. The grid
-    carries over and a closed stage's slots are fixed, so an early choice can doom later stages.
-    Each stage runs AgencyBench's feedback rounds (:class:`~ace_gym.feedback.rounds.Rounds`).
+    that grow in size (:func:`ace_gym.feedback.stages.stage_sizes`), filled one stage at a time.
+    A stage is accepted on its slots' rubric items plus the upper-bound global rules of the grid
+    as it stands; the final stage adds the lower bounds on the complete grid. The grid carries
+    over and a closed stage's slots are fixed, so an early choice can doom later stages: every
+    stage's slots and rules are stated from the start, so a policy that plans the whole grid
+    before it fills stage 1 passes every stage (the exact solver does), and one that fills each
+    stage on its own often fails the last. Each stage runs AgencyBench's feedback rounds
+    (:class:`~ace_gym.feedback.rounds.Rounds`).
 
     ## Action, tools
-    As :class:`AceEnv`. A tool that names a hidden slot of a later stage answers that it is not
-    revealed yet; ``set_slot`` on a slot of a closed stage answers that it is fixed. ``done``
-    submits the current stage (so does the ``max_steps`` limit, which counts the tool calls of
-    one attempt). The global check needs a complete grid, as in ACE: it helps at the final stage.
+    As :class:`AceEnv`; the queries answer on every hidden slot. ``set_slot`` on a slot of a later
+    stage answers that it belongs to a later stage, on a slot of a closed stage that it is fixed.
+    ``done`` submits the current stage (so does the ``max_steps`` limit, which counts the tool
+    calls of one attempt). The global check needs a complete grid, as in ACE: it helps at the
+    final stage.
 
     ## Observation
-    At reset, the core env's user message and a note naming stage 1's slots; the system prompt
-    (``info["system_prompt"]``) states the global rules and stage 1's slot rules only. After a
-    submission: below the threshold with attempts left, a failed envelope whose ``messages`` is
-    the feedback (it never names a cell); when a stage closes, a success envelope whose
-    ``messages`` opens the next stage (the verdict, the grid, the new slots and their rules)
-    and whose ``data`` is ``{"stage", "stages", "accepted"}``; the final stage's ``done`` gives the
-    core env's stop envelope.
+    At reset, the core env's user message and a note naming each stage's slots (stage 1's to fill
+    now); the system prompt (``info["system_prompt"]``) is the core env's, stating every global
+    rule and every hidden slot's rules. After a submission: below the threshold with attempts
+    left, a failed envelope whose ``messages`` is the feedback (it never names a cell); when a
+    stage closes, a success envelope whose ``messages`` opens the next stage (the verdict, its
+    slots and their rules, the grid, the stages still to come) and whose ``data`` is
+    ``{"stage", "stages", "accepted"}``; the final stage's ``done`` gives the core env's stop
+    envelope.
 
     ## Reward
     ``final_reward="pass_discount"`` (the default): the scenario's verdict, paid when the final
@@ -81,7 +87,9 @@ class ScenarioEnv(AceEnv):
     also carries the core env's ``score``, ``reason``, ``grid`` (ACE's verdict on the whole grid).
 
     ## Version History
-    * v0: first release.
+    * v0: first release. Issue 38: every stage's slots and rules are stated from the start (they
+      used to come with their stage, so no policy could plan for them: the exact solver passed
+      0.28-0.50 of the scenarios) and the queries answer on every hidden slot.
     """
 
     def __init__(
@@ -116,9 +124,8 @@ class ScenarioEnv(AceEnv):
         self._logs = []
         self._stage_rewards = []
         self._open(0)
-        info["system_prompt"] = self._system_prompt(stage_instruction(compiled, self._stages[0]))
         info["scenario"] = self.scenario_log()
-        return f"{observation}\n\n{_opening_note(compiled, self._stages[0])}", info
+        return f"{observation}\n\n{_opening_note(compiled, self._stages)}", info
 
     def step(self, action: ActionType) -> tuple[str, float, bool, bool, dict[str, Any]]:
         observation, _, terminated, truncated, info = super().step(action)
@@ -153,12 +160,11 @@ class ScenarioEnv(AceEnv):
     # -- stages --------------------------------------------------------------------------------
 
     def _open(self, index: int) -> None:
-        """Open stage ``index``: reveal its slots, make only them writable, start its rounds."""
+        """Open stage ``index``: make only its slots writable, start its rounds."""
         self._stage = index
         stage = self._stages[index]
         compiled = self.compiled
-        revealed = [s for earlier in self._stages[: index + 1] for s in earlier.slots]
-        self.state.revealed = frozenset(revealed)
+        self.state.opened = frozenset(s for opened in self._stages[: index + 1] for s in opened.slots)
         self.state.writable = frozenset(stage.slots)
         self.rounds.begin(item_names(compiled, stage.slots, graded_rules(compiled, stage.final)))
         self._logs.append(self.rounds.info())
@@ -179,10 +185,11 @@ class ScenarioEnv(AceEnv):
         verdict = "was accepted" if accepted else "was not accepted"
         text = (
             f"Stage {stage.index} of {stage.count} {verdict}; its slots are now fixed. "
-            f"Stage {stage.index + 1} of {stage.count}: fill these hidden slots now, then call `{TOOL_NAMES['done']}`.\n\n"
+            f"Stage {stage.index + 1} of {stage.count}: fill the hidden slots {_cells(compiled, stage)} now, "
+            f"then call `{TOOL_NAMES['done']}`. Their constraints:\n\n"
             f"{_slot_blocks(compiled, stage)}\n\n"
             f"The current grid:\n{json.dumps(grid_of_ids(compiled, self.state.grid), ensure_ascii=False)}\n\n"
-            f"{_later_note(stage)}"
+            f"{_later_note(compiled, self._stages[stage.index + 1 :])}"
         )
         data = {"stage": stage.index + 1, "stages": stage.count, "accepted": accepted}
         return json.dumps({"status": "success", "messages": text, "data": data}, ensure_ascii=False)
@@ -218,15 +225,27 @@ def _slot_blocks(compiled: CompiledInstance, stage: Stage) -> str:
     return stage_instruction(compiled, stage).split("For the hidden-slot constraints:\n", 1)[1].rsplit("\n\n", 1)[0]
 
 
-def _later_note(stage: Stage) -> str:
-    if stage.final:
+def _cells(compiled: CompiledInstance, stage: Stage) -> str:
+    """The cells of ``stage``'s slots, ``(r, c), (r, c)``."""
+    return ", ".join(f"({compiled.slots[s].row}, {compiled.slots[s].col})" for s in stage.slots)
+
+
+def _later_note(compiled: CompiledInstance, later: Sequence[Stage]) -> str:
+    """What the stages after the current one (``later``) hold, and that they can be planned now."""
+    if not later:
         return "This is the final stage: the completed grid must satisfy every global constraint."
-    return "The other empty slots belong to later stages: leave them empty for now."
-
-
-def _opening_note(compiled: CompiledInstance, stage: Stage) -> str:
-    cells = ", ".join(f"({compiled.slots[s].row}, {compiled.slots[s].col})" for s in stage.slots)
+    stages = "; ".join(f"stage {stage.index + 1}, {_cells(compiled, stage)}" for stage in later)
     return (
-        f"This task comes in {stage.count} stages. Stage 1 of {stage.count}: fill the hidden slots {cells} "
-        f"(their constraints are in the task policy), then call `{TOOL_NAMES['done']}`. {_later_note(stage)}"
+        f"The other empty slots belong to later stages ({stages}): leave them empty for now. Their "
+        "constraints are in the task policy. A stage's slots are fixed once it closes and the final "
+        "stage's completed grid must satisfy every global constraint, so choose with the later stages in mind."
+    )
+
+
+def _opening_note(compiled: CompiledInstance, stages: Sequence[Stage]) -> str:
+    first = stages[0]
+    return (
+        f"This task comes in {first.count} stages. Stage 1 of {first.count}: fill the hidden slots "
+        f"{_cells(compiled, first)} (their constraints are in the task policy), then call `{TOOL_NAMES['done']}`. "
+        f"{_later_note(compiled, stages[1:])}"
     )

@@ -1,7 +1,7 @@
 """A scenario's stages: one instance's hidden slots split into ascending stages (docs/feedback_rounds.md).
 
 Like an AgencyBench scenario, whose subtasks rise in difficulty and build on earlier results,
-stage i reveals its own hidden slots, in reading order, and the stages grow in size. A stage is
+stage i fills its own hidden slots, in reading order, and the stages grow in size. A stage is
 accepted on its own slots' items plus the global rules that a partial grid can already break —
 the upper bounds, measured on the grid as it stands (earlier stages' choices included, later
 stages' slots empty), as ACE's own open-prefix check does. Lower bounds join at the final stage,
@@ -22,7 +22,7 @@ from ace_gym.instance import CompiledInstance
 
 @dataclass(frozen=True)
 class Stage:
-    """Stage ``index`` (0-based) of ``count``: the hidden slots it reveals (indices into
+    """Stage ``index`` (0-based) of ``count``: the hidden slots it fills (indices into
     ``compiled.slots``, in reading order)."""
 
     index: int

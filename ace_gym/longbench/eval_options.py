@@ -4,9 +4,10 @@ of its own).
 Generated samples (settings x buckets x question types x ``--samples`` seeds) or, with
 ``--official DIR``, the rows of a local copy of the official dataset, answered by a
 ``vllm:``/``hf:``/``openai:`` policy. This module holds the options, the selection, the run
-identity and the check of directories without one; :mod:`ace_gym.eval.cli` runs the evaluation
-exactly as for ACE (lock, resume, run identity, malformed lines, exit codes) and writes the same
-files: ``DIR/episodes.jsonl`` (one record per question), ``DIR/summary.json``,
+identity, the check of directories without one (:func:`evaluation`) and the report
+(:func:`report`), which the package's declaration (:mod:`ace_gym.longbench.benchmark`) names;
+:mod:`ace_gym.eval.cli` runs the evaluation exactly as for ACE (lock, resume, run identity,
+malformed lines, exit codes) and writes the same files: ``DIR/episodes.jsonl`` (one record per question), ``DIR/summary.json``,
 ``DIR/heatmap_<setting>.png`` (buckets x question types) and the accuracy table (question type x
 bucket per setting). ``ace-gym report DIR`` rebuilds them.
 """
@@ -15,21 +16,24 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ace_gym.agents import is_engine_spec
+from ace_gym.benchmark import Evaluation, Report
 from ace_gym.errors import ConfigError
 from ace_gym.longbench.official import load_official
 from ace_gym.longbench.question_types import resolve_question_types
-from ace_gym.longbench.report import is_alb_record
+from ace_gym.longbench.report import format_alb_table, is_alb_record, summarize_alb, write_alb_heatmaps
 from ace_gym.longbench.rollout import QASpec, official_key, qa_specs, run_official_rows, run_qa_episodes
 from ace_gym.runs.results import read_records
 from ace_gym.version import __version__
 
 ENV_CHOICES = ("ALB-QA-v0",)
+REPORT = Report(summarize_alb, format_alb_table, write_alb_heatmaps)
+"""The accuracy report of an AgentLongBench run (:mod:`ace_gym.longbench.report`)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -126,3 +130,29 @@ def refuse_mixing(path: Path, label: str) -> None:
     for record in read_records(path, skipped=[]):
         if record.get("policy") != label or not is_alb_record(record):
             raise ConfigError("out", str(path.parent), f"holds episodes of another run ({record.get('policy')})")
+
+
+def evaluation(args: argparse.Namespace, label: str) -> Evaluation | None:
+    """The evaluation ``--env`` asks for (None without it: an ACE evaluation): the selected items,
+    their keys and rollout, the run identity, the check of a directory without one, the report,
+    and eight questions per batch by default."""
+    if args.env is None:
+        return None
+    items, key, rollout = selection(args, label)
+    return Evaluation(
+        items=items,
+        key=key,
+        rollout=rollout,
+        run=run_identity(args, label),
+        refuse_mixing=partial(refuse_mixing, label=label),
+        report=REPORT,
+        default_batch_size=lambda policy: 8,
+    )
+
+
+def report(run: Mapping[str, Any] | None, first_record: Mapping[str, Any] | None) -> Report | None:
+    """:data:`REPORT` when ``run`` is an AgentLongBench run identity (it names an ``env``), or, for
+    a folder without one, when ``first_record`` is an AgentLongBench record; else None."""
+    if run is not None:
+        return REPORT if run.get("env") is not None else None
+    return REPORT if first_record is not None and is_alb_record(first_record) else None

@@ -28,6 +28,8 @@ from ace_gym.wrappers.chat_spaces import ChatMessages
 
 REWARDS: tuple[str, ...] = ("strict", "official", "relative_error")
 RENDERS: tuple[str, ...] = ("messages", "text")
+FORCED_TYPE_SEEDS = 4
+"""Sample seeds a reset that forces a question type tries before it raises InfeasibleSample."""
 
 
 class ALBQAEnv(gym.Env[Any, str]):
@@ -88,7 +90,7 @@ class ALBQAEnv(gym.Env[Any, str]):
     official score for ``reward="official"``, else the strict score; None with the gold).
 
     The gold answer is never in the reset ``info``, which a harness may pass on to the model; a
-    grader reads it by name, :meth:`answer_key`.
+    grader reads it by name, :meth:`answer_key`, and scores an answer without ending the episode with :meth:`grade`.
 
     ## Version History
     * v0: first release; the ``"strict"`` reward became the default with ``info["official_score"]``
@@ -147,13 +149,13 @@ class ALBQAEnv(gym.Env[Any, str]):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """Build the sample of the seed; ``options={"question_type": label}`` forces the type
-        (ConfigError when the budget fits no sample of it for this seed)."""
+        (ConfigError when the budget fits no sample of it for this seed, :meth:`_forced_sample`)."""
         super().reset(seed=seed)
         sample_seed = int(self.np_random.integers(2**63 - 1))
         options = options or {}
         if "question_type" in options:
             question_type = resolve_question_types(options["question_type"])[0][0]
-            self.sample = build_sample(self.config, question_type, sample_seed, self.tokenizer, table=self.table)
+            self.sample = self._forced_sample(question_type, sample_seed)
         else:
             self.sample = self._drawn_sample(sample_seed)
         self._answered = False
@@ -169,6 +171,17 @@ class ALBQAEnv(gym.Env[Any, str]):
         if self.sample is None:
             raise ResetNeeded("Cannot call answer_key() before reset()")
         return self.sample.question.answer
+
+    def _forced_sample(self, question_type: str, sample_seed: int) -> Sample:
+        """A sample of ``question_type``: of ``sample_seed``, or, where the budget fits none at that
+        seed (a balanced aim its histories cannot carry), of up to :data:`FORCED_TYPE_SEEDS` - 1
+        further seeds drawn from the reset's generator; InfeasibleSample when none fits."""
+        for _ in range(FORCED_TYPE_SEEDS - 1):
+            try:
+                return build_sample(self.config, question_type, sample_seed, self.tokenizer, table=self.table)
+            except InfeasibleSample:
+                sample_seed = int(self.np_random.integers(2**63 - 1))
+        return build_sample(self.config, question_type, sample_seed, self.tokenizer, table=self.table)
 
     def _drawn_sample(self, sample_seed: int) -> Sample:
         """A sample of a type drawn with the configured probabilities. A type the budget fits no
@@ -190,18 +203,27 @@ class ALBQAEnv(gym.Env[Any, str]):
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         if self.sample is None:
             raise ResetNeeded("Cannot call step() before reset()")
-        info = self.sample.info()
         observation: Any = [] if self.render_as == "messages" else ""
         if self._answered:
+            info = self.sample.info()
             info.update(prediction=None, score=None, official_score=None, error="the episode has ended; call reset()")
             return observation, 0.0, True, False, info
         self._answered = True
+        reward, info = self.grade(action)
+        return observation, reward, True, False, info
+
+    def grade(self, action: Any) -> tuple[float, dict[str, Any]]:
+        """The reward and step ``info`` that ``action`` earns on the current question, without
+        ending the episode (a grader's view, like :meth:`answer_key`); ResetNeeded before ``reset``."""
+        if self.sample is None:
+            raise ResetNeeded("Cannot call grade() before reset()")
+        info = self.sample.info()
         text = action.get("content") if isinstance(action, Mapping) else action
         if not isinstance(text, str):
             info.update(
                 prediction=None, score=0.0, official_score=0.0, error="an action must be the answer text (a str)"
             )
-            return observation, 0.0, True, False, info
+            return 0.0, info
         text = valid_text(text)  # the prediction, parsed from it, goes into info
         if not self.require_answer_tag and extract_answer(text) is None:
             text = f"<answer>{text}</answer>"
@@ -216,4 +238,4 @@ class ALBQAEnv(gym.Env[Any, str]):
             gold = int(info[QA_GOLD])
             reward = max(0.0, 1.0 - abs(prediction - gold) / max(1, abs(gold)))
         info.update(prediction=prediction, score=score, official_score=official)
-        return observation, float(reward), True, False, info
+        return float(reward), info

@@ -21,9 +21,13 @@ where the paper leaves them open:
   difference is drawn uniformly among the differences of up to 256 random round pairs.
 * Intersection, concise: the hidden target of the last game, asked only when that game is not
   solved, the intersection of its tool results is exactly the target and every result has at
-  least ``min_list`` names; balanced, only when the target's rank among the names of the
-  history's tool results, by how often they appear, is the one aimed at (until the fallback). Verbose: the intersection of one round's lists (rounds whose
-  intersection has at most ``max_answer_items`` names preferred).
+  least ``min_list`` names; balanced, of any game of the history meeting the same conditions whose
+  target ranks as aimed among the history's names by how often they are written (until the
+  fallback). Verbose: the intersection of one round's lists (rounds whose intersection has at most
+  ``max_answer_items`` names preferred).
+* Find Round with Largest Value, balanced: over the whole history of at least
+  :data:`LARGEST_ROUNDS` rounds, in a numeric section whose unique highest value sits at the
+  aimed position.
 
 ``evidence_position`` in [0, 1] picks the asked round of single-round questions by where its
 evidence sits in the history (like needle depth); otherwise rounds are drawn uniformly.
@@ -34,7 +38,9 @@ still concentrates the answers over histories on the counts every history has (v
 Frequency (Env) was 1 in 85 % of samples), so a policy answering each type's most frequent gold
 earned 0.19 (concise) and 0.33 (verbose). Balanced, a count question aims at a ``target`` drawn
 per seed from :data:`BALANCED_TARGETS` and returns None (the sample draws a new history) when the
-history cannot carry it; after ``fallback`` it takes a count the history carries. Yes/no and 0/1
+history cannot carry it, with no fallback to a count the history carries (that fallback made
+verbose Count Correctness 0 in a third of the samples: issue 38); a type that no history of the
+budget carries is then not asked (:mod:`ace_gym.longbench.samples`). Yes/no and 0/1
 answers cannot be balanced below chance, so two questions ask about :data:`NAMES_ASKED` names
 at once and count them: Find Duplicates ("how many of these names appear in both results", scored
 as a number) and concise Count Frequency (Tool) ("how many of these names appear in the result").
@@ -42,7 +48,6 @@ as a number) and concise Count Frequency (Tool) ("how many of these names appear
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,10 +72,14 @@ Answer = int | bool | str | list[str]
 
 NAMES_ASKED: dict[str, int] = {FIND_DUPLICATES: 9, COUNT_FREQUENCY_TOOL: 9}
 """How many names a balanced Find Duplicates and a balanced concise Count Frequency (Tool) ask about."""
-ROUNDS_ASKED = 3
-"""The most rounds whose correct marks a balanced Count Correctness question adds up."""
+ROUNDS_ASKED: dict[str, int] = {"concise": 3, "verbose": 2}
+"""How many rounds' correct marks a balanced Count Correctness question adds up, by format (always
+that many: with fewer, how many rounds are asked told the likely totals; a verbose 32k history
+holds 2 to 4 rounds)."""
 VALUES_ASKED = 4
 """How many values of one section a balanced Count Frequency (Env) question counts together."""
+LARGEST_ROUNDS = 5
+"""The fewest rounds a balanced Find Round with Largest Value question is asked over."""
 BALANCED_TARGETS: dict[tuple[str, str], range] = {
     (COUNT_FREQUENCY_TOOL, "concise"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
     (COUNT_FREQUENCY_TOOL, "verbose"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
@@ -82,7 +91,9 @@ BALANCED_TARGETS: dict[tuple[str, str], range] = {
     (COUNT_FREQUENCY_ENV, "verbose"): range(7),
     (WEIGHTED_SUMMATION, "concise"): range(13),
     (WEIGHTED_SUMMATION, "verbose"): (0, 2, 3, 5, 6),
-    (INTERSECTION, "concise"): range(1, 6),
+    (INTERSECTION, "concise"): range(1, 7),
+    (LARGEST_VALUE, "concise"): range(100),
+    (LARGEST_VALUE, "verbose"): range(100),
 }
 """(question type, format) -> what a balanced question aims at, uniformly: for a count, counts
 that at least a sixth of 32k histories carry (a feedback rarely marks 4 or 5 values correct; a
@@ -93,8 +104,9 @@ often)."""
 
 @dataclass(frozen=True)
 class Balance:
-    """A balanced question's aim: the ``target`` count (None for types without one) and whether
-    to ``fallback`` to a count the history carries when it cannot carry the target."""
+    """A balanced question's aim: the ``target`` (a count, a concise Intersection's rank, a
+    Largest Value's position; None for types without one) and whether a concise Intersection may
+    ``fallback`` to any rank."""
 
     target: int | None
     fallback: bool
@@ -163,15 +175,22 @@ class _Context:
             return query.intersection.astype(np.int64)
         return np.asarray(np.sum([mask for _, _, mask in query.per_section], axis=0, dtype=np.int64))
 
+    def mentions(self) -> np.ndarray:
+        """How often each item's name is written in the history: once per tool result (verbose:
+        per list) listing it, twice per guess of it (the guess and its feedback)."""
+        written = np.bincount([r.guess for r in self.rounds], minlength=self.table.size) * 2
+        for k in self.tool_rounds:
+            written += self.occurrences(k)
+        return written
+
     def choice(self, values: Sequence[Any] | np.ndarray) -> Any:
         return values[int(self.rng.integers(len(values)))]
 
     def count(self, counts: Sequence[int] | np.ndarray) -> int | None:
         """The count to ask about among the distinct ``counts`` (sorted) this history carries:
-        uniform without a balance; balanced, the target if carried, else None (or, on
-        ``fallback``, uniform)."""
+        uniform without a balance; balanced, the target if carried, else None."""
         balance = self.balance
-        if balance is None or balance.target is None or (balance.fallback and balance.target not in counts):
+        if balance is None or balance.target is None:
             return int(self.choice(counts))
         return balance.target if balance.target in counts else None
 
@@ -350,14 +369,15 @@ def _count_correctness(c: _Context) -> Question | None:
 
 
 def _count_correct_rounds(c: _Context, counts: np.ndarray) -> Question | None:
-    """Balanced Count Correctness: the values marked correct in the feedback of up to
+    """Balanced Count Correctness: the values marked correct in the feedback of
     :data:`ROUNDS_ASKED` rounds together (one feedback marks 0, 1 or 2 values correct in most
     rounds, so one round's count is nearly a constant)."""
-    rounds = len(counts)
+    rounds, asked = len(counts), ROUNDS_ASKED[c.trajectory.fmt]
+    if rounds < asked:
+        return None
     by_total: dict[int, list[tuple[int, ...]]] = {}
     for _ in range(256):
-        size = int(c.rng.integers(1, min(ROUNDS_ASKED, rounds) + 1))
-        chosen = tuple(sorted(int(k) for k in c.rng.choice(rounds, size, replace=False)))
+        chosen = tuple(sorted(int(k) for k in c.rng.choice(rounds, asked, replace=False)))
         by_total.setdefault(int(counts[list(chosen)].sum()), []).append(chosen)
     total = c.count(sorted(by_total))
     if total is None:
@@ -429,13 +449,6 @@ def _count_values_env(c: _Context, guesses: np.ndarray) -> Question | None:
             found = (section, [*picked, last[0]])
             break
     if found is None:
-        if c.balance is None or not c.balance.fallback or target is None:
-            return None
-        for other in c.rng.permutation(BALANCED_TARGETS[(COUNT_FREQUENCY_ENV, c.trajectory.fmt)]).tolist():
-            aimed = dataclasses.replace(c, balance=Balance(int(other), False)) if other != target else None
-            question = None if aimed is None else _count_values_env(aimed, guesses)
-            if question is not None:
-                return question
         return None
     section, columns = found
     vocab = c.table.vocab[section]
@@ -458,6 +471,8 @@ def _largest_value(c: _Context) -> Question | None:
     rounds = len(c.rounds)
     if rounds < 2:
         return None
+    if c.balance is not None:
+        return _largest_at(c)
     section = c.table.value_section
     values = c.table.numbers[section][[r.guess for r in c.rounds]]
     window = (0, rounds - 1)
@@ -485,6 +500,38 @@ def _largest_value(c: _Context) -> Question | None:
         c.rounds[best].number,
         tuple(c.trajectory.feedback_message(k) for k in range(start, end + 1)),
         {"i_round": numbers[0], "j_round": numbers[1]},
+        {"section": section},
+    )
+
+
+def _largest_at(c: _Context) -> Question | None:
+    """Balanced Find Round with Largest Value: over the whole history, in any numeric section whose
+    highest value is unique and sits in the round at ``balance.target`` percent of the history
+    (the investigator's first guesses are the extreme ones, so the value section's highest round
+    was the first or last one in half the samples); None when the history is shorter than
+    :data:`LARGEST_ROUNDS` rounds or no section peaks there (no fallback: in a short history any
+    round is a good guess)."""
+    rounds = len(c.rounds)
+    if c.balance is None or c.balance.target is None or rounds < LARGEST_ROUNDS:
+        return None
+    at = c.balance.target * rounds // 100
+    guesses = [r.guess for r in c.rounds]
+    peaked = []
+    for spec in c.table.sections:
+        if spec.kind == "numeric":
+            values = c.table.numbers[spec.name][guesses]
+            if np.count_nonzero(values == values.max()) == 1 and int(np.argmax(values)) == at:
+                peaked.append(spec.name)
+    if not peaked:
+        return None
+    section = str(c.choice(peaked))
+    first, last = c.rounds[0].number, c.rounds[-1].number
+    return Question(
+        LARGEST_VALUE,
+        f"Which round's feedback shows the highest {section}? Answer with the round number.",
+        c.rounds[at].number,
+        tuple(c.trajectory.feedback_message(k) for k in range(rounds)),
+        {"i_round": first, "j_round": last},
         {"section": section},
     )
 
@@ -518,24 +565,15 @@ def _weighted_summation(c: _Context) -> Question | None:
 def _intersection(c: _Context) -> Question | None:
     if c.trajectory.fmt == "verbose":
         return _verbose_intersection(c)
+    if c.balance is not None and c.balance.target is not None:
+        return _unsolved_game(c, c.balance)
     last = c.rounds[-1]
     if last.ends_game:
         return None
-    game = [k for k, r in enumerate(c.rounds) if r.game == last.game]
-    listed = [k for k in game if c.rounds[k].query is not None]
-    if not listed:
+    listed = _pinning_results(c, last.game)
+    if listed is None:
         return None
-    masks = [c.rounds[k].query.intersection for k in listed]  # type: ignore[union-attr]
-    common = np.logical_and.reduce(masks)
-    if np.count_nonzero(common) != 1 or not common[last.target]:
-        return None
-    if min(int(np.count_nonzero(m)) for m in masks) < c.min_list:
-        return None
-    if c.balance is not None and c.balance.target is not None and not c.balance.fallback:
-        appearances = np.sum([c.rounds[k].query.intersection for k in c.tool_rounds], axis=0)  # type: ignore[union-attr]
-        if 1 + np.count_nonzero(appearances > appearances[last.target]) != c.balance.target:
-            return None
-    start = c.rounds[game[0]].number
+    start = next(r.number for r in c.rounds if r.game == last.game)
     return Question(
         INTERSECTION,
         f"The game that started in round {start} is not solved yet. Which {c.table.noun} is its hidden target? "
@@ -543,6 +581,56 @@ def _intersection(c: _Context) -> Question | None:
         c.name(last.target),
         tuple(c.trajectory.tool_message(k) for k in listed),  # type: ignore[misc]
         {"round": last.number},
+        {"game_start": start},
+    )
+
+
+def _pinning_results(c: _Context, game: int) -> list[int] | None:
+    """The tool rounds of ``game`` when its target was never guessed, the intersection of their
+    results is exactly the target and every result lists at least ``min_list`` names; else None."""
+    rounds = [k for k, r in enumerate(c.rounds) if r.game == game]
+    if any(c.rounds[k].feedback.correct for k in rounds):
+        return None
+    listed = [k for k in rounds if c.rounds[k].query is not None]
+    if not listed:
+        return None
+    masks = [c.rounds[k].query.intersection for k in listed]  # type: ignore[union-attr]
+    common = np.logical_and.reduce(masks)
+    if np.count_nonzero(common) != 1 or not common[c.rounds[rounds[0]].target]:
+        return None
+    if min(int(np.count_nonzero(m)) for m in masks) < c.min_list:
+        return None
+    return listed
+
+
+def _unsolved_game(c: _Context, balance: Balance) -> Question | None:
+    """Balanced concise Intersection: the target of any game of the history that ended, or was cut,
+    without it being guessed (not only the last game, whose last tool result would give it away),
+    among those whose target ranks ``balance.target`` among the history's names by how often they
+    are written (:meth:`_Context.mentions`), uniformly; on ``fallback`` any such game (short games
+    rarely rank their target first, so the fallback adds no most-frequent-name tell)."""
+    mentions = c.mentions()
+    games: list[tuple[int, list[int]]] = []
+    for game in sorted({r.game for r in c.rounds}):
+        listed = _pinning_results(c, game)
+        if listed is None:
+            continue
+        target = c.rounds[listed[0]].target
+        rank = 1 + int(np.count_nonzero(mentions > mentions[target]))
+        if balance.fallback or rank == balance.target:
+            games.append((game, listed))
+    if not games:
+        return None
+    game, listed = c.choice(games)
+    played = [r for r in c.rounds if r.game == game]
+    start = played[0].number
+    return Question(
+        INTERSECTION,
+        f"In the game that started in round {start}, the hidden target was never guessed. Which {c.table.noun} "
+        "was it? It is the only name that appears in every tool result of that game.",
+        c.name(played[0].target),
+        tuple(c.trajectory.tool_message(k) for k in listed),  # type: ignore[misc]
+        {"round": played[-1].number},
         {"game_start": start},
     )
 

@@ -20,13 +20,17 @@ under the strict reward). From stream ``[s, 3]``, once per seed: the history's f
 uniform in :data:`FIRST_ROUNDS` (as if earlier rounds were cut off; a round-number answer is then
 no constant); and the target count of a count question, from stream ``[s, 4, type]``
 (:class:`~ace_gym.longbench.questions.Balance`; an attempt whose history cannot carry it draws a
-new history, and the second half of the attempts take a count the history carries). A concise
-Intersection aims at a rank of its target among the history's names by appearances, uniform in
-1-5 (the target was the most frequent name of the history in 23 of 24 samples): an attempt of the
-first half is kept only when the rank is the one aimed at, and every attempt but the last two
-plays games of a length drawn from its rollout stream (:func:`_game_rounds`, unless the behaviour
-sets ``max_rounds``), so that unsolved earlier games precede the asked one. The balance is
-calibrated at the default 32k budget; at smaller budgets more attempts fall back.
+new history, and a seed none of whose :data:`MAX_ATTEMPTS` histories carries it is infeasible). A concise
+Intersection aims at a rank of its target among the history's names by how often they are written,
+uniform in 1-6 (the target was the most frequent name of the history in 23 of 24 samples), and
+asks about any game of the history whose target was never guessed (the last game's last tool
+result gave its target away): an attempt of the first half is kept only when such a game's target
+has the rank aimed at, and every attempt plays games of a length drawn from its rollout stream
+(:func:`_game_rounds`, unless the behaviour sets ``max_rounds``), so that the history holds
+several unsolved games. A Largest Value question aims at a position of the history (a percentage,
+from stream ``[s, 4, type]``). The balance is
+calibrated at the default 32k budget; at smaller budgets more seeds are infeasible (a verbose
+history of 4096 tokens holds one round and no tool result: no balanced question fits it).
 """
 
 from __future__ import annotations
@@ -215,8 +219,8 @@ def build_sample(
         rng = np.random.default_rng([seed, attempt, 1])
         fallback = attempt >= MAX_ATTEMPTS // 2
         played = behaviour
-        if short_games and attempt < MAX_ATTEMPTS - 2:  # a shorter game's prompt is no longer than the one counted
-            per_game = _game_rounds(target, history_rounds, rng)  # type: ignore[arg-type]
+        if short_games:  # a shorter game's prompt is no longer than the one counted
+            per_game = _game_rounds(history_rounds, rng)
             played = dataclasses.replace(behaviour, max_rounds=per_game)
         game = game_prompt(table, config.fmt, played.rounds_per_game(config.fmt))
         rounds = simulate(table, played, config.fmt, rng, first_round=first_round)
@@ -249,17 +253,13 @@ def build_sample(
     )
 
 
-def _game_rounds(rank: int, history_rounds: int | None, rng: np.random.Generator) -> int:
-    """Rounds per game for a balanced concise Intersection history whose target should rank
-    ``rank`` by appearances: uniform in :data:`INTERSECTION_GAME_ROUNDS` while the history's length
-    is unknown (the first attempt), then long enough for ``rank - 1`` complete earlier games and a
-    shorter last one (whose target appears less often than theirs), or one game for rank 1."""
+def _game_rounds(history_rounds: int | None, rng: np.random.Generator) -> int:
+    """Rounds per game for a balanced concise Intersection history: uniform in
+    :data:`INTERSECTION_GAME_ROUNDS` while the history's length is unknown (the first attempt),
+    then between a third and two thirds of it, so that the history holds several unsolved games."""
     if history_rounds is None:
         return int(rng.choice(INTERSECTION_GAME_ROUNDS))
-    if rank == 1:
-        return history_rounds + 1
-    low, high = history_rounds // rank + 1, max(history_rounds // (rank - 1), history_rounds // rank + 2)
-    return int(rng.integers(max(low, 2), max(high, 3)))
+    return int(rng.integers(max(3, history_rounds // 3), max(4, 2 * history_rounds // 3 + 1)))
 
 
 def config_from_options(options: Mapping[str, Any]) -> SampleConfig:

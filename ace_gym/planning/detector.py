@@ -180,7 +180,7 @@ def _set_slot(facts: TaskFacts, knowledge: Knowledge, entry: ToolEntry, argument
     if item not in facts.item_ids:
         raise Fault("unknown_item", f"no item is called {echo(item)}")
     flags = []
-    if facts.approval_required:
+    if item in facts.unapprovable:
         flags.append(Flag("policy_breach", f"cell {cell} was set without the approval the task policy requires"))
     if item not in knowledge.observed.get(cell, ()):
         flags.append(Flag("unobserved_id", f"{item} was never returned as a candidate of cell {cell}"))

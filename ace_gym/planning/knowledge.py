@@ -21,6 +21,7 @@ from typing import Any
 
 from ace_gym.instance import CompiledInstance
 from ace_gym.planning.settings import APB_INFO
+from ace_gym.planning.unsolvable import needs_approval
 from ace_gym.spaces import ToolCall, arguments_json
 from ace_gym.tools import ToolReply, tool_names
 
@@ -62,7 +63,7 @@ class TaskFacts:
     slot_valid: Mapping[Cell, frozenset[str]]
     tools: Mapping[str, ToolEntry]
     broken: frozenset[str] = frozenset()
-    approval_required: bool = False
+    unapprovable: frozenset[str] = frozenset()  # items a set needs an approval for that cannot be had
     solvable: bool | None = True  # None: not the judge's to know (no solvability flag is raised)
     unsolvable_kind: str | None = None
     query_budgets: Mapping[Cell, int | None] = field(default_factory=dict)
@@ -132,7 +133,7 @@ def facts_from_reset(
         },
         tools=tools,
         broken=frozenset(broken),
-        approval_required=approval_impossible,
+        unapprovable=_unapprovable(compiled, key) if approval_impossible else frozenset(),
         solvable=solvable,
         unsolvable_kind=key.get("kind") or None,
         query_budgets=query_budgets,
@@ -140,6 +141,14 @@ def facts_from_reset(
         max_query_ids=int(budgets.get("max_query_ids", 5)),
         max_query_fields=int(budgets.get("max_query_fields", 5)),
     )
+
+
+def _unapprovable(compiled: CompiledInstance, key: Mapping[str, Any]) -> frozenset[str]:
+    """The items the answer key's approval policy covers (its tool cannot approve them); every
+    item for a key recorded before the policy named an attribute (it then covered every set)."""
+    if not key.get("approval_attribute"):
+        return frozenset(compiled.item_ids)
+    return needs_approval(compiled, (key["approval_attribute"], key["approval_threshold"]))
 
 
 def _cell_key(key: str) -> Cell:

@@ -145,7 +145,7 @@ def _check_steps(facts: TaskFacts, chain: Sequence[Mapping[str, Any]], flags: li
                 if facts.global_budget is not None and global_checks > facts.global_budget:
                     raise Fault("budget_exceeded", f"more global checks than the budget of {facts.global_budget}")
             if entry.kind in ("set_slot", "set_and_check") and cell is not None:
-                if facts.approval_required:
+                if isinstance(static.get("id"), str) and static["id"] in facts.unapprovable:
                     raise Fault("policy_breach", f"cell {cell} is set without the approval the policy requires")
                 if cell not in queried:
                     raise Fault("unqueried_slot", f"cell {cell} is set before any query on it")

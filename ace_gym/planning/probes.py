@@ -12,7 +12,8 @@ test can predict.
 * :class:`CarefulSolver` (``probe-careful``) is the honest reference of the unsolvable setting: it
   reads the task as a careful agent does (the approval policy, the phone notes, the attached
   sheet), asks for approvals before setting, and refuses only on evidence from the instance: the
-  required tool is not offered or is in outage, no completion meets the rules, or a limit or a
+  approval tool is not offered or is in outage *and* no completion avoids the items the policy
+  covers (it solves again with them left out), no completion meets the rules, or a limit or a
   sheet is missing *and* the rules it has leave several completions (it counts them). :class:`CarefulNeverRefuse`
   (``probe-careful-never-refuse``) does the same but ends with ``done`` instead of refusing.
 * :class:`RetryTransientFailures` (``probe-retry-failures``) plays the exact solver and sends a
@@ -24,6 +25,7 @@ test can predict.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -35,9 +37,10 @@ import numpy as np
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
 from ace_gym.agents.solver import ExactSolver, place_and_verify, rule_can_bind, settle
 from ace_gym.agents.task_view import OneCallScript, Script, TaskTextError, TaskView, ToolCallDict, read_task
+from ace_gym.constraints import words
 from ace_gym.planning.replies import is_persistent_failure
 from ace_gym.planning.unsolvable import (
-    APPROVAL_POLICY,
+    APPROVAL_POLICY_PATTERN,
     APPROVAL_TOOL,
     ATTACHMENT_RULE,
     ATTACHMENT_TOOL,
@@ -178,7 +181,8 @@ class CarefulSolver(ScriptedPolicy):
     """What fills the grid once the task is read (a one-call-per-step scripted policy)."""
     counts: ClassVar[bool] = True
     """Whether a missing limit or sheet is decided by counting the completions the stated rules
-    leave (refuse when there are several); otherwise the missing piece alone is refused."""
+    leave (refuse when there are several), and an approval that cannot be had by solving without
+    the items it covers (refuse when nothing is left); otherwise the evidence alone is refused."""
 
     def start(self, observation: str, info: Mapping[str, Any], seed: int) -> ScriptedEpisode:
         notes: dict[str, Any] = {}
@@ -199,8 +203,9 @@ class CarefulSolver(ScriptedPolicy):
     ) -> Script:
         tools = {schema["function"]["name"] for schema in info["tools"]}
         prompt: str = info["system_prompt"]
-        approval = APPROVAL_POLICY in prompt
-        if approval and APPROVAL_TOOL not in tools:
+        policy = APPROVAL_POLICY_PATTERN.search(prompt)
+        approval = "" if policy is None else "offered" if APPROVAL_TOOL in tools else "missing"
+        if approval == "missing" and not self.counts:
             yield from self._refuse("missing_tool", tools, notes)
             return
         missing = ""  # the kind a missing piece would be, when one is missing
@@ -229,28 +234,74 @@ class CarefulSolver(ScriptedPolicy):
         except TaskTextError as error:
             notes["error"] = str(error)
             return
+        if policy is not None and approval == "missing":
+            view = _without_covered(view, policy)
+        refused = yield from self._fill(view, info, rng, notes, missing, approve=approval == "offered")
+        if refused:  # the approval tool is in outage: only a completion that needs no approval will do
+            if not self.counts:
+                yield from self._refuse("tool_outage", tools, notes)
+                return
+            assert policy is not None
+            approval = "outage"
+            for key in ("completions_found", "completions_tried", "exhausted", "verified"):
+                notes.pop(key, None)
+            yield from self._fill(_without_covered(view, policy), info, rng, notes, missing, approve=False)
+        code = _infeasible(notes, missing)
+        if code == "conflicting_constraints" and approval in ("missing", "outage"):
+            code = "missing_tool" if approval == "missing" else "tool_outage"
+        if code:
+            yield from self._refuse(code, tools, notes)
+
+    def _fill(
+        self,
+        view: TaskView,
+        info: Mapping[str, Any],
+        rng: np.random.Generator,
+        notes: dict[str, Any],
+        missing: str,
+        *,
+        approve: bool,
+    ) -> Script:
+        """Fill the grid (counting completions when a piece is ``missing``), asking an approval
+        before each ``set_slot`` when ``approve``; returns whether an approval was refused (the
+        filling then stopped)."""
         setter = tool_name("set_slot", view.domain)
         filler = _CountingSolver() if missing else self.filler()
         solver = cast(OneCallScript, filler.script(view, info, rng, notes))
         try:
             call = next(solver)
             while True:
-                if approval and call["name"] == setter and call["arguments"].get("id"):
+                if approve and call["name"] == setter and call["arguments"].get("id"):
                     arguments = {key: call["arguments"][key] for key in ("row", "col", "id")}
                     if _envelope((yield {"name": APPROVAL_TOOL, "arguments": arguments})).get("status") != "success":
-                        yield from self._refuse("tool_outage", tools, notes)
-                        return
+                        return True
                 call = solver.send((yield call))
         except StopIteration:
             pass
-        if missing:
-            found = notes.get("completions_found", 0)
-            if found != 1:
-                yield from self._refuse(missing if found else "conflicting_constraints", tools, notes)
-        elif notes.get("completions_tried") == 0 or (
-            notes.get("exhausted") == "candidates" and not notes.get("verified")
-        ):
-            yield from self._refuse("conflicting_constraints", tools, notes)
+        return False
+
+
+def _infeasible(notes: Mapping[str, Any], missing: str) -> str:
+    """The reason code a filling's ``notes`` call for ("" when it found the grid): several
+    completions of incomplete rules (``missing``'s kind) or none."""
+    if missing:
+        found = notes.get("completions_found", 0)
+        return "" if found == 1 else missing if found else "conflicting_constraints"
+    none = notes.get("completions_tried") == 0 or (notes.get("exhausted") == "candidates" and not notes.get("verified"))
+    return "conflicting_constraints" if none else ""
+
+
+def _without_covered(view: TaskView, policy: re.Match[str]) -> TaskView:
+    """``view`` with every hidden slot held to the items the approval ``policy`` does not cover
+    (one more slot rule: the attribute at most the threshold; ``view`` itself when the policy
+    names no attribute of the domain)."""
+    attribute = next((a for a in view.domain.numeric_attributes if words(a) == policy.group(1)), None)
+    if attribute is None:
+        return view
+    rule = (attribute, "max", int(policy.group(2)))
+    return dataclasses.replace(
+        view, slots=tuple(dataclasses.replace(slot, rules=(*slot.rules, rule)) for slot in view.slots)
+    )
 
 
 class _CountingSolver(ExactSolver):

@@ -197,3 +197,17 @@ def format_metrics(metrics: Mapping[str, Mapping[str, float]]) -> str:
         )
         for name, found in metrics.items()
     )
+
+
+def add_metrics(summary: dict[str, Any], records: Sequence[Mapping[str, Any]]) -> None:
+    """Add ``summary["settings"]``, the metrics of the settings the records were run under
+    (:func:`summarize_settings`), to an ACE summary, in place; nothing when none was."""
+    found = summarize_settings(records)
+    if found:
+        summary["settings"] = found
+
+
+def format_table(summary: Mapping[str, Any]) -> str | None:
+    """The settings' lines of an ACE summary (:func:`format_metrics`) under a title, or None
+    when it has none."""
+    return f"planning settings:\n{format_metrics(summary['settings'])}" if summary.get("settings") else None

@@ -13,11 +13,12 @@ wrapper applies (:class:`~ace_gym.planning.UnsolvableMix`), and a certificate th
     value of per-cell contributions, so the completion taking each slot's least contribution --
     largest, for a lower bound -- is the extreme one). No valid completion.
 ``tool_outage``
-    the instruction requires ``approve_assignment`` before every ``set_slot``, and that tool is in
-    outage: no ``set_slot`` can be approved (at least one hidden cell must be set).
+    the instruction requires ``approve_assignment`` before any ``set_slot`` of an item whose value
+    of one attribute is above a threshold, and that tool is in outage. The truth is the one
+    completion of the rules (:func:`ace_gym.generators.certify`) and holds such an item: every
+    completion needs an approval that cannot be had.
 ``missing_tool``
-    the instruction requires ``approve_assignment`` before every ``set_slot``, and that tool is
-    not offered: no ``set_slot`` can be approved.
+    the same policy, and the tool is not offered.
 ``missing_information``
     the bound of one global rule is replaced by "the limit we agreed on the phone" (the served
     instance holds a bound no grid reaches, so checks cover the stated rules only), and the phone
@@ -30,15 +31,17 @@ wrapper applies (:class:`~ace_gym.planning.UnsolvableMix`), and a certificate th
 A kind that cannot be built on an instance (say, ambiguity needs decoys) gives None.
 
 No kind has a surface tell (issue 38): every phrase and tool that marks one also appears in
-solvable tasks (:func:`add_markers`): the approval policy with a working ``approve_assignment``,
-a phone-agreed limit the notes give or that does not matter, rules in an attached sheet that
-``get_attachment`` returns or that do not matter. Only the instance tells them apart: whether
-the required tool is offered and answers, whether any completion meets the rules, and, when a
-piece is missing, whether the stated rules leave one completion or several.
+solvable tasks (:func:`add_markers`): the approval policy with ``approve_assignment`` working, in
+outage or not offered (the truth then needs no approval), a phone-agreed limit the notes give or
+that does not matter, rules in an attached sheet that ``get_attachment`` returns or that do not
+matter. Only the instance tells them apart: whether some completion needs no approval the tool
+cannot give, whether any completion meets the rules, and, when a piece is missing, whether the
+stated rules leave one completion or several.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -46,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ace_gym.constraints import SLOT_KINDS, Aggregate, aggregate, global_rule_text, slot_rule_mask
+from ace_gym.constraints import SLOT_KINDS, Aggregate, aggregate, global_rule_text, slot_rule_mask, words
 from ace_gym.domains import get_domain
 from ace_gym.instance import CompiledInstance, active_slot_rules, stated_instruction
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
@@ -62,9 +65,17 @@ PHONE_NOTE = "Notes from the phone call: we confirmed the limit of global constr
 """The line that gives a phone-agreed limit: the withheld rule's in a solvable task, another
 (fully stated) rule's in a ``missing_information`` one."""
 APPROVAL_POLICY = (
-    "Compliance policy: every `set_slot` call must first be approved with `approve_assignment` (same row, col "
-    "and id); setting a slot without that approval breaches this policy."
+    "Compliance policy: a `set_slot` call whose id names an item with {attribute} above {threshold} must first "
+    "be approved with `approve_assignment` (same row, col and id); setting such an item without that approval "
+    "breaches this policy."
 )
+"""The approval policy's line, for one attribute (in words) and threshold (:func:`approval_policy`)."""
+APPROVAL_POLICY_PATTERN = re.compile(
+    re.escape(APPROVAL_POLICY)
+    .replace(re.escape("{attribute}"), "([a-z ]+)")
+    .replace(re.escape("{threshold}"), r"(\d+)")
+)
+"""Matches the approval policy's line: group 1 the attribute in words, group 2 the threshold."""
 ATTACHMENT_RULE = "(1) the rules of this slot are in the attached sheet (`get_attachment`)."
 MARKERS = ("approval", "phone", "sheet")
 """The surface markers of the unsolvable kinds, each also shown in solvable tasks (:func:`add_markers`)."""
@@ -84,16 +95,18 @@ class UnsolvableVariant:
     or, with ``kind`` "", the solvable task with working markers.
 
     ``instance`` is what the env serves; ``approval`` is "" (no approval policy), "working",
-    "outage" or "missing" (the policy's tool is not offered); ``unverifiable_rule`` is the global
-    rule whose bound was withheld and ``attachment_cells`` the cells whose rules were (the checks
-    cannot confirm them); ``sheet`` is the attachment ``get_attachment`` returns (None: no file)
-    and ``sheet_cells`` the cells whose rules it holds.
+    "outage" or "missing" (the policy's tool is not offered) and ``approval_rule`` the policy's
+    ``(attribute, threshold)``: items whose attribute is above it need approval;
+    ``unverifiable_rule`` is the global rule whose bound was withheld and ``attachment_cells``
+    the cells whose rules were (the checks cannot confirm them); ``sheet`` is the attachment
+    ``get_attachment`` returns (None: no file) and ``sheet_cells`` the cells whose rules it holds.
     """
 
     kind: str
     instance: Instance
     certificate: dict[str, Any]
     approval: str = ""
+    approval_rule: tuple[str, int] | None = None
     unverifiable_rule: str | None = None
     attachment_cells: tuple[tuple[int, int], ...] = field(default_factory=tuple)
     sheet: str | None = None
@@ -120,6 +133,8 @@ class UnsolvableVariant:
             "kind": self.kind,
             "certificate": self.certificate,
             "approval": self.approval,
+            "approval_attribute": self.approval_rule[0] if self.approval_rule else "",
+            "approval_threshold": self.approval_rule[1] if self.approval_rule else None,
             "unverifiable_rule": self.unverifiable_rule or "",
             "attachment_cells": [list(cell) for cell in self.attachment_cells],
             "sheet_cells": [list(cell) for cell in self.sheet_cells],
@@ -263,25 +278,77 @@ def _global_conflict(instance: Instance, compiled: CompiledInstance, k: int) -> 
 # -- tool outage and missing tool ------------------------------------------------------------------
 
 
-def _approval_policy_text(text: str) -> str:
-    """``text`` with the approval policy stated after the one-candidate rule."""
+def approval_policy(rule: tuple[str, int]) -> str:
+    """The approval policy's line for ``rule``: items whose attribute is above the threshold."""
+    attribute, threshold = rule
+    return APPROVAL_POLICY.format(attribute=words(attribute), threshold=threshold)
+
+
+def needs_approval(compiled: CompiledInstance, rule: tuple[str, int]) -> frozenset[str]:
+    """The ids of the items that the approval policy ``rule`` (attribute, threshold) covers."""
+    attribute, threshold = rule
+    return frozenset(np.asarray(compiled.item_ids, dtype=object)[compiled.numeric[attribute] > threshold].tolist())
+
+
+def _approval_policy_text(text: str, rule: tuple[str, int]) -> str:
+    """``text`` with the approval policy ``rule`` stated after the one-candidate rule."""
     lines = text.split("\n")
     at = lines.index("Each cell must use exactly one candidate id from that slot.") + 1
-    return "\n".join([*lines[:at], APPROVAL_POLICY, *lines[at:]])
+    return "\n".join([*lines[:at], approval_policy(rule), *lines[at:]])
 
 
-def _approval_variant(kind: str, approval: str) -> Callable[[Instance, np.random.Generator], UnsolvableVariant]:
-    def build(instance: Instance, rng: np.random.Generator) -> UnsolvableVariant:
+def _approval_rule(compiled: CompiledInstance, rng: np.random.Generator, needed: bool) -> tuple[str, int] | None:
+    """An approval policy (attribute, threshold) drawn with ``rng`` over the attributes of the
+    domain's upper slot rules: the threshold lies in the gap of the hidden slots' slot-valid
+    candidates' values just below the truth's largest (``needed``: the truth needs an approval)
+    or just above it (it needs none), uniformly; None when that gap is empty."""
+    attributes = sorted({rule.attribute for rule in compiled.domain.slot_rules if SLOT_KINDS[rule.kind].upper})
+    attribute = attributes[int(rng.integers(len(attributes)))]
+    values = compiled.numeric[attribute]
+    pool = np.unique(values[sorted({item for slot in compiled.slots for item in slot.valid_items})])
+    truth = int(max(values[int(compiled.truth[slot.cell])] for slot in compiled.slots))
+    if needed:
+        below = pool[pool < truth]
+        if not below.size or truth < 1:
+            return None
+        low, high = max(int(below.max()), 0), truth - 1
+    else:
+        above = pool[pool > truth]
+        low, high = truth, (int(above.min()) - 1 if above.size else truth)
+    return attribute, int(rng.integers(low, high + 1))
+
+
+def _approval_variant(kind: str, approval: str) -> Callable[[Instance, np.random.Generator], UnsolvableVariant | None]:
+    def build(instance: Instance, rng: np.random.Generator) -> UnsolvableVariant | None:
+        compiled = compile_instance(instance)
+        if not compiled.slots:
+            return None
+        rule = _approval_rule(compiled, rng, needed=True)
+        if rule is None or not _unique(instance):
+            return None
         changed = _changed(instance, kind, lambda data: None)
+        covered = needs_approval(compiled, rule)
         certificate = {
             "construction": "approval_policy",
             "tool": APPROVAL_TOOL,
             "approval": approval,
-            "empty_cells": len(instance.slots),
+            "attribute": rule[0],
+            "threshold": rule[1],
+            "checker": "ace_gym.generators.certify",
+            "truth_unique": True,
+            "needs_approval": [
+                [slot.row, slot.col, compiled.item_ids[int(compiled.truth[slot.cell])]]
+                for slot in compiled.slots
+                if compiled.item_ids[int(compiled.truth[slot.cell])] in covered
+            ],
         }
-        text = _approval_policy_text(changed.task_instruction)
+        text = _approval_policy_text(changed.task_instruction, rule)
         return UnsolvableVariant(
-            kind, changed.model_copy(update={"task_instruction": text}), certificate, approval=approval
+            kind,
+            changed.model_copy(update={"task_instruction": text}),
+            certificate,
+            approval=approval,
+            approval_rule=rule,
         )
 
     return build
@@ -426,11 +493,16 @@ def check_certificate(variant: UnsolvableVariant) -> bool:
         beyond = extreme > rule.bound if rule.kind.upper else extreme < rule.bound
         return rule.kind.aggregate in _MONOTONE and beyond and extreme == certificate["extreme_value"]
     if construction == "approval_policy":
+        rule = (certificate["attribute"], certificate["threshold"])
+        compiled = compile_instance(instance)
+        covered = needs_approval(compiled, rule)
         return (
-            len(instance.slots) >= 1
-            and APPROVAL_POLICY in instance.task_instruction
-            and variant.approval_impossible
+            variant.approval_impossible
             and certificate["approval"] == variant.approval
+            and variant.approval_rule == rule
+            and approval_policy(rule) in instance.task_instruction
+            and _unique(instance)
+            and any(compiled.item_ids[int(compiled.truth[slot.cell])] in covered for slot in compiled.slots)
         )
     if construction in ("withheld_bound", "withheld_slot_rules"):
         return _ambiguity(instance) is not None
@@ -447,7 +519,12 @@ def add_markers(
     the solvable task) with each marker its kind does not use added with probability ``rate``, in
     a form that leaves the task as solvable as it was:
 
-    * the approval policy with a working ``approve_assignment``;
+    * the approval policy with its tool working (the threshold on either side of the truth's
+      largest value); in a solvable task, instead, first drawn with probability ``rate`` with
+      its tool in outage or not offered (half each) and the threshold at or above every value
+      the truth holds, so that the truth needs no approval (as many solvable tasks as the
+      approval kinds' share of unsolvable ones, so the evidence alone says little), and with a
+      working tool otherwise with probability ``rate``;
     * one global rule's limit "agreed on the phone", and the notes either give it or give
       another rule's while the limit does not matter (the other rules fix the one completion);
     * the rules of one or two ruled hidden cells "in the attached sheet", which
@@ -462,14 +539,27 @@ def add_markers(
     used = MARKER_OF_KIND.get(task.kind)
     draws = {marker: rng.random() < rate for marker in MARKERS}  # one draw each, whatever the kind
     withholds = {marker: rng.random() < 0.5 for marker in MARKERS}
-    if draws["approval"] and used != "approval":
-        text = _approval_policy_text(task.instance.task_instruction)
-        task = replace(task, instance=task.instance.model_copy(update={"task_instruction": text}), approval="working")
+    if task.solvable and draws["approval"]:
+        task = _approval_marker(task, rng, ("outage", "missing")[int(rng.integers(2))])
+    elif used != "approval" and (draws["approval"] or (task.solvable and rng.random() < rate)):
+        task = _approval_marker(task, rng, "working")
     if draws["phone"] and used != "phone":
         task = _phone_marker(task, rng, withholds["phone"])
     if draws["sheet"] and used != "sheet":
         task = _sheet_marker(task, rng, withholds["sheet"])
     return task
+
+
+def _approval_marker(task: UnsolvableVariant, rng: np.random.Generator, approval: str) -> UnsolvableVariant:
+    compiled = compile_instance(task.instance)
+    if not compiled.slots:
+        return task
+    needed = approval == "working" and bool(rng.random() < 0.5)
+    rule = _approval_rule(compiled, rng, needed) or _approval_rule(compiled, rng, needed=False)
+    assert rule is not None  # a threshold at the truth's largest value is always there
+    text = _approval_policy_text(task.instance.task_instruction, rule)
+    served = task.instance.model_copy(update={"task_instruction": text})
+    return replace(task, instance=served, approval=approval, approval_rule=rule)
 
 
 def _unique(instance: Instance) -> bool:

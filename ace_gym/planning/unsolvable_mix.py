@@ -23,6 +23,7 @@ from ace_gym.planning.unsolvable import (
     UnsolvableVariant,
     add_markers,
     make_variant,
+    needs_approval,
 )
 from ace_gym.planning.vocabulary import tool_schema
 from ace_gym.spaces import arguments_json
@@ -106,16 +107,18 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
 
     Every marker of a kind (the approval policy and its tool, a phone-agreed limit, rules in an
     attached sheet) also appears, with probability ``marker_rate`` each, in tasks not of that
-    kind, solvable ones included, in a form that keeps them solvable (a working tool, a piece
-    given, or one withheld that the other rules make irrelevant;
+    kind, solvable ones included, in a form that keeps them solvable (an approval tool that works,
+    or one in outage or not offered while the truth needs no approval; a piece given, or one
+    withheld that the other rules make irrelevant;
     :func:`~ace_gym.planning.unsolvable.add_markers`): no phrase or tool tells an unsolvable task
     apart, only the instance does. Checks that cannot confirm a withheld rule answer
     ``"is_valid": null`` where they would say valid, in solvable and unsolvable tasks alike.
 
     ## Tools
     ``report_infeasible`` ends the episode (a missing or unknown reason code counts as a wrong
-    code). Under the approval policy a ``set_slot`` (or a set-and-check composite) without an
-    approval of the same row, col and id is answered ``Not approved, ...`` and sets nothing;
+    code). Under the approval policy a ``set_slot`` (or a set-and-check composite) of an item the
+    policy covers (its attribute above the threshold) without an approval of the same row, col and
+    id is answered ``Not approved, ...`` and sets nothing;
     ``approve_assignment`` approves (working), always answers ``Outage, ...`` (``tool_outage``),
     or is not offered (``missing_tool``: a call gets the env's unknown-tool reply).
     ``get_attachment`` returns the sheet, or no file (``missing_attachment``, whose withheld
@@ -158,6 +161,7 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
         self._variant: UnsolvableVariant | None = None
         self._task: UnsolvableVariant | None = None
         self._approved: set[str] = set()
+        self._needs_approval: frozenset[str] = frozenset()
         self._setters: set[str] = set()
         self._global_check = self._slot_check = ""
         self._domain = ""
@@ -188,6 +192,8 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
             *(n for n, k in composites.items() if k == "set_and_check"),
         }
         self._approved = set()
+        compiled = self.env.get_wrapper_attr("compiled")
+        self._needs_approval = needs_approval(compiled, task.approval_rule) if task.approval_rule else frozenset()
         self._state = "open"
         added = {REFUSAL_TOOL: "refusal"}
         tools = [*info["tools"], _refusal_schema()]
@@ -252,7 +258,11 @@ class UnsolvableMix(gym.Wrapper[str, ActionType, str, ActionType], gym.utils.Rec
         if name in self._setters and task.approval:
             arguments = decode_arguments(split_action(action)[1]) or {}
             item = arguments.get("id")
-            if isinstance(item, str) and item and _approval_key(arguments) not in self._approved:  # else: the env says
+            if (
+                isinstance(item, str)
+                and item in self._needs_approval
+                and _approval_key(arguments) not in self._approved
+            ):  # else: the env says
                 return replies.not_approved(name, APPROVAL_TOOL)
         return None
 

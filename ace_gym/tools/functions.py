@@ -103,16 +103,14 @@ def _slot_refusal(template: str, row: int, col: int) -> ToolReply:
 
 
 def _hidden(state: EpisodeState, row: Any, col: Any, visible_message: str) -> tuple[int, CompiledSlot] | ToolReply:
-    """The hidden slot at a cell, revealed to the tools: (slot index, slot), or the failed reply
-    (for a visible cell, ``visible_message`` with ``{row}`` and ``{col}`` filled in)."""
+    """The hidden slot at a cell: (slot index, slot), or the failed reply (for a visible cell,
+    ``visible_message`` with ``{row}`` and ``{col}`` filled in)."""
     cell = _cell(state, row, col)
     if isinstance(cell, ToolReply):
         return cell
     r, c, s = cell
     if s < 0:
         return _slot_refusal(visible_message, r, c)
-    if state.revealed is not None and s not in state.revealed:
-        return _slot_refusal("Slot (row={row}, col={col}) is not revealed yet: it belongs to a later stage.", r, c)
     return s, state.compiled.slots[s]
 
 
@@ -132,6 +130,10 @@ def set_slot(state: EpisodeState, row: int, col: int, id: str | None = None) -> 
         return hidden
     s, slot = hidden
     r, c = slot.row, slot.col
+    if state.opened is not None and s not in state.opened:
+        return _slot_refusal(
+            "Slot (row={row}, col={col}) belongs to a later stage: set it when that stage opens.", r, c
+        )
     if state.writable is not None and s not in state.writable:
         return _slot_refusal("Slot (row={row}, col={col}) is fixed now: its stage is closed.", r, c)
     if id is None or (isinstance(id, str) and not id):

@@ -84,9 +84,9 @@ class EpisodeState:
         "global_calls",
         "grid",
         "invalid_slots",
+        "opened",
         "query_budgets",
         "query_calls",
-        "revealed",
         "texts",
         "totals",
         "writable",
@@ -95,9 +95,10 @@ class EpisodeState:
     def __init__(self, compiled: CompiledInstance, config: ToolConfig) -> None:
         self.compiled = compiled
         self.config = config
-        # the hidden slots the tools may touch (None = all): a staged scenario reveals slots stage
-        # by stage and fixes a stage's slots once it closes
-        self.revealed: frozenset[int] | None = None
+        # the hidden slots set_slot may fill (None = all): a staged scenario opens its stages one by
+        # one (``opened``: the slots of every stage opened so far) and fixes a stage's slots once
+        # it closes (``writable``: the current stage's)
+        self.opened: frozenset[int] | None = None
         self.writable: frozenset[int] | None = None
         self.texts: InstanceTexts = texts_of(compiled)
         self.grid: list[int] = list(compiled.initial_grid)

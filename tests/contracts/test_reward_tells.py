@@ -136,19 +136,19 @@ def test_finding_3__no_prompt_tell_decides_unsolvable_and_blanket_refusal_loses(
     assert rt.above_floor(cells[0], pooled, n=20 * len(cells), only=["visible-tell+solver", "refuse-best"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason=rt.KNOWN_OPEN["evidence-refuse+greedy"])
-def test_finding_3__refusing_on_evidence_without_counting_earns_at_most_the_honest_solver_in_every_domain() -> None:
-    """A missing piece refused without counting whether it matters, the grid filled by
-    greedy-local (no search): held at the honest never-refusing solver + 0.1 in every domain,
-    seeds 0-19 (course 0.600 vs 0.350, travel 0.600 vs 0.400 at 725c7af)."""
-    above = {}
-    for domain in rt.ace_gym.DOMAIN_NAMES:
-        env = rt.Cell(f"ACE-{domain}-unsolvable-v0").make()
-        evidence = rt.mean(rt.play(env, rt.EvidenceGreedy(), seed) for seed in range(20))
-        honest = rt.mean(rt.play(env, rt.CarefulNeverRefuse(), seed) for seed in range(20))
-        if evidence > honest + rt.MARGIN:
-            above[domain] = (round(evidence, 3), round(honest, 3))
-    assert above == {}
+def test_finding_3__refusing_on_evidence_without_checking_earns_at_most_the_honest_solver() -> None:
+    """The approval kinds' evidence (the policy stated without its tool, or the tool answering
+    Outage) showed in unsolvable tasks only: refusing on it, the honest never-refusing solver
+    elsewhere, earned 0.775 against the solver's 0.550 at ae39b2b (0.467 since). The policy now
+    covers only items above a threshold, and the evidence shows in solvable tasks as often, where
+    the truth needs no approval. A missing piece refused too, the grid filled by greedy-local:
+    0.483 then, 0.417 now (course alone 0.600 then, 0.500 now, vs 0.350). Pooled over the six
+    domains, seeds 0-19."""
+    cells = [rt.Cell(f"ACE-{domain}-unsolvable-v0") for domain in rt.ace_gym.DOMAIN_NAMES]
+    policies = ("approval-evidence+solver", "evidence-refuse+greedy", "solver")
+    found = [_means(cell, range(20), policies, train=range(1000, 1010)) for cell in cells]
+    pooled = {policy: rt.mean(means[policy] for means in found) for policy in policies}
+    assert rt.above_floor(cells[0], pooled, n=20 * len(cells), only=policies[:2]) == []
 
 
 # -- findings 4 and 5: planning probes graded by shape -----------------------------------------
@@ -224,61 +224,75 @@ def test_finding_4__the_template_carried_out_without_planning_earns_at_most_chan
 
 # -- finding 6: ALB-QA answer priors -----------------------------------------------------------
 
+QA_CELLS = (
+    rt.Cell("ALB-QA-v0", env_kwargs=rt.CELL_KWARGS["ALB-QA-v0"]),
+    rt.Cell("ALB-QA-v0", env_kwargs=rt.QA_VERBOSE),
+)
+QA_SEEDS = {"ALB-QA-v0": (range(60), range(1000, 1060)), "ALB-QA-v0 (fmt=verbose)": (range(30), range(1000, 1030))}
+"""Evaluation and training seeds per QA cell (a verbose 32k history takes a few tenths of a second)."""
+QA_TYPE_CEILING = 0.25
+"""The most a surface policy may earn on any one question type (issue 38)."""
+OPEN_TELL = "most-frequent-result-name"
+"""The one QA surface policy still above its floor (docs/rewards.md): on concise Intersection."""
 
-def test_finding_6__alb_qa_answer_priors_earn_at_most_chance() -> None:
+
+def _held(rewards: list[float], ceiling: float) -> bool:
+    return rt.mean(rewards) <= ceiling + 2 * rt.standard_error(rt.mean(rewards), len(rewards))
+
+
+@pytest.mark.parametrize("cell", QA_CELLS, ids=lambda cell: cell.family)
+def test_finding_6__no_alb_qa_surface_policy_earns_more_than_chance(cell: rt.Cell) -> None:
     """Each question template's most frequent gold answer (learnt on other seeds) earned 0.175
-    concise at 1944dd5, 0.875 on Count Frequency (Tool); the most frequent name in the context
-    answered Intersections. Held: at most 0.1 overall, 0.25 on any one question type but the
-    yes/no ones (chance 0.5 there), each within two standard errors."""
-    cell = rt.Cell("ALB-QA-v0", env_kwargs=rt.CELL_KWARGS["ALB-QA-v0"])
-    prior, env = rt.AnswerPrior(cell.make, range(1000, 1080)), cell.make()
-    by_type: dict[str, list[float]] = {}
-    for seed in range(60):
-        observation, info = env.reset(seed=seed)
-        answer = prior(observation, info)
-        _, reward, _, _, step_info = env.step(answer)
-        if answer.lower().removeprefix("<answer>")[:2] not in ("ye", "no", "tr", "fa"):
-            by_type.setdefault(step_info["question_type"], []).append(float(reward))
-    everything = [reward for rewards in by_type.values() for reward in rewards]
-    assert rt.mean(everything) <= rt.MARGIN + 2 * rt.standard_error(rt.mean(everything), len(everything))
-    above = {
-        kind: rt.mean(rewards)
-        for kind, rewards in by_type.items()
-        if rt.mean(rewards) > 0.25 + 2 * rt.standard_error(rt.mean(rewards), len(rewards))
-    }
-    assert above == {}
+    concise and 0.363 verbose at 1944dd5 (verbose Count Frequency (Env) 0.875 for "1"; 0.386
+    verbose at 725c7af, Count Correctness 0.54 for "0"), and the most frequent name answered concise
+    Intersections. Held, for the answer prior, the most frequent name and every
+    ``SURFACE_ANSWERS`` policy: at most 0.1 overall and 0.25 on every question type (a balanced
+    question asks no yes/no), each within two standard errors."""
+    seeds, train = QA_SEEDS[cell.family]
+    found = rt.qa_rewards(cell, seeds, train)
+    del found[OPEN_TELL]  # held by the strict xfail below
+    above = []
+    for policy, by_type in found.items():
+        everything = [reward for rewards in by_type.values() for reward in rewards]
+        if not _held(everything, rt.MARGIN):
+            above.append(f"{policy}: {rt.mean(everything):.3f} overall")
+        above += [
+            f"{policy}: {rt.mean(rewards):.3f} on {kind} (n={len(rewards)})"
+            for kind, rewards in by_type.items()
+            if not _held(rewards, QA_TYPE_CEILING)
+        ]
+    assert above == []
 
 
-def _most_frequent_name_by_type(seeds: range) -> dict[str, list[float]]:
-    cell = rt.Cell("ALB-QA-v0", env_kwargs=rt.CELL_KWARGS["ALB-QA-v0"])
-    env, by_type = cell.make(), {}
-    for seed in seeds:
-        observation, info = env.reset(seed=seed)
-        _, reward, _, _, step_info = env.step(rt.most_frequent_name(observation, info))
-        by_type.setdefault(step_info["question_type"], []).append(float(reward))
-    return by_type
+def test_finding_6__no_surface_name_earns_more_than_a_quarter_on_concise_intersection() -> None:
+    """At 725c7af the target of a concise Intersection was the most frequent name of the whole
+    context in 15 of 23 samples (0.65) and the first unguessed name of the last tool result in
+    about half: the question asked about the last game, ranked its target among tool results only,
+    and the last two attempts played the paper's long games."""
+    found = _intersections(range(80))
+    names = ("most-frequent-name", "last-result-name", "first-name", "last-name")
+    assert len(found["most-frequent-name"]) >= 30
+    assert all(_held(found[name], QA_TYPE_CEILING) for name in names), {n: rt.mean(found[n]) for n in names}
 
 
-def test_finding_6__the_most_frequent_name_of_the_context_earns_at_most_chance_overall() -> None:
-    """The item name written most often in the whole context answered 23 of 24 concise
-    Intersections at 1944dd5. Held overall at chance + 0.1 over 200 seeds (the question types'
-    mix varies much between seeds: 40 seeds measured 0.150, 200 seeds 0.083)."""
-    cell = rt.Cell("ALB-QA-v0", env_kwargs=rt.CELL_KWARGS["ALB-QA-v0"])
-    by_type = _most_frequent_name_by_type(range(200))
-    means = {"most-frequent-name": rt.mean(reward for rewards in by_type.values() for reward in rewards)}
-    assert rt.above_floor(cell, means, n=200) == []
+def _intersections(seeds: range) -> dict[str, list[float]]:
+    """Each QA policy's rewards on concise Intersection (Find Target Offsets stands in where a
+    seed's budget fits no Intersection)."""
+    kwargs = (*rt.CELL_KWARGS["ALB-QA-v0"], ("question_types", "intersection,find_target_offsets_tool"))
+    found = rt.qa_rewards(rt.Cell("ALB-QA-v0", env_kwargs=kwargs), seeds, range(1000, 1005))
+    return {policy: by_type["Intersection"] for policy, by_type in found.items()}
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="a tell remains (docs/rewards.md): at target_tokens=4096 the target of a concise Intersection "
-    "is the most frequent name of the whole context in 15 of 23 samples (seeds 0-199): 9 of 12 drawn at the "
-    "last two attempts (the paper's long games), 5 of 7 balanced ones (the balance ranks tool results only)",
+    reason="a tell remains (docs/rewards.md): at target_tokens=4096 the name listed most often in the tool "
+    "results (guesses not counted) is the target of a concise Intersection in about 0.6 of samples (0.98 at "
+    "725c7af): a game's target is listed in every result of its game, and a 4096-token history holds 2-3 "
+    "short games, too few for the balance to rank it lower, so most samples take the fallback",
 )
-def test_finding_6__the_most_frequent_name_earns_at_most_a_quarter_on_concise_intersection() -> None:
-    """The issue's per-type ceiling (0.25) for the most-frequent-name policy on concise Intersection."""
-    rewards = _most_frequent_name_by_type(range(200))["Intersection"]
-    assert rt.mean(rewards) <= 0.25 + 2 * rt.standard_error(rt.mean(rewards), len(rewards)), rewards
+def test_finding_6__the_most_frequent_result_name_earns_at_most_a_quarter_on_concise_intersection() -> None:
+    rewards = _intersections(range(80))[OPEN_TELL]
+    assert _held(rewards, QA_TYPE_CEILING), rt.mean(rewards)
 
 
 # -- finding 7: AgencyBench's rounds pay a grid filled without planning ------------------------
@@ -291,10 +305,13 @@ def test_finding_6__the_most_frequent_name_earns_at_most_a_quarter_on_concise_in
 )
 def test_finding_7__a_grid_filled_without_planning_earns_little_on_agencybench_rounds(cell: rt.Cell) -> None:
     """A random slot-valid grid earned 0.914-0.963 and greedy-local 0.911-0.960 at 1944dd5, the
-    solver 0.975-1.0: only the last hundredths carried the planning signal."""
-    means = _means(cell, range(8), ("random-slot-valid", "solver"))
-    assert rt.above_floor(cell, means, n=8, only=["random-slot-valid", "greedy"]) == []
-    assert means["solver"] > rt.UNPLANNED_GRID_CEILING + rt.MARGIN, means  # planning still pays
+    solver 0.975-1.0: only the last hundredths carried the planning signal. Once the reward was
+    the verdict, the scenario's solver earned 0.38-0.50: it filled each stage without seeing the
+    next. A perfect planner now wins the whole reward; a random grid redrawn after each feedback
+    round (``random-retry``) is held like a single one."""
+    means = _means(cell, range(8), ("random-slot-valid", "random-retry", "solver"))
+    assert rt.above_floor(cell, means, n=8, only=["random-slot-valid", "random-retry", "greedy"]) == []
+    assert means["solver"] == means["solver-batch"] == 1.0, means  # planning wins it all
 
 
 # -- finding 8: answer keys in info ------------------------------------------------------------

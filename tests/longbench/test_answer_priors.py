@@ -34,7 +34,7 @@ CELLS = [
     ("concise", 32768, COUNT_FREQUENCY_TOOL),
     ("concise", 32768, FIND_DUPLICATES),
     ("verbose", 32768, COUNT_FREQUENCY_ENV),
-    ("verbose", 32768, LARGEST_VALUE),
+    ("concise", 4096, LARGEST_VALUE),
     ("verbose", 32768, COUNT_CORRECTNESS),
 ]
 """The cells where a prior earned most on main (0.5-0.875), at budgets that keep the test fast."""

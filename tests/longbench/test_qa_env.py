@@ -49,15 +49,16 @@ SMALL_BUDGET = {"fmt": "verbose", "knowledge": "ki", "table": "ace:meal", "targe
 
 
 def test_reset__a_drawn_type_the_budget_cannot_fit_is_drawn_again_among_the_others() -> None:
-    types = ["Find Duplicates(Tool)", "Count Frequency(Tool)"]
+    types = ["Find Duplicates(Tool)", "Find Target Offsets(Tool)"]
     env = ALBQAEnv(**SMALL_BUDGET, question_types=types)
     with pytest.raises(ConfigError, match="no feasible 'Find Duplicates"):  # seed 2 draws it, and it cannot fit
         ALBQAEnv(**SMALL_BUDGET, question_types=types[:1]).reset(seed=2)
     _, info = env.reset(seed=2)  # raised ConfigError before: a reset failed for some seeds
-    assert info["question_type"] == "Count Frequency(Tool)"
+    assert info["question_type"] == "Find Target Offsets(Tool)"
     assert env.reset(seed=2)[1] == info  # still a function of the seed
-    with pytest.raises(ConfigError, match="no feasible 'Find Duplicates"):  # a forced type is not replaced
-        env.reset(seed=2, options={"question_type": types[0]})
+    # a forced type is not replaced: the reset tries further sample seeds of the same type
+    forced = env.reset(seed=2, options={"question_type": types[0]})[1]
+    assert forced["question_type"] == types[0] and forced["seed"] != info["seed"]
 
 
 @pytest.mark.parametrize("fmt", ["concise", "verbose"])

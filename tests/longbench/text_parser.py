@@ -196,10 +196,14 @@ def derive(question: str, rounds: list[TextRound]) -> Derived:
         return Derived(abs(score(a) - score(b)), {a.feedback_index, b.feedback_index})
     if m := re.match(
         r"The game that started in round (\d+) is not solved yet\. Which .+ is its hidden target\?", question
+    ) or re.match(
+        r"In the game that started in round (\d+), the hidden target was never guessed\. Which .+ was it\?", question
     ):
         start = int(m.group(1))
         game = [r for r in rounds if r.game_start == start]
-        assert game and not game[-1].ends_game and game[-1] is rounds[-1]
+        assert game and not any(r.correct for r in game)
+        if question.startswith("The game"):
+            assert not game[-1].ends_game and game[-1] is rounds[-1]
         listed = [r for r in game if r.result is not None]
         common = set.intersection(*(set(r.flat()) for r in listed))
         assert len(common) == 1, common

@@ -175,7 +175,10 @@ MUTATIONS: dict[str, Callable[[Scenario], Built]] = {
     "slot_rule_violation": _observed_filter,
     "data_access": lambda s: _at(s, 0, _call(s.name("item_info"), id=s.env.compiled.slots[0].candidate_ids[0])),
     "policy_breach": lambda s: _at(
-        s, s.first("set_slot"), s.steps[s.first("set_slot")][0], dataclasses.replace(s.facts, approval_required=True)
+        s,
+        s.first("set_slot"),
+        s.steps[s.first("set_slot")][0],
+        dataclasses.replace(s.facts, unapprovable=s.facts.item_ids),
     ),
     # E4
     "unobserved_id": _truth_before_any_query,

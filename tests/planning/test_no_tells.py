@@ -20,7 +20,7 @@ from ace_gym.planning.holistic import HolisticEnv
 from ace_gym.planning.stepwise import StepWiseEnv
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import (
-    APPROVAL_POLICY,
+    APPROVAL_POLICY_PATTERN,
     APPROVAL_TOOL,
     ATTACHMENT_RULE,
     ATTACHMENT_TOOL,
@@ -39,7 +39,7 @@ def _marked(info: dict[str, Any]) -> dict[str, bool]:
     names, text = _names(info), info["system_prompt"]
     return {
         "no_set_slot": "set_slot" not in names,
-        "approval": APPROVAL_TOOL in names or APPROVAL_POLICY in text,
+        "approval": APPROVAL_TOOL in names or bool(APPROVAL_POLICY_PATTERN.search(text)),
         "phone": PHONE_LIMIT in text,
         "sheet": ATTACHMENT_TOOL in names or ATTACHMENT_RULE in text,
     }
@@ -64,6 +64,25 @@ def test_unsolvable_markers__every_phrase_and_tool_of_a_kind_also_marks_solvable
             for marker, shown in marks.items():
                 on_solvable[marker] += shown
     assert on_solvable["approval"] and on_solvable["phone"] and on_solvable["sheet"]
+
+
+def test_unsolvable_markers__an_approval_that_cannot_be_had_marks_solvable_tasks_as_often() -> None:
+    """Finding 3 at 725c7af: the approval policy without its tool, or with the tool answering
+    Outage, showed in unsolvable tasks only, so refusing on it needed no planning. The evidence
+    is read as an agent reads it (the policy's opening words, the tool list, one approval call)."""
+    shown = {True: 0, False: 0}  # unsolvable -> episodes showing the evidence
+    for domain in ("course", "travel"):
+        env = UnsolvableMix(AceEnv(domain), p_unsolvable=0.5)
+        for seed in range(30):
+            _, info = env.reset(seed=seed)
+            if "Compliance policy:" not in info["system_prompt"]:
+                continue
+            if APPROVAL_TOOL in _names(info):
+                reply = env.step({"name": APPROVAL_TOOL, "arguments": {"row": 0, "col": 0, "id": "x"}})[0]
+                if "Outage" not in reply:
+                    continue
+            shown[bool(_outcome(env)["unsolvable"])] += 1
+    assert shown[True] and shown[False] >= shown[True] / 2, shown
 
 
 def test_unsolvable_answer_key__stays_out_of_info_until_the_episode_ends() -> None:

@@ -20,11 +20,12 @@ from ace_gym.planning.probes import AlwaysRefuse, CarefulNeverRefuse, CarefulSol
 from ace_gym.planning.settings import setting_metrics
 from ace_gym.planning.taxonomy import UNSOLVABLE_KINDS
 from ace_gym.planning.unsolvable import (
-    APPROVAL_POLICY,
+    APPROVAL_POLICY_PATTERN,
     APPROVAL_TOOL,
     ATTACHMENT_TOOL,
     PHONE_LIMIT,
     REFUSAL_TOOL,
+    needs_approval,
 )
 
 EPISODES = 40
@@ -101,17 +102,37 @@ def test_tool_outage__adds_an_approval_tool_in_outage_and_states_the_policy() ->
     assert json.loads(reply)["messages"].startswith("Outage, ")
 
 
-def test_missing_tool__states_the_approval_policy_without_its_tool_and_blocks_every_set() -> None:
+def test_missing_tool__states_the_approval_policy_without_its_tool_and_blocks_every_covered_set() -> None:
     env, info = _episode_of_kind("missing_tool")
-    assert APPROVAL_POLICY in info["system_prompt"] and APPROVAL_TOOL not in _names(info)
+    assert APPROVAL_POLICY_PATTERN.search(info["system_prompt"]) and APPROVAL_TOOL not in _names(info)
     assert "set_slot" in _names(info)  # the tool list alone does not tell
-    slot = env.unwrapped.compiled.slots[0]
-    arguments = {"row": slot.row, "col": slot.col, "id": slot.candidate_ids[0]}
+    compiled = env.unwrapped.compiled
+    row, col, item = env.answer_key()["certificate"]["needs_approval"][0]  # a truth item the policy covers
+    arguments = {"row": row, "col": col, "id": item}
     approval = json.loads(env.step({"name": APPROVAL_TOOL, "arguments": arguments})[0])
     assert approval["status"] != "success" and "approve_assignment" in approval["messages"]
     reply = json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])
     assert reply["messages"].startswith("Not approved, ")
-    assert env.unwrapped.state.grid[slot.cell] == -1
+    assert env.unwrapped.state.grid[row * compiled.cols + col] == -1
+
+
+def test_working_approval__is_needed_only_for_the_items_the_policy_covers() -> None:
+    env = UnsolvableMix(AceEnv("course"), p_unsolvable=1.0, kinds=["conflicting_constraints"], marker_rate=1.0)
+    for seed in range(40):
+        env.reset(seed=seed)
+        key, compiled = env.answer_key(), env.unwrapped.compiled
+        covered = needs_approval(compiled, (key["approval_attribute"], key["approval_threshold"]))
+        slot = compiled.slots[0]
+        if key["approval"] == "working" and covered & set(slot.candidate_ids) and set(slot.candidate_ids) - covered:
+            break
+    else:
+        raise AssertionError("no working approval covering some of a slot's candidates")
+    above = {"row": slot.row, "col": slot.col, "id": sorted(covered & set(slot.candidate_ids))[0]}
+    below = {**above, "id": sorted(set(slot.candidate_ids) - covered)[0]}
+    assert json.loads(env.step({"name": "set_slot", "arguments": above})[0])["messages"].startswith("Not approved, ")
+    assert json.loads(env.step({"name": "set_slot", "arguments": below})[0])["status"] == "success"
+    assert json.loads(env.step({"name": APPROVAL_TOOL, "arguments": above})[0])["data"]["approved"] is True
+    assert json.loads(env.step({"name": "set_slot", "arguments": above})[0])["status"] == "success"
 
 
 def _fill(env: UnsolvableMix) -> None:
@@ -208,7 +229,7 @@ def test_markers_in_solvable_tasks__give_what_the_task_needs_or_withhold_what_do
         bare = AceEnv("travel")
         bare.reset(seed=seed)
         original = bare.compiled.instance
-        assert APPROVAL_POLICY in info["system_prompt"] and PHONE_LIMIT in info["system_prompt"]
+        assert APPROVAL_POLICY_PATTERN.search(info["system_prompt"]) and PHONE_LIMIT in info["system_prompt"]
         withheld = re.search(r"\((\d+)\) [^\n]*, where X is", info["system_prompt"])
         note = re.search(r"global constraint \((\d+)\): (-?\d+)\.", info["system_prompt"])
         assert withheld is not None and note is not None
@@ -224,16 +245,16 @@ def test_markers_in_solvable_tasks__give_what_the_task_needs_or_withhold_what_do
         else:  # withheld pieces the other rules make irrelevant
             assert certify(served).truth_valid and certify(served).truth_unique
         forms |= {"limit given" if gives_limit else "limit withheld", "sheet" if reply else "no file"}
-        slot = env.unwrapped.compiled.slots[0]
-        arguments = {
-            "row": slot.row,
-            "col": slot.col,
-            "id": env.unwrapped.compiled.item_ids[int(env.unwrapped.compiled.truth[slot.cell])],
-        }
-        assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] != "success"
-        assert json.loads(env.step({"name": APPROVAL_TOOL, "arguments": arguments})[0])["data"]["approved"] is True
-        assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] == "success"
-    assert forms == {"limit given", "limit withheld", "sheet", "no file"}
+        # the approval tool is out or not offered, and the truth needs no approval
+        assert key["approval"] in ("outage", "missing") and (APPROVAL_TOOL in _names(info)) == (
+            key["approval"] == "outage"
+        )
+        for slot in env.unwrapped.compiled.slots:
+            truth = env.unwrapped.compiled.item_ids[int(env.unwrapped.compiled.truth[slot.cell])]
+            arguments = {"row": slot.row, "col": slot.col, "id": truth}
+            assert json.loads(env.step({"name": "set_slot", "arguments": arguments})[0])["status"] == "success"
+        forms.add(key["approval"])
+    assert forms == {"limit given", "limit withheld", "sheet", "no file", "outage", "missing"}
 
 
 @pytest.mark.parametrize("domain", ["course", "travel"])
