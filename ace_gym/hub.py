@@ -27,7 +27,7 @@ from typing import Any
 from ace_gym.atomic import write_atomic
 from ace_gym.cli_flags import add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, did_you_mean
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.generators.dataset import generate_dataset
 from ace_gym.instance import (
     BUNDLED_DATASETS,
@@ -124,7 +124,8 @@ def episode_spec(text: str, root: str | os.PathLike[str]) -> EpisodeSpec:
     spec = EpisodeSpec.from_json(text)
     if spec.dataset in BUNDLED_DATASETS or os.path.isabs(spec.dataset):
         return spec
-    return replace(spec, dataset=str(Path(root) / spec.dataset))
+    stack = replace(spec.stack, env_kwargs={**spec.stack.env_kwargs, "dataset": str(Path(root) / spec.dataset)})
+    return replace(spec, stack=stack)
 
 
 def _presets(names: Sequence[str]) -> list[str]:
@@ -179,7 +180,7 @@ def _write_rows(path: Path, dataset: Dataset, reference: str) -> None:
     texts = [instance.model_dump_json() for instance in model.instances]
     columns = dataset_columns(model.model_dump(exclude={"instances"}), texts)
     columns["episode"] = [
-        EpisodeSpec(model.domain, dataset=reference, instance_id=instance_id).to_json()
+        EpisodeSpec.of(model.domain, reference, instance_id=instance_id).to_json()
         for instance_id in columns["instance_id"]
     ]
     table = pa.table(columns)

@@ -129,7 +129,7 @@ def main() -> None:
 
     sizes = {domain: len(resolve_dataset("5x5", domain)) for domain in DOMAIN_NAMES}
     specs = [
-        EpisodeSpec(domain, instance_index=k // len(DOMAIN_NAMES) % sizes[domain], seed=k, max_turns=MAX_TURNS)
+        EpisodeSpec.of(domain, instance_index=k // len(DOMAIN_NAMES) % sizes[domain], seed=k, max_turns=MAX_TURNS)
         for k in range(args.episodes)
         for domain in [DOMAIN_NAMES[k % len(DOMAIN_NAMES)]]
     ]

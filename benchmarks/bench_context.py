@@ -49,10 +49,13 @@ def largest_prompt(record: Mapping[str, Any], tokenizer: Tokenizer) -> int:
 def main() -> None:
     instances = int(sys.argv[1]) if len(sys.argv) > 1 else 35
     tokenizer = resolve_tokenizer(sys.argv[2] if len(sys.argv) > 2 else None)
-    base = [EpisodeSpec(domain, instance_index=i) for domain in DOMAIN_NAMES for i in range(instances)]
     largest: dict[tuple[str, int], list[int]] = defaultdict(list)
     for name, (fit, context) in RUNS.items():
-        specs = [EpisodeSpec(**{**_fields(spec), "context": context}) for spec in base]
+        specs = [
+            EpisodeSpec.of(domain, instance_index=i, context=context)
+            for domain in DOMAIN_NAMES
+            for i in range(instances)
+        ]
         specs = [fit_spec(spec) for spec in specs] if fit else specs
         for record in run_episodes(specs, make_policy(FIT["policy"] if fit else "solver")):
             assert record["score"] == 1.0, record["key"]
@@ -63,10 +66,6 @@ def main() -> None:
     for hidden in sorted({h for _, h in largest}):
         cells = [largest[(name, hidden)] for name in RUNS]
         print(f"| {hidden} | " + " | ".join(f"{sum(c) / len(c):,.0f} / {max(c):,}" for c in cells) + " |")
-
-
-def _fields(spec: EpisodeSpec) -> dict[str, Any]:
-    return {"domain": spec.domain, "instance_index": spec.instance_index}
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ def response(record: dict) -> tuple[int, int]:
 
 
 def main() -> None:
-    specs = [EpisodeSpec(domain, instance_index=i) for domain in DOMAIN_NAMES for i in range(INSTANCES)]
+    specs = [EpisodeSpec.of(domain, instance_index=i) for domain in DOMAIN_NAMES for i in range(INSTANCES)]
     runs = {
         "default": run_episodes(specs, make_policy("solver")),
         "fit": run_episodes([fit_spec(spec) for spec in specs], make_policy(FIT["policy"])),

@@ -586,7 +586,7 @@ def split_specs(args: argparse.Namespace, out: Path, split: str, seeds: Iterable
     path = out / f"{args.domain}_{split}.json"
     count = write_dataset(path, args, seeds)
     return [
-        fit_spec(EpisodeSpec(args.domain, dataset=str(path), instance_index=i, max_turns=args.max_turns))
+        fit_spec(EpisodeSpec.of(args.domain, dataset=str(path), instance_index=i, max_turns=args.max_turns))
         for i in range(count)
     ]
 

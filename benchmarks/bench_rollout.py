@@ -98,13 +98,13 @@ def main() -> None:
         policy = make_policy(f"hf:{model}", max_new_tokens=args.max_new_tokens, batch_size=args.episodes)
     sizes = {domain: len(resolve_dataset("5x5", domain)) for domain in DOMAIN_NAMES}
     specs = [
-        EpisodeSpec(domain, instance_index=k // len(DOMAIN_NAMES) % sizes[domain], seed=k, max_turns=args.max_turns)
+        EpisodeSpec.of(domain, instance_index=k // len(DOMAIN_NAMES) % sizes[domain], seed=k, max_turns=args.max_turns)
         for k in range(args.episodes)
         for domain in [DOMAIN_NAMES[k % len(DOMAIN_NAMES)]]
     ]
     began = time.perf_counter()
     for spec in specs:  # datasets load once per process: time that apart from the rollout
-        spec.make_core_env().close()
+        spec.stack.below("chat_adapter").make().close()
     load_s = time.perf_counter() - began
     if isinstance(policy, ScriptedPolicy):
         _scripted(specs, policy, load_s)
@@ -180,7 +180,7 @@ def core_env_time(specs: list[EpisodeSpec], calls: list[list[dict[str, Any]]]) -
     """Wall time of resetting bare core envs and stepping each with its episode's ``calls``."""
     began = time.perf_counter()
     for spec, episode_calls in zip(specs, calls, strict=True):
-        env = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs)
+        env = AceEnv(**spec.stack.env_kwargs)
         env.reset(seed=spec.seed, options=spec.reset_options())
         for call in episode_calls:
             env.step(call)

@@ -115,7 +115,7 @@ def main() -> None:
 
     sizes, cached = _instance_counts()
     specs = [
-        EpisodeSpec(domain, instance_index=k // len(DOMAIN_NAMES) % sizes[domain])
+        EpisodeSpec.of(domain, instance_index=k // len(DOMAIN_NAMES) % sizes[domain])
         for k in range(args.episodes)
         for domain in [DOMAIN_NAMES[k % len(DOMAIN_NAMES)]]
     ]

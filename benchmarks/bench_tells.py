@@ -36,7 +36,7 @@ PUBLISHED_5X5 = {"hidden_slots": [1, 5, 7, 11, 15], "decoy_budgets": [0, 2, 4, 8
 def specs(datasets: dict[str, list[str]], env_kwargs: dict[str, Any]) -> list[EpisodeSpec]:
     """Every instance of each domain's datasets, instance i with seed i."""
     return [
-        EpisodeSpec(domain, dataset=dataset, instance_index=i, seed=i, env_kwargs=env_kwargs)
+        EpisodeSpec.of(domain, dataset=dataset, instance_index=i, seed=i, env_kwargs=env_kwargs)
         for domain, files in datasets.items()
         for dataset in files
         for i in range(len(resolve_dataset(dataset, domain)))

@@ -7,7 +7,7 @@ its ``Choice`` (what ART trains on), the tool schemas, and ``reward`` = the epis
 the env (a model that stops calling tools is scored on the grid it left, as the turn budget
 scores it). ART's trainers take ``art.TrajectoryGroup`` s of such rollouts, e.g.
 ``await art.gather_trajectory_groups(art.TrajectoryGroup(rollout(model, spec) for spec in
-EpisodeSpec(...).group(8)) for ...)`` then ``await model.train(groups)`` with a backend (a GPU
+EpisodeSpec.of(...).group(8)) for ...)`` then ``await model.train(groups)`` with a backend (a GPU
 for ``LocalBackend``). The rollout itself needs no GPU.
 
 Run it against any OpenAI-compatible server, e.g. ``vllm serve Qwen/Qwen3-0.6B`` (the defaults)::
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         inference_api_key=args.api_key,
         inference_model_name=args.model,
     )
-    spec = EpisodeSpec(
+    spec = EpisodeSpec.of(
         args.domain, args.dataset, instance_index=args.instance_index, seed=args.seed, max_turns=args.max_turns
     )
     if not args.published_replies:

@@ -33,10 +33,10 @@ import ace_gym  # noqa: F401  (registers the ACE-* env ids)
 from ace_gym.errors import ConfigError
 from ace_gym.eval import run_vector_episodes
 from ace_gym.eval.fit import TRAINING_DATASET
-from ace_gym.eval.rollout import DEFAULT_MAX_TURNS
 from ace_gym.policies import POLICY_SPECS, make_policy
 from ace_gym.registration import ENV_IDS
 from ace_gym.wrappers import ChatAdapter, StepBudget
+from ace_gym.wrappers.step_budget import DEFAULT_MAX_TURNS
 
 
 def _plain(value: object) -> object:

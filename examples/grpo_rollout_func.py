@@ -23,7 +23,6 @@ With a real model: ``python examples/grpo_rollout_func.py --model Qwen/Qwen3-0.6
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import tempfile
@@ -64,12 +63,14 @@ def main() -> None:
     workdir = tempfile.mkdtemp(prefix="ace-grpo-")
     model_path = args.model or str(build_tiny_model(f"{workdir}/tiny-model", seed=args.seed))
     domains = args.domains.split(",")
-    specs = [
-        dataclasses.replace(spec, tool_failure_rate=args.tool_failure_rate)
-        for spec in validation_specs(
-            domains, args.episodes_per_domain, dataset=TRAINING_DATASET, seed=args.seed, max_turns=args.max_turns
-        )
-    ]
+    specs = validation_specs(
+        domains,
+        args.episodes_per_domain,
+        dataset=TRAINING_DATASET,
+        seed=args.seed,
+        max_turns=args.max_turns,
+        tool_failure_rates=(args.tool_failure_rate,),
+    )
     config = GRPOConfig(
         output_dir=args.output_dir or f"{workdir}/out",
         max_steps=args.max_steps,

@@ -44,7 +44,7 @@ class BatchSolverText:
     ``calls`` holds the number of calls of each turn written."""
 
     def __init__(self, spec: EpisodeSpec) -> None:
-        env = AceEnv(spec.domain, spec.dataset, **dict(spec.env_kwargs))
+        env = AceEnv(**spec.stack.env_kwargs)
         observation, info = env.reset(seed=spec.seed, options=spec.reset_options())
         self.episode = BatchingSolver().start(observation, info, seed=0)
         self.calls: list[int] = []

@@ -224,8 +224,8 @@ def test_several_tool_messages_after_one_assistant_turn__one_env_segment_equal_t
     from tests.solver_text import BatchSolverText
 
     qwen = _tokenizer(CHAT_TEMPLATE_FILE.read_text(encoding="utf-8"))
-    spec = fit_spec(EpisodeSpec("course", instance_index=9, seed=4))  # H=5
-    env = ChatAdapter(AceEnv("course", **dict(spec.env_kwargs)))
+    spec = fit_spec(EpisodeSpec.of("course", instance_index=9, seed=4))  # H=5
+    env = ChatAdapter(AceEnv(**spec.stack.env_kwargs))
     messages, info = env.reset(seed=spec.seed, options=spec.reset_options())
     tokens = ChatTokens(qwen, tools=info["tools"])
     tokens.reset(messages)

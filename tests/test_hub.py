@@ -10,7 +10,7 @@ import pytest
 
 from ace_gym.cli import main
 from ace_gym.envs.sources import DatasetSource
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.exit_codes import EXIT_CONFIG
 from ace_gym.hub import episode_spec
 from ace_gym.instance import resolve_dataset
@@ -87,7 +87,7 @@ def test_episode_specs__round_trip_and_play_their_rows_instance(export: Path) ->
         for row in rows:
             assert EpisodeSpec.from_json(row["episode"]).to_json() == row["episode"]
         spec = episode_spec(rows[-1]["episode"], root)
-        env = spec.make_core_env()
+        env = spec.stack.below("chat_adapter").make()
         _, info = env.reset(seed=spec.seed, options=spec.reset_options())
         assert info["instance_id"] == rows[-1]["instance_id"]
         assert env.unwrapped.dataset.model == resolve_dataset(rows, spec.domain).model

@@ -1,10 +1,11 @@
 """The one wrapper registry and StackSpec (issue 28): every consumer lists and builds from it, a
-stack round-trips through JSON, and episode keys stay those today's records were written with."""
+stack round-trips through JSON, and an episode is a stack plus its instance, seed and trial (issue 41)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from ace_gym import stacks
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError
 from ace_gym.eval import cli as eval_cli
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.planning.settings import PLANNING_WRAPPERS, SETTINGS, check_settings
 from ace_gym.stacks import StackSpec
 from ace_gym.wrapper_entry import WrapperEntry
@@ -198,56 +199,14 @@ def test_stack_spec__refuses_nan_and_infinities_naming_the_field(bad: float) -> 
 
 # -- EpisodeSpec is a stack plus the instance, seed and trial --------------------------------------
 
-MAIN_KEYS = [
-    (dict(domain="course"), 'p|5x5|course|#None|fail=0|trial=0|seed=0|{"max_turns": null}'),
-    (
-        dict(
-            domain="course",
-            instance_index=3,
-            seed=7,
-            trial=1,
-            tool_failure_rate=0.2,
-            max_turns=12,
-            env_kwargs={"extra_query_num": 2},
-        ),
-        'p|5x5|course|#3|fail=0.2|trial=1|seed=7|{"extra_query_num": 2, "max_turns": 12}',
-    ),
-    (
-        dict(domain="meal", instance_id="x1", settings=("broken", "unsolvable")),
-        'p|5x5|meal|x1|fail=0|trial=0|seed=0|{"max_turns": null}|settings=unsolvable,broken',
-    ),
-    (
-        dict(
-            domain="course",
-            failure_injection={"failure_modes": ["failed", "timeout"]},
-            settings=("cost", "extraneous", "refine"),
-        ),
-        'p|5x5|course|#None|fail=0|trial=0|seed=0|{"failure_injection": {"failure_modes": ["failed", "timeout"]}, '
-        '"max_turns": null}|settings=cost,extraneous,refine',
-    ),
-    (
-        dict(domain="course", scenario={"stages": 2}),
-        'p|5x5|course|#None|fail=0|trial=0|seed=0|{"max_turns": null, "scenario": {"final_reward": "pass_discount", '
-        '"stages": 2}}',
-    ),
-    (
-        dict(
-            domain="workforce",
-            feedback_rounds={"max_attempts": 2, "threshold": 0.6},
-            settings=("unsolvable",),
-            tool_failure_rate=0.1,
-        ),
-        'p|5x5|workforce|#None|fail=0.1|trial=0|seed=0|{"feedback_rounds": {"final_reward": "pass_discount", '
-        '"max_attempts": 2, "threshold": 0.6}, "max_turns": null}|settings=unsolvable',
-    ),
-]
-"""Keys :meth:`EpisodeSpec.key` gave on main before the registry (commit 5012a61): records written
-then are resumed and replayed by key. (A feedback-rounds spec that relies on the default threshold
-names it in its key since issue 29, on purpose: the default moved from 0.6 to 1.0, see
-docs/feedback_rounds.md; the pinned one passes its threshold, as such runs keep their keys. Likewise
-every feedback-rounds and scenario spec names its ``final_reward`` since issue 38, when the default
-moved from the rubric's share to the verdict, so a run played for the old reward is never resumed
-with the new one.)"""
+MAIN_FIELDS = dict(
+    domain="workforce",
+    feedback_rounds={"max_attempts": 2, "threshold": 0.6},
+    settings=("unsolvable",),
+    tool_failure_rate=0.1,
+)
+"""The former EpisodeSpec fields (before issue 41) of a spec with failure injection, a planning
+setting and feedback rounds: :meth:`EpisodeSpec.of` takes them and builds the stack main built."""
 
 MAIN_ENV_SPEC = (
     '{"id": "ACE-workforce-v0", "entry_point": "ace_gym.envs.ace_env:AceEnv", "reward_threshold": null, '
@@ -265,24 +224,19 @@ MAIN_ENV_SPEC = (
     '2, "threshold": 0.6, "feedback": "diagnostic", "final_reward": "pass_discount", "gamma": 0.9}}], '
     '"vector_entry_point": null}'
 )
-"""``make_env().spec`` on main of the last spec of :data:`MAIN_KEYS` (a record's ``replay.env_spec``),
-with the failure draws named since issue 40 (a record without them replays with the old draws) and
-UnsolvableMix's ``marker_rate`` and the default ``final_reward`` since issue 38."""
+"""``make_env().spec`` on main of :data:`MAIN_FIELDS` (a record's ``replay.env_spec`` before issue
+41), with the failure draws named since issue 40 (a record without them replays with the old draws)
+and UnsolvableMix's ``marker_rate`` and the default ``final_reward`` since issue 38."""
 
 
-@pytest.mark.parametrize(("fields", "key"), MAIN_KEYS)
-def test_episode_spec__keys_are_those_main_wrote(fields: dict[str, Any], key: str) -> None:
-    assert EpisodeSpec(**fields).key("p") == key
-
-
-def test_episode_spec__builds_the_stack_main_built() -> None:
-    spec = EpisodeSpec(**MAIN_KEYS[-1][0])
+def test_episode_spec_of__builds_the_stack_main_built() -> None:
+    spec = EpisodeSpec.of(**MAIN_FIELDS)
     env = spec.make_env()
     try:
         assert env.spec.to_json() == MAIN_ENV_SPEC
     finally:
         env.close()
-    assert [name for name, _ in spec.stack().wrappers] == [
+    assert [name for name, _ in spec.stack.wrappers] == [
         "failure_injection",
         "unsolvable",
         "chat_adapter",
@@ -291,43 +245,68 @@ def test_episode_spec__builds_the_stack_main_built() -> None:
     ]
 
 
-ROUND_TRIP_SPECS = [
-    *(fields for fields, _ in MAIN_KEYS),
+def test_episode_spec__key_is_the_policy_instance_seed_trial_and_the_stack() -> None:
+    spec = EpisodeSpec.of("course", instance_index=3, seed=7, trial=1, tool_failure_rate=0.2, max_turns=12)
+    assert spec.key("p") == f"p|#3|seed=7|trial=1|{spec.stack.key()}"
+    assert EpisodeSpec.of("meal", instance_id="x1").key("p").startswith("p|x1|seed=0|trial=0|{")
+
+
+def test_episode_spec__plays_any_registered_wrapper_and_its_key_names_every_argument() -> None:
+    """Issue 41: a wrapper played by an episode needed a field of EpisodeSpec (and its key, JSON,
+    translation to and from the stack); now any registry entry with any arguments is played."""
+    from ace_gym.eval import run_episodes
+    from ace_gym.eval.replay import replay_record
+    from ace_gym.policies import make_policy
+
+    def spec(n: int) -> EpisodeSpec:
+        stack = StackSpec.of(
+            "ACE-course-v0",
+            {"domain": "course", "dataset": "5x5"},
+            ["chat_adapter", ("step_budget", {"max_turns": 60}), ("extraneous", {"n": n, "style": "unrelated"})],
+        )
+        return EpisodeSpec(stack, instance_index=0)
+
+    two, three = spec(2), spec(3)
+    assert two.key("p") != three.key("p") and two.key("p") == spec(2).key("p")
+    records = [json.loads(json.dumps(r)) for r in run_episodes([two, three], make_policy("solver"))]
+    assert [len(r["tools"]) - len(records[0]["tools"]) for r in records] == [0, 1]  # one more distractor
+    assert [replay_record(record) for record in records] == [None, None]
+
+
+ROUND_TRIP_FIELDS = [
+    MAIN_FIELDS,
     dict(domain="course", max_turns=1000),  # the default limit, named: not the same key as None
     dict(domain="course", failure_injection={}),  # the wrapper at rate 0, for nothing but its place
-    dict(domain="course", tool_failure_rate=0.3),
-    dict(domain="course", tool_failure_rate=0.3, failure_injection={"rng": "python"}, max_turns=4),
+    dict(domain="course", tool_failure_rate=0.3, failure_injection={"rng": "python"}, max_turns=4, trial=2),
     dict(domain="meal", dataset="7x7", env_kwargs={"global_check_alpha": 0.5}, feedback_rounds={"max_attempts": 3}),
     dict(domain="course", scenario={"stages": 2, "max_attempts": 2}, settings=("refine",), instance_id="z"),
+    dict(domain="course", instance_index=4, seed=9, context={"last_turns": 3}),
 ]
 
 
-@pytest.mark.parametrize("fields", ROUND_TRIP_SPECS)
-def test_episode_spec__from_stack_of_its_stack_is_the_spec(fields: dict[str, Any]) -> None:
-    spec = EpisodeSpec(**fields)
-    episode = {name: getattr(spec, name) for name in ("instance_index", "instance_id", "seed", "trial")}
-    assert EpisodeSpec.from_stack(spec.stack(), **episode) == spec
-    again = EpisodeSpec.from_stack(StackSpec.from_json(spec.stack().to_json()), **episode)
-    assert again == spec and again.key("p") == spec.key("p")
+@pytest.mark.parametrize("fields", ROUND_TRIP_FIELDS)
+def test_episode_spec__round_trips_through_json(fields: dict[str, Any]) -> None:
+    spec = EpisodeSpec.of(**fields)
+    again = EpisodeSpec.from_json(spec.to_json())
+    assert again == spec and again.key("p") == spec.key("p") and again.to_json() == spec.to_json()
+    assert len({EpisodeSpec.of(**f).key("p") for f in ROUND_TRIP_FIELDS}) == len(ROUND_TRIP_FIELDS)
 
 
-@pytest.mark.parametrize(("fields", "key"), MAIN_KEYS)
-def test_episode_spec__is_its_stack_plus_the_instance_seed_and_trial(fields: dict[str, Any], key: str) -> None:
-    spec = EpisodeSpec(**{"max_turns": 1000, **fields})
-    episode = {name: getattr(spec, name) for name in ("instance_index", "instance_id", "seed", "trial")}
-    assert EpisodeSpec.from_stack(spec.stack(), **episode) == spec
-    assert EpisodeSpec.from_stack(StackSpec.from_json(spec.stack().to_json()), **episode).key("p") == spec.key("p")
-
-
-def test_episode_spec__refuses_a_stack_it_cannot_express() -> None:
-    base = EpisodeSpec("course").stack()
-    with pytest.raises(ConfigError, match="default arguments") as caught:
-        EpisodeSpec.from_stack(StackSpec.of(base.env_id, base.env_kwargs, [*base.wrappers, ("cost", {"lam": 0.3})]))
-    assert caught.value.field == "wrappers.cost"
-    with pytest.raises(ConfigError, match="chat_adapter"):
-        EpisodeSpec.from_stack(base.below("chat_adapter"))
-    with pytest.raises(ConfigError, match="ACE-<domain>-v0"):
-        EpisodeSpec.from_stack(StackSpec("ACE-StepWise-v0", {"domain": "course"}, base.wrappers))
+def test_episode_spec__refuses_what_no_episode_plays_naming_the_field() -> None:
+    base = EpisodeSpec.of("course").stack
+    with pytest.raises(ConfigError, match="step_budget") as caught:
+        EpisodeSpec(base.below("step_budget"))
+    assert caught.value.field == "stack.wrappers"
+    with pytest.raises(ConfigError) as caught:
+        EpisodeSpec(StackSpec("ACE-course-v0", {"dataset": "5x5"}, base.wrappers))
+    assert caught.value.field == "stack.env_kwargs.domain"
+    with pytest.raises(ConfigError) as caught:
+        EpisodeSpec({"env_id": "ACE-course-v0"})  # type: ignore[arg-type]
+    assert caught.value.field == "stack"
+    for text in ("[1]", "{", json.dumps({"stack": base.to_dict(), "tool_failure_rate": 0.5})):
+        with pytest.raises(ConfigError) as caught:
+            EpisodeSpec.from_json(text)
+        assert caught.value.field == "episode"
 
 
 def test_trainer_adapters__build_their_stacks_from_the_registry() -> None:
@@ -339,8 +318,8 @@ def test_trainer_adapters__build_their_stacks_from_the_registry() -> None:
     with pytest.raises(ConfigError) as caught:
         trl.environment_class("course", tool_failure_rate=2.0)
     assert caught.value.field == "rate"
-    spec = EpisodeSpec("course", tool_failure_rate=0.5, settings=("cost",))  # verl, SkyRL, OpenRLHF rows
-    assert EpisodeSpec.from_json(spec.to_json()).stack() == spec.stack()
+    spec = EpisodeSpec.of("course", tool_failure_rate=0.5, settings=("cost",))  # verl, SkyRL, OpenRLHF rows
+    assert EpisodeSpec.from_json(spec.to_json()) == spec
 
 
 def test_import_ace_gym__reads_the_registry_without_loading_any_wrapper() -> None:
@@ -389,9 +368,23 @@ def test_server_make_request__takes_todays_shape_and_a_stack_and_refuses_a_misma
         assert caught.value.code == "FACTORY_ERROR"
 
 
-def test_a_remote_episode__plays_its_specs_own_stack() -> None:
+def test_a_remote_episode__plays_its_specs_own_stack(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("websockets")
-    from ace_gym.eval import remote
+    from ace_gym.eval import run_episodes
+    from ace_gym.eval.remote import RemoteStackFactory
+    from ace_gym.policies import make_policy
+    from ace_gym.server.client import RemoteEnv
 
-    (played,) = remote.remote_specs([EpisodeSpec("course", scenario={"stages": 2})], "ws://unused")
-    assert played.stack().env_id == "ACE-course-scenario-v0"  # the remote plays the spec's own stack
+    made: list[tuple[Any, ...]] = []
+
+    def local(cls: type, url: str, stack: StackSpec, **options: Any) -> gym.Env:
+        made.append((url, stack, options))
+        return stack.make()
+
+    monkeypatch.setattr(RemoteEnv, "from_stack", classmethod(local))
+    spec = EpisodeSpec.of("course", instance_index=0, scenario={"stages": 2}, max_turns=40)
+    factory = RemoteStackFactory("ws://unused")
+    assert pickle.loads(pickle.dumps(factory)) == factory  # what a Ray worker is sent
+    (record,) = run_episodes([spec], make_policy("solver"), make_env=factory)
+    assert made == [("ws://unused", spec.stack, {"grader": True})]  # the spec's own stack, in the server
+    assert record["key"] == spec.key("solver") and record["replay"]["spec"] == json.loads(spec.to_json())

@@ -49,8 +49,9 @@ from ace_gym.benchmark import Evaluation, Report
 from ace_gym.cli_flags import ListAction, add_common_flags, output_directory, progress_bar, resolve_domains
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.errors import ConfigError, choice, integer
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.eval.plots import DEFAULT_HEATMAP_FORMATS, HEATMAP_FORMATS, matplotlib_available, write_heatmaps
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.eval.rollout import run_episodes
 from ace_gym.eval.summary import format_table, summarize
 from ace_gym.instance import BUNDLED_DATASETS, Dataset, load_dataset, resolve_dataset
 from ace_gym.policies import POLICY_SPECS, make_policy, policy_label
@@ -329,7 +330,7 @@ def dataset_specs(
             for rate in tool_failure_rates:
                 for trial in range(trials):
                     specs.append(
-                        EpisodeSpec(
+                        EpisodeSpec.of(
                             domain,
                             source,
                             instance_index=index,
@@ -364,6 +365,8 @@ def run_identity(args: argparse.Namespace, label: str) -> dict[str, Any]:
             **({"failure_injection": _failure_injection(args)} if args.failure_modes else {}),
             # failures drawn per episode since issue 40: a run drawn from the seed alone is another run
             **({"failure_draws": "episode"} if any(rate > 0 for rate in args.tool_failure_rates) else {}),
+            # episode keys name the stack since issue 41: a run keyed before is another run
+            "episode_keys": "stack",
         },
         "ace_gym_version": __version__,
     }
@@ -395,14 +398,15 @@ ACE_REPORT = Report(summarize, format_table, write_heatmaps)
 
 def _ace_evaluation(args: argparse.Namespace, label: str) -> Evaluation:
     specs = build_specs(args)
+    rollout = run_episodes
     if args.env_url:
-        from ace_gym.eval.remote import remote_specs
+        from ace_gym.eval.remote import RemoteStackFactory
 
-        specs = [*remote_specs(specs, args.env_url)]
+        rollout = partial(run_episodes, make_env=RemoteStackFactory(args.env_url))
     return Evaluation(
         items=list(specs),
         key=lambda spec: spec.key(label),
-        rollout=run_episodes,
+        rollout=rollout,
         run=run_identity(args, label),
         refuse_mixing=partial(_refuse_mixing, label=label, specs=specs),
         report=ACE_REPORT,
@@ -522,13 +526,13 @@ def _refuse_other_run(out: Path, run: dict[str, Any]) -> None:
 def _refuse_mixing(path: Path, label: str, specs: Sequence[EpisodeSpec]) -> None:
     """For a directory without a recorded run identity: its records must be of this policy,
     configuration and (per domain) dataset."""
-    configs = {spec.key(label).rsplit("|", 1)[1] for spec in specs}
+    stacks = {f"|{spec.stack.key()}" for spec in specs}
     datasets = {spec.domain: spec.dataset for spec in specs}
     for record in read_records(path, skipped=[]):
         if record.get("policy") != label:
             raise ConfigError("out", str(path.parent), f"holds episodes of another policy ({record.get('policy')})")
-        if str(record.get("key", "")).rsplit("|", 1)[-1] not in configs:
-            raise ConfigError("out", str(path.parent), "holds episodes run with other budgets or max turns")
+        if not any(str(record.get("key", "")).endswith(stack) for stack in stacks):
+            raise ConfigError("out", str(path.parent), "holds episodes run with other budgets, max turns or wrappers")
         if datasets.get(record["domain"], record.get("dataset")) != record.get("dataset"):
             raise ConfigError("out", str(path.parent), f"holds episodes of dataset {record.get('dataset')}")
 

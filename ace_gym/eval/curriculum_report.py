@@ -1,4 +1,4 @@
-"""What a curriculum did, from episode records alone (:func:`ace_gym.eval.rollout.ace_record`:
+"""What a curriculum did, from episode records alone (:func:`ace_gym.eval.records.ace_record`:
 ``domain``, ``curriculum_level``, ``hidden_slots``, ``decoy_budget``, ``score``): the level
 trajectory per domain, success per level, and a plot of the trajectory (the ``plot`` extra).
 

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.registration import DATASET_ENV_IDS
 from ace_gym.stacks import StackSpec
 
@@ -55,8 +55,8 @@ def fit_env_kwargs(env_kwargs: Mapping[str, Any], dataset: object) -> dict[str, 
 
 
 def fit_spec(spec: EpisodeSpec) -> EpisodeSpec:
-    """``spec`` with :data:`FIT`'s env keyword arguments (its own others kept; see :func:`fit_env_kwargs`)."""
-    return dataclasses.replace(spec, env_kwargs=fit_env_kwargs(spec.env_kwargs, spec.dataset))
+    """``spec`` with :data:`FIT`'s env keyword arguments on its stack's env (:func:`fit_stack`)."""
+    return dataclasses.replace(spec, stack=fit_stack(spec.stack))
 
 
 def fit_stack(stack: StackSpec) -> StackSpec:

@@ -3,12 +3,13 @@
 Every ACE record of :func:`~ace_gym.eval.rollout.run_episodes` carries what its replay needs
 (docs/replay.md): each turn's ``action`` as it was played (a model's text or assistant message, a
 scripted call as an assistant message with one native tool call) and ``replay``: the
-:class:`~ace_gym.eval.rollout.EpisodeSpec`, the env stack as ``env.spec`` names it, the package
-version and the dataset file's SHA-256. A replay rebuilds the env from the spec, resets it with
-the recorded seed and sends the recorded actions through the same
-``StepBudget(ChatAdapter(...))`` stack; the conversation (every observation), each turn's reward
-and info, and the end (score, reason, grid, termination, feedback rounds, scenario log) must be
-identical. The first difference is reported with its turn.
+:class:`~ace_gym.eval.episode_spec.EpisodeSpec` (its env stack, instance, seed and trial), the
+package version and the dataset file's SHA-256. A replay rebuilds the stack, resets it with the
+recorded seed and sends the recorded actions through it; the conversation (every observation),
+each turn's reward and info, and the end (score, reason, grid, termination, feedback rounds,
+scenario log) must be identical. The first difference is reported with its turn. A record written
+before issue 41 states the spec in its former fields and the stack as ``env.spec`` named it:
+:func:`spec_of_old_record` is the one place that reads it.
 
 :class:`ReplayPolicy` is the actor that does it inside :func:`~ace_gym.eval.rollout.run_episodes`
 (it raises :class:`ReplayDiverged` at the first difference it sees); :func:`replay_record` runs
@@ -24,13 +25,15 @@ import argparse
 import json
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ace_gym import __version__
 from ace_gym.errors import ConfigError, did_you_mean
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.eval.episode_spec import EpisodeSpec
+from ace_gym.eval.records import stack_fields
+from ace_gym.eval.rollout import run_episodes
 from ace_gym.exit_codes import EXIT_OK, EXIT_REPLAY_MISMATCH
 from ace_gym.feedback.rounds import AGENCYBENCH_THRESHOLD
 from ace_gym.feedback.scenario import ScenarioEnv
@@ -59,8 +62,9 @@ ENDING_FIELDS = (
 ``notes`` and ``tokens``, are not the env's answers and are not compared)."""
 
 SPEC_FIELDS = ("dataset", "domain", "seed", "trial", "tool_failure_rate", "max_turns", "settings")
-"""Top-level record fields that restate the recorded spec: each must equal the rebuilt spec's
-before anything is replayed (a record edited there describes another episode than it replays)."""
+"""Top-level record fields that restate the recorded spec (:func:`~ace_gym.eval.records.stack_fields`,
+the seed and the trial): each must equal the rebuilt spec's before anything is replayed (a record
+edited there describes another episode than it replays)."""
 
 TURN_FIELDS = ("action", "reward", "info", "context")
 """Per-turn fields a replay must reproduce (token counts and ids are the engine's, not compared);
@@ -100,13 +104,14 @@ def replay_spec(record: Mapping[str, Any]) -> EpisodeSpec:
     ConfigError naming the field when it carries no replay fields (written before records
     carried ``replay``, or by a vector env, whose episodes have no spec), or its ``turns`` are
     not a list of objects with an ``action``, or its ``messages`` not a list."""
-    return EpisodeSpec.from_json(json.dumps(_played_spec(record)))
+    fields = _replay_fields(record)
+    if _is_old_record(record):
+        return spec_of_old_record(fields, record)
+    return EpisodeSpec.from_dict(fields["spec"])
 
 
-def _played_spec(record: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The recorded spec's fields with the threshold and failure draws it was played with
-    (:func:`_played_threshold`, :func:`_played_draws`: the recorded mapping itself when it names
-    them), after :func:`replay_spec`'s checks."""
+def _replay_fields(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The record's ``replay`` fields, after :func:`replay_spec`'s checks."""
     fields = record.get("replay")
     if not isinstance(fields, Mapping) or not isinstance(fields.get("spec"), Mapping):
         raise ConfigError(
@@ -117,7 +122,27 @@ def _played_spec(record: Mapping[str, Any]) -> Mapping[str, Any]:
         raise ConfigError("record", record.get("key"), "has no 'turns' list of objects with an 'action' to replay")
     if not isinstance(record.get("messages"), list):
         raise ConfigError("record", record.get("key"), "has no 'messages' list to compare the replay with")
-    return _played_reward(_played_draws(_played_threshold(fields["spec"], record), fields.get("env_spec")))
+    return fields
+
+
+def _is_old_record(record: Mapping[str, Any]) -> bool:
+    """Whether ``record`` was written before issue 41 (its spec states no ``stack``)."""
+    return "stack" not in record["replay"]["spec"]
+
+
+def spec_of_old_record(fields: Mapping[str, Any], record: Mapping[str, Any]) -> EpisodeSpec:
+    """The spec of a record written before issue 41, whose ``replay.spec`` holds the former
+    fields of EpisodeSpec (``domain``, ``dataset``, ``instance_index``, ``instance_id``, ``seed``,
+    ``trial``, ``tool_failure_rate``, ``env_kwargs``, ``max_turns``, ``settings``, ``scenario``,
+    ``feedback_rounds``, ``failure_injection``, ``context``: the arguments of
+    :meth:`EpisodeSpec.of`, which builds the stack they played), with the threshold, reward and
+    failure draws it was played with (:func:`_played_threshold`, :func:`_played_reward`,
+    :func:`_played_draws`); ConfigError for fields that are no such spec."""
+    played = _played_reward(_played_draws(_played_threshold(fields["spec"], record), fields.get("env_spec")))
+    try:
+        return EpisodeSpec.of(**played)
+    except TypeError as error:  # a field the former EpisodeSpec did not have
+        raise ConfigError("replay.spec", dict(played), f"is not an EpisodeSpec of a former record ({error})") from None
 
 
 def _played_threshold(spec: Mapping[str, Any], record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -242,13 +267,18 @@ class ReplayPolicy(Actor):
             raise ConfigError(
                 "episode", episode.key, f"no record has this key{did_you_mean(episode.key, self.records)}"
             )
-        recorded_stack = _with_played_draws((record.get("replay") or {}).get("env_spec"))
+        if "env_spec" in (record.get("replay") or {}):  # a record written before issue 41: the stack
+            self._check_env_spec(episode, record)  # as env.spec named it, to compare with today's
+        episode.agent = _Progress(record)
+        episode.agent.check_messages(episode)
+
+    @staticmethod
+    def _check_env_spec(episode: Episode, record: Mapping[str, Any]) -> None:
+        recorded_stack = _with_played_draws(record["replay"]["env_spec"])
         stack = getattr(episode.env, "spec", None)
         replayed_stack = None if stack is None else json.loads(stack.to_json())
         if _scenario_reward_named(current_entry_points(recorded_stack)) != current_entry_points(replayed_stack):
             raise ReplayDiverged(ReplayMismatch(episode.key, None, "env_spec", recorded_stack, replayed_stack))
-        episode.agent = _Progress(record)
-        episode.agent.check_messages(episode)
 
     def act(self, episodes: Sequence[Episode]) -> list[Turn]:
         turns = []
@@ -328,10 +358,10 @@ def spec_mismatch(record: Mapping[str, Any], spec: EpisodeSpec) -> ReplayMismatc
     current_hash = dataset_sha256(spec.dataset, spec.domain)
     if recorded_hash != current_hash:
         return ReplayMismatch(key, None, "dataset_sha256", recorded_hash, current_hash)
+    stated = {**stack_fields(spec.stack), "seed": spec.seed, "trial": spec.trial}
     for name in SPEC_FIELDS:
-        rebuilt = list(spec.settings) if name == "settings" else getattr(spec, name)
-        if record.get(name) != rebuilt:
-            return ReplayMismatch(key, None, name, record.get(name), rebuilt)
+        if record.get(name) != stated[name]:
+            return ReplayMismatch(key, None, name, record.get(name), stated[name])
     return None
 
 
@@ -340,22 +370,22 @@ def replay_record(record: Mapping[str, Any]) -> ReplayMismatch | None:
     observation, reward and the end are identical. Checks the dataset file's hash and the
     record's :data:`SPEC_FIELDS` first.
     ConfigError when the record cannot be replayed (:func:`replay_spec`)."""
-    played = _played_spec(record)
-    spec = EpisodeSpec.from_json(json.dumps(played))
+    spec = replay_spec(record)
     key = str(record["key"])
     mismatch = spec_mismatch(record, spec)
     if mismatch is not None:
         return mismatch
     replayed_key = spec.key(str(record["policy"]))
-    if played is not record["replay"]["spec"]:
-        record = {**record, "key": replayed_key}  # its key named no threshold or draws: today's key names them
+    if _is_old_record(record):
+        record = {**record, "key": replayed_key}  # its key is in the former format: today's names the stack
     elif replayed_key != key:
         return ReplayMismatch(key, None, "key", key, replayed_key)
     try:
         (replayed,) = run_episodes([spec], ReplayPolicy([record]), batch_size=1, name=str(record["policy"]))
+        mismatch = compare_records(record, replayed)
     except ReplayDiverged as diverged:
-        return diverged.mismatch
-    return compare_records(record, replayed)
+        mismatch = diverged.mismatch
+    return None if mismatch is None else replace(mismatch, key=key)
 
 
 def replayed_turns(record: Mapping[str, Any], env: Any) -> Iterator[Any]:

@@ -41,8 +41,8 @@ import numpy as np
 from ace_gym.cli_flags import add_common_flags, progress_bar, resolve_domains
 from ace_gym.errors import ConfigError, did_you_mean, integer
 from ace_gym.eval.cli import add_env_flags, dataset_specs, env_kwargs, shared_selection
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.eval.fit import FIT, fit_stack
-from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance import BUNDLED_DATASETS
 from ace_gym.policies import SCRIPTED_POLICIES, make_scripted_policy
 from ace_gym.presets import PROCEDURAL_PRESETS
@@ -196,7 +196,7 @@ def fit_ratios(default: Sequence[Mapping[str, Any]], fit: Sequence[Mapping[str, 
 def dataset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
     """One plain episode per dataset instance the flags select (as ``ace-gym eval`` selects them)."""
     return [
-        TokenEpisode(spec.stack(), spec.seed, spec.reset_options(), spec.policy_seed())
+        TokenEpisode(spec.stack, spec.seed, spec.reset_options(), spec.policy_seed())
         for spec in dataset_specs(**shared_selection(args))
     ]
 
@@ -220,8 +220,8 @@ def preset_episodes(args: argparse.Namespace) -> list[TokenEpisode]:
     settings = setting_names(args.wrappers, "wrappers")
     episodes = []
     for domain in resolve_domains(args.domains):
-        spec = EpisodeSpec(domain, env_kwargs=env_kwargs(args), max_turns=args.max_turns, settings=settings)
-        dataset_stack = spec.stack()  # the stack eval plays, on the procedural env instead of a dataset's
+        spec = EpisodeSpec.of(domain, env_kwargs=env_kwargs(args), max_turns=args.max_turns, settings=settings)
+        dataset_stack = spec.stack  # the stack eval plays, on the procedural env instead of a dataset's
         kwargs = {k: v for k, v in dataset_stack.env_kwargs.items() if k != "dataset"}
         stack = StackSpec(f"ACE-{domain}-{preset}-v0", kwargs, dataset_stack.wrappers)
         for hidden in wanted:

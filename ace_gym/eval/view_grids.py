@@ -23,8 +23,8 @@ import gymnasium as gym
 
 from ace_gym.envs import AceEnv
 from ace_gym.errors import AceGymError
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.eval.replay import ReplayDiverged, replay_spec, replayed_turns, spec_mismatch
-from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance import BUNDLED_DATASETS
 from ace_gym.scoring import grid_of_ids
 
@@ -111,7 +111,7 @@ class TurnGrids:
         return grids
 
     def _stack(self, spec: EpisodeSpec) -> gym.Env:
-        key = spec.stack().to_json()
+        key = spec.stack.key()
         env = self._stacks.pop(key, None)
         if env is None:
             env = spec.make_env()

@@ -28,7 +28,7 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
 from ace_gym.errors import ConfigError
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.episode_spec import EpisodeSpec
 
 
 class AgentInstance(AgentInstanceBase):

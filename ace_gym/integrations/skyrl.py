@@ -19,7 +19,7 @@ from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
 from ace_gym.atomic import AtomicFile
 from ace_gym.errors import choice
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.integrations.rewards import REWARDS, partial_score
 from ace_gym.parsing import FORMAT_EXAMPLES
 

@@ -138,7 +138,7 @@ def validation_specs(
         rng = np.random.default_rng((seed, DOMAIN_NAMES.index(domain)))
         indices = rng.choice(size, size=min(episodes_per_domain, size), replace=False)
         specs += [
-            EpisodeSpec(
+            EpisodeSpec.of(
                 domain,
                 dataset,
                 instance_index=int(index),

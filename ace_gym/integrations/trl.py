@@ -34,8 +34,8 @@ from ace_gym.curriculum import CurriculumState
 from ace_gym.domains import DOMAIN_NAMES, get_domain
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, choice, integer, optional_integer
+from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.fit import tell_free_env_kwargs
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.integrations.rewards import REWARDS, partial_score
 from ace_gym.presets import PROCEDURAL_PRESETS
 from ace_gym.runs.loop import TokenEngineActor

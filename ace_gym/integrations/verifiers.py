@@ -35,8 +35,8 @@ from verifiers.v1.errors import MODEL_TRANSPORT_ERROR_EXIT_CODE
 
 from ace_gym.domains import DOMAIN_NAMES
 from ace_gym.envs import AceEnv
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.eval.fit import FIT, TRAINING_DATASET
-from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.instance.loading import resolve_dataset
 
 PLUGIN_ID = "ace-gym-verifiers"
@@ -48,7 +48,7 @@ class AceTasksetConfig(vf.TasksetConfig):
     """Which episodes the taskset yields: every instance of ``dataset`` (default the bundled 5x7
     set, for training: the published 5x5 names give the truth away; ``"5x5"`` to evaluate on the
     published data) for each of ``domains``,
-    played with these :class:`~ace_gym.eval.EpisodeSpec` settings (planning ``settings``,
+    played with these :meth:`~ace_gym.eval.EpisodeSpec.of` arguments (planning ``settings``,
     AgencyBench ``scenario`` / ``feedback_rounds``, the context policy ``context``). ``env_kwargs``
     defaults to the recommended training settings' (:data:`~ace_gym.eval.fit.FIT`: compact
     observations, several calls a turn); ``{}`` plays the published replies."""
@@ -84,7 +84,7 @@ class AceTaskset(vf.Taskset[AceTask, AceTasksetConfig]):
         config = self.config
         for domain in config.domains:
             for index in range(len(resolve_dataset(config.dataset, domain))):
-                yield EpisodeSpec(
+                yield EpisodeSpec.of(
                     domain,
                     config.dataset,
                     instance_index=index,

@@ -20,7 +20,7 @@ from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
 from ace_gym.envs import AceEnv
 from ace_gym.errors import ConfigError, choice
-from ace_gym.eval.rollout import EpisodeSpec
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.integrations.rewards import REWARDS, partial_score
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 :func:`run_qa_episodes` plays ``ALB-QA-v0`` episodes (one :class:`QASpec` each);
 :func:`run_official_rows` answers rows of a local copy of the official dataset. Both send up to
 ``batch_size`` conversations per ``engine.generate`` call and yield records shaped like the ACE
-episode records of :mod:`ace_gym.eval.rollout`: ``key``, ``policy``, ``env_id``, ``domain`` (the
+episode records of :mod:`ace_gym.eval.records`: ``key``, ``policy``, ``env_id``, ``domain`` (the
 setting, e.g. ``kf-c``), ``seed``, ``trial``, ``env_config``, ``score`` (the official metric,
 None when the gold does not parse: the paper-comparable verdict, whatever the env's ``reward``
 option), ``reward`` (the env's reward, the strict score by default), ``terminated``, ``truncated``, ``messages``,

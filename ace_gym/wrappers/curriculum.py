@@ -36,7 +36,7 @@ class Curriculum(gym.Wrapper[ObsType, ActType, ObsType, ActType], gym.utils.Reco
     env) runs its own curriculum, and sub-env ``i`` of a vector env seeded ``s`` plays the level
     sequence of a single env seeded ``s + i``. ``shared=True``: every sub-env holds a copy of one
     shared state and reports nothing itself; the collector passes every outcome to all of them
-    (``envs.call("report", outcome)``, as :func:`ace_gym.eval.rollout.run_vector_episodes` does)
+    (``envs.call("report", outcome)``, as :func:`ace_gym.eval.collectors.run_vector_episodes` does)
     before the next step, so the copies stay equal and a sync and an async vector env play the
     same levels.
 

@@ -16,7 +16,7 @@ BUNDLED_INSTANCES = 35
 
 
 def test_greedy__mean_score_is_non_increasing_in_decoy_budget() -> None:
-    specs = [EpisodeSpec(d, instance_index=i) for d in DOMAIN_NAMES for i in range(BUNDLED_INSTANCES)]
+    specs = [EpisodeSpec.of(d, instance_index=i) for d in DOMAIN_NAMES for i in range(BUNDLED_INSTANCES)]
     by_budget: dict[int, list[int]] = {}
     for record in run_episodes(specs, GreedyLocal()):
         by_budget.setdefault(record["decoy_budget"], []).append(record["score"])
@@ -31,7 +31,7 @@ def test_greedy__mean_score_is_non_increasing_in_decoy_budget() -> None:
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_greedy__never_reasons_globally(domain: str) -> None:
-    records = list(run_episodes([EpisodeSpec(domain, instance_index=i) for i in range(0, 35, 5)], GreedyLocal()))
+    records = list(run_episodes([EpisodeSpec.of(domain, instance_index=i) for i in range(0, 35, 5)], GreedyLocal()))
     for record in records:
         called = {m["name"] for m in record["messages"] if m["role"] == "tool"}
         names = tool_names(domain)
@@ -41,7 +41,7 @@ def test_greedy__never_reasons_globally(domain: str) -> None:
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_random__never_crashes_and_ends_every_episode(domain: str) -> None:
-    specs = [EpisodeSpec(domain, instance_index=i, seed=s, max_turns=200) for i in range(0, 35, 4) for s in range(3)]
+    specs = [EpisodeSpec.of(domain, instance_index=i, seed=s, max_turns=200) for i in range(0, 35, 4) for s in range(3)]
     records = list(run_episodes(specs, RandomPolicy(), batch_size=8))
     assert len(records) == len(specs)
     assert all(r["terminated"] or r["truncated"] for r in records)
@@ -51,7 +51,7 @@ def test_random__never_crashes_and_ends_every_episode(domain: str) -> None:
 
 def test_random__same_seed_same_calls_other_seed_other_calls() -> None:
     def calls(seed: int, trial: int) -> list:
-        (record,) = run_episodes([EpisodeSpec("travel", instance_index=20, seed=seed, trial=trial)], RandomPolicy())
+        (record,) = run_episodes([EpisodeSpec.of("travel", instance_index=20, seed=seed, trial=trial)], RandomPolicy())
         return [m["tool_calls"] for m in record["messages"] if m["role"] == "assistant"]
 
     assert calls(3, 0) == calls(3, 0)

@@ -48,7 +48,7 @@ def test_solver__solves_every_bundled_instance(domain: str) -> None:
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_solver__solves_every_instance_of_the_bundled_5x7_benchmark(domain: str) -> None:
     count = len(AceEnv(domain, "5x7").dataset)
-    records = list(run_episodes([EpisodeSpec(domain, "5x7", instance_index=i) for i in range(count)], ExactSolver()))
+    records = list(run_episodes([EpisodeSpec.of(domain, "5x7", instance_index=i) for i in range(count)], ExactSolver()))
     assert count == 54 and [r["score"] for r in records] == [1] * count
 
 
@@ -144,7 +144,7 @@ def test_search__yields_exactly_the_brute_force_solutions_on_random_small_grids(
 )
 def test_solver__finite_budgets__never_crashes_and_explains_every_failure(budgets: dict) -> None:
     specs = [
-        EpisodeSpec(d, instance_index=i, env_kwargs=budgets) for d in DOMAIN_NAMES for i in range(BUNDLED_INSTANCES)
+        EpisodeSpec.of(d, instance_index=i, env_kwargs=budgets) for d in DOMAIN_NAMES for i in range(BUNDLED_INSTANCES)
     ]
     records = list(run_episodes(specs, ExactSolver()))
     assert len(records) == len(specs)
@@ -158,7 +158,7 @@ def test_solver__finite_budgets__never_crashes_and_explains_every_failure(budget
 
 
 def test_solver__steps_grow_about_linearly_with_hidden_slots() -> None:
-    specs = [EpisodeSpec(d, instance_index=i) for d in DOMAIN_NAMES for i in range(BUNDLED_INSTANCES)]
+    specs = [EpisodeSpec.of(d, instance_index=i) for d in DOMAIN_NAMES for i in range(BUNDLED_INSTANCES)]
     steps: dict[int, list[int]] = {}
     for record in run_episodes(specs, ExactSolver()):
         steps.setdefault(record["hidden_slots"], []).append(record["usage"]["turns"])
@@ -189,7 +189,7 @@ def test_solver__solves_generated_datasets(
     generate_dataset(domain, rows=rows, cols=cols, hidden_slots=hidden, decoy_budgets=budgets, seed=11, path=path)
     count = len(json.loads(path.read_text())["instances"])
     records = list(
-        run_episodes([EpisodeSpec(domain, str(path), instance_index=i) for i in range(count)], ExactSolver())
+        run_episodes([EpisodeSpec.of(domain, str(path), instance_index=i) for i in range(count)], ExactSolver())
     )
     assert [r["score"] for r in records] == [1] * count, [r["notes"] for r in records if not r["score"]]
 
@@ -206,7 +206,7 @@ def _calls(record: dict) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("observation", ["full", "compact"])
 def test_batching_solver__solves_every_domain_in_four_turns_with_the_solvers_own_calls(observation: str) -> None:
     specs = [
-        EpisodeSpec(domain, instance_index=index, env_kwargs={"observation": observation})
+        EpisodeSpec.of(domain, instance_index=index, env_kwargs={"observation": observation})
         for domain in DOMAIN_NAMES
         for index in (0, 12, 20, 27, 34)  # H = 1, 5, 7, 11, 15 (budgets vary too)
     ]
@@ -221,7 +221,7 @@ def test_batching_solver__solves_every_domain_in_four_turns_with_the_solvers_own
 
 
 def test_batching_solver__retries_injected_failures_in_a_later_turn() -> None:
-    spec = EpisodeSpec("course", instance_index=34, tool_failure_rate=0.3)
+    spec = EpisodeSpec.of("course", instance_index=34, tool_failure_rate=0.3)
     (record,) = run_episodes([spec], BatchingSolver())
     assert record["score"] == 1.0 and record["failures"]
     assert 4 < record["usage"]["turns"] < 20

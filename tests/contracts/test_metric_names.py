@@ -117,7 +117,7 @@ def _played_records() -> list[dict[str, Any]]:
         member
         for domain in ("course", "meal")
         for index in (30, 33)
-        for member in EpisodeSpec(
+        for member in EpisodeSpec.of(
             domain, instance_index=index, tool_failure_rate=0.3, feedback_rounds={"max_attempts": 2, "threshold": 1.0}
         ).group(2)
     ]

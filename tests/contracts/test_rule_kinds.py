@@ -40,7 +40,7 @@ from ace_gym.constraints import (
 )
 from ace_gym.domains import DOMAIN_NAMES, DOMAINS, CategoricalAttribute, Domain, GlobalRule, NumericAttribute
 from ace_gym.domains.spec import GlobalRuleKindName, SlotRuleKindName
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.generators import certify, generate_dataset, generate_instance
 from ace_gym.instance import CompiledInstance, resolve_dataset
 from ace_gym.scoring import evaluate_grid
@@ -344,7 +344,9 @@ def test_every_kind__generator_certificate_scoring_and_solver_agree(every_kind: 
     generate_dataset(every_kind, rows=4, cols=5, hidden_slots=[3, 8], decoy_budgets=[0, 6], seed=5, path=path)
     written = json.loads(path.read_text())["instances"]
     assert len(written) == 4 and all(instance["meta"]["certificate"]["holds"] for instance in written)
-    for record in run_episodes([EpisodeSpec(every_kind, str(path), instance_index=i) for i in range(4)], ExactSolver()):
+    for record in run_episodes(
+        [EpisodeSpec.of(every_kind, str(path), instance_index=i) for i in range(4)], ExactSolver()
+    ):
         assert record["score"] == 1, (record["instance_id"], record["reason"], record["notes"])
     instance = generate_instance(every_kind, rows=4, cols=5, hidden_slots=8, decoy_budget=6, seed=9)
     compiled = CompiledInstance(instance, DOMAINS[every_kind])

@@ -29,7 +29,10 @@ TOKENS = {
 
 @pytest.fixture(scope="module")
 def records() -> list[dict[str, Any]]:
-    specs = [EpisodeSpec("course", instance_index=0, seed=1), EpisodeSpec("meal", instance_index=0, seed=2, trial=1)]
+    specs = [
+        EpisodeSpec.of("course", instance_index=0, seed=1),
+        EpisodeSpec.of("meal", instance_index=0, seed=2, trial=1),
+    ]
     found = list(run_episodes(specs, ExactSolver(), batch_size=2))
     found[1]["tokens"] = TOKENS  # as a token-exact run stores them
     return found

@@ -21,7 +21,7 @@ MARGIN = 0.1
 
 def specs(dataset: str, count: int) -> list[EpisodeSpec]:
     return [
-        fit_spec(EpisodeSpec(domain, dataset, instance_index=i, seed=i)) for domain in DOMAINS for i in range(count)
+        fit_spec(EpisodeSpec.of(domain, dataset, instance_index=i, seed=i)) for domain in DOMAINS for i in range(count)
     ]
 
 
@@ -44,7 +44,9 @@ def test_fit__a_failed_check_buys_blind_search_next_to_nothing_over_random_slot_
     whole grid) against random slot-valid play's 0.214 on the published 5x5 instances, greedy-local
     0.205, meal 0.114 over greedy. Under FIT now no check below H=8: there the search is random
     slot-valid play, episode for episode; overall it gains at most a few hundredths."""
-    fit = [fit_spec(EpisodeSpec(domain, "5x5", instance_index=i, seed=i)) for domain in DOMAIN_NAMES for i in range(35)]
+    fit = [
+        fit_spec(EpisodeSpec.of(domain, "5x5", instance_index=i, seed=i)) for domain in DOMAIN_NAMES for i in range(35)
+    ]
     found = {(r["domain"], r["instance_index"]): r for r in run_episodes(fit, search())}
     random = {(r["domain"], r["instance_index"]): r for r in run_episodes(fit, CheckGuidedSearch(max_calls=1))}
     small = [key for key, record in random.items() if record["hidden_slots"] < 8]
@@ -56,17 +58,26 @@ def test_fit__a_failed_check_buys_blind_search_next_to_nothing_over_random_slot_
 
 def test_default_budgets__check_guided_search_pays_which_is_why_fit_budgets_them() -> None:
     """Without budgets the same search earns several times greedy-local (0.55-0.75 in the issue)."""
-    unlimited = [EpisodeSpec(domain, "5x7", instance_index=i, seed=i) for domain in DOMAINS for i in range(0, 54, 2)]
+    unlimited = [EpisodeSpec.of(domain, "5x7", instance_index=i, seed=i) for domain in DOMAINS for i in range(0, 54, 2)]
     assert mean_score(unlimited, CheckGuidedSearch()) > mean_score(unlimited, make_policy("greedy")) + 0.3
 
 
 def test_fit_settings__budget_checks_and_queries_and_renumber_the_published_names() -> None:
     assert FIT["env_kwargs"] == {"observation": "compact", **FIT_BUDGETS}
     assert FIT_BUDGETS["global_check_alpha"] != -1 and FIT_BUDGETS["extra_query_num"] != -1
-    assert fit_spec(EpisodeSpec("meal", "5x7")).env_kwargs == FIT["env_kwargs"]
-    assert fit_spec(EpisodeSpec("meal")).env_kwargs == {"item_names": "renumbered", **FIT["env_kwargs"]}
-    own = fit_spec(EpisodeSpec("meal", env_kwargs={"item_names": "published"}))
-    assert own.env_kwargs["item_names"] == "published"  # a spec's own choice is kept
-    assert fit_stack(EpisodeSpec("meal").stack()).env_kwargs["item_names"] == "renumbered"
+    assert fit_spec(EpisodeSpec.of("meal", "5x7")).stack.env_kwargs == {
+        "domain": "meal",
+        "dataset": "5x7",
+        **FIT["env_kwargs"],
+    }
+    assert fit_spec(EpisodeSpec.of("meal")).stack.env_kwargs == {
+        "domain": "meal",
+        "dataset": "5x5",
+        "item_names": "renumbered",
+        **FIT["env_kwargs"],
+    }
+    own = fit_spec(EpisodeSpec.of("meal", env_kwargs={"item_names": "published"}))
+    assert own.stack.env_kwargs["item_names"] == "published"  # a spec's own choice is kept
+    assert fit_spec(EpisodeSpec.of("meal", scenario={"stages": 2})).stack.env_kwargs["item_names"] == "renumbered"
     procedural = fit_stack(StackSpec.of("ACE-meal-procedural-v0", {}, []))
     assert procedural.env_kwargs == FIT["env_kwargs"]  # generated names carry no tell

@@ -93,7 +93,7 @@ def test_eval__ray_workers_play_against_an_env_server(cluster: Any, tmp_path: Pa
 def test_run_on_ray__a_killed_workers_episodes_run_again_exactly_once(
     cluster: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    specs = [EpisodeSpec("course", instance_index=index, tool_failure_rate=0.1) for index in range(12)]
+    specs = [EpisodeSpec.of("course", instance_index=index, tool_failure_rate=0.1) for index in range(12)]
     local = by_key(run_episodes(specs, make_policy("solver"), batch_size=1))
     records = solver_on_ray(specs, workers=2, chunk_size=2)
     received = []
@@ -110,7 +110,7 @@ def test_run_on_ray__a_killed_workers_episodes_run_again_exactly_once(
 @needs_ray
 @pytest.mark.slow
 def test_run_on_ray__an_error_in_a_rollout_is_raised_as_itself(cluster: Any, tmp_path: Path) -> None:
-    specs = [EpisodeSpec("course", dataset=str(tmp_path / "missing.json"), instance_index=0)]
+    specs = [EpisodeSpec.of("course", dataset=str(tmp_path / "missing.json"), instance_index=0)]
     with pytest.raises(ConfigError, match=r"missing\.json"):
         list(solver_on_ray(specs, workers=1))
 
@@ -139,7 +139,7 @@ def test_eval__ray_workers_on_an_unreachable_endpoint_exit_7_with_one_line_and_s
 
 def test_run_on_ray__without_ray_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # import fails as if not installed
-    specs = [EpisodeSpec("course", instance_index=0)]
+    specs = [EpisodeSpec.of("course", instance_index=0)]
     with pytest.raises(ConfigError, match=r"pip install '\.\[ray\]' in an ace-gym checkout"):
         list(solver_on_ray(specs))
 

@@ -28,7 +28,7 @@ DONE_NEVER_FAILS = {**ALL_MODES, "tool_rates": {"done": 0.0}}  # a give-up `done
 
 def records(policy: str, failure_injection: dict[str, Any]) -> list[dict[str, Any]]:
     specs = [
-        EpisodeSpec(
+        EpisodeSpec.of(
             domain,
             instance_index=index,
             seed=seed,
@@ -94,10 +94,11 @@ def test_failure_modes__are_seeded_and_replay_identically() -> None:
 
 def test_published_failure_only__by_default() -> None:
     (record,) = run_episodes(
-        [EpisodeSpec("course", instance_index=0, tool_failure_rate=0.6, max_turns=200)], make_policy("solver")
+        [EpisodeSpec.of("course", instance_index=0, tool_failure_rate=0.6, max_turns=200)], make_policy("solver")
     )
     assert {f["mode"] for f in record["failures"]} == {"failed"}
-    assert record["replay"]["env_spec"]["additional_wrappers"][0]["kwargs"]["failure_modes"] == ["failed"]
+    # the stack names the rate alone: the wrapper's default modes, the published failure
+    assert record["replay"]["spec"]["stack"]["wrappers"][0] == {"name": "failure_injection", "kwargs": {"rate": 0.6}}
 
 
 @pytest.mark.parametrize("mode", sorted(FAILURE_ENVELOPES))

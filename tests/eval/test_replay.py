@@ -35,10 +35,10 @@ from ace_gym.tools.state import EpisodeState
 from tests.core_helpers import nested_dict
 
 SPECS = (
-    EpisodeSpec("course", instance_index=0, tool_failure_rate=0.3, max_turns=200),
-    EpisodeSpec("meal", instance_index=1, seed=3, settings=("broken",), max_turns=100),
-    EpisodeSpec("travel", instance_index=2, feedback_rounds={"max_attempts": 2}, max_turns=60),
-    EpisodeSpec("course", instance_index=2, scenario={"stages": 2}, max_turns=60),
+    EpisodeSpec.of("course", instance_index=0, tool_failure_rate=0.3, max_turns=200),
+    EpisodeSpec.of("meal", instance_index=1, seed=3, settings=("broken",), max_turns=100),
+    EpisodeSpec.of("travel", instance_index=2, feedback_rounds={"max_attempts": 2}, max_turns=60),
+    EpisodeSpec.of("course", instance_index=2, scenario={"stages": 2}, max_turns=60),
 )
 
 
@@ -65,7 +65,7 @@ def test_replay_record__reproduces_scripted_episodes_of_every_protocol(policy: s
 
 
 def test_replay_record__a_turn_of_several_calls_in_compact_mode_replays_exactly() -> None:
-    specs = [EpisodeSpec(d, instance_index=34, env_kwargs={"observation": "compact"}) for d in ("course", "travel")]
+    specs = [EpisodeSpec.of(d, instance_index=34, env_kwargs={"observation": "compact"}) for d in ("course", "travel")]
     records = played(specs, make_policy("solver-batch"))
     assert [r["score"] for r in records] == [1.0, 1.0]
     assert all(max(len(turn["action"]["tool_calls"]) for turn in r["turns"]) > 1 for r in records)
@@ -75,32 +75,33 @@ def test_replay_record__a_turn_of_several_calls_in_compact_mode_replays_exactly(
 def test_records__carry_each_turns_action_and_the_replay_fields() -> None:
     (record,) = played(SPECS[:1], make_policy("solver"))
     replay = record["replay"]
-    assert set(replay) == {"spec", "env_spec", "version", "dataset_sha256"} and len(replay["dataset_sha256"]) == 64
-    assert replay["spec"]["tool_failure_rate"] == 0.3 and replay["spec"]["seed"] == 0
-    wrappers = [w["name"] for w in replay["env_spec"]["additional_wrappers"]]
-    assert replay["env_spec"]["id"] == "ACE-course-v0" and wrappers == [
-        "ToolFailureInjection",
-        "ChatAdapter",
-        "StepBudget",
+    assert set(replay) == {"spec", "version", "dataset_sha256"} and len(replay["dataset_sha256"]) == 64
+    assert replay["spec"] == json.loads(SPECS[0].to_json())  # one description: the stack, instance, seed, trial
+    stack = replay["spec"]["stack"]
+    assert stack["env_id"] == "ACE-course-v0" and [w["name"] for w in stack["wrappers"]] == [
+        "failure_injection",
+        "chat_adapter",
+        "step_budget",
     ]
+    assert stack["wrappers"][0]["kwargs"] == {"rate": 0.3} and replay["spec"]["seed"] == 0
     assistant = [m for m in record["messages"] if m["role"] == "assistant"]
     assert [t["action"]["tool_calls"][0]["function"] for t in record["turns"]] == [
         m["tool_calls"][0]["function"] for m in assistant
     ]
 
 
-def test_records__env_spec_is_each_episodes_own_stack_when_stacks_differ_only_in_options() -> None:
+def test_records__the_recorded_stack_is_each_episodes_own_when_stacks_differ_only_in_options() -> None:
     specs = [
-        EpisodeSpec("course", instance_index=0, max_turns=7),
-        EpisodeSpec("course", instance_index=1, seed=4, max_turns=7),  # the same stack, another episode
-        EpisodeSpec("course", instance_index=0, max_turns=8),
-        EpisodeSpec("course", instance_index=0, max_turns=7, failure_injection={"failure_modes": ["timeout"]}),
+        EpisodeSpec.of("course", instance_index=0, max_turns=7),
+        EpisodeSpec.of("course", instance_index=1, seed=4, max_turns=7),  # the same stack, another episode
+        EpisodeSpec.of("course", instance_index=0, max_turns=8),
+        EpisodeSpec.of("course", instance_index=0, max_turns=7, failure_injection={"failure_modes": ["timeout"]}),
     ]
     records = {record["key"]: record for record in played(specs, make_policy("random"))}
     for spec in specs:
-        env = spec.make_env()
-        assert records[spec.key("random")]["replay"]["env_spec"] == json.loads(env.spec.to_json())
-        env.close()
+        recorded = records[spec.key("random")]["replay"]["spec"]
+        assert EpisodeSpec.from_json(json.dumps(recorded)) == spec
+        assert replay_record(records[spec.key("random")]) is None
 
 
 def test_replay_cli__replays_a_scripted_eval_run_exactly(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -162,7 +163,7 @@ def test_replay__a_changed_dataset_file_is_caught_before_the_first_turn(tmp_path
 
     copy = tmp_path / "course.json"
     copy.write_bytes(gzip.decompress(bundled_dataset_path("5x5", "course").read_bytes()))
-    (record,) = played([EpisodeSpec("course", str(copy), instance_index=0, max_turns=100)], make_policy("solver"))
+    (record,) = played([EpisodeSpec.of("course", str(copy), instance_index=0, max_turns=100)], make_policy("solver"))
     assert replay_record(record) is None
     copy.write_bytes(copy.read_bytes() + b"\n")  # same instances, another file
     mismatch = replay_record(record)
@@ -303,10 +304,10 @@ def test_replay_cli__replays_a_tiny_model_run_exactly(tiny_model: Path, tmp_path
     from tests.steering import ScriptedTurns, SteeredLlama, fill_then_done
 
     noise = HFChatEngine(tiny_model, max_new_tokens=10, temperature=1.0, seed=5)
-    records = played([EpisodeSpec("course", instance_index=1, seed=2, max_turns=3)], noise)
+    records = played([EpisodeSpec.of("course", instance_index=1, seed=2, max_turns=3)], noise)
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     model = SteeredLlama.from_pretrained(tiny_model)
-    specs = [EpisodeSpec(domain, instance_index=0, seed=3, max_turns=4) for domain in ("meal", "workforce")]
+    specs = [EpisodeSpec.of(domain, instance_index=0, seed=3, max_turns=4) for domain in ("meal", "workforce")]
     model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
     records += played(specs, HFChatEngine(model, tokenizer, max_new_tokens=64, temperature=1.0, seed=0))
     assert all(r["tokens"] is not None for r in records) and any(r["terminated"] for r in records)
@@ -336,7 +337,7 @@ RUNS_BEFORE_ISSUE_28 = {
 
 
 @pytest.mark.parametrize("name", sorted(RUNS_BEFORE_ISSUE_28))
-def test_records_written_before_the_moves__replay_identical_and_their_run_resumes_with_nothing_to_play(
+def test_records_written_before_the_moves__replay_identical_and_their_run_is_never_played_again(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run = tmp_path / name
@@ -354,18 +355,17 @@ def test_records_written_before_the_moves__replay_identical_and_their_run_resume
         assert replayed == EXIT_OK  # the recorded stack is the one rebuilt today
     resumed = main(["eval", *RUNS_BEFORE_ISSUE_28[name], "--no-progress", "--out", str(run)])
     assert (run / "episodes.jsonl").read_bytes() == episodes  # nothing played again
+    # their keys are in the former format (episode keys name the stack since issue 41): the same
+    # flags now make another run, refused naming the difference
+    assert resumed == EXIT_CONFIG
+    refused = capsys.readouterr().err
+    assert "holds another run: " in refused and "episode_keys None (this eval: 'stack')" in refused
     if name in ("feedback", "scenario"):  # played for the old default reward (and feedback at the old
         # default threshold, 0.6): the same flags now ask for the verdict (and 1.0)
-        assert resumed == EXIT_CONFIG
-        assert f"holds another run: {name}" in capsys.readouterr().err
-        assert (run / "summary.json").read_bytes() == summary
+        assert f"holds another run: {name}" in refused
     elif name == "plain":  # its failures were drawn from the seed alone: the same flags now draw per episode
-        assert resumed == EXIT_CONFIG
-        assert "holds another run: failure_draws" in capsys.readouterr().err
-        assert (run / "summary.json").read_bytes() == summary
-    else:  # every key matched
-        assert resumed == EXIT_OK
-        assert json.loads((run / "summary.json").read_bytes()) == json.loads(summary)
+        assert "failure_draws" in refused
+    assert (run / "summary.json").read_bytes() == summary
 
 
 def test_a_record_that_relied_on_the_old_feedback_threshold__replays_at_the_threshold_it_was_played_at() -> None:
@@ -374,7 +374,8 @@ def test_a_record_that_relied_on_the_old_feedback_threshold__replays_at_the_thre
         for line in gzip.decompress((RECORDS_BEFORE_ISSUE_28 / "feedback.jsonl.gz").read_bytes()).splitlines()[:1]
     ]
     assert "threshold" not in record["replay"]["spec"]["feedback_rounds"]
-    assert replay_spec(record).feedback_rounds == {"max_attempts": 2, "threshold": 0.6, "final_reward": "final"}
+    rounds = dict(replay_spec(record).stack.wrappers)["feedback_rounds"]
+    assert rounds == {"max_attempts": 2, "threshold": 0.6, "final_reward": "final"}
     assert replay_record(record) is None
 
 

@@ -87,7 +87,7 @@ def test_chat_engine_fakes__satisfy_the_protocol() -> None:
 
 
 def test_run_episodes__scripted_record_has_every_field_and_is_json() -> None:
-    (record,) = run_episodes([EpisodeSpec("meal", instance_index=9, seed=4)], ExactSolver())
+    (record,) = run_episodes([EpisodeSpec.of("meal", instance_index=9, seed=4)], ExactSolver())
     assert set(record) == RECORD_KEYS
     assert json.loads(json.dumps(record)) == record
     assert record["score"] == 1 and record["terminated"] and record["instance_id"] == "meal_r5_c5_h5_b4"
@@ -104,7 +104,7 @@ def test_score__is_one_float_type_in_env_info_budget_info_records_and_summary() 
     from ace_gym.eval.summary import summarize
     from ace_gym.wrappers import StepBudget
 
-    specs = [EpisodeSpec("meal", instance_index=9), EpisodeSpec("shopping", instance_index=34, max_turns=5)]
+    specs = [EpisodeSpec.of("meal", instance_index=9), EpisodeSpec.of("shopping", instance_index=34, max_turns=5)]
     solved, truncated = sorted(run_episodes(specs, ExactSolver(), batch_size=2), key=lambda r: r["domain"])
     scores = [solved["score"], truncated["score"], solved["turns"][-1]["info"]["score"]]
     assert scores == [1.0, 0.0, 1.0] and all(type(score) is float for score in scores)
@@ -117,7 +117,7 @@ def test_score__is_one_float_type_in_env_info_budget_info_records_and_summary() 
 
 
 def test_run_episodes__group_members_share_instance_and_seed() -> None:
-    specs = EpisodeSpec("course", seed=17).group(4)  # instance drawn from the seed
+    specs = EpisodeSpec.of("course", seed=17).group(4)  # instance drawn from the seed
     records = list(run_episodes(specs, ExactSolver(), batch_size=4))
     assert len({r["instance_id"] for r in records}) == 1
     assert {r["seed"] for r in records} == {17}
@@ -126,14 +126,14 @@ def test_run_episodes__group_members_share_instance_and_seed() -> None:
 
 
 def test_run_episodes__scripted_max_turns_truncates_with_a_score() -> None:
-    (record,) = run_episodes([EpisodeSpec("shopping", instance_index=34, max_turns=5)], ExactSolver())
+    (record,) = run_episodes([EpisodeSpec.of("shopping", instance_index=34, max_turns=5)], ExactSolver())
     assert record["truncated"] and not record["terminated"]
     assert record["usage"]["turns"] == 5 and record["score"] == 0 and record["reason"]
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_run_episodes__solver_survives_injected_tool_failures(domain: str) -> None:
-    specs = [EpisodeSpec(domain, instance_index=i, tool_failure_rate=0.2, seed=i) for i in (3, 17, 33)]
+    specs = [EpisodeSpec.of(domain, instance_index=i, tool_failure_rate=0.2, seed=i) for i in (3, 17, 33)]
     records = list(run_episodes(specs, ExactSolver(), batch_size=3))
     assert [r["score"] for r in records] == [1, 1, 1]
     calls = [call for r in records for t in r["turns"] for call in t["info"]["calls"]]
@@ -143,7 +143,7 @@ def test_run_episodes__solver_survives_injected_tool_failures(domain: str) -> No
 
 def test_run_episodes__scripted_and_chat_policies_get_one_record_shape() -> None:
     """A scripted policy acts through the adapter like an engine: same messages, call ids and turn info."""
-    spec = EpisodeSpec("meal", instance_index=9, seed=4, tool_failure_rate=0.2)
+    spec = EpisodeSpec.of("meal", instance_index=9, seed=4, tool_failure_rate=0.2)
     (scripted,) = run_episodes([spec], ExactSolver())
     (chat,) = run_episodes([spec], SolverChatEngine())
     assert scripted["score"] == chat["score"] == 1.0 and scripted["usage"]["turns"] == chat["usage"]["turns"]
@@ -160,7 +160,7 @@ def test_run_episodes__scripted_and_chat_policies_get_one_record_shape() -> None
 
 def test_run_episodes__chat_engine_gets_all_active_conversations_in_one_call() -> None:
     engine = SolverChatEngine()
-    specs = [EpisodeSpec("travel", instance_index=i) for i in range(0, 35, 5)]  # 7 episodes
+    specs = [EpisodeSpec.of("travel", instance_index=i) for i in range(0, 35, 5)]  # 7 episodes
     records = list(run_episodes(specs, engine, batch_size=5))
     assert sorted(r["instance_index"] for r in records) == list(range(0, 35, 5))
     assert all(r["score"] == 1 for r in records)
@@ -170,7 +170,9 @@ def test_run_episodes__chat_engine_gets_all_active_conversations_in_one_call() -
 
 
 def test_run_episodes__chat_record_keeps_token_ids_usage_and_reasoning() -> None:
-    (record,) = run_episodes([EpisodeSpec("workforce", instance_index=16, tool_failure_rate=0.1)], SolverChatEngine())
+    (record,) = run_episodes(
+        [EpisodeSpec.of("workforce", instance_index=16, tool_failure_rate=0.1)], SolverChatEngine()
+    )
     assert set(record) == RECORD_KEYS and record["score"] == 1
     assert json.loads(json.dumps(record)) == record
     turns = record["turns"]
@@ -184,7 +186,7 @@ def test_run_episodes__chat_record_keeps_token_ids_usage_and_reasoning() -> None
 
 def test_run_episodes__babbling_engine_hits_max_turns_without_crashing() -> None:
     records = list(
-        run_episodes([EpisodeSpec("pc_build", instance_index=i, max_turns=4) for i in range(3)], BabblingEngine())
+        run_episodes([EpisodeSpec.of("pc_build", instance_index=i, max_turns=4) for i in range(3)], BabblingEngine())
     )
     assert [r["truncated"] for r in records] == [True] * 3
     assert all(r["score"] == 0 and r["usage"]["turns"] == 4 and r["usage"]["tool_calls"] == 0 for r in records)
@@ -194,37 +196,36 @@ def test_run_episodes__babbling_engine_hits_max_turns_without_crashing() -> None
 
 def test_run_episodes__rejects_a_non_policy_and_bad_batch_size() -> None:
     with pytest.raises(ConfigError):
-        list(run_episodes([EpisodeSpec("course")], object()))  # type: ignore[arg-type]
+        list(run_episodes([EpisodeSpec.of("course")], object()))  # type: ignore[arg-type]
     with pytest.raises(ConfigError):
-        list(run_episodes([EpisodeSpec("course")], ExactSolver(), batch_size=0))
+        list(run_episodes([EpisodeSpec.of("course")], ExactSolver(), batch_size=0))
 
 
 def test_episode_spec__takes_numpy_integers_as_plain_ones_and_refuses_bools() -> None:
-    spec = EpisodeSpec("course", instance_index=3, max_turns=np.int64(5))
-    assert type(spec.max_turns) is int and spec.key("p") == EpisodeSpec("course", instance_index=3, max_turns=5).key(
-        "p"
-    )
+    spec = EpisodeSpec.of("course", instance_index=np.int64(3), max_turns=np.int64(5))
+    assert dict(spec.stack.wrappers)["step_budget"] == {"max_turns": 5} and type(spec.instance_index) is int
+    assert spec.key("p") == EpisodeSpec.of("course", instance_index=3, max_turns=5).key("p")
     assert len(spec.group(np.int32(3))) == 3
     with pytest.raises(ConfigError):
-        EpisodeSpec("course", max_turns=True)  # type: ignore[arg-type]
+        EpisodeSpec.of("course", max_turns=True)  # type: ignore[arg-type]
 
 
 def test_episode_spec__key_separates_every_setting() -> None:
-    base = EpisodeSpec("course", instance_id="course_r5_c5_h1_b0")
+    base = EpisodeSpec.of("course", instance_id="course_r5_c5_h1_b0")
     variants = [
         base,
-        EpisodeSpec("course", instance_id="course_r5_c5_h1_b2"),
-        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", seed=1),
-        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", trial=1),
-        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", tool_failure_rate=0.1),
-        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", env_kwargs={"extra_query_num": 2}),
-        EpisodeSpec("course", instance_id="course_r5_c5_h1_b0", max_turns=50),
-        EpisodeSpec("course", "other.json", instance_id="course_r5_c5_h1_b0"),
+        EpisodeSpec.of("course", instance_id="course_r5_c5_h1_b2"),
+        EpisodeSpec.of("course", instance_id="course_r5_c5_h1_b0", seed=1),
+        EpisodeSpec.of("course", instance_id="course_r5_c5_h1_b0", trial=1),
+        EpisodeSpec.of("course", instance_id="course_r5_c5_h1_b0", tool_failure_rate=0.1),
+        EpisodeSpec.of("course", instance_id="course_r5_c5_h1_b0", env_kwargs={"extra_query_num": 2}),
+        EpisodeSpec.of("course", instance_id="course_r5_c5_h1_b0", max_turns=50),
+        EpisodeSpec.of("course", "other.json", instance_id="course_r5_c5_h1_b0"),
     ]
     keys = {spec.key("solver") for spec in variants} | {base.key("greedy")}
     assert len(keys) == len(variants) + 1
     with pytest.raises(ConfigError):
-        EpisodeSpec("course", env_kwargs={"max_steps": 3})
+        EpisodeSpec.of("course", env_kwargs={"max_steps": 3})
 
 
 @pytest.mark.parametrize(
@@ -257,7 +258,7 @@ def test_run_vector_episodes__plays_a_scripted_policy_like_run_episodes() -> Non
     records = list(run_vector_episodes(envs, ExactSolver(), num_episodes=3, seed=5))
     assert len(records) == 3 and all(r["score"] == 1.0 and r["policy"] == "solver" for r in records)
     (alone,) = run_episodes(
-        [EpisodeSpec("course", instance_id=records[0]["instance_id"], max_turns=200)], ExactSolver()
+        [EpisodeSpec.of("course", instance_id=records[0]["instance_id"], max_turns=200)], ExactSolver()
     )
     assert [m for m in alone["messages"] if m["role"] != "system"] == [
         m for m in records[0]["messages"] if m["role"] != "system"
@@ -299,7 +300,7 @@ def test_run_vector_episodes__refuses_other_autoreset_modes() -> None:
 
 
 def _reuse_specs() -> list[EpisodeSpec]:
-    """Specs of every stack kind :meth:`EpisodeSpec.make_env` builds, three episodes each (other
+    """Specs of every stack kind :meth:`EpisodeSpec.of` builds, three episodes each (other
     instances, seeds and trials), so that a rollout of batch size 1 plays each stack three times."""
     stacks: list[dict[str, Any]] = [
         {"domain": "course"},
@@ -315,7 +316,7 @@ def _reuse_specs() -> list[EpisodeSpec]:
         {"domain": "travel", "feedback_rounds": {"max_attempts": 2}, "max_turns": 60},
     ]
     return [
-        EpisodeSpec(**stack, instance_index=k + 1, seed=7 * k + 1, trial=k % 2) for stack in stacks for k in range(3)
+        EpisodeSpec.of(**stack, instance_index=k + 1, seed=7 * k + 1, trial=k % 2) for stack in stacks for k in range(3)
     ]
 
 
@@ -346,7 +347,7 @@ def test_run_episodes__hashes_each_dataset_file_once_per_rollout_and_records_its
         return dataset_sha256(dataset, domain)
 
     monkeypatch.setattr(rollout, "dataset_sha256", counting_sha256)
-    specs = [EpisodeSpec(domain, instance_index=k, seed=k) for domain in ("course", "meal") for k in range(3)]
+    specs = [EpisodeSpec.of(domain, instance_index=k, seed=k) for domain in ("course", "meal") for k in range(3)]
     records = list(run_episodes(specs, make_policy("random"), batch_size=2))
     assert sorted(hashed) == [("5x5", "course"), ("5x5", "meal")]
     for record in records:
@@ -373,7 +374,7 @@ class SurrogateEngine:
 def test_run_episodes__a_models_lone_surrogates_leave_no_record_field_unencodable() -> None:
     """Issue 40: ``turns[k].action`` kept them (the messages were cleaned): no UTF-8 JSON."""
     orjson = pytest.importorskip("orjson")
-    (record,) = run_episodes([EpisodeSpec("course", instance_index=0, max_turns=4)], SurrogateEngine())
+    (record,) = run_episodes([EpisodeSpec.of("course", instance_index=0, max_turns=4)], SurrogateEngine())
     assert len(record["turns"]) == 4
     encoded = orjson.dumps(record)  # raises on a lone surrogate
     assert b"\xef\xbf\xbd" in encoded  # U+FFFD where each one was
@@ -402,11 +403,11 @@ def test_episode_spec__a_field_no_episode_plays_is_a_config_error_naming_it(fiel
     """Issue 40: unknown env_kwargs raised TypeError at make_env, seed=-1 a raw gymnasium error, and
     a NaN rate played without failures under a key saying ``fail=nan``."""
     with pytest.raises(ConfigError, match=named):
-        EpisodeSpec("course", **fields)
+        EpisodeSpec.of("course", **fields)
 
 
 def test_episode_spec__trial_reaches_the_failure_draws_and_a_group_fails_independently() -> None:
-    spec = EpisodeSpec("course", instance_index=0, tool_failure_rate=0.5, max_turns=12)
+    spec = EpisodeSpec.of("course", instance_index=0, tool_failure_rate=0.5, max_turns=12)
     assert spec.reset_options() == {"instance_index": 0}
     assert spec.group(3)[2].reset_options() == {"instance_index": 0, "trial": 2}
     records = list(run_episodes(spec.group(3), ExactSolver()))

@@ -14,8 +14,8 @@ import pytest
 
 from ace_gym.cli import main
 from ace_gym.domains import DOMAIN_NAMES
+from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.eval.fit import FIT
-from ace_gym.eval.rollout import EpisodeSpec
 from ace_gym.eval.tokens import MEASURES, TokenEpisode, measure
 from ace_gym.exit_codes import EXIT_CONFIG
 from ace_gym.runs.tokens import ApproxTokenizer, HFTokenizer, message_tokens
@@ -65,8 +65,8 @@ def test_tokens__text_table_names_what_was_counted(capsys: pytest.CaptureFixture
 
 
 def _episodes() -> list[TokenEpisode]:
-    specs = [EpisodeSpec("course", instance_index=index, seed=3) for index in (0, 12)]  # H=1 and H=5
-    return [TokenEpisode(s.stack(), s.seed, s.reset_options(), s.policy_seed()) for s in specs]
+    specs = [EpisodeSpec.of("course", instance_index=index, seed=3) for index in (0, 12)]  # H=1 and H=5
+    return [TokenEpisode(s.stack, s.seed, s.reset_options(), s.policy_seed()) for s in specs]
 
 
 def _conversation(spec_index: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -75,7 +75,7 @@ def _conversation(spec_index: int) -> tuple[list[dict[str, Any]], list[dict[str,
     from ace_gym.policies import make_scripted_policy
 
     record = next(
-        run_episodes([EpisodeSpec("course", instance_index=spec_index, seed=3)], make_scripted_policy("solver"))
+        run_episodes([EpisodeSpec.of("course", instance_index=spec_index, seed=3)], make_scripted_policy("solver"))
     )
     return record["messages"], record["tools"]
 

@@ -361,7 +361,7 @@ def _corrupt(record: dict[str, Any], change: str) -> dict[str, Any]:
     record = copy.deepcopy(record)
     spec = record["replay"]["spec"]
     if change == "dataset path":
-        spec["dataset"] = "/etc/passwd"
+        spec["stack"]["env_kwargs"]["dataset"] = "/etc/passwd"
     elif change == "dataset changed":
         record["replay"]["dataset_sha256"] = "0" * 64
     elif change == "no replay fields":
@@ -369,7 +369,7 @@ def _corrupt(record: dict[str, Any], change: str) -> dict[str, Any]:
     elif change == "unknown instance":
         spec["instance_id"] = "<img src=x onerror=alert(1)>"
     elif change == "unknown env argument":
-        spec["scenario"] = {"stages": 2, "bogus": 1}
+        spec["stack"]["env_kwargs"]["bogus"] = 1
     elif change == "unknown spec field":
         spec["bogus"] = 1
     elif change == "edited action":
@@ -385,7 +385,7 @@ CORRUPTIONS = {
     "no replay fields": "carries no replay fields",
     "unknown instance": "not in",
     "unknown env argument": "unexpected keyword argument 'bogus'",
-    "unknown spec field": "is not an EpisodeSpec",
+    "unknown spec field": "unknown fields",
     "edited action": "stops before turn 3",
     "edited opening": "stops before the opening",
 }

@@ -109,7 +109,7 @@ def llm_run(out: Path, domain: str = "course", instances: Sequence[int] = (6, 14
     """The run folder of :class:`FlawedSolverChat` on ``instances`` of the 5x5 ``domain``, with a
     0.2 tool-failure rate, two feedback rounds and a context window of the last 3 turns."""
     specs = [
-        EpisodeSpec(
+        EpisodeSpec.of(
             domain,
             instance_index=index,
             seed=index,

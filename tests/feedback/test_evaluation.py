@@ -19,7 +19,7 @@ H15 = ["--hidden-slots", "15"]  # 5 instances per domain
 
 def test_run_episodes__greedy_revise_reads_the_feedback_message_of_a_chat_stack() -> None:
     specs = [
-        EpisodeSpec("course", instance_index=index, feedback_rounds={"max_attempts": 2, "threshold": 1.0})
+        EpisodeSpec.of("course", instance_index=index, feedback_rounds={"max_attempts": 2, "threshold": 1.0})
         for index in range(20, 35)
     ]
     records = list(run_episodes(specs, GreedyRevise(), batch_size=4))
@@ -30,27 +30,28 @@ def test_run_episodes__greedy_revise_reads_the_feedback_message_of_a_chat_stack(
 
 
 def test_episode_spec__plain_keys_are_unchanged_and_protocols_change_them() -> None:
-    plain = EpisodeSpec("meal", instance_index=3)
+    plain = EpisodeSpec.of("meal", instance_index=3)
     assert "feedback_rounds" not in plain.key("p") and "scenario" not in plain.key("p")
-    rounds = EpisodeSpec("meal", instance_index=3, feedback_rounds={"max_attempts": 2})
-    scenario = EpisodeSpec("meal", instance_index=3, scenario={"stages": 5})
+    rounds = EpisodeSpec.of("meal", instance_index=3, feedback_rounds={"max_attempts": 2})
+    scenario = EpisodeSpec.of("meal", instance_index=3, scenario={"stages": 5})
     assert len({plain.key("p"), rounds.key("p"), scenario.key("p")}) == 3
 
 
 def test_episode_spec__the_threshold_and_the_reward_are_named_in_the_key() -> None:
     """A spec that relied on a default (threshold 0.6 until issue 29; the rubric's share as the
     reward until issue 38) gets a key no record played under the old default has."""
-    explicit = EpisodeSpec("meal", instance_index=3, feedback_rounds={"max_attempts": 2, "threshold": 0.6})
+    explicit = EpisodeSpec.of("meal", instance_index=3, feedback_rounds={"max_attempts": 2, "threshold": 0.6})
     assert explicit.key("p").endswith(
-        '|{"feedback_rounds": {"final_reward": "pass_discount", "max_attempts": 2, "threshold": 0.6}, '
-        '"max_turns": null}'
+        '{"kwargs": {"final_reward": "pass_discount", "max_attempts": 2, "threshold": 0.6}, '
+        '"name": "feedback_rounds"}]}'
     )
-    default = EpisodeSpec("meal", instance_index=3, feedback_rounds={"max_attempts": 2})
-    assert default.feedback_rounds == {"max_attempts": 2, "threshold": 1.0, "final_reward": "pass_discount"}
+    default = EpisodeSpec.of("meal", instance_index=3, feedback_rounds={"max_attempts": 2})
+    rounds = dict(default.stack.wrappers)["feedback_rounds"]
+    assert rounds == {"max_attempts": 2, "threshold": 1.0, "final_reward": "pass_discount"}
     assert '"threshold": 1.0' in default.key("p")
-    rubric = EpisodeSpec("meal", instance_index=3, scenario={"stages": 2, "final_reward": "final"})
-    assert rubric.scenario == {"stages": 2, "final_reward": "final"}
-    assert EpisodeSpec("meal", scenario={"stages": 2}).scenario == {"stages": 2, "final_reward": "pass_discount"}
+    rubric = EpisodeSpec.of("meal", instance_index=3, scenario={"stages": 2, "final_reward": "final"})
+    assert rubric.stack.env_kwargs["final_reward"] == "final" and '"final_reward": "final"' in rubric.key("p")
+    assert EpisodeSpec.of("meal", scenario={"stages": 2}).stack.env_kwargs["final_reward"] == "pass_discount"
 
 
 def test_eval__a_run_that_relied_on_the_old_default_is_not_resumed_at_the_new_one(

@@ -146,7 +146,7 @@ def test_scenario__the_exact_solver_plans_every_stage_and_passes_them_all(policy
     the scenarios (seeds 0-9); planning the whole grid first, it passes all, by default and under
     FIT's budgets, without a query beyond a whole task's."""
     specs = [
-        EpisodeSpec(domain, "5x5", instance_index=index, seed=index, scenario={"stages": 5})
+        EpisodeSpec.of(domain, "5x5", instance_index=index, seed=index, scenario={"stages": 5})
         for domain in DOMAIN_NAMES
         for index in range(0, 35, 5)
     ]

@@ -26,7 +26,7 @@ def scores(specs: list[EpisodeSpec], policy: object) -> float:
 
 def all_of(dataset: str, **env_kwargs: object) -> list[EpisodeSpec]:
     return [
-        EpisodeSpec(domain, dataset, instance_index=i, seed=i, env_kwargs=env_kwargs)
+        EpisodeSpec.of(domain, dataset, instance_index=i, seed=i, env_kwargs=env_kwargs)
         for domain in DOMAIN_NAMES
         for i in range(len(resolve_dataset(dataset, domain)))
     ]
@@ -51,7 +51,7 @@ def test_training_defaults__have_no_name_tell() -> None:
     by_name, random_valid = scores(fresh, SmallestName()), scores(fresh, CheckGuidedSearch(max_calls=1))
     assert by_name <= random_valid + TOLERANCE, (by_name, random_valid)
     fit = [fit_spec(spec) for spec in all_of("5x5")[::5]]
-    assert {spec.env_kwargs["item_names"] for spec in fit} == {"renumbered"}
+    assert {spec.stack.env_kwargs["item_names"] for spec in fit} == {"renumbered"}
     assert scores(fit, SmallestName()) < 0.4
 
 
@@ -106,9 +106,9 @@ def test_renumbered_env__same_seed_same_names_other_seed_or_instance_other_names
 
 
 def test_renumbered_env__plays_and_scores_as_published() -> None:
-    specs = [EpisodeSpec("travel", instance_index=i, seed=i) for i in (0, 17, 34)]
+    specs = [EpisodeSpec.of("travel", instance_index=i, seed=i) for i in (0, 17, 34)]
     renamed = [
-        EpisodeSpec("travel", instance_index=i, seed=i, env_kwargs={"item_names": "renumbered"}) for i in (0, 17, 34)
+        EpisodeSpec.of("travel", instance_index=i, seed=i, env_kwargs={"item_names": "renumbered"}) for i in (0, 17, 34)
     ]
     for plain, other in zip(
         run_episodes(specs, CheckGuidedSearch()), run_episodes(renamed, CheckGuidedSearch()), strict=True

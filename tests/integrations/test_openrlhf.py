@@ -21,7 +21,7 @@ from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
 from tests.solver_text import SolverText  # noqa: E402
 
-SPECS = [EpisodeSpec("meal", instance_index=9, seed=4, max_turns=200), EpisodeSpec("shopping", instance_index=2)]
+SPECS = [EpisodeSpec.of("meal", instance_index=9, seed=4, max_turns=200), EpisodeSpec.of("shopping", instance_index=2)]
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from ace_gym.integrations.rewards import (
     turn_credit,
 )
 
-SPEC = EpisodeSpec("course", instance_index=9, seed=4)
+SPEC = EpisodeSpec.of("course", instance_index=9, seed=4)
 """H=5: the batching solver fills its slots in its third turn and calls done in its fourth."""
 
 

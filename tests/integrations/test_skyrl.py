@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ from ace_gym.integrations.skyrl import ENV_CLASS, register, write_dataset  # noq
 from tests.solver_text import SolverText  # noqa: E402
 
 SPECS = [
-    EpisodeSpec("course", instance_index=9, seed=4, max_turns=200),
-    EpisodeSpec("travel", instance_index=3, seed=1),
+    EpisodeSpec.of("course", instance_index=9, seed=4, max_turns=200),
+    EpisodeSpec.of("travel", instance_index=3, seed=1),
 ]
 
 
@@ -39,7 +38,7 @@ def make(row: dict) -> BaseTextEnv:
 
 def test_write_dataset__rows_name_the_env_class_and_the_episode(rows: list[dict]) -> None:
     assert [row["env_class"] for row in rows] == [ENV_CLASS, ENV_CLASS]
-    assert [json.loads(row["extra_info"]["ace_episode"])["domain"] for row in rows] == ["course", "travel"]
+    assert [EpisodeSpec.from_json(row["extra_info"]["ace_episode"]).domain for row in rows] == ["course", "travel"]
     system, user = rows[0]["prompt"]
     assert system["role"] == "system" and "<tools>" in system["content"] and '"name": "set_slot"' in system["content"]
     assert user["role"] == "user" and "null" in user["content"]
@@ -76,7 +75,7 @@ def test_skyrl_env__an_unreadable_turn_gets_a_corrective_message(rows: list[dict
 
 
 @pytest.mark.parametrize(
-    "spec", [EpisodeSpec("meal", instance_index=9, seed=4), EpisodeSpec("travel", instance_index=3)]
+    "spec", [EpisodeSpec.of("meal", instance_index=9, seed=4), EpisodeSpec.of("travel", instance_index=3)]
 )
 def test_skyrl_env__plays_a_fit_episode_with_several_calls_per_turn(
     tmp_path_factory: pytest.TempPathFactory, spec: EpisodeSpec
@@ -117,7 +116,7 @@ def test_skyrl_env__ace_reward_partial_pays_the_partial_score_of_the_final_grid(
     from ace_gym.feedback.rubric import graded_rules
     from tests.steering import hermes_call
 
-    spec = EpisodeSpec("course", instance_index=9, seed=4)
+    spec = EpisodeSpec.of("course", instance_index=9, seed=4)
     write_dataset([spec], tmp_path / "rows.parquet", reward="partial")
     (row,) = datasets.Dataset.from_parquet(str(tmp_path / "rows.parquet"))
     register()

@@ -14,6 +14,7 @@ transformers = pytest.importorskip("transformers")
 
 from ace_gym.agents.llm.tiny_model import build_tiny_model  # noqa: E402
 from ace_gym.errors import ConfigError  # noqa: E402
+from ace_gym.eval.records import stack_fields  # noqa: E402
 from ace_gym.integrations.trainer_callback import (  # noqa: E402
     EVAL_FAILED_METRIC,
     AceEvalCallback,
@@ -82,7 +83,7 @@ def test_ace_metrics__recovery_rate_and_turns_to_recover_pooled_and_per_failure_
 
 def test_validation_specs__play_every_instance_at_every_failure_rate() -> None:
     specs = validation_specs(["course"], 2, tool_failure_rates=(0.0, 0.25))
-    assert [spec.tool_failure_rate for spec in specs] == [0.0, 0.25, 0.0, 0.25]
+    assert [stack_fields(spec.stack)["tool_failure_rate"] for spec in specs] == [0.0, 0.25, 0.0, 0.25]
     assert len({spec.instance_index for spec in specs}) == 2
     with pytest.raises(ConfigError):
         validation_specs(["course"], 1, tool_failure_rates=(1.5,))
@@ -107,7 +108,7 @@ def test_validation_specs__are_a_fixed_seeded_slice_of_distinct_instances() -> N
     for domain in ("course", "travel"):
         indices = [s.instance_index for s in specs if s.domain == domain]
         assert len(set(indices)) == 5
-    assert {s.max_turns for s in specs} == {7}
+    assert {stack_fields(s.stack)["max_turns"] for s in specs} == {7}
 
 
 def test_validation_specs__rejects_unknown_domains_and_empty_slices() -> None:

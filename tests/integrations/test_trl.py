@@ -122,7 +122,7 @@ def test_environment_factory__a_fresh_instance_inspects_as_trl_1_8_to_1_14_do() 
 
 
 def _course_row(**extra: Any) -> dict[str, Any]:
-    row = train_dataset([EpisodeSpec("course", instance_index=0, seed=5)])[0]
+    row = train_dataset([EpisodeSpec.of("course", instance_index=0, seed=5)])[0]
     return {**row, **extra}
 
 
@@ -201,7 +201,7 @@ def test_environment_factory__refuses_bad_settings_up_front() -> None:
 
 
 def test_train_dataset__rows_hold_the_adapter_opening_and_the_instance_columns() -> None:
-    specs = [EpisodeSpec("course", instance_index=2, seed=4), EpisodeSpec("meal", instance_id="meal_r5_c5_h1_b0")]
+    specs = [EpisodeSpec.of("course", instance_index=2, seed=4), EpisodeSpec.of("meal", instance_id="meal_r5_c5_h1_b0")]
     dataset = train_dataset(specs)
     assert dataset.column_names == ["prompt", "environment", "dataset", "instance_index", "instance_id", "seed"]
     for row, spec in zip(dataset, specs, strict=True):
@@ -358,7 +358,7 @@ def test_grpo__trains_every_turn_on_two_domains(
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
     model = SteeredLlama.from_pretrained(tiny_model)
-    specs = [EpisodeSpec(domain, instance_index=0, seed=7, max_turns=4) for domain in ("course", "meal")]
+    specs = [EpisodeSpec.of(domain, instance_index=0, seed=7, max_turns=4) for domain in ("course", "meal")]
     model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
     if path == "environment_factory":
         multi_turn: dict[str, Any] = {"environment_factory": environment_factory(["course", "meal"])}
@@ -392,10 +392,10 @@ def test_grpo__trains_every_turn_on_two_domains(
 
 
 def test_rollout_func__refuses_two_specs_that_open_alike_but_play_differently() -> None:
-    same = EpisodeSpec("course", instance_index=0, seed=1)
+    same = EpisodeSpec.of("course", instance_index=0, seed=1)
     rollout_func([same, dataclasses.replace(same, trial=3)])  # GRPO members of one row: fine
     with pytest.raises(ConfigError, match="same conversation"):
-        rollout_func([same, dataclasses.replace(same, tool_failure_rate=0.5)])
+        rollout_func([same, EpisodeSpec.of("course", instance_index=0, seed=1, tool_failure_rate=0.5)])
 
 
 class _Stub:
@@ -456,7 +456,7 @@ def test_trainer_engine__renders_with_a_prefix_preserving_template(tiny_model: P
     assert engine.chat_template_kwargs == {"enable_thinking": False, "chat_template": qwen3_training_chat_template}
 
 
-FIT_SPECS = [EpisodeSpec("course", instance_index=9, seed=4), EpisodeSpec("travel", instance_index=3, seed=1)]
+FIT_SPECS = [EpisodeSpec.of("course", instance_index=9, seed=4), EpisodeSpec.of("travel", instance_index=3, seed=1)]
 """H=5 and H=1, played under FIT by the batching solver in the tests below."""
 
 
@@ -561,7 +561,7 @@ def test_rollout_func__warns_outside_the_tested_trl_range_in_one_line(
     import ace_gym.integrations.trl as integration
 
     monkeypatch.setattr(integration, "_installed_trl", lambda: version)
-    rollout_func([EpisodeSpec("course", instance_index=0)])  # it refused every trl but 1.16
+    rollout_func([EpisodeSpec.of("course", instance_index=0)])  # it refused every trl but 1.16
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     if tested:
         assert warnings == []
@@ -597,9 +597,7 @@ class BatchingSolverTurns:
         self.closing = closing
         self.episodes, self.texts = {}, {}
         for spec in specs:
-            observation, info = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs).reset(
-                seed=spec.seed, options=spec.reset_options()
-            )
+            observation, info = AceEnv(**spec.stack.env_kwargs).reset(seed=spec.seed, options=spec.reset_options())
             self.episodes[observation] = BatchingSolver().start(observation, info, seed=0)
             self.texts[observation] = []
 
@@ -637,7 +635,7 @@ def test_grpo_rollout_func__an_h5_fit_episode_is_trained_whole_under_the_readme_
     long_model = build_tiny_model(tmp_path / "tiny", max_positions=40960)
     tokenizer = transformers.AutoTokenizer.from_pretrained(long_model)
     model = SteeredLlama.from_pretrained(long_model)
-    specs = [fit_spec(EpisodeSpec("course", instance_index=7, seed=0, max_turns=8))]
+    specs = [fit_spec(EpisodeSpec.of("course", instance_index=7, seed=0, max_turns=8))]
     assert AceEnv("course").reset(options={"instance_index": 7})[1]["hidden_slots"] == 5
     script = BatchingSolverTurns(specs)
     model.steering = ScriptedTurns(tokenizer, script)
@@ -684,7 +682,7 @@ def test_grpo_environment_factory__an_h5_fit_episode_is_trained_whole_under_the_
     long_model = build_tiny_model(tmp_path / "tiny", max_positions=40960)
     tokenizer = transformers.AutoTokenizer.from_pretrained(long_model)
     model = SteeredLlama.from_pretrained(long_model)
-    specs = [fit_spec(EpisodeSpec("course", instance_index=7, seed=0))]
+    specs = [fit_spec(EpisodeSpec.of("course", instance_index=7, seed=0))]
     assert AceEnv("course").reset(options={"instance_index": 7})[1]["hidden_slots"] == 5
     script = BatchingSolverTurns(specs)
     model.steering = ScriptedTurns(tokenizer, script)

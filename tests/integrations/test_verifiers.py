@@ -19,7 +19,7 @@ from ace_gym.domains.tool_names import tool_names  # noqa: E402
 from ace_gym.envs import AceEnv  # noqa: E402
 from ace_gym.errors import ConfigError  # noqa: E402
 from ace_gym.eval import EpisodeSpec  # noqa: E402
-from ace_gym.eval.fit import FIT  # noqa: E402
+from ace_gym.eval.fit import FIT, TRAINING_DATASET  # noqa: E402
 from ace_gym.integrations.verifiers import (  # noqa: E402
     PLUGIN_ID,
     REWARD,
@@ -39,7 +39,7 @@ class SolverModel:
     message. The first ``malformed`` requests get an unreadable reply instead."""
 
     def __init__(self, spec: EpisodeSpec, *, batching: bool = False, malformed: int = 0) -> None:
-        env = AceEnv(spec.domain, spec.dataset, **spec.env_kwargs)
+        env = AceEnv(**spec.stack.env_kwargs)
         observation, info = env.reset(seed=spec.seed, options=spec.reset_options())
         self.episode = (BatchingSolver() if batching else ExactSolver()).start(observation, info, seed=0)
         self.malformed = malformed
@@ -101,9 +101,12 @@ def test_loader__finds_the_plugin_env_taskset_and_harness() -> None:
 
 def test_taskset__plays_the_recommended_training_settings_unless_told_otherwise() -> None:
     (spec, *_) = load_env(domains=["course"]).taskset.specs()
-    assert dict(spec.env_kwargs) == FIT["env_kwargs"]
+    assert dict(spec.stack.env_kwargs) == {"domain": "course", "dataset": TRAINING_DATASET, **FIT["env_kwargs"]}
     (published, *_) = load_env(domains=["course"], env_kwargs={}).taskset.specs()
-    assert dict(published.env_kwargs) == {} and task_data(published).system_prompt != task_data(spec).system_prompt
+    assert (
+        set(published.stack.env_kwargs) == {"domain", "dataset"}
+        and task_data(published).system_prompt != task_data(spec).system_prompt
+    )
 
 
 def test_episode__a_transient_model_error_is_retried_not_a_lost_run() -> None:

@@ -27,7 +27,7 @@ from ace_gym.eval import EpisodeSpec  # noqa: E402
 from ace_gym.integrations.verl import AGENT_NAME, MAX_RESUMES, AceAgentLoop, write_dataset  # noqa: E402
 from tests.solver_text import SolverText, replayed_score, trained_texts  # noqa: E402
 
-SPECS = [EpisodeSpec("pc_build", instance_index=9, seed=4), EpisodeSpec("workforce", instance_index=1, seed=2)]
+SPECS = [EpisodeSpec.of("pc_build", instance_index=9, seed=4), EpisodeSpec.of("workforce", instance_index=1, seed=2)]
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +175,7 @@ def test_verl_agent_loop__a_cut_episode_is_rewarded_only_for_the_ids_it_is_train
     trains on (a turn cut at the budget as cut), 0 until they hold every set_slot."""
     from ace_gym.eval.fit import fit_spec
 
-    spec = fit_spec(EpisodeSpec("course", instance_index=9, seed=4))
+    spec = fit_spec(EpisodeSpec.of("course", instance_index=9, seed=4))
 
     def run(response_length: int) -> Any:
         loop = agent_loop(tokenizer, BatchSolverServer(tokenizer, spec), response_length=response_length)
@@ -200,7 +200,7 @@ def test_verl_agent_loop__ace_reward_partial_pays_the_partial_score_of_the_grid(
     from ace_gym.eval.fit import fit_spec
     from ace_gym.integrations.rewards import partial_score
 
-    spec = fit_spec(EpisodeSpec("course", instance_index=9, seed=4))
+    spec = fit_spec(EpisodeSpec.of("course", instance_index=9, seed=4))
     write_dataset([spec], tmp_path / "rows.parquet", reward="partial")
     (row,) = datasets.Dataset.from_parquet(str(tmp_path / "rows.parquet"))
     assert row["extra_info"]["ace_reward"] == "partial"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes
+from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.longbench.official import OfficialExporter, load_official
 from ace_gym.longbench.question_types import QUESTION_TYPES
 from ace_gym.longbench.report import format_alb_table, summarize_alb, write_alb_heatmaps
@@ -29,7 +29,7 @@ def oracle_records() -> list[dict]:
 def test_oracle__scores_1_everywhere_and_records_look_like_ace_records(oracle_records: list[dict]) -> None:
     assert [r["key"] for r in oracle_records] == [s.key("oracle") for s in SPECS]
     assert all(r["score"] == 1.0 == r["reward"] for r in oracle_records)
-    (ace,) = run_episodes([EpisodeSpec("course", instance_index=0, max_turns=2)], _Silent(), batch_size=1)
+    (ace,) = run_episodes([EpisodeSpec.of("course", instance_index=0, max_turns=2)], _Silent(), batch_size=1)
     shared = {
         "key",
         "policy",

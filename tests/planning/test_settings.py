@@ -88,7 +88,10 @@ def test_eval__wrappers_put_each_settings_metrics_in_the_summary(tmp_path: Path,
     assert summary["run"]["settings"]["wrappers"] == ["unsolvable", "broken"]
     records = read_records(tmp_path / "refuse" / "episodes.jsonl")
     assert all(
-        r["settings"] == ["unsolvable", "broken"] and r["key"].endswith("|settings=unsolvable,broken") for r in records
+        r["settings"] == ["unsolvable", "broken"]
+        and '"name": "unsolvable"' in r["key"]
+        and '"name": "broken"' in r["key"]
+        for r in records
     )
 
     assert _eval(tmp_path / "replace", "--policy", "probe-replace", "--wrappers", "broken") == 0

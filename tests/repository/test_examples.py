@@ -123,8 +123,8 @@ def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajector
     from ace_gym.eval.fit import FIT, fit_spec
     from ace_gym.policies import make_scripted_policy
 
-    spec = fit_spec(EpisodeSpec("course", "5x7", instance_index=0, seed=0, max_turns=1000))  # the example's defaults
-    core = spec.make_core_env()
+    spec = fit_spec(EpisodeSpec.of("course", "5x7", instance_index=0, seed=0, max_turns=1000))  # the example's defaults
+    core = spec.stack.below("chat_adapter").make()
     observation, info = core.reset(seed=spec.seed, options=spec.reset_options())
     episode = make_scripted_policy(FIT["policy"]).start(observation, info, spec.seed)
     turns = 0

@@ -20,6 +20,7 @@ from ace_gym.eval import EpisodeSpec
 from ace_gym.eval.fit import FIT, TRAINING_DATASET
 from ace_gym.eval.tokens import TokenEpisode, measure, token_rows
 from ace_gym.runs.tokens import ApproxTokenizer
+from ace_gym.stacks import StackSpec
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 MARGIN = 1.5
@@ -104,14 +105,20 @@ def specs_of(code: str) -> list[EpisodeSpec]:
     namespace: dict[str, Any] = {}
     exec(compile(ast.Module(body=kept, type_ignores=[]), str(README), "exec"), namespace)
     rate = re.search(r"tool_failure_rate=([\d.]+)", code)
-    specs = [dataclasses.replace(spec, max_turns=None) for spec in namespace["specs"]]  # its turn limit is checked
-    if rate is not None:
-        specs = [dataclasses.replace(spec, tool_failure_rate=float(rate.group(1))) for spec in specs]
-    return specs
+    return [played(spec, None if rate is None else float(rate.group(1))) for spec in namespace["specs"]]
+
+
+def played(spec: EpisodeSpec, rate: float | None) -> EpisodeSpec:
+    """``spec`` without its turn limit (which is checked) and at the failure ``rate`` (None: its own)."""
+    wrappers = {**dict(spec.stack.wrappers), "step_budget": {}}
+    if rate is not None and (rate > 0 or "failure_injection" in wrappers):
+        wrappers["failure_injection"] = {**wrappers.get("failure_injection", {}), "rate": rate}
+    stack = StackSpec.of(spec.stack.env_id, spec.stack.env_kwargs, wrappers.items())
+    return dataclasses.replace(spec, stack=stack)
 
 
 def reference_policy(specs: Sequence[EpisodeSpec]) -> str:
-    fit = all(dict(spec.env_kwargs).items() >= FIT["env_kwargs"].items() for spec in specs)
+    fit = all(spec.stack.env_kwargs.items() >= FIT["env_kwargs"].items() for spec in specs)
     return FIT["policy"] if fit else "solver"
 
 
@@ -123,7 +130,7 @@ def longest(specs: Sequence[EpisodeSpec]) -> dict[str, Any]:
     ``prompt``, ``response``, ``model``, ``total`` tokens and ``turns``, and the lowest ``score``."""
     key = repr(list(specs))
     if key not in _MEASURED:
-        episodes = [TokenEpisode(s.stack(), s.seed, s.reset_options(), s.policy_seed()) for s in specs]
+        episodes = [TokenEpisode(s.stack, s.seed, s.reset_options(), s.policy_seed()) for s in specs]
         played = list(measure(episodes, reference_policy(specs), ApproxTokenizer()))
         rows = [row for row in token_rows(played) if row["domain"] != "all"]
         _MEASURED[key] = {
@@ -209,8 +216,8 @@ def test_violations__a_recipe_that_drops_a_limit_or_trains_one_call_per_turn_fai
     dropped = section.replace(" data.max_prompt_length=6144", "")
     assert violations(recipes(TEXT.replace(section, dropped))["verl"], longest(RECIPES["verl"].specs))
     default = section.replace(
-        'fit_spec(EpisodeSpec(domain, "5x7", instance_index=i, seed=i, max_turns=8))',
-        'EpisodeSpec(domain, "5x7", instance_index=i, seed=i, max_turns=8)',
+        'fit_spec(EpisodeSpec.of(domain, "5x7", instance_index=i, seed=i, max_turns=8))',
+        'EpisodeSpec.of(domain, "5x7", instance_index=i, seed=i, max_turns=8)',
     )
     unfit = recipes(TEXT.replace(section, default))["verl"]
     assert reference_policy(unfit.specs) == "solver"

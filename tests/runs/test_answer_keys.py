@@ -97,7 +97,7 @@ def hidden_truth_ids(spec: EpisodeSpec) -> set[str]:
     return {compiled.item_ids[compiled.truth[slot.cell]] for slot in compiled.slots}
 
 
-SPECS = [EpisodeSpec("meal", "5x7", instance_index=40, seed=2), EpisodeSpec("course", instance_index=30, seed=1)]
+SPECS = [EpisodeSpec.of("meal", "5x7", instance_index=40, seed=2), EpisodeSpec.of("course", instance_index=30, seed=1)]
 
 
 def assert_no_answer(rows: list[Any]) -> None:

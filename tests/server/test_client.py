@@ -17,9 +17,9 @@ from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
 
 from ace_gym.cli import main
-from ace_gym.eval.remote import remote_specs
+from ace_gym.eval import EpisodeSpec, run_episodes
+from ace_gym.eval.remote import RemoteStackFactory
 from ace_gym.eval.replay import replay_record
-from ace_gym.eval.rollout import EpisodeSpec, run_episodes
 from ace_gym.policies import make_scripted_policy
 from ace_gym.runs.results import read_records
 from ace_gym.server.client import RemoteEnv, RemoteEnvError
@@ -107,31 +107,36 @@ def test_remote_env__an_action_json_cannot_hold_is_the_envs_error_and_the_sessio
 
 def _specs() -> list[EpisodeSpec]:
     return [
-        EpisodeSpec("meal", instance_index=3, seed=5, tool_failure_rate=0.2, max_turns=200),
-        EpisodeSpec("travel", instance_index=20, seed=1, env_kwargs={"extra_query_num": 0}),
+        EpisodeSpec.of("meal", instance_index=3, seed=5, tool_failure_rate=0.2, max_turns=200),
+        EpisodeSpec.of("travel", instance_index=20, seed=1, env_kwargs={"extra_query_num": 0}),
     ]
 
 
 def test_run_episodes__scripted_records_against_a_server_equal_the_local_ones(url: str) -> None:
     local = [comparable(r) for r in run_episodes(_specs(), make_scripted_policy("solver"))]
-    remote = [comparable(r) for r in run_episodes(remote_specs(_specs(), url), make_scripted_policy("solver"))]
+    remote = [
+        comparable(r) for r in run_episodes(_specs(), make_scripted_policy("solver"), make_env=RemoteStackFactory(url))
+    ]
     assert remote == local
     assert [r["score"] for r in remote] == [1, 1]
 
 
 def test_run_episodes__failure_modes_reach_the_server_and_remote_records_replay_locally(url: str) -> None:
     options = {"failure_modes": ["timeout", "rate_limit"], "tool_rates": {"done": 0.0}}
-    specs = [EpisodeSpec("meal", instance_index=0, seed=1, tool_failure_rate=0.5, failure_injection=options)]
+    specs = [EpisodeSpec.of("meal", instance_index=0, seed=1, tool_failure_rate=0.5, failure_injection=options)]
     policy = make_scripted_policy("probe-retry-failures")
     local = [comparable(r) for r in run_episodes(specs, policy)]
-    remote = [comparable(r) for r in run_episodes(remote_specs(specs, url), policy)]
+    remote = [comparable(r) for r in run_episodes(specs, policy, make_env=RemoteStackFactory(url))]
     assert remote == local and {f["mode"] for f in remote[0]["failures"]} == {"timeout", "rate_limit"}
     assert replay_record(remote[0]) is None
 
 
 def test_run_episodes__chat_engine_records_against_a_server_equal_the_local_ones(url: str) -> None:
     local = [comparable(r) for r in run_episodes(_specs(), SolverChatEngine(), batch_size=2)]
-    remote = [comparable(r) for r in run_episodes(remote_specs(_specs(), url), SolverChatEngine(), batch_size=2)]
+    remote = [
+        comparable(r)
+        for r in run_episodes(_specs(), SolverChatEngine(), batch_size=2, make_env=RemoteStackFactory(url))
+    ]
     assert remote == local
     assert all(r["turns"] and r["messages"][-1]["role"] == "tool" for r in remote)
 

@@ -18,7 +18,7 @@ from ace_gym.tools.replies import ToolReply, invalid, ok_reply
 
 def _played_calls(domain: str, policy: str) -> list[tuple[dict, str]]:
     """(arguments, published reply text) of every call of an episode (full observations)."""
-    (record,) = run_episodes([EpisodeSpec(domain, instance_index=34)], make_policy(policy))
+    (record,) = run_episodes([EpisodeSpec.of(domain, instance_index=34)], make_policy(policy))
     arguments = {
         call["id"]: json.loads(call["function"]["arguments"])
         for message in record["messages"]
@@ -81,10 +81,16 @@ def test_ace_env__compact_observation_is_opt_in_and_the_default_is_the_published
 def test_fit_spec__adds_compact_observations_and_keeps_the_specs_own_settings() -> None:
     from ace_gym.eval.fit import FIT, fit_spec, fit_stack
 
-    spec = fit_spec(EpisodeSpec("course", instance_index=3, env_kwargs={"check_include_reason": True}))
-    assert spec.env_kwargs == {"item_names": "renumbered", "check_include_reason": True, **FIT["env_kwargs"]}
+    spec = fit_spec(EpisodeSpec.of("course", instance_index=3, env_kwargs={"check_include_reason": True}))
+    assert spec.stack.env_kwargs == {
+        "domain": "course",
+        "dataset": "5x5",
+        "item_names": "renumbered",
+        "check_include_reason": True,
+        **FIT["env_kwargs"],
+    }
     assert FIT["env_kwargs"]["observation"] == "compact" and FIT["policy"] == "solver-batch"
-    assert fit_stack(EpisodeSpec("course").stack()).env_kwargs["observation"] == "compact"
+    assert fit_stack(EpisodeSpec.of("course").stack).env_kwargs["observation"] == "compact"
     (record,) = run_episodes([spec], make_policy(FIT["policy"]))
     assert record["score"] == 1.0 and record["usage"]["turns"] <= 4
     assert COMPACT_NOTE in record["messages"][0]["content"]

@@ -85,22 +85,22 @@ def test_context__is_a_registry_wrapper_and_its_stack_rebuilds_from_env_spec() -
     assert rebuilt.get_wrapper_attr("last_turns") == 4
 
 
-def test_episode_spec__without_a_context_keeps_its_key_and_json_and_with_one_names_it() -> None:
-    plain = EpisodeSpec("course", instance_index=0)
+def test_episode_spec__without_a_context_plays_no_window_and_with_one_names_it() -> None:
+    plain = EpisodeSpec.of("course", instance_index=0)
     assert "context" not in plain.to_json() and "context" not in plain.key("solver")
-    windowed = EpisodeSpec("course", instance_index=0, max_turns=50, context={"last_turns": 3})
-    assert windowed.key("solver") != plain.key("solver") and '"context": {"last_turns": 3}' in windowed.key("solver")
+    windowed = EpisodeSpec.of("course", instance_index=0, max_turns=50, context={"last_turns": 3})
+    named = '{"kwargs": {"last_turns": 3}, "name": "context_window"}'
+    assert windowed.key("solver") != plain.key("solver") and named in windowed.key("solver")
     assert EpisodeSpec.from_json(windowed.to_json()) == windowed
-    assert EpisodeSpec.from_stack(windowed.stack(), instance_index=0) == windowed
-    assert ("context_window", {"last_turns": 3}) in windowed.stack().wrappers
+    assert ("context_window", {"last_turns": 3}) in windowed.stack.wrappers
 
 
 @pytest.mark.parametrize("domain", DOMAIN_NAMES)
 def test_solver__solves_h15_under_a_context_of_four_turns_with_bounded_prompts(domain: str) -> None:
-    default = EpisodeSpec(domain, instance_index=H15)
+    default = EpisodeSpec.of(domain, instance_index=H15)
     (full,) = run_episodes([default], make_policy("solver"))
     (record,) = run_episodes(
-        [EpisodeSpec(domain, instance_index=H15, context={"last_turns": 4})], make_policy("solver")
+        [EpisodeSpec.of(domain, instance_index=H15, context={"last_turns": 4})], make_policy("solver")
     )
     assert record["hidden_slots"] == 15 and record["score"] == 1.0 and record["terminated"]
     assert record["messages"] == full["messages"]  # the same episode; only what the model is shown differs
@@ -123,7 +123,7 @@ def _turn_groups(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
 
 
 def test_solver_batch__solves_h15_under_fit_and_a_one_turn_context_on_every_domain() -> None:
-    specs = [fit_spec(EpisodeSpec(d, instance_index=H15, context={"last_turns": 1})) for d in DOMAIN_NAMES]
+    specs = [fit_spec(EpisodeSpec.of(d, instance_index=H15, context={"last_turns": 1})) for d in DOMAIN_NAMES]
     records = list(run_episodes(specs, make_policy(FIT["policy"])))
     assert [r["score"] for r in records] == [1.0] * len(DOMAIN_NAMES)
     for record in records:
@@ -136,7 +136,7 @@ def test_solver_batch__solves_h15_under_fit_and_a_one_turn_context_on_every_doma
 
 def test_replay__an_episode_under_a_context_policy_replays_exactly_and_a_changed_context_is_found() -> None:
     (record,) = run_episodes(
-        [EpisodeSpec("travel", instance_index=7, context={"last_turns": 2})], make_policy("solver")
+        [EpisodeSpec.of("travel", instance_index=7, context={"last_turns": 2})], make_policy("solver")
     )
     assert all("context" in turn for turn in record["turns"])
     assert replay_record(json.loads(json.dumps(record))) is None
@@ -159,19 +159,19 @@ class _Recorder:
 
 def test_records__an_engine_is_shown_each_turn_s_context_and_the_record_s_samples_rebuild_it() -> None:
     recorder = _Recorder()
-    spec = EpisodeSpec("shopping", instance_index=3, max_turns=7, context={"last_turns": 2})
+    spec = EpisodeSpec.of("shopping", instance_index=3, max_turns=7, context={"last_turns": 2})
     (record,) = run_episodes([spec], recorder)
     samples = turn_samples(record)
     assert [s["messages"] for s in samples] == recorder.shown and len(samples) == 7
     assert [len(s) for s in recorder.shown] == [2, 4, 6, 7, 7, 7, 7]  # opening, +grid state, 2 turns of 2
     assert record["tokens"] is None  # no single growing token sequence: samples are per turn
-    (plain,) = run_episodes([EpisodeSpec("shopping", instance_index=3, max_turns=7)], _Recorder())
+    (plain,) = run_episodes([EpisodeSpec.of("shopping", instance_index=3, max_turns=7)], _Recorder())
     assert all("context" not in turn for turn in plain["turns"])
     assert [s["messages"] for s in turn_samples(plain)][-1] == plain["messages"][:-2]
 
 
 def test_feedback_rounds__the_feedback_message_is_shown_in_the_context_and_the_episode_replays() -> None:
-    spec = EpisodeSpec(
+    spec = EpisodeSpec.of(
         "course", instance_index=20, max_turns=30, feedback_rounds={"max_attempts": 3}, context={"last_turns": 2}
     )
     (record,) = run_episodes([spec], make_policy("greedy"))

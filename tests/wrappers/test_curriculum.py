@@ -18,8 +18,8 @@ from gymnasium.utils.env_checker import check_env
 from ace_gym.curriculum import CurriculumState
 from ace_gym.envs.procedural import ProceduralAceEnv
 from ace_gym.errors import ConfigError
+from ace_gym.eval import run_env_episodes, run_vector_episodes
 from ace_gym.eval.curriculum_report import level_trajectory, success_per_level
-from ace_gym.eval.rollout import run_env_episodes, run_vector_episodes
 from ace_gym.policies import make_policy
 from ace_gym.wrappers import ChatAdapter, Curriculum, StepBudget
 

@@ -147,7 +147,7 @@ def test_hf_engine__a_prompt_that_leaves_less_than_max_new_tokens_raises_before_
 def test_hf_engine__episodes_over_the_context_raise_and_yield_no_record(tiny_model: Path) -> None:
     """As a dead endpoint does: the error propagates and no episode in flight is scored."""
     engine = HFChatEngine(tiny_model, max_new_tokens=8, temperature=0, max_context=1000)
-    specs = [EpisodeSpec(domain, instance_index=0, seed=1, max_turns=3) for domain in ("course", "meal")]
+    specs = [EpisodeSpec.of(domain, instance_index=0, seed=1, max_turns=3) for domain in ("course", "meal")]
     records: list[dict] = []
     with pytest.raises(ConfigError, match="max_new_tokens=8"):
         records.extend(run_episodes(specs, engine, batch_size=2))
@@ -157,7 +157,7 @@ def test_hf_engine__episodes_over_the_context_raise_and_yield_no_record(tiny_mod
 def test_hf_engine__episodes_through_the_adapter_and_collector_are_well_formed(tiny_model: Path) -> None:
     engine = make_engine(f"hf:{tiny_model}", max_new_tokens=12, seed=3)
     specs = [
-        EpisodeSpec(domain, instance_index=i, seed=i, max_turns=2)
+        EpisodeSpec.of(domain, instance_index=i, seed=i, max_turns=2)
         for i, domain in enumerate(("course", "meal", "travel"))
     ]
     records = list(run_episodes(specs, engine, batch_size=3))
@@ -182,7 +182,7 @@ def test_hf_engine__episodes_through_the_adapter_and_collector_are_well_formed(t
 def test_hf_engine__records_are_token_exact_and_decode_to_their_messages(tiny_model: Path) -> None:
     """Sampled noise: every turn is unreadable and gets a corrective message."""
     engine = HFChatEngine(tiny_model, max_new_tokens=10, temperature=1.0, seed=5)
-    specs = [EpisodeSpec(domain, instance_index=1, seed=2, max_turns=3) for domain in ("course", "travel")]
+    specs = [EpisodeSpec.of(domain, instance_index=1, seed=2, max_turns=3) for domain in ("course", "travel")]
     records = list(run_episodes(specs, engine, batch_size=2))
     for record in records:
         assert len(record["turns"]) == 3
@@ -195,7 +195,7 @@ def test_hf_engine__tool_calling_episodes_are_recorded_token_exact(tiny_model: P
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     model = SteeredLlama.from_pretrained(tiny_model)
-    specs = [EpisodeSpec(domain, instance_index=0, seed=3, max_turns=4) for domain in ("meal", "workforce")]
+    specs = [EpisodeSpec.of(domain, instance_index=0, seed=3, max_turns=4) for domain in ("meal", "workforce")]
     model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
     engine = HFChatEngine(model, tokenizer, max_new_tokens=64, temperature=1.0, seed=0)
     for record in run_episodes(specs, engine, batch_size=2):
@@ -219,7 +219,7 @@ def test_hf_engine__under_a_context_policy_each_turn_is_a_token_exact_sample_of_
     model = SteeredLlama.from_pretrained(tiny_model)
     model.steering = ScriptedTurns(tokenizer, lambda conversation: [hermes_call("get_current_grid_state")])
     engine = HFChatEngine(model, tokenizer, max_new_tokens=64, temperature=1.0, seed=0)
-    spec = EpisodeSpec("meal", instance_index=0, seed=3, max_turns=4, context={"last_turns": 1})
+    spec = EpisodeSpec.of("meal", instance_index=0, seed=3, max_turns=4, context={"last_turns": 1})
     (record,) = run_episodes([spec], engine)
     samples = turn_samples(record)
     assert len(samples) == 4 and record["tokens"] is None  # per-turn samples, no one growing sequence
@@ -243,7 +243,7 @@ def test_hf_engine__an_episode_the_template_stops_rendering_goes_on_without_toke
         "{% endif %}" + tokenizer.chat_template
     )
     model = SteeredLlama.from_pretrained(tiny_model)
-    specs = [EpisodeSpec("meal", instance_index=0, seed=3, max_turns=3)]
+    specs = [EpisodeSpec.of("meal", instance_index=0, seed=3, max_turns=3)]
     model.steering = ScriptedTurns(tokenizer, fill_then_done(specs))
     (record,) = run_episodes(specs, HFChatEngine(model, tokenizer, max_new_tokens=64, seed=0))
     assert record["tokens"] is None  # the second turn could not be rendered: no token trajectory
@@ -329,7 +329,7 @@ def test_hf_engine__a_response_budget_cuts_the_turn_that_reaches_it_and_ends_the
     generated id of the record lies within the budget, and the whole episode is its turns."""
     from ace_gym.runs.loop import TokenEngineActor
 
-    spec = EpisodeSpec("course", instance_index=0, seed=1, max_turns=3)  # the budget ends it within 2 turns
+    spec = EpisodeSpec.of("course", instance_index=0, seed=1, max_turns=3)  # the budget ends it within 2 turns
 
     def played(budget: int) -> dict:
         engine = HFChatEngine(tiny_model, max_new_tokens=30, temperature=1.0, seed=2)  # the same draws each time

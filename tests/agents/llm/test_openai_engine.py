@@ -224,7 +224,7 @@ def test_openai_engine__a_request_over_the_context_raises_a_config_error_quoting
 
 def test_openai_engine__episodes_over_the_context_raise_and_yield_no_record(serve: Callable[..., ChatServer]) -> None:
     server = serve(lambda request: (400, OVER_THE_CONTEXT_BODIES["vllm"]))
-    specs = [EpisodeSpec(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
+    specs = [EpisodeSpec.of(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
     records: list[dict[str, Any]] = []
     with engine_for(server, max_retries=0) as engine, pytest.raises(ConfigError):
         records.extend(run_episodes(specs, engine, batch_size=2))
@@ -342,7 +342,7 @@ def test_openai_engine__malformed_tool_calls_from_the_model_are_an_observation(
 
     server = serve(answer)
     with engine_for(server, max_retries=0) as engine:
-        (record,) = run_episodes([EpisodeSpec("course", instance_index=0, max_turns=2)], engine)
+        (record,) = run_episodes([EpisodeSpec.of("course", instance_index=0, max_turns=2)], engine)
     assert record["usage"]["turns"] == 2 and record["score"] == 0.0
     correction = record["messages"][3]
     assert correction["role"] == "user" and "tool_calls" in correction["content"]
@@ -405,7 +405,7 @@ def test_openai_engine__episodes_on_a_dead_endpoint_raise_and_yield_no_record(
     serve: Callable[..., ChatServer],
 ) -> None:
     server = serve(lambda body: (200, chat_response("never")), listening=False)
-    specs = [EpisodeSpec(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
+    specs = [EpisodeSpec.of(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
     records: list[dict[str, Any]] = []
     with engine_for(server, max_retries=0) as engine, pytest.raises(EngineUnavailableError):
         records.extend(run_episodes(specs, engine, batch_size=2))
@@ -430,7 +430,7 @@ def test_openai_engine__episodes_through_the_adapter_and_collector(serve: Callab
         return 200, chat_response("", [tool_call(name, {}, f"call_{turns}")])
 
     server = serve(answer)
-    specs = [EpisodeSpec(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
+    specs = [EpisodeSpec.of(domain, instance_index=0, seed=1, max_turns=5) for domain in ("course", "shopping")]
     with engine_for(server) as engine:
         records = list(run_episodes(specs, engine, batch_size=2))
     assert len(server.requests) == 4  # two turns per episode, each turn one batched request per episode
@@ -463,7 +463,7 @@ def test_openai_engine__plays_episodes_against_a_real_vllm_server(tmp_path: Path
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
         try:
             _wait_until_healthy(f"http://127.0.0.1:{port}/health", server, tmp_path / "server.log")
-            specs = [EpisodeSpec(domain, instance_index=0, seed=0, max_turns=2) for domain in ("course", "meal")]
+            specs = [EpisodeSpec.of(domain, instance_index=0, seed=0, max_turns=2) for domain in ("course", "meal")]
             sampling = {"max_tokens": 8, "logprobs": True, "extra_body": {"return_token_ids": True}}
             engine = OpenAIChatEngine("tiny", base_url=f"http://127.0.0.1:{port}/v1", sampling=sampling)
             with engine:

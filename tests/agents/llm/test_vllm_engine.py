@@ -55,7 +55,7 @@ def run_script(model_dir: str, out_path: str) -> None:
         too_long_error = None
     except ConfigError as error:
         too_long_error = {"field": error.field, "value": error.value, "message": str(error)}
-    specs = [EpisodeSpec(domain, instance_index=1, seed=2, max_turns=3) for domain in ("travel", "workforce")]
+    specs = [EpisodeSpec.of(domain, instance_index=1, seed=2, max_turns=3) for domain in ("travel", "workforce")]
     records = list(run_episodes(specs, engine, batch_size=2))
     result = {
         "completions": [asdict(c) for c in completions],
