@@ -37,7 +37,7 @@ import numpy as np
 from ace_gym.agents.base import ScriptedEpisode, ScriptedPolicy
 from ace_gym.agents.solver import ExactSolver, place_and_verify, rule_can_bind, settle
 from ace_gym.agents.task_view import OneCallScript, Script, TaskTextError, TaskView, ToolCallDict, read_task
-from ace_gym.constraints import words
+from ace_gym.constraints import SLOT_KINDS, words
 from ace_gym.planning.replies import is_persistent_failure
 from ace_gym.planning.unsolvable import (
     APPROVAL_POLICY_PATTERN,
@@ -298,7 +298,8 @@ def _without_covered(view: TaskView, policy: re.Match[str]) -> TaskView:
     attribute = next((a for a in view.domain.numeric_attributes if words(a) == policy.group(1)), None)
     if attribute is None:
         return view
-    rule = (attribute, "max", int(policy.group(2)))
+    at_most = next(name for name, kind in SLOT_KINDS.items() if kind.upper)
+    rule = (attribute, at_most, int(policy.group(2)))
     return dataclasses.replace(
         view, slots=tuple(dataclasses.replace(slot, rules=(*slot.rules, rule)) for slot in view.slots)
     )

@@ -38,22 +38,18 @@ def test_fit__check_guided_search_earns_about_greedy_and_the_reference_solves_al
 
 
 @pytest.mark.parametrize("search", [CheckGuidedSearch, CheckRestartSearch], ids=["check-search", "check-restart"])
-def test_fit__a_failed_check_buys_blind_search_next_to_nothing_over_random_slot_valid_play(search: type) -> None:
-    """Issue 38: with ⌊H/4⌋ checks a failed check bought check-guided search another draw where a
-    random slot-valid grid passes most often (H 5 and 7): 0.271 (re-drawing one slot) and 0.281 (the
-    whole grid) against random slot-valid play's 0.214 on the published 5x5 instances, greedy-local
-    0.205, meal 0.114 over greedy. Under FIT now no check below H=8: there the search is random
-    slot-valid play, episode for episode; overall it gains at most a few hundredths."""
+def test_fit__a_blind_search_is_random_slot_valid_play_episode_for_episode(search: type) -> None:
+    """Issue 38: each failed check buys a blind search another draw. With ⌊H/4⌋ checks it earned
+    0.271 (re-drawing one slot) and 0.281 (the whole grid) against random slot-valid play's 0.214
+    on the published 5x5 instances, greedy-local 0.205; with ⌊H/8⌋, re-drawing the whole grid
+    still earned 0.833 on shopping (seeds 0-5) against greedy-local's 0.267. FIT allows no check:
+    the search is random slot-valid play on every instance."""
     fit = [
         fit_spec(EpisodeSpec.of(domain, "5x5", instance_index=i, seed=i)) for domain in DOMAIN_NAMES for i in range(35)
     ]
-    found = {(r["domain"], r["instance_index"]): r for r in run_episodes(fit, search())}
-    random = {(r["domain"], r["instance_index"]): r for r in run_episodes(fit, CheckGuidedSearch(max_calls=1))}
-    small = [key for key, record in random.items() if record["hidden_slots"] < 8]
-    assert len(small) > 100
-    assert all(found[key]["score"] == random[key]["score"] for key in small)
-    gain = mean(r["score"] for r in found.values()) - mean(r["score"] for r in random.values())
-    assert gain <= 0.04, gain
+    found = {(r["domain"], r["instance_index"]): r["score"] for r in run_episodes(fit, search())}
+    random = {(r["domain"], r["instance_index"]): r["score"] for r in run_episodes(fit, CheckGuidedSearch(max_calls=1))}
+    assert found == random
 
 
 def test_default_budgets__check_guided_search_pays_which_is_why_fit_budgets_them() -> None:
