@@ -81,7 +81,7 @@ VALUES_ASKED = 4
 """How many values of one section a balanced Count Frequency (Env) question counts together."""
 LARGEST_ROUNDS = 5
 """The fewest rounds a balanced Find Round with Largest Value question is asked over."""
-INTERSECTION_POSITIONS = 8
+INTERSECTION_POSITIONS = 7
 """A balanced concise Intersection aims at a position 1 to this of its target in the order of the
 history's listed names (the last position meaning that one or later)."""
 BALANCED_TARGETS: dict[tuple[str, str], range] = {

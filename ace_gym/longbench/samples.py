@@ -22,7 +22,7 @@ no constant); and the target count of a count question, from stream ``[s, 4, typ
 (:class:`~ace_gym.longbench.questions.Balance`; an attempt whose history cannot carry it draws a
 new history, and a seed none of whose :data:`MAX_ATTEMPTS` histories carries it is infeasible). A concise
 Intersection aims at a position of its target among the history's names ordered by how many tool
-results list them, uniform in 1-8 (8 meaning 8 or later: the target was the most listed name in
+results list them, uniform in 1-7 (7 meaning 7 or later: the target was the most listed name in
 0.76 of the samples when any unsolved game could be asked), and asks about any game of the
 history whose target was never guessed (the last game's last tool result gave its target away)
 and is not the first unguessed name of the last tool result; an attempt is kept only when such a
