@@ -5,6 +5,11 @@
 answers, the most frequent (and second most frequent) item name of the history's tool results.
 ``--answers paper`` measures the paper's question forms (the default until issue 38).
 
+``intersection``: concise ALB-QA-v0 Intersection samples (forced type, seeds 0 to ``--seeds`` - 1):
+how often the target is the Nth name in the order of how often the tool results list the names,
+or the whole history writes them (ties by first occurrence), for N = 1-8: what a policy that
+learnt N earns.
+
 ``rounds``: FeedbackRounds over ``ACE-<domain>-v0`` and ``ACE-<domain>-scenario-v0`` on the
 bundled data: random slot-valid (each hidden slot a random candidate that meets its slot rules),
 greedy-local and the solver; the mean reward and the pass rate. ``--final-reward final`` measures
@@ -12,6 +17,7 @@ the rubric's share (the default until issue 38).
 
     python benchmarks/bench_training_rewards.py alb --seeds 40
     python benchmarks/bench_training_rewards.py alb --seeds 40 --answers paper
+    python benchmarks/bench_training_rewards.py intersection --seeds 200 --tokens 4096
     python benchmarks/bench_training_rewards.py rounds --seeds 40
     python benchmarks/bench_training_rewards.py rounds --seeds 40 --final-reward final
 """
@@ -95,6 +101,26 @@ def alb(seeds: int, prior_seeds: int, answers: str, tokens: int) -> None:
         print(f"{fmt:8s} {'per-type prior, all types':38s} {np.mean(priors):.3f}", flush=True)
 
 
+def intersection_positions(seeds: int, answers: str, tokens: int) -> None:
+    env = ALBQAEnv(fmt="concise", target_tokens=tokens, answers=answers)
+    names = set(env.table.names)
+    positions: dict[str, collections.Counter[int]] = {"listed": collections.Counter(), "written": collections.Counter()}
+    for seed in range(seeds):
+        observation = _reset(env, seed, {"question_type": INTERSECTION})
+        if observation is None:
+            continue
+        for kind, roles in (("listed", {"tool"}), ("written", {"assistant", "user", "tool"})):
+            text = "\n".join(str(m.get("content") or "") for m in observation[1:-1] if m["role"] in roles)
+            counts = collections.Counter(word for word in re.findall(r"[\w\-'.]+", text) if word in names)
+            order = [name for name, _ in counts.most_common()]
+            positions[kind][order.index(env.answer_key()) + 1] += 1
+    found = sum(positions["listed"].values())
+    print(f"ALB-QA-v0 concise Intersection, answers={answers}, {tokens} tokens, seeds 0-{seeds - 1}: n = {found}")
+    for kind, counter in positions.items():
+        shares = "  ".join(f"{n}: {counter[n] / found:.3f}" for n in range(1, 9))
+        print(f"target is the Nth most {kind} name  {shares}", flush=True)
+
+
 class RandomSlotValid(ScriptedPolicy):
     """Each hidden slot a random candidate that meets its own slot rules; no global reasoning."""
 
@@ -146,12 +172,18 @@ def main() -> None:
     qa.add_argument("--prior-seeds", type=int, default=40)
     qa.add_argument("--answers", default="balanced", choices=("balanced", "paper"))
     qa.add_argument("--tokens", type=int, default=32768)
+    inter = sub.add_parser("intersection")
+    inter.add_argument("--seeds", type=int, default=200)
+    inter.add_argument("--answers", default="balanced", choices=("balanced", "paper"))
+    inter.add_argument("--tokens", type=int, default=4096)
     played = sub.add_parser("rounds")
     played.add_argument("--seeds", type=int, default=40)
     played.add_argument("--final-reward", default=None, choices=("final", "pass_discount"))
     args = parser.parse_args()
     if args.what == "alb":
         alb(args.seeds, args.prior_seeds, args.answers, args.tokens)
+    elif args.what == "intersection":
+        intersection_positions(args.seeds, args.answers, args.tokens)
     else:
         rounds(args.seeds, args.final_reward)
 

@@ -22,8 +22,9 @@ where the paper leaves them open:
 * Intersection, concise: the hidden target of the last game, asked only when that game is not
   solved, the intersection of its tool results is exactly the target and every result has at
   least ``min_list`` names; balanced, of any game of the history meeting the same conditions whose
-  target ranks as aimed among the history's names by how often they are written (until the
-  fallback). Verbose: the intersection of one round's lists (rounds whose intersection has at most
+  target sits at the aimed position of the history's names ordered by how often the tool results
+  list them (ties by first listing), never the first unguessed name of the last tool result.
+  Verbose: the intersection of one round's lists (rounds whose intersection has at most
   ``max_answer_items`` names preferred).
 * Find Round with Largest Value, balanced: over the whole history of at least
   :data:`LARGEST_ROUNDS` rounds, in a numeric section whose unique highest value sits at the
@@ -80,6 +81,9 @@ VALUES_ASKED = 4
 """How many values of one section a balanced Count Frequency (Env) question counts together."""
 LARGEST_ROUNDS = 5
 """The fewest rounds a balanced Find Round with Largest Value question is asked over."""
+INTERSECTION_POSITIONS = 7
+"""A balanced concise Intersection aims at a position 1 to this of its target in the order of the
+history's listed names (the last position meaning that one or later)."""
 BALANCED_TARGETS: dict[tuple[str, str], range] = {
     (COUNT_FREQUENCY_TOOL, "concise"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
     (COUNT_FREQUENCY_TOOL, "verbose"): range(NAMES_ASKED[COUNT_FREQUENCY_TOOL] + 1),
@@ -91,25 +95,22 @@ BALANCED_TARGETS: dict[tuple[str, str], range] = {
     (COUNT_FREQUENCY_ENV, "verbose"): range(7),
     (WEIGHTED_SUMMATION, "concise"): range(13),
     (WEIGHTED_SUMMATION, "verbose"): (0, 2, 3, 5, 6),
-    (INTERSECTION, "concise"): range(1, 7),
+    (INTERSECTION, "concise"): range(1, INTERSECTION_POSITIONS + 1),
     (LARGEST_VALUE, "concise"): range(100),
     (LARGEST_VALUE, "verbose"): range(100),
 }
 """(question type, format) -> what a balanced question aims at, uniformly: for a count, counts
 that at least a sixth of 32k histories carry (a feedback rarely marks 4 or 5 values correct; a
-verbose 32k history holds 2 to 4 rounds); for concise Intersection, the rank of the target among
-the names of the history's tool results by how often they appear (1 + the names appearing more
-often)."""
+verbose 32k history holds 2 to 4 rounds); for concise Intersection, the position of the target
+in :meth:`_Context.listing_order`."""
 
 
 @dataclass(frozen=True)
 class Balance:
-    """A balanced question's aim: the ``target`` (a count, a concise Intersection's rank, a
-    Largest Value's position; None for types without one) and whether a concise Intersection may
-    ``fallback`` to any rank."""
+    """A balanced question's aim: the ``target`` (a count, a concise Intersection's position, a
+    Largest Value's position; None for types without one)."""
 
     target: int | None
-    fallback: bool
 
 
 @dataclass(frozen=True)
@@ -175,13 +176,25 @@ class _Context:
             return query.intersection.astype(np.int64)
         return np.asarray(np.sum([mask for _, _, mask in query.per_section], axis=0, dtype=np.int64))
 
-    def mentions(self) -> np.ndarray:
-        """How often each item's name is written in the history: once per tool result (verbose:
-        per list) listing it, twice per guess of it (the guess and its feedback)."""
-        written = np.bincount([r.guess for r in self.rounds], minlength=self.table.size) * 2
+    def listing_order(self) -> dict[int, int]:
+        """Each listed item's position (from 1) in the history's names ordered by how many tool
+        results list them, ties by first listing: how a reader counting names ranks them."""
+        listings = np.zeros(self.table.size, dtype=np.int64)
+        first: dict[int, int] = {}
         for k in self.tool_rounds:
-            written += self.occurrences(k)
-        return written
+            for item in rendered_items(self.rounds[k].query, "concise").tolist():  # type: ignore[arg-type]
+                first.setdefault(int(item), len(first))
+            listings += self.occurrences(k)
+        ordered = sorted(first, key=lambda item: (-listings[item], first[item]))
+        return {item: position for position, item in enumerate(ordered, start=1)}
+
+    def last_fresh_name(self) -> int | None:
+        """The first item of the history's last tool result that no round guessed, if any."""
+        if not self.tool_rounds:
+            return None
+        guessed = {r.guess for r in self.rounds}
+        last = rendered_items(self.rounds[self.tool_rounds[-1]].query, "concise").tolist()  # type: ignore[arg-type]
+        return next((int(item) for item in last if item not in guessed), None)
 
     def choice(self, values: Sequence[Any] | np.ndarray) -> Any:
         return values[int(self.rng.integers(len(values)))]
@@ -605,19 +618,23 @@ def _pinning_results(c: _Context, game: int) -> list[int] | None:
 
 def _unsolved_game(c: _Context, balance: Balance) -> Question | None:
     """Balanced concise Intersection: the target of any game of the history that ended, or was cut,
-    without it being guessed (not only the last game, whose last tool result would give it away),
-    among those whose target ranks ``balance.target`` among the history's names by how often they
-    are written (:meth:`_Context.mentions`), uniformly; on ``fallback`` any such game (short games
-    rarely rank their target first, so the fallback adds no most-frequent-name tell)."""
-    mentions = c.mentions()
+    without it being guessed (not only the last game), among those whose target sits at position
+    ``balance.target`` of :meth:`_Context.listing_order` (:data:`INTERSECTION_POSITIONS` or
+    later for the last), uniformly; never the first unguessed name of the last tool result. A
+    game's target is listed in every result of its game, so it is the most listed name of most
+    short histories: with a fallback to any game (or without the aim) the most listed name
+    answered three quarters of the questions at 4096 tokens; None when no game fits."""
+    order = c.listing_order()
+    giveaway = c.last_fresh_name()
+    aim = balance.target
     games: list[tuple[int, list[int]]] = []
     for game in sorted({r.game for r in c.rounds}):
         listed = _pinning_results(c, game)
         if listed is None:
             continue
         target = c.rounds[listed[0]].target
-        rank = 1 + int(np.count_nonzero(mentions > mentions[target]))
-        if balance.fallback or rank == balance.target:
+        position = order[target]
+        if target != giveaway and (position == aim or (aim == INTERSECTION_POSITIONS and position > aim)):
             games.append((game, listed))
     if not games:
         return None

@@ -21,11 +21,13 @@ uniform in :data:`FIRST_ROUNDS` (as if earlier rounds were cut off; a round-numb
 no constant); and the target count of a count question, from stream ``[s, 4, type]``
 (:class:`~ace_gym.longbench.questions.Balance`; an attempt whose history cannot carry it draws a
 new history, and a seed none of whose :data:`MAX_ATTEMPTS` histories carries it is infeasible). A concise
-Intersection aims at a rank of its target among the history's names by how often they are written,
-uniform in 1-6 (the target was the most frequent name of the history in 23 of 24 samples), and
-asks about any game of the history whose target was never guessed (the last game's last tool
-result gave its target away): an attempt of the first half is kept only when such a game's target
-has the rank aimed at, and every attempt plays games of a length drawn from its rollout stream
+Intersection aims at a position of its target among the history's names ordered by how many tool
+results list them, uniform in 1-7 (7 meaning 7 or later: the target was the most listed name in
+0.76 of the samples when any unsolved game could be asked), and asks about any game of the
+history whose target was never guessed (the last game's last tool result gave its target away)
+and is not the first unguessed name of the last tool result; an attempt is kept only when such a
+game's target sits at the aimed position, in up to :data:`INTERSECTION_ATTEMPTS` attempts (no
+fallback), and every attempt plays games of a length drawn from its rollout stream
 (:func:`_game_rounds`, unless the behaviour sets ``max_rounds``), so that the history holds
 several unsolved games. A Largest Value question aims at a position of the history (a percentage,
 from stream ``[s, 4, type]``). The balance is
@@ -59,6 +61,9 @@ ANSWERS: tuple[str, ...] = ("balanced", "paper")
 TRAINING_ANSWERS = "balanced"
 """The default ``answers``; ``ace-gym eval`` and the official layout use ``"paper"``."""
 MAX_ATTEMPTS = 24
+INTERSECTION_ATTEMPTS = 240
+"""Histories a balanced concise Intersection draws (few short histories put a game's target
+anywhere but first among the listed names; a 4096-token history takes a few milliseconds)."""
 FIRST_ROUNDS = range(1, 1001)
 """Where a balanced history's round numbers start."""
 INTERSECTION_GAME_ROUNDS = range(6, 41)
@@ -204,8 +209,8 @@ def build_sample(
     counts = BALANCED_TARGETS.get((question_type, config.fmt))
     aim = np.random.default_rng([seed, 4, QUESTION_TYPES.index(question_type)])  # no two types aim alike
     target = int(aim.choice(counts)) if balanced and counts is not None else None
-    short_games = balanced and question_type == INTERSECTION and config.fmt == "concise"
-    short_games = short_games and behaviour.max_rounds is None
+    aimed_intersection = balanced and question_type == INTERSECTION and config.fmt == "concise"
+    short_games = aimed_intersection and behaviour.max_rounds is None
     if question_type == INTERSECTION and config.fmt == "concise":
         behaviour = dataclasses.replace(behaviour, avoid_target=True)
     system = qa_prompt(table, config.fmt, question_type)
@@ -215,9 +220,9 @@ def build_sample(
     if budget <= 0:
         raise ConfigError("target_tokens", config.target_tokens, f"leaves no room for a history ({budget} tokens)")
     history_rounds: int | None = None  # how many rounds the budget held in the last attempt
-    for attempt in range(MAX_ATTEMPTS):
+    attempts = INTERSECTION_ATTEMPTS if aimed_intersection else MAX_ATTEMPTS
+    for attempt in range(attempts):
         rng = np.random.default_rng([seed, attempt, 1])
-        fallback = attempt >= MAX_ATTEMPTS // 2
         played = behaviour
         if short_games:  # a shorter game's prompt is no longer than the one counted
             per_game = _game_rounds(history_rounds, rng)
@@ -233,7 +238,7 @@ def build_sample(
             evidence_position=config.evidence_position,
             min_list=config.min_list,
             max_answer_items=config.max_answer_items,
-            balance=Balance(target, fallback) if balanced else None,
+            balance=Balance(target) if balanced else None,
         )
         if question is None:
             continue
@@ -249,7 +254,7 @@ def build_sample(
     raise InfeasibleSample(
         "target_tokens",
         config.target_tokens,
-        f"no feasible {question_type!r} sample in {MAX_ATTEMPTS} draws for seed {seed}; use a larger budget",
+        f"no feasible {question_type!r} sample in {attempts} draws for seed {seed}; use a larger budget",
     )
 
 
