@@ -14,6 +14,7 @@ import gymnasium as gym
 import pytest
 
 import ace_gym.eval.cli as eval_cli
+import ace_gym.eval.records as records_module
 import ace_gym.eval.rollout as rollout
 import ace_gym.eval.summary as summary_module
 import ace_gym.policies as policies
@@ -144,7 +145,7 @@ FOURTH = Benchmark(
 def test_eval__a_fourth_benchmark_adds_flags_options_record_fields_summary_table_evaluation_and_report(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    for module in (eval_cli, rollout, summary_module):
+    for module in (eval_cli, records_module, summary_module):
         monkeypatch.setattr(module, "BENCHMARKS", (*BENCHMARKS, FOURTH))
     parser = argparse.ArgumentParser()
     eval_cli.register(parser.add_subparsers())

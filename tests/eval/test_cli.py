@@ -610,6 +610,8 @@ from ace_gym import policies
 from ace_gym.agents.solver import ExactSolver
 from ace_gym.cli import main
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # also when the suite runs where SIGINT is ignored (a background job)
+
 class SolverThatWaitsAfterOneEpisode(ExactSolver):
     started = 0
 
