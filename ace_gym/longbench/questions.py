@@ -26,6 +26,8 @@ where the paper leaves them open:
   list them (ties by first listing), never the first unguessed name of the last tool result.
   Verbose: the intersection of one round's lists (rounds whose intersection has at most
   ``max_answer_items`` names preferred).
+* Weighted Summation, balanced: the question states its own section weights (drawn from
+  :data:`QUESTION_WEIGHTS`) for two rounds whose marks differ in at least two sections.
 * Find Round with Largest Value, balanced: over the whole history of at least
   :data:`LARGEST_ROUNDS` rounds, in a numeric section whose unique highest value sits at the
   aimed position.
@@ -55,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from ace_gym.longbench.engine import CORRECT, rendered_items, weighted_score
+from ace_gym.longbench.engine import CORRECT, SectionFeedback, rendered_items, weighted_score
 from ace_gym.longbench.question_types import (
     COUNT_CORRECTNESS,
     COUNT_FREQUENCY_ENV,
@@ -81,6 +83,8 @@ VALUES_ASKED = 4
 """How many values of one section a balanced Count Frequency (Env) question counts together."""
 LARGEST_ROUNDS = 5
 """The fewest rounds a balanced Find Round with Largest Value question is asked over."""
+QUESTION_WEIGHTS = range(1, 10)
+"""The section weights a balanced Weighted Summation question states, each drawn uniformly."""
 INTERSECTION_POSITIONS = 7
 """A balanced concise Intersection aims at a position 1 to this of its target in the order of the
 history's listed names (the last position meaning that one or later)."""
@@ -93,16 +97,17 @@ BALANCED_TARGETS: dict[tuple[str, str], range] = {
     (COUNT_CORRECTNESS, "verbose"): range(5),
     (COUNT_FREQUENCY_ENV, "concise"): range(10),
     (COUNT_FREQUENCY_ENV, "verbose"): range(7),
-    (WEIGHTED_SUMMATION, "concise"): range(13),
-    (WEIGHTED_SUMMATION, "verbose"): (0, 2, 3, 5, 6),
+    (WEIGHTED_SUMMATION, "concise"): range(2, 19),
+    (WEIGHTED_SUMMATION, "verbose"): range(2, 19),
     (INTERSECTION, "concise"): range(1, INTERSECTION_POSITIONS + 1),
     (LARGEST_VALUE, "concise"): range(100),
     (LARGEST_VALUE, "verbose"): range(100),
 }
 """(question type, format) -> what a balanced question aims at, uniformly: for a count, counts
 that at least a sixth of 32k histories carry (a feedback rarely marks 4 or 5 values correct; a
-verbose 32k history holds 2 to 4 rounds); for concise Intersection, the position of the target
-in :meth:`_Context.listing_order`."""
+verbose 32k history holds 2 to 4 rounds); for Weighted Summation, differences under the weights
+the question states (:func:`_weighted_difference`); for concise Intersection, the position of
+the target in :meth:`_Context.listing_order`."""
 
 
 @dataclass(frozen=True)
@@ -439,27 +444,22 @@ def _count_frequency_env(c: _Context) -> Question | None:
 def _count_values_env(c: _Context, guesses: np.ndarray) -> Question | None:
     """Balanced Count Frequency (Env): how many times :data:`VALUES_ASKED` values of one
     categorical section are listed in all, over every feedback (a history's few rounds list one
-    value once or twice, so one value's count is nearly always 1)."""
-    sections = [spec.name for spec in c.table.sections if spec.kind == "categorical"]
+    value once or twice, so one value's count is nearly always 1); random sets of values until
+    their total is the target (filling the set greedily reached a total of 3 in 4 of 53 verbose
+    samples against 14 for 2, since it needed one value listed three times)."""
+    listed_counts = {
+        spec.name: c.table.value_matrix(spec.name)[guesses].sum(axis=0)
+        for spec in c.table.sections
+        if spec.kind == "categorical" and len(c.table.vocab[spec.name]) >= VALUES_ASKED
+    }
     target = c.balance.target if c.balance is not None else None
     found: tuple[str, list[int]] | None = None
-    for _ in range(16):
-        section = str(c.choice(sections))
-        counts = c.table.value_matrix(section)[guesses].sum(axis=0)
-        if len(counts) < VALUES_ASKED:
-            continue
-        order = c.rng.permutation(len(counts)).tolist()
-        if target is None:
-            found = (section, order[:VALUES_ASKED])
-            break
-        picked, left = [], target
-        for j in order:
-            if len(picked) < VALUES_ASKED - 1 and counts[j] <= left:
-                picked.append(j)
-                left -= int(counts[j])
-        last = [j for j in order if j not in picked and counts[j] == left]
-        if len(picked) == VALUES_ASKED - 1 and last:
-            found = (section, [*picked, last[0]])
+    for _ in range(512 if listed_counts else 0):
+        section = str(c.choice(sorted(listed_counts)))
+        counts = listed_counts[section]
+        columns = [int(j) for j in c.rng.choice(len(counts), VALUES_ASKED, replace=False)]
+        if target is None or int(counts[columns].sum()) == target:
+            found = (section, columns)
             break
     if found is None:
         return None
@@ -553,6 +553,8 @@ def _weighted_summation(c: _Context) -> Question | None:
     rounds = len(c.rounds)
     if rounds < 2:
         return None
+    if c.balance is not None:
+        return _weighted_difference(c)
     scores = [weighted_score(c.table, r.feedback) for r in c.rounds]
     by_difference: dict[int, list[tuple[int, int]]] = {}
     for _ in range(256):
@@ -562,12 +564,44 @@ def _weighted_summation(c: _Context) -> Question | None:
     if difference is None:
         return None
     i, j = c.choice(by_difference[difference])
-    weights = ", ".join(f"{s.name} {s.weight}" for s in c.table.sections)
+    return _weighted_question(c, i, j, [s.weight for s in c.table.sections], difference)
+
+
+def _weighted_difference(c: _Context) -> Question | None:
+    """Balanced Weighted Summation: the question states weights of its own, drawn from
+    :data:`QUESTION_WEIGHTS`, for a random pair of rounds whose correct marks differ in at least
+    two sections (else the answer is one stated weight), until the difference is the target (with
+    the table's fixed weights a verbose history's differences took five values, so a constant
+    answer earned 0.24 of them)."""
+    names = [s.name for s in c.table.sections]
+    marks = np.array([[_correct_marks(r.feedback.sections).get(name, 0) for name in names] for r in c.rounds])
+    pairs = [
+        (i, j)
+        for i in range(len(marks))
+        for j in range(i + 1, len(marks))
+        if np.count_nonzero(marks[i] != marks[j]) >= 2
+    ]
+    for _ in range(256 if pairs else 0):
+        i, j = pairs[int(c.rng.integers(len(pairs)))]
+        weights = c.rng.integers(QUESTION_WEIGHTS.start, QUESTION_WEIGHTS.stop, size=len(names))
+        difference = abs(int(weights @ (marks[i] - marks[j])))
+        if difference == c.balance.target:  # type: ignore[union-attr]
+            return _weighted_question(c, i, j, [int(w) for w in weights], difference)
+    return None
+
+
+def _correct_marks(sections: Sequence[SectionFeedback]) -> dict[str, int]:
+    return {s.section: s.marks.count(CORRECT) for s in sections}
+
+
+def _weighted_question(c: _Context, i: int, j: int, weights: Sequence[int], difference: int) -> Question:
+    """The Weighted Summation question on rounds ``i`` < ``j`` under ``weights`` (one per table section)."""
+    stated = ", ".join(f"{s.name} {w}" for s, w in zip(c.table.sections, weights, strict=True))
     ni, nj = c.rounds[i].number, c.rounds[j].number
     return Question(
         WEIGHTED_SUMMATION,
         f"Score a round's feedback as the sum, over its sections, of the section's weight times the number of "
-        f"its values marked ({CORRECT}). Weights: {weights}. What is the absolute difference between the "
+        f"its values marked ({CORRECT}). Weights: {stated}. What is the absolute difference between the "
         f"scores of round {ni} and round {nj}?",
         difference,
         (c.trajectory.feedback_message(i), c.trajectory.feedback_message(j)),

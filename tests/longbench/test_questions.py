@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 import numpy as np
 import pytest
 
@@ -136,3 +139,18 @@ def test_behaviour__avoid_target_is_only_used_for_concise_intersection(tokenizer
     config = SampleConfig(target_tokens=20000, behaviour=Behaviour(epsilon=0.0))
     sample = build_sample(config, "Count Correctness(Env)", 0, tokenizer)
     assert any(r.feedback.correct for r in sample.trajectory.rounds)
+
+
+@pytest.mark.parametrize(("fmt", "tokens"), [("concise", 4096), ("verbose", 32768)])
+def test_balanced_weighted_summation__answers_spread_and_no_stated_weight_is_the_answer(
+    fmt: str, tokens: int, tokenizer
+) -> None:
+    """Issue 38: under the table's weights a balanced verbose Weighted Summation took five values
+    (0, 2, 3, 5, 6), so answering 3 earned about a quarter of them. The question states weights of
+    its own for two rounds whose marks differ in at least two sections."""
+    config = SampleConfig(fmt=fmt, target_tokens=tokens)
+    questions = [build_sample(config, "Weighted Summation(Env)", seed, tokenizer).question for seed in range(24)]
+    answers = Counter(q.answer for q in questions)
+    assert len(answers) >= 10 and max(answers.values()) <= 5, answers
+    first_weight = [int(re.search(r"Weights: \S+ (\d+)", q.text).group(1)) for q in questions]  # type: ignore[union-attr]
+    assert sum(w == q.answer for w, q in zip(first_weight, questions, strict=True)) <= 6
