@@ -68,13 +68,17 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     assert step["ace/train/turns"] >= 1 and step["num_tokens"] > 0  # the GRPO batch was played through the env
 
     # --freeze-embeddings (the default): warm-up and SFT left the embeddings as built (GRPO: below),
-    # and trained the output layer (--train-output-layer, the default), no longer tied to them
+    # and the output layer, tied to them (the default)
     start = bench_learning.load_model(tmp_path / "model_init", bench_learning.parse_args([]))
     sft = bench_learning.load_model(tmp_path / "model_sft", bench_learning.parse_args([]))
     assert (start.get_input_embeddings().weight == sft.get_input_embeddings().weight).all()
-    assert (start.get_output_embeddings().weight == start.get_input_embeddings().weight).all()  # a copy at first
-    assert not (start.get_output_embeddings().weight == sft.get_output_embeddings().weight).all()
-    assert sft.get_output_embeddings().weight.requires_grad and not sft.config.tie_word_embeddings
+    assert sft.get_output_embeddings().weight is sft.get_input_embeddings().weight and sft.config.tie_word_embeddings
+    assert not sft.get_output_embeddings().weight.requires_grad
+    # --train-output-layer: an output layer of its own, a trainable copy of the frozen embeddings
+    untied = bench_learning.load_model(tmp_path / "model_init", bench_learning.parse_args(["--train-output-layer"]))
+    output, embeddings_weight = untied.get_output_embeddings().weight, untied.get_input_embeddings().weight
+    assert output is not embeddings_weight and (output == embeddings_weight).all() and output.requires_grad
+    assert not embeddings_weight.requires_grad and not untied.config.tie_word_embeddings
     assert not (start.model.layers[0].mlp.up_proj.weight == sft.model.layers[0].mlp.up_proj.weight).all()
     model = results["model"]
     embeddings = start.get_input_embeddings().weight.numel()
@@ -373,7 +377,7 @@ def test_parse_args__a_track_sets_its_defaults_and_given_options_win() -> None:
         8,
         8,
     )
-    assert scratch.grpo_seeds > 0 and 150 <= scratch.grpo_steps <= 300 and scratch.train_output_layer
+    assert scratch.grpo_seeds > 0 and 150 <= scratch.grpo_steps <= 300 and not scratch.train_output_layer
     pretrained = bench_learning.parse_args(["--track", "pretrained"])
     for name, value in bench_learning.TRACK_DEFAULTS["pretrained"].items():
         assert getattr(pretrained, name) == value
