@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from ace_gym.longbench.engine import CORRECT, SectionFeedback, rendered_items, weighted_score
+from ace_gym.longbench.engine import CORRECT, rendered_items, weighted_score
 from ace_gym.longbench.question_types import (
     COUNT_CORRECTNESS,
     COUNT_FREQUENCY_ENV,
@@ -454,8 +454,9 @@ def _count_values_env(c: _Context, guesses: np.ndarray) -> Question | None:
     }
     target = c.balance.target if c.balance is not None else None
     found: tuple[str, list[int]] | None = None
-    for _ in range(512 if listed_counts else 0):
-        section = str(c.choice(sorted(listed_counts)))
+    sections = sorted(listed_counts)
+    for _ in range(512 if sections else 0):
+        section = str(c.choice(sections))
         counts = listed_counts[section]
         columns = [int(j) for j in c.rng.choice(len(counts), VALUES_ASKED, replace=False)]
         if target is None or int(counts[columns].sum()) == target:
@@ -573,8 +574,8 @@ def _weighted_difference(c: _Context) -> Question | None:
     two sections (else the answer is one stated weight), until the difference is the target (with
     the table's fixed weights a verbose history's differences took five values, so a constant
     answer earned 0.24 of them)."""
-    names = [s.name for s in c.table.sections]
-    marks = np.array([[_correct_marks(r.feedback.sections).get(name, 0) for name in names] for r in c.rounds])
+    # a feedback has one section per table section, in the table's order (engine.give_feedback)
+    marks = np.array([[s.marks.count(CORRECT) for s in r.feedback.sections] for r in c.rounds])
     pairs = [
         (i, j)
         for i in range(len(marks))
@@ -583,15 +584,11 @@ def _weighted_difference(c: _Context) -> Question | None:
     ]
     for _ in range(256 if pairs else 0):
         i, j = pairs[int(c.rng.integers(len(pairs)))]
-        weights = c.rng.integers(QUESTION_WEIGHTS.start, QUESTION_WEIGHTS.stop, size=len(names))
+        weights = c.rng.integers(QUESTION_WEIGHTS.start, QUESTION_WEIGHTS.stop, size=marks.shape[1])
         difference = abs(int(weights @ (marks[i] - marks[j])))
         if difference == c.balance.target:  # type: ignore[union-attr]
             return _weighted_question(c, i, j, [int(w) for w in weights], difference)
     return None
-
-
-def _correct_marks(sections: Sequence[SectionFeedback]) -> dict[str, int]:
-    return {s.section: s.marks.count(CORRECT) for s in sections}
 
 
 def _weighted_question(c: _Context, i: int, j: int, weights: Sequence[int], difference: int) -> Question:
