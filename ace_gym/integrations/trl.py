@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ace_gym.agents.base import Completion
-from ace_gym.agents.llm.hf_engine import HFChatEngine
+from ace_gym.agents.llm.hf_engine import HFChatEngine, checked_generation_kwargs
 from ace_gym.agents.llm.messages import completion_without_generation, render_prompts
 from ace_gym.curriculum import CurriculumState
 from ace_gym.domains import DOMAIN_NAMES, get_domain
@@ -376,7 +376,9 @@ class TrainerEngine:
     ``max_turn_tokens`` new tokens a turn (default ``args.max_completion_length``). A
     ``generation_kwargs`` entry that would change the length or the number of generations
     (``max_new_tokens``, ``max_tokens``, ``n``) is a ConfigError: the turn cap is
-    ``max_turn_tokens``. Logprobs are vLLM's sampled-token logprobs or the model's at the
+    ``max_turn_tokens``; on transformers, so is any entry
+    :func:`~ace_gym.agents.llm.hf_engine.checked_generation_kwargs` refuses (one of the sampling
+    settings above, a search, another stop, a name ``generate`` does not take), up front. Logprobs are vLLM's sampled-token logprobs or the model's at the
     sampling temperature. Reads only :data:`TRAINER_ATTRIBUTES`.
 
     Conversations are rendered with TRL's prefix-preserving training variant of the tokenizer's
@@ -394,10 +396,12 @@ class TrainerEngine:
             raise ConfigError(
                 "generation_kwargs", fixed, "set by ace-gym's rollout_func: give the per-turn cap as max_turn_tokens"
             )
-        self.max_turn_tokens = integer(
-            "max_turn_tokens",
-            self.args.max_completion_length if max_turn_tokens is None else max_turn_tokens,
-            minimum=1,
+        if not self.args.use_vllm:  # refused here, not at the first generation
+            checked_generation_kwargs(self.args.generation_kwargs)
+        self.max_turn_tokens = (
+            integer("max_completion_length", self.args.max_completion_length, minimum=1)
+            if max_turn_tokens is None
+            else integer("max_turn_tokens", max_turn_tokens, minimum=1)
         )
         self.tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
         self.chat_template_kwargs: dict[str, Any] = dict(self.args.chat_template_kwargs or {})
@@ -511,9 +515,8 @@ def rollout_func(
 
         summarise = summary or episode_summary
         batch = [dataclasses.replace(by_opening[_opening_key(prompt)], trial=k) for k, prompt in enumerate(prompts)]
-        actor = TokenEngineActor(
-            TrainerEngine(trainer, max_turn_tokens), response_budget=trainer.args.max_completion_length
-        )
+        budget = integer("max_completion_length", trainer.args.max_completion_length, minimum=1)
+        actor = TokenEngineActor(TrainerEngine(trainer, max_turn_tokens), response_budget=budget)
         records = {r["trial"]: r for r in run_episodes(batch, actor, batch_size=batch_size, name="TrainerEngine")}
         out: dict[str, list[Any]] = {
             key: [] for key in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "ace_episode")
@@ -526,7 +529,7 @@ def rollout_func(
                     "chat template", record["key"], "refused a turn of this episode: no token-exact rollout"
                 )
             last = tokens["turn_starts"][-1] + len(record["turns"][-1].get("completion_token_ids", ()))
-            end = min(last, trainer.args.max_completion_length)
+            end = min(last, budget)
             out["prompt_ids"].append(tokens["prompt_ids"])
             out["completion_ids"].append(tokens["response_ids"][:end])
             out["logprobs"].append(tokens["logprobs"][:end])

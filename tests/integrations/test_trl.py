@@ -774,6 +774,72 @@ def test_rollout_func__a_cut_episode_is_rewarded_only_for_the_ids_it_is_trained_
     assert cut["ace_episode"][0]["score"] == 0.0  # played whole, it scored 1.0 on ids it was not trained on
 
 
+def test_rollout_func__every_budget_boundary_keeps_ids_mask_logprobs_aligned_and_the_reward_earned(
+    tiny_model: Path,
+) -> None:
+    """Budgets at every boundary of an H=5 FIT episode's four turns (one id before, at and after
+    each turn's first and last id, inside each tool reply, one id, the whole episode): the ids,
+    env mask and logprobs have one length, within the budget; env ids have logprob 0.0; the reward
+    is the score of the episode replayed with exactly the assistant text in the trained ids; an
+    episode cut before its last turn is truncated, a whole one is not."""
+    from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import replayed_score, trained_texts
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    spec = fit_spec(FIT_SPECS[0])
+    whole, _ = _solver_rollout(tokenizer, spec, 10**6)
+    (mask,) = whole["env_mask"]
+    starts = [k for k, kept in enumerate(mask) if kept and (k == 0 or not mask[k - 1])]
+    ends = [k for k in range(1, len(mask) + 1) if mask[k - 1] and (k == len(mask) or not mask[k])]
+    assert len(starts) == len(ends) == 4 and ends[-1] == len(mask)
+    budgets = {1, len(mask) + 1} | {(end + start) // 2 for end, start in zip(ends, starts[1:], strict=False)}
+    budgets |= {k + d for k in starts[1:] + ends for d in (-1, 0, 1)}
+    for budget in sorted(budgets):
+        out, _ = _solver_rollout(tokenizer, spec, budget)
+        (ids,), (mask,), (logprobs,), (episode,) = (
+            out[key] for key in ("completion_ids", "env_mask", "logprobs", "ace_episode")
+        )
+        assert len(ids) == len(mask) == len(logprobs) <= budget, budget
+        assert all(logprob == 0.0 for logprob, kept in zip(logprobs, mask, strict=True) if not kept), budget
+        assert episode["score"] == replayed_score(spec, trained_texts(tokenizer, ids, mask)), budget
+        if budget < starts[-1] or budget >= ends[-1]:  # (a cut inside the last turn keeps its whole text)
+            assert episode["truncated"] == (budget < ends[-1]), budget
+
+
+@pytest.mark.parametrize("budget", [0, -1, None, 2.5])
+def test_rollout_func__a_max_completion_length_that_is_no_positive_integer_is_a_config_error_naming_it(
+    tiny_model: Path, budget: Any
+) -> None:
+    """A rollout is given no budget to play within (None), or none at all: one ConfigError naming
+    ``max_completion_length``, never a TypeError once the episodes are played."""
+    from ace_gym.eval.fit import fit_spec
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    for options in ({}, {"max_turn_tokens": 48}):
+        with pytest.raises(ConfigError, match="max_completion_length") as refused:
+            _solver_rollout(tokenizer, fit_spec(FIT_SPECS[0]), budget, **options)
+        assert refused.value.field == "max_completion_length" and "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"top_k": 5}, {"temperature": 0.5}, {"do_sample": False}, {"num_return_sequences": 2}, {"stop": ["x"]}]
+)
+def test_trainer_engine__refuses_generation_kwargs_transformers_cannot_take_as_given_up_front(
+    tiny_model: Path, kwargs: dict[str, Any]
+) -> None:
+    """On transformers, a ``generation_kwargs`` entry that repeats a sampling setting of the
+    config (which ``generate`` would get twice), asks for more sequences, or is no ``generate``
+    setting (vLLM's ``stop``) is one ConfigError naming it when the engine is built, before any
+    episode is played."""
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    (name,) = kwargs
+    with pytest.raises(ConfigError, match=name) as refused:
+        TrainerEngine(_trainer_stub(tokenizer, args={"generation_kwargs": kwargs}))
+    assert "\n" not in str(refused.value)
+
+
 def test_rollout_func__max_turn_tokens_caps_each_turn_and_refuses_length_settings_of_its_own(
     tiny_model: Path,
 ) -> None:

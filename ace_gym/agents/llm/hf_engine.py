@@ -32,8 +32,10 @@ class HFChatEngine:
     (0 = no top-k), ``min_p`` (None = none) and ``repetition_penalty`` (1.0 = none), and nothing
     else: the model's own ``generation_config`` contributes only its end, pad and start ids (its
     sampling defaults, and transformers' fallback top-k of 50, never apply).
-    ``generation_kwargs`` go to ``model.generate`` unchanged, after all of these; ConfigError
-    for ``max_new_tokens`` among them (the engine's own argument).
+    ``generation_kwargs`` go to ``model.generate`` unchanged, beside all of these
+    (:func:`checked_generation_kwargs` refuses, in one line, an entry that is one of the
+    engine's own settings, would change how many sequences or which search it runs, or is no
+    ``generate`` setting).
 
     Usage: ``prompt_tokens`` / ``completion_tokens`` are token counts; ``completion_token_ids``
     include the end-of-turn token when one was generated (``finish_reason`` "stop", else
@@ -88,10 +90,7 @@ class HFChatEngine:
         top_k = integer("top_k", top_k, minimum=0)
         min_p = None if min_p is None else probability("min_p", min_p)
         repetition_penalty = number("repetition_penalty", repetition_penalty, above=0, note="(1.0 = none)")
-        if generation_kwargs and "max_new_tokens" in generation_kwargs:
-            raise ConfigError(
-                "generation_kwargs", dict(generation_kwargs), "set max_new_tokens as the engine's argument"
-            )
+        generation_kwargs = checked_generation_kwargs(generation_kwargs)
         model_path = str(model) if isinstance(model, (str, os.PathLike)) else None
         if isinstance(model, (str, os.PathLike)):
             dtype = _model_dtype(dtype)
@@ -235,6 +234,63 @@ class HFChatEngine:
             for k, logits in enumerate(step_logits)
         ]
         return torch.stack(columns, dim=1).tolist()
+
+
+ENGINE_SETTINGS = frozenset(
+    {
+        "max_new_tokens",
+        "max_length",
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "repetition_penalty",
+        "do_sample",
+        "eos_token_id",
+        "pad_token_id",
+        "use_cache",
+        "return_dict_in_generate",
+        "output_logits",
+        "output_scores",
+        "generation_config",
+        "inputs",
+        "input_ids",
+        "attention_mask",
+    }
+)
+"""``model.generate`` arguments :class:`HFChatEngine` sets from its own (the sampling settings,
+the length, the end ids, the output shape): a ``generation_kwargs`` entry among them is refused
+rather than passed twice or silently ignored."""
+ONE_SEQUENCE_SETTINGS = frozenset(
+    {"num_return_sequences", "num_beams", "num_beam_groups", "penalty_alpha", "stop_strings", "stopping_criteria"}
+)
+"""``model.generate`` settings :class:`HFChatEngine` refuses because its completions are one
+sequence per prompt, sampled (or greedy) from the model's distribution, ending at an end id or at
+``max_new_tokens``: more sequences, a search, or other stops would break that contract."""
+
+
+def checked_generation_kwargs(generation_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``generation_kwargs`` as a dict, every entry a ``transformers`` ``generate`` setting that
+    :class:`HFChatEngine` passes on unchanged; ConfigError (one line, naming the entry) for one of
+    :data:`ENGINE_SETTINGS`, :data:`ONE_SEQUENCE_SETTINGS`, or a name ``generate`` does not take
+    (vLLM's ``stop``, ``max_tokens`` or ``n``, a typo)."""
+    import inspect
+
+    from transformers import GenerationConfig, GenerationMixin
+
+    kwargs = dict(generation_kwargs or {})
+    known = set(GenerationConfig().to_dict()) | set(inspect.signature(GenerationMixin.generate).parameters)
+    for name, value in kwargs.items():
+        if name in ENGINE_SETTINGS:
+            problem = "is one of the engine's own settings: give it as the engine's argument"
+        elif name in ONE_SEQUENCE_SETTINGS:
+            problem = "the engine samples one sequence per prompt, ending at the model's end ids or max_new_tokens"
+        elif name not in known or name.startswith("_") or name == "self":
+            problem = "is no transformers generate() setting"
+        else:
+            continue
+        raise ConfigError(f"generation_kwargs[{name!r}]", value, problem)
+    return kwargs
 
 
 ID_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")

@@ -321,6 +321,46 @@ def test_hf_engine__samples_with_its_own_settings_never_the_model_generation_con
         HFChatEngine(model, tokenizer, generation_kwargs={"max_new_tokens": 4})
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"top_k": 5},
+        {"temperature": 0.5},
+        {"do_sample": False},
+        {"eos_token_id": 3},
+        {"max_length": 3},
+        {"num_return_sequences": 2},
+        {"num_beams": 2},
+        {"stop_strings": ["x"]},
+        {"stop": ["x"]},
+        {"n": 2},
+    ],
+)
+def test_hf_engine__refuses_generation_kwargs_it_cannot_pass_on_as_given_when_built(
+    tiny_model: Path, kwargs: dict[str, object]
+) -> None:
+    """A ``generation_kwargs`` entry that is one of the engine's own settings (``generate`` would
+    get it twice, or ignore it for ``max_new_tokens``), asks for more sequences, a beam search or
+    other stops (completions would no longer be one sampled sequence per prompt, rows mismatched),
+    or is no ``generate`` setting, is one ConfigError naming it, at construction."""
+    (name,) = kwargs
+    with pytest.raises(ConfigError, match=name) as refused:
+        HFChatEngine(tiny_model, max_new_tokens=4, generation_kwargs=kwargs)
+    assert "\n" not in str(refused.value)
+
+
+def test_hf_engine__passes_generate_settings_of_its_own_kind_on_unchanged(tiny_model: Path) -> None:
+    """A ``generation_kwargs`` entry ``generate`` takes and the engine leaves alone reaches it:
+    with ids below 1,000 suppressed, none of 128 sampled ids of the untrained model (nearly uniform
+    over 2,048 ids) is below 1,000; without, about half are."""
+
+    def drawn(**generation_kwargs: object) -> list[int]:
+        engine = HFChatEngine(tiny_model, max_new_tokens=4, batch_size=32, generation_kwargs=generation_kwargs)
+        return [token for c in engine.generate_ids([[1, 2, 3]] * 32) for token in c.completion_token_ids]
+
+    assert min(drawn(suppress_tokens=list(range(1000)))) >= 1000 and min(drawn()) < 1000
+
+
 def test_hf_engine__a_response_budget_cuts_the_turn_that_reaches_it_and_ends_the_episode_there(
     tiny_model: Path,
 ) -> None:
