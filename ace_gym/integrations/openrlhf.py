@@ -12,6 +12,11 @@ OpenRLHF's executor takes the opening and each turn's replies as text and encode
 a decode -> encode round trip: every text handed over is checked to encode back to ace-gym's ids
 (true for byte-level BPE tokenizers such as Qwen's), and a tokenizer for which it does not is a
 ConfigError instead of silently different training ids.
+
+Limits (:class:`AgentExecutor`): ``--data.max_len`` holds the prompt and the whole episode, and
+an episode whose ids reach it ends there, scored as its grid stands (``extra_logs["truncated"]``);
+``--rollout.max_new_tokens``, when set, caps each turn (OpenRLHF's executor would give every
+turn all the room left).
 """
 
 from __future__ import annotations
@@ -27,18 +32,38 @@ from openrlhf.utils.agent import AgentInstanceBase, MultiTurnAgentExecutor
 
 from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
-from ace_gym.errors import ConfigError
+from ace_gym.errors import ConfigError, optional_integer
 from ace_gym.eval.episode_spec import EpisodeSpec
+
+
+class GeneratedTurn:
+    """The ids and finish reason of an episode's last generation, as its engine returned them
+    (:class:`AgentExecutor` records them for its :class:`AgentInstance`). A plain class: OpenRLHF
+    executes this file without registering it as a module, which a dataclass needs."""
+
+    def __init__(self) -> None:
+        self.token_ids: list[int] | None = None
+        self.finish_reason: str | None = None
 
 
 class AgentInstance(AgentInstanceBase):
     """One ACE episode: ``label`` is the JSON of its :class:`~ace_gym.eval.EpisodeSpec`. ``reset``
     returns the opening rendered by ``tokenizer``'s chat template (with the tools); ``step``
     returns the turn's reward (the score on the last turn), the rendered replies and the next
-    generation prompt as ``environment_feedback`` (nothing once ``done``) and ``extra_logs``."""
+    generation prompt as ``environment_feedback`` (nothing once ``done``) and ``extra_logs``.
 
-    def __init__(self, tokenizer: Any) -> None:
+    With ``max_length`` (the executor's, the prompt and the whole episode), an episode whose ids
+    reach it is done after that turn, its reward the score of the grid as it stands
+    (``extra_logs["truncated"]`` 1): OpenRLHF would end it there with no more turns, so the
+    reward is earned by the ids it trains on. With ``generated`` (filled by
+    :class:`AgentExecutor` on each generation), the turn's ids are the engine's own (a turn cut
+    by a length limit has no end-of-turn token), else the action text re-encoded and the end id.
+    """
+
+    def __init__(self, tokenizer: Any, max_length: int | None = None, generated: GeneratedTurn | None = None) -> None:
         self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.generated = generated
 
     async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         self.spec = EpisodeSpec.from_json(states["label"])
@@ -51,11 +76,16 @@ class AgentInstance(AgentInstanceBase):
         action = states["action_text"]
         _, reward, terminated, truncated, info = self.env.step(action)
         done = bool(terminated or truncated)
-        # OpenRLHF's text leaves out the end-of-turn token the model stopped on (a turn cut by the
-        # length limit is always the last one): the replies continue after it
-        generated = [*self.tokenizer.encode(action, add_special_tokens=False), self.tokenizer.eos_token_id]
+        if self.generated is not None and self.generated.token_ids is not None:
+            generated = list(self.generated.token_ids)
+        else:  # OpenRLHF's text leaves out the end-of-turn token the model stopped on
+            generated = [*self.tokenizer.encode(action, add_special_tokens=False), self.tokenizer.eos_token_id]
         feedback = self.tokens.sync(info["messages"], generated)
         score = float(info.get("score") or 0.0)
+        cut = not done and self.max_length is not None and len(self.tokens.token_ids) >= self.max_length
+        if cut:  # no room for another turn: the episode ends here, scored as its grid stands
+            reward = score = float(self.env.get_wrapper_attr("score")().score)
+            done = True
         if done:
             self.env.close()
         return {
@@ -63,7 +93,11 @@ class AgentInstance(AgentInstanceBase):
             "scores": torch.tensor(score),
             "environment_feedback": "" if done else self._text(feedback),
             "done": done,
-            "extra_logs": {"score": torch.tensor(score), "parse_errors": torch.tensor(len(info["parse_errors"]))},
+            "extra_logs": {
+                "score": torch.tensor(score),
+                "parse_errors": torch.tensor(len(info["parse_errors"])),
+                "truncated": torch.tensor(float(cut or truncated)),
+            },
         }
 
     def _text(self, ids: list[int]) -> str:
@@ -80,7 +114,10 @@ class AgentInstance(AgentInstanceBase):
 
 
 class AgentExecutor(MultiTurnAgentExecutor):
-    """OpenRLHF's multi-turn executor over :class:`AgentInstance` (given the run's tokenizer)."""
+    """OpenRLHF's multi-turn executor over :class:`AgentInstance` (given the run's tokenizer and
+    ``max_length``), its engine giving each turn at most the ``max_tokens`` OpenRLHF's sampling
+    params arrive with (``--rollout.max_new_tokens``; None: all the room left) and telling the
+    instance the ids it generated."""
 
     def __init__(self) -> None:
         super().__init__(AgentInstance)
@@ -95,8 +132,31 @@ class AgentExecutor(MultiTurnAgentExecutor):
         llm_engine: Any,
         images: Any = None,
     ) -> dict[str, Any]:
-        self.agent_instance_cls = functools.partial(AgentInstance, hf_tokenizer)  # type: ignore[assignment]
-        return await super().execute(prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, images)
+        generated = GeneratedTurn()
+        engine = TurnCappedEngine(llm_engine, sampling_params.max_tokens, generated)
+        # the executor builds its instance before its first await: no other episode's settings in between
+        self.agent_instance_cls = functools.partial(  # type: ignore[assignment]
+            AgentInstance, hf_tokenizer, max_length=max_length, generated=generated
+        )
+        return await super().execute(prompt, label, sampling_params, max_length, hf_tokenizer, engine, images)
+
+
+class TurnCappedEngine:
+    """``engine`` for one episode: each generation gets at most ``turn_cap`` new tokens (None: as
+    asked), and its ids and finish reason are recorded in ``generated``."""
+
+    def __init__(self, engine: Any, turn_cap: int | None, generated: GeneratedTurn) -> None:
+        self.engine = engine
+        self.turn_cap = optional_integer("rollout.max_new_tokens", turn_cap, minimum=1)
+        self.generated = generated
+
+    async def generate(self, token_ids: list[int], sampling_params: Any, **kwargs: Any) -> Any:
+        if self.turn_cap is not None:
+            sampling_params.max_tokens = min(sampling_params.max_tokens, self.turn_cap)
+        output = await self.engine.generate(token_ids, sampling_params, **kwargs)
+        self.generated.token_ids = list(output.outputs[0].token_ids)
+        self.generated.finish_reason = output.outputs[0].finish_reason
+        return output
 
 
 def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str]) -> None:

@@ -58,8 +58,8 @@ def test_agent_func__is_loadable_the_way_openrlhf_loads_it() -> None:
 class RecordedInstance(agent_func.AgentInstance):
     """The agent instance, keeping itself in :data:`INSTANCES` (to compare its ids with OpenRLHF's)."""
 
-    def __init__(self, tokenizer: Any) -> None:
-        super().__init__(tokenizer)
+    def __init__(self, tokenizer: Any, **settings: Any) -> None:
+        super().__init__(tokenizer, **settings)
         INSTANCES.append(self)
 
 
@@ -157,3 +157,92 @@ def test_agent_instance__a_tokenizer_whose_decode_encode_round_trip_changes_ids_
     action = SolverText(SPECS[1]).next_text()
     with pytest.raises(ConfigError, match="re-encoding"):
         asyncio.run(instance.step({"action_text": action}))
+
+
+class CuttingEngine(BatchSolverEngine):
+    """:class:`BatchSolverEngine` that cuts a turn at the ``max_tokens`` it is asked for (finish
+    reason "length", no end id), as vLLM does, and keeps what it was asked for."""
+
+    def __init__(self, tokenizer: Any, spec: EpisodeSpec) -> None:
+        super().__init__(tokenizer, spec)
+        self.asked: list[int] = []
+
+    async def generate(self, token_ids: list[int], sampling_params: Any, **kwargs: Any) -> Any:
+        self.asked.append(sampling_params.max_tokens)
+        output = await super().generate(token_ids, sampling_params, **kwargs)
+        whole = output.outputs[0]
+        ids = whole.token_ids[: sampling_params.max_tokens]
+        if len(ids) < len(whole.token_ids):
+            self.texts[-1] = self.tokenizer.decode(ids, skip_special_tokens=True)
+            output.outputs[0] = SimpleNamespace(
+                token_ids=ids, text=self.texts[-1], finish_reason="length", logprobs=whole.logprobs[: len(ids)]
+            )
+        return output
+
+
+def _cut_run(tokenizer: Any, spec: EpisodeSpec, max_length: int, max_tokens: int | None) -> tuple[dict, Any, Any]:
+    """The executor's result for ``spec`` within ``max_length`` (``--rollout.max_new_tokens``:
+    ``max_tokens``), its engine and the agent instance."""
+    INSTANCES.clear()
+    engine = CuttingEngine(tokenizer, spec)
+    params = SimpleNamespace(max_tokens=max_tokens, logprobs=1)
+    result = asyncio.run(
+        agent_func.AgentExecutor().execute(spec.opening(), spec.to_json(), params, max_length, tokenizer, engine)
+    )
+    (instance,) = INSTANCES
+    return result, engine, instance
+
+
+def test_openrlhf_executor__a_cut_episode_ends_at_max_length_scored_as_its_grid_stands(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An H=5 FIT episode the batching solver solves in four turns, within a ``max_length`` that
+    ends inside its second turn, inside the replies after it, inside its third turn (the
+    set_slot calls), inside the replies after that, and not at all: the ids never pass
+    ``max_length`` (once a turn's replies reach it, the episode is done there, with no replies after
+    its last turn), stay token-exact, and the reward is the score of the episode replayed with
+    exactly the turns in them, the grid as it stands when they run out (1.0 once the set_slot turn
+    is in); a cut episode is marked truncated in ``extra_logs``."""
+    from ace_gym.eval.fit import fit_spec
+    from tests.solver_text import replayed_score
+
+    monkeypatch.setattr(agent_func, "AgentInstance", RecordedInstance)
+    spec = fit_spec(SPECS[0])
+    whole, _, _ = _cut_run(tokenizer, spec, 10**6, None)
+    ranges = whole["action_ranges"]
+    assert len(ranges) == 4 and whole["reward"] == 1.0
+    _, (start_2, end_2), (start_3, end_3), (start_4, _) = ranges
+    budgets = [(start_2 + end_2) // 2, (end_2 + start_3) // 2, start_3, (start_3 + end_3) // 2, (end_3 + start_4) // 2]
+    for max_length in [*budgets, 10**6]:
+        result, engine, instance = _cut_run(tokenizer, spec, max_length, None)
+        tokens, ranges = result["observation_tokens"], result["action_ranges"]
+        assert len(tokens) == len(result["rollout_log_probs"]) == ranges[-1][1] <= max_length, max_length
+        assert tokens == instance.tokens.token_ids[: len(tokens)], max_length
+        texts = [tokenizer.decode(tokens[a:b], skip_special_tokens=True) for a, b in ranges]
+        assert texts == engine.texts, max_length
+        assert result["reward"] == float(result["scores"]) == replayed_score(spec, texts), max_length
+        assert float(result["extra_logs"]["truncated"]) == (max_length < 10**6), max_length
+    assert result["reward"] == 1.0
+    after_set_slot, _, _ = _cut_run(tokenizer, spec, budgets[-1], None)
+    assert after_set_slot["reward"] == 1.0  # the grid the trained turns filled, not the 0 of an unfinished step
+
+
+def test_openrlhf_executor__rollout_max_new_tokens_caps_each_turn_token_exact(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--rollout.max_new_tokens`` (the ``max_tokens`` OpenRLHF's sampling params arrive with)
+    caps every turn, as evaluation caps a turn, though the executor offers each turn all the room
+    left; a turn cut there (no end id) keeps OpenRLHF's ids token-exact. A cap that is no positive
+    integer is a ConfigError naming it."""
+    from ace_gym.eval.fit import fit_spec
+
+    monkeypatch.setattr(agent_func, "AgentInstance", RecordedInstance)
+    spec = fit_spec(SPECS[0])
+    result, engine, instance = _cut_run(tokenizer, spec, 10**6, 48)
+    assert set(engine.asked) == {48} and len(engine.asked) >= 2
+    tokens, ranges = result["observation_tokens"], result["action_ranges"]
+    assert all(b - a <= 48 for a, b in ranges) and ranges[0][1] - ranges[0][0] == 48
+    assert tokens == instance.tokens.token_ids[: len(tokens)]
+    assert [tokenizer.decode(tokens[a:b], skip_special_tokens=True) for a, b in ranges] == engine.texts
+    with pytest.raises(ConfigError, match="max_new_tokens"):
+        _cut_run(tokenizer, spec, 10**6, 0)
