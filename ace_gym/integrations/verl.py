@@ -19,7 +19,7 @@ from verl.workers.rollout.replica import TokenOutput
 from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
 from ace_gym.envs import AceEnv
-from ace_gym.errors import ConfigError, choice
+from ace_gym.errors import ConfigError, choice, integer, optional_integer
 from ace_gym.eval.episode_spec import EpisodeSpec
 from ace_gym.integrations.rewards import REWARDS, partial_score
 
@@ -40,7 +40,9 @@ class AceAgentLoop(AgentLoopBase):
     append-only ids (:class:`~ace_gym.chat_template.ChatTokens`), the decoded text goes to the
     env, and the replies are rendered after the generated ids. Each turn gets at most the room
     left in ``rollout.response_length`` (``max_tokens``, or less when ``sampling_params`` asks for
-    less), so every call the env runs is in the ids verl trains on; the episode ends when the env
+    less, or ``extra_info["ace_max_turn_tokens"]``, the per-turn cap :func:`write_dataset` stores:
+    verl itself gives every turn all the room left), so every call the env runs is in the ids
+    verl trains on; the episode ends when the env
     ends it or the response reaches ``response_length`` (then the grid as it stands is scored,
     ``extra_fields["ace_truncated"]``). A generation verl aborts (partial rollout) is resumed,
     never played as a turn. Returns the prompt ids, the response up to the end of the last turn
@@ -53,7 +55,10 @@ class AceAgentLoop(AgentLoopBase):
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         spec = EpisodeSpec.from_json(kwargs["extra_info"]["ace_episode"])
         reward = choice("extra_info.ace_reward", kwargs["extra_info"].get("ace_reward", "score"), REWARDS)
-        budget = int(self.rollout_config.response_length)
+        turn_cap = optional_integer(
+            "extra_info.ace_max_turn_tokens", kwargs["extra_info"].get("ace_max_turn_tokens"), minimum=1
+        )
+        budget = integer("rollout.response_length", self.rollout_config.response_length, minimum=1)
         # verl annotates its tokenizer as AutoTokenizer, the factory class; it holds the tokenizer
         # AutoTokenizer.from_pretrained built
         tokenizer = cast("PreTrainedTokenizerBase", self.tokenizer)
@@ -65,6 +70,7 @@ class AceAgentLoop(AgentLoopBase):
         request_id, score, truncated = uuid4().hex, None, False
         while score is None:
             room = budget - (len(tokens.token_ids) - len(tokens.segments[0].token_ids))
+            room = room if turn_cap is None else min(room, turn_cap)
             output = await self._generate(request_id, tokens.token_ids, _capped(sampling_params, room))
             text = tokenizer.decode(output.token_ids, skip_special_tokens=True)
             _, _, terminated, truncated, step = env.step(text)
@@ -130,20 +136,32 @@ def _capped(sampling_params: dict[str, Any], room: int) -> dict[str, Any]:
     return {**rest, "max_tokens": min(int(asked), room)}
 
 
-def write_dataset(specs: Sequence[EpisodeSpec], path: str | os.PathLike[str], *, reward: str = "score") -> None:
+def write_dataset(
+    specs: Sequence[EpisodeSpec],
+    path: str | os.PathLike[str],
+    *,
+    reward: str = "score",
+    max_turn_tokens: int | None = None,
+) -> None:
     """One Parquet row per spec for verl's ``RLHFDataset``: ``prompt`` (the opening messages),
-    ``data_source``, ``agent_name`` (``"ace_gym"``) and ``extra_info`` (``ace_episode``, and
-    ``ace_reward`` when ``reward`` is "partial"); atomically."""
+    ``data_source``, ``agent_name`` (``"ace_gym"``) and ``extra_info`` (``ace_episode``,
+    ``ace_reward`` when ``reward`` is "partial", ``ace_max_turn_tokens`` when ``max_turn_tokens``
+    caps each turn, as evaluation caps a turn); atomically."""
     from datasets import Dataset
 
     reward = choice("reward", reward, REWARDS)
+    max_turn_tokens = optional_integer("max_turn_tokens", max_turn_tokens, minimum=1)
+    settings = {
+        **({"ace_reward": reward} if reward != "score" else {}),
+        **({"ace_max_turn_tokens": max_turn_tokens} if max_turn_tokens is not None else {}),
+    }
 
     rows = [
         {
             "prompt": spec.opening(),
             "data_source": f"ace_gym/{spec.dataset}/{spec.domain}",
             "agent_name": AGENT_NAME,
-            "extra_info": {"ace_episode": spec.to_json(), **({"ace_reward": reward} if reward != "score" else {})},
+            "extra_info": {"ace_episode": spec.to_json(), **settings},
         }
         for spec in specs
     ]

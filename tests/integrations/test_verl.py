@@ -265,3 +265,49 @@ def test_verl_agent_loop__plays_a_fit_episode_with_several_calls_per_turn_token_
     rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False).removesuffix("\n")
     assert tokenizer.decode(output.prompt_ids + output.response_ids) == rendered
     assert output.prompt_ids + output.response_ids == tokenizer.encode(rendered, add_special_tokens=False)
+
+
+class AskedServer(BatchSolverServer):
+    """:class:`BatchSolverServer` that keeps the ``max_tokens`` of every request."""
+
+    def __init__(self, tokenizer: Any, spec: EpisodeSpec) -> None:
+        super().__init__(tokenizer, spec)
+        self.asked: list[int] = []
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **_: Any) -> TokenOutput:
+        self.asked.append(sampling_params["max_tokens"])
+        return await super().generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params)
+
+
+def test_verl_agent_loop__max_turn_tokens_of_the_rows_caps_each_turn(tokenizer: Any, tmp_path: Path) -> None:
+    """verl's sampling params carry no length (each turn would get all the room left in
+    ``response_length``): rows written with ``max_turn_tokens=48`` give every turn at most 48 new
+    tokens, as evaluation caps a turn, and at most the room left near the end of the budget; a cap
+    or a response length that is no positive integer is a ConfigError naming it."""
+    from ace_gym.eval.fit import fit_spec
+
+    spec = fit_spec(EpisodeSpec.of("course", instance_index=9, seed=4))
+    write_dataset([spec], tmp_path / "rows.parquet", max_turn_tokens=48)
+    (row,) = datasets.Dataset.from_parquet(str(tmp_path / "rows.parquet"))
+    assert row["extra_info"]["ace_max_turn_tokens"] == 48
+    server = AskedServer(tokenizer, spec)
+    output = asyncio.run(agent_loop(tokenizer, server, 10**6).run({}, extra_info=row["extra_info"]))
+    assert len(server.asked) >= 2 and set(server.asked) == {48}
+    mask = output.response_mask
+    starts = [k for k, kept in enumerate(mask) if kept and (k == 0 or not mask[k - 1])]
+    ends = [k for k in range(1, len(mask) + 1) if mask[k - 1] and (k == len(mask) or not mask[k])]
+    lengths = [end - start for start, end in zip(starts, ends, strict=True)]
+    assert lengths[0] == 48 and max(lengths) <= 48
+    near_end = AskedServer(tokenizer, spec)
+    asyncio.run(agent_loop(tokenizer, near_end, 20).run({}, extra_info=row["extra_info"]))
+    assert near_end.asked == [20]
+    with pytest.raises(ConfigError, match="max_turn_tokens"):
+        write_dataset([spec], tmp_path / "bad.parquet", max_turn_tokens=0)
+    for extra_info, response_length in (
+        ({**row["extra_info"], "ace_max_turn_tokens": 0}, 10**6),
+        (row["extra_info"], 0),
+    ):
+        with pytest.raises(ConfigError, match=r"max_turn_tokens|response_length"):
+            asyncio.run(
+                agent_loop(tokenizer, AskedServer(tokenizer, spec), response_length).run({}, extra_info=extra_info)
+            )
