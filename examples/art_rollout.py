@@ -35,8 +35,22 @@ if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
 
-async def rollout(model: art.Model, spec: EpisodeSpec) -> art.Trajectory:
-    """One episode of ``spec`` played by ``model`` (on its inference endpoint), as an ART trajectory."""
+SAMPLING: dict[str, Any] = {
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "max_tokens": 512,
+    "extra_body": {"top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0},
+}
+"""What :func:`rollout` asks for each turn unless told otherwise: the model's whole distribution at
+temperature 1 and at most ``max_tokens`` new tokens a turn (the per-turn cap; set it as evaluation
+caps a turn). Every setting is sent, so none of the server's defaults applies: vLLM's server
+otherwise samples with the model's ``generation_config.json`` (a top-k of 20 for Qwen3), which
+the trained log-probabilities do not assume. ``top_k`` -1 is "none" to vLLM and SGLang alike."""
+
+
+async def rollout(model: art.Model, spec: EpisodeSpec, sampling: dict[str, Any] | None = None) -> art.Trajectory:
+    """One episode of ``spec`` played by ``model`` (on its inference endpoint), as an ART
+    trajectory; each turn's request carries ``sampling`` (default :data:`SAMPLING`) unchanged."""
     import art
 
     env = spec.make_env()
@@ -53,7 +67,10 @@ async def rollout(model: art.Model, spec: EpisodeSpec) -> art.Trajectory:
         turns, done = 0, False
         while not done:
             completion = await client.chat.completions.create(
-                model=model.get_inference_name(), messages=trajectory.messages(), tools=tools
+                model=model.get_inference_name(),
+                messages=trajectory.messages(),
+                tools=tools,
+                **(SAMPLING if sampling is None else sampling),
             )
             choice = completion.choices[0]
             trajectory.messages_and_choices.append(choice)
@@ -91,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--instance-index", type=int, default=0)
     parser.add_argument("--max-turns", type=int, default=50)
+    parser.add_argument("--temperature", type=float, default=SAMPLING["temperature"])
+    parser.add_argument(
+        "--max-turn-tokens", type=int, default=SAMPLING["max_tokens"], help="new tokens a turn, at most"
+    )
     parser.add_argument(
         "--published-replies",
         action="store_true",
@@ -115,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.published_replies:
         spec = fit_spec(spec)  # the recommended training settings: compact replies, several calls a turn
-    trajectory = asyncio.run(rollout(model, spec))
+    sampling = {**SAMPLING, "temperature": args.temperature, "max_tokens": args.max_turn_tokens}
+    trajectory = asyncio.run(rollout(model, spec, sampling))
     group = art.TrajectoryGroup([trajectory])
     logged: dict[str, Any] = trajectory.for_logging()
     print(json.dumps({"group_size": len(group.trajectories), "turns": trajectory.metrics["turns"], **logged}))

@@ -146,6 +146,7 @@ def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajector
             [
                 *(sys.executable, str(EXAMPLES / "art_rollout.py"), "--base-url", server.url, "--model", "stub"),
                 *("--domain", "course", "--seed", "0", "--instance-index", "0", "--max-turns", "1000"),
+                *("--temperature", "0.7", "--max-turn-tokens", "48"),
             ],
             capture_output=True,
             text=True,
@@ -160,6 +161,11 @@ def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajector
     assert logged["reward"] == 1.0 and logged["group_size"] == 1
     assert logged["turns"] == turns == len(server.requests) < 10  # several calls a turn: a handful of turns
     assert server.requests[0]["messages"][0]["content"] == info["system_prompt"]  # the compact one
+    # every sampling setting is sent (none of the server's defaults, e.g. a model's top-k, applies)
+    # and each turn is capped
+    sent = {key: {r[key] for r in server.requests} for key in ("temperature", "top_p", "top_k", "min_p", "max_tokens")}
+    assert sent == {"temperature": {0.7}, "top_p": {1.0}, "top_k": {-1}, "min_p": {0.0}, "max_tokens": {48}}
+    assert {r["repetition_penalty"] for r in server.requests} == {1.0}
     assistant = [m for m in logged["messages"] if m["role"] == "assistant"]
     assert len(assistant) == turns and all(m["trainable"] for m in assistant)  # every model turn is a Choice
     assert [m["role"] for m in logged["messages"][:2]] == ["system", "user"]
