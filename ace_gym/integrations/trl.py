@@ -482,7 +482,7 @@ def rollout_func(
 
     Each prompt is a :func:`train_dataset` row's ``prompt``; it names the spec whose opening it is
     (ConfigError up front when two specs open with the same conversation but are played
-    differently). For every prompt the function returns ``prompt_ids``, ``completion_ids`` (every
+    differently, or for a spec with a context policy, whose prompts are no one growing sequence). For every prompt the function returns ``prompt_ids``, ``completion_ids`` (every
     assistant turn and the env's replies between them, up to the end of the last turn, at most
     ``max_completion_length`` ids), ``logprobs`` (0.0 on env ids), ``env_mask`` (1 on the model's
     ids, 0 on the env's: only the model's are trained) and ``ace_episode``
@@ -505,6 +505,13 @@ def rollout_func(
     optional_integer("max_turn_tokens", max_turn_tokens, minimum=1)
     by_opening: dict[str, EpisodeSpec] = {}
     for spec in specs:
+        if any(name == "context_window" for name, _ in spec.stack.wrappers):
+            raise ConfigError(
+                "specs",
+                spec,
+                "plays a context policy: its prompts are no one growing sequence of ids for TRL to train on; "
+                "train its turns one by one (runs.loop.turn_samples)",
+            )
         key = _opening_key(spec.opening())
         known = by_opening.setdefault(key, spec)
         if dataclasses.replace(known, trial=0) != dataclasses.replace(spec, trial=0):

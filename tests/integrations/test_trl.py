@@ -821,6 +821,19 @@ def test_rollout_func__a_max_completion_length_that_is_no_positive_integer_is_a_
         assert refused.value.field == "max_completion_length" and "\n" not in str(refused.value)
 
 
+def test_rollout_func__refuses_a_spec_with_a_context_policy_up_front() -> None:
+    """A context policy shows the model a window of the conversation, so its prompts are no one
+    growing sequence of ids (no trajectory for TRL, no budget to keep): one ConfigError naming
+    the spec when the rollout is built, not a misleading chat-template error after the batch is
+    played."""
+    from ace_gym.eval.fit import fit_spec
+
+    spec = fit_spec(EpisodeSpec.of("course", instance_index=9, seed=4, context={"last_turns": 1}))
+    with pytest.raises(ConfigError, match="context policy") as refused:
+        rollout_func([spec])
+    assert refused.value.field == "specs" and "\n" not in str(refused.value)
+
+
 @pytest.mark.parametrize(
     "kwargs", [{"top_k": 5}, {"temperature": 0.5}, {"do_sample": False}, {"num_return_sequences": 2}, {"stop": ["x"]}]
 )
