@@ -34,6 +34,7 @@ from ace_gym.atomic import AtomicFile
 from ace_gym.chat_template import ChatTokens
 from ace_gym.errors import ConfigError, optional_integer
 from ace_gym.eval.episode_spec import EpisodeSpec
+from ace_gym.text import valid_text
 
 
 class GeneratedTurn:
@@ -79,7 +80,8 @@ class AgentInstance(AgentInstanceBase):
         if self.generated is not None and self.generated.token_ids is not None:
             generated = list(self.generated.token_ids)
         else:  # OpenRLHF's text leaves out the end-of-turn token the model stopped on
-            generated = [*self.tokenizer.encode(action, add_special_tokens=False), self.tokenizer.eos_token_id]
+            text = valid_text(action)  # a lone surrogate does not encode
+            generated = [*self.tokenizer.encode(text, add_special_tokens=False), self.tokenizer.eos_token_id]
         feedback = self.tokens.sync(info["messages"], generated)
         score = float(info.get("score") or 0.0)
         cut = not done and self.max_length is not None and len(self.tokens.token_ids) >= self.max_length

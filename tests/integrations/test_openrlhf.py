@@ -246,3 +246,23 @@ def test_openrlhf_executor__rollout_max_new_tokens_caps_each_turn_token_exact(
     assert [tokenizer.decode(tokens[a:b], skip_special_tokens=True) for a, b in ranges] == engine.texts
     with pytest.raises(ConfigError, match="max_new_tokens"):
         _cut_run(tokenizer, spec, 10**6, 0)
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "",
+        "garbage \x00 \ud800 text",
+        "<tool_call>",
+        '<tool_call>{"name": "set_slot", "argu',
+        "<tool_call>[1]</tool_call>",
+        "x" * 100_000,
+    ],
+)
+def test_agent_instance__a_malformed_turn_is_an_observation(tokenizer: Any, action: str) -> None:
+    """Garbage, a lone surrogate, half a call, a call that is no object, a huge turn: the episode
+    goes on with a corrective message (not done, no exception), whatever the action text holds."""
+    instance = agent_func.AgentInstance(tokenizer)
+    asyncio.run(instance.reset({"label": SPECS[1].to_json()}))
+    result = asyncio.run(instance.step({"action_text": action}))
+    assert not result["done"] and result["environment_feedback"]
