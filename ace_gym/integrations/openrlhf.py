@@ -56,22 +56,40 @@ class AgentInstance(AgentInstanceBase):
     With ``max_length`` (the executor's, the prompt and the whole episode), an episode whose ids
     reach it is done after that turn, its reward the score of the grid as it stands
     (``extra_logs["truncated"]`` 1): OpenRLHF would end it there with no more turns, so the
-    reward is earned by the ids it trains on. With ``generated`` (filled by
+    reward is earned by the ids it trains on; an opening that leaves less than ``first_turn`` ids
+    of it (OpenRLHF's room for the first turn: the per-turn cap, else 1) is a ConfigError naming
+    ``data.max_len``, where OpenRLHF would cut the opening's first ids off. With ``generated`` (filled by
     :class:`AgentExecutor` on each generation), the turn's ids are the engine's own (a turn cut
     by a length limit has no end-of-turn token), else the action text re-encoded and the end id.
     """
 
-    def __init__(self, tokenizer: Any, max_length: int | None = None, generated: GeneratedTurn | None = None) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        max_length: int | None = None,
+        generated: GeneratedTurn | None = None,
+        first_turn: int = 1,
+    ) -> None:
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.generated = generated
+        self.first_turn = first_turn
 
     async def reset(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         self.spec = EpisodeSpec.from_json(states["label"])
         self.env = self.spec.make_env()
         messages, info = self.env.reset(seed=self.spec.seed, options=self.spec.reset_options())
         self.tokens = ChatTokens(self.tokenizer, info["tools"])
-        return {"observation": self._text(self.tokens.reset(messages))}
+        opening = self.tokens.reset(messages)
+        if self.max_length is not None and len(opening) + self.first_turn > self.max_length:
+            self.env.close()
+            raise ConfigError(
+                "data.max_len",
+                self.max_length,
+                f"leaves no room for the opening of {self.spec.key('openrlhf')} ({len(opening)} ids) and a first "
+                f"turn of {self.first_turn}: OpenRLHF would cut the opening; raise it",
+            )
+        return {"observation": self._text(opening)}
 
     async def step(self, states: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         action = states["action_text"]
@@ -138,7 +156,7 @@ class AgentExecutor(MultiTurnAgentExecutor):
         engine = TurnCappedEngine(llm_engine, sampling_params.max_tokens, generated)
         # the executor builds its instance before its first await: no other episode's settings in between
         self.agent_instance_cls = functools.partial(  # type: ignore[assignment]
-            AgentInstance, hf_tokenizer, max_length=max_length, generated=generated
+            AgentInstance, hf_tokenizer, max_length=max_length, generated=generated, first_turn=engine.turn_cap or 1
         )
         return await super().execute(prompt, label, sampling_params, max_length, hf_tokenizer, engine, images)
 

@@ -248,6 +248,27 @@ def test_openrlhf_executor__rollout_max_new_tokens_caps_each_turn_token_exact(
         _cut_run(tokenizer, spec, 10**6, 0)
 
 
+@pytest.mark.parametrize("max_tokens", [None, 48])
+def test_openrlhf_executor__a_max_length_the_opening_does_not_fit_in_is_a_config_error(
+    tokenizer: Any, max_tokens: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenRLHF would cut an opening that leaves less than the first turn's room (the per-turn
+    cap, else one id) in ``max_length`` from the left (the system prompt first): one ConfigError
+    naming ``data.max_len`` instead; an opening that leaves exactly that room plays."""
+    from ace_gym.eval.fit import fit_spec
+
+    monkeypatch.setattr(agent_func, "AgentInstance", RecordedInstance)
+    spec = fit_spec(SPECS[1])
+    whole, _, _ = _cut_run(tokenizer, spec, 10**6, None)
+    opening = whole["action_ranges"][0][0]
+    room = max_tokens or 1
+    with pytest.raises(ConfigError, match=r"data\.max_len") as refused:
+        _cut_run(tokenizer, spec, opening + room - 1, max_tokens)
+    assert "\n" not in str(refused.value)
+    played, _, _ = _cut_run(tokenizer, spec, opening + room, max_tokens)
+    assert played["observation_tokens"][:opening] == whole["observation_tokens"][:opening]
+
+
 @pytest.mark.parametrize(
     "action",
     [
