@@ -25,6 +25,7 @@ import functools
 import json
 import os
 from collections.abc import Sequence
+from copy import deepcopy
 from typing import Any
 
 import torch
@@ -152,6 +153,9 @@ class AgentExecutor(MultiTurnAgentExecutor):
         llm_engine: Any,
         images: Any = None,
     ) -> dict[str, Any]:
+        # OpenRLHF hands a prompt's samples one sampling-params object and its executor writes each
+        # turn's room on it: this episode's own copy keeps --rollout.max_new_tokens for the others
+        sampling_params = deepcopy(sampling_params)
         generated = GeneratedTurn()
         engine = TurnCappedEngine(llm_engine, sampling_params.max_tokens, generated)
         # the executor builds its instance before its first await: no other episode's settings in between

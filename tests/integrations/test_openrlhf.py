@@ -287,3 +287,37 @@ def test_agent_instance__a_malformed_turn_is_an_observation(tokenizer: Any, acti
     asyncio.run(instance.reset({"label": SPECS[1].to_json()}))
     result = asyncio.run(instance.step({"action_text": action}))
     assert not result["done"] and result["environment_feedback"]
+
+
+class YieldingEngine(CuttingEngine):
+    """:class:`CuttingEngine` that lets other episodes run while it generates, as vLLM does."""
+
+    async def generate(self, token_ids: list[int], sampling_params: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)
+        return await super().generate(token_ids, sampling_params, **kwargs)
+
+
+def test_openrlhf_executor__samples_of_one_prompt_share_their_sampling_params_and_each_keeps_the_cap(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenRLHF plays a prompt's samples at once through one executor and one sampling-params
+    object, on which its executor writes each turn's room; every sample's turns are still capped
+    at ``--rollout.max_new_tokens`` (48), and the object keeps it."""
+    from ace_gym.eval.fit import fit_spec
+
+    monkeypatch.setattr(agent_func, "AgentInstance", RecordedInstance)
+    INSTANCES.clear()
+    spec = fit_spec(SPECS[0])
+    params = SimpleNamespace(max_tokens=48, logprobs=1)
+    engines = [YieldingEngine(tokenizer, spec) for _ in range(3)]
+    executor = agent_func.AgentExecutor()
+
+    async def samples() -> list[dict[str, Any]]:
+        return await asyncio.gather(
+            *(executor.execute(spec.opening(), spec.to_json(), params, 10**6, tokenizer, e) for e in engines)
+        )
+
+    results = asyncio.run(samples())
+    assert [set(engine.asked) for engine in engines] == [{48}] * 3
+    assert all(b - a <= 48 for result in results for a, b in result["action_ranges"])
+    assert params.max_tokens == 48

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -274,8 +275,6 @@ def checked_generation_kwargs(generation_kwargs: Mapping[str, Any] | None) -> di
     :class:`HFChatEngine` passes on unchanged; ConfigError (one line, naming the entry) for one of
     :data:`ENGINE_SETTINGS`, :data:`ONE_SEQUENCE_SETTINGS`, or a name ``generate`` does not take
     (vLLM's ``stop``, ``max_tokens`` or ``n``, a typo)."""
-    import inspect
-
     from transformers import GenerationConfig, GenerationMixin
 
     kwargs = dict(generation_kwargs or {})
