@@ -1073,7 +1073,9 @@ def combine(argv: Sequence[str]) -> int:
 def summarise_runs(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Group ``runs`` (results.json contents) by track and control; per group the seeds, the
     last GRPO step every run reached, the start and final success (greedy and sampled, means over
-    seeds), each gain's mean and 95 % interval, and the mean seconds per stage."""
+    seeds; final: each run's last evaluation at or before that step, so runs stopped at
+    different steps are compared at equal compute), each gain's mean and 95 % interval, and the
+    mean seconds per stage."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for run in runs:
         settings = run["settings"]
@@ -1081,12 +1083,13 @@ def summarise_runs(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for (track, control), members in sorted(groups.items()):
         starts = [[s for s in run["stages"] if s["grpo_step"] == 0][-1] for run in members]
-        finals = [run["stages"][-1] for run in members]
+        common = min(run["stages"][-1]["grpo_step"] for run in members)
+        finals = [[s for s in run["stages"] if s["grpo_step"] <= common][-1] for run in members]
         row: dict[str, Any] = {
             "track": track,
             "control": control,
             "seeds": [run["settings"]["seed"] for run in members],
-            "grpo_steps": min(final["grpo_step"] for final in finals),
+            "grpo_steps": common,
             "episodes": starts[0]["episodes"],
         }
         for mode in ("greedy", "sampled"):

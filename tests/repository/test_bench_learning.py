@@ -247,6 +247,23 @@ def test_gain_interval__over_seeds_with_t_and_over_one_runs_paired_episodes() ->
     assert seeds["high"] - seeds["mean"] == pytest.approx(4.303 * 0.288675 / 3**0.5, abs=1e-3)
 
 
+def test_summarise_runs__compares_runs_stopped_at_different_steps_at_the_last_step_all_reached() -> None:
+    def run(seed: int, finals: dict[int, list[int]]) -> dict:
+        stages = [
+            {"grpo_step": step, "episodes": 2, "success_rate": sum(s) / 2, "solved": s} for step, s in finals.items()
+        ]
+        for stage in stages:
+            stage["sampled"] = dict(stage)
+        return {"settings": {"seed": seed}, "stages": stages}
+
+    (row,) = bench_learning.summarise_runs(
+        [run(0, {0: [0, 0], 20: [1, 0], 40: [1, 1], 60: [0, 0]}), run(1, {0: [0, 0], 20: [0, 0], 40: [1, 1]})]
+    )
+    assert row["grpo_steps"] == 40
+    assert row["final_greedy"] == row["final_sampled"] == 1.0  # seed 0 at step 40, not its step 60
+    assert row["gain_greedy"]["mean"] == 1.0
+
+
 def test_episode_metrics__counts_solved_episodes_unread_turns_and_refused_calls() -> None:
     def turn(calls: list[bool], parse_errors: tuple[str, ...] = ()) -> dict:
         return {"info": {"calls": [{"ok": ok} for ok in calls], "parse_errors": list(parse_errors)}}
