@@ -73,7 +73,7 @@ import numpy as np
 
 from ace_gym.agents.solver import BatchingSolver
 from ace_gym.agents.task_view import Script, TaskView, ToolCallDict
-from ace_gym.errors import ConfigError, integer, probability
+from ace_gym.errors import ConfigError, integer, optional_integer, probability
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.fit import fit_spec
 from ace_gym.generators import generate_dataset
@@ -1047,13 +1047,15 @@ T_95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
 def combine(argv: Sequence[str]) -> int:
     """``bench_learning.py combine RUN...``: one row per (track, control) over the runs' seeds:
-    held-out success at the start of GRPO and at its last evaluation, greedy and at the training
-    temperature, the gain with its 95 % interval (:func:`gain_interval`), and the mean seconds per
+    held-out success at the start of GRPO and at the last evaluation every run reached (or
+    ``--at-step``, so that arms run for different steps are compared at equal compute), greedy and
+    at the training temperature, the gain with its 95 % interval (:func:`gain_interval`), and the mean seconds per
     stage; printed as a Markdown table and written to ``--out`` as JSON."""
     parser = argparse.ArgumentParser(prog="bench_learning.py combine", description=combine.__doc__)
     parser.add_argument("runs", nargs="+", help="run folders, each holding the results.json of one run")
     parser.add_argument("--out", help="write the summary here as JSON too")
     parser.add_argument("--plot", help="draw every run's GRPO curves into this PNG file")
+    parser.add_argument("--at-step", type=int, help="compare at this GRPO step (default: the last every run reached)")
     options = parser.parse_args(argv)
     runs = []
     for folder in options.runs:
@@ -1061,7 +1063,7 @@ def combine(argv: Sequence[str]) -> int:
         if not path.is_file():
             raise ConfigError("runs", folder, "holds no results.json: give the folders of finished or started runs")
         runs.append(json.loads(path.read_text(encoding="utf-8")))
-    rows = summarise_runs(runs)
+    rows = summarise_runs(runs, at_step=optional_integer("--at-step", options.at_step, minimum=0))
     print(summary_table(rows))
     if options.out:
         write_json_atomic(Path(options.out), {"rows": rows})
@@ -1070,9 +1072,9 @@ def combine(argv: Sequence[str]) -> int:
     return 0
 
 
-def summarise_runs(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def summarise_runs(runs: Sequence[Mapping[str, Any]], at_step: int | None = None) -> list[dict[str, Any]]:
     """Group ``runs`` (results.json contents) by track and control; per group the seeds, the
-    last GRPO step every run reached, the start and final success (greedy and sampled, means over
+    last GRPO step every run reached (at most ``at_step``), the start and final success (greedy and sampled, means over
     seeds; final: each run's last evaluation at or before that step, so runs stopped at
     different steps are compared at equal compute), each gain's mean and 95 % interval, and the
     mean seconds per stage."""
@@ -1084,12 +1086,13 @@ def summarise_runs(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for (track, control), members in sorted(groups.items()):
         starts = [[s for s in run["stages"] if s["grpo_step"] == 0][-1] for run in members]
         common = min(run["stages"][-1]["grpo_step"] for run in members)
+        common = common if at_step is None else min(common, at_step)
         finals = [[s for s in run["stages"] if s["grpo_step"] <= common][-1] for run in members]
         row: dict[str, Any] = {
             "track": track,
             "control": control,
             "seeds": [run["settings"]["seed"] for run in members],
-            "grpo_steps": common,
+            "grpo_steps": min(final["grpo_step"] for final in finals),
             "episodes": starts[0]["episodes"],
         }
         for mode in ("greedy", "sampled"):

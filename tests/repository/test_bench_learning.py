@@ -262,6 +262,8 @@ def test_summarise_runs__compares_runs_stopped_at_different_steps_at_the_last_st
     assert row["grpo_steps"] == 40
     assert row["final_greedy"] == row["final_sampled"] == 1.0  # seed 0 at step 40, not its step 60
     assert row["gain_greedy"]["mean"] == 1.0
+    (early,) = bench_learning.summarise_runs([run(0, {0: [0, 0], 20: [1, 0], 40: [1, 1]})], at_step=30)
+    assert (early["grpo_steps"], early["final_greedy"]) == (20, 0.5)  # its last evaluation by step 30
 
 
 def test_episode_metrics__counts_solved_episodes_unread_turns_and_refused_calls() -> None:
