@@ -263,11 +263,23 @@ ENGINE_SETTINGS = frozenset(
 the length, the end ids, the output shape): a ``generation_kwargs`` entry among them is refused
 rather than passed twice or silently ignored."""
 ONE_SEQUENCE_SETTINGS = frozenset(
-    {"num_return_sequences", "num_beams", "num_beam_groups", "penalty_alpha", "stop_strings", "stopping_criteria"}
+    {
+        "num_return_sequences",
+        "num_beams",
+        "num_beam_groups",
+        "penalty_alpha",
+        "dola_layers",
+        "custom_generate",
+        "token_healing",
+        "stop_strings",
+        "stopping_criteria",
+        "max_time",
+    }
 )
 """``model.generate`` settings :class:`HFChatEngine` refuses because its completions are one
-sequence per prompt, sampled (or greedy) from the model's distribution, ending at an end id or at
-``max_new_tokens``: more sequences, a search, or other stops would break that contract."""
+sequence per prompt, sampled (or greedy) from the model's distribution after the prompt's own ids,
+ending at an end id or at ``max_new_tokens``: more sequences, a search or another decoding loop,
+a rewritten prompt, or other stops (strings, criteria, a clock) would break that contract."""
 
 
 def checked_generation_kwargs(generation_kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -278,7 +290,11 @@ def checked_generation_kwargs(generation_kwargs: Mapping[str, Any] | None) -> di
     from transformers import GenerationConfig, GenerationMixin
 
     kwargs = dict(generation_kwargs or {})
-    known = set(GenerationConfig().to_dict()) | set(inspect.signature(GenerationMixin.generate).parameters)
+    named = inspect.signature(GenerationMixin.generate).parameters.values()
+    # generate's catch-all **kwargs and the config's version stamp are no settings: passed, they are ignored
+    known = (set(GenerationConfig().to_dict()) - {"transformers_version"}) | {
+        p.name for p in named if p.kind is not inspect.Parameter.VAR_KEYWORD
+    }
     for name, value in kwargs.items():
         if name in ENGINE_SETTINGS:
             problem = "is one of the engine's own settings: give it as the engine's argument"

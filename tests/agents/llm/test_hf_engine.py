@@ -334,6 +334,12 @@ def test_hf_engine__samples_with_its_own_settings_never_the_model_generation_con
         {"stop_strings": ["x"]},
         {"stop": ["x"]},
         {"n": 2},
+        {"kwargs": {"top_k": 5}},
+        {"transformers_version": "4.0"},
+        {"max_time": 0.0},
+        {"dola_layers": "high"},
+        {"custom_generate": "transformers-community/dola"},
+        {"token_healing": True},
     ],
 )
 def test_hf_engine__refuses_generation_kwargs_it_cannot_pass_on_as_given_when_built(
@@ -342,7 +348,10 @@ def test_hf_engine__refuses_generation_kwargs_it_cannot_pass_on_as_given_when_bu
     """A ``generation_kwargs`` entry that is one of the engine's own settings (``generate`` would
     get it twice, or ignore it for ``max_new_tokens``), asks for more sequences, a beam search or
     other stops (completions would no longer be one sampled sequence per prompt, rows mismatched),
-    or is no ``generate`` setting, is one ConfigError naming it, at construction."""
+    or is no ``generate`` setting (``generate``'s catch-all ``kwargs``, which it ignores), is one
+    ConfigError naming it, at construction; so is a clock (``max_time``: a turn cut after 0 s
+    ends after one id, "length"), another decoding loop (DoLa, ``custom_generate``) or a
+    rewritten prompt (``token_healing``), which ran or failed only at the first generation."""
     (name,) = kwargs
     with pytest.raises(ConfigError, match=name) as refused:
         HFChatEngine(tiny_model, max_new_tokens=4, generation_kwargs=kwargs)
