@@ -404,6 +404,7 @@ class TrainerEngine:
             else integer("max_turn_tokens", max_turn_tokens, minimum=1)
         )
         self.tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        self._engine: HFChatEngine | None = None
         self.chat_template_kwargs: dict[str, Any] = dict(self.args.chat_template_kwargs or {})
         if not is_chat_template_prefix_preserving(self.tokenizer):
             self.chat_template_kwargs["chat_template"] = get_training_chat_template(self.tokenizer)
@@ -451,6 +452,14 @@ class TrainerEngine:
         return {self.tokenizer.eos_token_id, *declared}
 
     def _transformers(self) -> HFChatEngine:
+        """The transformers engine of this rollout, built at its first turn and kept: seeded once
+        from (``args.seed``, the step), every turn draws on from one random stream (an engine
+        built per turn drew every turn of a step with the same seed)."""
+        if self._engine is None:
+            self._engine = self._new_transformers_engine()
+        return self._engine
+
+    def _new_transformers_engine(self) -> HFChatEngine:
         trainer = self.trainer
         args = self.args
         return HFChatEngine(

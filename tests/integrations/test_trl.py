@@ -898,6 +898,24 @@ def _transformers_trainer(model: Any, tokenizer: Any, **args: Any) -> Any:
 
 
 @pytest.mark.usefixtures("one_torch_thread")
+def test_trainer_engine__each_turn_of_a_rollout_draws_fresh_samples_on_transformers(tiny_model: Path) -> None:
+    """The turns of one rollout (one GRPO step) are successive generations of one engine: the
+    same prompts asked twice give other samples (8 x 4 ids of the untrained model, nearly uniform
+    over 2,048 ids), never the first turn's draws again; a new rollout at the same step repeats
+    the first (deterministic from the seed and the step)."""
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model)
+    trainer = _transformers_trainer(model, tokenizer, max_completion_length=4)
+    prompts = [tokenizer.encode("Fill the grid.")] * 8
+    engine = TrainerEngine(trainer)
+    first, second = ([c.completion_token_ids for c in engine.generate_ids(prompts)] for _ in range(2))
+    assert first != second
+    assert [c.completion_token_ids for c in TrainerEngine(trainer).generate_ids(prompts)] == first
+
+
+@pytest.mark.usefixtures("one_torch_thread")
 def test_trainer_engine__top_k_0_reaches_transformers_sampling_untruncated(tiny_model: Path) -> None:
     """``top_k=0`` (TRL's "no top-k") samples from the whole distribution: 256 first tokens of the
     untrained model (nearly uniform over 2,048 ids) hold far more than 50 distinct ids, whatever
