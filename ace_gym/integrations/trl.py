@@ -360,9 +360,10 @@ TRAINER_ATTRIBUTES = ("args", "processing_class", "model", "accelerator", "state
 ``GRPOConfig``: every sampling setting), the ``transformers.Trainer`` attributes, and TRL's vLLM
 generation object ``vllm_generation`` (with ``use_vllm=True`` only), which :data:`ROLLOUT_TRL`
 vouches for."""
-LENGTH_KWARGS = ("max_new_tokens", "max_tokens", "n")
-"""``generation_kwargs`` entries :class:`TrainerEngine` refuses: the rollout sets the length of
-each turn (``max_turn_tokens``) and plays one generation per episode."""
+ROLLOUT_KWARGS = ("max_new_tokens", "max_tokens", "n", "best_of", "stop", "stop_token_ids", "ignore_eos")
+"""``generation_kwargs`` entries :class:`TrainerEngine` refuses on vLLM and transformers alike: the
+rollout sets the length of each turn (``max_turn_tokens``), plays one generation per episode, and
+ends a turn at the model's end ids only (a turn ending on any other stop would read as cut)."""
 
 
 class TrainerEngine:
@@ -374,9 +375,8 @@ class TrainerEngine:
     ``min_p``, ``repetition_penalty``, ``generation_kwargs``; no default of the model's or of
     transformers' applies: :class:`~ace_gym.agents.llm.hf_engine.HFChatEngine`) and at most
     ``max_turn_tokens`` new tokens a turn (default ``args.max_completion_length``). A
-    ``generation_kwargs`` entry that would change the length or the number of generations
-    (``max_new_tokens``, ``max_tokens``, ``n``) is a ConfigError: the turn cap is
-    ``max_turn_tokens``; on transformers, so is any entry
+    ``generation_kwargs`` entry among :data:`ROLLOUT_KWARGS` (a length, a number of generations,
+    a stop) is a ConfigError: the turn cap is ``max_turn_tokens``; on transformers, so is any entry
     :func:`~ace_gym.agents.llm.hf_engine.checked_generation_kwargs` refuses (one of the sampling
     settings above, a search, another stop, a name ``generate`` does not take), up front. Logprobs are vLLM's sampled-token logprobs or the model's at the
     sampling temperature. Reads only :data:`TRAINER_ATTRIBUTES`.
@@ -391,10 +391,13 @@ class TrainerEngine:
 
         self.trainer = trainer
         self.args = trainer.args
-        fixed = sorted(set(self.args.generation_kwargs or {}) & set(LENGTH_KWARGS))
+        fixed = sorted(set(self.args.generation_kwargs or {}) & set(ROLLOUT_KWARGS))
         if fixed:
             raise ConfigError(
-                "generation_kwargs", fixed, "set by ace-gym's rollout_func: give the per-turn cap as max_turn_tokens"
+                "generation_kwargs",
+                fixed,
+                "set by ace-gym's rollout_func (a turn ends at the model's end ids or at max_turn_tokens, "
+                "one generation per episode): give the per-turn cap as max_turn_tokens",
             )
         if not self.args.use_vllm:  # refused here, not at the first generation
             checked_generation_kwargs(self.args.generation_kwargs)

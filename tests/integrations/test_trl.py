@@ -876,10 +876,18 @@ def test_rollout_func__max_turn_tokens_caps_each_turn_and_refuses_length_setting
     assert seen == [48] and generation.max_completion_length == 256
     with pytest.raises(ConfigError, match="max_turn_tokens"):
         rollout_func([spec], max_turn_tokens=0)
-    for kwargs in ({"max_new_tokens": 48}, {"max_tokens": 48}, {"n": 2}):
-        with pytest.raises(ConfigError, match="max_turn_tokens") as refused:
-            TrainerEngine(_trainer_stub(tokenizer, args={"generation_kwargs": kwargs}))
-        assert "\n" not in str(refused.value)
+    refusals = (
+        {"max_new_tokens": 48},
+        {"max_tokens": 48},
+        {"n": 2},
+        {"stop": ["</tool_call>"]},
+        {"stop_token_ids": [5]},
+    )
+    for kwargs in refusals:
+        for use_vllm in (True, False):
+            with pytest.raises(ConfigError, match="max_turn_tokens") as refused:
+                TrainerEngine(_trainer_stub(tokenizer, args={"generation_kwargs": kwargs, "use_vllm": use_vllm}))
+            assert "\n" not in str(refused.value) and refused.value.field == "generation_kwargs"
 
 
 def _transformers_trainer(model: Any, tokenizer: Any, **args: Any) -> Any:
