@@ -1049,8 +1049,8 @@ def combine(argv: Sequence[str]) -> int:
     """``bench_learning.py combine RUN...``: one row per (track, control) over the runs' seeds:
     held-out success at the start of GRPO and at the last evaluation every run reached (or
     ``--at-step``, so that arms run for different steps are compared at equal compute), greedy and
-    at the training temperature, the gain with its 95 % interval (:func:`gain_interval`), and the mean seconds per
-    stage; printed as a Markdown table and written to ``--out`` as JSON."""
+    at the training temperature, the gain with its 95 % interval (:func:`gain_interval`), and the
+    mean seconds per stage; printed as a Markdown table and written to ``--out`` as JSON."""
     parser = argparse.ArgumentParser(prog="bench_learning.py combine", description=combine.__doc__)
     parser.add_argument("runs", nargs="+", help="run folders, each holding the results.json of one run")
     parser.add_argument("--out", help="write the summary here as JSON too")
@@ -1074,10 +1074,10 @@ def combine(argv: Sequence[str]) -> int:
 
 def summarise_runs(runs: Sequence[Mapping[str, Any]], at_step: int | None = None) -> list[dict[str, Any]]:
     """Group ``runs`` (results.json contents) by track and control; per group the seeds, the
-    last GRPO step every run reached (at most ``at_step``), the start and final success (greedy and sampled, means over
-    seeds; final: each run's last evaluation at or before that step, so runs stopped at
-    different steps are compared at equal compute), each gain's mean and 95 % interval, and the
-    mean seconds per stage."""
+    last GRPO step every run reached (at most ``at_step``), the start and final success (greedy
+    and sampled, means over seeds; final: each run's last evaluation at or before that step, so
+    runs stopped at different steps are compared at equal compute), each gain's mean and 95 %
+    interval, and the mean seconds per stage."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for run in runs:
         settings = run["settings"]

@@ -39,13 +39,12 @@ from ace_gym.text import valid_text
 
 
 class GeneratedTurn:
-    """The ids and finish reason of an episode's last generation, as its engine returned them
-    (:class:`AgentExecutor` records them for its :class:`AgentInstance`). A plain class: OpenRLHF
-    executes this file without registering it as a module, which a dataclass needs."""
+    """The ids of an episode's last generation, as its engine returned them (:class:`AgentExecutor`
+    records them for its :class:`AgentInstance`). A plain class: OpenRLHF executes this file
+    without registering it as a module, which a dataclass needs."""
 
     def __init__(self) -> None:
         self.token_ids: list[int] | None = None
-        self.finish_reason: str | None = None
 
 
 class AgentInstance(AgentInstanceBase):
@@ -59,9 +58,10 @@ class AgentInstance(AgentInstanceBase):
     (``extra_logs["truncated"]`` 1): OpenRLHF would end it there with no more turns, so the
     reward is earned by the ids it trains on; an opening that leaves less than ``first_turn`` ids
     of it (OpenRLHF's room for the first turn: the per-turn cap, else 1) is a ConfigError naming
-    ``data.max_len``, where OpenRLHF would cut the opening's first ids off. With ``generated`` (filled by
-    :class:`AgentExecutor` on each generation), the turn's ids are the engine's own (a turn cut
-    by a length limit has no end-of-turn token), else the action text re-encoded and the end id.
+    ``data.max_len``, where OpenRLHF would cut the opening's first ids off. With ``generated``
+    (filled by :class:`AgentExecutor` on each generation), the turn's ids are the engine's own (a
+    turn cut by a length limit has no end-of-turn token), else the action text re-encoded and
+    the end id.
     """
 
     def __init__(
@@ -167,7 +167,7 @@ class AgentExecutor(MultiTurnAgentExecutor):
 
 class TurnCappedEngine:
     """``engine`` for one episode: each generation gets at most ``turn_cap`` new tokens (None: as
-    asked), and its ids and finish reason are recorded in ``generated``."""
+    asked), and its ids are recorded in ``generated``."""
 
     def __init__(self, engine: Any, turn_cap: int | None, generated: GeneratedTurn) -> None:
         self.engine = engine
@@ -179,7 +179,6 @@ class TurnCappedEngine:
             sampling_params.max_tokens = min(sampling_params.max_tokens, self.turn_cap)
         output = await self.engine.generate(token_ids, sampling_params, **kwargs)
         self.generated.token_ids = list(output.outputs[0].token_ids)
-        self.generated.finish_reason = output.outputs[0].finish_reason
         return output
 
 

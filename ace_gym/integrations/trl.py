@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import json
 import logging
@@ -378,8 +379,8 @@ class TrainerEngine:
     ``generation_kwargs`` entry among :data:`ROLLOUT_KWARGS` (a length, a number of generations,
     a stop) is a ConfigError: the turn cap is ``max_turn_tokens``; on transformers, so is any entry
     :func:`~ace_gym.agents.llm.hf_engine.checked_generation_kwargs` refuses (one of the sampling
-    settings above, a search, another stop, a name ``generate`` does not take), up front. Logprobs are vLLM's sampled-token logprobs or the model's at the
-    sampling temperature. Reads only :data:`TRAINER_ATTRIBUTES`.
+    settings above, a search, another stop, a name ``generate`` does not take), up front.
+    Logprobs are vLLM's sampled-token logprobs or the model's at the sampling temperature. Reads only :data:`TRAINER_ATTRIBUTES`.
 
     Conversations are rendered with TRL's prefix-preserving training variant of the tokenizer's
     template when that template is not prefix-preserving (ids must only grow from turn to turn),
@@ -407,7 +408,6 @@ class TrainerEngine:
             else integer("max_turn_tokens", max_turn_tokens, minimum=1)
         )
         self.tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        self._engine: HFChatEngine | None = None
         self.chat_template_kwargs: dict[str, Any] = dict(self.args.chat_template_kwargs or {})
         if not is_chat_template_prefix_preserving(self.tokenizer):
             self.chat_template_kwargs["chat_template"] = get_training_chat_template(self.tokenizer)
@@ -415,7 +415,7 @@ class TrainerEngine:
     def generate_ids(self, prompts: Sequence[list[int]]) -> list[Completion]:
         trainer = self.trainer
         if not self.args.use_vllm:
-            return self._transformers().generate_ids(prompts)
+            return self._transformers.generate_ids(prompts)
         generation = trainer.vllm_generation
         budget, generation.max_completion_length = generation.max_completion_length, self.max_turn_tokens
         try:
@@ -454,15 +454,11 @@ class TrainerEngine:
         declared = [] if declared is None else [declared] if isinstance(declared, int) else list(declared)
         return {self.tokenizer.eos_token_id, *declared}
 
+    @functools.cached_property
     def _transformers(self) -> HFChatEngine:
         """The transformers engine of this rollout, built at its first turn and kept: seeded once
         from (``args.seed``, the step), every turn draws on from one random stream (an engine
         built per turn drew every turn of a step with the same seed)."""
-        if self._engine is None:
-            self._engine = self._new_transformers_engine()
-        return self._engine
-
-    def _new_transformers_engine(self) -> HFChatEngine:
         trainer = self.trainer
         args = self.args
         return HFChatEngine(
@@ -494,7 +490,8 @@ def rollout_func(
 
     Each prompt is a :func:`train_dataset` row's ``prompt``; it names the spec whose opening it is
     (ConfigError up front when two specs open with the same conversation but are played
-    differently, or for a spec with a context policy, whose prompts are no one growing sequence). For every prompt the function returns ``prompt_ids``, ``completion_ids`` (every
+    differently, or for a spec with a context policy, whose prompts are no one growing
+    sequence). For every prompt the function returns ``prompt_ids``, ``completion_ids`` (every
     assistant turn and the env's replies between them, up to the end of the last turn, at most
     ``max_completion_length`` ids), ``logprobs`` (0.0 on env ids), ``env_mask`` (1 on the model's
     ids, 0 on the env's: only the model's are trained) and ``ace_episode``

@@ -42,9 +42,8 @@ class AceAgentLoop(AgentLoopBase):
     left in ``rollout.response_length`` (``max_tokens``, or less when ``sampling_params`` asks for
     less, or ``extra_info["ace_max_turn_tokens"]``, the per-turn cap :func:`write_dataset` stores:
     verl itself gives every turn all the room left), so every call the env runs is in the ids
-    verl trains on; the episode ends when the env
-    ends it or the response reaches ``response_length`` (then the grid as it stands is scored,
-    ``extra_fields["ace_truncated"]``). A generation verl aborts (partial rollout) is resumed,
+    verl trains on; the episode ends when the env ends it or the response reaches
+    ``response_length`` (then the grid as it stands is scored, ``extra_fields["ace_truncated"]``). A generation verl aborts (partial rollout) is resumed,
     never played as a turn. Returns the prompt ids, the response up to the end of the last turn
     (at most ``response_length`` ids), its mask (1 = generated) and logprobs (0.0 on env ids), and
     as ``reward_score`` the score, or with ``extra_info["ace_reward"] == "partial"`` the partial
