@@ -27,6 +27,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ace_gym.errors import ConfigError, integer, number
 from ace_gym.eval import EpisodeSpec
 from ace_gym.eval.fit import TRAINING_DATASET, fit_spec
 
@@ -118,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         help="play the published tool replies, one call a turn (default: ace_gym.eval.fit.FIT, docs/training.md)",
     )
     args = parser.parse_args(argv)
+    try:  # sent to the server as they are: checked here, not by an engine
+        max_turn_tokens = integer("--max-turn-tokens", args.max_turn_tokens, minimum=1)
+        temperature = number("--temperature", args.temperature, minimum=0, finite=True)
+    except ConfigError as error:
+        parser.error(str(error))
     try:
         import art
     except ImportError as error:
@@ -136,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if not args.published_replies:
         spec = fit_spec(spec)  # the recommended training settings: compact replies, several calls a turn
-    sampling = {**SAMPLING, "temperature": args.temperature, "max_tokens": args.max_turn_tokens}
+    sampling = {**SAMPLING, "temperature": temperature, "max_tokens": max_turn_tokens}
     trajectory = asyncio.run(rollout(model, spec, sampling))
     group = art.TrajectoryGroup([trajectory])
     logged: dict[str, Any] = trajectory.for_logging()

@@ -25,7 +25,7 @@ import functools
 import json
 import os
 from collections.abc import Sequence
-from copy import deepcopy
+from copy import copy, deepcopy
 from typing import Any
 
 import torch
@@ -158,11 +158,14 @@ class AgentExecutor(MultiTurnAgentExecutor):
         sampling_params = deepcopy(sampling_params)
         generated = GeneratedTurn()
         engine = TurnCappedEngine(llm_engine, sampling_params.max_tokens, generated)
-        # the executor builds its instance before its first await: no other episode's settings in between
-        self.agent_instance_cls = functools.partial(  # type: ignore[assignment]
+        # this episode's own executor: OpenRLHF's shared one plays a prompt's samples at once
+        episode = copy(self)
+        episode.agent_instance_cls = functools.partial(  # type: ignore[assignment]
             AgentInstance, hf_tokenizer, max_length=max_length, generated=generated, first_turn=engine.turn_cap or 1
         )
-        return await super().execute(prompt, label, sampling_params, max_length, hf_tokenizer, engine, images)
+        return await MultiTurnAgentExecutor.execute(
+            episode, prompt, label, sampling_params, max_length, hf_tokenizer, engine, images
+        )
 
 
 class TurnCappedEngine:

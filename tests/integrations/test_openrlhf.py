@@ -321,3 +321,47 @@ def test_openrlhf_executor__samples_of_one_prompt_share_their_sampling_params_an
     assert [set(engine.asked) for engine in engines] == [{48}] * 3
     assert all(b - a <= 48 for result in results for a, b in result["action_ranges"])
     assert params.max_tokens == 48
+
+
+def test_openrlhf_executor__concurrent_episodes_each_build_their_instance_with_their_own_settings(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Episodes played at once through one executor each get an instance built with their own
+    ``max_length``, even where OpenRLHF's executor awaits before it builds the instance; the shared
+    executor is left as it was built."""
+    from openrlhf.utils.agent import MultiTurnAgentExecutor
+
+    from ace_gym.eval.fit import fit_spec
+
+    played = MultiTurnAgentExecutor.execute
+
+    async def awaits_first(self: Any, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0)
+        return await played(self, *args, **kwargs)
+
+    monkeypatch.setattr(MultiTurnAgentExecutor, "execute", awaits_first)
+    monkeypatch.setattr(agent_func, "AgentInstance", RecordedInstance)
+    INSTANCES.clear()
+    spec = fit_spec(SPECS[0])
+    executor = agent_func.AgentExecutor()
+    built = executor.agent_instance_cls
+    lengths = [10**6, 10**6 + 1, 10**6 + 2]
+
+    async def samples() -> list[dict[str, Any]]:
+        return await asyncio.gather(
+            *(
+                executor.execute(
+                    spec.opening(),
+                    spec.to_json(),
+                    SimpleNamespace(max_tokens=48, logprobs=1),
+                    n,
+                    tokenizer,
+                    YieldingEngine(tokenizer, spec),
+                )
+                for n in lengths
+            )
+        )
+
+    asyncio.run(samples())
+    assert sorted(instance.max_length for instance in INSTANCES) == lengths
+    assert executor.agent_instance_cls is built

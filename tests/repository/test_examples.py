@@ -171,3 +171,21 @@ def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajector
     assert [m["role"] for m in logged["messages"][:2]] == ["system", "user"]
     assert [t["function"]["name"] for t in logged["tools"]] == [t["function"]["name"] for t in info["tools"]]
     assert logged["metadata"] == {"domain": "course", "instance_id": info["instance_id"], "seed": 0}
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("--max-turn-tokens", "0"), ("--max-turn-tokens", "-5"), ("--temperature", "-1"), ("--temperature", "nan")],
+)
+def test_art_rollout_example__a_bad_sampling_setting_is_one_line_before_any_request(setting: str, value: str) -> None:
+    """The example sends its sampling settings to the server as they are: a turn cap below 1 or a
+    negative or NaN temperature is refused up front, naming the option (with or without ``art``)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", WITHOUT_OPTIONAL, str(EXAMPLES / "art_rollout.py"), setting, value],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr, completed.stderr[-2000:]
+    assert setting in completed.stderr.splitlines()[-1]
