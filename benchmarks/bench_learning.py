@@ -50,6 +50,7 @@ command again), and ``combine RUN...`` prints each track and arm's gain over see
     python benchmarks/bench_learning.py --quick --out /tmp/learn-quick    # seconds: the pipeline
     python benchmarks/bench_learning.py --track pretrained --seed 1 --control shuffled --out runs/pre-shuffled-1
     python benchmarks/bench_learning.py combine runs/pre-*                 # the table of docs/benchmarks.md
+    python benchmarks/bench_learning.py compare runs/sft-0/model_sft runs/scratch-0/model_grpo --heldout-seeds 500
 
 Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--warmup-steps``,
 ``--sft-steps``, ``--grpo-steps``, ``--use-vllm`` for TRL's vLLM generation) change nothing else.
@@ -174,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["combine"]:
         return combine(argv[1:])
+    if argv[:1] == ["compare"]:
+        return compare(argv[1:])
     args = parse_args(argv)
     started = time.perf_counter()
     out = Path(args.out)
@@ -895,11 +898,14 @@ def episode_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     ``parse_error_rate``: share of turns the adapter could not read as tool calls
     (:func:`~ace_gym.integrations.trainer_callback.parse_error_turn`); ``mean_turns``: policy
     turns per episode; ``invalid_call_rate``: share of executed tool calls the env refused
-    (``ok`` false: bad arguments, a fixed cell, an unknown id, ...); ``solved``: 1 or 0 per
-    episode in instance order (the paired gains of :func:`combine`)."""
+    (``ok`` false: bad arguments, a fixed cell, an unknown id, ...); ``filled_rate``: share of
+    episodes in which the env accepted a ``set_slot``; ``success_when_filled``: the success rate
+    among them (0 when none); ``solved``: 1 or 0 per episode in instance order (the paired gains
+    of :func:`combine`)."""
     turns = [turn for record in records for turn in record["turns"]]
     calls = [call for turn in turns for call in turn.get("info", {}).get("calls", ())]
     ordered = sorted(records, key=lambda record: (record["instance_index"], record.get("trial", 0)))
+    filled = [record for record in records if any(_fills(turn) for turn in record["turns"])]
     return {
         "episodes": len(records),
         "success_rate": mean(float(record["score"]) >= 1.0 for record in records),
@@ -908,8 +914,17 @@ def episode_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "mean_turns": mean(episode_turns(record) for record in records),
         "invalid_call_rate": mean(not call.get("ok", True) for call in calls),
         "tool_calls": len(calls),
+        "filled_rate": len(filled) / len(records),
+        "success_when_filled": mean(float(record["score"]) >= 1.0 for record in filled) if filled else 0.0,
         "solved": [int(float(record["score"]) >= 1.0) for record in ordered],
     }
+
+
+def _fills(turn: Mapping[str, Any]) -> bool:
+    """Whether the env accepted a ``set_slot`` call of ``turn``."""
+    return any(
+        call.get("tool") == "set_slot" and call.get("ok", True) for call in turn.get("info", {}).get("calls", ())
+    )
 
 
 def format_metrics(metrics: Mapping[str, Any]) -> str:
@@ -1069,6 +1084,59 @@ def combine(argv: Sequence[str]) -> int:
         write_json_atomic(Path(options.out), {"rows": rows})
     if options.plot:
         write_curves(runs, Path(options.plot))
+    return 0
+
+
+def compare(argv: Sequence[str]) -> int:
+    """``bench_learning.py compare START END [run options]``: two saved models (a run's
+    ``model_sft`` and a GRPO checkpoint, say) on the same held-out instances (the run options'
+    preset and ``--heldout-seeds``, generated into ``--out``), greedy and at ``--temperature``
+    (seeded with ``--seed``): success, ``filled_rate`` and ``success_when_filled``
+    (:func:`episode_metrics`), and END's gain over START with its 95 % interval over the paired
+    episodes; printed as a Markdown table and written to ``--out``/compare.json. More held-out
+    instances than a run evaluates on narrow the interval of one seed's gain."""
+    parser = argparse.ArgumentParser(prog="bench_learning.py compare", description=compare.__doc__)
+    parser.add_argument("start", help="a saved model folder (model_sft, model_grpo, grpo/checkpoint-N)")
+    parser.add_argument("end", help="another, evaluated on the same instances")
+    options = parser.parse_args(argv[:2])  # the two folders first, then the run options
+    args = parse_args(argv[2:])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    seeds = range(HELDOUT_FIRST_SEED, HELDOUT_FIRST_SEED + args.heldout_seeds)
+    heldout = split_specs(args, out, "heldout", seeds)
+    measured: dict[str, dict[str, Any]] = {}
+    for role in ("start", "end"):
+        folder = Path(getattr(options, role))
+        if not (folder / "config.json").is_file():
+            raise ConfigError(role, str(folder), "holds no saved model (config.json)")
+        model, tokenizer = load_model(folder, args), load_tokenizer(folder)
+        measured[role] = {
+            "model": str(folder),
+            "greedy": evaluate(model, tokenizer, heldout, args),
+            "sampled": evaluate(model, tokenizer, heldout, args, temperature=args.temperature),
+        }
+    gains = {
+        mode: gain_interval([(measured["start"][mode]["solved"], measured["end"][mode]["solved"])])
+        for mode in ("greedy", "sampled")
+    }
+    lines = [
+        "| decoding | episodes | success start / end | gain [95 % interval] | filled start / end "
+        "| success when filled start / end |",
+        "|---|---|---|---|---|---|",
+    ]
+    for mode, label in (("greedy", "greedy"), ("sampled", f"at {args.temperature}")):
+        start, end, gain = measured["start"][mode], measured["end"][mode], gains[mode]
+        lines.append(
+            f"| {label} | {start['episodes']} | {start['success_rate']:.3f} / {end['success_rate']:.3f} "
+            f"| {gain['mean']:+.3f} [{gain['low']:+.3f}, {gain['high']:+.3f}] "
+            f"| {start['filled_rate']:.3f} / {end['filled_rate']:.3f} "
+            f"| {start['success_when_filled']:.3f} / {end['success_when_filled']:.3f} |"
+        )
+    print("\n".join(lines), flush=True)
+    write_json_atomic(out / "compare.json", {"settings": vars(args), **measured, "gains": gains})
     return 0
 
 

@@ -218,6 +218,20 @@ def test_stopped_run__keeps_its_grpo_log_and_combine_plots_its_curves(
     assert bench_learning.main(["combine", str(run), "--plot", str(plot)]) == 0
     assert plot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
 
+    # compare: the SFT model and the step-1 checkpoint on the same held-out instances
+    (checkpoint,) = (run / "grpo").glob("checkpoint-*")
+    compared = tmp_path / "compare"
+    argv = [str(run / "model_sft"), str(checkpoint), "--quick", "--heldout-seeds", "3", "--out", str(compared)]
+    assert bench_learning.main(["compare", *argv]) == 0
+    summary = json.loads((compared / "compare.json").read_text(encoding="utf-8"))
+    for mode in ("greedy", "sampled"):
+        start, end = summary["start"][mode], summary["end"][mode]
+        assert start["episodes"] == end["episodes"] == 3 and len(start["solved"]) == len(end["solved"]) == 3
+        assert summary["gains"][mode]["mean"] == pytest.approx(end["success_rate"] - start["success_rate"], abs=1e-4)
+        assert 0.0 <= start["filled_rate"] <= 1.0 and 0.0 <= end["success_when_filled"] <= 1.0
+    with pytest.raises(bench_learning.ConfigError, match="end"):
+        bench_learning.main(["compare", str(run / "model_sft"), str(run), "--quick", "--out", str(compared)])
+
 
 def test_shuffled_within_groups__permutes_each_groups_rewards_by_the_step() -> None:
     def reward(ace_episode: list, **_: object) -> list[float]:
@@ -294,6 +308,30 @@ def test_episode_metrics__counts_solved_episodes_unread_turns_and_refused_calls(
     assert metrics["invalid_call_rate"] == 0.25  # one of the four executed calls was refused
     assert metrics["mean_turns"] == 2.0 and metrics["tool_calls"] == 4
     assert metrics["solved"] == [0, 1]  # in instance order
+
+
+def test_episode_metrics__filled_counts_episodes_with_an_accepted_set_slot() -> None:
+    def record(score: float, calls: list[tuple[str, bool]], index: int) -> dict:
+        turn = {"info": {"calls": [{"tool": tool, "ok": ok} for tool, ok in calls], "parse_errors": []}}
+        return {
+            "score": score,
+            "instance_index": index,
+            "domain": "course",
+            "hidden_slots": 1,
+            "decoy_budget": 0,
+            "usage": {"turns": 1},
+            "turns": [turn],
+        }
+
+    records = [
+        record(1.0, [("query", True), ("set_slot", True)], 0),  # filled and solved
+        record(0.0, [("set_slot", True)], 1),  # filled with the wrong candidate
+        record(0.0, [("set_slot", False), ("query", True)], 2),  # its set_slot refused: not filled
+        record(0.0, [("query", True)], 3),
+    ]
+    metrics = bench_learning.episode_metrics(records)
+    assert metrics["filled_rate"] == 0.5 and metrics["success_when_filled"] == 0.5
+    assert bench_learning.episode_metrics(records[2:])["success_when_filled"] == 0.0
 
 
 def _slip_specs(tmp_path: Path, count: int) -> list:
