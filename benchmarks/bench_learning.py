@@ -1147,7 +1147,7 @@ def summarise_runs(runs: Sequence[Mapping[str, Any]], at_step: int | None = None
     last GRPO step every run reached (at most ``at_step``), the start and final success (greedy
     and sampled, means over seeds; final: each run's last evaluation at or before that step, so
     runs stopped at different steps are compared at equal compute), each gain's mean and 95 %
-    interval, and the mean seconds per stage."""
+    interval, and the mean seconds per stage (over the runs that finished it)."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for run in runs:
         settings = run["settings"]
@@ -1179,7 +1179,9 @@ def summarise_runs(runs: Sequence[Mapping[str, Any]], at_step: int | None = None
                 ]
             )
         stages = sorted({name for run in members for name in run.get("seconds", {})})
-        row["seconds"] = {name: mean(run.get("seconds", {}).get(name, 0.0) for run in members) for name in stages}
+        row["seconds"] = {  # a stage's mean over the runs that finished it (a stopped run has no grpo time)
+            name: mean(run["seconds"][name] for run in members if name in run.get("seconds", {})) for name in stages
+        }
         rows.append(row)
     return rows
 

@@ -280,6 +280,17 @@ def test_summarise_runs__compares_runs_stopped_at_different_steps_at_the_last_st
     assert (early["grpo_steps"], early["final_greedy"]) == (20, 0.5)  # its last evaluation by step 30
 
 
+def test_summarise_runs__a_stage_time_is_the_mean_over_the_runs_that_finished_it() -> None:
+    """A run stopped before its GRPO stage ended has no ``grpo`` seconds: it is left out of that
+    stage's mean, not counted as 0."""
+    stages = [{"grpo_step": 0, "episodes": 1, "success_rate": 0.0, "solved": [0]}]
+    stages[0]["sampled"] = dict(stages[0])
+    finished = {"settings": {"seed": 0}, "stages": stages, "seconds": {"data": 4.0, "grpo": 300.0}}
+    stopped = {"settings": {"seed": 1}, "stages": stages, "seconds": {"data": 6.0}}
+    (row,) = bench_learning.summarise_runs([finished, stopped])
+    assert row["seconds"] == {"data": 5.0, "grpo": 300.0}
+
+
 def test_episode_metrics__counts_solved_episodes_unread_turns_and_refused_calls() -> None:
     def turn(calls: list[bool], parse_errors: tuple[str, ...] = ()) -> dict:
         return {"info": {"calls": [{"ok": ok} for ok in calls], "parse_errors": list(parse_errors)}}
