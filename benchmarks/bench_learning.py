@@ -44,8 +44,8 @@ the same held-out instances, as many as asked (``--heldout-seeds``), with the pa
 6. **Evaluation** on the held-out instances (greedy decoding, and sampled at the training
    temperature) before training ("before SFT"), after
    each training stage and every ``--grpo-eval-every`` GRPO steps: success rate, mean score,
-   parse-error rate, mean turns, invalid-call rate, the share of episodes that filled their slot
-   and the success among them, and the same for the greedy, random and
+   parse-error rate, mean turns, invalid-call rate, the share of episodes with a ``set_slot``
+   the env accepted and the success among them, and the same for the greedy, random and
    solver-batch scripted policies on the same instances. ``results.json`` (every number, the
    settings and the seed) and ``learning.png`` (the curves) are written to ``--out``.
 
@@ -907,7 +907,7 @@ def episode_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     turns = [turn for record in records for turn in record["turns"]]
     calls = [call for turn in turns for call in turn.get("info", {}).get("calls", ())]
     ordered = sorted(records, key=lambda record: (record["instance_index"], record.get("trial", 0)))
-    filled = [record for record in records if any(_fills(turn) for turn in record["turns"])]
+    fills = [any(_accepts_set_slot(turn) for turn in record["turns"]) for record in records]
     return {
         "episodes": len(records),
         "success_rate": mean(float(record["score"]) >= 1.0 for record in records),
@@ -916,13 +916,15 @@ def episode_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "mean_turns": mean(episode_turns(record) for record in records),
         "invalid_call_rate": mean(not call.get("ok", True) for call in calls),
         "tool_calls": len(calls),
-        "filled_rate": len(filled) / len(records),
-        "success_when_filled": mean(float(record["score"]) >= 1.0 for record in filled) if filled else 0.0,
+        "filled_rate": mean(fills),
+        "success_when_filled": mean(
+            float(record["score"]) >= 1.0 for record, filled in zip(records, fills, strict=True) if filled
+        ),
         "solved": [int(float(record["score"]) >= 1.0) for record in ordered],
     }
 
 
-def _fills(turn: Mapping[str, Any]) -> bool:
+def _accepts_set_slot(turn: Mapping[str, Any]) -> bool:
     """Whether the env accepted a ``set_slot`` call of ``turn``."""
     return any(
         call.get("tool") == "set_slot" and call.get("ok", True) for call in turn.get("info", {}).get("calls", ())
@@ -1097,10 +1099,18 @@ def compare(argv: Sequence[str]) -> int:
     (:func:`episode_metrics`), and END's gain over START with its 95 % interval over the paired
     episodes; printed as a Markdown table and written to ``--out``/compare.json. More held-out
     instances than a run evaluates on narrow the interval of one seed's gain."""
-    parser = argparse.ArgumentParser(prog="bench_learning.py compare", description=compare.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="bench_learning.py compare", usage="%(prog)s START END [run options]", description=compare.__doc__
+    )
     parser.add_argument("start", help="a saved model folder (model_sft, model_grpo, grpo/checkpoint-N)")
     parser.add_argument("end", help="another, evaluated on the same instances")
-    options = parser.parse_args(argv[:2])  # the two folders first, then the run options
+    folders = argv[:2]
+    if any(given.startswith("-") and given not in ("-h", "--help") for given in folders):
+        parser.error("give START END first, then the run options")
+    options = parser.parse_args(folders)
+    for role in ("start", "end"):
+        if not (Path(getattr(options, role)) / "config.json").is_file():
+            raise ConfigError(role, getattr(options, role), "holds no saved model (config.json)")
     args = parse_args(argv[2:])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -1112,8 +1122,6 @@ def compare(argv: Sequence[str]) -> int:
     measured: dict[str, dict[str, Any]] = {}
     for role in ("start", "end"):
         folder = Path(getattr(options, role))
-        if not (folder / "config.json").is_file():
-            raise ConfigError(role, str(folder), "holds no saved model (config.json)")
         model, tokenizer = load_model(folder, args), load_tokenizer(folder)
         measured[role] = {
             "model": str(folder),
@@ -1124,12 +1132,19 @@ def compare(argv: Sequence[str]) -> int:
         mode: gain_interval([(measured["start"][mode]["solved"], measured["end"][mode]["solved"])])
         for mode in ("greedy", "sampled")
     }
+    print(compare_table(measured, gains, args.temperature), flush=True)
+    write_json_atomic(out / "compare.json", {"settings": vars(args), **measured, "gains": gains})
+    return 0
+
+
+def compare_table(measured: Mapping[str, Any], gains: Mapping[str, Any], temperature: float) -> str:
+    """:func:`compare`'s two models and gains as a Markdown table, a row per decoding."""
     lines = [
         "| decoding | episodes | success start / end | gain [95 % interval] | filled start / end "
         "| success when filled start / end |",
         "|---|---|---|---|---|---|",
     ]
-    for mode, label in (("greedy", "greedy"), ("sampled", f"at {args.temperature}")):
+    for mode, label in (("greedy", "greedy"), ("sampled", f"at {temperature}")):
         start, end, gain = measured["start"][mode], measured["end"][mode], gains[mode]
         lines.append(
             f"| {label} | {start['episodes']} | {start['success_rate']:.3f} / {end['success_rate']:.3f} "
@@ -1137,9 +1152,7 @@ def compare(argv: Sequence[str]) -> int:
             f"| {start['filled_rate']:.3f} / {end['filled_rate']:.3f} "
             f"| {start['success_when_filled']:.3f} / {end['success_when_filled']:.3f} |"
         )
-    print("\n".join(lines), flush=True)
-    write_json_atomic(out / "compare.json", {"settings": vars(args), **measured, "gains": gains})
-    return 0
+    return "\n".join(lines)
 
 
 def summarise_runs(runs: Sequence[Mapping[str, Any]], at_step: int | None = None) -> list[dict[str, Any]]:
@@ -1147,7 +1160,7 @@ def summarise_runs(runs: Sequence[Mapping[str, Any]], at_step: int | None = None
     last GRPO step every run reached (at most ``at_step``), the start and final success (greedy
     and sampled, means over seeds; final: each run's last evaluation at or before that step, so
     runs stopped at different steps are compared at equal compute), each gain's mean and 95 %
-    interval, and the mean seconds per stage (over the runs that finished it)."""
+    interval, and the mean seconds per stage (over the runs that recorded it)."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for run in runs:
         settings = run["settings"]
@@ -1179,7 +1192,7 @@ def summarise_runs(runs: Sequence[Mapping[str, Any]], at_step: int | None = None
                 ]
             )
         stages = sorted({name for run in members for name in run.get("seconds", {})})
-        row["seconds"] = {  # a stage's mean over the runs that finished it (a stopped run has no grpo time)
+        row["seconds"] = {  # a stage's mean over the runs that recorded it (a stopped run has no grpo time)
             name: mean(run["seconds"][name] for run in members if name in run.get("seconds", {})) for name in stages
         }
         rows.append(row)

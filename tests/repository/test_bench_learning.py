@@ -228,9 +228,17 @@ def test_stopped_run__keeps_its_grpo_log_and_combine_plots_its_curves(
         start, end = summary["start"][mode], summary["end"][mode]
         assert start["episodes"] == end["episodes"] == 3 and len(start["solved"]) == len(end["solved"]) == 3
         assert summary["gains"][mode]["mean"] == pytest.approx(end["success_rate"] - start["success_rate"], abs=1e-4)
-        assert 0.0 <= start["filled_rate"] <= 1.0 and 0.0 <= end["success_when_filled"] <= 1.0
-    with pytest.raises(bench_learning.ConfigError, match="end"):
+    # a model against itself: the same instances and sampling seed, so the same episodes and no gain
+    argv = [str(run / "model_sft"), str(run / "model_sft"), *argv[2:]]
+    assert bench_learning.main(["compare", *argv]) == 0
+    summary = json.loads((compared / "compare.json").read_text(encoding="utf-8"))
+    for mode in ("greedy", "sampled"):
+        assert summary["start"][mode] == summary["end"][mode]
+        assert summary["gains"][mode] == {"mean": 0.0, "low": 0.0, "high": 0.0, "n": 3}
+    with pytest.raises(bench_learning.ConfigError, match="end"):  # refused before any evaluation
         bench_learning.main(["compare", str(run / "model_sft"), str(run), "--quick", "--out", str(compared)])
+    with pytest.raises(SystemExit):  # the folders come first
+        bench_learning.main(["compare", "--quick", str(run / "model_sft"), str(checkpoint)])
 
 
 def test_shuffled_within_groups__permutes_each_groups_rewards_by_the_step() -> None:

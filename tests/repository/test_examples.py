@@ -179,7 +179,7 @@ def test_art_rollout_example__a_solver_driven_model_scores_1_in_an_art_trajector
 )
 def test_art_rollout_example__a_bad_sampling_setting_is_one_line_before_any_request(setting: str, value: str) -> None:
     """The example sends its sampling settings to the server as they are: a turn cap below 1 or a
-    negative or NaN temperature is refused up front, naming the option (with or without ``art``)."""
+    negative or NaN temperature is refused up front, naming the option, before ``art`` is imported."""
     completed = subprocess.run(
         [sys.executable, "-c", WITHOUT_OPTIONAL, str(EXAMPLES / "art_rollout.py"), setting, value],
         capture_output=True,
