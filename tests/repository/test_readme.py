@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.missing_modules import without_modules
+from tests.server_helpers import free_port
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TEXT = README.read_text(encoding="utf-8")
@@ -27,6 +29,16 @@ TINY = {
     "max_turns=8": "max_turns=2",
     "report_to=[],": "report_to=[], use_cpu=True,",  # this machine has no GPU
 }
+
+
+README_PORT = "8000"
+"""The port the README's server example uses; the tests run it on a free one instead."""
+
+
+def on_a_free_port(block: str) -> str:
+    """``block`` with the README's server port swapped for a free one: two test runs on one
+    machine, or a server of the user's own on that port, must not meet there."""
+    return block.replace(README_PORT, str(free_port()))
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +58,7 @@ def test_readme_python_block__runs(block: str, tmp_path: Path, monkeypatch: pyte
         for heavy, tiny in TINY.items():
             block = block.replace(heavy, tiny)
         namespace["TINY_MODEL"] = request.getfixturevalue("tiny_model")
+    block = on_a_free_port(block)
     exec(compile(block, str(README), "exec"), namespace)
 
 
@@ -59,7 +72,22 @@ def test_readme_python_block__that_starts_a_process_runs_outside_an_activated_ve
     monkeypatch.chdir(tmp_path)
     scripts = str(Path(sys.executable).parent)
     monkeypatch.setenv("PATH", os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if d != scripts))
-    exec(compile(block, str(README), "exec"), {"__name__": "readme"})
+    exec(compile(on_a_free_port(block), str(README), "exec"), {"__name__": "readme"})
+
+
+@pytest.mark.slow
+def test_readme_server_block__runs_while_its_port_is_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process listening on the README's port (another test run's server, the user's own)
+    does not meet the test's server: it runs on a free port."""
+    (block,) = [b for b in BLOCKS if '"serve"' in b and README_PORT in b]
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", int(README_PORT)))
+        except OSError:
+            pytest.skip(f"port {README_PORT} is in use here")
+        taken.listen()  # accepts connections and never answers
+        exec(compile(on_a_free_port(block), str(README), "exec"), {"__name__": "readme"})
 
 
 def test_readme__has_python_examples_and_every_tiny_swap_applies() -> None:
