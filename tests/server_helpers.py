@@ -24,6 +24,7 @@ from ace_gym.server.app import create_app
 from ace_gym.server.config import ServerConfig
 from ace_gym.server.runner import uvicorn_options
 from ace_gym.tools import REPLY_INFO
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,12 +55,6 @@ def serving(config: ServerConfig | None = None) -> Iterator[tuple[str, FastAPI]]
         server.should_exit = True
         thread.join(timeout=30)
         listening.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager

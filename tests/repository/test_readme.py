@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.missing_modules import without_modules
+from tests.ports import free_port
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 TEXT = README.read_text(encoding="utf-8")
@@ -37,10 +38,7 @@ README_PORT = "8000"
 def on_a_free_port(block: str) -> str:
     """``block`` with the README's server port swapped for a free one: two test runs on one
     machine, or a server of the user's own on that port, must not meet there."""
-    with socket.socket() as probe:  # not tests.server_helpers.free_port: that module needs the serve extra
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return block.replace(README_PORT, str(port))
+    return block.replace(README_PORT, str(free_port()))
 
 
 @pytest.fixture(scope="module")

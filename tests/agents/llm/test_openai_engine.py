@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -32,6 +31,7 @@ from ace_gym.agents.llm.openai_engine import OpenAIChatEngine
 from ace_gym.errors import ConfigError, EngineUnavailableError
 from ace_gym.eval import EpisodeSpec, run_episodes
 from tests.chat_server import ChatServer, RawBody, Reply, chat_response, error, tool_call
+from tests.ports import free_port
 
 
 @pytest.fixture
@@ -451,9 +451,7 @@ def test_openai_engine__plays_episodes_against_a_real_vllm_server(tmp_path: Path
     from ace_gym.agents.llm.tiny_model import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
     command += ["--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32"]
     command += ["--enforce-eager", "--gpu-memory-utilization", "0.2", "--max-model-len", "8192"]
