@@ -20,7 +20,8 @@ the same held-out instances, as many as asked (``--heldout-seeds``), with the pa
 2. **Teacher**: the batching solver (``solver-batch``), which in a share ``--slip-rate`` of the
    training episodes first fills the slot with a made-up id, is refused, and recovers
    (:class:`SlippingSolver`): the solver alone never shows a refused call, and a model that
-   had never seen one wrote garbage after its first.
+   had never seen one wrote garbage after its first. With ``--teacher guess`` its fills are
+   drawn among the ids the slot's replies listed: SFT teaches the protocol, GRPO the choice.
 3. **Model**: the project's tiny Llama (:func:`~ace_gym.agents.llm.tiny_model.build_tiny_model`),
    its byte-level BPE trained on the ACE text and on the rendered training conversations (merges
    across words, every digit a token of its own: ``--split-digits``; every item id of the
@@ -330,9 +331,10 @@ def pretrained(run: Run) -> tuple[Any, Any]:
 
 def teacher_dataset(run: Run) -> Any:
     """The teacher's episodes on the run's training instances (:class:`SlippingSolver`, one slip
-    draw per episode), written as rollout records and exported as a HF dataset."""
+    draw per episode, guessing with ``--teacher guess``), written as rollout records and
+    exported as a HF dataset."""
     traces = run.out / "solver_traces.jsonl"
-    teacher = SlippingSolver(run.args.slip_rate)
+    teacher = SlippingSolver(run.args.slip_rate, guess=run.args.teacher == "guess")
     played = [dataclasses.replace(spec, trial=k) for k, spec in enumerate(run.train_specs)]  # one slip draw each
     write_records(traces, run_episodes(played, teacher, name=teacher.name))
     return export_traces(traces, run.out / "sft_dataset")
@@ -449,6 +451,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=float,
         default=0.25,
         help="share of SFT episodes in which the teacher first fills a slot with a made-up id and recovers",
+    )
+    data.add_argument(
+        "--teacher",
+        choices=("solver", "guess"),
+        default="solver",
+        help=(
+            "the SFT teacher's fills: solver: the right id; guess: an id drawn from those the slot's replies "
+            "listed (the protocol without the choice, left to GRPO's reward; SlippingSolver)"
+        ),
     )
     model = parser.add_argument_group("model")
     model.add_argument(
@@ -631,18 +642,24 @@ class SlippingSolver(BatchingSolver):
     lists the slot's allowed ids), and the next turn is the solver's own. A draw that happens to
     be another of the slot's candidates (about 3 in 1,000 with 4 candidates among 1,000 ids) is
     accepted instead, and the solver's turn overwrites it. The solver's traces alone
-    never show a refused call, so a model trained on them alone has never seen one."""
+    never show a refused call, so a model trained on them alone has never seen one.
 
-    name = "solver-batch-slip"
+    ``guess``: every ``set_slot`` of the solver's names instead an id drawn uniformly (the
+    episode's rng) from those the slot's query replies listed so far: the teacher shows the
+    protocol (query, fill from a reply, recover, done) but not the choice, which is left to the
+    reward (``--teacher guess``)."""
 
-    def __init__(self, slip_rate: float) -> None:
+    def __init__(self, slip_rate: float, *, guess: bool = False) -> None:
         self.slip_rate = probability("slip_rate", slip_rate)
+        self.guess = guess
+        self.name = "solver-batch-slip-guess" if guess else "solver-batch-slip"
 
     def script(
         self, view: TaskView, info: Mapping[str, Any], rng: np.random.Generator, notes: dict[str, Any]
     ) -> Script:
         slip = bool(rng.random() < self.slip_rate)
         solver = super().script(view, info, rng, notes)
+        listed: dict[tuple[int, int], list[str]] = {}  # each slot's ids, in the order its replies listed them
         try:
             turn = next(solver)
             while True:
@@ -650,9 +667,44 @@ class SlippingSolver(BatchingSolver):
                     slip = False
                     notes["slipped"] = True
                     yield _misread(turn, rng)  # its replies are not the solver's: not sent on
-                turn = solver.send((yield turn))
+                sent = _guessed(turn, listed, rng) if self.guess else turn
+                replies = yield sent
+                _note_listed(_calls_of(sent), replies, listed)
+                turn = solver.send(replies)
         except StopIteration:
             return
+
+
+def _guessed(
+    turn: ToolCallDict | list[ToolCallDict], listed: Mapping[tuple[int, int], list[str]], rng: np.random.Generator
+) -> ToolCallDict | list[ToolCallDict]:
+    """``turn`` with each ``set_slot``'s id replaced by one drawn uniformly from those its slot's
+    replies listed (unchanged where they listed none)."""
+    if not _fills_a_slot(turn):
+        return turn
+    calls = []
+    for call in _calls_of(turn):
+        ids = listed.get((call["arguments"].get("row"), call["arguments"].get("col")), [])
+        if call["name"] == "set_slot" and ids:
+            call = {**call, "arguments": {**call["arguments"], "id": ids[int(rng.integers(len(ids)))]}}
+        calls.append(call)
+    return calls
+
+
+def _note_listed(calls: Sequence[ToolCallDict], replies: Any, listed: dict[tuple[int, int], list[str]]) -> None:
+    """Add the ids each query reply of a turn listed (its ``matches``) to its slot's in ``listed``."""
+    if isinstance(replies, str):
+        replies = [replies]
+    for call, reply in zip(calls, replies, strict=False):
+        if call["name"] == "set_slot" or "row" not in call["arguments"]:
+            continue
+        try:
+            matches = json.loads(reply).get("matches")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(matches, dict):
+            slot = listed.setdefault((call["arguments"]["row"], call["arguments"]["col"]), [])
+            slot.extend(item for item in matches if item not in slot)
 
 
 def _calls_of(turn: ToolCallDict | list[ToolCallDict]) -> list[ToolCallDict]:

@@ -399,6 +399,34 @@ def test_slipping_solver__slips_in_the_drawn_share_and_otherwise_plays_the_solve
     assert [r["messages"] for r in again] == [r["messages"] for r in slipping]  # a function of the specs
 
 
+def test_slipping_solver__guessing_fills_with_an_id_the_slots_replies_listed(tmp_path: Path) -> None:
+    from ace_gym.eval import run_episodes
+    from ace_gym.policies import make_policy
+
+    specs = _slip_specs(tmp_path, 40)
+
+    def play(policy: object) -> list:
+        return sorted(run_episodes(specs, policy), key=lambda record: record["trial"])
+
+    guessing = play(bench_learning.SlippingSolver(0.5, guess=True))
+    solver = play(make_policy("solver-batch"))
+    right = 0
+    for record, reference in zip(guessing, solver, strict=True):
+        listed, fills = set(), []
+        for message in record["messages"]:
+            for call in message.get("tool_calls") or ():
+                if call["function"]["name"] == "set_slot":
+                    fills.append(json.loads(call["function"]["arguments"])["id"])
+            if message["role"] == "tool" and '"matches"' in message["content"]:
+                listed |= set(json.loads(message["content"])["matches"])
+        assert fills[-1] in listed  # the last fill a guess among the listed ids (a slip's made-up id is not)
+        right += record["score"] == 1.0
+        assert len(record["turns"]) == len(reference["turns"]) + bool(record["notes"].get("slipped"))
+    assert 0 < right < len(specs) * 0.6  # the choice is a guess: some right, most not (the solver: all)
+    again = play(bench_learning.SlippingSolver(0.5, guess=True))
+    assert [r["messages"] for r in again] == [r["messages"] for r in guessing]
+
+
 @pytest.mark.parametrize("rate", [-0.1, 1.5, float("nan")])
 def test_slipping_solver__refuses_a_slip_rate_outside_zero_to_one(rate: float) -> None:
     from ace_gym.errors import ConfigError
