@@ -76,7 +76,7 @@ from typing import Any
 import numpy as np
 
 from ace_gym.agents.solver import BatchingSolver
-from ace_gym.agents.task_view import Script, TaskView, ToolCallDict
+from ace_gym.agents.task_view import Script, TaskView, ToolCallDict, decoded_reply, succeeded
 from ace_gym.errors import ConfigError, integer, optional_integer, probability
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.fit import fit_spec
@@ -692,19 +692,15 @@ def _guessed(
 
 
 def _note_listed(calls: Sequence[ToolCallDict], replies: Any, listed: dict[tuple[int, int], list[str]]) -> None:
-    """Add the ids each query reply of a turn listed (its ``matches``) to its slot's in ``listed``."""
-    if isinstance(replies, str):
-        replies = [replies]
-    for call, reply in zip(calls, replies, strict=False):
+    """Add the ids each successful query reply of a turn listed (compact or full, read by
+    :func:`~ace_gym.agents.task_view.decoded_reply`) to its slot's in ``listed``."""
+    for call, reply in zip(calls, [replies] if isinstance(replies, str) else replies, strict=False):
         if call["name"] == "set_slot" or "row" not in call["arguments"]:
             continue
-        try:
-            matches = json.loads(reply).get("matches")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(matches, dict):
+        envelope = decoded_reply(reply, call["arguments"])
+        if succeeded(envelope) and isinstance(envelope["data"].get("matches"), list):
             slot = listed.setdefault((call["arguments"]["row"], call["arguments"]["col"]), [])
-            slot.extend(item for item in matches if item not in slot)
+            slot.extend(match["id"] for match in envelope["data"]["matches"] if match["id"] not in slot)
 
 
 def _calls_of(turn: ToolCallDict | list[ToolCallDict]) -> list[ToolCallDict]:

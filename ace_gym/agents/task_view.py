@@ -167,9 +167,9 @@ def call(name: str, **arguments: Any) -> Generator[ToolCallDict, str, dict[str, 
     review (resubmitted unchanged), and returns the decoded envelope."""
     envelope: dict[str, Any] = {}
     for _ in range(MAX_RETRIES + 1):
-        envelope = _decoded((yield {"name": name, "arguments": arguments}), arguments)
+        envelope = decoded_reply((yield {"name": name, "arguments": arguments}), arguments)
         while is_review(envelope.get("messages")):  # held back by Refine: submit it again
-            envelope = _decoded((yield {"name": name, "arguments": arguments}), arguments)
+            envelope = decoded_reply((yield {"name": name, "arguments": arguments}), arguments)
         if envelope.get("messages") != TOOL_FAILED_MESSAGE:
             break
     return envelope
@@ -189,7 +189,7 @@ def calls(requests: list[ToolCallDict]) -> Generator[list[ToolCallDict], list[st
         still_pending = []
         for position, k in enumerate(pending):
             reply = replies[position] if position < len(replies) else None
-            envelope = _decoded(reply, requests[k]["arguments"])
+            envelope = decoded_reply(reply, requests[k]["arguments"])
             envelopes[k] = envelope
             if is_review(envelope.get("messages")):
                 still_pending.append(k)
@@ -205,7 +205,7 @@ def is_review(messages: object) -> bool:
     return isinstance(messages, str) and messages.startswith(f"{REVIEW}, ")
 
 
-def _decoded(response: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def decoded_reply(response: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """A reply to a call with ``arguments`` as the published envelope dict (a compact reply,
     :mod:`ace_gym.tools.compact`, expanded); a reply that is none becomes a failure carrying its text."""
     try:

@@ -399,11 +399,22 @@ def test_slipping_solver__slips_in_the_drawn_share_and_otherwise_plays_the_solve
     assert [r["messages"] for r in again] == [r["messages"] for r in slipping]  # a function of the specs
 
 
-def test_slipping_solver__guessing_fills_with_an_id_the_slots_replies_listed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("observation", ["compact", "full"])
+def test_slipping_solver__guessing_fills_with_an_id_the_slots_replies_listed(tmp_path: Path, observation: str) -> None:
+    """Whatever form the replies take: read as compact replies only, the full ones listed
+    nothing and the teacher filled the solver's own id (every episode solved)."""
+    import dataclasses
+
     from ace_gym.eval import run_episodes
     from ace_gym.policies import make_policy
 
-    specs = _slip_specs(tmp_path, 40)
+    specs = [
+        dataclasses.replace(
+            spec,
+            stack=dataclasses.replace(spec.stack, env_kwargs={**spec.stack.env_kwargs, "observation": observation}),
+        )
+        for spec in _slip_specs(tmp_path, 40)
+    ]
 
     def play(policy: object) -> list:
         return sorted(run_episodes(specs, policy), key=lambda record: record["trial"])
@@ -418,7 +429,9 @@ def test_slipping_solver__guessing_fills_with_an_id_the_slots_replies_listed(tmp
                 if call["function"]["name"] == "set_slot":
                     fills.append(json.loads(call["function"]["arguments"])["id"])
             if message["role"] == "tool" and '"matches"' in message["content"]:
-                listed |= set(json.loads(message["content"])["matches"])
+                reply = json.loads(message["content"])
+                matches = reply["matches"] if "matches" in reply else reply["data"]["matches"]
+                listed |= {match if isinstance(match, str) else match["id"] for match in matches}
         assert fills[-1] in listed  # the last fill a guess among the listed ids (a slip's made-up id is not)
         right += record["score"] == 1.0
         assert len(record["turns"]) == len(reference["turns"]) + bool(record["notes"].get("slipped"))
