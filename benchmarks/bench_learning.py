@@ -77,7 +77,7 @@ import numpy as np
 
 from ace_gym.agents.solver import BatchingSolver
 from ace_gym.agents.task_view import Script, TaskView, ToolCallDict, decoded_reply, succeeded
-from ace_gym.errors import ConfigError, integer, optional_integer, probability
+from ace_gym.errors import ConfigError, integer, number, optional_integer, probability
 from ace_gym.eval import EpisodeSpec, run_episodes
 from ace_gym.eval.fit import fit_spec
 from ace_gym.generators import generate_dataset
@@ -187,6 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("device", args.device, "torch sees no CUDA device here")
+    torch.set_float32_matmul_precision("high" if args.device == "cuda" else "highest")  # TF32 matmuls on CUDA
     results = resumed_results(out, args)
     with timed(results, "data"):
         train_specs, heldout_specs = make_specs(args, out)
@@ -425,6 +428,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="where the model trains and generates (cuda: one accelerator, transformers' generation)",
+    )
+    parser.add_argument(
+        "--gradient-checkpointing",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="recompute activations in SFT's backward pass, as GRPO does by TRL's default (less memory)",
+    )
+    parser.add_argument(
         "--from-sft",
         metavar="DIR",
         help=(
@@ -544,6 +559,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     grpo.add_argument("--group-size", type=int, default=8, help="generations per prompt (GRPO group)")
     grpo.add_argument("--prompts-per-step", type=int, default=8)
     grpo.add_argument(
+        "--grpo-micro-batch",
+        type=int,
+        default=0,
+        help="episodes per forward and backward pass, accumulated to a step (0: the whole step at once)",
+    )
+    grpo.add_argument(
+        "--grpo-seconds",
+        type=float,
+        default=0.0,
+        help="stop GRPO at its first evaluation after this many seconds of it (0: run --grpo-steps)",
+    )
+    grpo.add_argument(
         "--reward",
         choices=("score", "partial"),
         default="score",
@@ -587,6 +614,11 @@ def check_sizes(args: argparse.Namespace) -> None:
     for name in ("warmup_batch", "sft_batch", "prompts_per_step", "save_every", "grpo_eval_every", "eval_batch"):
         integer(name, getattr(args, name), minimum=1)
     integer("group_size", args.group_size, minimum=2, note="(GRPO compares a prompt's generations)")
+    episodes = args.group_size * args.prompts_per_step
+    integer("grpo_micro_batch", args.grpo_micro_batch, minimum=0, maximum=episodes, note="(a step's episodes)")
+    if args.grpo_micro_batch and episodes % args.grpo_micro_batch:
+        raise ConfigError("grpo_micro_batch", args.grpo_micro_batch, f"must divide a step's {episodes} episodes")
+    number("grpo_seconds", args.grpo_seconds, minimum=0.0, finite=True, note="(0: none)")
 
 
 def make_specs(args: argparse.Namespace, out: Path) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
@@ -823,7 +855,10 @@ def load_model(path: Path, args: argparse.Namespace) -> Any:
         if args.train_output_layer and output.weight is embeddings:
             output.weight = torch.nn.Parameter(embeddings.detach().clone())
             model.config.tie_word_embeddings = False
-    return model
+    if args.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
+        model.enable_input_require_grads()  # the checkpointed blocks need an input that requires grad
+    return model.to(args.device)
 
 
 def sft_sample(row: Mapping[str, Any], tokenizer: Any) -> dict[str, list[int]]:
@@ -875,7 +910,8 @@ def train_lm(
     slipped episode the refusal that lists the allowed ids, and the id copied from them);
     AdamW (``lr``, default ``args.sft_lr``; batches of ``batch``, default ``args.sft_batch``)
     with linear warm-up and cosine decay over the trainable parameters; the batches drawn from a
-    generator seeded with ``args.seed`` and ``label``. Returns each step's loss."""
+    generator seeded with ``args.seed`` and ``label``; on CUDA the forward pass autocasts to
+    bfloat16 (2.6 times faster on an H200, docs/benchmarks.md). Returns each step's loss."""
     import torch
 
     rng = np.random.default_rng([args.seed, 1, *label.encode()])
@@ -910,7 +946,9 @@ def train_lm(
             else torch.tensor([s["loss_mask"] + [0] * (width - len(s["loss_mask"])) for s in drawn])
         )
         labels = ids.masked_fill(mask == 0, -100)
-        loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+        device = model.device
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):  # as TRL's GRPO
+            loss = model(input_ids=ids.to(device), attention_mask=attention.to(device), labels=labels.to(device)).loss
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -1033,21 +1071,28 @@ def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], r
     resumed_step = int(resume.rsplit("-", 1)[1]) if resume else 0
     results["stages"] = [s for s in results["stages"] if s["grpo_step"] <= resumed_step]
 
+    began = time.perf_counter()
+
     class Evaluation(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if state.global_step % args.grpo_eval_every == 0 or state.global_step == args.grpo_steps:
                 measure(run, f"GRPO step {state.global_step}", state.global_step, kwargs["model"], tokenizer)
                 kwargs["model"].train()
+                if args.grpo_seconds and time.perf_counter() - began >= args.grpo_seconds:
+                    print(f"GRPO stopped at step {state.global_step}: --grpo-seconds {args.grpo_seconds}", flush=True)
+                    control.should_training_stop = True  # at an evaluation: arms stopped so compare at a step
 
         def on_log(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             # written as it goes: a run stopped before its last step keeps its training curve
             results["grpo_log"] = [dict(entry) for entry in state.log_history]
             write_json_atomic(out / "results.json", results)
 
+    episodes = args.group_size * args.prompts_per_step
     config = GRPOConfig(
         output_dir=str(checkpoints),
         max_steps=args.grpo_steps,
-        per_device_train_batch_size=args.group_size * args.prompts_per_step,
+        per_device_train_batch_size=args.grpo_micro_batch or episodes,
+        gradient_accumulation_steps=episodes // (args.grpo_micro_batch or episodes),
         num_generations=args.group_size,
         learning_rate=args.grpo_lr,
         lr_scheduler_type=args.lr_schedule,
@@ -1062,7 +1107,7 @@ def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], r
         save_strategy="steps",
         save_steps=args.save_every,
         save_total_limit=1,
-        use_cpu=not args.use_vllm,
+        use_cpu=args.device == "cpu" and not args.use_vllm,
         seed=args.seed,
         data_seed=args.seed,
     )

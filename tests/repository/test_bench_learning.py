@@ -141,6 +141,8 @@ def test_quick_pretrained_run__loads_a_gguf_file_resumes_and_combines(
     run = tmp_path / "pretrained"
     argv = ["--quick", "--track", "pretrained", "--control", "shuffled", "--seed", "3", "--out", str(run)]
     argv += ["--gguf", str(gguf), "--model-cache", str(tmp_path / "cache")]
+    # an accelerator run's memory options, and its time limit: GRPO stops at its first evaluation
+    argv += ["--gradient-checkpointing", "--grpo-micro-batch", "1", "--grpo-steps", "3", "--grpo-seconds", "1e-9"]
     assert bench_learning.main(argv) == 0
     assert converted == [gguf]  # through the library's GGUF loading, into the cache
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
@@ -476,6 +478,10 @@ def test_parse_args__a_warm_up_without_whole_id_tokens_is_a_config_error() -> No
         (["--group-size", "1"], "group_size"),
         (["--save-every", "0"], "save_every"),
         (["--track", "pretrained", "--eval-batch", "0"], "eval_batch"),
+        (["--grpo-micro-batch", "3"], "grpo_micro_batch"),  # does not divide a step's 64 episodes
+        (["--grpo-micro-batch", "128"], "grpo_micro_batch"),
+        (["--grpo-seconds", "-1"], "grpo_seconds"),
+        (["--grpo-seconds", "inf"], "grpo_seconds"),
     ],
 )
 def test_parse_args__seed_ranges_that_overlap_and_empty_batches_are_config_errors(argv: list[str], field: str) -> None:
@@ -484,6 +490,18 @@ def test_parse_args__seed_ranges_that_overlap_and_empty_batches_are_config_error
     with pytest.raises(ConfigError, match=field):
         bench_learning.parse_args(argv)
     assert bench_learning.parse_args(["--train-seeds", "10000", "--heldout-seeds", "10000"]).train_seeds == 10000
+
+
+def test_main__a_cuda_run_where_torch_sees_no_cuda_device_is_a_config_error(tmp_path: Path) -> None:
+    import torch
+
+    from ace_gym.errors import ConfigError
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(ConfigError, match="device"):
+        bench_learning.main(["--quick", "--device", "cuda", "--out", str(tmp_path)])
+    assert not (tmp_path / "results.json").exists()  # refused before anything ran
 
 
 def test_parse_args__a_track_sets_its_defaults_and_given_options_win() -> None:
