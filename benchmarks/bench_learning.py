@@ -1,4 +1,4 @@
-"""A learning run on CPU, one track, seed and arm at a time: a model from scratch (a short-context
+"""A learning run on CPU (or one CUDA accelerator), one track, seed and arm at a time: a model from scratch (a short-context
 warm-up and SFT on exact-solver traces) or a pretrained one (SmolLM2-135M-Instruct), then GRPO
 through the env or its equal-compute control; ``combine`` sums runs up.
 
@@ -57,6 +57,9 @@ the same held-out instances, as many as asked (``--heldout-seeds``), with the pa
 
 Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--warmup-steps``,
 ``--sft-steps``, ``--grpo-steps``, ``--use-vllm`` for TRL's vLLM generation) change nothing else.
+On an accelerator: ``--device cuda``, with ``--gradient-checkpointing`` (SFT),
+``--grpo-micro-batch`` and ``--grpo-seconds`` (a time limit that stops GRPO at an evaluation);
+``benchmarks/learning_on_gpu.sh`` runs the pretrained track's study so within a budget.
 """
 
 from __future__ import annotations

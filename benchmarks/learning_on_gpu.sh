@@ -10,7 +10,9 @@
 # SECONDS: the whole study's budget: each GRPO run stops at its first evaluation after its share
 # of it (--grpo-seconds) and is killed at its end, keeping what it measured; OPTIONs: given to
 # every run after the settings below (theirs win); SEEDS: default 0 1 2.
-# Writes OUT/summary.json, OUT/curves.png, and each run's folder and log.
+# Writes OUT/summary.json, OUT/curves.png, and each run's folder and log. Size SECONDS by
+# docs/benchmarks.md: with transformers' generation the seeds' runs share the device no faster
+# than one after another, a GRPO step costs about 40 s on an H200, and 540 s reached no GRPO step.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: SEEDS=\"0 1 2\" $0 GGUF OUT SECONDS [OPTION...]" >&2; exit 2; }
 gguf=$1 out=$2 budget=$3
