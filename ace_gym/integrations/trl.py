@@ -458,7 +458,8 @@ class TrainerEngine:
     def _transformers(self) -> HFChatEngine:
         """The transformers engine of this rollout, built at its first turn and kept: seeded once
         from (``args.seed``, the step), every turn draws on from one random stream (an engine
-        built per turn drew every turn of a step with the same seed)."""
+        built per turn drew every turn of a step with the same seed); it generates up to
+        ``args.generation_batch_size`` turns at once (a step's episodes)."""
         trainer = self.trainer
         args = self.args
         return HFChatEngine(
@@ -470,6 +471,7 @@ class TrainerEngine:
             top_k=args.top_k or 0,
             min_p=args.min_p,
             repetition_penalty=args.repetition_penalty,
+            batch_size=args.generation_batch_size,  # a step's episodes together, as TRL generates them
             seed=int(np.random.SeedSequence([args.seed, trainer.state.global_step]).generate_state(1)[0]),
             chat_template_kwargs=self.chat_template_kwargs,
             generation_kwargs=args.generation_kwargs,

@@ -924,6 +924,29 @@ def test_trainer_engine__each_turn_of_a_rollout_draws_fresh_samples_on_transform
 
 
 @pytest.mark.usefixtures("one_torch_thread")
+def test_trainer_engine__generates_a_steps_episodes_together_on_transformers(tiny_model: Path) -> None:
+    """A step's episodes (TRL's ``generation_batch_size``) go to ``generate`` in one batch, as TRL
+    generates them: in the engine's default batches of 8, a step of 32 episodes took four
+    ``generate`` calls a turn, one after another (4 times the time on an accelerator)."""
+    from ace_gym.integrations.trl import TrainerEngine
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model)
+    batches: list[int] = []
+    generate = model.generate
+
+    def counted(**kwargs: Any) -> Any:
+        batches.append(len(kwargs["input_ids"]))
+        return generate(**kwargs)
+
+    model.generate = counted
+    trainer = _transformers_trainer(model, tokenizer, max_completion_length=2, per_device_train_batch_size=32)
+    assert trainer.args.generation_batch_size == 32
+    TrainerEngine(trainer).generate_ids([tokenizer.encode("Fill the grid.")] * 32)
+    assert batches == [32]
+
+
+@pytest.mark.usefixtures("one_torch_thread")
 def test_trainer_engine__top_k_0_reaches_transformers_sampling_untruncated(tiny_model: Path) -> None:
     """``top_k=0`` (TRL's "no top-k") samples from the whole distribution: 256 first tokens of the
     untrained model (nearly uniform over 2,048 ids) hold far more than 50 distinct ids, whatever
