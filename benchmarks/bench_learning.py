@@ -58,8 +58,8 @@ the same held-out instances, as many as asked (``--heldout-seeds``), with the pa
 Larger settings (``--hidden-size``, ``--layers``, ``--hidden``, ``--warmup-steps``,
 ``--sft-steps``, ``--grpo-steps``, ``--use-vllm`` for TRL's vLLM generation) change nothing else.
 On an accelerator: ``--device cuda``, with ``--gradient-checkpointing`` (SFT),
-``--grpo-micro-batch`` and ``--grpo-seconds`` (a time limit that stops GRPO at an evaluation);
-``benchmarks/learning_on_gpu.sh`` runs the pretrained track's study so within a budget.
+``--grpo-micro-batch`` and ``--time-limit`` (GRPO stops at an evaluation, before the limit);
+``benchmarks/learning_on_gpu.sh`` runs the pretrained track's study within a budget.
 """
 
 from __future__ import annotations
@@ -97,6 +97,26 @@ HELDOUT_FIRST_SEED = 10_000
 """Generator seeds of the splits: training from 0, held-out from here, ``--grpo-seeds`` from
 :data:`GRPO_FIRST_SEED`; :func:`parse_args` keeps the three ranges apart."""
 GRPO_FIRST_SEED = 20_000
+UNCOMPARED_SETTINGS = ("threads", "time_limit")
+"""Settings a resumed run may change: how it runs, not what it computes (a run its time limit
+stopped is finished all the same)."""
+EVALUATION_SETTINGS = (
+    "track",
+    "domain",
+    "rows",
+    "cols",
+    "hidden",
+    "candidates",
+    "heldout_seeds",
+    "max_turns",
+    "max_new_tokens",
+    "temperature",
+    "seed",
+    "eval_batch",
+    "device",
+)
+"""What an evaluation of a given model depends on: a ``--from-sft`` run whose settings share them
+with the run that saved the model takes that run's "after SFT" stage (:func:`start_model`)."""
 TRACKS = ("scratch", "pretrained")
 CONTROLS = ("none", "shuffled")
 """``--control``: none (GRPO) or shuffled (:class:`ShuffledWithinGroups`, its equal-compute control)."""
@@ -230,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def resumed_results(out: Path, args: argparse.Namespace) -> dict[str, Any]:
     """The run's results so far: ``out/results.json`` when an earlier run of the same settings
-    (``--threads`` aside) left one there, else a fresh record. ConfigError when the folder holds a
+    (:data:`UNCOMPARED_SETTINGS` aside) left one there, else a fresh record. ConfigError when the folder holds a
     run of other settings (a resumed run must not mix two)."""
     path = out / "results.json"
     settings = json.loads(encode_json(vars(args)))
@@ -240,7 +260,7 @@ def resumed_results(out: Path, args: argparse.Namespace) -> dict[str, Any]:
     changed = sorted(
         key
         for key in {*settings, *results["settings"]}
-        if key != "threads" and settings.get(key) != results["settings"].get(key)
+        if key not in UNCOMPARED_SETTINGS and settings.get(key) != results["settings"].get(key)
     )
     if changed:
         raise ConfigError(
@@ -292,18 +312,41 @@ class Run:
 def start_model(run: Run) -> tuple[Any, Any]:
     """The model GRPO starts from and its tokenizer, each stage before it evaluated into
     ``results``: a saved SFT model (``--from-sft``, or ``out/model_sft`` of an interrupted run of
-    these settings); else the from-scratch track's model after its warm-up and SFT, or the
+    these settings; its "after SFT" stage taken from the run that saved it where :func:`sft_stage`
+    finds it); else the from-scratch track's model after its warm-up and SFT, or the
     pretrained track's model (zero-shot, then ``--sft-steps`` of SFT when given)."""
     args, out, results = run.args, run.out, run.results
     saved = Path(args.from_sft) if args.from_sft else out / "model_sft"
     if saved.is_dir():
         model, tokenizer = load_model(saved, args), load_tokenizer(saved)
         if not any(s["stage"] == "after SFT" for s in results["stages"]):
-            measure(run, "after SFT", 0, model, tokenizer)
+            measured = sft_stage(saved, args)
+            if measured is None:
+                measure(run, "after SFT", 0, model, tokenizer)
+            else:
+                results["stages"].append({**measured, "elapsed_s": round(time.perf_counter() - run.started, 1)})
+                write_json_atomic(out / "results.json", results)
+                print(f"after SFT: as measured in {saved.parent}", flush=True)
         return model, tokenizer
     if args.track == "pretrained":
         return pretrained(run)
     return supervised(run)
+
+
+def sft_stage(saved: Path, args: argparse.Namespace) -> dict[str, Any] | None:
+    """The "after SFT" stage of the run that saved ``saved`` (its folder's ``model_sft``), with
+    ``measured_in`` naming that run, when its :data:`EVALUATION_SETTINGS` are ``args``'s: the same
+    model on the same instances, decoded alike (each arm of a study would evaluate it again).
+    None for any other folder or settings."""
+    path = saved.parent / "results.json"
+    if saved.resolve() != (saved.parent / "model_sft").resolve() or not path.is_file():
+        return None
+    results = json.loads(path.read_text(encoding="utf-8"))
+    ours = json.loads(encode_json(vars(args)))
+    if any(results["settings"].get(key) != ours.get(key) for key in EVALUATION_SETTINGS):
+        return None
+    stages = [stage for stage in results["stages"] if stage["stage"] == "after SFT"]
+    return {**stages[-1], "measured_in": str(saved.parent)} if stages else None
 
 
 def pretrained(run: Run) -> tuple[Any, Any]:
@@ -568,10 +611,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="episodes per forward and backward pass, accumulated to a step (0: the whole step at once)",
     )
     grpo.add_argument(
-        "--grpo-seconds",
+        "--time-limit",
         type=float,
         default=0.0,
-        help="stop GRPO at its first evaluation after this many seconds of it (0: run --grpo-steps)",
+        metavar="SECONDS",
+        help=(
+            "the run's wall-clock limit: GRPO stops at the first evaluation after which another stretch of steps "
+            "and evaluation as long as the last would pass it (0: none; not a setting a resumed run must repeat)"
+        ),
     )
     grpo.add_argument(
         "--reward",
@@ -621,7 +668,7 @@ def check_sizes(args: argparse.Namespace) -> None:
     integer("grpo_micro_batch", args.grpo_micro_batch, minimum=0, maximum=episodes, note="(a step's episodes)")
     if args.grpo_micro_batch and episodes % args.grpo_micro_batch:
         raise ConfigError("grpo_micro_batch", args.grpo_micro_batch, f"must divide a step's {episodes} episodes")
-    number("grpo_seconds", args.grpo_seconds, minimum=0.0, finite=True, note="(0: none)")
+    number("time_limit", args.time_limit, minimum=0.0, finite=True, note="(0: none)")
 
 
 def make_specs(args: argparse.Namespace, out: Path) -> tuple[list[EpisodeSpec], list[EpisodeSpec]]:
@@ -913,8 +960,8 @@ def train_lm(
     slipped episode the refusal that lists the allowed ids, and the id copied from them);
     AdamW (``lr``, default ``args.sft_lr``; batches of ``batch``, default ``args.sft_batch``)
     with linear warm-up and cosine decay over the trainable parameters; the batches drawn from a
-    generator seeded with ``args.seed`` and ``label``; on CUDA the forward pass autocasts to
-    bfloat16 (2.6 times faster on an H200, docs/benchmarks.md). Returns each step's loss."""
+    generator seeded with ``args.seed`` and ``label``; in float32, as GRPO and every
+    evaluation (:func:`train_grpo`). Returns each step's loss."""
     import torch
 
     rng = np.random.default_rng([args.seed, 1, *label.encode()])
@@ -950,8 +997,7 @@ def train_lm(
         )
         labels = ids.masked_fill(mask == 0, -100)
         device = model.device
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):  # as TRL's GRPO
-            loss = model(input_ids=ids.to(device), attention_mask=attention.to(device), labels=labels.to(device)).loss
+        loss = model(input_ids=ids.to(device), attention_mask=attention.to(device), labels=labels.to(device)).loss
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
@@ -1050,8 +1096,11 @@ def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], r
     (``--reward partial``) the partial score, each group's rewards shuffled among its episodes with
     ``--control shuffled`` (:class:`ShuffledWithinGroups`); a constant learning rate (or
     ``--lr-schedule``); evaluates every ``--grpo-eval-every`` steps and checkpoints every
-    ``--save-every`` steps into ``out/grpo``, from whose last checkpoint a rerun resumes. Returns
-    TRL's log history."""
+    ``--save-every`` steps into ``out/grpo``, from whose last checkpoint a rerun resumes. In
+    float32, as SFT and the evaluation before GRPO (TRL's default ``bf16=True`` makes accelerate
+    wrap the model's forward in bfloat16 autocast for good: the rollouts and every evaluation
+    during GRPO ran in other numerics than the start they are compared with). Returns TRL's log
+    history."""
     import os
 
     from transformers import TrainerCallback
@@ -1074,16 +1123,18 @@ def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], r
     resumed_step = int(resume.rsplit("-", 1)[1]) if resume else 0
     results["stages"] = [s for s in results["stages"] if s["grpo_step"] <= resumed_step]
 
-    began = time.perf_counter()
+    last_evaluation = [time.perf_counter()]
 
     class Evaluation(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             if state.global_step % args.grpo_eval_every == 0 or state.global_step == args.grpo_steps:
                 measure(run, f"GRPO step {state.global_step}", state.global_step, kwargs["model"], tokenizer)
                 kwargs["model"].train()
-                if args.grpo_seconds and time.perf_counter() - began >= args.grpo_seconds:
-                    print(f"GRPO stopped at step {state.global_step}: --grpo-seconds {args.grpo_seconds}", flush=True)
-                    control.should_training_stop = True  # at an evaluation: arms stopped so compare at a step
+                now = time.perf_counter()
+                stretch, last_evaluation[0] = now - last_evaluation[0], now
+                if args.time_limit and now + stretch - run.started > args.time_limit:
+                    print(f"GRPO stopped at step {state.global_step}: --time-limit {args.time_limit}", flush=True)
+                    control.should_training_stop = True  # the next stretch would end past the limit
 
         def on_log(self, _args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             # written as it goes: a run stopped before its last step keeps its training curve
@@ -1111,6 +1162,7 @@ def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], r
         save_steps=args.save_every,
         save_total_limit=1,
         use_cpu=args.device == "cpu" and not args.use_vllm,
+        bf16=False,  # TRL's default autocast would patch the model's forward: GRPO's evaluations in bfloat16
         seed=args.seed,
         data_seed=args.seed,
     )

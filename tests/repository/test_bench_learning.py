@@ -111,8 +111,14 @@ def test_quick_run__sft_loss_falls_grpo_plays_the_env_and_every_stage_is_measure
     grpo = bench_learning.load_model(again / "model_grpo", bench_learning.parse_args([]))
     assert (start.get_input_embeddings().weight == grpo.get_input_embeddings().weight).all()
     assert not (sft.model.layers[0].mlp.up_proj.weight == grpo.model.layers[0].mlp.up_proj.weight).all()
+    sft_stages = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["stages"]
     results = json.loads((again / "results.json").read_text(encoding="utf-8"))
     assert [s["stage"] for s in results["stages"]] == ["after SFT", "GRPO step 1"]
+    (measured,) = [s for s in sft_stages if s["stage"] == "after SFT"]  # the SFT run's, not evaluated again
+    assert {k: v for k, v in results["stages"][0].items() if k not in ("elapsed_s", "measured_in")} == {
+        k: v for k, v in measured.items() if k != "elapsed_s"
+    }
+    assert results["stages"][0]["measured_in"] == str(tmp_path)
     assert results["model"] == json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))["model"]
     (step,) = [entry for entry in results["grpo_log"] if "ace/train/episodes" in entry]
     assert "rewards/ace_partial/mean" in step and "rewards/episode_score/mean" not in step
@@ -137,16 +143,25 @@ def test_quick_pretrained_run__loads_a_gguf_file_resumes_and_combines(
         return real_dequantised(source)
 
     monkeypatch.setattr(loading, "_dequantised", dequantised)
+    autocast: list[bool] = []  # per evaluation: whether accelerate wrapped the model's forward in autocast
+    real_measure = bench_learning.measure
+
+    def measure(run: object, name: str, grpo_step: int, model: object, tokenizer: object) -> None:
+        autocast.append(hasattr(model, "_original_forward"))
+        real_measure(run, name, grpo_step, model, tokenizer)
+
+    monkeypatch.setattr(bench_learning, "measure", measure)
     gguf = write_tiny_gguf(tmp_path / "tiny.gguf")
     run = tmp_path / "pretrained"
     argv = ["--quick", "--track", "pretrained", "--control", "shuffled", "--seed", "3", "--out", str(run)]
     argv += ["--gguf", str(gguf), "--model-cache", str(tmp_path / "cache")]
     # an accelerator run's memory options, and its time limit: GRPO stops at its first evaluation
-    argv += ["--gradient-checkpointing", "--grpo-micro-batch", "1", "--grpo-steps", "3", "--grpo-seconds", "1e-9"]
+    argv += ["--gradient-checkpointing", "--grpo-micro-batch", "1", "--grpo-steps", "3", "--time-limit", "1e-9"]
     assert bench_learning.main(argv) == 0
     assert converted == [gguf]  # through the library's GGUF loading, into the cache
     results = json.loads((run / "results.json").read_text(encoding="utf-8"))
     assert [s["stage"] for s in results["stages"]] == ["zero-shot", "after SFT", "GRPO step 1"]
+    assert autocast == [False, False, False]  # GRPO's evaluation in the numerics of those before it
     assert results["settings"]["temperature"] == bench_learning.TRACK_DEFAULTS["pretrained"]["temperature"]
     assert {"model", "sft", "evaluation", "grpo"} <= set(results["seconds"])
     assert len(results["sft_loss"]) == bench_learning.QUICK["pretrained"]["sft_steps"]
@@ -159,8 +174,9 @@ def test_quick_pretrained_run__loads_a_gguf_file_resumes_and_combines(
     assert start.get_input_embeddings().weight.requires_grad  # the pretrained track trains every weight
     assert not torch.equal(start.model.layers[0].mlp.up_proj.weight, grpo.model.layers[0].mlp.up_proj.weight)
 
-    # the same command again: a finished run is resumed, nothing trained or measured again
-    assert bench_learning.main(argv) == 0
+    # the same command again: a finished run is resumed, nothing trained or measured again (its
+    # time limit is how it runs, not what it computes: another one is no other run)
+    assert bench_learning.main([*argv, "--time-limit", "1000"]) == 0
     again = json.loads((run / "results.json").read_text(encoding="utf-8"))
     assert again["stages"] == results["stages"] and again["grpo_log"] == results["grpo_log"]
     assert {k: v for k, v in again["seconds"].items() if k != "data"} == {
@@ -241,6 +257,28 @@ def test_stopped_run__keeps_its_grpo_log_and_combine_plots_its_curves(
         bench_learning.main(["compare", str(run / "model_sft"), str(run), "--quick", "--out", str(compared)])
     with pytest.raises(SystemExit):  # the folders come first
         bench_learning.main(["compare", "--quick", str(run / "model_sft"), str(checkpoint)])
+
+
+def test_sft_stage__is_the_saving_runs_own_after_sft_stage_where_it_evaluated_alike(tmp_path: Path) -> None:
+    from ace_gym.runs.results import encode_json
+
+    args = bench_learning.parse_args(["--out", str(tmp_path / "arm"), "--reward", "partial"])
+    stage = {"stage": "after SFT", "grpo_step": 0, "elapsed_s": 9.0, "success_rate": 0.25}
+    (tmp_path / "model_sft").mkdir()
+    (tmp_path / "model_grpo").mkdir()
+
+    def saved(**changed: object) -> None:
+        settings = json.loads(encode_json({**vars(bench_learning.parse_args([])), **changed}))
+        (tmp_path / "results.json").write_text(json.dumps({"settings": settings, "stages": [stage]}), "utf-8")
+
+    saved(grpo_lr=3e-4, control="shuffled")  # settings of training only: the same evaluation
+    assert bench_learning.sft_stage(tmp_path / "model_sft", args) == {**stage, "measured_in": str(tmp_path)}
+    assert bench_learning.sft_stage(tmp_path / "model_grpo", args) is None  # the run's, but not its SFT model
+    for key, value in (("max_new_tokens", 64), ("heldout_seeds", 50), ("seed", 1), ("temperature", 0.7)):
+        saved(**{key: value})
+        assert bench_learning.sft_stage(tmp_path / "model_sft", args) is None, key
+    (tmp_path / "results.json").unlink()
+    assert bench_learning.sft_stage(tmp_path / "model_sft", args) is None
 
 
 def test_shuffled_within_groups__permutes_each_groups_rewards_by_the_step() -> None:
@@ -480,8 +518,8 @@ def test_parse_args__a_warm_up_without_whole_id_tokens_is_a_config_error() -> No
         (["--track", "pretrained", "--eval-batch", "0"], "eval_batch"),
         (["--grpo-micro-batch", "3"], "grpo_micro_batch"),  # does not divide a step's 64 episodes
         (["--grpo-micro-batch", "128"], "grpo_micro_batch"),
-        (["--grpo-seconds", "-1"], "grpo_seconds"),
-        (["--grpo-seconds", "inf"], "grpo_seconds"),
+        (["--time-limit", "-1"], "time_limit"),
+        (["--time-limit", "inf"], "time_limit"),
     ],
 )
 def test_parse_args__seed_ranges_that_overlap_and_empty_batches_are_config_errors(argv: list[str], field: str) -> None:
