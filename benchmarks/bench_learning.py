@@ -1,6 +1,7 @@
-"""A learning run on CPU (or one CUDA accelerator), one track, seed and arm at a time: a model from scratch (a short-context
-warm-up and SFT on exact-solver traces) or a pretrained one (SmolLM2-135M-Instruct), then GRPO
-through the env or its equal-compute control; ``combine`` sums runs up.
+"""A learning run on CPU (or one CUDA accelerator), one track, seed and arm at a time: a model
+from scratch (a short-context warm-up and SFT on exact-solver traces) or a pretrained one
+(SmolLM2-135M-Instruct), then GRPO through the env or its equal-compute control; ``combine``
+sums runs up.
 
 Does a model trained on an ACE env get better at it? ``--track scratch`` (the default) starts
 from nothing, as below; ``--track pretrained`` starts from SmolLM2-135M-Instruct, a GGUF file

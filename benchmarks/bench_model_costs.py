@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ace_gym.errors import ConfigError, integer
+
 SMOLLM2_135M = {
     "vocab_size": 49152,
     "hidden_size": 576,
@@ -72,9 +74,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tiny", action="store_true", help="a two-layer model (a test of the script)")
     args = parser.parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
-        parser.error("--device cuda: torch sees no CUDA device here")
-    if min(args.batch, args.new_tokens, args.sft_batch, args.repeats) < 1 or min(args.prompt, args.sft_tokens) <= 100:
-        parser.error("sizes must be positive, and the prompt and SFT sequences longer than 100 tokens")
+        raise ConfigError("device", args.device, "torch sees no CUDA device here")
+    for name in ("batch", "new_tokens", "sft_batch", "repeats"):
+        integer(name, getattr(args, name), minimum=1)
+    for name in ("prompt", "sft_tokens"):
+        integer(name, getattr(args, name), minimum=101, note="(prompts vary by 100 tokens)")
     return args
 
 

@@ -28,6 +28,9 @@ def test_tiny_run__prints_a_row_per_measurement_and_precision(capsys: pytest.Cap
     assert prefill > 0  # the per-token difference of a tiny model is noise: only its form is checked
 
 
-def test_sizes_that_cannot_run_are_refused() -> None:
-    with pytest.raises(SystemExit):
-        bench_model_costs.parse_args(["--device", "cpu", "--prompt", "50"])  # prompts vary by 100 tokens
+@pytest.mark.parametrize(("argv", "field"), [(["--prompt", "50"], "prompt"), (["--batch", "0"], "batch")])
+def test_sizes_that_cannot_run_are_config_errors_naming_the_field(argv: list[str], field: str) -> None:
+    from ace_gym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        bench_model_costs.parse_args(["--device", "cpu", *argv])
