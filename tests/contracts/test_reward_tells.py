@@ -20,23 +20,16 @@ the same way with more seeds on the ids where it was found.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
-import sys
 from collections import Counter
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
 from ace_gym.planning.probes import CarefulNeverRefuse
+from tests.benchmark_scripts import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("reward_tells", ROOT / "benchmarks" / "reward_tells.py")
-assert _spec is not None and _spec.loader is not None
-rt = importlib.util.module_from_spec(_spec)
-sys.modules["reward_tells"] = rt
-_spec.loader.exec_module(rt)
+rt = load_benchmark("reward_tells")
 
 SWEEP_SEEDS: dict[str, int] = {"ACE-<domain>-procedural-10x10-v0": 2, "ACE-<domain>-procedural-v0": 4}
 """Evaluation seeds per family in the sweep (default :data:`SWEEP_DEFAULT_SEEDS`): 10x10 and 5x7 episodes are long."""

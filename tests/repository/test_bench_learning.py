@@ -6,9 +6,7 @@ combining runs); its recovering teacher (SlippingSolver)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,14 +16,10 @@ pytest.importorskip("trl")
 pytest.importorskip("datasets")
 pytest.importorskip("matplotlib")
 
+from tests.benchmark_scripts import load_benchmark
 from tests.tiny_gguf import write_tiny_gguf
 
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("bench_learning", ROOT / "benchmarks" / "bench_learning.py")
-assert _spec is not None and _spec.loader is not None
-bench_learning = importlib.util.module_from_spec(_spec)
-sys.modules["bench_learning"] = bench_learning  # its dataclasses look their module up there
-_spec.loader.exec_module(bench_learning)
+bench_learning = load_benchmark("bench_learning")
 
 
 @pytest.mark.slow  # 12 s on an idle 2-core machine, 23 s beside another CPU job (TRL's GRPO step is most)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import random
@@ -15,11 +14,10 @@ from typing import Any
 
 import pytest
 
+from tests.benchmark_scripts import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("raw_websocket", ROOT / "benchmarks" / "raw_websocket.py")
-assert _spec is not None and _spec.loader is not None
-raw_websocket = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(raw_websocket)
+raw_websocket = load_benchmark("raw_websocket")
 
 
 class _Transport:
@@ -149,12 +147,7 @@ def test_raw_websocket__wrong_accept_key_fails_the_handshake() -> None:
 def bench_server() -> Any:
     """benchmarks/bench_server.py as a module (it needs the serve extra's orjson)."""
     pytest.importorskip("orjson", reason="the serve extra installs orjson")
-    sys.modules.setdefault("raw_websocket", raw_websocket)  # bench_server imports it by name
-    spec = importlib.util.spec_from_file_location("bench_server", ROOT / "benchmarks" / "bench_server.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_server")  # it imports raw_websocket by name: registered above
 
 
 def _report(server: str, steps_per_s: float, p99_ms: float) -> dict[str, Any]:
