@@ -249,12 +249,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def recorded_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """``args`` as results.json records them (JSON values: paths as strings, tuples as lists)."""
+    return json.loads(encode_json(vars(args)))
+
+
 def resumed_results(out: Path, args: argparse.Namespace) -> dict[str, Any]:
     """The run's results so far: ``out/results.json`` when an earlier run of the same settings
     (:data:`UNCOMPARED_SETTINGS` aside) left one there, else a fresh record. ConfigError when the folder holds a
     run of other settings (a resumed run must not mix two)."""
     path = out / "results.json"
-    settings = json.loads(encode_json(vars(args)))
+    settings = recorded_settings(args)
     if not path.is_file():
         return {"settings": settings, "stages": [], "baselines": {}, "seconds": {}}
     results = json.loads(path.read_text(encoding="utf-8"))
@@ -325,8 +330,7 @@ def start_model(run: Run) -> tuple[Any, Any]:
             if measured is None:
                 measure(run, "after SFT", 0, model, tokenizer)
             else:
-                results["stages"].append({**measured, "elapsed_s": round(time.perf_counter() - run.started, 1)})
-                write_json_atomic(out / "results.json", results)
+                record_stage(run, measured)
                 print(f"after SFT: as measured in {saved.parent}", flush=True)
         return model, tokenizer
     if args.track == "pretrained":
@@ -343,7 +347,7 @@ def sft_stage(saved: Path, args: argparse.Namespace) -> dict[str, Any] | None:
     if saved.resolve() != (saved.parent / "model_sft").resolve() or not path.is_file():
         return None
     results = json.loads(path.read_text(encoding="utf-8"))
-    ours = json.loads(encode_json(vars(args)))
+    ours = recorded_settings(args)
     if any(results["settings"].get(key) != ours.get(key) for key in EVALUATION_SETTINGS):
         return None
     stages = [stage for stage in results["stages"] if stage["stage"] == "after SFT"]
@@ -1079,17 +1083,15 @@ def measure(run: Run, name: str, grpo_step: int, model: Any, tokenizer: Any) -> 
     with timed(results, "evaluation"):
         greedy = evaluate(model, tokenizer, run.heldout_specs, args)
         sampled = evaluate(model, tokenizer, run.heldout_specs, args, temperature=args.temperature)
-    results["stages"].append(
-        {
-            "stage": name,
-            "grpo_step": grpo_step,
-            "elapsed_s": round(time.perf_counter() - run.started, 1),
-            **greedy,
-            "sampled": sampled,
-        }
-    )
+    record_stage(run, {"stage": name, "grpo_step": grpo_step, **greedy, "sampled": sampled})
     print(f"{name}: {format_metrics(greedy)}; at temperature {args.temperature}: {format_metrics(sampled)}", flush=True)
-    write_json_atomic(run.out / "results.json", results)
+
+
+def record_stage(run: Run, stage: Mapping[str, Any]) -> None:
+    """Append ``stage``, stamped with the run's elapsed seconds, to the run's results and save
+    them at once (an interrupted run keeps what it measured)."""
+    run.results["stages"].append({**stage, "elapsed_s": round(time.perf_counter() - run.started, 1)})
+    write_json_atomic(run.out / "results.json", run.results)
 
 
 def train_grpo(model: Any, tokenizer: Any, train_specs: Sequence[EpisodeSpec], run: Run) -> list[dict[str, Any]]:
