@@ -116,7 +116,7 @@ def generation(shape: dict[str, Any], args: argparse.Namespace, precision: str, 
 
     generate(slice(0, 1), 2)  # warm-up
     reset_peak(args.device)
-    began = clock.now()
+    began = finished(args.device)
     clock.stamps.clear()
     generate(slice(None), args.new_tokens + 1)
     stamps = clock.stamps
@@ -165,15 +165,8 @@ class Clock:
         self.device = device
         self.stamps: list[float] = []
 
-    def now(self) -> float:
-        import torch
-
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        return time.perf_counter()
-
     def __call__(self, input_ids: Any, scores: Any) -> Any:
-        self.stamps.append(self.now())
+        self.stamps.append(finished(self.device))
         return scores
 
 
@@ -183,16 +176,19 @@ def build(shape: dict[str, Any], device: str, dtype: Any) -> Any:
     return LlamaForCausalLM(LlamaConfig(**shape)).to(device, dtype=dtype)
 
 
-def timed(work: Callable[[], None], device: str) -> float:
+def finished(device: str) -> float:
+    """The time once the device has finished the work given it so far."""
     import torch
 
     if device == "cuda":
         torch.cuda.synchronize()
-    began = time.perf_counter()
+    return time.perf_counter()
+
+
+def timed(work: Callable[[], None], device: str) -> float:
+    began = finished(device)
     work()
-    if device == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - began
+    return finished(device) - began
 
 
 def reset_peak(device: str) -> None:
